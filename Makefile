@@ -1,0 +1,33 @@
+# imagectl — see README.md.
+SHELL := /bin/bash
+GO ?= go
+BIN ?= bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/imagectl/imagectl/cmd/imagectl/app.Version=$(VERSION)
+export IMAGECTL_TEST_CACHE ?= $(HOME)/.cache/imagectl-test
+
+.PHONY: build deps test unit e2e bench lint ci
+
+build: ## Build bin/imagectl
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/imagectl ./cmd/imagectl
+
+deps: ## Install what the tests need (idempotent; cached under $IMAGECTL_TEST_CACHE)
+	bash hack/install-deps.sh
+
+unit: ## Go tests only, with whatever tools are already installed
+	$(GO) test ./...
+
+test: deps ## The test command: install what is needed, then run every Go test with the real tools required
+	IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 ./...
+
+e2e: deps build ## End-to-end: real buildkitd, registry, QEMU and cosign
+	bash tests/e2e/run.sh
+
+bench: ## Benchmarks (print ratios and request counts)
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+ci: lint test e2e ## What .ci/run runs

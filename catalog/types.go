@@ -1,0 +1,72 @@
+package catalog
+
+// SchemaVersion is the current catalog schema version.
+const SchemaVersion = 1
+
+// Catalog is the snapshot written beside matrix.yaml (catalog.json).
+type Catalog struct {
+	SchemaVersion int `json:"schemaVersion"`
+	// Describes is the date (YYYY-MM-DD) the facts describe.
+	Describes string `json:"describes"`
+	// Origin says how the snapshot was made, e.g. "imagectl matrix refresh" or
+	// "hand-written from upstream release notes".
+	Origin     string            `json:"origin,omitempty"`
+	CodeServer []CodeServer      `json:"codeServer"`
+	Ray        []PythonPackage   `json:"ray"`
+	Debugpy    []PythonPackage   `json:"debugpy"`
+	Extensions []ExtensionRecord `json:"extensions"`
+}
+
+// CodeServer is one code-server release available as a base image.
+type CodeServer struct {
+	Version string `json:"version"`
+	// VSCode is the VS Code version bundled in this code-server.
+	VSCode string `json:"vscode"`
+	// Tag is the base image tag, e.g. "4.101.2".
+	Tag string `json:"tag"`
+	// IndexDigest is the digest of the base image index behind Tag, if known.
+	IndexDigest string `json:"indexDigest,omitempty"`
+	// Platforms maps an OCI platform (linux/amd64) to its manifest digest.
+	Platforms map[string]string `json:"platforms,omitempty"`
+}
+
+// PythonPackage is one release of a PyPI project.
+type PythonPackage struct {
+	Version string `json:"version"`
+	Yanked  bool   `json:"yanked,omitempty"`
+	// PreRelease is true for PEP 440 pre-releases (a, b, rc, dev).
+	PreRelease     bool   `json:"preRelease,omitempty"`
+	RequiresPython string `json:"requiresPython,omitempty"`
+	// Pythons maps an OCI platform to the CPython minor versions ("3.12") that
+	// the release ships wheels for on that platform. A pure-Python release
+	// (py3-none-any) lists "any" under the key "any".
+	Pythons map[string][]string `json:"pythons,omitempty"`
+}
+
+// ExtensionRecord is every known version of one extension from one source.
+type ExtensionRecord struct {
+	ID       string             `json:"id"`
+	Source   string             `json:"source"`
+	Versions []ExtensionVersion `json:"versions"`
+}
+
+// ExtensionVersion is one version of an extension with all its platform builds.
+type ExtensionVersion struct {
+	Version    string `json:"version"`
+	PreRelease bool   `json:"preRelease,omitempty"`
+	// Engine is engines.vscode, e.g. "^1.95.0".
+	Engine        string   `json:"engine"`
+	Dependencies  []string `json:"dependencies,omitempty"`
+	ExtensionPack []string `json:"extensionPack,omitempty"`
+	// Files maps a VS Code target platform (linux-x64, linux-arm64, universal)
+	// to the file built for it.
+	Files map[string]File `json:"files"`
+}
+
+// File is one downloadable VSIX.
+type File struct {
+	URL string `json:"url,omitempty"`
+	// SHA256 is the hex digest of the VSIX, once known.
+	SHA256 string `json:"sha256,omitempty"`
+	Size   int64  `json:"size,omitempty"`
+}

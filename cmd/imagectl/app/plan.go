@@ -1,0 +1,19 @@
+package app
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+)
+
+// TODO(owner of this verb): replace this placeholder with the real command.
+func newPlanCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:    "plan",
+		Short:  "(not implemented yet)",
+		Hidden: true,
+		RunE: func(*cobra.Command, []string) error {
+			return errors.New("plan: not implemented yet")
+		},
+	}
+}

@@ -1,0 +1,101 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is set at link time: -ldflags "-X github.com/imagectl/imagectl/cmd/imagectl/app.Version=v0.1.0".
+var Version = "dev"
+
+// globals are the flags every command shares.
+type globals struct {
+	matrixPath  string
+	catalogPath string
+	verbose     bool
+	stdout      io.Writer
+	stderr      io.Writer
+}
+
+// catalog returns the catalog path: the flag, or catalog.json beside matrix.yaml.
+func (g *globals) catalog() string {
+	if g.catalogPath != "" {
+		return g.catalogPath
+	}
+	return filepath.Join(filepath.Dir(g.matrixPath), "catalog.json")
+}
+
+// exitError carries a specific exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// Run executes imagectl with args and returns the process exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := NewRootCommand(stdout, stderr)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "imagectl: %v\n", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}
+
+// NewRootCommand returns the imagectl command tree.
+func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "imagectl",
+		Short: "Build, sign, verify and publish code-server with the Ray Distributed Debugger",
+		Long: `imagectl resolves a compatible set of code-server, Python, Ray, debugpy and
+VS Code extensions (matrix.yaml + catalog.json), fetches the exact extension
+files per platform, builds a multi-arch image through BuildKit, signs every
+manifest with cosign, verifies published images, smoke-tests a debugger attach
+on KubeRay, and plans scheduled rebuilds.`,
+		Example: `  imagectl matrix resolve --ray 2.46.0 --explain
+  imagectl build --ray 2.46.0 --platform linux/amd64,linux/arm64
+  imagectl verify docker.io/example/code-server-ray:4.101.2-ray2.46.0-py3.12 --key cosign.pub`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&g.matrixPath, "matrix", envOr("IMAGECTL_MATRIX", "matrix.yaml"), "path to matrix.yaml (env IMAGECTL_MATRIX)")
+	root.PersistentFlags().StringVar(&g.catalogPath, "catalog", os.Getenv("IMAGECTL_CATALOG"), "path to the catalog snapshot (default: catalog.json beside matrix.yaml; env IMAGECTL_CATALOG)")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log progress and retries to stderr")
+
+	root.AddCommand(
+		newVersionCommand(g),
+		newMatrixCommand(g),
+		newExtensionsCommand(g),
+		newBuildCommand(g),
+		newSignCommand(g),
+		newVerifyCommand(g),
+		newSmokeCommand(g),
+		newPlanCommand(g),
+		newReleaseCommand(g),
+	)
+	return root
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

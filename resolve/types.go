@@ -1,0 +1,50 @@
+package resolve
+
+// Set is one resolved, buildable combination. Its JSON encoding is the lock that
+// builds, labels and plans are derived from: the same inputs give byte-identical
+// JSON.
+type Set struct {
+	CodeServer CodeServer `json:"codeServer"`
+	Ray        string     `json:"ray"`
+	// Python is the chosen CPython minor version, e.g. "3.12".
+	Python string `json:"python"`
+	// RayPythons are the CPython versions Ray ships wheels for on every platform.
+	RayPythons []string    `json:"rayPythons"`
+	RayExtras  []string    `json:"rayExtras,omitempty"`
+	Debugpy    string      `json:"debugpy"`
+	Platforms  []string    `json:"platforms"`
+	Extensions []Extension `json:"extensions"`
+	Tags       []string    `json:"tags"`
+}
+
+// CodeServer is the chosen code-server and its base image.
+type CodeServer struct {
+	Version string `json:"version"`
+	VSCode  string `json:"vscode"`
+	// Base is the base image reference with tag, e.g.
+	// lscr.io/linuxserver/code-server:4.101.2.
+	Base        string `json:"base"`
+	IndexDigest string `json:"indexDigest,omitempty"`
+	// Platforms maps an OCI platform to its base manifest digest.
+	Platforms map[string]string `json:"platforms,omitempty"`
+}
+
+// Extension is one extension at one version, with its file per platform, in
+// install order (dependencies first).
+type Extension struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+	Source  string `json:"source"`
+	Engine  string `json:"engine"`
+	// Files maps an OCI platform (linux/amd64) to the exact file to install.
+	Files map[string]File `json:"files"`
+}
+
+// File identifies one VSIX exactly.
+type File struct {
+	// TargetPlatform is the VS Code target platform of the file: linux-x64,
+	// linux-arm64 or universal.
+	TargetPlatform string `json:"targetPlatform"`
+	URL            string `json:"url,omitempty"`
+	SHA256         string `json:"sha256,omitempty"`
+}

@@ -1,0 +1,205 @@
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+type options struct {
+	timeout       time.Duration
+	retries       int
+	minWait       time.Duration
+	maxWait       time.Duration
+	maxRetryAfter time.Duration
+	logger        *slog.Logger
+	transport     http.RoundTripper
+	userAgent     string
+}
+
+// Option configures New.
+type Option func(*options)
+
+// WithTimeout sets the timeout of one attempt (default 60s).
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithRetries sets how many times a failed attempt is retried (default 5).
+func WithRetries(n int) Option { return func(o *options) { o.retries = n } }
+
+// WithBackoff sets the minimum and maximum wait between attempts when the
+// server gives no Retry-After (default 500ms and 10s).
+func WithBackoff(min, max time.Duration) Option {
+	return func(o *options) { o.minWait, o.maxWait = min, max }
+}
+
+// WithMaxRetryAfter caps how long a Retry-After may make a client wait
+// (default 2m); a longer Retry-After fails the request instead.
+func WithMaxRetryAfter(d time.Duration) Option { return func(o *options) { o.maxRetryAfter = d } }
+
+// WithLogger logs retries at debug level.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithTransport sets the underlying transport (tests count requests with it).
+func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.transport = rt } }
+
+// WithUserAgent sets the User-Agent header of every request.
+func WithUserAgent(ua string) Option { return func(o *options) { o.userAgent = ua } }
+
+// UserAgent is the default User-Agent.
+var UserAgent = "imagectl"
+
+// New returns an *http.Client that retries as described in the package doc.
+// Callers still pass a context to every request; the context bounds the whole
+// call including retries.
+func New(opts ...Option) *http.Client {
+	o := options{
+		timeout: 60 * time.Second, retries: 5,
+		minWait: 500 * time.Millisecond, maxWait: 10 * time.Second,
+		maxRetryAfter: 2 * time.Minute,
+		userAgent:     UserAgent,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	rc := retryablehttp.NewClient()
+	rc.RetryMax = o.retries
+	rc.RetryWaitMin, rc.RetryWaitMax = o.minWait, o.maxWait
+	rc.Logger = nil
+	if o.logger != nil {
+		rc.Logger = o.logger
+	}
+	base := o.transport
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	rc.HTTPClient = &http.Client{Timeout: o.timeout, Transport: uaTransport{base, o.userAgent}}
+	rc.Backoff = backoff(o.maxRetryAfter)
+	rc.ErrorHandler = func(resp *http.Response, err error, attempts int) (*http.Response, error) {
+		if resp != nil {
+			// Hand the last response to the caller, which reports its status
+			// and URL; retryablehttp would otherwise drop it.
+			return resp, nil
+		}
+		return nil, fmt.Errorf("giving up after %d attempt(s): %w", attempts, err)
+	}
+	return rc.StandardClient()
+}
+
+type uaTransport struct {
+	rt http.RoundTripper
+	ua string
+}
+
+func (t uaTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("User-Agent") == "" && t.ua != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("User-Agent", t.ua)
+	}
+	return t.rt.RoundTrip(r)
+}
+
+// backoff honours Retry-After (seconds or HTTP date) on 429 and 503, capped at
+// max; otherwise it is exponential between min and max.
+func backoff(maxRetryAfter time.Duration) retryablehttp.Backoff {
+	return func(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
+		if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+			if d, ok := RetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+				if d > maxRetryAfter {
+					d = maxRetryAfter
+				}
+				return d
+			}
+		}
+		return retryablehttp.DefaultBackoff(min, max, attempt, nil)
+	}
+}
+
+// RetryAfter parses a Retry-After header value: delay-seconds or an HTTP date.
+func RetryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		d := t.Sub(now)
+		if d < 0 {
+			d = 0
+		}
+		return d, true
+	}
+	return 0, false
+}
+
+// Get issues a GET with ctx and the given headers and returns the response if
+// its status is 200; otherwise it closes the body and returns an error naming
+// the URL and status.
+func Get(ctx context.Context, c *http.Client, url string, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	return Do(c, req)
+}
+
+// Do sends req and returns the response if its status is 200; otherwise it
+// closes the body and returns a *StatusError.
+func Do(c *http.Client, req *http.Request) (*http.Response, error) {
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		return nil, &StatusError{Method: req.Method, URL: req.URL.String(), Status: resp.StatusCode, Body: string(bytes.TrimSpace(snippet))}
+	}
+	return resp, nil
+}
+
+// StatusError is a non-200 answer.
+type StatusError struct {
+	Method, URL string
+	Status      int
+	Body        string
+}
+
+func (e *StatusError) Error() string {
+	msg := fmt.Sprintf("%s %s: HTTP %d %s", e.Method, e.URL, e.Status, http.StatusText(e.Status))
+	if e.Body != "" {
+		msg += ": " + e.Body
+	}
+	return msg
+}
+
+// ReadJSONBody reads at most limit bytes of a body expected to be JSON and
+// fails with a clear error when it is HTML (a captive portal or an error page
+// served with status 200), empty, or larger than limit.
+func ReadJSONBody(r io.Reader, url string, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", url, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("reading %s: body larger than %d bytes", url, limit)
+	}
+	t := bytes.TrimSpace(b)
+	if len(t) == 0 {
+		return nil, fmt.Errorf("reading %s: empty body, expected JSON", url)
+	}
+	if t[0] == '<' {
+		return nil, fmt.Errorf("reading %s: got an HTML page, expected JSON", url)
+	}
+	return b, nil
+}
