@@ -1,0 +1,6 @@
+// Package build turns a resolved set into a multi-arch image through BuildKit:
+// it renders the image definition from dockerfiles/, prepares the build
+// context (extension layouts, settings, wheels), solves it against one
+// buildkitd per platform or one for all, and pushes by digest or writes an OCI
+// archive.
+package build
