@@ -19,3 +19,14 @@ const (
 	// LabelExtensions lists id@version,... in install order.
 	LabelExtensions = LabelPrefix + "extensions"
 )
+
+// Where things live inside the image. The base is linuxserver/code-server,
+// whose service runs code-server with --extensions-dir /config/extensions and
+// --user-data-dir /config/data.
+const (
+	// ExtensionsDir holds one <publisher>.<name>-<version>/ per extension and
+	// code-server's extensions.json.
+	ExtensionsDir = "/config/extensions"
+	// SettingsPath is code-server's user settings file.
+	SettingsPath = "/config/data/User/settings.json"
+)
