@@ -1,0 +1,213 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/imagectl/imagectl/smoke/dashboard"
+)
+
+// ErrDashboard is a dashboard that never answered usably while polling.
+var ErrDashboard = errors.New("dashboard not usable")
+
+// Breakpoint is a paused worker as the dashboard lists it.
+type Breakpoint struct {
+	WorkerID         string `json:"worker_id"`
+	IP               string `json:"ip"`
+	DebuggerPort     int    `json:"debugger_port"`
+	NumPausedThreads int    `json:"num_paused_threads"`
+	TaskName         string `json:"task_name,omitempty"`
+	JobID            string `json:"job_id,omitempty"`
+}
+
+// Address is ip:debugger_port.
+func (b Breakpoint) Address() string {
+	return net.JoinHostPort(b.IP, strconv.Itoa(b.DebuggerPort))
+}
+
+// Report is the outcome of Run, printed as JSON by `imagectl smoke attach`.
+type Report struct {
+	OK          bool          `json:"ok"`
+	Dashboard   string        `json:"dashboard"`
+	ClusterID   string        `json:"cluster_id,omitempty"`
+	Polls       int           `json:"polls"`
+	Breakpoints []Breakpoint  `json:"breakpoints"`
+	Target      *Breakpoint   `json:"target,omitempty"`
+	Expect      Expect        `json:"expect"`
+	Attach      *AttachResult `json:"attach,omitempty"`
+	Error       string        `json:"error,omitempty"`
+	ErrorKind   string        `json:"error_kind,omitempty"`
+}
+
+type config struct {
+	attachConfig
+	timeout    time.Duration
+	interval   time.Duration
+	taskName   string
+	httpClient *http.Client
+	logger     *slog.Logger
+}
+
+// Option configures Run and Attach.
+type Option func(*config)
+
+// WithTimeout bounds the search for a paused worker (default 120s).
+func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithPollInterval sets the time between dashboard polls (default 3s, as
+// the extension).
+func WithPollInterval(d time.Duration) Option { return func(c *config) { c.interval = d } }
+
+// WithStepTimeout bounds each DAP request and the dial (default 30s).
+func WithStepTimeout(d time.Duration) Option { return func(c *config) { c.stepTimeout = d } }
+
+// WithStopTimeout bounds the wait for the stopped event after attach
+// (default 30s).
+func WithStopTimeout(d time.Duration) Option { return func(c *config) { c.stopTimeout = d } }
+
+// WithExpect sets the frame that must appear in the stopped thread's stack.
+func WithExpect(e Expect) Option { return func(c *config) { c.expect = e } }
+
+// WithAction sets what to do after the frame check (default continue).
+func WithAction(a Action) Option { return func(c *config) { c.action = a } }
+
+// WithTaskName attaches only to a paused worker running a task of that name.
+func WithTaskName(name string) Option { return func(c *config) { c.taskName = name } }
+
+// WithHTTPClient sets the dashboard HTTP client.
+func WithHTTPClient(h *http.Client) Option { return func(c *config) { c.httpClient = h } }
+
+// WithLogger logs progress.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+func newConfig(opts []Option) config {
+	c := config{
+		attachConfig: attachConfig{stepTimeout: 30 * time.Second, stopTimeout: 30 * time.Second, action: ActionContinue, clientID: "imagectl"},
+		timeout:      120 * time.Second,
+		interval:     3 * time.Second,
+		logger:       slog.New(slog.DiscardHandler),
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// Attach attaches directly to a debugpy adapter at addr ("ip:port"),
+// without the dashboard.
+func Attach(ctx context.Context, addr string, opts ...Option) (*AttachResult, error) {
+	cfg := newConfig(opts)
+	return attach(ctx, addr, cfg.attachConfig)
+}
+
+// Run polls the dashboard at dashboardURL until a paused worker appears,
+// attaches to it and checks the frame. The report is filled in even when
+// err is not nil.
+func Run(ctx context.Context, dashboardURL string, opts ...Option) (*Report, error) {
+	cfg := newConfig(opts)
+	rep := &Report{Dashboard: dashboardURL, Expect: cfg.expect, Breakpoints: []Breakpoint{}}
+	err := run(ctx, dashboardURL, cfg, rep)
+	if err != nil {
+		rep.Error, rep.ErrorKind = err.Error(), Kind(err)
+	} else {
+		rep.OK = true
+	}
+	return rep, err
+}
+
+func run(ctx context.Context, dashboardURL string, cfg config, rep *Report) error {
+	var dopts []dashboard.Option
+	if cfg.httpClient != nil {
+		dopts = append(dopts, dashboard.WithHTTPClient(cfg.httpClient))
+	} else {
+		dopts = append(dopts, dashboard.WithTimeout(min(30*time.Second, max(cfg.timeout, time.Second))))
+	}
+	dc, err := dashboard.New(dashboardURL, dopts...)
+	if err != nil {
+		return err
+	}
+	rep.Dashboard = dc.URL()
+
+	pctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	var lastErr error
+	for {
+		rep.Polls++
+		bps, err := discover(pctx, dc, rep)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			lastErr = err
+			cfg.logger.Debug("dashboard poll failed", "err", err)
+		} else {
+			lastErr = nil
+			rep.Breakpoints = bps
+			for i := range bps {
+				if cfg.taskName != "" && bps[i].TaskName != cfg.taskName {
+					continue
+				}
+				t := bps[i]
+				rep.Target = &t
+				cfg.logger.Info("paused worker found", "worker", t.WorkerID, "address", t.Address(), "task", t.TaskName)
+				res, err := attach(ctx, t.Address(), cfg.attachConfig)
+				rep.Attach = res
+				return err
+			}
+		}
+		select {
+		case <-pctx.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if lastErr != nil {
+				return fmt.Errorf("%w after %s (%d polls): %w", ErrDashboard, cfg.timeout, rep.Polls, lastErr)
+			}
+			what := "paused worker"
+			if cfg.taskName != "" {
+				what = fmt.Sprintf("paused worker running task %q", cfg.taskName)
+			}
+			return fmt.Errorf("%w: no %s after %s (%d polls of %s; %d paused worker(s) listed)", ErrNoPausedWorker, what, cfg.timeout, rep.Polls, dc.URL(), len(rep.Breakpoints))
+		case <-time.After(cfg.interval):
+		}
+	}
+}
+
+// discover does one poll the way the extension does.
+func discover(ctx context.Context, dc *dashboard.Client, rep *Report) ([]Breakpoint, error) {
+	id, err := dc.ClusterID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.ClusterID = id
+	ws, err := dc.PausedWorkers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bps := []Breakpoint{}
+	for _, w := range ws {
+		d, err := dc.Worker(ctx, w.WorkerID)
+		if err != nil {
+			return nil, err
+		}
+		if d == nil || d.NumPausedThreads < 1 || d.DebuggerPort <= 0 || d.IP == "" || !d.IsAlive {
+			continue
+		}
+		bp := Breakpoint{WorkerID: d.WorkerID, IP: d.IP, DebuggerPort: d.DebuggerPort, NumPausedThreads: d.NumPausedThreads}
+		ts, err := dc.RunningTasks(ctx, d.WorkerID)
+		if err != nil {
+			return nil, err
+		}
+		if len(ts) > 0 {
+			bp.TaskName, bp.JobID = ts[0].Name, ts[0].JobID
+		}
+		bps = append(bps, bp)
+	}
+	return bps, nil
+}
