@@ -1,0 +1,219 @@
+package matrix
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLoadInvalid(t *testing.T) {
+	tests := map[string]string{
+		"alias":                "invalid-alias.yaml:3: YAML anchors and aliases are not supported",
+		"bad-base-image":       `invalid-bad-base-image.yaml:3: base.image: bad image "lscr.io/linuxserver/code-server:4.101.2"`,
+		"bad-constraint":       `invalid-bad-constraint.yaml:5: components.codeServer.constraint: bad version constraint ">=4.96.0 <<"`,
+		"bad-exclude":          `invalid-bad-exclude.yaml:4: components.ray.exclude[0]: bad version "two"`,
+		"bad-extension-id":     `invalid-bad-extension-id.yaml:4: extensions[0].id: bad extension id "python" (want publisher.name`,
+		"bad-override":         `invalid-bad-override.yaml:4: base.vscodeOverrides["4.99.4"]: bad VS Code version "1.99"`,
+		"bad-platform":         `invalid-bad-platform.yaml:3: platforms[1]: unsupported platform "linux/s390x" (want linux/amd64 or linux/arm64)`,
+		"bad-ray-build":        `invalid-bad-ray-build.yaml:4: components.ray.build: unknown build policy "nightly"`,
+		"bad-repository":       `invalid-bad-repository.yaml:1: image.repositories[0]: bad repository "ghcr.io/A/B:latest"`,
+		"bad-source":           `invalid-bad-source.yaml:7: extensions[1].source: unknown source "foo" (want marketplace or openvsx)`,
+		"bad-tag-template":     `invalid-bad-tag-template.yaml:2: tags[0].template: tag template "{{.CodeServer}-{{.Ray}}"`,
+		"bad-url":              `invalid-bad-url.yaml:4: upstreams.pypi: bad URL "ftp://pypi.org" (want an absolute http or https URL)`,
+		"bad-url-relative":     `invalid-bad-url-relative.yaml:4: upstreams.openvsx: bad URL "open-vsx.org"`,
+		"bad-versions":         `invalid-bad-versions.yaml:3: base.versions: unknown version source "dockerhub" (want registry-tags or github-releases)`,
+		"bad-yaml":             `invalid-bad-yaml.yaml: invalid YAML: yaml: line 1:`,
+		"dup-extension":        `invalid-dup-extension.yaml:5: extensions[1].id: extension "MS-Python.Python" already listed at extensions[0]`,
+		"dup-key":              `invalid-dup-key.yaml:4: platforms: duplicate field "platforms"`,
+		"dup-platform":         `invalid-dup-platform.yaml:3: platforms[1]: platform "linux/amd64" listed twice`,
+		"empty":                `invalid-empty.yaml: empty document`,
+		"first-tag-floating":   `invalid-first-tag-floating.yaml:2: tags[0].floating: the first tag must be immutable`,
+		"missing-name":         `invalid-missing-name.yaml:1: image.name: missing`,
+		"missing-source":       `invalid-missing-source.yaml:4: extensions[0].source: missing (want marketplace or openvsx)`,
+		"no-tags":              `invalid-no-tags.yaml:1: tags: missing`,
+		"not-mapping":          `invalid-not-mapping.yaml:1: want a mapping, got a list`,
+		"python-max":           `invalid-python-max.yaml:4: components.python.max: bad Python version "3.x"`,
+		"python-min-above-max": `invalid-python-min-above-max.yaml:4: components.python.min: min 3.12 is above max 3.10`,
+		"python-policy":        `invalid-python-policy.yaml:5: components.python.policy: unknown python policy "newest" (want highest-common)`,
+		"settings-key":         `invalid-settings-key.yaml:4: settings: want a string key, got a list`,
+		"settings-nan":         `invalid-settings-nan.yaml:4: settings["a"]: .nan is not representable in JSON`,
+		"tag-invalid-chars":    `invalid-tag-invalid-chars.yaml:2: tags[0].template: tag template "{{.CodeServer}}/ray{{.Ray}}:{{.Python}}" renders "4.101.2/ray2.46.0:3.12", not a valid tag`,
+		"tag-not-unique":       `invalid-tag-not-unique.yaml:2: tags[0].template: immutable tag "ray{{.Ray}}" does not change with code-server, Ray and Python`,
+		"tag-pattern-bad":      `invalid-tag-pattern-bad.yaml:3: base.tagPattern: bad regular expression`,
+		"tag-pattern-no-group": `invalid-tag-pattern-no-group.yaml:3: base.tagPattern: "^\\d+\\.\\d+\\.\\d+$" has no group`,
+		"tag-unknown-field":    `invalid-tag-unknown-field.yaml:2: tags[0].template: tag template "{{.CodeServer}}-{{.Ray}}-{{.Pyton}}"`,
+		"two-docs":             `invalid-two-docs.yaml:3: more than one YAML document`,
+		"unknown-field":        `invalid-unknown-field.yaml:6: components.ray.extra: unknown field "extra" (want one of build, constraint, exclude, extras)`,
+		"unknown-top":          `invalid-unknown-top.yaml:3: platform: unknown field "platform"`,
+		"wrong-type-bool":      `invalid-wrong-type-bool.yaml:6: extensions[0].preRelease: want true or false, got the string "yes"`,
+		"wrong-type-platforms": `invalid-wrong-type-platforms.yaml:3: platforms: want a list, got the string "linux/amd64"`,
+	}
+	files, err := filepath.Glob("testdata/invalid-*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(tests) {
+		t.Errorf("%d invalid-*.yaml files but %d table entries: keep them in step", len(files), len(tests))
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "invalid-"), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			want, ok := tests[name]
+			if !ok {
+				t.Fatalf("no expected error for %s", f)
+			}
+			cfg, err := Load(f)
+			if err == nil {
+				t.Fatalf("Load(%s) = %+v, want error containing %q", f, cfg, want)
+			}
+			if !strings.HasPrefix(err.Error(), "testdata/") || !strings.Contains(err.Error(), want) {
+				t.Errorf("Load(%s) error:\n got %q\nwant containing %q", f, err, want)
+			}
+		})
+	}
+}
+
+func TestLoadValidMinimalDefaults(t *testing.T) {
+	got, err := Load("testdata/valid-minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		Image:     Image{Name: "minimal", Repositories: []string{"localhost:5000/minimal"}},
+		Platforms: []string{"linux/amd64", "linux/arm64"},
+		Base:      Base{Image: DefaultBaseImage, Versions: VersionsRegistryTags, TagPattern: DefaultTagPattern},
+		Components: Components{
+			CodeServer: Constraint{Constraint: "*"},
+			Ray:        Ray{Constraint: "*", Build: RayBuildLatestPatch},
+			Python:     PythonPolicy{Policy: PolicyHighestCommon},
+			Debugpy:    Constraint{Constraint: ">=1.8.0"},
+		},
+		Tags: []Tag{{Template: "{{.CodeServer}}-{{.Ray}}-{{.Python}}"}},
+		Upstreams: Upstreams{
+			PyPI: DefaultPyPIURL, Marketplace: DefaultMarketplace, OpenVSX: DefaultOpenVSXURL,
+			GitHub: DefaultGitHubURL, PackageIndex: DefaultPackageIndex,
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load(valid-minimal) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadValidFull(t *testing.T) {
+	got, err := Load("testdata/valid-full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(PythonPolicy{Policy: "highest-common", Min: "3.9", Max: "3.10"}, got.Components.Python); diff != "" {
+		t.Errorf("python policy (-want +got):\n%s\n(an unquoted 3.10 must keep its literal text)", diff)
+	}
+	wantExt := []Extension{
+		{ID: "ms-python.python", Source: "marketplace", Constraint: ">=2025.0.0"},
+		{ID: "ms-python.debugpy", Source: "openvsx", Constraint: "*", PreRelease: true},
+		{ID: "anyscalecompute.ray-distributed-debugger", Source: "marketplace", Constraint: "*"},
+	}
+	if diff := cmp.Diff(wantExt, got.Extensions); diff != "" {
+		t.Errorf("extensions (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"4.99.4": "1.99.3"}, got.Base.VSCodeOverrides); diff != "" {
+		t.Errorf("vscodeOverrides (-want +got):\n%s", diff)
+	}
+	if got.Upstreams.PyPI != "http://127.0.0.1:9999" || got.Upstreams.OpenVSX != DefaultOpenVSXURL {
+		t.Errorf("upstreams = %+v, want pypi overridden and openvsx defaulted", got.Upstreams)
+	}
+	b, err := json.Marshal(got.Settings)
+	if err != nil {
+		t.Fatalf("settings must be JSON-encodable: %v", err)
+	}
+	wantSettings := `{"anyscalecompute.ray-distributed-debugger.clusterDashboards":[{"host":"127.0.0.1:8265","localRoot":"/tmp/ray/session_latest/runtime_resources"}],"editor.tabSize":4,"workbench.startupEditor":"none"}`
+	if string(b) != wantSettings {
+		t.Errorf("settings JSON = %s, want %s", b, wantSettings)
+	}
+	if _, ok := got.Extension("MS-PYTHON.PYTHON"); !ok {
+		t.Error(`Extension("MS-PYTHON.PYTHON") not found; ids are case-insensitive`)
+	}
+}
+
+func TestLoadValidAll(t *testing.T) {
+	files, err := filepath.Glob("testdata/valid-*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no valid testdata: %v", err)
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("Load(%s): %v", f, err)
+		}
+	}
+}
+
+func TestLoadRepoMatrix(t *testing.T) {
+	if _, err := os.Stat("../matrix.yaml"); err != nil {
+		t.Skip("no matrix.yaml at the repository root yet")
+	}
+	if _, err := Load("../matrix.yaml"); err != nil {
+		t.Errorf("the committed matrix.yaml does not load: %v", err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Errorf("Load(missing) error = %v, want one naming the file", err)
+	}
+}
+
+func TestTagRender(t *testing.T) {
+	d := TagData{CodeServer: "4.101.2", VSCode: "1.101.2", Ray: "2.46.0", RayMinor: "2.46", Python: "3.12", Debugpy: "1.8.14"}
+	tests := []struct {
+		tmpl, want, wantErr string
+	}{
+		{"{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}", "4.101.2-ray2.46.0-py3.12", ""},
+		{"ray{{.RayMinor}}", "ray2.46", ""},
+		{"latest", "latest", ""},
+		{"{{.Nope}}", "", "can't evaluate field Nope"},
+		{"-{{.Ray}}", "", "not a valid tag"},
+		{"", "", "not a valid tag"},
+	}
+	for _, tc := range tests {
+		got, err := Tag{Template: tc.tmpl}.Render(d)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Render(%q) = %q, %v; want error containing %q", tc.tmpl, got, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("Render(%q) = %q, %v; want %q", tc.tmpl, got, err, tc.want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("a: &a [*a]"))
+	f.Add([]byte("settings: {x: !!binary aGk=}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.yaml") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if cfg == nil || len(cfg.Tags) == 0 || len(cfg.Platforms) == 0 {
+			t.Fatalf("Parse accepted an incomplete config: %+v", cfg)
+		}
+		if _, err := json.Marshal(cfg); err != nil {
+			t.Fatalf("accepted config is not JSON-encodable: %v", err)
+		}
+	})
+}
