@@ -1,0 +1,146 @@
+package vsix
+
+import (
+	"archive/zip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+)
+
+// InstalledManifestName is where code-server keeps a copy of
+// extension.vsixmanifest inside an installed extension's folder.
+const InstalledManifestName = ".vsixmanifest"
+
+// Extract writes the extension/ folder of the VSIX in r into dest, as
+// code-server does on --install-extension: the contents of extension/ at the
+// top, plus extension.vsixmanifest saved as .vsixmanifest. dest must not exist
+// yet. Every file and directory gets mtime (so a layout is reproducible),
+// mode 0644 (0755 when the zip entry was executable) and 0755 for directories.
+// Archive safety is checked again (names, links, limits) and writes go
+// through an os.Root, so nothing can land outside dest.
+func Extract(r io.ReaderAt, size int64, dest string, lim Limits, mtime time.Time) error {
+	lim = lim.withDefaults()
+	zr, err := zip.NewReader(r, size)
+	if err != nil {
+		return fmt.Errorf("not a valid zip: %w", err)
+	}
+	if err := checkEntries(zr.File, lim); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(dest); err == nil {
+		return fmt.Errorf("extracting into %s: already exists", dest)
+	}
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dest)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+
+	remaining := lim.MaxTotalBytes
+	var written []string
+	dirs := map[string]bool{".": true}
+	mkdirs := func(dir string) error {
+		if dirs[dir] {
+			return nil
+		}
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		for d := dir; d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+		return nil
+	}
+	for _, f := range zr.File {
+		var rel string
+		switch {
+		case f.Name == ManifestPath:
+			rel = InstalledManifestName
+		case strings.HasPrefix(f.Name, ExtensionDir):
+			rel = strings.TrimSuffix(strings.TrimPrefix(f.Name, ExtensionDir), "/")
+		default:
+			continue // [Content_Types].xml, signatures, ...
+		}
+		if rel == "" {
+			continue
+		}
+		if f.FileInfo().IsDir() {
+			if err := mkdirs(rel); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := mkdirs(path.Dir(rel)); err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o644)
+		if f.Mode()&0o111 != 0 {
+			mode = 0o755
+		}
+		n, err := extractOne(root, f, rel, mode, remaining)
+		if err != nil {
+			return err
+		}
+		remaining -= n
+		written = append(written, rel)
+	}
+	// Fixed times, children before parents (directories last, deepest first).
+	for _, p := range written {
+		if err := root.Chtimes(p, mtime, mtime); err != nil {
+			return err
+		}
+	}
+	ds := make([]string, 0, len(dirs))
+	for d := range dirs {
+		ds = append(ds, d)
+	}
+	sort.Slice(ds, func(i, j int) bool { return strings.Count(ds[i], "/") > strings.Count(ds[j], "/") || (strings.Count(ds[i], "/") == strings.Count(ds[j], "/") && ds[i] > ds[j]) })
+	for _, d := range ds {
+		if d == "." {
+			continue
+		}
+		if err := root.Chtimes(d, mtime, mtime); err != nil {
+			return err
+		}
+	}
+	return os.Chtimes(dest, mtime, mtime)
+}
+
+func extractOne(root *os.Root, f *zip.File, rel string, mode fs.FileMode, remaining int64) (int64, error) {
+	rc, err := f.Open()
+	if err != nil {
+		return 0, fmt.Errorf("entry %q: %w", f.Name, err)
+	}
+	defer rc.Close()
+	out, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return 0, fmt.Errorf("entry %q: %w", f.Name, err)
+	}
+	limit := int64(f.UncompressedSize64)
+	if limit > remaining {
+		limit = remaining
+	}
+	n, err := io.Copy(out, io.LimitReader(rc, limit+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, fmt.Errorf("entry %q: %w", f.Name, err)
+	}
+	if n > limit {
+		return n, fmt.Errorf("entry %q: more data than declared or than the size limit: %w", f.Name, errors.New("archive bomb"))
+	}
+	if err := root.Chmod(rel, mode); err != nil { // umask-proof
+		return n, err
+	}
+	return n, nil
+}
