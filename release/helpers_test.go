@@ -1,0 +1,316 @@
+package release
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/resolve"
+)
+
+// counter counts registry requests by kind.
+type counter struct {
+	mu     sync.Mutex
+	reads  int
+	writes int
+	byPath map[string]int
+}
+
+func (c *counter) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		switch r.Method {
+		case http.MethodPut, http.MethodPost, http.MethodPatch, http.MethodDelete:
+			c.writes++
+			c.byPath[r.Method+" "+r.URL.Path]++
+		default:
+			c.reads++
+		}
+		c.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (c *counter) snapshot() (reads, writes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads, c.writes
+}
+
+// testRegistry is an in-memory OCI registry behind a request counter.
+type testRegistry struct {
+	host  string
+	count *counter
+	reg   *Registry
+}
+
+func newTestRegistry(t testing.TB) *testRegistry {
+	t.Helper()
+	c := &counter{byPath: map[string]int{}}
+	srv := httptest.NewServer(c.wrap(registry.New(registry.Logger(log.New(io.Discard, "", 0)))))
+	t.Cleanup(srv.Close)
+	reg, err := NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testRegistry{host: strings.TrimPrefix(srv.URL, "http://"), count: c, reg: reg}
+}
+
+func (r *testRegistry) repo(t testing.TB) name.Repository {
+	t.Helper()
+	repo, err := name.NewRepository(r.host + "/imagectl/code-server-ray")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+// fakeDigest stands in for build.InputsDigest: the sha256 of the set's lock
+// JSON (without tags) and a definition version.
+func fakeDigest(definition string) DigestFunc {
+	return func(s resolve.Set) (string, error) {
+		s.Tags = nil
+		b, err := json.Marshal(s)
+		if err != nil {
+			return "", err
+		}
+		h := sha256.New()
+		h.Write(b)
+		io.WriteString(h, "\x00"+definition)
+		return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	}
+}
+
+// imageFor builds a realistic two-platform index whose platform configs carry
+// the labels build writes, plus a BuildKit-style attestation manifest.
+func imageFor(t testing.TB, s resolve.Set, inputs string) v1.ImageIndex {
+	t.Helper()
+	lock := s
+	lock.Tags = nil
+	lockJSON, err := json.Marshal(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return imageWithLabels(t, s.Platforms, map[string]string{
+		build.LabelInputs:     inputs,
+		build.LabelLock:       string(lockJSON),
+		build.LabelRay:        s.Ray,
+		build.LabelCodeServer: s.CodeServer.Version,
+		build.LabelPython:     s.Python,
+	})
+}
+
+func imageWithLabels(t testing.TB, platforms []string, labels map[string]string) v1.ImageIndex {
+	t.Helper()
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, pl := range platforms {
+		os, arch, _ := strings.Cut(pl, "/")
+		img, err := random.Image(512, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf = cf.DeepCopy()
+		cf.OS, cf.Architecture = os, arch
+		cf.Config.Labels = labels
+		img, err = mutate.ConfigFile(img, cf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: os, Architecture: arch}}})
+	}
+	att, err := random.Image(128, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: att, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "unknown", Architecture: "unknown"}}})
+	return idx
+}
+
+// pushByDigest pushes idx without a tag and returns its digest reference.
+func pushByDigest(ctx context.Context, t testing.TB, repo name.Repository, idx v1.ImageIndex) name.Digest {
+	t.Helper()
+	d, err := idx.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := repo.Digest(d.String())
+	if err := remote.WriteIndex(ref, idx, remote.WithContext(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+// publish pushes an image for s and points tags at it, as a past release did.
+func publish(t testing.TB, repo name.Repository, s resolve.Set, inputs string, tags ...string) name.Digest {
+	t.Helper()
+	ctx := context.Background()
+	ref := pushByDigest(ctx, t, repo, imageFor(t, s, inputs))
+	for _, tag := range tags {
+		desc, err := remote.Get(ref, remote.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Tag(repo.Tag(tag), desc, remote.WithContext(ctx)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ref
+}
+
+// headDigest returns what tag names now, or "" when absent.
+func headDigest(t testing.TB, repo name.Repository, tag string) string {
+	t.Helper()
+	d, err := remote.Head(repo.Tag(tag))
+	if err != nil {
+		if IsNotFound(err) {
+			return ""
+		}
+		t.Fatal(err)
+	}
+	return d.Digest.String()
+}
+
+// world is a matrix of sets and the published state of a repository.
+type world struct {
+	t       testing.TB
+	reg     *testRegistry
+	repo    name.Repository
+	digest  DigestFunc
+	targets []Target
+}
+
+const testBase = "lscr.io/linuxserver/code-server"
+
+func baseDigests(cs, gen string) map[string]string {
+	return map[string]string{
+		"linux/amd64": fakeHash("base-amd64-" + cs + gen),
+		"linux/arm64": fakeHash("base-arm64-" + cs + gen),
+	}
+}
+
+func fakeHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+func ext(id, version string, universal bool) resolve.Extension {
+	files := map[string]resolve.File{}
+	for pl, tp := range map[string]string{"linux/amd64": "linux-x64", "linux/arm64": "linux-arm64"} {
+		if universal {
+			tp = "universal"
+		}
+		files[pl] = resolve.File{TargetPlatform: tp, SHA256: strings.TrimPrefix(fakeHash(id+version+tp), "sha256:")}
+	}
+	return resolve.Extension{ID: id, Version: version, Source: "marketplace", Files: files}
+}
+
+// newSet returns a realistic set; tags are filled by tag().
+func newSet(cs, ray, py string) resolve.Set {
+	return resolve.Set{
+		CodeServer: resolve.CodeServer{Version: cs, VSCode: "1" + strings.TrimPrefix(cs, "4"), Base: testBase + ":" + cs, Platforms: baseDigests(cs, "")},
+		Ray:        ray, Python: py, RayPythons: []string{"3.9", "3.10", "3.11", "3.12"}, RayExtras: []string{"default"},
+		Debugpy:   "1.8.14",
+		Platforms: []string{"linux/amd64", "linux/arm64"},
+		Extensions: []resolve.Extension{
+			ext("ms-python.debugpy", "2025.10.0", false),
+			ext("ms-python.python", "2025.10.0", false),
+			ext("anyscalecompute.ray-distributed-debugger", "0.1.4", true),
+		},
+	}
+}
+
+// target renders the test tag scheme: an immutable versioned tag that names
+// the build (short inputs digest), and floating tags for the combination, the
+// Ray minor and latest.
+func (w *world) target(s resolve.Set) Target {
+	w.t.Helper()
+	in, err := w.digest(s)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	combo := fmt.Sprintf("%s-ray%s-py%s", s.CodeServer.Version, s.Ray, s.Python)
+	minor := s.Ray[:strings.LastIndexByte(s.Ray, '.')]
+	s.Tags = []string{combo + "-b" + in[7:15], combo, "ray" + minor, "latest"}
+	return Target{Set: s, Versioned: s.Tags[0], Floating: s.Tags[1:]}
+}
+
+func newWorld(t testing.TB, sets ...resolve.Set) *world {
+	t.Helper()
+	reg := newTestRegistry(t)
+	w := &world{t: t, reg: reg, repo: reg.repo(t), digest: fakeDigest("def-1")}
+	w.setTargets(sets...)
+	return w
+}
+
+func (w *world) setTargets(sets ...resolve.Set) {
+	w.t.Helper()
+	var ts []Target
+	for _, s := range sets {
+		ts = append(ts, w.target(s))
+	}
+	owned, err := OwnFloating(ts)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.targets = owned
+}
+
+// publishAll publishes every target with all its tags, as a finished release.
+func (w *world) publishAll() map[string]name.Digest {
+	w.t.Helper()
+	out := map[string]name.Digest{}
+	for _, tg := range w.targets {
+		in, _ := w.digest(tg.Set)
+		out[tg.Name()] = publish(w.t, w.repo, tg.Set, in, append([]string{tg.Versioned}, tg.Floating...)...)
+	}
+	return out
+}
+
+func (w *world) plan() *Plan {
+	w.t.Helper()
+	p, err := NewPlanner(w.reg.reg, w.digest, w.repo).Plan(context.Background(), w.targets)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return p
+}
+
+// allTags lists every tag in the repository with its digest.
+func (w *world) allTags() map[string]string {
+	w.t.Helper()
+	tags, err := remote.List(w.repo)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, tag := range tags {
+		if strings.HasPrefix(tag, "sha256-") {
+			continue // cosign signature/attachment tags
+		}
+		out[tag] = headDigest(w.t, w.repo, tag)
+	}
+	return out
+}

@@ -1,0 +1,359 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/imagectl/imagectl/resolve"
+)
+
+// InputsDigester computes the digest of every input of a set's build (the
+// value build writes into the dev.imagectl.inputs.digest label). The build
+// package provides the real one.
+type InputsDigester interface {
+	InputsDigest(set resolve.Set) (string, error)
+}
+
+// DigestFunc adapts a function to InputsDigester.
+type DigestFunc func(resolve.Set) (string, error)
+
+// InputsDigest calls f.
+func (f DigestFunc) InputsDigest(s resolve.Set) (string, error) { return f(s) }
+
+// Kind classifies why an entry needs work.
+type Kind string
+
+// Reasons, most specific first. A plan entry may carry several.
+const (
+	KindNotPublished  Kind = "not published yet"
+	KindNewRay        Kind = "new Ray release"
+	KindNewCodeServer Kind = "new code-server release"
+	KindBaseRebuilt   Kind = "base rebuilt upstream"
+	KindExtensionBump Kind = "extension bump"
+	KindComponentBump Kind = "component bump"
+	KindDefinition    Kind = "definition change"
+	KindInputs        Kind = "inputs digest differs"
+	KindFloatingStale Kind = "floating tag behind"
+)
+
+// Reason is one cause, with a human detail such as "ms-python.python
+// 2025.10.0 -> 2025.12.0".
+type Reason struct {
+	Kind   Kind   `json:"kind"`
+	Detail string `json:"detail,omitempty"`
+}
+
+func (r Reason) String() string {
+	if r.Detail == "" {
+		return string(r.Kind)
+	}
+	return string(r.Kind) + ": " + r.Detail
+}
+
+// Action is what release does for an entry.
+type Action string
+
+const (
+	// ActionBuild builds, pushes by digest, signs, verifies and tags.
+	ActionBuild Action = "build"
+	// ActionPromote only verifies the published versioned image and moves
+	// floating tags that lag behind it.
+	ActionPromote Action = "promote"
+)
+
+// Entry is one set that needs work.
+type Entry struct {
+	Name    string   `json:"name"`
+	Action  Action   `json:"action"`
+	Reasons []Reason `json:"reasons"`
+	// InputsDigest is the digest the new build will carry.
+	InputsDigest string `json:"inputsDigest"`
+	// Versioned is the immutable tag; Floating the tags this entry owns.
+	Versioned string   `json:"versioned"`
+	Floating  []string `json:"floating,omitempty"`
+	// Published is the digest the versioned tag names today, if any.
+	Published string `json:"published,omitempty"`
+	// Blocked says why release will refuse this entry (the versioned tag
+	// already holds a different build and is never overwritten).
+	Blocked string      `json:"blocked,omitempty"`
+	Set     resolve.Set `json:"set"`
+}
+
+// Plan is the outcome: Entries need work, UpToDate names the others.
+type Plan struct {
+	Repository string   `json:"repository"`
+	Entries    []Entry  `json:"entries"`
+	UpToDate   []string `json:"upToDate"`
+}
+
+// Empty reports whether nothing needs to be done.
+func (p *Plan) Empty() bool { return len(p.Entries) == 0 }
+
+// Planner compares sets with what a repository publishes.
+type Planner struct {
+	reg      *Registry
+	digester InputsDigester
+	repo     name.Repository
+	parallel int
+}
+
+// PlanOption configures a Planner.
+type PlanOption func(*Planner)
+
+// WithParallelism bounds concurrent registry reads (default 8).
+func WithParallelism(n int) PlanOption {
+	return func(p *Planner) {
+		if n > 0 {
+			p.parallel = n
+		}
+	}
+}
+
+// NewPlanner returns a Planner reading repo through reg.
+func NewPlanner(reg *Registry, d InputsDigester, repo name.Repository, opts ...PlanOption) *Planner {
+	p := &Planner{reg: reg, digester: d, repo: repo, parallel: 8}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+type observed struct {
+	inputs    string
+	versioned *Published
+	floating  map[string]string // tag -> digest ("" when absent)
+	previous  *Published        // image at the first existing floating tag, when versioned is absent
+}
+
+// Plan compares every target with the repository. Targets should already have
+// their floating tags resolved with OwnFloating. Per target it costs the
+// versioned tag's manifest and config (three GETs) plus one HEAD per owned
+// floating tag; a target not yet published also reads its first existing
+// floating tag to explain what changed.
+func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
+	obs := make([]observed, len(targets))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(p.parallel)
+	for i := range targets {
+		g.Go(func() error {
+			o, err := p.observe(gctx, targets[i])
+			if err != nil {
+				return fmt.Errorf("%s: %w", targets[i].Name(), err)
+			}
+			obs[i] = o
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	publishedRay := map[string]bool{}
+	publishedCS := map[string]bool{}
+	for _, o := range obs {
+		for _, pub := range []*Published{o.versioned, o.previous} {
+			if pub != nil && pub.Lock != nil {
+				publishedRay[pub.Lock.Ray] = true
+				publishedCS[pub.Lock.CodeServer.Version] = true
+			}
+		}
+	}
+	plan := &Plan{Repository: p.repo.String(), Entries: []Entry{}, UpToDate: []string{}}
+	for i, t := range targets {
+		o := obs[i]
+		e := Entry{Name: t.Name(), InputsDigest: o.inputs, Versioned: t.Versioned, Floating: t.Floating, Set: t.Set}
+		switch {
+		case o.versioned != nil && o.versioned.Inputs == o.inputs:
+			e.Published = o.versioned.Digest.String()
+			for _, f := range t.Floating {
+				if have := o.floating[f]; have != e.Published {
+					e.Action = ActionPromote
+					e.Reasons = append(e.Reasons, Reason{KindFloatingStale, fmt.Sprintf("%s -> %s, want %s", f, orNone(have), short(e.Published))})
+				}
+			}
+		case o.versioned != nil:
+			e.Published = o.versioned.Digest.String()
+			e.Action = ActionBuild
+			e.Reasons = explain(o.versioned, t.Set)
+			e.Blocked = fmt.Sprintf("versioned tag %s already names %s built from inputs %s; versioned tags are never overwritten (make the first tag template vary with what changed)",
+				t.Versioned, short(e.Published), orNone(short(o.versioned.Inputs)))
+		case o.previous != nil && o.previous.Lock != nil:
+			e.Action = ActionBuild
+			e.Reasons = explain(o.previous, t.Set)
+		default:
+			e.Action = ActionBuild
+			switch {
+			case len(publishedRay) == 0:
+				e.Reasons = []Reason{{KindNotPublished, t.Versioned}}
+			case !publishedRay[t.Set.Ray]:
+				e.Reasons = []Reason{{KindNewRay, "ray " + t.Set.Ray}}
+			case !publishedCS[t.Set.CodeServer.Version]:
+				e.Reasons = []Reason{{KindNewCodeServer, "code-server " + t.Set.CodeServer.Version}}
+			default:
+				e.Reasons = []Reason{{KindNotPublished, t.Versioned}}
+			}
+		}
+		if e.Action == "" {
+			plan.UpToDate = append(plan.UpToDate, e.Name)
+			continue
+		}
+		plan.Entries = append(plan.Entries, e)
+	}
+	return plan, nil
+}
+
+func (p *Planner) observe(ctx context.Context, t Target) (observed, error) {
+	var o observed
+	in, err := p.digester.InputsDigest(t.Set)
+	if err != nil {
+		return o, fmt.Errorf("inputs digest: %w", err)
+	}
+	o.inputs = in
+	vt, err := name.NewTag(p.repo.String()+":"+t.Versioned, name.StrictValidation)
+	if err != nil {
+		return o, fmt.Errorf("versioned tag %q: %w", t.Versioned, err)
+	}
+	if o.versioned, err = p.reg.Inspect(ctx, vt); err != nil {
+		return o, err
+	}
+	o.floating = map[string]string{}
+	for _, f := range t.Floating {
+		ft, err := name.NewTag(p.repo.String()+":"+f, name.StrictValidation)
+		if err != nil {
+			return o, fmt.Errorf("floating tag %q: %w", f, err)
+		}
+		if o.versioned == nil {
+			// Not built yet: the image a floating tag names now is the
+			// previous build of this line, which explains what changed.
+			if o.previous == nil {
+				pub, err := p.reg.Inspect(ctx, ft)
+				if err != nil {
+					return o, err
+				}
+				o.previous = pub
+			}
+			continue
+		}
+		d, err := p.reg.Head(ctx, ft)
+		if err != nil {
+			return o, err
+		}
+		if d != nil {
+			o.floating[f] = d.Digest.String()
+		}
+	}
+	return o, nil
+}
+
+// explain compares the lock recorded in a published image with the new set.
+func explain(pub *Published, s resolve.Set) []Reason {
+	if pub.Lock == nil {
+		return []Reason{{KindInputs, fmt.Sprintf("%s -> new inputs (no readable lock label on %s)", orNone(short(pub.Inputs)), short(pub.Digest.String()))}}
+	}
+	rs := diffSets(*pub.Lock, s)
+	if len(rs) == 0 {
+		rs = []Reason{{KindDefinition, "same versions and files; the image definition or imagectl version changed"}}
+	}
+	return rs
+}
+
+func diffSets(old, s resolve.Set) []Reason {
+	var rs []Reason
+	if old.Ray != s.Ray {
+		rs = append(rs, Reason{KindNewRay, fmt.Sprintf("ray %s -> %s", old.Ray, s.Ray)})
+	}
+	if old.CodeServer.Version != s.CodeServer.Version {
+		rs = append(rs, Reason{KindNewCodeServer, fmt.Sprintf("code-server %s -> %s", old.CodeServer.Version, s.CodeServer.Version)})
+	} else {
+		var base []string
+		for _, pl := range sortedKeys(s.CodeServer.Platforms, old.CodeServer.Platforms) {
+			if a, b := old.CodeServer.Platforms[pl], s.CodeServer.Platforms[pl]; a != b {
+				base = append(base, fmt.Sprintf("%s %s -> %s", pl, orNone(short(a)), orNone(short(b))))
+			}
+		}
+		if len(base) == 0 && old.CodeServer.IndexDigest != s.CodeServer.IndexDigest {
+			base = append(base, fmt.Sprintf("index %s -> %s", orNone(short(old.CodeServer.IndexDigest)), orNone(short(s.CodeServer.IndexDigest))))
+		}
+		if len(base) > 0 || old.CodeServer.Base != s.CodeServer.Base {
+			if old.CodeServer.Base != s.CodeServer.Base {
+				base = append([]string{fmt.Sprintf("%s -> %s", old.CodeServer.Base, s.CodeServer.Base)}, base...)
+			}
+			rs = append(rs, Reason{KindBaseRebuilt, s.CodeServer.Base + ": " + strings.Join(base, ", ")})
+		}
+	}
+	if old.Python != s.Python {
+		rs = append(rs, Reason{KindComponentBump, fmt.Sprintf("python %s -> %s", old.Python, s.Python)})
+	}
+	if old.Debugpy != s.Debugpy {
+		rs = append(rs, Reason{KindComponentBump, fmt.Sprintf("debugpy %s -> %s", old.Debugpy, s.Debugpy)})
+	}
+	oldExt := map[string]resolve.Extension{}
+	for _, e := range old.Extensions {
+		oldExt[strings.ToLower(e.ID)] = e
+	}
+	newIDs := map[string]bool{}
+	for _, e := range s.Extensions {
+		id := strings.ToLower(e.ID)
+		newIDs[id] = true
+		o, ok := oldExt[id]
+		switch {
+		case !ok:
+			rs = append(rs, Reason{KindExtensionBump, fmt.Sprintf("%s %s added", e.ID, e.Version)})
+		case o.Version != e.Version:
+			rs = append(rs, Reason{KindExtensionBump, fmt.Sprintf("%s %s -> %s", e.ID, o.Version, e.Version)})
+		default:
+			for _, pl := range sortedKeys(e.Files, o.Files) {
+				if o.Files[pl] != e.Files[pl] {
+					rs = append(rs, Reason{KindExtensionBump, fmt.Sprintf("%s %s: %s file changed (%s -> %s)", e.ID, e.Version, pl,
+						orNone(short(o.Files[pl].SHA256)), orNone(short(e.Files[pl].SHA256)))})
+				}
+			}
+		}
+	}
+	for _, e := range old.Extensions {
+		if !newIDs[strings.ToLower(e.ID)] {
+			rs = append(rs, Reason{KindExtensionBump, fmt.Sprintf("%s %s removed", e.ID, e.Version)})
+		}
+	}
+	if strings.Join(old.Platforms, ",") != strings.Join(s.Platforms, ",") {
+		rs = append(rs, Reason{KindDefinition, fmt.Sprintf("platforms %v -> %v", old.Platforms, s.Platforms)})
+	}
+	if strings.Join(old.RayExtras, ",") != strings.Join(s.RayExtras, ",") {
+		rs = append(rs, Reason{KindDefinition, fmt.Sprintf("ray extras %v -> %v", old.RayExtras, s.RayExtras)})
+	}
+	return rs
+}
+
+func sortedKeys[V any](ms ...map[string]V) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range ms {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// short abbreviates a digest for messages: sha256:0123456789ab.
+func short(d string) string {
+	if i := strings.IndexByte(d, ':'); i >= 0 && len(d) > i+13 {
+		return d[:i+13]
+	}
+	return d
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

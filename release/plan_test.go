@@ -1,0 +1,307 @@
+package release
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/resolve"
+)
+
+// The matrix the plan tests start from: two Ray lines on code-server 4.101.2
+// and an older one on 4.96.4.
+func baseSets() (a, b, c resolve.Set) {
+	return newSet("4.101.2", "2.46.0", "3.12"), newSet("4.101.2", "2.45.0", "3.12"), newSet("4.96.4", "2.44.1", "3.11")
+}
+
+type summary struct {
+	Name    string
+	Action  Action
+	Reasons []Reason
+}
+
+func summarize(p *Plan) []summary {
+	var out []summary
+	for _, e := range p.Entries {
+		out = append(out, summary{e.Name, e.Action, e.Reasons})
+	}
+	return out
+}
+
+func bumpExtension(s resolve.Set, id, version string) resolve.Set {
+	exts := append([]resolve.Extension(nil), s.Extensions...)
+	for i, e := range exts {
+		if e.ID == id {
+			exts[i] = ext(id, version, false)
+		}
+	}
+	s.Extensions = exts
+	return s
+}
+
+func TestPlan(t *testing.T) {
+	a, b, c := baseSets()
+	rebuiltBase := func(s resolve.Set) resolve.Set {
+		s.CodeServer.Platforms = baseDigests(s.CodeServer.Version, "-rebuilt")
+		return s
+	}
+	tests := []struct {
+		name string
+		// after are the sets after the upstream change; published are a, b, c.
+		after      func(w *world) []resolve.Set
+		definition string
+		want       func(w *world, before []Target) []summary
+	}{
+		{
+			name:  "unchanged inputs give an empty plan",
+			after: func(*world) []resolve.Set { return []resolve.Set{a, b, c} },
+			want:  func(*world, []Target) []summary { return nil },
+		},
+		{
+			name: "one extension bump on one entry",
+			after: func(*world) []resolve.Set {
+				return []resolve.Set{bumpExtension(a, "ms-python.python", "2025.12.0"), b, c}
+			},
+			want: func(w *world, _ []Target) []summary {
+				return []summary{{w.targets[0].Name(), ActionBuild, []Reason{{KindExtensionBump, "ms-python.python 2025.10.0 -> 2025.12.0"}}}}
+			},
+		},
+		{
+			name: "extension bump reaches only the entries that resolve it",
+			after: func(*world) []resolve.Set {
+				// The new debugpy extension needs a newer VS Code than 4.96.4 ships.
+				return []resolve.Set{bumpExtension(a, "ms-python.debugpy", "2025.14.0"), bumpExtension(b, "ms-python.debugpy", "2025.14.0"), c}
+			},
+			want: func(w *world, _ []Target) []summary {
+				r := []Reason{{KindExtensionBump, "ms-python.debugpy 2025.10.0 -> 2025.14.0"}}
+				return []summary{{w.targets[0].Name(), ActionBuild, r}, {w.targets[1].Name(), ActionBuild, r}}
+			},
+		},
+		{
+			name: "a new base digest gives every entry on that base",
+			after: func(*world) []resolve.Set {
+				return []resolve.Set{rebuiltBase(a), rebuiltBase(b), c}
+			},
+			want: func(w *world, _ []Target) []summary {
+				var out []summary
+				for _, tg := range w.targets[:2] {
+					old, nu := baseDigests("4.101.2", ""), baseDigests("4.101.2", "-rebuilt")
+					out = append(out, summary{tg.Name(), ActionBuild, []Reason{{KindBaseRebuilt, testBase + ":4.101.2: " +
+						"linux/amd64 " + short(old["linux/amd64"]) + " -> " + short(nu["linux/amd64"]) + ", " +
+						"linux/arm64 " + short(old["linux/arm64"]) + " -> " + short(nu["linux/arm64"])}}})
+				}
+				return out
+			},
+		},
+		{
+			name: "a new Ray release gives one new entry",
+			after: func(*world) []resolve.Set {
+				return []resolve.Set{newSet("4.101.2", "2.47.0", "3.12"), a, b, c}
+			},
+			want: func(w *world, _ []Target) []summary {
+				return []summary{{w.targets[0].Name(), ActionBuild, []Reason{{KindNewRay, "ray 2.46.0 -> 2.47.0"}}}}
+			},
+		},
+		{
+			name:       "a definition change with identical versions",
+			after:      func(*world) []resolve.Set { return []resolve.Set{a, b, c} },
+			definition: "def-2",
+			want: func(w *world, _ []Target) []summary {
+				var out []summary
+				for _, tg := range w.targets {
+					out = append(out, summary{tg.Name(), ActionBuild, []Reason{{KindDefinition, "same versions and files; the image definition or imagectl version changed"}}})
+				}
+				return out
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, a, b, c)
+			w.publishAll()
+			before := w.targets
+			if tc.definition != "" {
+				w.digest = fakeDigest(tc.definition)
+			}
+			w.setTargets(tc.after(w)...)
+			p := w.plan()
+			if diff := cmp.Diff(tc.want(w, before), summarize(p)); diff != "" {
+				t.Errorf("plan entries (-want +got):\n%s", diff)
+			}
+			if got, want := len(p.Entries)+len(p.UpToDate), len(w.targets); got != want {
+				t.Errorf("plan covers %d entries, want %d", got, want)
+			}
+			for _, e := range p.Entries {
+				if e.Blocked != "" {
+					t.Errorf("%s blocked: %s", e.Name, e.Blocked)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanNothingPublished(t *testing.T) {
+	a, b, _ := baseSets()
+	w := newWorld(t, a, b)
+	p := w.plan()
+	want := []summary{
+		{w.targets[0].Name(), ActionBuild, []Reason{{KindNotPublished, w.targets[0].Versioned}}},
+		{w.targets[1].Name(), ActionBuild, []Reason{{KindNotPublished, w.targets[1].Versioned}}},
+	}
+	if diff := cmp.Diff(want, summarize(p)); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+}
+
+func TestPlanFloatingBehind(t *testing.T) {
+	a, b, _ := baseSets()
+	w := newWorld(t, a, b)
+	pub := w.publishAll()
+	// latest belongs to a (ray 2.46.0) but a failed promotion left it on b.
+	desc, err := remote.Get(pub[w.targets[1].Name()])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Tag(w.repo.Tag("latest"), desc); err != nil {
+		t.Fatal(err)
+	}
+	p := w.plan()
+	want := []summary{{w.targets[0].Name(), ActionPromote, []Reason{{KindFloatingStale,
+		"latest -> " + pub[w.targets[1].Name()].DigestStr() + ", want " + short(pub[w.targets[0].Name()].DigestStr())}}}}
+	if diff := cmp.Diff(want, summarize(p)); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+}
+
+func TestPlanBlockedWhenVersionedTagHoldsOtherInputs(t *testing.T) {
+	a, _, _ := baseSets()
+	w := newWorld(t, a)
+	tg := w.targets[0]
+	// A versioned tag template that does not vary with the extension versions.
+	publish(t, w.repo, a, "sha256:"+strings.Repeat("0", 64), tg.Versioned)
+	p := w.plan()
+	if len(p.Entries) != 1 || p.Entries[0].Blocked == "" {
+		t.Fatalf("want one blocked entry, got %+v", p.Entries)
+	}
+	if !strings.Contains(p.Entries[0].Blocked, "never overwritten") {
+		t.Errorf("blocked message %q does not say why", p.Entries[0].Blocked)
+	}
+}
+
+func TestPlanLockMissingFallsBackToInputs(t *testing.T) {
+	a, _, _ := baseSets()
+	w := newWorld(t, a)
+	tg := w.targets[0]
+	old := "sha256:" + strings.Repeat("1", 64)
+	// An image from before the lock label existed, at the versioned tag.
+	ref := pushByDigest(context.Background(), t, w.repo, imageWithLabels(t, a.Platforms, map[string]string{build.LabelInputs: old}))
+	desc, err := remote.Get(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Tag(w.repo.Tag(tg.Floating[0]), desc); err != nil {
+		t.Fatal(err)
+	}
+	want := []summary{{tg.Name(), ActionBuild, []Reason{{KindNotPublished, tg.Versioned}}}}
+	if diff := cmp.Diff(want, summarize(w.plan())); diff != "" {
+		t.Errorf("no lock on the previous build (-want +got):\n%s", diff)
+	}
+	if err := remote.Tag(w.repo.Tag(tg.Versioned), desc); err != nil {
+		t.Fatal(err)
+	}
+	want = []summary{{tg.Name(), ActionBuild, []Reason{{KindInputs, short(old) + " -> new inputs (no readable lock label on " + short(ref.DigestStr()) + ")"}}}}
+	if diff := cmp.Diff(want, summarize(w.plan())); diff != "" {
+		t.Errorf("no lock on the versioned image (-want +got):\n%s", diff)
+	}
+}
+
+func TestPlanGitHubOutput(t *testing.T) {
+	a, b, c := baseSets()
+	w := newWorld(t, a, b, c)
+	w.publishAll()
+	w.setTargets(bumpExtension(a, "ms-python.python", "2025.12.0"), b, c)
+	var buf bytes.Buffer
+	if err := w.plan().Write(&buf, OutputGitHub); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 1 {
+		t.Errorf("github output has %d lines, want 1 (it goes into $GITHUB_OUTPUT)", n)
+	}
+	var m GitHubMatrix
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	want := GitHubMatrix{Include: []GitHubEntry{{Entry: w.targets[0].Name(), Action: ActionBuild, Ray: "2.46.0", CodeServer: "4.101.2", Python: "3.12",
+		Reasons: "extension bump: ms-python.python 2025.10.0 -> 2025.12.0"}}}
+	if diff := cmp.Diff(want, m); diff != "" {
+		t.Errorf("github matrix (-want +got):\n%s", diff)
+	}
+	// An empty plan is still a valid matrix value with an empty include.
+	w.setTargets(a, b, c)
+	buf.Reset()
+	empty := &Plan{Entries: []Entry{}}
+	if err := empty.Write(&buf, OutputGitHub); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(buf.String()); got != `{"include":[]}` {
+		t.Errorf("empty github matrix = %s", got)
+	}
+}
+
+func TestTargets(t *testing.T) {
+	cfg := &matrix.Config{Tags: []matrix.Tag{{Template: "v"}, {Template: "f", Floating: true}, {Template: "v2"}, {Template: "latest", Floating: true}}}
+	s := resolve.Set{Ray: "2.46.0", Tags: []string{"4.101.2-ray2.46.0-py3.12", "ray2.46", "4.101.2-ray2.46.0", "latest"}}
+	got, err := Targets(cfg, []resolve.Set{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Target{{Set: s, Versioned: "4.101.2-ray2.46.0-py3.12", Floating: []string{"ray2.46", "latest"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Targets (-want +got):\n%s", diff)
+	}
+	for _, bad := range []struct {
+		name string
+		cfg  *matrix.Config
+		set  resolve.Set
+	}{
+		{"misaligned", cfg, resolve.Set{Tags: []string{"x"}}},
+		{"floating first", &matrix.Config{Tags: []matrix.Tag{{Template: "latest", Floating: true}}}, resolve.Set{Tags: []string{"latest"}}},
+		{"no templates", &matrix.Config{}, resolve.Set{}},
+	} {
+		if _, err := Targets(bad.cfg, []resolve.Set{bad.set}); err == nil {
+			t.Errorf("%s: Targets succeeded, want error", bad.name)
+		}
+	}
+}
+
+func TestOwnFloating(t *testing.T) {
+	mk := func(ray, v string, fl ...string) Target {
+		return Target{Set: resolve.Set{Ray: ray, CodeServer: resolve.CodeServer{Version: "4.101.2"}, Python: "3.12"}, Versioned: v, Floating: fl}
+	}
+	got, err := OwnFloating([]Target{
+		mk("2.9.3", "a", "latest", "ray2.9"),
+		mk("2.46.0", "b", "latest", "ray2.46"),
+		mk("2.10.0", "c", "ray2.10", "latest"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"ray2.9"}, {"ray2.46", "latest"}, {"ray2.10"}}
+	var gotTags [][]string
+	for _, tg := range got {
+		gotTags = append(gotTags, tg.Floating)
+	}
+	if diff := cmp.Diff(want, gotTags); diff != "" {
+		t.Errorf("owned floating tags (-want +got):\n%s", diff)
+	}
+	if _, err := OwnFloating([]Target{mk("2.46.0", "x"), mk("2.45.0", "x")}); err == nil {
+		t.Error("duplicate versioned tag accepted")
+	}
+}
