@@ -16,8 +16,8 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
-	sigpayload "github.com/sigstore/sigstore/pkg/signature/payload"
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
+	sigpayload "github.com/sigstore/sigstore/pkg/signature/payload"
 )
 
 // BuildKit marks the attestation manifests it adds to an index with these
