@@ -137,6 +137,7 @@ func run(ctx context.Context, dashboardURL string, cfg config, rep *Report) erro
 	pctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	var lastErr error
+	answered := false
 	for {
 		rep.Polls++
 		bps, err := discover(pctx, dc, rep)
@@ -144,10 +145,15 @@ func run(ctx context.Context, dashboardURL string, cfg config, rep *Report) erro
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			lastErr = err
+			// A poll cut short by the deadline says less than what came
+			// before it (an HTML page, an HTTP 500, or a good answer with
+			// no paused worker): keep that, unless nothing ever answered.
+			if pctx.Err() == nil || (lastErr == nil && !answered) {
+				lastErr = err
+			}
 			cfg.logger.Debug("dashboard poll failed", "err", err)
 		} else {
-			lastErr = nil
+			lastErr, answered = nil, true
 			rep.Breakpoints = bps
 			for i := range bps {
 				if cfg.taskName != "" && bps[i].TaskName != cfg.taskName {

@@ -1,0 +1,262 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+)
+
+// Worker is a row of /api/v0/workers as Ray's WorkerState serialises it.
+type Worker struct {
+	WorkerID         string `json:"worker_id"`
+	IsAlive          bool   `json:"is_alive"`
+	WorkerType       string `json:"worker_type"` // WORKER or DRIVER
+	ExitType         any    `json:"exit_type"`
+	NodeID           string `json:"node_id"`
+	IP               string `json:"ip"`
+	PID              int    `json:"pid"`
+	ExitDetail       any    `json:"exit_detail"`
+	WorkerLaunchTime int64  `json:"worker_launch_time"`
+	StartTimeMS      int64  `json:"start_time_ms"`
+	EndTimeMS        int64  `json:"end_time_ms"`
+	DebuggerPort     int    `json:"debugger_port"`
+	NumPausedThreads int    `json:"num_paused_threads"`
+}
+
+// Task is a row of /api/v0/tasks as Ray's TaskState serialises it.
+type Task struct {
+	TaskID          string `json:"task_id"`
+	AttemptNumber   int    `json:"attempt_number"`
+	Name            string `json:"name"`
+	State           string `json:"state"`
+	JobID           string `json:"job_id"`
+	ActorID         any    `json:"actor_id"`
+	Type            string `json:"type"`
+	FuncOrClassName string `json:"func_or_class_name"`
+	ParentTaskID    string `json:"parent_task_id"`
+	NodeID          string `json:"node_id"`
+	WorkerID        string `json:"worker_id"`
+	WorkerPID       int    `json:"worker_pid"`
+	ErrorType       any    `json:"error_type"`
+}
+
+// Mode selects how the fake answers.
+type Mode int
+
+const (
+	// Normal answers like a healthy dashboard.
+	Normal Mode = iota
+	// HTML answers every request with 200 and an HTML page (a proxy login
+	// page or the dashboard UI behind a wrong path).
+	HTML
+	// ServerError answers every request with HTTP 500.
+	ServerError
+	// ResultFalse answers with the envelope and result=false, as Ray does
+	// when the State API call fails.
+	ResultFalse
+)
+
+// Server is the fake dashboard.
+type Server struct {
+	*httptest.Server
+
+	mu        sync.Mutex
+	clusterID string
+	workers   []Worker
+	tasks     []Task
+	mode      Mode
+	requests  []string
+}
+
+// New starts a fake dashboard; Close it when done.
+func New() *Server {
+	s := &Server{clusterID: "f0c0a3c5d3b1e6f1d6a4f4d7b9b1c1e0e8f7a6b5c4d3e2f1a0b9c8d7"}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /cluster_id", s.clusterIDHandler)
+	mux.HandleFunc("GET /api/v0/workers", s.listHandler(func() []any { return rows(s.workers) }))
+	mux.HandleFunc("GET /api/v0/tasks", s.listHandler(func() []any { return rows(s.tasks) }))
+	s.Server = httptest.NewServer(s.wrap(mux))
+	return s
+}
+
+func rows[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i := range xs {
+		out[i] = xs[i]
+	}
+	return out
+}
+
+// SetWorkers replaces the worker rows.
+func (s *Server) SetWorkers(ws ...Worker) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.workers = append([]Worker(nil), ws...)
+}
+
+// SetTasks replaces the task rows.
+func (s *Server) SetTasks(ts ...Task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tasks = append([]Task(nil), ts...)
+}
+
+// SetMode changes how the fake answers.
+func (s *Server) SetMode(m Mode) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mode = m
+}
+
+// Requests returns the request URIs (path?query) received so far.
+func (s *Server) Requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.requests...)
+}
+
+// Address returns host:port, as the extension's clusterDashboards setting
+// holds it.
+func (s *Server) Address() string { return s.Listener.Addr().String() }
+
+func (s *Server) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.requests = append(s.requests, r.URL.RequestURI())
+		mode := s.mode
+		s.mu.Unlock()
+		switch mode {
+		case HTML:
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, "<!doctype html><html><head><title>Ray Dashboard</title></head><body><div id=\"root\"></div></body></html>\n")
+			return
+		case ServerError:
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, "500 Internal Server Error\n\nServer got itself in trouble")
+			return
+		case ResultFalse:
+			writeJSON(w, map[string]any{"result": false, "msg": "Failed to query the GCS: Deadline Exceeded", "data": map[string]any{}})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) clusterIDHandler(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	id := s.clusterID
+	s.mu.Unlock()
+	// rest_response converts data keys to camelCase.
+	writeJSON(w, map[string]any{"result": true, "msg": "Fetched cluster id", "data": map[string]any{"clusterId": id}})
+}
+
+func (s *Server) listHandler(all func() []any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		keys, preds, vals := q["filter_keys"], q["filter_predicates"], q["filter_values"]
+		if len(keys) != len(preds) || len(keys) != len(vals) {
+			w.WriteHeader(http.StatusBadRequest)
+			writeJSON(w, map[string]any{"result": false, "msg": "filter_keys, filter_predicates and filter_values must have the same length", "data": map[string]any{}})
+			return
+		}
+		limit := 100
+		if l := q.Get("limit"); l != "" {
+			n, err := strconv.Atoi(l)
+			if err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				writeJSON(w, map[string]any{"result": false, "msg": "invalid limit " + l, "data": map[string]any{}})
+				return
+			}
+			limit = n
+		}
+		s.mu.Lock()
+		src := all()
+		s.mu.Unlock()
+		var out []map[string]any
+		total := len(src)
+		for _, row := range src {
+			m := toMap(row)
+			if q.Get("exclude_driver") == "True" && m["worker_type"] == "DRIVER" {
+				continue
+			}
+			if !matches(m, keys, preds, vals) {
+				continue
+			}
+			out = append(out, m)
+		}
+		filtered := len(out)
+		if len(out) > limit {
+			out = out[:limit]
+		}
+		if out == nil {
+			out = []map[string]any{}
+		}
+		writeJSON(w, map[string]any{
+			"result": true,
+			"msg":    "",
+			"data": map[string]any{"result": map[string]any{
+				"total":                   total,
+				"num_after_truncation":    len(out),
+				"num_filtered":            filtered,
+				"result":                  out,
+				"partial_failure_warning": "",
+				"warnings":                nil,
+			}},
+		})
+	}
+}
+
+func toMap(v any) map[string]any {
+	b, _ := json.Marshal(v)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return m
+}
+
+// matches applies Ray's filters: the value is compared as a string, booleans
+// as "True"/"False" as the Python side spells them.
+func matches(m map[string]any, keys, preds, vals []string) bool {
+	for i, k := range keys {
+		got := pyString(m[k])
+		want := vals[i]
+		switch preds[i] {
+		case "=":
+			if got != want {
+				return false
+			}
+		case "!=":
+			if got == want {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func pyString(v any) string {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return "True"
+		}
+		return "False"
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case nil:
+		return "None"
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}
