@@ -1,19 +1,135 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/imagectl/imagectl/smoke/probe"
 )
 
-// TODO(owner of this verb): replace this placeholder with the real command.
 func newSmokeCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:    "smoke",
-		Short:  "(not implemented yet)",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("smoke: not implemented yet")
+	cmd := &cobra.Command{
+		Use:   "smoke",
+		Short: "Prove a debugger attaches to a Ray breakpoint from the code-server sidecar",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newSmokeAttachCommand(g))
+	return cmd
+}
+
+// Exit codes of `imagectl smoke attach`.
+const (
+	exitNoPausedWorker = 3
+	exitAttachRefused  = 4
+	exitNoFrame        = 5
+	exitDashboard      = 6
+)
+
+func newSmokeAttachCommand(g *globals) *cobra.Command {
+	var (
+		dashboardURL string
+		timeout      time.Duration
+		stepTimeout  time.Duration
+		stopTimeout  time.Duration
+		interval     time.Duration
+		fn, file     string
+		task         string
+		action       string
+		output       string
+	)
+	cmd := &cobra.Command{
+		Use:   "attach",
+		Short: "Find a Ray task paused at breakpoint() and attach to it over DAP, as the VS Code extension does",
+		Long: `attach polls the Ray dashboard's State API exactly as the Ray Distributed
+Debugger extension does (GET /cluster_id, /api/v0/workers for live workers with
+paused threads, /api/v0/tasks for the task name), dials the worker's
+ip:debugger_port, runs the Debug Adapter Protocol attach sequence against
+debugpy (initialize, attach{justMyCode:false}, configurationDone), waits for
+the stopped event, checks that a stack frame matches --expect-function /
+--expect-file, then continues or disconnects so the task resumes.
+
+Run it where the extension runs: inside the code-server sidecar of the Ray
+head pod (the worker's IP and port are cluster-internal).
+
+Exit codes: 0 attached and the frame matched; 3 no paused worker before
+--timeout; 4 the port refused the connection or another client is attached;
+5 attached but no stop or no matching frame; 6 the dashboard never answered
+usably; 1 anything else. --output json prints the report in every case.`,
+		Example: `  imagectl smoke attach --dashboard http://127.0.0.1:8265 --expect-function f
+  imagectl smoke attach --dashboard 127.0.0.1:8265 --expect-file sample_code.py --action disconnect --output json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			act, err := probe.ParseAction(action)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			if output != "text" && output != "json" {
+				return &exitError{2, fmt.Errorf("--output %q: expected text or json", output)}
+			}
+			level := slog.LevelWarn
+			if g.verbose {
+				level = slog.LevelDebug
+			}
+			logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+			rep, runErr := probe.Run(cmd.Context(), dashboardURL,
+				probe.WithTimeout(timeout), probe.WithPollInterval(interval),
+				probe.WithStepTimeout(stepTimeout), probe.WithStopTimeout(stopTimeout),
+				probe.WithExpect(probe.Expect{Function: fn, File: file}), probe.WithTaskName(task),
+				probe.WithAction(act), probe.WithLogger(logger))
+			if output == "json" {
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else if runErr == nil {
+				printAttachText(g, rep)
+			}
+			if runErr != nil {
+				return &exitError{attachExitCode(runErr), runErr}
+			}
+			return nil
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&dashboardURL, "dashboard", "http://127.0.0.1:8265", "Ray dashboard address (http://host:port or host:port)")
+	f.DurationVar(&timeout, "timeout", 2*time.Minute, "how long to poll the dashboard for a paused worker")
+	f.DurationVar(&interval, "poll-interval", 3*time.Second, "time between dashboard polls (the extension uses 3s)")
+	f.DurationVar(&stepTimeout, "step-timeout", 30*time.Second, "timeout of the dial and of each DAP request")
+	f.DurationVar(&stopTimeout, "stop-timeout", 30*time.Second, "how long to wait for the stopped event after attaching")
+	f.StringVar(&fn, "expect-function", "", "a frame of the stopped thread must be this function")
+	f.StringVar(&file, "expect-file", "", "a frame of the stopped thread must be in this file (base name or path suffix)")
+	f.StringVar(&task, "task", "", "attach only to a worker running a task of this name")
+	f.StringVar(&action, "action", "continue", "after the check: continue (then disconnect) or disconnect")
+	f.StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+func attachExitCode(err error) int {
+	switch {
+	case errors.Is(err, probe.ErrNoPausedWorker):
+		return exitNoPausedWorker
+	case errors.Is(err, probe.ErrPortRefused), errors.Is(err, probe.ErrAnotherClient):
+		return exitAttachRefused
+	case errors.Is(err, probe.ErrNoStop), errors.Is(err, probe.ErrFrameNotFound):
+		return exitNoFrame
+	case errors.Is(err, probe.ErrDashboard):
+		return exitDashboard
+	}
+	return 1
+}
+
+func printAttachText(g *globals, rep *probe.Report) {
+	fmt.Fprintf(g.stdout, "dashboard %s (cluster %s): %d paused worker(s)\n", rep.Dashboard, rep.ClusterID, len(rep.Breakpoints))
+	for _, b := range rep.Breakpoints {
+		fmt.Fprintf(g.stdout, "  worker %s at %s task %q job %s (%d paused thread(s))\n", b.WorkerID, b.Address(), b.TaskName, b.JobID, b.NumPausedThreads)
+	}
+	a := rep.Attach
+	fmt.Fprintf(g.stdout, "attached to %s in %dms; stopped (reason %q) thread %d at %s (%s:%d); %s\n",
+		a.Address, a.AttachMillis, a.StopReason, a.ThreadID, a.Frame.Name, a.Frame.Path, a.Frame.Line, a.Action)
 }
