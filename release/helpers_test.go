@@ -33,11 +33,18 @@ type counter struct {
 	reads  int
 	writes int
 	byPath map[string]int
+	// fail, when set, makes matching requests answer 500 (fault injection).
+	fail func(r *http.Request) bool
 }
 
 func (c *counter) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
+		if c.fail != nil && c.fail(r) {
+			c.mu.Unlock()
+			http.Error(w, `{"errors":[{"code":"UNKNOWN","message":"injected failure"}]}`, http.StatusInternalServerError)
+			return
+		}
 		switch r.Method {
 		case http.MethodPut, http.MethodPost, http.MethodPatch, http.MethodDelete:
 			c.writes++

@@ -89,6 +89,49 @@ type Plan struct {
 	Repository string   `json:"repository"`
 	Entries    []Entry  `json:"entries"`
 	UpToDate   []string `json:"upToDate"`
+	// current maps each up-to-date entry to the digest its versioned tag names.
+	current map[string]string
+}
+
+// Only keeps the entries named (versioned tags). Naming an up-to-date entry
+// is fine (it has nothing to do); naming an unknown one is an error listing
+// the known names.
+func (p *Plan) Only(names []string) (*Plan, error) {
+	if len(names) == 0 {
+		return p, nil
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	out := &Plan{Repository: p.Repository, Entries: []Entry{}, UpToDate: []string{}, current: map[string]string{}}
+	for _, e := range p.Entries {
+		if want[e.Name] {
+			out.Entries = append(out.Entries, e)
+			delete(want, e.Name)
+		}
+	}
+	for _, n := range p.UpToDate {
+		if want[n] {
+			out.UpToDate = append(out.UpToDate, n)
+			out.current[n] = p.current[n]
+			delete(want, n)
+		}
+	}
+	if len(want) > 0 {
+		var unknown, known []string
+		for n := range want {
+			unknown = append(unknown, n)
+		}
+		for _, e := range p.Entries {
+			known = append(known, e.Name)
+		}
+		known = append(known, p.UpToDate...)
+		sort.Strings(unknown)
+		sort.Strings(known)
+		return nil, fmt.Errorf("unknown entries %s; the matrix has: %s", strings.Join(unknown, ", "), strings.Join(known, ", "))
+	}
+	return out, nil
 }
 
 // Empty reports whether nothing needs to be done.
@@ -162,7 +205,7 @@ func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 			}
 		}
 	}
-	plan := &Plan{Repository: p.repo.String(), Entries: []Entry{}, UpToDate: []string{}}
+	plan := &Plan{Repository: p.repo.String(), Entries: []Entry{}, UpToDate: []string{}, current: map[string]string{}}
 	for i, t := range targets {
 		o := obs[i]
 		e := Entry{Name: t.Name(), InputsDigest: o.inputs, Versioned: t.Versioned, Floating: t.Floating, Set: t.Set}
@@ -199,6 +242,7 @@ func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 		}
 		if e.Action == "" {
 			plan.UpToDate = append(plan.UpToDate, e.Name)
+			plan.current[e.Name] = e.Published
 			continue
 		}
 		plan.Entries = append(plan.Entries, e)
