@@ -103,7 +103,9 @@ func Extract(r io.ReaderAt, size int64, dest string, lim Limits, mtime time.Time
 	for d := range dirs {
 		ds = append(ds, d)
 	}
-	sort.Slice(ds, func(i, j int) bool { return strings.Count(ds[i], "/") > strings.Count(ds[j], "/") || (strings.Count(ds[i], "/") == strings.Count(ds[j], "/") && ds[i] > ds[j]) })
+	sort.Slice(ds, func(i, j int) bool {
+		return strings.Count(ds[i], "/") > strings.Count(ds[j], "/") || (strings.Count(ds[i], "/") == strings.Count(ds[j], "/") && ds[i] > ds[j])
+	})
 	for _, d := range ds {
 		if d == "." {
 			continue

@@ -1,0 +1,14 @@
+// Package cache is a content-addressed store of VSIX files.
+//
+// Layout under the root directory:
+//
+//	blobs/sha256/<hex>                         the files, named by digest
+//	index/<id>/<version>/<targetPlatform>.json which digest a key resolves to
+//
+// Every write goes to a temporary file in the destination directory and is
+// renamed into place, so a reader never sees half a file and two processes
+// writing the same blob or index entry at once both succeed (the renames are
+// atomic and the contents equal). Digests are checked when a blob is written
+// and again whenever it is read; a blob that no longer matches its name is
+// removed and reported as missing, never served.
+package cache

@@ -1,0 +1,256 @@
+package extensions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/imagectl/imagectl/extensions/cache"
+	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/resolve"
+)
+
+// Source downloads VSIX files; marketplace.Client and openvsx.Client are
+// Sources.
+type Source interface {
+	Download(ctx context.Context, id, version, targetPlatform string, w io.Writer) (vsix.Origin, error)
+}
+
+// Fetcher fetches extension files into a cache.
+type Fetcher struct {
+	cache    *cache.Cache
+	sources  map[string]Source
+	parallel int
+	attempts int
+	limits   vsix.Limits
+	log      *slog.Logger
+}
+
+// Option configures NewFetcher.
+type Option func(*Fetcher)
+
+// WithSource registers the Source used for extensions whose resolve.Extension
+// Source is name ("marketplace" or "openvsx").
+func WithSource(name string, s Source) Option { return func(f *Fetcher) { f.sources[name] = s } }
+
+// WithParallelism bounds concurrent downloads (default 4).
+func WithParallelism(n int) Option { return func(f *Fetcher) { f.parallel = n } }
+
+// WithAttempts sets how many times a download cut short (connection reset,
+// truncated body) is tried in all (default 4). HTTP-level retries (429, 5xx)
+// happen below this, in the HTTP client.
+func WithAttempts(n int) Option { return func(f *Fetcher) { f.attempts = n } }
+
+// WithLimits sets the archive limits used by validation.
+func WithLimits(l vsix.Limits) Option { return func(f *Fetcher) { f.limits = l } }
+
+// WithLogger logs progress at info level.
+func WithLogger(l *slog.Logger) Option { return func(f *Fetcher) { f.log = l } }
+
+// NewFetcher returns a Fetcher storing into c.
+func NewFetcher(c *cache.Cache, opts ...Option) *Fetcher {
+	f := &Fetcher{cache: c, sources: map[string]Source{}, parallel: 4, attempts: 4, limits: vsix.DefaultLimits}
+	for _, o := range opts {
+		o(f)
+	}
+	if f.parallel < 1 {
+		f.parallel = 1
+	}
+	if f.attempts < 1 {
+		f.attempts = 1
+	}
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
+	}
+	return f
+}
+
+// Fetched is one VSIX in the cache.
+type Fetched struct {
+	ID             string
+	Version        string
+	TargetPlatform string
+	// Platforms are the OCI platforms that install this file.
+	Platforms []string
+	SHA256    string
+	Size      int64
+	Path      string
+	URL       string
+	// Cached is true when no download was needed.
+	Cached bool
+}
+
+// PlatformTargets maps an OCI platform to the VS Code target platform of its
+// platform-specific builds.
+var platformTargets = map[string]string{
+	"linux/amd64":  "linux-x64",
+	"linux/arm64":  "linux-arm64",
+	"linux/arm/v7": "linux-armhf",
+}
+
+// TargetFor returns the VS Code target platform for an OCI platform.
+func TargetFor(ociPlatform string) (string, error) {
+	t, ok := platformTargets[ociPlatform]
+	if !ok {
+		return "", fmt.Errorf("platform %q: no VS Code target platform known (want linux/amd64 or linux/arm64)", ociPlatform)
+	}
+	return t, nil
+}
+
+// checkFileFor fails unless file may be installed on ociPlatform: its target
+// must be the platform's own or universal.
+func checkFileFor(e resolve.Extension, ociPlatform string, file resolve.File) error {
+	want, err := TargetFor(ociPlatform)
+	if err != nil {
+		return err
+	}
+	if file.TargetPlatform != want && file.TargetPlatform != vsix.Universal {
+		return fmt.Errorf("extension %s@%s: the %s file is built for %q; only %q or universal may be installed there", e.ID, e.Version, ociPlatform, file.TargetPlatform, want)
+	}
+	return nil
+}
+
+type job struct {
+	ext       resolve.Extension
+	file      resolve.File
+	platforms []string
+}
+
+// Fetch fetches every file that set needs on its platforms (set.Platforms).
+func (f *Fetcher) Fetch(ctx context.Context, set *resolve.Set) ([]Fetched, error) {
+	return f.FetchExtensions(ctx, set.Extensions, set.Platforms, set.CodeServer.VSCode)
+}
+
+// FetchExtensions fetches the file of each extension for each of platforms,
+// once per distinct (id, version, targetPlatform), validated against the VS
+// Code version vscode (empty skips the engine check). The result follows the
+// order of exts (install order), then of platforms.
+func (f *Fetcher) FetchExtensions(ctx context.Context, exts []resolve.Extension, platforms []string, vscode string) ([]Fetched, error) {
+	var jobs []*job
+	byKey := map[cache.Key]*job{}
+	for _, e := range exts {
+		for _, p := range platforms {
+			file, ok := e.Files[p]
+			if !ok {
+				return nil, fmt.Errorf("extension %s@%s: the resolved set has no file for %s", e.ID, e.Version, p)
+			}
+			if err := checkFileFor(e, p, file); err != nil {
+				return nil, err
+			}
+			k := cache.Key{ID: e.ID, Version: e.Version, TargetPlatform: file.TargetPlatform}
+			if j := byKey[k]; j != nil {
+				if !strings.EqualFold(j.file.SHA256, file.SHA256) {
+					return nil, fmt.Errorf("extension %s: the lock pins two digests (%s, %s)", k, j.file.SHA256, file.SHA256)
+				}
+				j.platforms = append(j.platforms, p)
+				continue
+			}
+			j := &job{ext: e, file: file, platforms: []string{p}}
+			byKey[k] = j
+			jobs = append(jobs, j)
+		}
+	}
+	out := make([]Fetched, len(jobs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(f.parallel)
+	for i, j := range jobs {
+		g.Go(func() error {
+			r, err := f.fetchOne(gctx, j, vscode)
+			if err != nil {
+				return err
+			}
+			out[i] = r
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (f *Fetcher) fetchOne(ctx context.Context, j *job, vscode string) (Fetched, error) {
+	k := cache.Key{ID: j.ext.ID, Version: j.ext.Version, TargetPlatform: j.file.TargetPlatform}
+	res := Fetched{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, Platforms: j.platforms}
+	where := fmt.Sprintf("extension %s@%s (%s for %s)", k.ID, k.Version, k.TargetPlatform, strings.Join(j.platforms, ","))
+	if e, ok, err := f.cache.Get(k, j.file.SHA256); err != nil {
+		return res, fmt.Errorf("%s: cache: %w", where, err)
+	} else if ok {
+		res.SHA256, res.Size, res.Path, res.URL, res.Cached = e.SHA256, e.Size, e.Path, e.URL, true
+		f.log.Info("cached", "id", k.ID, "version", k.Version, "target", k.TargetPlatform, "sha256", e.SHA256)
+		return res, nil
+	}
+	src, ok := f.sources[j.ext.Source]
+	if !ok {
+		return res, fmt.Errorf("%s: no client for source %q (want marketplace or openvsx)", where, j.ext.Source)
+	}
+	var lastErr error
+	for attempt := 1; attempt <= f.attempts; attempt++ {
+		e, url, err := f.download(ctx, src, k, j, vscode)
+		if err == nil {
+			res.SHA256, res.Size, res.Path, res.URL = e.SHA256, e.Size, e.Path, e.URL
+			f.log.Info("fetched", "id", k.ID, "version", k.Version, "target", k.TargetPlatform, "url", url, "sha256", e.SHA256, "bytes", e.Size)
+			return res, nil
+		}
+		if url == "" {
+			url = j.file.URL
+		}
+		lastErr = fmt.Errorf("%s from %s: %w", where, url, err)
+		if !retryable(err) || ctx.Err() != nil {
+			break
+		}
+		f.log.Info("retrying", "id", k.ID, "target", k.TargetPlatform, "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return res, errors.Join(lastErr, ctx.Err())
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		}
+	}
+	return res, lastErr
+}
+
+// download runs one attempt: download into a cache writer, validate, commit.
+func (f *Fetcher) download(ctx context.Context, src Source, k cache.Key, j *job, vscode string) (cache.Entry, string, error) {
+	w, err := f.cache.NewWriter()
+	if err != nil {
+		return cache.Entry{}, "", err
+	}
+	defer w.Abort()
+	o, err := src.Download(ctx, k.ID, k.Version, k.TargetPlatform, w)
+	if err != nil {
+		return cache.Entry{}, o.URL, err
+	}
+	if _, err := vsix.Validate(w.File(), w.Size(), vsix.Expect{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, VSCode: vscode}, f.limits); err != nil {
+		return cache.Entry{}, o.URL, &invalidError{err}
+	}
+	e, err := w.Commit(cache.Entry{Key: k, URL: o.URL}, j.file.SHA256)
+	if err != nil {
+		return cache.Entry{}, o.URL, &invalidError{err}
+	}
+	return e, o.URL, nil
+}
+
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string { return "invalid VSIX: " + e.err.Error() }
+func (e *invalidError) Unwrap() error { return e.err }
+
+// retryable reports whether a download error is a transfer cut short, worth
+// another attempt (HTTP statuses were already retried by the HTTP client).
+func retryable(err error) bool {
+	var inv *invalidError
+	if errors.As(err, &inv) {
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || (errors.As(err, &ne) && !errors.Is(err, context.Canceled))
+}
