@@ -366,4 +366,3 @@ func reverse(s []string) []string {
 	}
 	return out
 }
-
