@@ -30,3 +30,32 @@ const (
 	// SettingsPath is code-server's user settings file.
 	SettingsPath = "/config/data/User/settings.json"
 )
+
+// Where the Python packages live. They are cross-installed on the build
+// platform with pip --target and found through PYTHONPATH, so the image's own
+// python3 (the base's, or a runtime shipped by imagectl) imports them.
+const (
+	// PythonDir holds lib/ (the packages) and bin/ (their console scripts).
+	PythonDir = "/opt/imagectl/python"
+	// PythonPackagesDir is on PYTHONPATH; <dist>-<version>.dist-info/METADATA
+	// of ray and debugpy are here.
+	PythonPackagesDir = PythonDir + "/lib"
+)
+
+// How BuildKit's provenance is attached. The pushed index lists only the
+// platform image manifests, so two builds from the same lock give the same
+// index digest; BuildKit's provenance (which records build start/finish
+// times and an invocation id) is pushed as an OCI referrer of each platform
+// manifest instead: its manifest's subject is the platform manifest, found
+// through the referrers API (or the sha256-<hex> fallback tag).
+const (
+	// ProvenanceArtifactType is the artifactType of those referrers.
+	ProvenanceArtifactType = "application/vnd.in-toto+json"
+	// AnnotationReferenceType and ReferenceTypeAttestation are kept from
+	// BuildKit's attestation manifest, which the referrer is a copy of (plus
+	// the subject).
+	AnnotationReferenceType  = "vnd.docker.reference.type"
+	ReferenceTypeAttestation = "attestation-manifest"
+	// ProvenancePredicateType is the in-toto predicate type BuildKit writes.
+	ProvenancePredicateType = "https://slsa.dev/provenance/v1"
+)

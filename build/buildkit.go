@@ -1,0 +1,314 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/platforms"
+	"github.com/moby/buildkit/client"
+	_ "github.com/moby/buildkit/client/connhelper/dockercontainer" // docker-container:// addresses
+	"github.com/tonistiigi/fsutil"
+)
+
+// DefaultAddress is buildkitd's standard socket.
+const DefaultAddress = "unix:///run/buildkit/buildkitd.sock"
+
+// BuildKit builds through buildkitd: one daemon for every platform, or one
+// per platform (a native arm64 machine, BuildKit on Kubernetes).
+type BuildKit struct {
+	addr     string
+	builders map[string]string
+	dial     func(ctx context.Context, addr string) (*client.Client, error)
+}
+
+// BuildKitOption configures NewBuildKit.
+type BuildKitOption func(*BuildKit)
+
+// WithAddress sets the default buildkitd address (tcp://, unix://,
+// docker-container://NAME, ...).
+func WithAddress(addr string) BuildKitOption {
+	return func(b *BuildKit) {
+		if addr != "" {
+			b.addr = addr
+		}
+	}
+}
+
+// WithBuilder sends one platform's solve to another buildkitd.
+func WithBuilder(platform, addr string) BuildKitOption {
+	return func(b *BuildKit) { b.builders[platform] = addr }
+}
+
+// NewBuildKit returns a BuildKit that talks to DefaultAddress unless told
+// otherwise.
+func NewBuildKit(opts ...BuildKitOption) *BuildKit {
+	b := &BuildKit{addr: DefaultAddress, builders: map[string]string{}, dial: func(ctx context.Context, addr string) (*client.Client, error) {
+		return client.New(ctx, addr)
+	}}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+// Address returns the buildkitd address used for platform.
+func (b *BuildKit) Address(platform string) string {
+	if a, ok := b.builders[platform]; ok {
+		return a
+	}
+	return b.addr
+}
+
+// Ping connects to the buildkitd of platform and returns its native
+// platform (the first platform of its first worker).
+func (b *BuildKit) Ping(ctx context.Context, platform string) (string, error) {
+	addr := b.Address(platform)
+	c, err := b.dial(ctx, addr)
+	if err != nil {
+		return "", fmt.Errorf("connecting to buildkitd at %s: %w", addr, err)
+	}
+	defer c.Close()
+	return nativePlatform(ctx, c, addr)
+}
+
+func nativePlatform(ctx context.Context, c *client.Client, addr string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ws, err := c.ListWorkers(ctx)
+	if err != nil {
+		return "", fmt.Errorf("listing workers of buildkitd at %s: %w", addr, err)
+	}
+	if len(ws) == 0 || len(ws[0].Platforms) == 0 {
+		return "", fmt.Errorf("buildkitd at %s has no worker", addr)
+	}
+	return platforms.Format(platforms.Normalize(ws[0].Platforms[0])), nil
+}
+
+// Build solves spec's platform with the dockerfile.v0 frontend built into
+// buildkitd, and pushes it by digest (Spec.Push) or writes an OCI archive.
+func (b *BuildKit) Build(ctx context.Context, spec Spec) (*PlatformResult, error) {
+	addr := b.Address(spec.Platform)
+	c, err := b.dial(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to buildkitd at %s: %w", addr, err)
+	}
+	defer c.Close()
+	native, err := nativePlatform(ctx, c, addr)
+	if err != nil {
+		return nil, err
+	}
+	opt, closeOut, err := solveOpt(spec)
+	if err != nil {
+		return nil, err
+	}
+	res := &PlatformResult{Platform: spec.Platform, Builder: addr, BuildPlatform: native}
+	ch := make(chan *client.SolveStatus)
+	rec := newRecorder()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ss := range ch {
+			rec.add(ss)
+			if spec.Status != nil {
+				spec.Status <- ss
+			}
+		}
+	}()
+	start := time.Now()
+	resp, err := c.Solve(ctx, nil, opt, ch)
+	wg.Wait()
+	res.Duration = Duration(time.Since(start))
+	if cerr := closeOut(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("building %s on %s: %w", spec.Platform, addr, err)
+	}
+	res.Exported = resp.ExporterResponse["containerimage.digest"]
+	if res.Exported == "" {
+		return nil, fmt.Errorf("building %s on %s: buildkitd returned no containerimage.digest", spec.Platform, addr)
+	}
+	rec.summarize(res, native)
+	return res, nil
+}
+
+// solveOpt maps a Spec onto BuildKit's SolveOpt. The returned func closes
+// the archive file, if any.
+func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
+	noop := func() error { return nil }
+	mounts := map[string]fsutil.FS{}
+	for name, dir := range spec.Contexts.Mounts() {
+		fs, err := fsutil.NewFS(dir)
+		if err != nil {
+			return client.SolveOpt{}, noop, fmt.Errorf("build context %s (%s): %w", name, dir, err)
+		}
+		mounts[name] = fs
+	}
+	attrs := map[string]string{
+		"filename":       "Dockerfile",
+		"platform":       spec.Platform,
+		"multi-platform": "true", // names vertices "[platform ...]" and exports an index
+	}
+	for k, v := range spec.BuildArgs {
+		attrs["build-arg:"+k] = v
+	}
+	attrs["build-arg:SOURCE_DATE_EPOCH"] = epochString(spec.SourceDateEpoch)
+	for k, v := range spec.Labels {
+		attrs["label:"+k] = v
+	}
+	for _, name := range []string{ContextPython, ContextExtensions, ContextUserData} {
+		attrs["context:"+name] = "local:" + name
+	}
+	if spec.Provenance {
+		attrs["attest:provenance"] = "mode=max"
+	}
+	if spec.SBOM {
+		v := ""
+		if spec.SBOMGenerator != "" {
+			v = "generator=" + spec.SBOMGenerator
+		}
+		attrs["attest:sbom"] = v
+	}
+	opt := client.SolveOpt{
+		Frontend:      "dockerfile.v0",
+		FrontendAttrs: attrs,
+		LocalMounts:   mounts,
+	}
+	for _, ref := range spec.CacheFrom {
+		opt.CacheImports = append(opt.CacheImports, client.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": platformCacheRef(ref, spec.Platform)}})
+	}
+	for _, ref := range spec.CacheTo {
+		opt.CacheExports = append(opt.CacheExports, client.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": platformCacheRef(ref, spec.Platform), "mode": "max", "oci-mediatypes": "true", "image-manifest": "true"}})
+	}
+	exp := map[string]string{
+		"rewrite-timestamp": "true",
+		"oci-mediatypes":    "true",
+	}
+	closeOut := noop
+	switch {
+	case spec.Push:
+		if spec.Repo == "" {
+			return opt, noop, errors.New("push requested without a repository")
+		}
+		exp["name"] = spec.Repo
+		exp["push"] = "true"
+		exp["push-by-digest"] = "true"
+		opt.Exports = []client.ExportEntry{{Type: client.ExporterImage, Attrs: exp}}
+	case spec.Archive != "":
+		if err := os.MkdirAll(filepath.Dir(spec.Archive), 0o755); err != nil {
+			return opt, noop, err
+		}
+		f, err := os.Create(spec.Archive)
+		if err != nil {
+			return opt, noop, err
+		}
+		closeOut = f.Close
+		if spec.Repo != "" {
+			exp["name"] = spec.Repo
+		}
+		exp["tar"] = "true"
+		opt.Exports = []client.ExportEntry{{Type: client.ExporterOCI, Attrs: exp, Output: func(map[string]string) (io.WriteCloser, error) {
+			return nopCloser{f}, nil
+		}}}
+	default:
+		return opt, noop, errors.New("neither push nor an archive path: nothing to export")
+	}
+	return opt, closeOut, nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// platformCacheRef gives each platform its own cache tag: repo:tag ->
+// repo:tag-arm64, so two platforms' exports do not overwrite each other.
+func platformCacheRef(ref, platform string) string {
+	arch := strings.ReplaceAll(strings.TrimPrefix(platform, "linux/"), "/", "-")
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref + "-" + arch
+	}
+	return ref + ":buildcache-" + arch
+}
+
+// runVertex matches the names the Dockerfile frontend gives RUN steps in a
+// multi-platform solve: "[linux/arm64 stage 2/3] RUN ..." or, for a stage on
+// the build platform targeting another, "[linux/amd64->arm64 wheels 1/1] RUN".
+var runVertex = regexp.MustCompile(`^\[([a-z0-9]+/[a-z0-9_]+(?:/[a-z0-9]+)?)(?:->\S+)?\s[^\]]*\]\s+RUN\s`)
+
+// recorder keeps the last state of every vertex and push progress.
+type recorder struct {
+	mu       sync.Mutex
+	vertices map[string]*client.Vertex
+	order    []string
+	pushed   map[string]int64
+}
+
+func newRecorder() *recorder {
+	return &recorder{vertices: map[string]*client.Vertex{}, pushed: map[string]int64{}}
+}
+
+func (r *recorder) add(ss *client.SolveStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range ss.Vertexes {
+		k := v.Digest.String()
+		if _, ok := r.vertices[k]; !ok {
+			r.order = append(r.order, k)
+		}
+		cp := *v
+		r.vertices[k] = &cp
+	}
+	for _, s := range ss.Statuses {
+		if strings.HasPrefix(s.ID, "pushing ") || strings.HasPrefix(s.ID, "sha256:") {
+			if v, ok := r.vertices[s.Vertex.String()]; ok && strings.HasPrefix(v.Name, "exporting") && s.Total > 0 {
+				r.pushed[s.ID] = s.Total
+			}
+		}
+	}
+}
+
+func (r *recorder) summarize(res *PlatformResult, native string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range r.order {
+		v := r.vertices[k]
+		m := runVertex.FindStringSubmatch(v.Name)
+		if m == nil {
+			continue
+		}
+		if v.Cached {
+			res.CachedSteps++
+			continue
+		}
+		if v.Started == nil {
+			continue
+		}
+		res.Steps++
+		if samePlatform(m[1], native) {
+			continue
+		}
+		res.EmulatedSteps++
+		res.Emulated = append(res.Emulated, v.Name)
+	}
+	for _, n := range r.pushed {
+		res.BytesPushed += n
+	}
+}
+
+func samePlatform(a, b string) bool {
+	pa, err1 := platforms.Parse(a)
+	pb, err2 := platforms.Parse(b)
+	if err1 != nil || err2 != nil {
+		return a == b
+	}
+	return platforms.Only(pb).Match(pa) && pa.Architecture == pb.Architecture
+}

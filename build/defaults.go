@@ -1,0 +1,5 @@
+package build
+
+import "github.com/imagectl/imagectl/dockerfiles"
+
+func defaultDefinition() []byte { return dockerfiles.Dockerfile() }

@@ -1,0 +1,153 @@
+package build
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// exported is what one platform's solve exported: BuildKit's index of the
+// image manifest and, with attestations, the attestation manifest.
+type exported struct {
+	image v1.Descriptor
+	// attestations are BuildKit's attestation manifests for image.
+	attestations []v1.Descriptor
+}
+
+// splitExported picks the image manifest and its attestation manifests out
+// of a BuildKit index for one platform.
+func splitExported(im *v1.IndexManifest, platform string) (exported, error) {
+	var e exported
+	var images []v1.Descriptor
+	for _, d := range im.Manifests {
+		if d.Annotations[AnnotationReferenceType] == ReferenceTypeAttestation {
+			e.attestations = append(e.attestations, d)
+			continue
+		}
+		images = append(images, d)
+	}
+	if len(images) != 1 {
+		return e, fmt.Errorf("BuildKit's index for %s lists %d image manifests, want 1", platform, len(images))
+	}
+	e.image = images[0]
+	if e.image.Platform == nil {
+		p, err := v1.ParsePlatform(platform)
+		if err != nil {
+			return e, err
+		}
+		e.image.Platform = p
+	}
+	if got := e.image.Platform.String(); got != platform {
+		return e, fmt.Errorf("BuildKit built %s for %s, want %s", e.image.Digest, got, platform)
+	}
+	return e, nil
+}
+
+// newIndex is the multi-platform index: the image manifests only, in the
+// given order, without annotations, so its bytes depend on nothing but the
+// platform manifests.
+func newIndex(images []v1.Descriptor) ([]byte, v1.Hash, error) {
+	im := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex}
+	for _, d := range images {
+		im.Manifests = append(im.Manifests, v1.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size, Platform: d.Platform})
+	}
+	raw, err := json.Marshal(im)
+	if err != nil {
+		return nil, v1.Hash{}, err
+	}
+	h, _, err := v1.SHA256(bytesReader(raw))
+	return raw, h, err
+}
+
+// referrer turns a BuildKit attestation manifest into an OCI referrer of
+// subject: the same manifest plus subject and artifactType.
+func referrer(raw []byte, subject v1.Descriptor) ([]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("decoding attestation manifest: %w", err)
+	}
+	m["subject"] = v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
+	m["artifactType"] = ProvenanceArtifactType
+	return json.Marshal(m)
+}
+
+// rawManifest is a remote.Taggable for bytes we wrote.
+type rawManifest struct {
+	raw []byte
+	mt  types.MediaType
+}
+
+func (r rawManifest) RawManifest() ([]byte, error)        { return r.raw, nil }
+func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }
+
+// publish reads each platform's export from the registry, pushes the
+// multi-platform index (by digest, then every tag) and each attestation as a
+// referrer of its platform manifest. It returns the index digest and the
+// platform manifest descriptors.
+func publish(ctx context.Context, repo name.Repository, results []*PlatformResult, tags []string, ropts []remote.Option) (v1.Hash, map[string]v1.Descriptor, error) {
+	ropts = append([]remote.Option{remote.WithContext(ctx)}, ropts...)
+	var images []v1.Descriptor
+	plats := map[string]v1.Descriptor{}
+	type att struct {
+		raw     []byte
+		mt      types.MediaType
+		subject v1.Descriptor
+	}
+	var atts []att
+	for _, r := range results {
+		ref := repo.Digest(r.Exported)
+		idx, err := remote.Index(ref, ropts...)
+		if err != nil {
+			return v1.Hash{}, nil, fmt.Errorf("reading %s's export %s: %w", r.Platform, ref, err)
+		}
+		im, err := idx.IndexManifest()
+		if err != nil {
+			return v1.Hash{}, nil, fmt.Errorf("reading %s's export %s: %w", r.Platform, ref, err)
+		}
+		e, err := splitExported(im, r.Platform)
+		if err != nil {
+			return v1.Hash{}, nil, err
+		}
+		images = append(images, e.image)
+		plats[r.Platform] = e.image
+		for _, a := range e.attestations {
+			d, err := remote.Get(repo.Digest(a.Digest.String()), ropts...)
+			if err != nil {
+				return v1.Hash{}, nil, fmt.Errorf("reading %s's attestation %s: %w", r.Platform, a.Digest, err)
+			}
+			raw, err := referrer(d.Manifest, e.image)
+			if err != nil {
+				return v1.Hash{}, nil, fmt.Errorf("%s's attestation %s: %w", r.Platform, a.Digest, err)
+			}
+			atts = append(atts, att{raw: raw, mt: d.MediaType, subject: e.image})
+		}
+	}
+	raw, h, err := newIndex(images)
+	if err != nil {
+		return v1.Hash{}, nil, err
+	}
+	idx := rawManifest{raw: raw, mt: types.OCIImageIndex}
+	if err := remote.Put(repo.Digest(h.String()), idx, ropts...); err != nil {
+		return v1.Hash{}, nil, fmt.Errorf("pushing index %s@%s: %w", repo, h, err)
+	}
+	for _, a := range atts {
+		ah, _, err := v1.SHA256(bytesReader(a.raw))
+		if err != nil {
+			return v1.Hash{}, nil, err
+		}
+		if err := remote.Put(repo.Digest(ah.String()), rawManifest{raw: a.raw, mt: a.mt}, ropts...); err != nil {
+			return v1.Hash{}, nil, fmt.Errorf("pushing provenance of %s as a referrer: %w", a.subject.Digest, err)
+		}
+	}
+	for _, t := range tags {
+		if err := remote.Put(repo.Tag(t), idx, ropts...); err != nil {
+			return v1.Hash{}, nil, fmt.Errorf("tagging %s:%s: %w", repo, t, err)
+		}
+	}
+	return h, plats, nil
+}

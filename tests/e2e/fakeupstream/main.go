@@ -1,0 +1,256 @@
+// Command fakeupstream runs the local stand-ins the end-to-end test needs in
+// place of upstreams that cannot be reached offline:
+//
+//	fakeupstream registry -addr 127.0.0.1:0 -port-file F   OCI registry (referrers API on)
+//	fakeupstream serve -dir D -addr 127.0.0.1:0 -port-file F   static files (PEP 503 index)
+//	fakeupstream push-base -ref R -tar linux/amd64=A.tar -tar linux/arm64=B.tar
+//	    pushes root filesystem tarballs as a multi-arch image index and prints
+//	    {"index": ..., "platforms": {...}} as JSON.
+//
+// It is test scaffolding, not part of imagectl.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: fakeupstream registry|serve|push-base [flags]")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "registry":
+		err = runRegistry(ctx, os.Args[2:])
+	case "serve":
+		err = runServe(ctx, os.Args[2:])
+	case "push-base":
+		err = runPushBase(ctx, os.Args[2:], os.Stdout)
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fakeupstream %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+// listen listens on addr and writes the chosen port to portFile (temp file +
+// rename, so a reader never sees a partial number).
+func listen(addr, portFile string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if portFile != "" {
+		port := ln.Addr().(*net.TCPAddr).Port
+		tmp := portFile + ".tmp"
+		if err := os.WriteFile(tmp, []byte(strconv.Itoa(port)+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(tmp, portFile); err != nil {
+			return nil, err
+		}
+	}
+	return ln, nil
+}
+
+func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func runRegistry(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("registry", flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	portFile := fs.String("port-file", "", "write the port here once listening")
+	logFile := fs.String("log", "", "request log (default: discarded)")
+	fs.Parse(args)
+	ln, err := listen(*addr, *portFile)
+	if err != nil {
+		return err
+	}
+	lw := io.Discard
+	if *logFile != "" {
+		f, err := os.Create(*logFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		lw = f
+	}
+	h := registry.New(registry.Logger(log.New(lw, "", log.LstdFlags)), registry.WithReferrersSupport(true))
+	return serve(ctx, ln, countBytes(h, lw))
+}
+
+// countBytes logs the size of every blob upload so the benchmark can report
+// bytes pushed as the registry saw them.
+func countBytes(h http.Handler, w io.Writer) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if (r.Method == http.MethodPut || r.Method == http.MethodPatch || r.Method == http.MethodPost) && strings.Contains(r.URL.Path, "/blobs/uploads/") {
+			cr := &countingReader{r: r.Body}
+			r.Body = cr
+			h.ServeHTTP(rw, r)
+			fmt.Fprintf(w, "upload-bytes %d %s %s\n", cr.n, r.Method, r.URL.Path)
+			return
+		}
+		h.ServeHTTP(rw, r)
+	})
+}
+
+type countingReader struct {
+	r io.ReadCloser
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+func (c *countingReader) Close() error { return c.r.Close() }
+
+func runServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	dir := fs.String("dir", "", "directory to serve")
+	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	portFile := fs.String("port-file", "", "write the port here once listening")
+	fs.Parse(args)
+	if *dir == "" {
+		return errors.New("-dir is required")
+	}
+	ln, err := listen(*addr, *portFile)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, ln, http.FileServer(http.Dir(*dir)))
+}
+
+type tarFlags map[string]string
+
+func (t tarFlags) String() string { return fmt.Sprint(map[string]string(t)) }
+func (t tarFlags) Set(v string) error {
+	p, f, ok := strings.Cut(v, "=")
+	if !ok {
+		return fmt.Errorf("want PLATFORM=FILE, got %q", v)
+	}
+	t[p] = f
+	return nil
+}
+
+func runPushBase(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("push-base", flag.ExitOnError)
+	ref := fs.String("ref", "", "destination reference, e.g. 127.0.0.1:5000/base:bookworm")
+	tars := tarFlags{}
+	fs.Var(tars, "tar", "PLATFORM=ROOTFS.tar (repeatable)")
+	fs.Parse(args)
+	if *ref == "" || len(tars) == 0 {
+		return errors.New("-ref and at least one -tar are required")
+	}
+	tag, err := name.NewTag(*ref, name.Insecure)
+	if err != nil {
+		return err
+	}
+	plats := make([]string, 0, len(tars))
+	for p := range tars {
+		plats = append(plats, p)
+	}
+	sort.Strings(plats)
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	res := struct {
+		Index     string            `json:"index"`
+		Platforms map[string]string `json:"platforms"`
+	}{Platforms: map[string]string{}}
+	for _, p := range plats {
+		img, err := rootfsImage(tars[p], p)
+		if err != nil {
+			return err
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return err
+		}
+		if err := remote.Write(tag.Context().Digest(d.String()), img, remote.WithContext(ctx)); err != nil {
+			return fmt.Errorf("push %s: %w", p, err)
+		}
+		pl, _ := v1.ParsePlatform(p)
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: pl}})
+		res.Platforms[p] = d.String()
+	}
+	if err := remote.WriteIndex(tag, idx, remote.WithContext(ctx)); err != nil {
+		return fmt.Errorf("push index %s: %w", tag, err)
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return err
+	}
+	res.Index = d.String()
+	return json.NewEncoder(out).Encode(res)
+}
+
+// rootfsImage makes a one-layer image from an mmdebstrap root filesystem
+// tarball, configured like linuxserver/code-server where imagectl cares
+// (HOME=/config, files of user abc 911:911 under /config).
+func rootfsImage(path, platform string) (v1.Image, error) {
+	pl, err := v1.ParsePlatform(platform)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromFile(path, tarball.WithCompressedCaching)
+	if err != nil {
+		return nil, fmt.Errorf("layer from %s: %w", path, err)
+	}
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+	if err != nil {
+		return nil, err
+	}
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Variant = pl.OS, pl.Architecture, pl.Variant
+	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
+	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/config"}
+	cf.Config.Cmd = []string{"/bin/sh"}
+	cf.Config.Labels = map[string]string{"org.opencontainers.image.title": "imagectl e2e stand-in base (" + filepath.Base(path) + ")"}
+	return mutate.ConfigFile(img, cf)
+}

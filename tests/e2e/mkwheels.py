@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Builds the fixture wheels and the PEP 503 index that stand in for PyPI in
+the end-to-end test, using only the standard library.
+
+The wheels are small but valid (METADATA, WHEEL, RECORD with sha256 hashes,
+entry points) and named exactly like the real ones, so pip's platform and
+Python-version matching is exercised for real:
+
+  ray-2.46.0-cp{311,312}-cp{311,312}-manylinux2014_{x86_64,aarch64}.whl
+  debugpy-1.8.14-cp{311,312}-cp{311,312}-manylinux_2_5_<arch>.manylinux1_<arch>.manylinux_2_17_<arch>.manylinux2014_<arch>.whl
+  click-8.1.8-py3-none-any.whl       (a requirement of ray)
+  colorful-0.5.6-py2.py3-none-any.whl (stands in for ray's [default] extra)
+
+Each platform wheel carries <pkg>/_fixture_arch.txt naming its architecture,
+so a test can prove the arm64 image got the aarch64 wheel. The real ray
+[default] extra pulls in ~20 projects (aiohttp, grpcio, ...); here the extra
+is declared honestly with one fixture requirement.
+
+usage: mkwheels.py OUTDIR   -> OUTDIR/files/*.whl, OUTDIR/simple/<project>/index.html
+"""
+import base64
+import hashlib
+import os
+import sys
+import zipfile
+
+FIXED = (2020, 1, 1, 0, 0, 0)
+
+
+def record_hash(data):
+    d = hashlib.sha256(data).digest()
+    return "sha256=" + base64.urlsafe_b64encode(d).rstrip(b"=").decode()
+
+
+def wheel(outdir, dist, version, tag, files, requires=(), extras=(), entry_points=None):
+    pyver, abi, plat = tag
+    fname = f"{dist}-{version}-{pyver}-{abi}-{plat}.whl"
+    distinfo = f"{dist}-{version}.dist-info"
+    meta = [
+        "Metadata-Version: 2.1",
+        f"Name: {dist}",
+        f"Version: {version}",
+        "Summary: imagectl e2e fixture standing in for the real project",
+    ]
+    for r in requires:
+        meta.append(f"Requires-Dist: {r}")
+    for name, reqs in extras:
+        meta.append(f"Provides-Extra: {name}")
+        for r in reqs:
+            meta.append(f'Requires-Dist: {r} ; extra == "{name}"')
+    content = dict(files)
+    content[f"{distinfo}/METADATA"] = "\n".join(meta) + "\n\n"
+    purelib = "true" if plat == "any" else "false"
+    tags = [f"{p}-{abi}-{pl}" for p in pyver.split(".") for pl in plat.split(".")]
+    content[f"{distinfo}/WHEEL"] = (
+        "Wheel-Version: 1.0\nGenerator: imagectl-mkwheels\n"
+        f"Root-Is-Purelib: {purelib}\n" + "".join(f"Tag: {t}\n" for t in tags)
+    )
+    if entry_points:
+        content[f"{distinfo}/entry_points.txt"] = entry_points
+    record = []
+    for path in sorted(content):
+        data = content[path].encode()
+        record.append(f"{path},{record_hash(data)},{len(data)}")
+    record.append(f"{distinfo}/RECORD,,")
+    content[f"{distinfo}/RECORD"] = "\n".join(record) + "\n"
+    os.makedirs(os.path.join(outdir, "files"), exist_ok=True)
+    path = os.path.join(outdir, "files", fname)
+    tmp = path + ".tmp"
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        for p in sorted(content):
+            zi = zipfile.ZipInfo(p, FIXED)
+            zi.external_attr = 0o644 << 16
+            zi.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(zi, content[p])
+    os.replace(tmp, path)
+    return fname
+
+
+def main(outdir):
+    archs = {"x86_64": "x86_64", "aarch64": "aarch64"}
+    made = {}
+    for py in ("311", "312"):
+        for arch in archs:
+            made.setdefault("ray", []).append(wheel(
+                outdir, "ray", "2.46.0", (f"cp{py}", f"cp{py}", f"manylinux2014_{arch}"),
+                {
+                    "ray/__init__.py": '__version__ = "2.46.0"\n',
+                    "ray/_fixture_arch.txt": arch + "\n",
+                    "ray/scripts/__init__.py": "",
+                    "ray/scripts/scripts.py": "def main():\n    print('ray fixture 2.46.0')\n",
+                },
+                requires=["click>=7.0"],
+                extras=[("default", ["colorful"])],
+                entry_points="[console_scripts]\nray = ray.scripts.scripts:main\n",
+            ))
+            plat = ".".join(f"{t}_{arch}" for t in ("manylinux_2_5", "manylinux1", "manylinux_2_17", "manylinux2014"))
+            made.setdefault("debugpy", []).append(wheel(
+                outdir, "debugpy", "1.8.14", (f"cp{py}", f"cp{py}", plat),
+                {
+                    "debugpy/__init__.py": '__version__ = "1.8.14"\n',
+                    "debugpy/_fixture_arch.txt": arch + "\n",
+                },
+            ))
+    made["click"] = [wheel(outdir, "click", "8.1.8", ("py3", "none", "any"), {"click/__init__.py": '__version__ = "8.1.8"\n'})]
+    made["colorful"] = [wheel(outdir, "colorful", "0.5.6", ("py2.py3", "none", "any"), {"colorful/__init__.py": '__version__ = "0.5.6"\n'})]
+
+    simple = os.path.join(outdir, "simple")
+    os.makedirs(simple, exist_ok=True)
+    with open(os.path.join(simple, "index.html"), "w") as f:
+        f.write("<!DOCTYPE html><html><body>\n")
+        for project in sorted(made):
+            f.write(f'<a href="{project}/">{project}</a>\n')
+        f.write("</body></html>\n")
+    for project, files in sorted(made.items()):
+        d = os.path.join(simple, project)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "index.html"), "w") as f:
+            f.write("<!DOCTYPE html><html><body>\n")
+            for fn in sorted(files):
+                with open(os.path.join(outdir, "files", fn), "rb") as w:
+                    h = hashlib.sha256(w.read()).hexdigest()
+                f.write(f'<a href="../../files/{fn}#sha256={h}">{fn}</a>\n')
+            f.write("</body></html>\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])
