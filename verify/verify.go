@@ -1,0 +1,493 @@
+package verify
+
+import (
+	"context"
+	"crypto"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
+)
+
+// BuildKit's attestation-manifest annotations and in-toto predicate types.
+const (
+	annRefType      = "vnd.docker.reference.type"
+	annRefDigest    = "vnd.docker.reference.digest"
+	refTypeAttest   = "attestation-manifest"
+	annPredicate    = "in-toto.io/predicate-type"
+	predicateSPDX   = "https://spdx.dev/Document"
+	predicateCDX    = "https://cyclonedx.org/bom"
+	predicateSLSA   = "https://slsa.dev/provenance/"
+	maxStatementLen = 32 << 20
+)
+
+// Option configures Image.
+type Option func(*options)
+
+type options struct {
+	verifier       signature.Verifier
+	identities     []cosign.Identity
+	remoteOpts     []remote.Option
+	nameOpts       []name.Option
+	skipContents   bool
+	skipSBOM       bool
+	skipProvenance bool
+	maxFileBytes   int64
+	maxImageBytes  int64
+	trustedRoot    func() (cosign.CheckOpts, error)
+}
+
+// WithVerifier verifies signatures with a public key.
+func WithVerifier(v signature.Verifier) Option { return func(o *options) { o.verifier = v } }
+
+// WithKeyless accepts signatures made keylessly (Fulcio certificate, Rekor
+// entry) by this identity. subject and issuer are exact; use
+// WithKeylessRegexp for patterns. Needs the Sigstore public-good trust root
+// (TUF, fetched over the network): for CI, not for offline use.
+func WithKeyless(subject, issuer string) Option {
+	return func(o *options) {
+		o.identities = append(o.identities, cosign.Identity{Subject: subject, Issuer: issuer})
+	}
+}
+
+// WithKeylessRegexp is WithKeyless with regular expressions.
+func WithKeylessRegexp(subjectRE, issuerRE string) Option {
+	return func(o *options) {
+		o.identities = append(o.identities, cosign.Identity{SubjectRegExp: subjectRE, IssuerRegExp: issuerRE})
+	}
+}
+
+// WithRemoteOptions adds go-containerregistry remote options. The default
+// keychain and the context are always set.
+func WithRemoteOptions(ro ...remote.Option) Option {
+	return func(o *options) { o.remoteOpts = append(o.remoteOpts, ro...) }
+}
+
+// WithNameOptions adds reference parsing options (name.Insecure).
+func WithNameOptions(no ...name.Option) Option {
+	return func(o *options) { o.nameOpts = append(o.nameOpts, no...) }
+}
+
+// WithSkipContents skips reading layers (signatures, attestations and the
+// labels against each other are still checked). The report lists the skip.
+func WithSkipContents(skip bool) Option { return func(o *options) { o.skipContents = skip } }
+
+// WithSkipAttestations skips the SBOM and provenance requirements. The
+// report lists the skip.
+func WithSkipAttestations(skip bool) Option {
+	return func(o *options) { o.skipSBOM, o.skipProvenance = skip, skip }
+}
+
+// WithLimits bounds reads: one file of interest (package.json, METADATA...)
+// and the uncompressed bytes of one platform's layers.
+func WithLimits(maxFileBytes, maxImageBytes int64) Option {
+	return func(o *options) { o.maxFileBytes, o.maxImageBytes = maxFileBytes, maxImageBytes }
+}
+
+// LoadPublicKey reads a PEM public key (cosign.pub).
+func LoadPublicKey(path string) (signature.Verifier, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading public key: %w", err)
+	}
+	return PublicKeyFromPEM(raw)
+}
+
+// PublicKeyFromPEM parses a PEM public key.
+func PublicKeyFromPEM(raw []byte) (signature.Verifier, error) {
+	pk, err := cryptoutils.UnmarshalPEMToPublicKey(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parsing public key PEM: %w", err)
+	}
+	v, err := signature.LoadVerifier(pk, crypto.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("loading public key: %w", err)
+	}
+	return v, nil
+}
+
+// manifestInfo is one manifest to check.
+type manifestInfo struct {
+	ref      name.Digest
+	platform string
+	desc     v1.Descriptor
+}
+
+// Image verifies the image at ref. The error is for things that stop the
+// check itself (bad options, unreachable registry); everything about the
+// image goes into the report, and Report.OK is false on any failure.
+func Image(ctx context.Context, ref string, opts ...Option) (*Report, error) {
+	o := &options{maxFileBytes: 4 << 20, maxImageBytes: 64 << 30}
+	for _, opt := range opts {
+		opt(o)
+	}
+	if o.verifier == nil && len(o.identities) == 0 {
+		return nil, errors.New("verify: no public key and no keyless identity: nothing to trust")
+	}
+	o.remoteOpts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, o.remoteOpts...)
+
+	r, err := name.ParseReference(ref, o.nameOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("parsing image reference %q: %w", ref, err)
+	}
+	desc, err := remote.Get(r, o.remoteOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", r, err)
+	}
+	root := r.Context().Digest(desc.Digest.String())
+	rep := &Report{Ref: r.String(), Digest: desc.Digest.String()}
+	co, err := o.checkOpts(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	v := &verifier{o: o, co: co, rep: rep, root: root}
+	if desc.MediaType.IsIndex() {
+		err = v.index(ctx, desc)
+	} else if desc.MediaType.IsImage() {
+		err = v.single(ctx, desc)
+	} else {
+		v.fail(Failure{Check: CheckContents, Digest: root.DigestStr(), Message: fmt.Sprintf("media type %s is neither an image index nor an image manifest", desc.MediaType)})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.skipContents {
+		rep.Skipped = append(rep.Skipped, CheckContents, CheckExtensions, CheckPython)
+	}
+	if o.skipSBOM {
+		rep.Skipped = append(rep.Skipped, CheckSBOM)
+	}
+	if o.skipProvenance {
+		rep.Skipped = append(rep.Skipped, CheckProvenance)
+	}
+	rep.OK = len(rep.Failures) == 0
+	return rep, nil
+}
+
+func (o *options) checkOpts(ctx context.Context) (*cosign.CheckOpts, error) {
+	co := &cosign.CheckOpts{
+		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(o.remoteOpts...), ociremote.WithNameOptions(o.nameOpts...)},
+		ClaimVerifier:      cosign.SimpleClaimVerifier,
+	}
+	if o.verifier != nil {
+		// Key mode: signatures are made offline, with no transparency log
+		// entry and no certificate.
+		co.SigVerifier = o.verifier
+		co.IgnoreTlog = true
+		co.IgnoreSCT = true
+		return co, nil
+	}
+	// Keyless: certificates chain to Fulcio and entries are in Rekor,
+	// checked against the Sigstore trust root from TUF.
+	tr, err := cosign.TrustedRoot()
+	if err != nil {
+		return nil, fmt.Errorf("loading the Sigstore trust root for keyless verification (needs network access to the TUF mirror): %w", err)
+	}
+	co.TrustedMaterial = tr
+	co.Identities = o.identities
+	return co, nil
+}
+
+type verifier struct {
+	o    *options
+	co   *cosign.CheckOpts
+	rep  *Report
+	root name.Digest
+}
+
+func (v *verifier) fail(f Failure) { v.rep.Failures = append(v.rep.Failures, f) }
+
+// index checks an image index and its platform manifests.
+func (v *verifier) index(ctx context.Context, desc *remote.Descriptor) error {
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return fmt.Errorf("reading index %s: %w", v.root, err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return fmt.Errorf("reading index %s: %w", v.root, err)
+	}
+	rootM := Manifest{Digest: v.root.DigestStr(), MediaType: string(desc.MediaType)}
+	rootM.Signatures = v.signatures(ctx, manifestInfo{ref: v.root})
+	v.rep.Manifests = append(v.rep.Manifests, rootM)
+
+	// Attestation manifests by the digest they describe.
+	attFor := map[string][]v1.Descriptor{}
+	var platforms []manifestInfo
+	for _, d := range im.Manifests {
+		if d.Annotations[annRefType] == refTypeAttest {
+			attFor[d.Annotations[annRefDigest]] = append(attFor[d.Annotations[annRefDigest]], d)
+			continue
+		}
+		if d.Platform != nil && d.Platform.OS == "unknown" && d.Platform.Architecture == "unknown" {
+			continue // an attestation manifest without BuildKit's annotations; not a runnable image
+		}
+		mi := manifestInfo{ref: v.root.Context().Digest(d.Digest.String()), desc: d}
+		if d.Platform == nil {
+			v.fail(Failure{Check: CheckPlatforms, Digest: d.Digest.String(), Where: "index " + short(v.root.DigestStr()), Message: "manifest has no platform in the index"})
+		} else {
+			mi.platform = d.Platform.String()
+		}
+		if !d.MediaType.IsImage() {
+			v.fail(Failure{Check: CheckContents, Platform: mi.platform, Digest: d.Digest.String(), Message: fmt.Sprintf("media type %s: nested indexes are not supported", d.MediaType)})
+			continue
+		}
+		platforms = append(platforms, mi)
+	}
+	if len(platforms) == 0 {
+		v.fail(Failure{Check: CheckPlatforms, Digest: v.root.DigestStr(), Message: "index has no platform manifests"})
+	}
+
+	var lockPlatforms []string
+	var lockFrom string
+	for _, mi := range platforms {
+		m := Manifest{Digest: mi.ref.DigestStr(), Platform: mi.platform, MediaType: string(mi.desc.MediaType)}
+		m.Signatures = v.signatures(ctx, mi)
+		img, err := idx.Image(mi.desc.Digest)
+		if err != nil {
+			return fmt.Errorf("reading %s %s: %w", mi.platform, mi.ref.DigestStr(), err)
+		}
+		v.attestations(ctx, mi, &m, idx, attFor[mi.ref.DigestStr()])
+		lock := v.platform(ctx, mi, img, &m)
+		if lock != nil && lockPlatforms == nil {
+			lockPlatforms, lockFrom = sortedCopy(lock.Platforms), mi.platform
+		}
+		v.rep.Manifests = append(v.rep.Manifests, m)
+	}
+	if lockPlatforms != nil {
+		var got []string
+		for _, mi := range platforms {
+			got = append(got, mi.platform)
+		}
+		got = sortedCopy(got)
+		if strings.Join(got, ",") != strings.Join(lockPlatforms, ",") {
+			v.fail(Failure{Check: CheckPlatforms, Digest: v.root.DigestStr(), Where: "label " + labelLock + " (" + lockFrom + ")",
+				Message: fmt.Sprintf("lock platforms %s, index has %s", strings.Join(lockPlatforms, ","), strings.Join(got, ","))})
+		}
+	}
+	return nil
+}
+
+// single checks a single-platform image (no index).
+func (v *verifier) single(ctx context.Context, desc *remote.Descriptor) error {
+	img, err := desc.Image()
+	if err != nil {
+		return fmt.Errorf("reading image %s: %w", v.root, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return fmt.Errorf("reading config of %s: %w", v.root, err)
+	}
+	mi := manifestInfo{ref: v.root, platform: cf.Platform().String(), desc: desc.Descriptor}
+	m := Manifest{Digest: v.root.DigestStr(), Platform: mi.platform, MediaType: string(desc.MediaType)}
+	m.Signatures = v.signatures(ctx, mi)
+	v.attestations(ctx, mi, &m, nil, nil)
+	lock := v.platform(ctx, mi, img, &m)
+	if lock != nil && !contains(lock.Platforms, mi.platform) {
+		v.fail(Failure{Check: CheckPlatforms, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: "label " + labelLock,
+			Message: fmt.Sprintf("image platform %s is not among the lock platforms %s", mi.platform, strings.Join(lock.Platforms, ","))})
+	}
+	v.rep.Manifests = append(v.rep.Manifests, m)
+	return nil
+}
+
+// signatures verifies the cosign signatures of one manifest and returns how
+// many verified; a failure is recorded when none does.
+func (v *verifier) signatures(ctx context.Context, mi manifestInfo) int {
+	sigs, _, err := cosign.VerifyImageSignatures(ctx, mi.ref, v.co)
+	if err == nil {
+		return len(sigs)
+	}
+	tag, _ := ociremote.SignatureTag(mi.ref, v.co.RegistryClientOpts...)
+	f := Failure{Check: CheckSignature, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: tag.String()}
+	var noSigs *cosign.ErrNoSignaturesFound
+	var noMatch *cosign.ErrNoMatchingSignatures
+	switch {
+	case errors.As(err, &noSigs):
+		f.Message = "not signed: no signatures found"
+	case errors.As(err, &noMatch):
+		f.Message = "no valid signature from the trusted key/identity: " + oneLine(err.Error())
+	default:
+		f.Message = "verifying signatures: " + oneLine(err.Error())
+	}
+	v.fail(f)
+	return 0
+}
+
+// attestations finds SBOM and provenance for one platform manifest: verified
+// cosign attestations on its digest, and BuildKit attestation manifests in
+// the (signed) index.
+func (v *verifier) attestations(ctx context.Context, mi manifestInfo, m *Manifest, idx v1.ImageIndex, bk []v1.Descriptor) {
+	if v.o.skipSBOM && v.o.skipProvenance {
+		return
+	}
+	aco := *v.co
+	aco.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+	atts, _, err := cosign.VerifyImageAttestations(ctx, mi.ref, &aco)
+	var attErr string
+	if err != nil {
+		var noMatch *cosign.ErrNoMatchingAttestations
+		if !errors.As(err, &noMatch) || !strings.HasSuffix(strings.TrimSpace(err.Error()), "no matching attestations:") {
+			attErr = oneLine(err.Error())
+		}
+	}
+	for _, a := range atts {
+		pt, err := predicateType(a)
+		if err != nil {
+			continue
+		}
+		switch {
+		case (pt == predicateSPDX || pt == predicateCDX) && m.SBOM == "":
+			m.SBOM = "cosign attestation " + pt
+		case strings.HasPrefix(pt, predicateSLSA) && m.Provenance == "":
+			m.Provenance = "cosign attestation " + pt
+		}
+	}
+	for _, d := range bk {
+		pts, err := buildkitPredicates(idx, d, mi.ref.DigestStr(), v.o.maxFileBytes)
+		if err != nil {
+			v.fail(Failure{Check: CheckProvenance, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: "attestation manifest " + d.Digest.String(), Message: err.Error()})
+			continue
+		}
+		for _, pt := range pts {
+			switch {
+			case pt == predicateSPDX && m.SBOM == "":
+				m.SBOM = "buildkit attestation manifest " + d.Digest.String()
+			case strings.HasPrefix(pt, predicateSLSA) && m.Provenance == "":
+				m.Provenance = "buildkit attestation manifest " + d.Digest.String() + " (" + pt + ")"
+			}
+		}
+	}
+	tag, _ := ociremote.AttestationTag(mi.ref, v.co.RegistryClientOpts...)
+	suffix := ""
+	if attErr != "" {
+		suffix = " (attestations present but none verified: " + attErr + ")"
+	}
+	if m.SBOM == "" && !v.o.skipSBOM {
+		v.fail(Failure{Check: CheckSBOM, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: tag.String(),
+			Message: "no verified SBOM attestation (SPDX or CycloneDX)" + suffix})
+	}
+	if m.Provenance == "" && !v.o.skipProvenance {
+		v.fail(Failure{Check: CheckProvenance, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: tag.String(),
+			Message: "no provenance: neither a BuildKit attestation manifest in the index nor a verified SLSA provenance attestation" + suffix})
+	}
+}
+
+// predicateType reads the in-toto predicate type of a verified cosign
+// attestation (a DSSE envelope).
+func predicateType(a interface{ Payload() ([]byte, error) }) (string, error) {
+	p, err := a.Payload()
+	if err != nil {
+		return "", err
+	}
+	var env struct {
+		Payload string `json:"payload"`
+	}
+	if err := json.Unmarshal(p, &env); err != nil {
+		return "", err
+	}
+	st, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		return "", err
+	}
+	var s struct {
+		PredicateType string `json:"predicateType"`
+	}
+	if err := json.Unmarshal(st, &s); err != nil {
+		return "", err
+	}
+	return s.PredicateType, nil
+}
+
+// buildkitPredicates reads a BuildKit attestation manifest and returns the
+// predicate types of its in-toto statements whose subject (when given) is
+// the platform digest.
+func buildkitPredicates(idx v1.ImageIndex, d v1.Descriptor, subject string, limit int64) ([]string, error) {
+	img, err := idx.Image(d.Digest)
+	if err != nil {
+		return nil, fmt.Errorf("reading attestation manifest: %w", err)
+	}
+	mf, err := img.Manifest()
+	if err != nil {
+		return nil, fmt.Errorf("reading attestation manifest: %w", err)
+	}
+	var out []string
+	for _, l := range mf.Layers {
+		pt := l.Annotations[annPredicate]
+		if pt == "" {
+			continue
+		}
+		layer, err := img.LayerByDigest(l.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("layer %s: %w", l.Digest, err)
+		}
+		rc, err := layer.Compressed() // in-toto layers are stored as is
+		if err != nil {
+			return nil, fmt.Errorf("layer %s: %w", l.Digest, err)
+		}
+		b, err := io.ReadAll(io.LimitReader(rc, maxStatementLen+1))
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("layer %s: %w", l.Digest, err)
+		}
+		if int64(len(b)) > maxStatementLen {
+			return nil, fmt.Errorf("layer %s: in-toto statement larger than %d bytes", l.Digest, maxStatementLen)
+		}
+		var st struct {
+			PredicateType string `json:"predicateType"`
+			Subject       []struct {
+				Digest map[string]string `json:"digest"`
+			} `json:"subject"`
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("layer %s: not an in-toto statement: %w", l.Digest, err)
+		}
+		if st.PredicateType != pt {
+			return nil, fmt.Errorf("layer %s: predicate type %q, annotation says %q", l.Digest, st.PredicateType, pt)
+		}
+		if len(st.Subject) > 0 {
+			ok := false
+			for _, s := range st.Subject {
+				if "sha256:"+s.Digest["sha256"] == subject {
+					ok = true
+				}
+			}
+			if !ok {
+				return nil, fmt.Errorf("layer %s: %s statement does not name subject %s", l.Digest, pt, subject)
+			}
+		}
+		out = append(out, pt)
+	}
+	return out, nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func sortedCopy(s []string) []string {
+	c := append([]string(nil), s...)
+	sort.Strings(c)
+	return c
+}
+
+func contains(s []string, x string) bool {
+	for _, e := range s {
+		if e == x {
+			return true
+		}
+	}
+	return false
+}
