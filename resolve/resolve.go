@@ -291,6 +291,20 @@ func (r *resolver) python(ray catalog.PythonPackage, pin string, ex *Explanation
 	}
 	slices.SortFunc(candidates, func(a, b string) int { return catalog.ComparePythons(b, a) })
 
+	if pin != "" && !slices.Contains(common, pin) {
+		var have []string
+		for _, p := range r.platforms {
+			if slices.Contains(ray.Pythons[p], pin) {
+				have = append(have, p)
+			}
+		}
+		where := "none of the requested platforms"
+		if len(have) > 0 {
+			where = "only " + strings.Join(have, ", ")
+		}
+		return nil, "", &ConflictError{Component: "Python", Context: r.ctx,
+			Detail: fmt.Sprintf("--python %s: Ray %s ships wheels for it on %s (common to all: %s)", pin, ray.Version, where, strings.Join(common, ", "))}
+	}
 	var rejected []Rejection
 	for _, v := range candidates {
 		reason := ""
@@ -325,9 +339,6 @@ func (r *resolver) python(ray catalog.PythonPackage, pin string, ex *Explanation
 			return common, v, nil
 		}
 		rejected = append(rejected, Rejection{Version: v, Reason: reason})
-	}
-	if pin != "" && !all[pin] {
-		rejected = append(rejected, Rejection{Version: pin, Reason: fmt.Sprintf("Ray %s ships no wheel for it on any requested platform", ray.Version)})
 	}
 	return nil, "", &ConflictError{Component: "Python", Context: r.ctx, Rejected: rejected}
 }

@@ -272,8 +272,8 @@ func TestResolvePython(t *testing.T) {
 		{"amd64 alone gets 3.13", "", ray46("linux/amd64"), "3.13", []string{"3.9", "3.10", "3.11", "3.12", "3.13"}, ""},
 		{"capped by policy max", `"3.12"`, ray46("linux/amd64"), "3.12", []string{"3.9", "3.10", "3.11", "3.12", "3.13"}, ""},
 		{"pinned", "", Request{Ray: "2.46.0", Python: "3.11"}, "3.11", py312, ""},
-		{"pinned above common set", "", Request{Ray: "2.46.0", Python: "3.13"}, "", nil, "3.13 no Ray 2.46.0 wheel for linux/arm64"},
-		{"pinned unknown", "", Request{Ray: "2.46.0", Python: "3.8"}, "", nil, "3.8 Ray 2.46.0 ships no wheel for it"},
+		{"pinned above common set", "", Request{Ray: "2.46.0", Python: "3.13"}, "", nil, "--python 3.13: Ray 2.46.0 ships wheels for it on only linux/amd64 (common to all: 3.9, 3.10, 3.11, 3.12)"},
+		{"pinned unknown", "", Request{Ray: "2.46.0", Python: "3.8"}, "", nil, "--python 3.8: Ray 2.46.0 ships wheels for it on none of the requested platforms"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

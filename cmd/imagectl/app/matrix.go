@@ -1,19 +1,243 @@
 package app
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/resolve"
 )
 
-// TODO(owner of this verb): replace this placeholder with the real command.
 func newMatrixCommand(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "matrix",
+		Short: "Resolve compatible version sets from matrix.yaml and the catalog snapshot",
+		Long: `matrix works with matrix.yaml (what to build: constraints and policies) and
+catalog.json (a committed snapshot of upstream facts). refresh queries the
+upstreams and rewrites the snapshot; resolve and list read only the two files
+and never touch the network.`,
+		Example: `  imagectl matrix refresh
+  imagectl matrix resolve --ray 2.46.0 --explain
+  imagectl matrix list --output json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newMatrixResolveCommand(g), newMatrixListCommand(g), newMatrixRefreshCommand(g))
+	return cmd
+}
+
+// loadMatrixAndCatalog reads matrix.yaml and the catalog named by the globals.
+func (g *globals) loadMatrixAndCatalog() (*matrix.Config, *catalog.Catalog, error) {
+	cfg, err := matrix.Load(g.matrixPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	cat, err := catalog.Load(g.catalog())
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, cat, nil
+}
+
+func checkOutput(v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("--output %q: want %s", v, strings.Join(allowed, " or "))
+}
+
+func newMatrixResolveCommand(g *globals) *cobra.Command {
+	var (
+		req     resolve.Request
+		output  string
+		explain bool
+	)
+	cmd := &cobra.Command{
+		Use:   "resolve --ray VERSION",
+		Short: "Pick the newest compatible set for a Ray version",
+		Long: `resolve picks, for the given Ray version, the newest compatible code-server
+(and the VS Code inside it), the highest CPython that Ray ships wheels for on
+every platform (within the matrix.yaml policy), the newest debugpy, and for
+each extension the newest version whose engines.vscode accepts that VS Code
+and that has a build for every platform (platform build preferred, else
+universal). --explain says why each version won and why each newer one lost.
+
+An impossible request exits non-zero naming the conflict; an unknown Ray
+version lists the Ray versions the catalog knows.`,
+		Example: `  imagectl matrix resolve --ray 2.46.0
+  imagectl matrix resolve --ray 2.46.0 --output json
+  imagectl matrix resolve --ray 2.46.0 --platform linux/arm64 --python 3.11 --explain
+  imagectl matrix resolve --ray 2.46.0 --code-server 4.101.2 --output json --explain`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output, "text", "json"); err != nil {
+				return err
+			}
+			if req.Ray == "" {
+				return fmt.Errorf("--ray is required (e.g. --ray 2.46.0)")
+			}
+			cfg, cat, err := g.loadMatrixAndCatalog()
+			if err != nil {
+				return err
+			}
+			set, ex, err := resolve.Resolve(cfg, cat, req)
+			if err != nil {
+				if explain && ex != nil && len(ex.Decisions) > 0 {
+					fmt.Fprint(g.stderr, ex.String())
+				}
+				return err
+			}
+			if output == "json" {
+				var v any = set
+				if explain {
+					v = struct {
+						Set         resolve.Set          `json:"set"`
+						Explanation *resolve.Explanation `json:"explanation"`
+					}{set, ex}
+				}
+				return writeJSON(g.stdout, v)
+			}
+			writeSetText(g.stdout, set)
+			if explain {
+				fmt.Fprintln(g.stdout)
+				fmt.Fprint(g.stdout, ex.String())
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Ray, "ray", "", "Ray version (required), e.g. 2.46.0")
+	f.StringVar(&req.CodeServer, "code-server", "", "pin the code-server version, e.g. 4.101.2 (default: newest compatible)")
+	f.StringVar(&req.Python, "python", "", "pin the CPython version, e.g. 3.11 (default: matrix.yaml python policy)")
+	f.StringSliceVar(&req.Platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
+	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	f.BoolVar(&explain, "explain", false, "explain why each version won and why each newer candidate lost")
+	return cmd
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func writeSetText(w io.Writer, s resolve.Set) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	base := s.CodeServer.Base
+	if len(s.CodeServer.Platforms) == 0 {
+		base += " (platform digests unknown)"
+	}
+	fmt.Fprintf(tw, "code-server\t%s (VS Code %s)\n", s.CodeServer.Version, s.CodeServer.VSCode)
+	fmt.Fprintf(tw, "base\t%s\n", base)
+	for _, p := range sortedKeys(s.CodeServer.Platforms) {
+		fmt.Fprintf(tw, "\t%s %s\n", p, s.CodeServer.Platforms[p])
+	}
+	ray := s.Ray
+	if len(s.RayExtras) > 0 {
+		ray = fmt.Sprintf("%s [%s]", s.Ray, strings.Join(s.RayExtras, ","))
+	}
+	fmt.Fprintf(tw, "ray\t%s\n", ray)
+	fmt.Fprintf(tw, "python\t%s (Ray wheels on every platform: %s)\n", s.Python, strings.Join(s.RayPythons, ", "))
+	fmt.Fprintf(tw, "debugpy\t%s\n", s.Debugpy)
+	fmt.Fprintf(tw, "platforms\t%s\n", strings.Join(s.Platforms, ", "))
+	fmt.Fprintf(tw, "tags\t%s\n", strings.Join(s.Tags, ", "))
+	fmt.Fprintf(tw, "extensions\t(install order)\n")
+	tw.Flush()
+	for _, e := range s.Extensions {
+		fmt.Fprintf(w, "  %s %s (%s, engines %s)\n", e.ID, e.Version, e.Source, e.Engine)
+		for _, p := range sortedKeys(e.Files) {
+			f := e.Files[p]
+			sum := "sha256 unknown"
+			if f.SHA256 != "" {
+				sum = "sha256:" + f.SHA256
+			}
+			fmt.Fprintf(w, "    %-12s %-12s %s\n", p, f.TargetPlatform, sum)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func newMatrixListCommand(g *globals) *cobra.Command {
+	var (
+		output    string
+		platforms []string
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "Print every buildable combination (what CI builds)",
+		Long: `list resolves, for every buildable Ray version (matrix.yaml components.ray:
+constraint, exclude, and build: latest-patch or all), the newest compatible
+set. Ray versions that cannot be resolved are reported on stderr with the
+reason (and under "skipped" in JSON).`,
+		Example: `  imagectl matrix list
+  imagectl matrix list --output json | jq -r '.sets[].tags[0]'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output, "table", "json"); err != nil {
+				return err
+			}
+			cfg, cat, err := g.loadMatrixAndCatalog()
+			if err != nil {
+				return err
+			}
+			sets, skipped, err := resolve.All(cfg, cat, platforms)
+			if err != nil {
+				return err
+			}
+			if sets == nil {
+				sets = []resolve.Set{}
+			}
+			if output == "json" {
+				return writeJSON(g.stdout, struct {
+					Sets    []resolve.Set     `json:"sets"`
+					Skipped []resolve.Skipped `json:"skipped,omitempty"`
+				}{sets, skipped})
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "RAY\tPYTHON\tCODE-SERVER\tVS CODE\tDEBUGPY\tPLATFORMS\tTAGS")
+			for _, s := range sets {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Ray, s.Python, s.CodeServer.Version, s.CodeServer.VSCode, s.Debugpy, strings.Join(s.Platforms, ","), strings.Join(s.Tags, ","))
+			}
+			tw.Flush()
+			for _, s := range skipped {
+				fmt.Fprintf(g.stderr, "skipped Ray %s: %s\n", s.Ray, s.Reason)
+			}
+			if len(sets) == 0 {
+				return fmt.Errorf("no buildable combination (matrix %s, catalog %s)", g.matrixPath, g.catalog())
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
+	return cmd
+}
+
+func newMatrixRefreshCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:    "matrix",
+		Use:    "refresh",
 		Short:  "(not implemented yet)",
 		Hidden: true,
 		RunE: func(*cobra.Command, []string) error {
-			return errors.New("matrix: not implemented yet")
+			return fmt.Errorf("matrix refresh: not implemented yet")
 		},
 	}
 }

@@ -1,0 +1,152 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagectl/imagectl/resolve"
+)
+
+// The committed files at the repository root.
+const (
+	repoMatrix  = "../../../matrix.yaml"
+	repoCatalog = "../../../catalog.json"
+)
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestMatrixResolveJSON(t *testing.T) {
+	code, out, errOut := run(t, "--matrix", repoMatrix, "matrix", "resolve", "--ray", "2.46.0", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	var set resolve.Set
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&set); err != nil {
+		t.Fatalf("stdout is not one Set: %v\n%s", err, out)
+	}
+	if diff := cmp.Diff([]string{"3.9", "3.10", "3.11", "3.12"}, set.RayPythons); diff != "" {
+		t.Errorf("rayPythons (-want +got):\n%s", diff)
+	}
+	if set.Python != "3.12" || !strings.HasPrefix(set.CodeServer.Version, "4.") || set.Debugpy != "1.8.14" {
+		t.Errorf("python %q code-server %q debugpy %q", set.Python, set.CodeServer.Version, set.Debugpy)
+	}
+	var ids []string
+	for _, e := range set.Extensions {
+		ids = append(ids, e.ID)
+		for _, p := range []string{"linux/amd64", "linux/arm64"} {
+			if e.Files[p].TargetPlatform == "" {
+				t.Errorf("%s: no file for %s", e.ID, p)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"ms-python.python", "ms-python.debugpy", "anyscalecompute.ray-distributed-debugger"}, ids); diff != "" {
+		t.Errorf("extensions (-want +got):\n%s", diff)
+	}
+	// Same input, byte-identical output.
+	_, again, _ := run(t, "--matrix", repoMatrix, "matrix", "resolve", "--ray", "2.46.0", "--output", "json", "--platform", "linux/arm64,linux/amd64")
+	if again != out {
+		t.Errorf("second run differs:\n%s\nvs\n%s", again, out)
+	}
+}
+
+func TestMatrixResolveExplain(t *testing.T) {
+	code, out, errOut := run(t, "--matrix", repoMatrix, "--catalog", repoCatalog, "matrix", "resolve", "--ray", "2.46.0", "--explain")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	for _, want := range []string{
+		"code-server  4.101.2 (VS Code 1.101.2)",
+		"python 3.12 chosen: highest CPython with Ray 2.46.0 wheels on linux/amd64 and linux/arm64",
+		"ms-python.python 2025.10.0 chosen:",
+		"engines ^1.66.0 accepts VS Code 1.101.2",
+		"base image digests for lscr.io/linuxserver/code-server:4.101.2 are unknown",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestMatrixResolveErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"unknown ray", []string{"--ray", "9.9.9"}, `unknown Ray version "9.9.9"; known Ray versions: 2.46.0`},
+		{"missing ray", nil, "--ray is required"},
+		{"bad output", []string{"--ray", "2.46.0", "--output", "yaml"}, `--output "yaml": want text or json`},
+		{"bad platform", []string{"--ray", "2.46.0", "--platform", "linux/riscv64"}, `unsupported platform "linux/riscv64"`},
+		{"python not shipped", []string{"--ray", "2.46.0", "--python", "3.13"}, "--python 3.13: Ray 2.46.0 ships wheels for it on none"},
+		{"unknown code-server", []string{"--ray", "2.46.0", "--code-server", "4.1.0"}, "code-server 4.1.0 is not in the catalog (known: 4.101.2)"},
+		{"extra args", []string{"--ray", "2.46.0", "x"}, "unknown command"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := run(t, append([]string{"--matrix", repoMatrix, "matrix", "resolve"}, tc.args...)...)
+			if code == 0 {
+				t.Fatalf("exit 0, want failure")
+			}
+			if !strings.Contains(errOut, tc.wantErr) {
+				t.Errorf("stderr %q lacks %q", errOut, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestMatrixResolveMissingFiles(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errOut := run(t, "--matrix", dir+"/matrix.yaml", "matrix", "resolve", "--ray", "2.46.0")
+	if code == 0 || !strings.Contains(errOut, "matrix.yaml") {
+		t.Errorf("exit %d stderr %q; want a failure naming matrix.yaml", code, errOut)
+	}
+	code, _, errOut = run(t, "--matrix", repoMatrix, "--catalog", dir+"/none.json", "matrix", "resolve", "--ray", "2.46.0")
+	if code == 0 || !strings.Contains(errOut, "none.json") || !strings.Contains(errOut, "imagectl matrix refresh") {
+		t.Errorf("exit %d stderr %q; want a failure naming the catalog and refresh", code, errOut)
+	}
+}
+
+func TestMatrixList(t *testing.T) {
+	code, out, errOut := run(t, "--matrix", repoMatrix, "matrix", "list")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "RAY") || !strings.Contains(lines[1], "4.101.2-ray2.46.0-py3.12") {
+		t.Errorf("table:\n%s", out)
+	}
+	code, out, errOut = run(t, "--matrix", repoMatrix, "matrix", "list", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	var got struct {
+		Sets []resolve.Set `json:"sets"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Sets) != 1 || got.Sets[0].Ray != "2.46.0" {
+		t.Errorf("sets = %+v", got.Sets)
+	}
+}
+
+func TestMatrixHelpHasExamples(t *testing.T) {
+	for _, sub := range []string{"resolve", "list"} {
+		code, out, _ := run(t, "matrix", sub, "--help")
+		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "imagectl matrix "+sub) {
+			t.Errorf("matrix %s --help: exit %d, output:\n%s", sub, code, out)
+		}
+	}
+}
