@@ -257,19 +257,20 @@ func (p *Planner) observe(ctx context.Context, t Target) (observed, error) {
 		return o, fmt.Errorf("inputs digest: %w", err)
 	}
 	o.inputs = in
-	vt, err := name.NewTag(p.repo.String()+":"+t.Versioned, name.StrictValidation)
-	if err != nil {
+	if _, err := name.NewTag("example.com/x:"+t.Versioned, name.StrictValidation); err != nil {
 		return o, fmt.Errorf("versioned tag %q: %w", t.Versioned, err)
 	}
+	// repo.Tag keeps the repository's options (an insecure registry).
+	vt := p.repo.Tag(t.Versioned)
 	if o.versioned, err = p.reg.Inspect(ctx, vt); err != nil {
 		return o, err
 	}
 	o.floating = map[string]string{}
 	for _, f := range t.Floating {
-		ft, err := name.NewTag(p.repo.String()+":"+f, name.StrictValidation)
-		if err != nil {
+		if _, err := name.NewTag("example.com/x:"+f, name.StrictValidation); err != nil {
 			return o, fmt.Errorf("floating tag %q: %w", f, err)
 		}
+		ft := p.repo.Tag(f)
 		if o.versioned == nil {
 			// Not built yet: the image a floating tag names now is the
 			// previous build of this line, which explains what changed.
