@@ -1,0 +1,310 @@
+package smoketest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// decodeAll strictly decodes every document of a multi-document YAML into
+// its KubeRay or core/v1 Go type: an unknown or misspelt field, a duplicate
+// key or a wrong type fails.
+func decodeAll(data []byte) ([]any, error) {
+	var objs []any
+	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+		if strings.TrimSpace(stripComments(doc)) == "" {
+			continue
+		}
+		var meta struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		var obj any
+		switch meta.APIVersion + " " + meta.Kind {
+		case "ray.io/v1 RayJob":
+			obj = &rayv1.RayJob{}
+		case "ray.io/v1 RayCluster":
+			obj = &rayv1.RayCluster{}
+		case "v1 ConfigMap":
+			obj = &corev1.ConfigMap{}
+		case "v1 Secret":
+			obj = &corev1.Secret{}
+		default:
+			return nil, fmt.Errorf("document %d: unexpected %s %s", i, meta.APIVersion, meta.Kind)
+		}
+		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+			return nil, fmt.Errorf("document %d (%s): %w", i, meta.Kind, err)
+		}
+		objs = append(objs, obj)
+	}
+	return objs, nil
+}
+
+func stripComments(doc string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(doc, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// checkPods applies the sidecar rules to every pod template of a RayJob or
+// RayCluster and returns the problems found.
+func checkPods(obj any) []string {
+	var spec *rayv1.RayClusterSpec
+	var name string
+	switch o := obj.(type) {
+	case *rayv1.RayJob:
+		spec, name = o.Spec.RayClusterSpec, "RayJob "+o.Name
+		if spec == nil {
+			return []string{name + ": no rayClusterSpec"}
+		}
+		if o.Spec.SubmissionMode == rayv1.K8sJobMode && o.Spec.Entrypoint == "" {
+			return []string{name + ": K8sJobMode without an entrypoint"}
+		}
+	case *rayv1.RayCluster:
+		spec, name = &o.Spec, "RayCluster "+o.Name
+	default:
+		return nil
+	}
+	var probs []string
+	bad := func(format string, a ...any) { probs = append(probs, name+": "+fmt.Sprintf(format, a...)) }
+
+	head := spec.HeadGroupSpec.Template.Spec
+	if len(head.Containers) != 2 {
+		bad("head pod has %d containers, want the Ray container and the code-server sidecar", len(head.Containers))
+		return probs
+	}
+	checkRayContainer(head, head.Containers[0], "head", bad)
+	sc := head.Containers[1]
+	if !hasPort(sc, 8443) {
+		bad("head containers[1] %q: no port 8443, expected the code-server sidecar second", sc.Name)
+	}
+	if !mountsRayTmp(head, sc) {
+		bad("sidecar %q does not mount the /tmp/ray emptyDir", sc.Name)
+	}
+	var pwFromSecret bool
+	for _, e := range sc.Env {
+		switch e.Name {
+		case "SUDO_PASSWORD", "SUDO_PASSWORD_HASH":
+			bad("sidecar sets %s: no sudo password in the examples", e.Name)
+		case "PASSWORD", "HASHED_PASSWORD":
+			if e.Value != "" {
+				bad("sidecar %s is a plaintext value, expected valueFrom.secretKeyRef", e.Name)
+			}
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				pwFromSecret = true
+			}
+		case "DEFAULT_WORKSPACE":
+			if e.Value != "/tmp/ray/session_latest/runtime_resources" {
+				bad("sidecar DEFAULT_WORKSPACE=%q", e.Value)
+			}
+		}
+	}
+	if !pwFromSecret {
+		bad("sidecar has no PASSWORD or HASHED_PASSWORD from a Secret")
+	}
+	if sc.Resources.Requests.Cpu().IsZero() || sc.Resources.Limits.Memory().IsZero() {
+		bad("sidecar has no resources")
+	}
+	for _, wg := range spec.WorkerGroupSpecs {
+		ws := wg.Template.Spec
+		if len(ws.Containers) == 0 {
+			bad("worker group %q has no containers", wg.GroupName)
+			continue
+		}
+		checkRayContainer(ws, ws.Containers[0], "worker group "+wg.GroupName, bad)
+	}
+	return probs
+}
+
+func checkRayContainer(pod corev1.PodSpec, c corev1.Container, where string, bad func(string, ...any)) {
+	if !strings.HasPrefix(c.Image, "rayproject/ray:") {
+		bad("%s containers[0] is %q (%s), expected the Ray container first", where, c.Name, c.Image)
+	}
+	if !mountsRayTmp(pod, c) {
+		bad("%s Ray container does not mount the /tmp/ray emptyDir", where)
+	}
+	if c.SecurityContext == nil || c.SecurityContext.RunAsNonRoot == nil || !*c.SecurityContext.RunAsNonRoot {
+		bad("%s Ray container is not runAsNonRoot", where)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		bad("%s Ray container has no resources", where)
+	}
+}
+
+func hasPort(c corev1.Container, port int32) bool {
+	for _, p := range c.Ports {
+		if p.ContainerPort == port {
+			return true
+		}
+	}
+	return false
+}
+
+func mountsRayTmp(pod corev1.PodSpec, c corev1.Container) bool {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath != "/tmp/ray" {
+			continue
+		}
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name && v.EmptyDir != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func testParams() Params {
+	return Params{Name: "imagectl-smoke", Image: "docker.io/example/code-server-ray:4.101.2-ray2.46.0-py3.12",
+		RayVersion: "2.46.0", Python: "3.12", Password: "0123456789abcdef0123"}
+}
+
+func TestRenderedRayJobIsValid(t *testing.T) {
+	out, err := Render(testParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := decodeAll(out)
+	if err != nil {
+		t.Fatalf("rendered RayJob: %v\n%s", err, out)
+	}
+	var job *rayv1.RayJob
+	var cm *corev1.ConfigMap
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *rayv1.RayJob:
+			job = o
+		case *corev1.ConfigMap:
+			cm = o
+		}
+		for _, p := range checkPods(o) {
+			t.Error(p)
+		}
+	}
+	if job == nil || cm == nil {
+		t.Fatalf("rendered output lacks the RayJob or the ConfigMap:\n%s", out)
+	}
+	if got := job.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image; got != "rayproject/ray:2.46.0-py312" {
+		t.Errorf("ray image %q", got)
+	}
+	if got := job.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[1].Image; got != testParams().Image {
+		t.Errorf("sidecar image %q", got)
+	}
+	if job.Spec.SubmissionMode != rayv1.K8sJobMode || !job.Spec.ShutdownAfterJobFinishes || !strings.Contains(job.Spec.RuntimeEnvYAML, `debugpy>=1.8.0`) {
+		t.Errorf("spec: mode %q shutdown %v runtimeEnv %q", job.Spec.SubmissionMode, job.Spec.ShutdownAfterJobFinishes, job.Spec.RuntimeEnvYAML)
+	}
+	if cm.Data["smoke_task.py"] != strings.TrimRight(TaskScript, "\n")+"\n" {
+		t.Errorf("ConfigMap smoke_task.py differs from smoke_task.py:\n%s", cm.Data["smoke_task.py"])
+	}
+}
+
+func TestExamplesAreValid(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	kinds := map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := decodeAll(b)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		for _, o := range objs {
+			kinds[fmt.Sprintf("%T", o)] = true
+			for _, p := range checkPods(o) {
+				t.Errorf("%s: %s", f, p)
+			}
+		}
+	}
+	for _, k := range []string{"*v1.RayJob", "*v1.RayCluster"} {
+		if !kinds[k] {
+			t.Errorf("no example decodes as %s", k)
+		}
+	}
+}
+
+// TestChecksCatchMistakes proves the checks above can fail.
+func TestChecksCatchMistakes(t *testing.T) {
+	good, err := Render(testParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		mutate func(string) string
+		want   string
+	}{
+		{"unknown field", func(s string) string {
+			return strings.Replace(s, "shutdownAfterJobFinishes: true", "shutdownAfterJobFinishes: true\n  shutdownAfterJobFinish: true", 1)
+		}, "unknown field"},
+		{"plaintext password", func(s string) string {
+			return strings.Replace(s, "            - name: PASSWORD\n              valueFrom:\n                secretKeyRef: {name: imagectl-smoke-code-server, key: password}\n",
+				"            - {name: PASSWORD, value: hunter2}\n", 1)
+		}, "plaintext"},
+		{"sudo password", func(s string) string {
+			return strings.Replace(s, "            - {name: TZ, value: Etc/UTC}\n", "            - {name: TZ, value: Etc/UTC}\n            - {name: SUDO_PASSWORD, value: root}\n", 1)
+		}, "SUDO_PASSWORD"},
+		{"no /tmp/ray in sidecar", func(s string) string {
+			i := strings.Index(s, "          - name: code-server\n")
+			return s[:i] + strings.Replace(s[i:], "            - {name: ray-tmp, mountPath: /tmp/ray}\n", "", 1)
+		}, "does not mount the /tmp/ray emptyDir"},
+		{"wrong ray image first", func(s string) string {
+			return strings.Replace(s, "image: rayproject/ray:2.46.0-py312", "image: python:3.12", 1)
+		}, "expected the Ray container first"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := tt.mutate(string(good))
+			if bad == string(good) {
+				t.Fatal("mutation did not change the manifest")
+			}
+			var problems []string
+			objs, err := decodeAll([]byte(bad))
+			if err != nil {
+				problems = append(problems, err.Error())
+			}
+			for _, o := range objs {
+				problems = append(problems, checkPods(o)...)
+			}
+			all := strings.Join(problems, "\n")
+			if !strings.Contains(all, tt.want) {
+				t.Errorf("problems %q do not mention %q", all, tt.want)
+			}
+		})
+	}
+}
+
+func TestRenderRejectsBadParams(t *testing.T) {
+	for _, mut := range []func(*Params){
+		func(p *Params) { p.Name = "Bad_Name" },
+		func(p *Params) { p.RayVersion = "2.46" },
+		func(p *Params) { p.Python = "312" },
+		func(p *Params) { p.Password = "short" },
+		func(p *Params) { p.Image = "a b" },
+	} {
+		p := testParams()
+		mut(&p)
+		if _, err := Render(p); err == nil {
+			t.Errorf("Render(%+v) succeeded", p)
+		}
+	}
+}
