@@ -24,12 +24,12 @@ const (
 	maxIndexBytes     = 4 << 20
 )
 
-// writeArchive merges the per-platform OCI layout tarballs into one OCI
+// WriteArchive merges the per-platform OCI layout tarballs into one OCI
 // layout tarball at dst whose index.json names one multi-platform index
 // (the same bytes a push would create), annotated with the image name so
 // `docker load` tags it. It returns the index digest and the platform
 // manifests.
-func writeArchive(dst string, parts []string, results []*PlatformResult, repoName, tag string) (v1.Hash, map[string]v1.Descriptor, error) {
+func WriteArchive(dst string, parts []string, results []*PlatformResult, repoName, tag string) (v1.Hash, map[string]v1.Descriptor, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return v1.Hash{}, nil, err
 	}

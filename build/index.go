@@ -85,11 +85,11 @@ type rawManifest struct {
 func (r rawManifest) RawManifest() ([]byte, error)        { return r.raw, nil }
 func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }
 
-// publish reads each platform's export from the registry, pushes the
+// Publish reads each platform's export from the registry, pushes the
 // multi-platform index (by digest, then every tag) and each attestation as a
 // referrer of its platform manifest. It returns the index digest and the
 // platform manifest descriptors.
-func publish(ctx context.Context, repo name.Repository, results []*PlatformResult, tags []string, ropts []remote.Option) (v1.Hash, map[string]v1.Descriptor, error) {
+func Publish(ctx context.Context, repo name.Repository, results []*PlatformResult, tags []string, ropts []remote.Option) (v1.Hash, map[string]v1.Descriptor, error) {
 	ropts = append([]remote.Option{remote.WithContext(ctx)}, ropts...)
 	var images []v1.Descriptor
 	plats := map[string]v1.Descriptor{}

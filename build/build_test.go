@@ -1,0 +1,333 @@
+package build
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/moby/buildkit/client"
+	digest "github.com/opencontainers/go-digest"
+
+	"github.com/imagectl/imagectl/dockerfiles"
+	"github.com/imagectl/imagectl/resolve"
+)
+
+func testSet() resolve.Set {
+	return resolve.Set{
+		CodeServer: resolve.CodeServer{
+			Version: "4.101.2", VSCode: "1.101.2", Base: "lscr.io/linuxserver/code-server:4.101.2",
+			IndexDigest: "sha256:" + strings.Repeat("a", 64),
+			Platforms: map[string]string{
+				"linux/amd64": "sha256:" + strings.Repeat("1", 64),
+				"linux/arm64": "sha256:" + strings.Repeat("2", 64),
+			},
+		},
+		Ray: "2.46.0", Python: "3.12", RayPythons: []string{"3.9", "3.10", "3.11", "3.12"},
+		RayExtras: []string{"default"}, Debugpy: "1.8.14",
+		Platforms: []string{"linux/amd64", "linux/arm64"},
+		Extensions: []resolve.Extension{{
+			ID: "ms-python.debugpy", Version: "2025.10.0", Source: "marketplace", Engine: "^1.92.0",
+			Files: map[string]resolve.File{
+				"linux/amd64": {TargetPlatform: "linux-x64", SHA256: strings.Repeat("3", 64)},
+				"linux/arm64": {TargetPlatform: "linux-arm64", SHA256: strings.Repeat("4", 64)},
+			},
+		}},
+		Tags: []string{"4.101.2-ray2.46.0-py3.12", "ray2.46.0"},
+	}
+}
+
+func TestInputsDigestStableAndSensitive(t *testing.T) {
+	def := []byte("FROM x\n")
+	base := InputsDigest(testSet(), def, "v1.0.0")
+	if got := InputsDigest(testSet(), def, "v1.0.0"); got != base {
+		t.Fatalf("same inputs gave %s then %s", base, got)
+	}
+	if !strings.HasPrefix(base, "sha256:") || len(base) != len("sha256:")+64 {
+		t.Fatalf("digest %q is not sha256:<64 hex>", base)
+	}
+	changes := map[string]func(*resolve.Set, *[]byte, *string){
+		"extension file digest": func(s *resolve.Set, _ *[]byte, _ *string) {
+			s.Extensions[0].Files["linux/arm64"] = resolve.File{TargetPlatform: "linux-arm64", SHA256: strings.Repeat("5", 64)}
+		},
+		"extension version": func(s *resolve.Set, _ *[]byte, _ *string) { s.Extensions[0].Version = "2025.10.1" },
+		"base digest arm64": func(s *resolve.Set, _ *[]byte, _ *string) {
+			s.CodeServer.Platforms["linux/arm64"] = "sha256:" + strings.Repeat("9", 64)
+		},
+		"ray":        func(s *resolve.Set, _ *[]byte, _ *string) { s.Ray = "2.46.1" },
+		"python":     func(s *resolve.Set, _ *[]byte, _ *string) { s.Python = "3.11" },
+		"definition": func(_ *resolve.Set, d *[]byte, _ *string) { *d = []byte("FROM y\n") },
+		"version":    func(_ *resolve.Set, _ *[]byte, v *string) { *v = "v1.0.1" },
+		"tags":       func(s *resolve.Set, _ *[]byte, _ *string) { s.Tags = []string{"other"} },
+	}
+	for name, change := range changes {
+		t.Run(name, func(t *testing.T) {
+			s, d, v := testSet(), append([]byte(nil), def...), "v1.0.0"
+			change(&s, &d, &v)
+			if got := InputsDigest(s, d, v); got == base {
+				t.Errorf("changing the %s left the inputs digest at %s", name, got)
+			}
+		})
+	}
+}
+
+func TestInputsDigestIgnoresMapOrder(t *testing.T) {
+	// Maps built in different insertion orders must hash alike.
+	a, b := testSet(), testSet()
+	b.CodeServer.Platforms = map[string]string{}
+	b.CodeServer.Platforms["linux/arm64"] = a.CodeServer.Platforms["linux/arm64"]
+	b.CodeServer.Platforms["linux/amd64"] = a.CodeServer.Platforms["linux/amd64"]
+	if InputsDigest(a, nil, "x") != InputsDigest(b, nil, "x") {
+		t.Fatal("map insertion order changed the digest")
+	}
+}
+
+func TestRender(t *testing.T) {
+	def := dockerfiles.Dockerfile()
+	got, err := Render(def, Params{ToolsImage: "127.0.0.1:5000/tools@sha256:" + strings.Repeat("a", 64), PackageIndex: "http://127.0.0.1:8080/simple"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`ARG TOOLS_IMAGE="127.0.0.1:5000/tools@sha256:` + strings.Repeat("a", 64) + `"`,
+		`ARG PIP_INDEX_URL="http://127.0.0.1:8080/simple"`,
+		`ARG PIP_TRUSTED_HOST="127.0.0.1"`,
+	} {
+		if !strings.Contains(string(got), want+"\n") {
+			t.Errorf("rendered definition lacks %q", want)
+		}
+	}
+	https, err := Render(def, Params{ToolsImage: "python:3.12-slim", PackageIndex: "https://pypi.org/simple"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(https), `ARG PIP_TRUSTED_HOST=""`) {
+		t.Error("an https index must not be a trusted host")
+	}
+	if regexp.MustCompile(`(?mi)^#\s*syntax\s*=`).Match(got) {
+		t.Error("the definition has a # syntax= line: buildkitd would pull a frontend image")
+	}
+
+	errCases := map[string]struct {
+		def []byte
+		p   Params
+	}{
+		"no tools image":  {def, Params{PackageIndex: "https://pypi.org/simple"}},
+		"not a URL":       {def, Params{ToolsImage: "x", PackageIndex: "pypi.org/simple"}},
+		"ftp":             {def, Params{ToolsImage: "x", PackageIndex: "ftp://h/simple"}},
+		"quote injection": {def, Params{ToolsImage: `x" \` + "\nRUN evil", PackageIndex: "https://pypi.org/simple"}},
+		"ARG missing":     {[]byte("FROM x\nARG TOOLS_IMAGE\n"), Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple"}},
+		"ARG twice": {[]byte("ARG TOOLS_IMAGE\nARG TOOLS_IMAGE\nARG PIP_INDEX_URL\nARG PIP_TRUSTED_HOST\n"),
+			Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple"}},
+	}
+	for name, c := range errCases {
+		if _, err := Render(c.def, c.p); err == nil {
+			t.Errorf("%s: Render succeeded, want an error", name)
+		}
+	}
+}
+
+func TestRequirements(t *testing.T) {
+	s := testSet()
+	s.RayExtras = []string{"default", "client"}
+	want := "# Generated by imagectl from the resolved set; top-level pins only.\ndebugpy==1.8.14\nray[client,default]==2.46.0\n"
+	if diff := cmp.Diff(want, string(Requirements(s))); diff != "" {
+		t.Errorf("Requirements (-want +got):\n%s", diff)
+	}
+}
+
+func TestLabels(t *testing.T) {
+	s := testSet()
+	created := time.Unix(1700000000, 0)
+	l := Labels(s, "linux/arm64", "sha256:abc", created, LabelSource{Source: "https://example.com/src", Revision: "deadbeef"})
+	var lock resolve.Set
+	if err := json.Unmarshal([]byte(l[LabelLock]), &lock); err != nil {
+		t.Fatalf("lock label is not JSON: %v", err)
+	}
+	if diff := cmp.Diff(s, lock); diff != "" {
+		t.Errorf("lock label does not round-trip (-want +got):\n%s", diff)
+	}
+	want := map[string]string{
+		"org.opencontainers.image.version":     "4.101.2-ray2.46.0-py3.12",
+		"org.opencontainers.image.created":     "2023-11-14T22:13:20Z",
+		"org.opencontainers.image.base.name":   "lscr.io/linuxserver/code-server:4.101.2",
+		"org.opencontainers.image.base.digest": "sha256:" + strings.Repeat("2", 64),
+		"org.opencontainers.image.source":      "https://example.com/src",
+		"org.opencontainers.image.revision":    "deadbeef",
+		LabelInputs:                            "sha256:abc",
+		LabelCodeServer:                        "4.101.2",
+		LabelVSCode:                            "1.101.2",
+		LabelRay:                               "2.46.0",
+		LabelPython:                            "3.12",
+		LabelDebugpy:                           "1.8.14",
+		LabelExtensions:                        "ms-python.debugpy@2025.10.0",
+	}
+	delete(l, LabelLock)
+	if diff := cmp.Diff(want, l); diff != "" {
+		t.Errorf("Labels (-want +got):\n%s", diff)
+	}
+}
+
+func TestPrepareContexts(t *testing.T) {
+	ext := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ext, "ms-python.debugpy-2025.10.0", "dist"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ext, "ms-python.debugpy-2025.10.0", "dist", "x.js"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ext, "extensions.json"), []byte("[]"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Unix(1700000000, 0)
+	root := filepath.Join(t.TempDir(), "ctx")
+	c, err := PrepareContexts(root, []byte("FROM x\n"), []byte("ray==2.46.0\n"), ext, []byte(`{"a":1}`), mtime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err = filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if !fi.ModTime().Equal(mtime) {
+			t.Errorf("%s: mtime %v, want %v", rel, fi.ModTime(), mtime)
+		}
+		got = append(got, rel+" "+fi.Mode().Perm().String())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		". -rwxr-xr-x",
+		"dockerfile -rwxr-xr-x",
+		"dockerfile/Dockerfile -rw-r--r--",
+		"extensions -rwxr-xr-x",
+		"extensions/extensions.json -rw-r--r--",
+		"extensions/ms-python.debugpy-2025.10.0 -rwxr-xr-x",
+		"extensions/ms-python.debugpy-2025.10.0/dist -rwxr-xr-x",
+		"extensions/ms-python.debugpy-2025.10.0/dist/x.js -rw-r--r--",
+		"main -rwxr-xr-x",
+		"python -rwxr-xr-x",
+		"python/requirements.txt -rw-r--r--",
+		"userdata -rwxr-xr-x",
+		"userdata/User -rwxr-xr-x",
+		"userdata/User/settings.json -rw-r--r--",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("context tree (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{
+		"context": c.Main, "dockerfile": c.Dockerfile, "python": c.Python, "extensions": c.Extensions, "userdata": c.UserData,
+	}, c.Mounts()); diff != "" {
+		t.Errorf("Mounts (-want +got):\n%s", diff)
+	}
+
+	if err := os.Symlink("/etc/passwd", filepath.Join(ext, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), nil, nil, ext, nil, mtime); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a symlink in the extension layout gave %v, want a refusal", err)
+	}
+	if _, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), nil, nil, t.TempDir(), []byte("{"), mtime); err == nil {
+		t.Error("invalid settings JSON was accepted")
+	}
+}
+
+func TestSummarizeCountsEmulatedRuns(t *testing.T) {
+	now := time.Now()
+	v := func(d, name string, cached, started bool) *client.Vertex {
+		x := &client.Vertex{Digest: digest.FromString(d), Name: name, Cached: cached}
+		if started {
+			x.Started, x.Completed = &now, &now
+		}
+		return x
+	}
+	r := newRecorder()
+	r.add(&client.SolveStatus{Vertexes: []*client.Vertex{
+		v("1", "[linux/amd64->arm64 wheels 1/1] RUN --mount=type=bind,from=python,target=/in set -eu; pip install", false, true),
+		v("2", "[linux/arm64 stage-1 2/4] COPY --link --from=wheels /out/ /opt/imagectl/python/", false, true),
+		v("3", "[linux/arm64 stage-1 1/4] RUN apt-get install -y python3", false, true),
+		v("4", "[linux/arm64/v8 stage-1 3/4] RUN echo cached", true, true),
+		v("5", "[internal] load metadata for 127.0.0.1:5000/base@sha256:x", false, true),
+		v("6", "[linux/amd64 stage-1 1/1] RUN never started", false, false),
+	}})
+	res := &PlatformResult{}
+	r.summarize(res, "linux/amd64")
+	want := &PlatformResult{Steps: 2, EmulatedSteps: 1, CachedSteps: 1, Emulated: []string{"[linux/arm64 stage-1 1/4] RUN apt-get install -y python3"}}
+	if diff := cmp.Diff(want, res); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	// On a native arm64 builder the same RUN is not emulated.
+	res = &PlatformResult{}
+	r.summarize(res, "linux/arm64")
+	if res.EmulatedSteps != 1 || res.Emulated[0] != "[linux/amd64->arm64 wheels 1/1] RUN --mount=type=bind,from=python,target=/in set -eu; pip install" {
+		t.Errorf("on an arm64 builder: %+v, want the amd64 wheels step counted as emulated", res)
+	}
+}
+
+func TestPlatformCacheRef(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:5000/img:cache": "127.0.0.1:5000/img:cache-arm64",
+		"127.0.0.1:5000/img":       "127.0.0.1:5000/img:buildcache-arm64",
+		"ghcr.io/o/img-cache":      "ghcr.io/o/img-cache:buildcache-arm64",
+	} {
+		if got := platformCacheRef(in, "linux/arm64"); got != want {
+			t.Errorf("platformCacheRef(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestNewIndexAndReferrer(t *testing.T) {
+	amd := v1.Descriptor{MediaType: "application/vnd.oci.image.manifest.v1+json", Size: 10, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("1", 64)}, Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}, Annotations: map[string]string{"x": "y"}}
+	arm := amd
+	arm.Digest.Hex = strings.Repeat("2", 64)
+	arm.Platform = &v1.Platform{OS: "linux", Architecture: "arm64"}
+	raw1, h1, err := newIndex([]v1.Descriptor{amd, arm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw2, h2, _ := newIndex([]v1.Descriptor{amd, arm})
+	if h1 != h2 || string(raw1) != string(raw2) {
+		t.Fatal("newIndex is not deterministic")
+	}
+	if strings.Contains(string(raw1), `"x"`) {
+		t.Error("newIndex kept BuildKit's descriptor annotations")
+	}
+	bkIndex := &v1.IndexManifest{Manifests: []v1.Descriptor{
+		amd,
+		{MediaType: amd.MediaType, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("7", 64)}, Platform: &v1.Platform{OS: "unknown", Architecture: "unknown"},
+			Annotations: map[string]string{AnnotationReferenceType: ReferenceTypeAttestation, "vnd.docker.reference.digest": amd.Digest.String()}},
+	}}
+	e, err := splitExported(bkIndex, "linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.image.Digest != amd.Digest || len(e.attestations) != 1 {
+		t.Errorf("splitExported = %+v", e)
+	}
+	if _, err := splitExported(bkIndex, "linux/arm64"); err == nil {
+		t.Error("splitExported accepted an amd64 image for linux/arm64")
+	}
+	ref, err := referrer([]byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","layers":[]}`), amd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Subject      v1.Descriptor `json:"subject"`
+		ArtifactType string        `json:"artifactType"`
+	}
+	if err := json.Unmarshal(ref, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Subject.Digest != amd.Digest || m.ArtifactType != ProvenanceArtifactType || m.Subject.Platform != nil {
+		t.Errorf("referrer = %s", ref)
+	}
+}

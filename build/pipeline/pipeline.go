@@ -1,0 +1,344 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/util/progress/progressui"
+
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/dockerfiles"
+	"github.com/imagectl/imagectl/extensions"
+	"github.com/imagectl/imagectl/extensions/cache"
+	"github.com/imagectl/imagectl/extensions/marketplace"
+	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/sign"
+)
+
+func digests(m map[string]v1.Descriptor) map[string]string {
+	out := make(map[string]string, len(m))
+	for p, d := range m {
+		out[p] = d.Digest.String()
+	}
+	return out
+}
+
+// Request is one `imagectl build`.
+type Request struct {
+	// Matrix and Catalog are resolved with Resolve into the set to build.
+	Matrix  *matrix.Config
+	Catalog *catalog.Catalog
+	Resolve resolve.Request
+
+	// Definition is the image definition; nil means dockerfiles/Dockerfile.
+	Definition []byte
+	// ToolsImage is the build-platform image with python3 and pip.
+	ToolsImage string
+	// PackageIndex overrides matrix.yaml's upstreams.packageIndex.
+	PackageIndex string
+	// Version is imagectl's version (part of the inputs digest).
+	Version string
+	// Revision is the source revision for org.opencontainers.image.revision.
+	Revision string
+	// SourceDateEpoch fixes every timestamp in the image.
+	SourceDateEpoch time.Time
+
+	// ExtensionCache holds the VSIX files; Sources download into it (default:
+	// the Marketplace and Open VSX clients at matrix.yaml's upstreams).
+	ExtensionCache *cache.Cache
+	Sources        map[string]extensions.Source
+
+	// Repo is the image repository (default: matrix.yaml's first). With
+	// Push the image is pushed there by digest and tagged with the set's
+	// tags; otherwise an OCI archive is written to DistDir (default dist).
+	Repo    string
+	Push    bool
+	DistDir string
+	// Insecure allows plain HTTP to a registry other than localhost.
+	Insecure bool
+
+	Provenance bool
+	SBOM       bool
+	CacheFrom  []string
+	CacheTo    []string
+
+	// Signer, if set, signs the pushed index and every platform manifest.
+	Signer *sign.Signer
+
+	// WorkDir holds the build contexts; empty means a temporary directory
+	// removed afterwards.
+	WorkDir string
+
+	// Progress receives BuildKit's progress display in ProgressMode (auto,
+	// tty, plain, quiet).
+	Progress     io.Writer
+	ProgressMode string
+}
+
+// Result is what `imagectl build --output json` prints.
+type Result struct {
+	// Ref is repo@index-digest (pushed) or the archive path.
+	Ref          string           `json:"ref"`
+	Index        string           `json:"index"`
+	InputsDigest string           `json:"inputsDigest"`
+	Platforms    []PlatformOutput `json:"platforms"`
+	Tags         []string         `json:"tags,omitempty"`
+	Archive      string           `json:"archive,omitempty"`
+	// BytesPushed sums the blob uploads BuildKit reported.
+	BytesPushed int64 `json:"bytesPushed"`
+	// EmulatedSteps sums the platforms' emulated RUN steps.
+	EmulatedSteps int            `json:"emulatedSteps"`
+	Signed        *sign.Result   `json:"signed,omitempty"`
+	Duration      build.Duration `json:"duration"`
+	Set           resolve.Set    `json:"set"`
+}
+
+// PlatformOutput is one platform's manifest and how it was built.
+type PlatformOutput struct {
+	Digest string `json:"digest"`
+	build.PlatformResult
+}
+
+// Run builds one image from start to finish, in this order:
+//
+//  1. resolve the set (versions, base digests, extension files, tags);
+//  2. fetch the extension files into the cache (checksummed);
+//  3. render the definition and compute the inputs digest;
+//  4. per platform: lay out the extensions, write settings and contexts;
+//  5. solve every platform with b (concurrently, one progress display);
+//  6. push the multi-platform index and tags, or write the OCI archive;
+//  7. sign the index and every platform manifest.
+func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
+	start := time.Now()
+	cfg := req.Matrix
+
+	// 1. Resolve.
+	set, _, err := resolve.Resolve(cfg, req.Catalog, req.Resolve)
+	if err != nil {
+		return nil, fmt.Errorf("resolving: %w", err)
+	}
+	if len(set.Tags) == 0 {
+		if set.Tags, err = resolve.RenderTags(cfg, set); err != nil {
+			return nil, fmt.Errorf("rendering tags: %w", err)
+		}
+	}
+	for _, p := range set.Platforms {
+		if set.CodeServer.Platforms[p] == "" {
+			return nil, fmt.Errorf("resolved set has no base digest for %s (catalog entry of code-server %s)", p, set.CodeServer.Version)
+		}
+	}
+
+	// 2. Fetch the extension files.
+	if req.ExtensionCache == nil {
+		return nil, fmt.Errorf("no extension cache")
+	}
+	sources := req.Sources
+	if sources == nil {
+		sources = map[string]extensions.Source{
+			matrix.SourceMarketplace: marketplace.New(marketplace.WithBaseURL(cfg.Upstreams.Marketplace)),
+			matrix.SourceOpenVSX:     openvsx.New(openvsx.WithBaseURL(cfg.Upstreams.OpenVSX)),
+		}
+	}
+	var fopts []extensions.Option
+	for n, s := range sources {
+		fopts = append(fopts, extensions.WithSource(n, s))
+	}
+	if _, err := extensions.NewFetcher(req.ExtensionCache, fopts...).Fetch(ctx, &set); err != nil {
+		return nil, fmt.Errorf("fetching extensions: %w", err)
+	}
+
+	// 3. Render and digest.
+	def := req.Definition
+	if def == nil {
+		def = dockerfiles.Dockerfile()
+	}
+	index := req.PackageIndex
+	if index == "" {
+		index = cfg.Upstreams.PackageIndex
+	}
+	rendered, err := build.Render(def, build.Params{ToolsImage: req.ToolsImage, PackageIndex: index})
+	if err != nil {
+		return nil, err
+	}
+	inputs := build.InputsDigest(set, rendered, req.Version)
+
+	// 4. Contexts per platform.
+	work := req.WorkDir
+	if work == "" {
+		if work, err = os.MkdirTemp("", "imagectl-build-"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(work)
+	}
+	repoName := req.Repo
+	if repoName == "" && len(cfg.Image.Repositories) > 0 {
+		repoName = cfg.Image.Repositories[0]
+	}
+	repo, err := name.NewRepository(repoName, nameOpts(req.Insecure)...)
+	if err != nil {
+		return nil, fmt.Errorf("image repository %q: %w", repoName, err)
+	}
+	baseRef, err := name.ParseReference(set.CodeServer.Base)
+	if err != nil {
+		return nil, fmt.Errorf("base image %q: %w", set.CodeServer.Base, err)
+	}
+	epoch := req.SourceDateEpoch.UTC()
+	specs := make([]build.Spec, 0, len(set.Platforms))
+	for _, p := range set.Platforms {
+		dir := filepath.Join(work, strings.ReplaceAll(p, "/", "-"))
+		layout := filepath.Join(dir, "layout")
+		if _, err := extensions.Layout(ctx, req.ExtensionCache, set.Extensions, extensions.LayoutOptions{
+			Dir: layout, Platform: p, VSCode: set.CodeServer.VSCode, Time: &epoch,
+		}); err != nil {
+			return nil, fmt.Errorf("laying out extensions for %s: %w", p, err)
+		}
+		settingsFile := filepath.Join(dir, "settings.json")
+		if err := extensions.WriteSettings(settingsFile, cfg.Settings, epoch); err != nil {
+			return nil, fmt.Errorf("writing settings.json: %w", err)
+		}
+		settings, err := os.ReadFile(settingsFile)
+		if err != nil {
+			return nil, err
+		}
+		ctxs, err := build.PrepareContexts(filepath.Join(dir, "contexts"), rendered, build.Requirements(set), layout, settings, epoch)
+		if err != nil {
+			return nil, err
+		}
+		spec := build.Spec{
+			Platform: p,
+			Contexts: ctxs,
+			BuildArgs: map[string]string{
+				"BASE_IMAGE":     baseRef.Context().Name() + "@" + set.CodeServer.Platforms[p],
+				"PYTHON_VERSION": set.Python,
+			},
+			Labels:          build.Labels(set, p, inputs, epoch, build.LabelSource{Source: cfg.Image.Source, Revision: req.Revision}),
+			SourceDateEpoch: epoch,
+			Repo:            repo.Name(),
+			Push:            req.Push,
+			Provenance:      req.Provenance && req.Push,
+			SBOM:            req.SBOM,
+			CacheFrom:       req.CacheFrom,
+			CacheTo:         req.CacheTo,
+		}
+		if !req.Push {
+			spec.Archive = filepath.Join(dir, "oci.tar")
+		}
+		specs = append(specs, spec)
+	}
+
+	// 5. Solve.
+	results, err := solveAll(ctx, b, specs, req.Progress, req.ProgressMode)
+	if err != nil {
+		return nil, err
+	}
+
+	// 6. Publish: push the index and tags, or write the archive.
+	res := &Result{InputsDigest: inputs, Set: set}
+	var plats map[string]string
+	if req.Push {
+		h, descs, err := build.Publish(ctx, repo, results, set.Tags, []remote.Option{remote.WithContext(ctx)})
+		if err != nil {
+			return nil, err
+		}
+		res.Index, res.Ref, res.Tags = h.String(), repo.Digest(h.String()).String(), set.Tags
+		plats = digests(descs)
+	} else {
+		dist := req.DistDir
+		if dist == "" {
+			dist = "dist"
+		}
+		archive := filepath.Join(dist, filepath.Base(repo.RepositoryStr())+"-"+set.Tags[0]+".oci.tar")
+		parts := make([]string, len(specs))
+		for i, s := range specs {
+			parts[i] = s.Archive
+		}
+		h, descs, err := build.WriteArchive(archive, parts, results, repo.Name(), set.Tags[0])
+		if err != nil {
+			return nil, err
+		}
+		res.Index, res.Ref, res.Archive = h.String(), archive, archive
+		plats = digests(descs)
+	}
+	for _, r := range results {
+		res.Platforms = append(res.Platforms, PlatformOutput{Digest: plats[r.Platform], PlatformResult: *r})
+		res.BytesPushed += r.BytesPushed
+		res.EmulatedSteps += r.EmulatedSteps
+	}
+
+	// 7. Sign.
+	if req.Signer != nil {
+		if !req.Push {
+			return res, fmt.Errorf("signing needs a pushed image (--push)")
+		}
+		sres, err := sign.Image(ctx, res.Ref, req.Signer, sign.WithNameOptions(nameOpts(req.Insecure)...))
+		if err != nil {
+			return res, fmt.Errorf("signing %s: %w", res.Ref, err)
+		}
+		res.Signed = sres
+	}
+	res.Duration = build.Duration(time.Since(start))
+	return res, nil
+}
+
+// solveAll builds every spec concurrently, showing one progress display for
+// all of them.
+func solveAll(ctx context.Context, b build.Interface, specs []build.Spec, out io.Writer, mode string) ([]*build.PlatformResult, error) {
+	if out == nil {
+		out, mode = io.Discard, string(progressui.QuietMode)
+	}
+	if mode == "" {
+		mode = string(progressui.AutoMode)
+	}
+	d, err := progressui.NewDisplay(out, progressui.DisplayMode(mode))
+	if err != nil {
+		return nil, fmt.Errorf("progress display %q: %w", mode, err)
+	}
+	status := make(chan *client.SolveStatus)
+	displayDone := make(chan struct{})
+	go func() {
+		defer close(displayDone)
+		// A failed solve is reported by Build; the display only shows it.
+		_, _ = d.UpdateFrom(context.WithoutCancel(ctx), status)
+	}()
+	results := make([]*build.PlatformResult, len(specs))
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i := range specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := specs[i]
+			s.Status = status
+			results[i], errs[i] = b.Build(ctx, s)
+		}()
+	}
+	wg.Wait()
+	close(status)
+	<-displayDone
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+func nameOpts(insecure bool) []name.Option {
+	if insecure {
+		return []name.Option{name.Insecure}
+	}
+	return nil
+}
