@@ -1,0 +1,370 @@
+package catalog_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/upstream/httpx"
+	"github.com/imagectl/imagectl/upstream/pypi"
+)
+
+const refreshMatrix = `
+image: {name: t, repositories: [localhost:5000/t]}
+components:
+  codeServer: {constraint: ">=4.96.0"}
+  ray: {constraint: ">=2.39.0"}
+  debugpy: {constraint: ">=1.8.0"}
+extensions:
+  - {id: ms-python.python, source: marketplace}
+  - {id: anyscalecompute.ray-distributed-debugger, source: openvsx}
+tags: [{template: "{{.CodeServer}}-{{.Ray}}-{{.Python}}"}]
+`
+
+// pypiFile is one entry of releases[version] in the real JSON API shape.
+func pypiFile(name string, yanked bool) map[string]any {
+	return map[string]any{
+		"filename": name, "packagetype": "bdist_wheel", "python_version": "cp312",
+		"requires_python": ">=3.9", "digests": map[string]string{"sha256": strings.Repeat("0", 64)},
+		"url": "https://files.pythonhosted.org/packages/xx/" + name, "yanked": yanked, "yanked_reason": nil,
+	}
+}
+
+func projectJSON(project string, releases map[string][]map[string]any) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"info":     map[string]any{"name": project, "requires_python": ">=3.9"},
+		"releases": releases,
+		"urls":     []any{},
+	})
+	return b
+}
+
+func rayJSON() []byte {
+	var files []map[string]any
+	for _, py := range []string{"39", "310", "311", "312"} {
+		files = append(files,
+			pypiFile(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_x86_64.whl", py, py), false),
+			pypiFile(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_aarch64.whl", py, py), false),
+			pypiFile(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-macosx_12_0_arm64.whl", py, py), false))
+	}
+	files = append(files, pypiFile("ray-2.46.0-cp313-cp313-manylinux2014_x86_64.whl", false))
+	return projectJSON("ray", map[string][]map[string]any{
+		"2.46.0":    files,
+		"2.47.0rc1": {pypiFile("ray-2.47.0rc1-cp312-cp312-manylinux2014_x86_64.whl", false)},
+		"2.38.0":    {pypiFile("ray-2.38.0-cp312-cp312-manylinux2014_x86_64.whl", false)},
+		"2.40.0":    {pypiFile("ray-2.40.0-cp312-cp312-manylinux2014_x86_64.whl", true)},
+		"0.1":       {},
+	})
+}
+
+func debugpyJSON() []byte {
+	return projectJSON("debugpy", map[string][]map[string]any{
+		"1.8.14": {
+			pypiFile("debugpy-1.8.14-cp312-cp312-manylinux_2_5_x86_64.manylinux1_x86_64.manylinux_2_17_x86_64.manylinux2014_x86_64.whl", false),
+			pypiFile("debugpy-1.8.14-py2.py3-none-any.whl", false),
+			{"filename": "debugpy-1.8.14.tar.gz", "packagetype": "sdist", "yanked": false},
+		},
+		"1.7.0": {pypiFile("debugpy-1.7.0-py2.py3-none-any.whl", false)},
+	})
+}
+
+type fakeCodeServer []catalog.CodeServer
+
+func (f fakeCodeServer) CodeServers(_ context.Context, keep func(string) bool) ([]catalog.CodeServer, error) {
+	var out []catalog.CodeServer
+	for _, c := range f {
+		if keep(c.Version) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+type fakeExtensions map[string][]catalog.ExtensionVersion
+
+func (f fakeExtensions) Versions(_ context.Context, id string) ([]catalog.ExtensionVersion, error) {
+	vs, ok := f[id]
+	if !ok {
+		return nil, fmt.Errorf("extension %s not found", id)
+	}
+	return vs, nil
+}
+
+// fakePyPI answers /pypi/{ray,debugpy}/json; fault, if set, may answer first.
+type fakePyPI struct {
+	mu    sync.Mutex
+	hits  []time.Time
+	fault func(w http.ResponseWriter, r *http.Request, n int) bool
+}
+
+func (f *fakePyPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.hits = append(f.hits, time.Now())
+	n := len(f.hits)
+	f.mu.Unlock()
+	if f.fault != nil && f.fault(w, r, n) {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	switch r.URL.Path {
+	case "/pypi/ray/json":
+		w.Write(rayJSON())
+	case "/pypi/debugpy/json":
+		w.Write(debugpyJSON())
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"message": "Not Found"}`))
+	}
+}
+
+func sources(pypiURL string, opts ...httpx.Option) catalog.Sources {
+	opts = append([]httpx.Option{httpx.WithBackoff(time.Millisecond, 5*time.Millisecond)}, opts...)
+	return catalog.Sources{
+		PyPI: pypi.New(pypi.WithBaseURL(pypiURL), pypi.WithHTTPClient(httpx.New(opts...))),
+		CodeServer: fakeCodeServer{
+			{Version: "4.101.2", VSCode: "1.101.2", Tag: "4.101.2"},
+			{Version: "4.95.0", VSCode: "1.95.0", Tag: "4.95.0"},
+		},
+		Extensions: map[string]catalog.ExtensionSource{
+			"marketplace": fakeExtensions{"ms-python.python": {
+				{Version: "2025.11.2025071401", PreRelease: true, Engine: "^1.95.0", Files: map[string]catalog.File{"linux-x64": {}}},
+				{Version: "2025.10.0", Engine: "^1.95.0", Files: map[string]catalog.File{"linux-x64": {}, "linux-arm64": {}}},
+			}},
+			"openvsx": fakeExtensions{"anyscalecompute.ray-distributed-debugger": {
+				{Version: "0.1.4", Engine: "^1.66.0", Files: map[string]catalog.File{"universal": {}}},
+			}},
+		},
+		Now: func() time.Time { return time.Date(2025, 7, 15, 12, 0, 0, 0, time.UTC) },
+	}
+}
+
+func mustMatrix(t *testing.T) *matrix.Config {
+	t.Helper()
+	cfg, err := matrix.Parse("matrix.yaml", []byte(refreshMatrix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestRefresh(t *testing.T) {
+	srv := httptest.NewServer(&fakePyPI{})
+	defer srv.Close()
+	got, err := catalog.Refresh(context.Background(), mustMatrix(t), sources(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	py := []string{"3.9", "3.10", "3.11", "3.12"}
+	want := &catalog.Catalog{
+		SchemaVersion: 1, Describes: "2025-07-15", Origin: "imagectl matrix refresh",
+		CodeServer: []catalog.CodeServer{{Version: "4.101.2", VSCode: "1.101.2", Tag: "4.101.2"}},
+		Ray: []catalog.PythonPackage{
+			{Version: "2.46.0", RequiresPython: ">=3.9", Pythons: map[string][]string{
+				"linux/amd64": append(py[:4:4], "3.13"), "linux/arm64": py}},
+			{Version: "2.40.0", Yanked: true, RequiresPython: ">=3.9"},
+		},
+		Debugpy: []catalog.PythonPackage{
+			{Version: "1.8.14", RequiresPython: ">=3.9", Pythons: map[string][]string{"any": {"any"}, "linux/amd64": {"3.12"}}},
+		},
+		Extensions: []catalog.ExtensionRecord{
+			{ID: "anyscalecompute.ray-distributed-debugger", Source: "openvsx", Versions: []catalog.ExtensionVersion{
+				{Version: "0.1.4", Engine: "^1.66.0", Files: map[string]catalog.File{"universal": {}}}}},
+			{ID: "ms-python.python", Source: "marketplace", Versions: []catalog.ExtensionVersion{
+				{Version: "2025.10.0", Engine: "^1.95.0", Files: map[string]catalog.File{"linux-x64": {}, "linux-arm64": {}}}}},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Refresh mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// refreshTo is what `imagectl matrix refresh` does: refresh, then write.
+func refreshTo(path string, cfg *matrix.Config, src catalog.Sources) error {
+	c, err := catalog.Refresh(context.Background(), cfg, src)
+	if err != nil {
+		return err
+	}
+	return catalog.Write(path, c)
+}
+
+func TestRefreshFaults(t *testing.T) {
+	tests := []struct {
+		name    string
+		fault   func(w http.ResponseWriter, r *http.Request, n int) bool
+		opts    []httpx.Option
+		wantErr string // empty: must recover
+		check   func(t *testing.T, f *fakePyPI)
+	}{
+		{
+			name: "429 with Retry-After is honoured",
+			fault: func(w http.ResponseWriter, r *http.Request, n int) bool {
+				if n == 1 {
+					w.Header().Set("Retry-After", "1")
+					w.Header().Set("X-RateLimit-Remaining", "0")
+					w.WriteHeader(http.StatusTooManyRequests)
+					return true
+				}
+				return false
+			},
+			check: func(t *testing.T, f *fakePyPI) {
+				if len(f.hits) < 2 {
+					t.Fatalf("%d requests, want a retry", len(f.hits))
+				}
+				if gap := f.hits[1].Sub(f.hits[0]); gap < 900*time.Millisecond {
+					t.Errorf("retried after %v, want >= 1s (Retry-After: 1)", gap)
+				}
+			},
+		},
+		{
+			name: "burst of 500s then success",
+			fault: func(w http.ResponseWriter, r *http.Request, n int) bool {
+				if n <= 3 {
+					http.Error(w, "oops", http.StatusInternalServerError)
+					return true
+				}
+				return false
+			},
+			check: func(t *testing.T, f *fakePyPI) {
+				if len(f.hits) != 5 { // 3 failures, ray, debugpy
+					t.Errorf("%d requests, want 5", len(f.hits))
+				}
+			},
+		},
+		{
+			name: "500s beyond the retry budget fail",
+			fault: func(w http.ResponseWriter, r *http.Request, n int) bool {
+				http.Error(w, "oops", http.StatusInternalServerError)
+				return true
+			},
+			opts:    []httpx.Option{httpx.WithRetries(2)},
+			wantErr: "/pypi/ray/json: HTTP 500",
+		},
+		{
+			name: "truncated body",
+			fault: func(w http.ResponseWriter, r *http.Request, n int) bool {
+				b := rayJSON()
+				w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+				w.Write(b[:len(b)/2])
+				return true
+			},
+			wantErr: "/pypi/ray/json",
+		},
+		{
+			name: "HTML page with status 200",
+			fault: func(w http.ResponseWriter, r *http.Request, n int) bool {
+				w.Header().Set("Content-Type", "text/html")
+				w.Write([]byte("<!DOCTYPE html><html><body>Sign in to the Wi-Fi</body></html>"))
+				return true
+			},
+			wantErr: "/pypi/ray/json: got an HTML page, expected JSON",
+		},
+		{
+			name: "timeout",
+			fault: func(w http.ResponseWriter, r *http.Request, n int) bool {
+				select {
+				case <-time.After(2 * time.Second):
+				case <-r.Context().Done():
+				}
+				return true
+			},
+			opts:    []httpx.Option{httpx.WithTimeout(100 * time.Millisecond), httpx.WithRetries(1)},
+			wantErr: "/pypi/ray/json",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakePyPI{fault: tc.fault}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "catalog.json")
+			old := []byte("{\"schemaVersion\": 1, \"describes\": \"2000-01-01\"}\n")
+			if err := os.WriteFile(path, old, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := refreshTo(path, mustMatrix(t), sources(srv.URL, tc.opts...))
+			after, rerr := os.ReadFile(path)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			entries, _ := os.ReadDir(dir)
+			if len(entries) != 1 {
+				var names []string
+				for _, e := range entries {
+					names = append(names, e.Name())
+				}
+				t.Errorf("directory holds %v, want only catalog.json (no temp files)", names)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), srv.URL) {
+					t.Fatalf("error = %v, want one naming %s and containing %q", err, srv.URL, tc.wantErr)
+				}
+				if string(after) != string(old) {
+					t.Errorf("failed refresh changed catalog.json:\n%s", after)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("did not recover: %v", err)
+			}
+			c, err := catalog.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Ray) == 0 || c.Ray[0].Version != "2.46.0" {
+				t.Errorf("refreshed catalog Ray = %+v", c.Ray)
+			}
+			if tc.check != nil {
+				tc.check(t, f)
+			}
+		})
+	}
+}
+
+func TestWriteDeterministic(t *testing.T) {
+	srv := httptest.NewServer(&fakePyPI{})
+	defer srv.Close()
+	dir := t.TempDir()
+	var outs []string
+	for i := 0; i < 2; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("c%d.json", i))
+		if err := refreshTo(p, mustMatrix(t), sources(srv.URL)); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(p)
+		outs = append(outs, string(b))
+	}
+	if outs[0] != outs[1] {
+		t.Error("two refreshes of the same upstream state wrote different bytes")
+	}
+	if !strings.HasSuffix(outs[0], "}\n") || !strings.Contains(outs[0], "\n  \"schemaVersion\": 1,") {
+		t.Errorf("want 2-space indented JSON with a trailing newline, got:\n%.200s", outs[0])
+	}
+}
+
+func TestLoadRejects(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"unknown field": `{"schemaVersion": 1, "describes": "x", "bogus": 1}`,
+		"schema":        `{"schemaVersion": 2, "describes": "x"}`,
+		"not json":      `<html>`,
+	} {
+		p := filepath.Join(dir, "c.json")
+		os.WriteFile(p, []byte(body), 0o644)
+		if _, err := catalog.Load(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: Load error = %v, want one naming %s", name, err, p)
+		}
+	}
+}
