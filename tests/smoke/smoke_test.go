@@ -1,0 +1,76 @@
+package smoketest_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/imagectl/imagectl/smoke/kind"
+)
+
+// TestSmoke runs the kind + KubeRay harness against the image named by
+// IMAGECTL_SMOKE_IMAGE. Where Docker, kubectl, git or the network are
+// missing it skips with exactly that reason; with IMAGECTL_SMOKE_REQUIRE=1
+// (the smoke workflow) a skip is a failure. It is never reported as passing
+// without having run.
+func TestSmoke(t *testing.T) {
+	skip := func(reason string) {
+		t.Helper()
+		if os.Getenv("IMAGECTL_SMOKE_REQUIRE") == "1" {
+			t.Fatal("IMAGECTL_SMOKE_REQUIRE=1 but the smoke test cannot run: " + reason)
+		}
+		t.Skip(reason)
+	}
+	ctx := context.Background()
+	if err := kind.Preflight(ctx); err != nil {
+		var se *kind.SkipError
+		if errors.As(err, &se) {
+			skip(se.Reason)
+		}
+		t.Fatal(err)
+	}
+	image := os.Getenv("IMAGECTL_SMOKE_IMAGE")
+	if image == "" {
+		skip("IMAGECTL_SMOKE_IMAGE is not set: name the code-server image to test")
+	}
+	ray := envOr("IMAGECTL_SMOKE_RAY", "2.46.0")
+	bin := filepath.Join(t.TempDir(), "imagectl")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/imagectl/imagectl/cmd/imagectl")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the static probe binary: %v\n%s", err, out)
+	}
+	res, err := kind.Run(ctx, kind.Config{
+		Image: image, RayVersion: ray, Python: envOr("IMAGECTL_SMOKE_PYTHON", "3.12"),
+		KindNodeImage: os.Getenv("IMAGECTL_SMOKE_KIND_IMAGE"), KubeRayVersion: envOr("IMAGECTL_SMOKE_KUBERAY", "1.4.2"),
+		ProbeBinary: bin, LogDir: os.Getenv("IMAGECTL_SMOKE_LOGDIR"), Timeout: 50 * time.Minute,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+	})
+	if err != nil {
+		var se *kind.SkipError
+		if errors.As(err, &se) {
+			skip(se.Reason)
+		}
+		t.Fatal(err)
+	}
+	for i, a := range res.Attaches {
+		t.Logf("attach %d: %s at %s (%s:%d) in %dms", i+1, a.Attach.Frame.Name, a.Attach.Address, a.Attach.Frame.Path, a.Attach.Frame.Line, a.Attach.AttachMillis)
+	}
+	t.Logf("RayJob %s with %q", res.JobStatus, res.Output)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
