@@ -366,3 +366,18 @@ func reverse(s []string) []string {
 	}
 	return out
 }
+
+func TestInputsVerifier(t *testing.T) {
+	a, _, _ := baseSets()
+	r := newRig(t, a)
+	in, _ := r.digest(a)
+	good := publish(t, r.repo, a, in)
+	bad := publish(t, r.repo, a, "sha256:"+strings.Repeat("3", 64))
+	v := Verifiers(InputsVerifier(r.reg.reg, r.digest))
+	if err := v.Verify(context.Background(), good, a); err != nil {
+		t.Errorf("matching image: %v", err)
+	}
+	if err := v.Verify(context.Background(), bad, a); err == nil || !strings.Contains(err.Error(), "carries inputs digest") {
+		t.Errorf("mismatching image: err = %v", err)
+	}
+}

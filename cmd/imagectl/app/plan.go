@@ -1,19 +1,164 @@
 package app
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"os"
+	"strings"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
+
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/dockerfiles"
+	"github.com/imagectl/imagectl/release"
+	"github.com/imagectl/imagectl/resolve"
 )
 
-// TODO(owner of this verb): replace this placeholder with the real command.
+// publishFlags are shared by plan and release: where the images live and how
+// their inputs digest is computed (the same parameters imagectl build uses).
+type publishFlags struct {
+	registryOverride string
+	insecure         bool
+	platforms        []string
+	toolsImage       string
+	packageIndex     string
+}
+
+func (f *publishFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.registryOverride, "registry-override", os.Getenv("IMAGECTL_REGISTRY_OVERRIDE"),
+		"publish to another registry: HOST[:PORT] replaces the registry of matrix.yaml's first repository, HOST/PATH replaces the whole repository (env IMAGECTL_REGISTRY_OVERRIDE)")
+	fl.BoolVar(&f.insecure, "insecure", false, "allow plain HTTP to the registry (localhost is always allowed)")
+	fl.StringSliceVar(&f.platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
+	fl.StringVar(&f.toolsImage, "tools-image", os.Getenv("IMAGECTL_TOOLS_IMAGE"), "build-platform image with python3 and pip, as given to imagectl build (part of the inputs digest; env IMAGECTL_TOOLS_IMAGE)")
+	fl.StringVar(&f.packageIndex, "package-index", "", "Python package index, as given to imagectl build (default: matrix.yaml upstreams.packageIndex)")
+}
+
+// publishSetup is everything plan and release share.
+type publishSetup struct {
+	repo     name.Repository
+	reg      *release.Registry
+	digester release.InputsDigester
+	targets  []release.Target
+	ropts    []remote.Option
+}
+
+func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSetup, error) {
+	cfg, cat, err := g.loadMatrixAndCatalog()
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Image.Repositories) == 0 && f.registryOverride == "" {
+		return nil, fmt.Errorf("%s: image.repositories is empty and no --registry-override given", g.matrixPath)
+	}
+	repoName := ""
+	if len(cfg.Image.Repositories) > 0 {
+		repoName = cfg.Image.Repositories[0]
+	}
+	repoName, err = overrideRegistry(repoName, f.registryOverride)
+	if err != nil {
+		return nil, err
+	}
+	var nopts []name.Option
+	if f.insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	repo, err := name.NewRepository(repoName, nopts...)
+	if err != nil {
+		return nil, fmt.Errorf("image repository %q: %w", repoName, err)
+	}
+	ropts := []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithUserAgent("imagectl/" + Version)}
+	reg, err := release.NewRegistry(ropts...)
+	if err != nil {
+		return nil, err
+	}
+	sets, skipped, err := resolve.All(cfg, cat, f.platforms)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(g.stderr, "skipped Ray %s: %s\n", s.Ray, s.Reason)
+	}
+	targets, err := release.Targets(cfg, sets)
+	if err != nil {
+		return nil, err
+	}
+	if targets, err = release.OwnFloating(targets); err != nil {
+		return nil, err
+	}
+	params := build.Params{ToolsImage: f.toolsImage, PackageIndex: f.packageIndex}
+	if params.PackageIndex == "" {
+		params.PackageIndex = cfg.Upstreams.PackageIndex
+	}
+	rendered, err := build.Render(dockerfiles.Dockerfile(), params)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the image definition for the inputs digest (pass the --tools-image and --package-index given to imagectl build): %w", err)
+	}
+	digester := release.DigestFunc(func(s resolve.Set) (string, error) {
+		return build.InputsDigest(s, rendered, Version), nil
+	})
+	return &publishSetup{repo: repo, reg: reg, digester: digester, targets: targets, ropts: ropts}, nil
+}
+
+// overrideRegistry applies --registry-override to repo.
+func overrideRegistry(repo, override string) (string, error) {
+	if override == "" {
+		return repo, nil
+	}
+	if strings.Contains(override, "/") {
+		return override, nil
+	}
+	r, err := name.NewRepository(repo)
+	if err != nil {
+		return "", fmt.Errorf("image repository %q: %w", repo, err)
+	}
+	return override + "/" + r.RepositoryStr(), nil
+}
+
 func newPlanCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:    "plan",
-		Short:  "(not implemented yet)",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("plan: not implemented yet")
+	var (
+		pf     publishFlags
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Say which images need rebuilding and why (reads manifests and labels only)",
+		Long: `plan computes, for every buildable combination of the matrix (imagectl matrix
+list), the digest of its build inputs and compares it with the
+dev.imagectl.inputs.digest label of the image published under its versioned
+tag. It reads manifests and config blobs only, never layers.
+
+Each entry that needs work says why: not published yet, new Ray release, new
+code-server release, base rebuilt upstream, extension bump, component bump,
+definition change, or a floating tag behind its build (promote only).
+
+--output github prints a GitHub Actions matrix ({"include":[...]}) on one line
+for fromJSON. Nothing changed: an empty plan.`,
+		Example: `  imagectl plan
+  imagectl plan --output json
+  imagectl plan --registry-override localhost:5000 --tools-image python:3.12-slim
+  echo "matrix=$(imagectl plan --output github)" >> "$GITHUB_OUTPUT"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output, release.OutputText, release.OutputJSON, release.OutputGitHub); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			ps, err := g.publishSetup(ctx, &pf)
+			if err != nil {
+				return err
+			}
+			p, err := release.NewPlanner(ps.reg, ps.digester, ps.repo).Plan(ctx, ps.targets)
+			if err != nil {
+				return err
+			}
+			return p.Write(g.stdout, output)
 		},
 	}
+	pf.add(cmd)
+	cmd.Flags().StringVarP(&output, "output", "o", release.OutputText, "output format: text, json or github")
+	return cmd
 }
