@@ -1,0 +1,70 @@
+package pypi
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseWheel(t *testing.T) {
+	tests := []struct {
+		file string
+		want Wheel
+		ok   bool
+	}{
+		{"ray-2.46.0-cp312-cp312-manylinux2014_x86_64.whl", Wheel{[]string{"linux/amd64"}, []string{"3.12"}}, true},
+		{"ray-2.46.0-cp39-cp39-manylinux2014_aarch64.whl", Wheel{[]string{"linux/arm64"}, []string{"3.9"}}, true},
+		{"debugpy-1.8.14-cp312-cp312-manylinux_2_5_x86_64.manylinux1_x86_64.manylinux_2_17_x86_64.manylinux2014_x86_64.whl", Wheel{[]string{"linux/amd64"}, []string{"3.12"}}, true},
+		{"debugpy-1.8.14-py2.py3-none-any.whl", Wheel{[]string{"any"}, []string{"any"}}, true},
+		{"x-1.0-py3-none-any.whl", Wheel{[]string{"any"}, []string{"any"}}, true},
+		{"x-1.0-cp311-abi3-manylinux_2_28_aarch64.whl", Wheel{[]string{"linux/arm64"}, []string{"3.11", "3.12", "3.13", "3.14"}}, true},
+		{"x-1.0-1build-cp310-cp310-manylinux2014_x86_64.whl", Wheel{[]string{"linux/amd64"}, []string{"3.10"}}, true},
+		{"ray-2.46.0-cp312-cp312-macosx_12_0_arm64.whl", Wheel{}, false},
+		{"ray-2.46.0-cp312-cp312-win_amd64.whl", Wheel{}, false},
+		{"x-1.0-cp312-cp312-musllinux_1_1_x86_64.whl", Wheel{}, false},
+		{"x-1.0-cp313-cp313t-manylinux2014_x86_64.whl", Wheel{}, false},
+		{"x-1.0-pp310-pypy310_pp73-manylinux2014_x86_64.whl", Wheel{}, false},
+		{"x-1.0-py2-none-any.whl", Wheel{}, false},
+		{"x-1.0.tar.gz", Wheel{}, false},
+		{"x-1.0-cp312.whl", Wheel{}, false},
+	}
+	for _, tc := range tests {
+		got, ok := ParseWheel(tc.file)
+		if ok != tc.ok {
+			t.Errorf("ParseWheel(%s) ok = %v, want %v", tc.file, ok, tc.ok)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, got); tc.ok && diff != "" {
+			t.Errorf("ParseWheel(%s) (-want +got):\n%s", tc.file, diff)
+		}
+	}
+}
+
+func TestReleasesErrors(t *testing.T) {
+	tests := []struct {
+		name, body string
+		status     int
+		wantErr    string
+	}{
+		{"404", `{"message": "Not Found"}`, 404, "/pypi/ray/json: HTTP 404"},
+		{"not the API", `{"hello": 1}`, 200, `no "releases" object`},
+		{"bad json", `{"releases": [}`, 200, "decoding"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.status)
+				w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			_, err := New(WithBaseURL(srv.URL+"/")).Releases(context.Background(), "ray")
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error = %v, want containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
