@@ -2,18 +2,110 @@ package app
 
 import (
 	"errors"
+	"fmt"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
+
+	"github.com/imagectl/imagectl/verify"
 )
 
-// TODO(owner of this verb): replace this placeholder with the real command.
 func newVerifyCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:    "verify",
-		Short:  "(not implemented yet)",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("verify: not implemented yet")
+	var (
+		keyPath                  string
+		identity, issuer         string
+		identityRE, issuerRE     string
+		output                   string
+		skipContents, skipAttest bool
+		insecure                 bool
+	)
+	cmd := &cobra.Command{
+		Use:   "verify IMAGE --key cosign.pub",
+		Short: "Prove an image is signed, attested and contains what its labels say",
+		Long: `verify fails closed unless all of this holds for IMAGE (index or single manifest):
+
+  - the index AND every platform manifest carry a valid cosign signature from
+    --key (or the keyless --certificate-identity/--certificate-oidc-issuer)
+    whose payload names that exact digest;
+  - every platform manifest has a verified SBOM attestation and provenance
+    (BuildKit's attestation manifest in the signed index, or a verified cosign
+    SLSA provenance attestation);
+  - each platform's layers (read from the registry, no container runtime)
+    hold exactly the locked extensions at the locked versions with a
+    .vsixmanifest TargetPlatform matching the architecture (linux/amd64 =
+    linux-x64, linux/arm64 = linux-arm64; universal only where the lock says
+    so), a code-server extensions.json that agrees, and Ray and debugpy
+    dist-info METADATA matching the labels, installed for the labelled Python;
+  - the dev.imagectl.* labels agree with the lock label, and the lock's
+    platforms equal the index's.
+
+Every failure names the platform, digest and path or label. The report goes to
+stdout (--output text or json); the exit code is 0 when the image verifies,
+1 when it does not (or cannot be checked), 2 for bad usage.`,
+		Example: `  imagectl verify 127.0.0.1:5000/code-server-ray:ray2.46.0 --key cosign.pub
+  imagectl verify docker.io/example/code-server-ray@sha256:... --key cosign.pub --output json
+  imagectl verify ghcr.io/example/code-server-ray:ray2.46.0 \
+    --certificate-identity-regexp '^https://github.com/example/' \
+    --certificate-oidc-issuer https://token.actions.githubusercontent.com`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return &exitError{2, fmt.Errorf("--output %q: expected text or json", output)}
+			}
+			keylessSet := identity != "" || identityRE != "" || issuer != "" || issuerRE != ""
+			if keylessSet == (keyPath != "") {
+				return &exitError{2, errors.New("pass --key cosign.pub, or --certificate-identity[-regexp] with --certificate-oidc-issuer[-regexp] for keyless signatures (not both)")}
+			}
+			opts := []verify.Option{verify.WithSkipContents(skipContents), verify.WithSkipAttestations(skipAttest)}
+			if keyPath != "" {
+				v, err := verify.LoadPublicKey(keyPath)
+				if err != nil {
+					return &exitError{2, err}
+				}
+				opts = append(opts, verify.WithVerifier(v))
+			} else {
+				if (identity == "" && identityRE == "") || (issuer == "" && issuerRE == "") {
+					return &exitError{2, errors.New("keyless verification needs both an identity and an OIDC issuer")}
+				}
+				if identity != "" || issuer != "" {
+					if identity == "" || issuer == "" {
+						return &exitError{2, errors.New("use --certificate-identity with --certificate-oidc-issuer, or the -regexp forms together")}
+					}
+					opts = append(opts, verify.WithKeyless(identity, issuer))
+				} else {
+					opts = append(opts, verify.WithKeylessRegexp(identityRE, issuerRE))
+				}
+			}
+			if insecure {
+				opts = append(opts, verify.WithNameOptions(name.Insecure))
+			}
+			rep, err := verify.Image(cmd.Context(), args[0], opts...)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				err = rep.WriteJSON(g.stdout)
+			} else {
+				err = rep.WriteText(g.stdout)
+			}
+			if err != nil {
+				return err
+			}
+			if verr := rep.Err(); verr != nil {
+				return &exitError{1, verr}
+			}
+			return nil
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&keyPath, "key", "", "cosign public key (cosign.pub)")
+	f.StringVar(&identity, "certificate-identity", "", "keyless: the signer identity (e.g. the workflow URL)")
+	f.StringVar(&identityRE, "certificate-identity-regexp", "", "keyless: a regular expression for the signer identity")
+	f.StringVar(&issuer, "certificate-oidc-issuer", "", "keyless: the OIDC issuer (https://token.actions.githubusercontent.com)")
+	f.StringVar(&issuerRE, "certificate-oidc-issuer-regexp", "", "keyless: a regular expression for the OIDC issuer")
+	f.StringVarP(&output, "output", "o", "text", "text or json")
+	f.BoolVar(&skipContents, "skip-contents", false, "do not read layers (signatures, attestations and labels are still checked)")
+	f.BoolVar(&skipAttest, "skip-attestations", false, "do not require SBOM and provenance attestations")
+	f.BoolVar(&insecure, "insecure", false, "allow plain HTTP to the registry (automatic for localhost and 127.0.0.1)")
+	return cmd
 }

@@ -1,0 +1,56 @@
+package sign
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/resolve"
+)
+
+// LockFromImage reads the resolved set from the lock label of the image's
+// first platform manifest (or of the image itself), for building an SBOM of
+// an image built earlier.
+func LockFromImage(ctx context.Context, ref string, opts ...Option) (resolve.Set, error) {
+	o := makeOptions(ctx, opts)
+	o.allManifests = true
+	targets, root, err := resolveTargets(ref, o)
+	if err != nil {
+		return resolve.Set{}, err
+	}
+	t := targets[0]
+	if len(targets) > 1 {
+		t = targets[1]
+	}
+	d := root.Context().Digest(t.Digest)
+	img, err := remote.Image(d, o.remoteOpts...)
+	if err != nil {
+		return resolve.Set{}, fmt.Errorf("reading %s: %w", d, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return resolve.Set{}, fmt.Errorf("reading config of %s: %w", d, err)
+	}
+	raw := cf.Config.Labels[build.LabelLock]
+	if raw == "" {
+		return resolve.Set{}, fmt.Errorf("%s has no %s label", d, build.LabelLock)
+	}
+	var set resolve.Set
+	if err := json.Unmarshal([]byte(raw), &set); err != nil {
+		return resolve.Set{}, fmt.Errorf("label %s of %s: %w", build.LabelLock, d, err)
+	}
+	return set, nil
+}
+
+// Repository returns the repository of ref (for SBOM names).
+func Repository(ref string, opts ...name.Option) (string, error) {
+	r, err := name.ParseReference(ref, opts...)
+	if err != nil {
+		return "", err
+	}
+	return r.Context().Name(), nil
+}
