@@ -5,19 +5,78 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/imagectl/imagectl/smoke/kind"
 	"github.com/imagectl/imagectl/smoke/probe"
 )
 
 func newSmokeCommand(g *globals) *cobra.Command {
+	var cfg kind.Config
+	var probeBin string
 	cmd := &cobra.Command{
 		Use:   "smoke",
-		Short: "Prove a debugger attaches to a Ray breakpoint from the code-server sidecar",
-		Args:  cobra.NoArgs,
+		Short: "Prove a debugger attaches to a Ray breakpoint from the code-server sidecar (kind + KubeRay)",
+		Long: `smoke creates a kind cluster, loads the image (or lets the node pull it),
+installs the pinned KubeRay operator, applies the smoke RayJob (Ray container
+first, the code-server sidecar under test second, /tmp/ray shared), runs
+"imagectl smoke attach" inside the sidecar once per paused task, checks the
+RayJob reaches SUCCEEDED with the expected output, collects logs on failure and
+deletes the cluster. It needs a Docker engine, kubectl, git and the network; when
+one is missing it says which and exits 2. The binary copied into the sidecar is
+this one (when it is a static linux build) or --probe-binary.`,
+		Example: `  CGO_ENABLED=0 go build -o bin/imagectl ./cmd/imagectl
+  bin/imagectl smoke --image docker.io/example/code-server-ray:4.101.2-ray2.46.0-py3.12 --ray 2.46.0
+  bin/imagectl smoke attach --dashboard http://127.0.0.1:8265 --expect-function f`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Image == "" {
+				return &exitError{2, errors.New("--image is required")}
+			}
+			if probeBin == "" {
+				if runtime.GOOS != "linux" {
+					return &exitError{2, errors.New("--probe-binary is required when not running on linux: a static linux imagectl for the sidecar")}
+				}
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				probeBin = exe
+			}
+			cfg.ProbeBinary = probeBin
+			level := slog.LevelInfo
+			if g.verbose {
+				level = slog.LevelDebug
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+			res, err := kind.Run(cmd.Context(), cfg)
+			var se *kind.SkipError
+			if errors.As(err, &se) {
+				return &exitError{2, fmt.Errorf("smoke cannot run here: %w", err)}
+			}
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(g.stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Image, "image", "", "the code-server image to test (required)")
+	f.StringVar(&cfg.RayVersion, "ray", "2.46.0", "Ray version of the rayproject/ray image")
+	f.StringVar(&cfg.Python, "python", "3.12", "Python version of the rayproject/ray image (-pyXY)")
+	f.StringVar(&cfg.KindNodeImage, "kind-image", "", "kindest/node image (default: kind v0.33.0's default)")
+	f.StringVar(&cfg.KubeRayVersion, "kuberay-version", "1.4.2", "KubeRay operator version")
+	f.StringVar(&cfg.ClusterName, "cluster-name", "imagectl-smoke", "kind cluster name")
+	f.BoolVar(&cfg.Keep, "keep", false, "keep the kind cluster afterwards")
+	f.StringVar(&cfg.LogDir, "log-dir", "", "where logs are collected on failure (default: a temp dir)")
+	f.DurationVar(&cfg.Timeout, "timeout", 45*time.Minute, "bound on the whole run")
+	f.StringVar(&probeBin, "probe-binary", "", "static linux imagectl copied into the sidecar (default: this binary)")
 	cmd.AddCommand(newSmokeAttachCommand(g))
 	return cmd
 }
