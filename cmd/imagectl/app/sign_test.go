@@ -50,8 +50,12 @@ func TestSignVerifyCLI(t *testing.T) {
 		t.Fatalf("sign: exit %d\n%s%s", code, out, errs)
 	}
 	var signed struct {
-		Signed struct{ Targets []struct{ Digest, Platform, Tag string } } `json:"signed"`
-		SBOM   struct{ Targets []struct{ Digest, Platform, Tag string } } `json:"sbom"`
+		Signed struct {
+			Targets []struct{ Digest, Platform, Tag string }
+		} `json:"signed"`
+		SBOM struct {
+			Targets []struct{ Digest, Platform, Tag string }
+		} `json:"sbom"`
 	}
 	if err := json.Unmarshal([]byte(out), &signed); err != nil {
 		t.Fatalf("sign --output json: %v\n%s", err, out)
