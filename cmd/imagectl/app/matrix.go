@@ -4,15 +4,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/extensions/marketplace"
+	"github.com/imagectl/imagectl/extensions/openvsx"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/upstream/github"
+	"github.com/imagectl/imagectl/upstream/httpx"
+	"github.com/imagectl/imagectl/upstream/pypi"
+	"github.com/imagectl/imagectl/upstream/registry"
 )
 
 func newMatrixCommand(g *globals) *cobra.Command {
@@ -231,13 +239,95 @@ reason (and under "skipped" in JSON).`,
 	return cmd
 }
 
+// refreshFlags are the upstream overrides of matrix refresh.
+type refreshFlags struct {
+	pypi, marketplace, openvsx, github string
+	baseImage, versions                string
+	insecure                           bool
+	timeout                            time.Duration
+	retries                            int
+}
+
+// pick returns the flag if set, else the environment variable, else def.
+func pick(flag, env, def string) string {
+	if flag != "" {
+		return flag
+	}
+	if v := os.Getenv(env); v != "" {
+		return v
+	}
+	return def
+}
+
 func newMatrixRefreshCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:    "refresh",
-		Short:  "(not implemented yet)",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return fmt.Errorf("matrix refresh: not implemented yet")
+	var f refreshFlags
+	cmd := &cobra.Command{
+		Use:   "refresh",
+		Short: "Query the upstreams and rewrite the catalog snapshot",
+		Long: `refresh reads matrix.yaml, queries every upstream for what resolution needs
+(code-server versions and base image digests from the registry or GitHub
+releases, Ray and debugpy from the PyPI JSON API, extensions from the VS
+Marketplace or Open VSX) and writes catalog.json atomically: on any error the
+old snapshot is left as it was.
+
+Each base URL comes from the flag, else the environment variable
+(IMAGECTL_PYPI_URL, IMAGECTL_MARKETPLACE_URL, IMAGECTL_OPENVSX_URL,
+IMAGECTL_GITHUB_URL, IMAGECTL_BASE_IMAGE), else matrix.yaml upstreams / base.`,
+		Example: `  imagectl matrix refresh
+  imagectl matrix refresh --pypi-url http://127.0.0.1:8080 --base-image localhost:5000/linuxserver/code-server
+  IMAGECTL_OPENVSX_URL=https://openvsx.example.com imagectl matrix refresh --catalog /tmp/catalog.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := matrix.Load(g.matrixPath)
+			if err != nil {
+				return err
+			}
+			hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithRetries(f.retries))
+			u := cfg.Upstreams
+			src := catalog.Sources{
+				PyPI: pypi.New(pypi.WithBaseURL(pick(f.pypi, "IMAGECTL_PYPI_URL", u.PyPI)), pypi.WithHTTPClient(hc)),
+				Extensions: map[string]catalog.ExtensionSource{
+					matrix.SourceMarketplace: marketplace.New(marketplace.WithBaseURL(pick(f.marketplace, "IMAGECTL_MARKETPLACE_URL", u.Marketplace)), marketplace.WithHTTPClient(hc)),
+					matrix.SourceOpenVSX:     openvsx.New(openvsx.WithBaseURL(pick(f.openvsx, "IMAGECTL_OPENVSX_URL", u.OpenVSX)), openvsx.WithHTTPClient(hc)),
+				},
+			}
+			switch versions := pick(f.versions, "IMAGECTL_BASE_VERSIONS", cfg.Base.Versions); versions {
+			case matrix.VersionsRegistryTags:
+				var opts []registry.Option
+				if f.insecure {
+					opts = append(opts, registry.WithInsecure())
+				}
+				rs, err := registry.New(pick(f.baseImage, "IMAGECTL_BASE_IMAGE", cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, opts...)
+				if err != nil {
+					return err
+				}
+				src.CodeServer = rs
+			case matrix.VersionsGitHubReleases:
+				src.CodeServer = github.New(github.WithBaseURL(pick(f.github, "IMAGECTL_GITHUB_URL", u.GitHub)), github.WithHTTPClient(hc), github.WithVSCodeOverrides(cfg.Base.VSCodeOverrides))
+			default:
+				return fmt.Errorf("--versions %q: want %s or %s", versions, matrix.VersionsRegistryTags, matrix.VersionsGitHubReleases)
+			}
+			c, err := catalog.Refresh(cmd.Context(), cfg, src)
+			if err != nil {
+				return fmt.Errorf("refresh failed, %s left unchanged: %w", g.catalog(), err)
+			}
+			if err := catalog.Write(g.catalog(), c); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions\n",
+				g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions))
+			return nil
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.pypi, "pypi-url", "", "PyPI base URL (env IMAGECTL_PYPI_URL; default matrix.yaml upstreams.pypi)")
+	fl.StringVar(&f.marketplace, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL; default matrix.yaml upstreams.marketplace)")
+	fl.StringVar(&f.openvsx, "openvsx-url", "", "Open VSX base URL (env IMAGECTL_OPENVSX_URL; default matrix.yaml upstreams.openvsx)")
+	fl.StringVar(&f.github, "github-url", "", "GitHub API base URL (env IMAGECTL_GITHUB_URL; default matrix.yaml upstreams.github)")
+	fl.StringVar(&f.baseImage, "base-image", "", "base image repository to list tags of (env IMAGECTL_BASE_IMAGE; default matrix.yaml base.image)")
+	fl.StringVar(&f.versions, "versions", "", "code-server version source: registry-tags or github-releases (env IMAGECTL_BASE_VERSIONS; default matrix.yaml base.versions)")
+	fl.BoolVar(&f.insecure, "insecure-registry", false, "allow plain HTTP to the base image registry")
+	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "timeout of one HTTP attempt")
+	fl.IntVar(&f.retries, "retries", 5, "retries of a failed HTTP attempt (429/503 honour Retry-After)")
+	return cmd
 }

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -143,10 +147,45 @@ func TestMatrixList(t *testing.T) {
 }
 
 func TestMatrixHelpHasExamples(t *testing.T) {
-	for _, sub := range []string{"resolve", "list"} {
+	for _, sub := range []string{"resolve", "list", "refresh"} {
 		code, out, _ := run(t, "matrix", sub, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "imagectl matrix "+sub) {
 			t.Errorf("matrix %s --help: exit %d, output:\n%s", sub, code, out)
 		}
+	}
+}
+
+func TestMatrixRefreshFailureKeepsCatalog(t *testing.T) {
+	gh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`[{"tag_name":"v4.101.2","draft":false,"prerelease":false}]`))
+	}))
+	defer gh.Close()
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("<html><body>captive portal</body></html>"))
+	}))
+	defer html.Close()
+	dir := t.TempDir()
+	cat := filepath.Join(dir, "catalog.json")
+	old := []byte(`{"schemaVersion": 1, "describes": "2000-01-01"}` + "\n")
+	if err := os.WriteFile(cat, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("IMAGECTL_GITHUB_URL", gh.URL)
+	code, _, errOut := run(t, "--matrix", repoMatrix, "--catalog", cat, "matrix", "refresh",
+		"--versions", "github-releases", "--pypi-url", html.URL, "--retries", "0")
+	if code == 0 {
+		t.Fatal("refresh against an HTML PyPI succeeded")
+	}
+	for _, want := range []string{"left unchanged", html.URL + "/pypi/ray/json", "got an HTML page"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr %q lacks %q", errOut, want)
+		}
+	}
+	after, _ := os.ReadFile(cat)
+	if string(after) != string(old) {
+		t.Errorf("catalog changed:\n%s", after)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files in the catalog directory, want 1 (no temp files)", len(entries))
 	}
 }
