@@ -395,3 +395,70 @@ func TestImage(t *testing.T) {
 		})
 	}
 }
+
+func TestImageSingleManifest(t *testing.T) {
+	ctx := context.Background()
+	k := newKeys(t)
+	reg := newRegistry(t)
+	spec := testimage.Default()
+	spec.Platforms = []string{"linux/arm64"}
+	d, err := spec.PushImage(ctx, reg+"/single:latest", "linux/arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signAll(t, ctx, d.String(), k.signer, spec)
+
+	// A single manifest has no index to carry BuildKit provenance.
+	rep, err := verify.Image(ctx, reg+"/single:latest", verify.WithVerifier(k.pub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK || !rep.HasFailure(verify.CheckProvenance, "linux/arm64", "no provenance") {
+		t.Fatalf("single manifest without provenance: ok=%v failures=%v", rep.OK, rep.Failures)
+	}
+
+	pred := []byte(`{"builder":{"id":"https://github.com/imagectl/imagectl"},"buildType":"https://mobyproject.org/buildkit@v1"}`)
+	if _, err := sign.Attest(ctx, d.String(), k.signer, sign.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = verify.Image(ctx, reg+"/single:latest", verify.WithVerifier(k.pub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK {
+		t.Fatalf("single manifest should verify: %v", rep.Err())
+	}
+	if len(rep.Manifests) != 1 || rep.Manifests[0].Platform != "linux/arm64" || rep.Manifests[0].Contents == nil {
+		t.Errorf("manifests = %+v, want one linux/arm64 with contents", rep.Manifests)
+	}
+
+	// The lock must name the image's platform.
+	spec2 := testimage.Default() // lock says amd64+arm64: fine for one of them
+	d2, err := spec2.PushImage(ctx, reg+"/single2:latest", "linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec3 := testimage.Default()
+	spec3.Platforms = []string{"linux/amd64"}
+	d3, err := spec3.PushImage(ctx, reg+"/single3:latest", "linux/arm64") // lock: amd64 only, image: arm64
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		d    name.Digest
+		spec testimage.Spec
+		ok   bool
+	}{{d2, spec2, true}, {d3, spec3, false}} {
+		signAll(t, ctx, c.d.String(), k.signer, c.spec)
+		rep, err := verify.Image(ctx, c.d.String(), verify.WithVerifier(k.pub), verify.WithSkipAttestations(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.OK != c.ok {
+			t.Errorf("%s: ok=%v, want %v: %v", c.d, rep.OK, c.ok, rep.Failures)
+		}
+		if !c.ok && !rep.HasFailure(verify.CheckPlatforms, "not among the lock platforms") {
+			t.Errorf("%s: want a lock platform failure, got %v", c.d, rep.Failures)
+		}
+	}
+}
