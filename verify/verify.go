@@ -63,6 +63,19 @@ func WithKeyless(subject, issuer string) Option {
 	}
 }
 
+// Identity is a keyless signer identity: exact values or regular
+// expressions for the certificate subject and the OIDC issuer.
+type Identity struct {
+	Subject, SubjectRegExp, Issuer, IssuerRegExp string
+}
+
+// WithKeylessIdentity accepts keyless signatures from id (see WithKeyless).
+func WithKeylessIdentity(id Identity) Option {
+	return func(o *options) {
+		o.identities = append(o.identities, cosign.Identity{Subject: id.Subject, SubjectRegExp: id.SubjectRegExp, Issuer: id.Issuer, IssuerRegExp: id.IssuerRegExp})
+	}
+}
+
 // WithKeylessRegexp is WithKeyless with regular expressions.
 func WithKeylessRegexp(subjectRE, issuerRE string) Option {
 	return func(o *options) {

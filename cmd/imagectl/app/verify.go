@@ -65,16 +65,9 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
 				opts = append(opts, verify.WithVerifier(v))
 			} else {
 				if (identity == "" && identityRE == "") || (issuer == "" && issuerRE == "") {
-					return &exitError{2, errors.New("keyless verification needs both an identity and an OIDC issuer")}
+					return &exitError{2, errors.New("keyless verification needs an identity (--certificate-identity[-regexp]) and an OIDC issuer (--certificate-oidc-issuer[-regexp])")}
 				}
-				if identity != "" || issuer != "" {
-					if identity == "" || issuer == "" {
-						return &exitError{2, errors.New("use --certificate-identity with --certificate-oidc-issuer, or the -regexp forms together")}
-					}
-					opts = append(opts, verify.WithKeyless(identity, issuer))
-				} else {
-					opts = append(opts, verify.WithKeylessRegexp(identityRE, issuerRE))
-				}
+				opts = append(opts, verify.WithKeylessIdentity(verify.Identity{Subject: identity, SubjectRegExp: identityRE, Issuer: issuer, IssuerRegExp: issuerRE}))
 			}
 			if insecure {
 				opts = append(opts, verify.WithNameOptions(name.Insecure))
