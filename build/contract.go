@@ -35,19 +35,20 @@ const (
 // platform with pip --target and found through PYTHONPATH, so the image's own
 // python3 (the base's, or a runtime shipped by imagectl) imports them.
 const (
-	// PythonDir holds lib/ (the packages) and bin/ (their console scripts).
+	// PythonDir is a prefix: lib/python<X.Y>/site-packages/ holds the
+	// packages (<dist>-<version>.dist-info/METADATA of ray and debugpy; the
+	// directory is on PYTHONPATH) and bin/ their console scripts (on PATH).
 	PythonDir = "/opt/imagectl/python"
-	// PythonPackagesDir is on PYTHONPATH; <dist>-<version>.dist-info/METADATA
-	// of ray and debugpy are here.
-	PythonPackagesDir = PythonDir + "/lib"
 )
 
 // How BuildKit's provenance is attached. The pushed index lists only the
 // platform image manifests, so two builds from the same lock give the same
-// index digest; BuildKit's provenance (which records build start/finish
-// times and an invocation id) is pushed as an OCI referrer of each platform
-// manifest instead: its manifest's subject is the platform manifest, found
-// through the referrers API (or the sha256-<hex> fallback tag).
+// index digest. BuildKit's provenance (which records build start/finish
+// times and an invocation id, so it differs every build) is attached to each
+// platform manifest instead: always as an OCI referrer (BuildKit's
+// attestation manifest plus a subject; referrers API or the sha256-<hex>
+// fallback tag), and with build --sign also as a signed cosign in-toto
+// attestation of the same predicate (the .att tag, replaced on rebuild).
 const (
 	// ProvenanceArtifactType is the artifactType of those referrers.
 	ProvenanceArtifactType = "application/vnd.in-toto+json"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -85,14 +87,29 @@ type rawManifest struct {
 func (r rawManifest) RawManifest() ([]byte, error)        { return r.raw, nil }
 func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }
 
+// Published is what Publish pushed.
+type Published struct {
+	Index v1.Hash
+	// Platforms maps an OCI platform to its image manifest.
+	Platforms map[string]v1.Descriptor
+	// Provenance maps an OCI platform to BuildKit's provenance statement for
+	// it (empty without Spec.Provenance).
+	Provenance map[string]Statement
+}
+
+// Statement is one in-toto statement BuildKit attached.
+type Statement struct {
+	PredicateType string          `json:"predicateType"`
+	Predicate     json.RawMessage `json:"predicate"`
+}
+
 // Publish reads each platform's export from the registry, pushes the
 // multi-platform index (by digest, then every tag) and each attestation as a
-// referrer of its platform manifest. It returns the index digest and the
-// platform manifest descriptors.
-func Publish(ctx context.Context, repo name.Repository, results []*PlatformResult, tags []string, ropts []remote.Option) (v1.Hash, map[string]v1.Descriptor, error) {
+// referrer of its platform manifest.
+func Publish(ctx context.Context, repo name.Repository, results []*PlatformResult, tags []string, ropts []remote.Option) (*Published, error) {
 	ropts = append([]remote.Option{remote.WithContext(ctx)}, ropts...)
 	var images []v1.Descriptor
-	plats := map[string]v1.Descriptor{}
+	pub := &Published{Platforms: map[string]v1.Descriptor{}, Provenance: map[string]Statement{}}
 	type att struct {
 		raw     []byte
 		mt      types.MediaType
@@ -103,51 +120,100 @@ func Publish(ctx context.Context, repo name.Repository, results []*PlatformResul
 		ref := repo.Digest(r.Exported)
 		idx, err := remote.Index(ref, ropts...)
 		if err != nil {
-			return v1.Hash{}, nil, fmt.Errorf("reading %s's export %s: %w", r.Platform, ref, err)
+			return nil, fmt.Errorf("reading %s's export %s: %w", r.Platform, ref, err)
 		}
 		im, err := idx.IndexManifest()
 		if err != nil {
-			return v1.Hash{}, nil, fmt.Errorf("reading %s's export %s: %w", r.Platform, ref, err)
+			return nil, fmt.Errorf("reading %s's export %s: %w", r.Platform, ref, err)
 		}
 		e, err := splitExported(im, r.Platform)
 		if err != nil {
-			return v1.Hash{}, nil, err
+			return nil, err
 		}
 		images = append(images, e.image)
-		plats[r.Platform] = e.image
+		pub.Platforms[r.Platform] = e.image
 		for _, a := range e.attestations {
 			d, err := remote.Get(repo.Digest(a.Digest.String()), ropts...)
 			if err != nil {
-				return v1.Hash{}, nil, fmt.Errorf("reading %s's attestation %s: %w", r.Platform, a.Digest, err)
+				return nil, fmt.Errorf("reading %s's attestation %s: %w", r.Platform, a.Digest, err)
+			}
+			st, err := provenanceStatement(repo, d, ropts)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s's attestation %s: %w", r.Platform, a.Digest, err)
+			}
+			if st != nil {
+				pub.Provenance[r.Platform] = *st
 			}
 			raw, err := referrer(d.Manifest, e.image)
 			if err != nil {
-				return v1.Hash{}, nil, fmt.Errorf("%s's attestation %s: %w", r.Platform, a.Digest, err)
+				return nil, fmt.Errorf("%s's attestation %s: %w", r.Platform, a.Digest, err)
 			}
 			atts = append(atts, att{raw: raw, mt: d.MediaType, subject: e.image})
 		}
 	}
 	raw, h, err := newIndex(images)
 	if err != nil {
-		return v1.Hash{}, nil, err
+		return nil, err
 	}
 	idx := rawManifest{raw: raw, mt: types.OCIImageIndex}
 	if err := remote.Put(repo.Digest(h.String()), idx, ropts...); err != nil {
-		return v1.Hash{}, nil, fmt.Errorf("pushing index %s@%s: %w", repo, h, err)
+		return nil, fmt.Errorf("pushing index %s@%s: %w", repo, h, err)
 	}
 	for _, a := range atts {
 		ah, _, err := v1.SHA256(bytesReader(a.raw))
 		if err != nil {
-			return v1.Hash{}, nil, err
+			return nil, err
 		}
 		if err := remote.Put(repo.Digest(ah.String()), rawManifest{raw: a.raw, mt: a.mt}, ropts...); err != nil {
-			return v1.Hash{}, nil, fmt.Errorf("pushing provenance of %s as a referrer: %w", a.subject.Digest, err)
+			return nil, fmt.Errorf("pushing provenance of %s as a referrer: %w", a.subject.Digest, err)
 		}
 	}
 	for _, t := range tags {
 		if err := remote.Put(repo.Tag(t), idx, ropts...); err != nil {
-			return v1.Hash{}, nil, fmt.Errorf("tagging %s:%s: %w", repo, t, err)
+			return nil, fmt.Errorf("tagging %s:%s: %w", repo, t, err)
 		}
 	}
-	return h, plats, nil
+	pub.Index = h
+	return pub, nil
+}
+
+// provenanceStatement returns the SLSA provenance statement in a BuildKit
+// attestation manifest, or nil if it has none.
+func provenanceStatement(repo name.Repository, d *remote.Descriptor, ropts []remote.Option) (*Statement, error) {
+	img, err := d.Image()
+	if err != nil {
+		return nil, err
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range m.Layers {
+		pt := l.Annotations["in-toto.io/predicate-type"]
+		if !strings.HasPrefix(pt, "https://slsa.dev/provenance/") {
+			continue
+		}
+		layer, err := remote.Layer(repo.Digest(l.Digest.String()), ropts...)
+		if err != nil {
+			return nil, err
+		}
+		rc, err := layer.Compressed()
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(io.LimitReader(rc, 16<<20))
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+		var st Statement
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("provenance layer %s: %w", l.Digest, err)
+		}
+		if st.PredicateType != pt || len(st.Predicate) == 0 {
+			return nil, fmt.Errorf("provenance layer %s: predicate type %q, want %q with a predicate", l.Digest, st.PredicateType, pt)
+		}
+		return &st, nil
+	}
+	return nil, nil
 }

@@ -135,3 +135,9 @@ func Requirements(set resolve.Set) []byte {
 
 // epochString formats a SOURCE_DATE_EPOCH value.
 func epochString(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+
+// PythonSitePackages is where the Python packages of a set with CPython
+// version (X.Y) live in the image.
+func PythonSitePackages(version string) string {
+	return PythonDir + "/lib/python" + version + "/site-packages"
+}

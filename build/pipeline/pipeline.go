@@ -248,13 +248,15 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	// 6. Publish: push the index and tags, or write the archive.
 	res := &Result{InputsDigest: inputs, Set: set}
 	var plats map[string]string
+	var provenance map[string]build.Statement
 	if req.Push {
-		h, descs, err := build.Publish(ctx, repo, results, set.Tags, []remote.Option{remote.WithContext(ctx)})
+		pub, err := build.Publish(ctx, repo, results, set.Tags, []remote.Option{remote.WithContext(ctx)})
 		if err != nil {
 			return nil, err
 		}
-		res.Index, res.Ref, res.Tags = h.String(), repo.Digest(h.String()).String(), set.Tags
-		plats = digests(descs)
+		res.Index, res.Ref, res.Tags = pub.Index.String(), repo.Digest(pub.Index.String()).String(), set.Tags
+		plats = digests(pub.Platforms)
+		provenance = pub.Provenance
 	} else {
 		dist := req.DistDir
 		if dist == "" {
@@ -278,16 +280,31 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		res.EmulatedSteps += r.EmulatedSteps
 	}
 
-	// 7. Sign.
+	// 7. Sign the index and every platform manifest; attach the SBOM (from
+	// the lock) and BuildKit's provenance as signed attestations.
 	if req.Signer != nil {
 		if !req.Push {
 			return res, fmt.Errorf("signing needs a pushed image (--push)")
 		}
-		sres, err := sign.Image(ctx, res.Ref, req.Signer, sign.WithNameOptions(nameOpts(req.Insecure)...))
+		sopts := []sign.Option{sign.WithNameOptions(nameOpts(req.Insecure)...)}
+		sres, err := sign.Image(ctx, res.Ref, req.Signer, sopts...)
 		if err != nil {
 			return res, fmt.Errorf("signing %s: %w", res.Ref, err)
 		}
 		res.Signed = sres
+		if _, err := sign.AttestSBOM(ctx, res.Ref, req.Signer, sign.SBOMInputFromLock(set, repo.Name(), epoch), sopts...); err != nil {
+			return res, fmt.Errorf("attaching the SBOM to %s: %w", res.Ref, err)
+		}
+		for _, p := range res.Platforms {
+			st, ok := provenance[p.Platform]
+			if !ok {
+				continue
+			}
+			ref := repo.Digest(p.Digest).String()
+			if _, err := sign.Attest(ctx, ref, req.Signer, st.PredicateType, func(string) ([]byte, error) { return st.Predicate, nil }, sopts...); err != nil {
+				return res, fmt.Errorf("attaching %s's provenance to %s: %w", p.Platform, ref, err)
+			}
+		}
 	}
 	res.Duration = build.Duration(time.Since(start))
 	return res, nil

@@ -1,19 +1,259 @@
 package app
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/build/pipeline"
+	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/extensions"
+	"github.com/imagectl/imagectl/extensions/marketplace"
+	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/sign"
+	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
-// TODO(owner of this verb): replace this placeholder with the real command.
+// DefaultToolsImage is the build-platform image in which pip cross-installs
+// the wheels (python3 + pip; it never runs on the target platform).
+const DefaultToolsImage = "docker.io/library/python:3.12-slim-bookworm"
+
+type buildFlags struct {
+	ext             extensionsFlags
+	push            bool
+	repo            string
+	dist            string
+	addr            string
+	driver          string
+	builders        []string
+	packageIndex    string
+	toolsImage      string
+	cacheFrom       []string
+	cacheTo         []string
+	output          string
+	progress        string
+	provenance      bool
+	sbom            bool
+	insecure        bool
+	sign            bool
+	key             string
+	keyPasswordFile string
+	sourceDateEpoch string
+	revision        string
+}
+
 func newBuildCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:    "build",
-		Short:  "(not implemented yet)",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("build: not implemented yet")
+	var f buildFlags
+	cmd := &cobra.Command{
+		Use:   "build",
+		Short: "Build the multi-arch image for one Ray version through BuildKit",
+		Long: `build resolves the set for --ray (matrix.yaml + catalog.json), fetches the
+exact extension file of each platform, and solves one BuildKit build per
+platform from dockerfiles/Dockerfile: Python packages are cross-installed on
+the build platform and the target stage only copies files, so an arm64 image
+built on amd64 runs no emulated step. With --push the platform manifests are
+pushed by digest, joined in one index and tagged with the matrix tags; with
+--sign the index and every platform manifest are signed (cosign key).
+Without --push an OCI archive that "docker load" accepts is written to --dist.
+
+buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress + `;
+--builder linux/arm64=tcp://arm-host:1234 sends one platform elsewhere;
+--driver docker-container starts a moby/buildkit container (needs Docker).`,
+		Example: `  imagectl build --ray 2.46.0
+  imagectl build --ray 2.46.0 --push --repo ghcr.io/me/code-server-ray --sign --key cosign.key
+  imagectl build --ray 2.46.0 --builder linux/arm64=tcp://arm64-builder:1234 --push --output json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if f.output != "text" && f.output != "json" {
+				return fmt.Errorf("--output %q: want text or json", f.output)
+			}
+			cfg, err := matrix.Load(g.matrixPath)
+			if err != nil {
+				return err
+			}
+			cat, err := catalog.Load(g.catalog())
+			if err != nil {
+				return err
+			}
+			c, err := f.ext.openCache()
+			if err != nil {
+				return err
+			}
+			epoch, err := buildSourceDateEpoch(f.sourceDateEpoch)
+			if err != nil {
+				return err
+			}
+			bk, err := f.buildKit(cmd)
+			if err != nil {
+				return err
+			}
+			var signer *sign.Signer
+			if f.sign {
+				if f.key == "" {
+					return fmt.Errorf("--sign needs --key (a cosign private key file)")
+				}
+				pw := sign.PasswordFromEnv()
+				if f.keyPasswordFile != "" {
+					pw = sign.PasswordFromFile(f.keyPasswordFile)
+				}
+				if signer, err = sign.LoadKey(ctx, f.key, pw); err != nil {
+					return err
+				}
+			}
+			hc := httpx.New()
+			progressOut := g.stderr
+			res, err := pipeline.Run(ctx, bk, pipeline.Request{
+				Matrix:  cfg,
+				Catalog: cat,
+				Resolve: resolve.Request{Ray: f.ext.ray, Python: f.ext.python, CodeServer: f.ext.codeServer, Platforms: f.ext.platforms},
+				Sources: map[string]extensions.Source{
+					matrix.SourceMarketplace: marketplace.New(marketplace.WithHTTPClient(hc),
+						marketplace.WithBaseURL(firstNonEmpty(f.ext.marketplaceURL, os.Getenv("IMAGECTL_MARKETPLACE_URL"), cfg.Upstreams.Marketplace))),
+					matrix.SourceOpenVSX: openvsx.New(openvsx.WithHTTPClient(hc),
+						openvsx.WithBaseURL(firstNonEmpty(f.ext.openvsxURL, os.Getenv("IMAGECTL_OPENVSX_URL"), cfg.Upstreams.OpenVSX))),
+				},
+				ExtensionCache:  c,
+				ToolsImage:      f.toolsImage,
+				PackageIndex:    firstNonEmpty(f.packageIndex, os.Getenv("IMAGECTL_PACKAGE_INDEX_URL")),
+				Version:         Version,
+				Revision:        firstNonEmpty(f.revision, gitRevision()),
+				SourceDateEpoch: epoch,
+				Repo:            f.repo,
+				Push:            f.push,
+				DistDir:         f.dist,
+				Insecure:        f.insecure,
+				Provenance:      f.provenance,
+				SBOM:            f.sbom,
+				CacheFrom:       f.cacheFrom,
+				CacheTo:         f.cacheTo,
+				Signer:          signer,
+				Progress:        progressOut,
+				ProgressMode:    f.progress,
+			})
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			return printBuildResult(g, res)
 		},
 	}
+	f.ext.addResolve(cmd, true)
+	f.ext.addCache(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.ext.marketplaceURL, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL)")
+	fl.StringVar(&f.ext.openvsxURL, "openvsx-url", "", "Open VSX base URL (env IMAGECTL_OPENVSX_URL)")
+	fl.BoolVar(&f.push, "push", false, "push to --repo (by digest, then the matrix tags)")
+	fl.StringVar(&f.repo, "repo", "", "image repository REGISTRY/NAME (default: matrix.yaml's first repository)")
+	fl.StringVar(&f.dist, "dist", "dist", "directory for the OCI archive when not pushing")
+	fl.StringVar(&f.addr, "buildkit-addr", "", "buildkitd address (env BUILDKIT_HOST; default "+build.DefaultAddress+")")
+	fl.StringVar(&f.driver, "driver", "remote", "remote (connect to --buildkit-addr) or docker-container (start a moby/buildkit container)")
+	fl.StringArrayVar(&f.builders, "builder", nil, "PLATFORM=ADDR: build that platform on another buildkitd (repeatable)")
+	fl.StringVar(&f.packageIndex, "package-index", "", "PEP 503 index for pip (env IMAGECTL_PACKAGE_INDEX_URL; default matrix.yaml upstreams.packageIndex)")
+	fl.StringVar(&f.toolsImage, "tools-image", DefaultToolsImage, "build-platform image with python3 and pip, used to cross-install the wheels")
+	fl.StringArrayVar(&f.cacheFrom, "cache-from", nil, "registry cache to import, REGISTRY/NAME[:TAG] (a per-platform suffix is added)")
+	fl.StringArrayVar(&f.cacheTo, "cache-to", nil, "registry cache to export (mode=max), REGISTRY/NAME[:TAG]")
+	fl.StringVar(&f.output, "output", "text", "text or json")
+	fl.StringVar(&f.progress, "progress", "auto", "auto, tty, plain or quiet (on stderr)")
+	fl.BoolVar(&f.provenance, "provenance", true, "attach buildkitd's SLSA provenance to each platform manifest (as an OCI referrer)")
+	fl.BoolVar(&f.sbom, "buildkit-sbom", false, "also ask buildkitd for its SBOM (runs docker/buildkit-syft-scanner, which must be pullable)")
+	fl.BoolVar(&f.insecure, "insecure-registry", false, "allow plain HTTP to a registry other than localhost")
+	fl.BoolVar(&f.sign, "sign", false, "sign the index and every platform manifest (needs --push and --key)")
+	fl.StringVar(&f.key, "key", "", "cosign private key file")
+	fl.StringVar(&f.keyPasswordFile, "key-password-file", "", "file holding the key password (default: env COSIGN_PASSWORD)")
+	fl.StringVar(&f.sourceDateEpoch, "source-date-epoch", "", "Unix time for every timestamp in the image (default: env SOURCE_DATE_EPOCH, else the git commit time, else 0)")
+	fl.StringVar(&f.revision, "revision", "", "source revision label (default: git rev-parse HEAD)")
+	return cmd
+}
+
+// buildKit maps --buildkit-addr, BUILDKIT_HOST, --driver and --builder onto
+// a build.BuildKit.
+func (f *buildFlags) buildKit(cmd *cobra.Command) (*build.BuildKit, error) {
+	addr := firstNonEmpty(f.addr, os.Getenv("BUILDKIT_HOST"))
+	switch f.driver {
+	case "remote":
+	case "docker-container":
+		if addr != "" {
+			return nil, fmt.Errorf("--driver docker-container starts its own buildkitd; drop --buildkit-addr/BUILDKIT_HOST")
+		}
+		a, err := build.EnsureDockerContainer(cmd.Context(), "imagectl-buildkit", "")
+		if err != nil {
+			return nil, err
+		}
+		addr = a
+	default:
+		return nil, fmt.Errorf("--driver %q: want remote or docker-container", f.driver)
+	}
+	opts := []build.BuildKitOption{build.WithAddress(addr)}
+	for _, b := range f.builders {
+		p, a, ok := strings.Cut(b, "=")
+		if !ok || p == "" || a == "" {
+			return nil, fmt.Errorf("--builder %q: want PLATFORM=ADDRESS, e.g. linux/arm64=tcp://arm64-host:1234", b)
+		}
+		if !strings.HasPrefix(p, "linux/") {
+			return nil, fmt.Errorf("--builder %q: platform must look like linux/arm64", b)
+		}
+		opts = append(opts, build.WithBuilder(p, a))
+	}
+	return build.NewBuildKit(opts...), nil
+}
+
+// buildSourceDateEpoch picks the time every timestamp in the image is set to.
+func buildSourceDateEpoch(flag string) (time.Time, error) {
+	v := firstNonEmpty(flag, os.Getenv("SOURCE_DATE_EPOCH"))
+	if v == "" {
+		out, err := exec.Command("git", "log", "-1", "--format=%ct").Output()
+		if err != nil {
+			return time.Unix(0, 0).UTC(), nil
+		}
+		v = strings.TrimSpace(string(out))
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, fmt.Errorf("source date epoch %q: want a non-negative Unix time", v)
+	}
+	return time.Unix(n, 0).UTC(), nil
+}
+
+func gitRevision() string {
+	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func printBuildResult(g *globals, res *pipeline.Result) error {
+	fmt.Fprintf(g.stdout, "image   %s\n", res.Ref)
+	if len(res.Tags) > 0 {
+		fmt.Fprintf(g.stdout, "tags    %s\n", strings.Join(res.Tags, ", "))
+	}
+	fmt.Fprintf(g.stdout, "inputs  %s\n", res.InputsDigest)
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLATFORM\tDIGEST\tBUILDER\tRUN STEPS\tEMULATED\tCACHED\tSECONDS")
+	for _, p := range res.Platforms {
+		d, _ := p.Duration.MarshalJSON()
+		fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%d\t%d\t%d\t%s\n", p.Platform, p.Digest, p.Builder, p.BuildPlatform, p.Steps, p.EmulatedSteps, p.CachedSteps, d)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if res.Signed != nil {
+		fmt.Fprintf(g.stdout, "signed  %d manifests (index and every platform)\n", len(res.Signed.Targets))
+	}
+	return nil
 }

@@ -6,6 +6,9 @@
 //	fakeupstream push-base -ref R -tar linux/amd64=A.tar -tar linux/arm64=B.tar
 //	    pushes root filesystem tarballs as a multi-arch image index and prints
 //	    {"index": ..., "platforms": {...}} as JSON.
+//	fakeupstream gallery -urls-file F   fake Marketplace + Open VSX serving the VSIX fixtures
+//	fakeupstream e2e-config -out DIR ...   writes the e2e matrix.yaml and catalog.json
+//	fakeupstream copy SRC DST | delete-tag REPO:TAG | relabel -label K=V SRC DST   tampering
 //
 // It is test scaffolding, not part of imagectl.
 package main
@@ -41,7 +44,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: fakeupstream registry|serve|push-base [flags]")
+		fmt.Fprintln(os.Stderr, "usage: fakeupstream registry|serve|push-base|gallery|e2e-config|copy|delete-tag|relabel [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -52,6 +55,16 @@ func main() {
 		err = runRegistry(ctx, os.Args[2:])
 	case "serve":
 		err = runServe(ctx, os.Args[2:])
+	case "gallery":
+		err = runGallery(ctx, os.Args[2:])
+	case "e2e-config":
+		err = runConfig(os.Args[2:])
+	case "copy":
+		err = runCopy(ctx, os.Args[2:])
+	case "delete-tag":
+		err = runDeleteTag(ctx, os.Args[2:])
+	case "relabel":
+		err = runRelabel(ctx, os.Args[2:])
 	case "push-base":
 		err = runPushBase(ctx, os.Args[2:], os.Stdout)
 	default:

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# End-to-end test of imagectl build / sign / verify with real components:
+# buildkitd built from the Go module, runc, QEMU binfmt, a local OCI registry,
+# stand-in base images (mmdebstrap), a local PEP 503 index with fixture
+# wheels, and the fake Marketplace serving vsce-built VSIX fixtures.
+#
+#   make e2e            (runs hack/install-deps.sh first)
+#   bash tests/e2e/run.sh
+#
+# Env: IMAGECTL_TEST_CACHE (slow artefacts), IMAGECTL_E2E_KEEP=1 keeps the
+# work directory, IMAGECTL_E2E_BENCH=0 skips the extension-bump benchmark.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+export IMAGECTL_TEST_CACHE=${IMAGECTL_TEST_CACHE:-$HOME/.cache/imagectl-test}
+work=$(mktemp -d "${TMPDIR:-/tmp}/imagectl-e2e.XXXXXX")
+t0=$SECONDS
+log() { printf '[e2e %4ds] %s\n' "$((SECONDS - t0))" "$*" >&2; }
+fail() { log "FAIL: $*"; exit 1; }
+pids=()
+cleanup() {
+  local rc=$?
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ $rc -ne 0 ]; then
+    log "logs in $work (buildkitd.log, registry.log, *.err)"
+    tail -n 30 "$work/buildkitd.log" 2>/dev/null || true
+  elif [ "${IMAGECTL_E2E_KEEP:-0}" != 1 ]; then
+    rm -rf "$work"
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+# wait_file FILE SECONDS: wait for a file written by a background server.
+wait_file() {
+  local i=0
+  until [ -s "$1" ]; do
+    i=$((i + 1)); [ $i -le $(($2 * 10)) ] || fail "timed out waiting for $1"
+    sleep 0.1
+  done
+}
+
+# --- 1. Tools -----------------------------------------------------------------
+# Idempotent and quick when cached; make e2e ran them already.
+bash hack/deps.d/30-buildkit.sh >&2
+bash hack/deps.d/35-base-images.sh >&2
+bkver=$(go list -m -f '{{.Version}}' github.com/moby/buildkit)
+bkbin=$IMAGECTL_TEST_CACHE/bin/buildkit-$bkver
+base=$IMAGECTL_TEST_CACHE/base
+log "building imagectl and the e2e helper"
+go build -o "$work/bin/imagectl" ./cmd/imagectl
+go build -o "$work/bin/fakeupstream" ./tests/e2e/fakeupstream
+imagectl=$work/bin/imagectl
+fu=$work/bin/fakeupstream
+
+# --- 2. Local upstreams ---------------------------------------------------------
+"$fu" registry -port-file "$work/registry.port" -log "$work/registry.log" 2>"$work/registry.err" &
+pids+=($!)
+wait_file "$work/registry.port" 30
+reg=127.0.0.1:$(cat "$work/registry.port")
+log "registry at $reg"
+
+python3 tests/e2e/mkwheels.py "$work/pyindex"
+"$fu" serve -dir "$work/pyindex" -port-file "$work/pyindex.port" 2>"$work/pyindex.err" &
+pids+=($!)
+wait_file "$work/pyindex.port" 30
+pyindex=http://127.0.0.1:$(cat "$work/pyindex.port")/simple
+log "package index at $pyindex"
+
+"$fu" gallery -urls-file "$work/gallery.json" 2>"$work/gallery.err" &
+pids+=($!)
+wait_file "$work/gallery.json" 60
+log "fake marketplace at $(jq -r .marketplace "$work/gallery.json")"
+
+# --- 3. buildkitd ---------------------------------------------------------------
+cat >"$work/buildkitd.toml" <<TOML
+[worker.oci]
+  enabled = true
+  gc = false
+[worker.containerd]
+  enabled = false
+[registry."$reg"]
+  http = true
+TOML
+sock=unix://$work/buildkitd.sock
+"$bkbin/buildkitd" --config "$work/buildkitd.toml" --root "$work/buildkitd-root" --addr "$sock" \
+  --oci-worker=true --containerd-worker=false >"$work/buildkitd.log" 2>&1 &
+pids+=($!)
+for i in $(seq 1 300); do
+  "$bkbin/buildctl" --addr "$sock" debug workers >"$work/workers.txt" 2>/dev/null && break
+  [ "$i" -lt 300 ] || fail "buildkitd did not start (see $work/buildkitd.log)"
+  sleep 0.2
+done
+grep -q linux/arm64 "$work/workers.txt" || fail "buildkitd lists no linux/arm64 worker platform (binfmt?): $(cat "$work/workers.txt")"
+export BUILDKIT_HOST=$sock
+log "buildkitd $bkver up: $(tail -n1 "$work/workers.txt" | awk '{print $2}')"
+
+# --- 4. Stand-in base and tools images ------------------------------------------
+"$fu" push-base -ref "$reg/code-server:4.101.2" \
+  -tar linux/amd64="$base/base-amd64.tar" -tar linux/arm64="$base/base-arm64.tar" >"$work/base.json"
+"$fu" push-base -ref "$reg/tools:bookworm" -tar linux/amd64="$base/tools-amd64.tar" >"$work/tools.json"
+tools=$reg/tools@$(jq -r '.platforms["linux/amd64"]' "$work/tools.json")
+log "bases pushed: $(jq -c . "$work/base.json")"
+
+# --- 5. matrix.yaml, catalog.json, keys ------------------------------------------
+config() { # DIR [ray-debugger constraint]
+  mkdir -p "$1"
+  "$fu" e2e-config -out "$1" -registry "$reg" -base "$work/base.json" -gallery-urls "$work/gallery.json" \
+    -package-index "$pyindex" -ray-debugger "$2"
+}
+config "$work/cfg" "0.1.4"
+config "$work/cfg-bump" "0.1.6"
+export COSIGN_PASSWORD=e2e-password
+(cd "$work" && "$imagectl" sign --generate-key cosign >/dev/null && "$imagectl" sign --generate-key other >/dev/null)
+export SOURCE_DATE_EPOCH=1752537600 # 2025-07-15
+
+build() { # NAME CFGDIR [extra flags]: runs imagectl build, JSON to $work/NAME.json
+  local n=$1 cfg=$2; shift 2
+  local start=$SECONDS
+  "$imagectl" --matrix "$cfg/matrix.yaml" build --ray 2.46.0 --platform linux/amd64,linux/arm64 \
+    --push --sign --key "$work/cosign.key" --tools-image "$tools" \
+    --cache-dir "$work/vsix-cache" --progress plain --output json "$@" \
+    >"$work/$n.json" 2>"$work/$n.err" || { tail -n 60 "$work/$n.err" >&2; fail "imagectl build ($n)"; }
+  echo $((SECONDS - start)) >"$work/$n.seconds"
+  log "build $n: $(jq -r .ref "$work/$n.json") in $(cat "$work/$n.seconds") s"
+}
+# bytes the registry received since line $1 of its log
+uploaded() { tail -n +"$(( $1 + 1 ))" "$work/registry.log" | awk '$1 == "upload-bytes" {s += $2} END {print s + 0}'; }
+reglines() { wc -l <"$work/registry.log"; }
+
+# --- 6. Build, push, sign ----------------------------------------------------------
+r0=$(reglines)
+build cold "$work/cfg"
+cold_bytes=$(uploaded "$r0")
+j=$work/cold.json
+[ "$(jq '.platforms | length' "$j")" = 2 ] || fail "want 2 platforms in the build JSON"
+for p in linux/amd64 linux/arm64; do
+  d=$(jq -r --arg p "$p" '.platforms[] | select(.platform == $p) | .digest' "$j")
+  [[ $d == sha256:* ]] || fail "$p: no manifest digest in the build JSON"
+  e=$(jq -r --arg p "$p" '.platforms[] | select(.platform == $p) | .emulatedSteps' "$j")
+  s=$(jq -r --arg p "$p" '.platforms[] | select(.platform == $p) | .steps' "$j")
+  [ "$e" = 0 ] || fail "$p: $e emulated steps: $(jq -c --arg p "$p" '.platforms[] | select(.platform == $p) | .emulated' "$j")"
+  [ "$s" -ge 1 ] || fail "$p: no RUN step executed at all, the count would prove nothing"
+  log "$p: $d, $s RUN step(s) executed, $e emulated"
+done
+ref=$(jq -r .ref "$j")
+tag=$reg/code-server-ray:$(jq -r '.tags[0]' "$j")
+
+# --- 7. verify passes ---------------------------------------------------------------
+"$imagectl" verify "$tag" --key "$work/cosign.pub" >"$work/verify.txt" 2>&1 || { cat "$work/verify.txt" >&2; fail "verify of the built image"; }
+log "verify $tag: passed"
+
+# --- 8. Tampering: verify must fail, each time for the right reason -------------------
+expect_fail() { # NAME REF PATTERN [verify flags]
+  local n=$1 r=$2 pat=$3; shift 3
+  if "$imagectl" verify "$r" --key "$work/cosign.pub" "$@" >"$work/tamper-$n.txt" 2>&1; then
+    cat "$work/tamper-$n.txt" >&2; fail "verify passed on tampered image ($n)"
+  fi
+  grep -Eiq "$pat" "$work/tamper-$n.txt" || { cat "$work/tamper-$n.txt" >&2; fail "verify failed on $n but not for the expected reason /$pat/"; }
+  log "tamper $n: verify failed as expected: $(grep -Eim1 "$pat" "$work/tamper-$n.txt")"
+}
+arm=$(jq -r '.platforms[] | select(.platform == "linux/arm64") | .digest' "$j")
+# (a) one platform manifest unsigned: a copy with every signature and
+# attestation, then the arm64 manifest's signature removed.
+"$fu" copy -tags sig,att "$ref" "$reg/tamper-unsigned:t"
+"$imagectl" verify "$reg/tamper-unsigned:t" --key "$work/cosign.pub" >"$work/copy-ok.txt" 2>&1 || { cat "$work/copy-ok.txt" >&2; fail "verify of the untampered copy (the tamper cases would prove nothing)"; }
+"$fu" delete-tag "$reg/tamper-unsigned:sha256-${arm#sha256:}.sig"
+expect_fail unsigned-platform "$reg/tamper-unsigned:t" "linux/arm64.*(signature|signed)|(signature|signed).*linux/arm64"
+# (b) signed with another key (attestations copied, signatures not).
+"$fu" copy -tags att "$ref" "$reg/tamper-otherkey:t"
+"$imagectl" sign "$reg/tamper-otherkey:t" --key "$work/other.key" >/dev/null
+expect_fail other-key "$reg/tamper-otherkey:t" "signature"
+# (c) a label that disagrees with the contents, validly signed. The relabelled
+# arm64 manifest has a new digest, so it has no SBOM/provenance attestation:
+# --skip-attestations keeps this case about labels versus contents.
+"$fu" relabel -platform linux/arm64 -label dev.imagectl.ray.version=2.47.0 "$ref" "$reg/tamper-label:t"
+"$imagectl" sign "$reg/tamper-label:t" --key "$work/cosign.key" >/dev/null
+expect_fail label "$reg/tamper-label:t" "2\.47\.0" --skip-attestations
+
+# --- 9. Second build: identical digests -------------------------------------------------
+r0=$(reglines)
+build again "$work/cfg"
+again_bytes=$(uploaded "$r0")
+for f in .index '.platforms[0].digest' '.platforms[1].digest' .inputsDigest; do
+  a=$(jq -r "$f" "$work/cold.json"); b=$(jq -r "$f" "$work/again.json")
+  [ "$a" = "$b" ] || fail "second build differs at $f: $a vs $b"
+done
+log "second build: same index $(jq -r .index "$work/again.json") and platform digests"
+"$imagectl" verify "$tag" --key "$work/cosign.pub" >"$work/verify2.txt" 2>&1 || { cat "$work/verify2.txt" >&2; fail "verify after the second build"; }
+
+# --- 10. Benchmark ------------------------------------------------------------------------
+if [ "${IMAGECTL_E2E_BENCH:-1}" != 0 ]; then
+  r0=$(reglines)
+  build bump "$work/cfg-bump"
+  bump_bytes=$(uploaded "$r0")
+  [ "$(jq -r .index "$work/bump.json")" != "$(jq -r .index "$work/cold.json")" ] || fail "bumping an extension did not change the image"
+  cold_s=$(cat "$work/cold.seconds"); again_s=$(cat "$work/again.seconds"); bump_s=$(cat "$work/bump.seconds")
+  dur() { jq -r --arg p "$2" '.platforms[] | select(.platform == $p) | .duration' "$work/$1.json"; }
+  {
+    echo "benchmark (wall seconds of imagectl build incl. sign; bytes = blob uploads the registry received)"
+    printf '  %-22s %6s s  %12s bytes\n' "cold build" "$cold_s" "$cold_bytes"
+    printf '  %-22s %6s s  %12s bytes  ratio to cold %s\n' "no-change rebuild" "$again_s" "$again_bytes" "$(awk -v a="$again_s" -v c="$cold_s" 'BEGIN{printf "%.2f", (c>0?a/c:0)}')"
+    printf '  %-22s %6s s  %12s bytes  ratio to cold %s\n' "extension bump rebuild" "$bump_s" "$bump_bytes" "$(awk -v a="$bump_s" -v c="$cold_s" 'BEGIN{printf "%.2f", (c>0?a/c:0)}')"
+    printf '  arm64/amd64 solve wall time (cold, concurrent solves on one buildkitd): %s / %s = %s\n' \
+      "$(dur cold linux/arm64)" "$(dur cold linux/amd64)" "$(awk -v a="$(dur cold linux/arm64)" -v b="$(dur cold linux/amd64)" 'BEGIN{printf "%.2f", (b>0?a/b:0)}')"
+    printf '  buildkit-reported bytes pushed: cold %s, rebuild %s, bump %s\n' \
+      "$(jq .bytesPushed "$work/cold.json")" "$(jq .bytesPushed "$work/again.json")" "$(jq .bytesPushed "$work/bump.json")"
+  } | tee "$work/bench.txt" >&2
+fi
+log "PASS in $((SECONDS - t0)) s"
