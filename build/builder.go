@@ -68,8 +68,10 @@ type PlatformResult struct {
 	Emulated      []string `json:"emulated,omitempty"`
 	CachedSteps   int      `json:"cachedSteps"`
 	Duration      Duration `json:"duration"`
-	// BytesPushed sums the blob upload progress BuildKit reported.
-	BytesPushed int64 `json:"bytesPushed"`
+	// BytesPushed sums the blob upload progress BuildKit reported; BuildKit
+	// v0.33 reports none for registry pushes, so it is usually absent (the
+	// e2e benchmark counts bytes on the registry side instead).
+	BytesPushed int64 `json:"bytesPushed,omitempty"`
 }
 
 // Duration marshals as seconds with millisecond precision.

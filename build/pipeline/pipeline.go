@@ -97,8 +97,8 @@ type Result struct {
 	Platforms    []PlatformOutput `json:"platforms"`
 	Tags         []string         `json:"tags,omitempty"`
 	Archive      string           `json:"archive,omitempty"`
-	// BytesPushed sums the blob uploads BuildKit reported.
-	BytesPushed int64 `json:"bytesPushed"`
+	// BytesPushed sums the blob uploads BuildKit reported, if it reported any.
+	BytesPushed int64 `json:"bytesPushed,omitempty"`
 	// EmulatedSteps sums the platforms' emulated RUN steps.
 	EmulatedSteps int            `json:"emulatedSteps"`
 	Signed        *sign.Result   `json:"signed,omitempty"`

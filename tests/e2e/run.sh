@@ -203,8 +203,6 @@ if [ "${IMAGECTL_E2E_BENCH:-1}" != 0 ]; then
     printf '  %-22s %6s s  %12s bytes  ratio to cold %s\n' "extension bump rebuild" "$bump_s" "$bump_bytes" "$(awk -v a="$bump_s" -v c="$cold_s" 'BEGIN{printf "%.2f", (c>0?a/c:0)}')"
     printf '  arm64/amd64 solve wall time (cold, concurrent solves on one buildkitd): %s / %s = %s\n' \
       "$(dur cold linux/arm64)" "$(dur cold linux/amd64)" "$(awk -v a="$(dur cold linux/arm64)" -v b="$(dur cold linux/amd64)" 'BEGIN{printf "%.2f", (b>0?a/b:0)}')"
-    printf '  buildkit-reported bytes pushed: cold %s, rebuild %s, bump %s\n' \
-      "$(jq .bytesPushed "$work/cold.json")" "$(jq .bytesPushed "$work/again.json")" "$(jq .bytesPushed "$work/bump.json")"
   } | tee "$work/bench.txt" >&2
 fi
 log "PASS in $((SECONDS - t0)) s"

@@ -126,6 +126,9 @@ func runConfig(args []string) error {
 		cat.Extensions = append(cat.Extensions, *r)
 	}
 	catalog.Normalize(&cat)
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
 	if err := catalog.Write(filepath.Join(*out, "catalog.json"), &cat); err != nil {
 		return err
 	}

@@ -1,0 +1,254 @@
+package build
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/imagectl/imagectl/dockerfiles"
+)
+
+// requireBuildKit returns a BuildKit for $BUILDKIT_HOST, or skips.
+func requireBuildKit(t *testing.T) *BuildKit {
+	t.Helper()
+	addr := os.Getenv("BUILDKIT_HOST")
+	if addr == "" {
+		t.Skip("BUILDKIT_HOST is not set: no buildkitd to build with")
+	}
+	b := NewBuildKit(WithAddress(addr))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	native, err := b.Ping(ctx, "linux/amd64")
+	if err != nil {
+		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
+			t.Fatalf("BUILDKIT_HOST=%s is unreachable: %v", addr, err)
+		}
+		t.Skipf("BUILDKIT_HOST=%s is unreachable: %v", addr, err)
+	}
+	t.Logf("buildkitd at %s, native platform %s", addr, native)
+	return b
+}
+
+// need fails under IMAGECTL_REQUIRE_TOOLS=1 and skips otherwise.
+func need(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
+		t.Fatalf("%s: %v", what, err)
+	}
+	t.Skipf("%s: %v", what, err)
+}
+
+// TestBuildKitTwoPlatforms solves both platforms of the real definition on
+// $BUILDKIT_HOST, pushes them to an in-process registry, and checks that the
+// arm64 image got the aarch64 wheels without one emulated step, and that a
+// second solve gives the same digests.
+func TestBuildKitTwoPlatforms(t *testing.T) {
+	b := requireBuildKit(t)
+	cache := os.Getenv("IMAGECTL_TEST_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "imagectl-test")
+	}
+	toolsTar := filepath.Join(cache, "base", "tools-amd64.tar")
+	_, err := os.Stat(toolsTar)
+	need(t, "tools image tarball (run hack/deps.d/35-base-images.sh)", err)
+	_, err = exec.LookPath("python3")
+	need(t, "python3 (builds the fixture wheels)", err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	reg := httptest.NewServer(registry.New(registry.Logger(nopLogger())))
+	defer reg.Close()
+	host := strings.TrimPrefix(reg.URL, "http://")
+
+	// Wheels and a PEP 503 index.
+	pyDir := t.TempDir()
+	if out, err := exec.Command("python3", "../tests/e2e/mkwheels.py", pyDir).CombinedOutput(); err != nil {
+		t.Fatalf("mkwheels.py: %v\n%s", err, out)
+	}
+	py := httptest.NewServer(http.FileServer(http.Dir(pyDir)))
+	defer py.Close()
+
+	// Tools image (amd64, python3 + pip) and a minimal base per platform.
+	tools := pushImage(t, host+"/tools", mustRootfs(t, toolsTar), "linux/amd64")
+	bases := map[string]string{}
+	for _, p := range []string{"linux/amd64", "linux/arm64"} {
+		bases[p] = pushImage(t, host+"/base", configLayer(t), p)
+	}
+
+	rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: tools, PackageIndex: py.URL + "/simple"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := testSet()
+	set.Python = "3.11"
+	epoch := time.Unix(1752537600, 0).UTC()
+	ext := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ext, "testpub.hello-1.0.0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ext, "extensions.json"), []byte("[]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := name.NewRepository(host + "/built")
+	if err != nil {
+		t.Fatal(err)
+	}
+	solve := func(cold bool) *Published {
+		var results []*PlatformResult
+		for _, p := range []string{"linux/amd64", "linux/arm64"} {
+			ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), rendered, Requirements(set), ext, []byte("{}\n"), epoch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := b.Build(ctx, Spec{
+				Platform: p, Contexts: ctxs, SourceDateEpoch: epoch, Repo: repo.Name(), Push: true, Provenance: true,
+				BuildArgs: map[string]string{"BASE_IMAGE": bases[p], "PYTHON_VERSION": set.Python},
+				Labels:    Labels(set, p, "sha256:test", epoch, LabelSource{}),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.EmulatedSteps != 0 {
+				t.Errorf("%s: %d emulated steps: %v", p, r.EmulatedSteps, r.Emulated)
+			}
+			if cold && r.Steps == 0 {
+				t.Errorf("%s: no RUN step counted on a cold solve; the emulated-step count proves nothing", p)
+			}
+			results = append(results, r)
+		}
+		pub, err := Publish(ctx, repo, results, []string{"t"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pub
+	}
+	first := solve(true)
+	if len(first.Platforms) != 2 || len(first.Provenance) != 2 {
+		t.Fatalf("published %d platforms and %d provenance statements, want 2 and 2", len(first.Platforms), len(first.Provenance))
+	}
+	arch := fileInImage(t, repo.Digest(first.Platforms["linux/arm64"].Digest.String()), PythonSitePackages("3.11")[1:]+"/ray/_fixture_arch.txt")
+	if strings.TrimSpace(arch) != "aarch64" {
+		t.Errorf("arm64 image has the %q ray wheel, want aarch64", arch)
+	}
+	refs, err := remote.Referrers(repo.Digest(first.Platforms["linux/arm64"].Digest.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im, _ := refs.IndexManifest(); im == nil || len(im.Manifests) == 0 || im.Manifests[0].ArtifactType != ProvenanceArtifactType {
+		t.Errorf("no provenance referrer on the arm64 manifest: %+v", im)
+	}
+	second := solve(false)
+	if first.Index != second.Index {
+		t.Errorf("index digest changed between two solves: %s then %s", first.Index, second.Index)
+	}
+}
+
+func nopLogger() *log.Logger { return log.New(io.Discard, "", 0) }
+
+func mustRootfs(t *testing.T, path string) v1.Layer {
+	t.Helper()
+	l, err := tarball.LayerFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// configLayer is a layer with /config owned by 911:911, like the real base.
+func configLayer(t *testing.T) v1.Layer {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{
+		{Name: "config/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: 911, Gid: 911},
+		{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tw.Close()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// pushImage pushes a one-layer image for platform and returns repo@digest.
+func pushImage(t *testing.T, repo string, layer v1.Layer, platform string) string {
+	t.Helper()
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, _ := img.ConfigFile()
+	cf = cf.DeepCopy()
+	pl, _ := v1.ParsePlatform(platform)
+	cf.OS, cf.Architecture = pl.OS, pl.Architecture
+	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	ref, err := name.ParseReference(repo + "@" + d.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	return ref.String()
+}
+
+// fileInImage returns the content of file (no leading slash) in the image.
+func fileInImage(t *testing.T, ref name.Reference, file string) string {
+	t.Helper()
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			t.Fatalf("%s not in %s", file, ref)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimPrefix(h.Name, "./") == file {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+	}
+}
