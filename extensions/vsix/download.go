@@ -73,7 +73,9 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.n -= int64(n)
 	if l.n < 0 {
-		return n, ErrTooLarge
+		// Hand on only the bytes within the limit: the one read past it
+		// is how the excess was detected, not data to write.
+		return n + int(l.n), ErrTooLarge
 	}
 	return n, err
 }

@@ -110,9 +110,15 @@ func Extract(r io.ReaderAt, size int64, dest string, lim Limits, mtime time.Time
 		if d == "." {
 			continue
 		}
+		if err := root.Chmod(d, 0o755); err != nil { // umask-proof, as for files
+			return err
+		}
 		if err := root.Chtimes(d, mtime, mtime); err != nil {
 			return err
 		}
+	}
+	if err := os.Chmod(dest, 0o755); err != nil {
+		return err
 	}
 	return os.Chtimes(dest, mtime, mtime)
 }

@@ -138,6 +138,13 @@ func CheckEntryName(name string) error {
 	return nil
 }
 
+// Unix file type bits, as stored in the high 16 bits of a zip entry's
+// external attributes.
+const (
+	sIFMT  = 0o170000
+	sIFLNK = 0o120000
+)
+
 // checkEntries applies the archive safety rules to every entry.
 func checkEntries(files []*zip.File, lim Limits) error {
 	if len(files) > lim.MaxEntries {
@@ -155,7 +162,11 @@ func checkEntries(files []*zip.File, lim Limits) error {
 		}
 		seen[key] = true
 		m := f.Mode()
-		if m&fs.ModeSymlink != 0 {
+		// archive/zip reads the Unix mode only when the entry's creator is
+		// Unix or macOS; extractors differ in which creators they trust, so
+		// S_IFLNK in the high 16 bits of the external attributes is refused
+		// whatever the creator.
+		if m&fs.ModeSymlink != 0 || (f.ExternalAttrs>>16)&sIFMT == sIFLNK {
 			return fmt.Errorf("entry %q: symbolic link", f.Name)
 		}
 		if m&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0 {
