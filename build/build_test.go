@@ -89,7 +89,7 @@ func TestInputsDigestIgnoresMapOrder(t *testing.T) {
 
 func TestRender(t *testing.T) {
 	def := dockerfiles.Dockerfile()
-	got, err := Render(def, Params{ToolsImage: "127.0.0.1:5000/tools@sha256:" + strings.Repeat("a", 64), PackageIndex: "http://127.0.0.1:8080/simple"})
+	got, err := Render(def, Params{ToolsImage: "127.0.0.1:5000/tools@sha256:" + strings.Repeat("a", 64), PackageIndex: "http://127.0.0.1:8080/simple", PythonRuntime: PythonRuntimeBase})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,17 +97,36 @@ func TestRender(t *testing.T) {
 		`ARG TOOLS_IMAGE="127.0.0.1:5000/tools@sha256:` + strings.Repeat("a", 64) + `"`,
 		`ARG PIP_INDEX_URL="http://127.0.0.1:8080/simple"`,
 		`ARG PIP_TRUSTED_HOST="127.0.0.1"`,
+		`ARG PYTHON_RUNTIME="base"`,
+		`ARG PYTHON_STANDALONE_URL=""`,
 	} {
 		if !strings.Contains(string(got), want+"\n") {
 			t.Errorf("rendered definition lacks %q", want)
 		}
 	}
-	https, err := Render(def, Params{ToolsImage: "python:3.12-slim", PackageIndex: "https://pypi.org/simple"})
+	sa := map[string]string{"x86_64": strings.Repeat("b", 64), "aarch64": strings.Repeat("c", 64)}
+	saURL := "https://example.com/cpython-3.12.11-{arch}-unknown-linux-gnu-install_only.tar.gz"
+	https, err := Render(def, Params{ToolsImage: "python:3.12-slim", PackageIndex: "https://pypi.org/simple",
+		PythonRuntime: PythonRuntimeStandalone, StandaloneURL: saURL, StandaloneSHA256: sa})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(https), `ARG PIP_TRUSTED_HOST=""`) {
 		t.Error("an https index must not be a trusted host")
+	}
+	for _, want := range []string{
+		`ARG PYTHON_RUNTIME="standalone"`,
+		`ARG PYTHON_STANDALONE_URL="` + saURL + `"`,
+		`ARG PYTHON_STANDALONE_SHA256_X86_64="` + sa["x86_64"] + `"`,
+		`ARG PYTHON_STANDALONE_SHA256_AARCH64="` + sa["aarch64"] + `"`,
+	} {
+		if !strings.Contains(string(https), want+"\n") {
+			t.Errorf("standalone rendering lacks %q", want)
+		}
+	}
+	// Only the global declarations get defaults; stages inherit them.
+	if n := strings.Count(string(https), "ARG PYTHON_STANDALONE_URL\n"); n != 1 {
+		t.Errorf("%d stage-local PYTHON_STANDALONE_URL declarations, want 1 (the runtime-standalone stage)", n)
 	}
 	if regexp.MustCompile(`(?mi)^#\s*syntax\s*=`).Match(got) {
 		t.Error("the definition has a # syntax= line: buildkitd would pull a frontend image")
@@ -117,13 +136,18 @@ func TestRender(t *testing.T) {
 		def []byte
 		p   Params
 	}{
-		"no tools image":  {def, Params{PackageIndex: "https://pypi.org/simple"}},
-		"not a URL":       {def, Params{ToolsImage: "x", PackageIndex: "pypi.org/simple"}},
-		"ftp":             {def, Params{ToolsImage: "x", PackageIndex: "ftp://h/simple"}},
-		"quote injection": {def, Params{ToolsImage: `x" \` + "\nRUN evil", PackageIndex: "https://pypi.org/simple"}},
-		"ARG missing":     {[]byte("FROM x\nARG TOOLS_IMAGE\n"), Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple"}},
-		"ARG twice": {[]byte("ARG TOOLS_IMAGE\nARG TOOLS_IMAGE\nARG PIP_INDEX_URL\nARG PIP_TRUSTED_HOST\n"),
-			Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple"}},
+		"no tools image": {def, Params{PackageIndex: "https://pypi.org/simple", PythonRuntime: "base"}},
+		"no runtime":     {def, Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple"}},
+		"standalone without sums": {def, Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple", PythonRuntime: "standalone",
+			StandaloneURL: "https://example.com/{arch}.tar.gz", StandaloneSHA256: map[string]string{"x86_64": strings.Repeat("b", 64)}}},
+		"standalone bad URL": {def, Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple", PythonRuntime: "standalone",
+			StandaloneURL: "file:///x.tar.gz", StandaloneSHA256: sa}},
+		"not a URL":           {def, Params{ToolsImage: "x", PackageIndex: "pypi.org/simple", PythonRuntime: "base"}},
+		"ftp":                 {def, Params{ToolsImage: "x", PackageIndex: "ftp://h/simple", PythonRuntime: "base"}},
+		"quote injection":     {def, Params{ToolsImage: `x" \` + "\nRUN evil", PackageIndex: "https://pypi.org/simple", PythonRuntime: "base"}},
+		"ARG only in a stage": {[]byte("FROM x\nARG TOOLS_IMAGE\n"), Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple", PythonRuntime: "base"}},
+		"ARG twice": {[]byte("ARG TOOLS_IMAGE\nARG TOOLS_IMAGE\nARG PIP_INDEX_URL\nARG PIP_TRUSTED_HOST\nARG PYTHON_RUNTIME\nARG PYTHON_STANDALONE_URL\nARG PYTHON_STANDALONE_SHA256_X86_64\nARG PYTHON_STANDALONE_SHA256_AARCH64\n"),
+			Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple", PythonRuntime: "base"}},
 	}
 	for name, c := range errCases {
 		if _, err := Render(c.def, c.p); err == nil {

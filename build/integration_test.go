@@ -99,7 +99,7 @@ func TestBuildKitTwoPlatforms(t *testing.T) {
 		bases[p] = pushImage(t, host+"/base", configLayer(t), p)
 	}
 
-	rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: tools, PackageIndex: py.URL + "/simple"})
+	rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: tools, PackageIndex: py.URL + "/simple", PythonRuntime: PythonRuntimeBase})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -18,11 +19,29 @@ type Params struct {
 	// PackageIndex is the PEP 503 index pip installs from, e.g.
 	// https://pypi.org/simple.
 	PackageIndex string
+	// PythonRuntime is "base" (the base image ships python3 of the set's
+	// version) or "standalone" (StandaloneURL, a python-build-standalone
+	// install_only tarball, fetched and unpacked on the build platform).
+	PythonRuntime string
+	// StandaloneURL may contain {arch} (x86_64 or aarch64).
+	StandaloneURL string
+	// StandaloneSHA256 maps x86_64 and aarch64 to the tarball's sha256.
+	StandaloneSHA256 map[string]string
 }
 
-// Render returns definition with "ARG TOOLS_IMAGE", "ARG PIP_INDEX_URL" and
-// "ARG PIP_TRUSTED_HOST" given defaults from p. Each must appear exactly once
-// in definition. PIP_TRUSTED_HOST is set only for a plain-HTTP index.
+// Python runtimes for Params.PythonRuntime.
+const (
+	PythonRuntimeBase       = "base"
+	PythonRuntimeStandalone = "standalone"
+)
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Render returns definition with the global ARGs (declared before the first
+// FROM) TOOLS_IMAGE, PIP_INDEX_URL, PIP_TRUSTED_HOST, PYTHON_RUNTIME and
+// PYTHON_STANDALONE_* given defaults from p; stages re-declare them as plain
+// "ARG NAME" and so inherit the defaults. Each must be declared exactly once
+// in the global scope. PIP_TRUSTED_HOST is set only for a plain-HTTP index.
 func Render(definition []byte, p Params) ([]byte, error) {
 	if p.ToolsImage == "" {
 		return nil, fmt.Errorf("render: no tools image (a build-platform image with python3 and pip)")
@@ -36,9 +55,31 @@ func Render(definition []byte, p Params) ([]byte, error) {
 		trusted = u.Hostname()
 	}
 	vals := map[string]string{
-		"TOOLS_IMAGE":      p.ToolsImage,
-		"PIP_INDEX_URL":    p.PackageIndex,
-		"PIP_TRUSTED_HOST": trusted,
+		"TOOLS_IMAGE":                      p.ToolsImage,
+		"PIP_INDEX_URL":                    p.PackageIndex,
+		"PIP_TRUSTED_HOST":                 trusted,
+		"PYTHON_RUNTIME":                   p.PythonRuntime,
+		"PYTHON_STANDALONE_URL":            "",
+		"PYTHON_STANDALONE_SHA256_X86_64":  "",
+		"PYTHON_STANDALONE_SHA256_AARCH64": "",
+	}
+	switch p.PythonRuntime {
+	case PythonRuntimeBase:
+	case PythonRuntimeStandalone:
+		su, err := url.Parse(strings.ReplaceAll(p.StandaloneURL, "{arch}", "x86_64"))
+		if err != nil || (su.Scheme != "http" && su.Scheme != "https") || su.Host == "" {
+			return nil, fmt.Errorf("render: python-build-standalone URL %q is not an http(s) URL", p.StandaloneURL)
+		}
+		vals["PYTHON_STANDALONE_URL"] = p.StandaloneURL
+		for _, arch := range []string{"x86_64", "aarch64"} {
+			sum := p.StandaloneSHA256[arch]
+			if !sha256Hex.MatchString(sum) {
+				return nil, fmt.Errorf("render: python-build-standalone sha256 for %s is %q, want 64 hex digits", arch, sum)
+			}
+			vals["PYTHON_STANDALONE_SHA256_"+strings.ToUpper(arch)] = sum
+		}
+	default:
+		return nil, fmt.Errorf("render: Python runtime %q: want %q or %q", p.PythonRuntime, PythonRuntimeBase, PythonRuntimeStandalone)
 	}
 	for k, v := range vals {
 		if strings.ContainsAny(v, "\"\\\n\r$` ") {
@@ -49,9 +90,13 @@ func Render(definition []byte, p Params) ([]byte, error) {
 	var out bytes.Buffer
 	sc := bufio.NewScanner(bytes.NewReader(definition))
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	global := true
 	for sc.Scan() {
 		line := sc.Text()
-		if name, ok := strings.CutPrefix(line, "ARG "); ok {
+		if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(line)), "FROM ") {
+			global = false
+		}
+		if name, ok := strings.CutPrefix(line, "ARG "); ok && global {
 			name = strings.TrimSpace(name)
 			if v, ok := vals[name]; ok {
 				seen[name]++
@@ -68,7 +113,7 @@ func Render(definition []byte, p Params) ([]byte, error) {
 	sort.Strings(names)
 	for _, n := range names {
 		if seen[n] != 1 {
-			return nil, fmt.Errorf("render: the definition declares \"ARG %s\" %d times, want exactly once", n, seen[n])
+			return nil, fmt.Errorf("render: the definition declares the global \"ARG %s\" %d times, want exactly once", n, seen[n])
 		}
 	}
 	return out.Bytes(), nil

@@ -49,6 +49,11 @@ type Request struct {
 	ToolsImage string
 	// PackageIndex overrides matrix.yaml's upstreams.packageIndex.
 	PackageIndex string
+	// PythonRuntime, StandaloneURL and StandaloneSHA256 say where the image's
+	// python3 comes from (build.Params).
+	PythonRuntime    string
+	StandaloneURL    string
+	StandaloneSHA256 map[string]string
 	// Version is imagectl's version (part of the inputs digest).
 	Version string
 	// Revision is the source revision for org.opencontainers.image.revision.
@@ -169,7 +174,10 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	if index == "" {
 		index = cfg.Upstreams.PackageIndex
 	}
-	rendered, err := build.Render(def, build.Params{ToolsImage: req.ToolsImage, PackageIndex: index})
+	rendered, err := build.Render(def, build.Params{
+		ToolsImage: req.ToolsImage, PackageIndex: index,
+		PythonRuntime: req.PythonRuntime, StandaloneURL: req.StandaloneURL, StandaloneSHA256: req.StandaloneSHA256,
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -119,7 +119,7 @@ build() { # NAME CFGDIR [extra flags]: runs imagectl build, JSON to $work/NAME.j
   local start=$SECONDS
   "$imagectl" --matrix "$cfg/matrix.yaml" build --ray 2.46.0 --platform linux/amd64,linux/arm64 \
     --push --sign --key "$work/cosign.key" --tools-image "$tools" \
-    --cache-dir "$work/vsix-cache" --progress plain --output json "$@" \
+    --python-runtime base --cache-dir "$work/vsix-cache" --progress plain --output json "$@" \
     >"$work/$n.json" 2>"$work/$n.err" || { tail -n 60 "$work/$n.err" >&2; fail "imagectl build ($n)"; }
   echo $((SECONDS - start)) >"$work/$n.seconds"
   log "build $n: $(jq -r .ref "$work/$n.json") in $(cat "$work/$n.seconds") s"

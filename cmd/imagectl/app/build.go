@@ -50,6 +50,9 @@ type buildFlags struct {
 	keyPasswordFile string
 	sourceDateEpoch string
 	revision        string
+	pythonRuntime   string
+	standaloneURL   string
+	standaloneSHA   []string
 }
 
 func newBuildCommand(g *globals) *cobra.Command {
@@ -111,6 +114,17 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 					return err
 				}
 			}
+			sums := map[string]string{}
+			for _, kv := range f.standaloneSHA {
+				arch, sum, ok := strings.Cut(kv, "=")
+				if !ok || (arch != "x86_64" && arch != "aarch64") {
+					return fmt.Errorf("--python-standalone-sha256 %q: want x86_64=HEX or aarch64=HEX", kv)
+				}
+				sums[arch] = sum
+			}
+			if f.pythonRuntime == build.PythonRuntimeStandalone && f.standaloneURL == "" {
+				return fmt.Errorf("--python-runtime standalone needs --python-standalone-url and --python-standalone-sha256 x86_64=HEX --python-standalone-sha256 aarch64=HEX (a python-build-standalone install_only tarball of the resolved Python); linuxserver/code-server ships no python3. Use --python-runtime base only with a base that has python3 of that version")
+			}
 			hc := httpx.New()
 			progressOut := g.stderr
 			res, err := pipeline.Run(ctx, bk, pipeline.Request{
@@ -123,23 +137,26 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 					matrix.SourceOpenVSX: openvsx.New(openvsx.WithHTTPClient(hc),
 						openvsx.WithBaseURL(firstNonEmpty(f.ext.openvsxURL, os.Getenv("IMAGECTL_OPENVSX_URL"), cfg.Upstreams.OpenVSX))),
 				},
-				ExtensionCache:  c,
-				ToolsImage:      f.toolsImage,
-				PackageIndex:    firstNonEmpty(f.packageIndex, os.Getenv("IMAGECTL_PACKAGE_INDEX_URL")),
-				Version:         Version,
-				Revision:        firstNonEmpty(f.revision, gitRevision()),
-				SourceDateEpoch: epoch,
-				Repo:            f.repo,
-				Push:            f.push,
-				DistDir:         f.dist,
-				Insecure:        f.insecure,
-				Provenance:      f.provenance,
-				SBOM:            f.sbom,
-				CacheFrom:       f.cacheFrom,
-				CacheTo:         f.cacheTo,
-				Signer:          signer,
-				Progress:        progressOut,
-				ProgressMode:    f.progress,
+				ExtensionCache:   c,
+				ToolsImage:       f.toolsImage,
+				PackageIndex:     firstNonEmpty(f.packageIndex, os.Getenv("IMAGECTL_PACKAGE_INDEX_URL")),
+				PythonRuntime:    f.pythonRuntime,
+				StandaloneURL:    f.standaloneURL,
+				StandaloneSHA256: sums,
+				Version:          Version,
+				Revision:         firstNonEmpty(f.revision, gitRevision()),
+				SourceDateEpoch:  epoch,
+				Repo:             f.repo,
+				Push:             f.push,
+				DistDir:          f.dist,
+				Insecure:         f.insecure,
+				Provenance:       f.provenance,
+				SBOM:             f.sbom,
+				CacheFrom:        f.cacheFrom,
+				CacheTo:          f.cacheTo,
+				Signer:           signer,
+				Progress:         progressOut,
+				ProgressMode:     f.progress,
 			})
 			if err != nil {
 				return err
@@ -165,6 +182,9 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 	fl.StringArrayVar(&f.builders, "builder", nil, "PLATFORM=ADDR: build that platform on another buildkitd (repeatable)")
 	fl.StringVar(&f.packageIndex, "package-index", "", "PEP 503 index for pip (env IMAGECTL_PACKAGE_INDEX_URL; default matrix.yaml upstreams.packageIndex)")
 	fl.StringVar(&f.toolsImage, "tools-image", DefaultToolsImage, "build-platform image with python3 and pip, used to cross-install the wheels")
+	fl.StringVar(&f.pythonRuntime, "python-runtime", build.PythonRuntimeStandalone, "where python3 comes from: standalone (python-build-standalone, unpacked on the build platform) or base (the base image's own python3)")
+	fl.StringVar(&f.standaloneURL, "python-standalone-url", os.Getenv("IMAGECTL_PYTHON_STANDALONE_URL"), "python-build-standalone install_only .tar.gz URL; {arch} becomes x86_64 or aarch64 (env IMAGECTL_PYTHON_STANDALONE_URL)")
+	fl.StringArrayVar(&f.standaloneSHA, "python-standalone-sha256", nil, "ARCH=HEX sha256 of each tarball (x86_64=..., aarch64=...)")
 	fl.StringArrayVar(&f.cacheFrom, "cache-from", nil, "registry cache to import, REGISTRY/NAME[:TAG] (a per-platform suffix is added)")
 	fl.StringArrayVar(&f.cacheTo, "cache-to", nil, "registry cache to export (mode=max), REGISTRY/NAME[:TAG]")
 	fl.StringVar(&f.output, "output", "text", "text or json")
