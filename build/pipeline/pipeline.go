@@ -68,7 +68,7 @@ type Request struct {
 
 	// Repo is the image repository (default: matrix.yaml's first). With
 	// Push the image is pushed there by digest and tagged with the set's
-	// tags; otherwise an OCI archive is written to DistDir (default dist).
+	// immutable tags (floating ones are moved by imagectl release); otherwise an OCI archive is written to DistDir (default dist).
 	Repo    string
 	Push    bool
 	DistDir string
@@ -258,11 +258,12 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	var plats map[string]string
 	var provenance map[string]build.Statement
 	if req.Push {
-		pub, err := build.Publish(ctx, repo, results, set.Tags, []remote.Option{remote.WithContext(ctx)})
+		tags := immutableTags(cfg, set)
+		pub, err := build.Publish(ctx, repo, results, tags, []remote.Option{remote.WithContext(ctx)})
 		if err != nil {
 			return nil, err
 		}
-		res.Index, res.Ref, res.Tags = pub.Index.String(), repo.Digest(pub.Index.String()).String(), set.Tags
+		res.Index, res.Ref, res.Tags = pub.Index.String(), repo.Digest(pub.Index.String()).String(), tags
 		plats = digests(pub.Platforms)
 		provenance = pub.Provenance
 	} else {
@@ -359,6 +360,23 @@ func solveAll(ctx context.Context, b build.Interface, specs []build.Spec, out io
 		}
 	}
 	return results, nil
+}
+
+// immutableTags are the set's tags whose matrix.yaml template is not
+// floating: build pushes only those; floating tags (ray2.46.0, latest) move
+// to a verified build through imagectl release.
+func immutableTags(cfg *matrix.Config, set resolve.Set) []string {
+	if len(cfg.Tags) != len(set.Tags) {
+		// Tags not rendered from this matrix: the first is the versioned one.
+		return set.Tags[:min(1, len(set.Tags))]
+	}
+	var out []string
+	for i, t := range cfg.Tags {
+		if !t.Floating {
+			out = append(out, set.Tags[i])
+		}
+	}
+	return out
 }
 
 func nameOpts(insecure bool) []name.Option {
