@@ -3,7 +3,10 @@ package build
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"log"
@@ -250,5 +253,97 @@ func fileInImage(t *testing.T, ref name.Reference, file string) string {
 			}
 			return string(b)
 		}
+	}
+}
+
+// TestBuildKitStandaloneRuntime checks the python-build-standalone path's
+// mechanics with a small tarball shaped like an install_only release
+// (python/bin, python/lib/pythonX.Y): it is fetched and checked on the build
+// platform and lands in PythonDir of the arm64 image with no emulated step;
+// a wrong checksum fails the build.
+func TestBuildKitStandaloneRuntime(t *testing.T) {
+	b := requireBuildKit(t)
+	cache := os.Getenv("IMAGECTL_TEST_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "imagectl-test")
+	}
+	toolsTar := filepath.Join(cache, "base", "tools-amd64.tar")
+	_, err := os.Stat(toolsTar)
+	need(t, "tools image tarball (run hack/deps.d/35-base-images.sh)", err)
+	_, err = exec.LookPath("python3")
+	need(t, "python3 (builds the fixture wheels)", err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	reg := httptest.NewServer(registry.New(registry.Logger(nopLogger())))
+	defer reg.Close()
+	host := strings.TrimPrefix(reg.URL, "http://")
+	pyDir := t.TempDir()
+	if out, err := exec.Command("python3", "../tests/e2e/mkwheels.py", pyDir).CombinedOutput(); err != nil {
+		t.Fatalf("mkwheels.py: %v\n%s", err, out)
+	}
+	// install_only-shaped tarballs per architecture, beside the index.
+	sums := map[string]string{}
+	for _, arch := range []string{"x86_64", "aarch64"} {
+		var buf bytes.Buffer
+		gz := gzip.NewWriter(&buf)
+		tw := tar.NewWriter(gz)
+		for _, f := range []struct{ name, body string }{
+			{"python/bin/python3", "#!/bin/sh\necho standalone " + arch + "\n"},
+			{"python/lib/python3.11/os.py", "# " + arch + "\n"},
+		} {
+			tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o755, Size: int64(len(f.body)), Typeflag: tar.TypeReg})
+			tw.Write([]byte(f.body))
+		}
+		tw.Close()
+		gz.Close()
+		name := "cpython-3.11-" + arch + "-install_only.tar.gz"
+		if err := os.WriteFile(filepath.Join(pyDir, name), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(buf.Bytes())
+		sums[arch] = hex.EncodeToString(sum[:])
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(pyDir)))
+	defer srv.Close()
+	tools := pushImage(t, host+"/tools", mustRootfs(t, toolsTar), "linux/amd64")
+	base := pushImage(t, host+"/base", configLayer(t), "linux/arm64")
+	set := testSet()
+	set.Python = "3.11"
+	epoch := time.Unix(1752537600, 0).UTC()
+	repo, _ := name.NewRepository(host + "/standalone")
+
+	solve := func(sums map[string]string) (*PlatformResult, error) {
+		rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: tools, PackageIndex: srv.URL + "/simple",
+			PythonRuntime: PythonRuntimeStandalone, StandaloneURL: srv.URL + "/cpython-3.11-{arch}-install_only.tar.gz", StandaloneSHA256: sums})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), rendered, Requirements(set), t.TempDir(), nil, epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Build(ctx, Spec{Platform: "linux/arm64", Contexts: ctxs, SourceDateEpoch: epoch, Repo: repo.Name(), Push: true,
+			BuildArgs: map[string]string{"BASE_IMAGE": base, "PYTHON_VERSION": set.Python}})
+	}
+	r, err := solve(sums)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.EmulatedSteps != 0 || r.Steps < 2 {
+		t.Errorf("standalone runtime: %d RUN steps, %d emulated (%v); want 2 (runtime, wheels) and 0", r.Steps, r.EmulatedSteps, r.Emulated)
+	}
+	pub, err := Publish(ctx, repo, []*PlatformResult{r}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fileInImage(t, repo.Digest(pub.Platforms["linux/arm64"].Digest.String()), PythonDir[1:]+"/bin/python3")
+	if !strings.Contains(got, "standalone aarch64") {
+		t.Errorf("arm64 image's python3 is %q, want the aarch64 tarball's", got)
+	}
+	bad := map[string]string{"x86_64": sums["x86_64"], "aarch64": sums["x86_64"]}
+	if _, err := solve(bad); err == nil {
+		t.Error("a tarball with the wrong sha256 was accepted")
 	}
 }
