@@ -93,6 +93,9 @@ func WriteArchive(dst string, parts []string, results []*PlatformResult, repoNam
 	if err := tmp.Close(); err != nil {
 		return v1.Hash{}, nil, err
 	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return v1.Hash{}, nil, err
+	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		return v1.Hash{}, nil, err
 	}

@@ -84,7 +84,11 @@ func nativePlatform(ctx context.Context, c *client.Client, addr string) (string,
 	defer cancel()
 	ws, err := c.ListWorkers(ctx)
 	if err != nil {
-		return "", fmt.Errorf("listing workers of buildkitd at %s: %w", addr, err)
+		hint := ""
+		if addr == DefaultAddress {
+			hint = " (no buildkitd at the default address: set --buildkit-addr or BUILDKIT_HOST, or use --driver docker-container where Docker runs)"
+		}
+		return "", fmt.Errorf("listing workers of buildkitd at %s: %w%s", addr, err, hint)
 	}
 	if len(ws) == 0 || len(ws[0].Platforms) == 0 {
 		return "", fmt.Errorf("buildkitd at %s has no worker", addr)

@@ -198,7 +198,18 @@ same cold fresh
 log "rebuild after pruning every BuildKit cache record: same index and platform digests"
 "$imagectl" verify "$tag" --key "$work/cosign.pub" >"$work/verify2.txt" 2>&1 || { cat "$work/verify2.txt" >&2; fail "verify after the rebuilds"; }
 
-# --- 10. Benchmark ------------------------------------------------------------------------
+# --- 10. Without --push: an OCI archive naming the same index ----------------------------
+"$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 --python-runtime base --tools-image "$tools" \
+  --cache-dir "$work/vsix-cache" --progress quiet --output json --dist "$work/dist" >"$work/archive.json" 2>"$work/archive.err" \
+  || { cat "$work/archive.err" >&2; fail "imagectl build without --push"; }
+archive=$(jq -r .archive "$work/archive.json")
+[ -s "$archive" ] || fail "no OCI archive at $archive"
+top=$(tar -xOf "$archive" index.json | jq -r '.manifests[0].digest')
+[ "$top" = "$(jq -r .index "$work/cold.json")" ] || fail "the archive's index $top is not the pushed index $(jq -r .index "$work/cold.json")"
+tar -xOf "$archive" index.json | jq -e '.manifests[0].annotations["org.opencontainers.image.ref.name"]' >/dev/null || fail "archive index.json has no ref.name for docker load"
+log "OCI archive $(basename "$archive"): same index $top as the pushed image"
+
+# --- 11. Benchmark ------------------------------------------------------------------------
 if [ "${IMAGECTL_E2E_BENCH:-1}" != 0 ]; then
   r0=$(reglines)
   build bump "$work/cfg-bump"
