@@ -347,3 +347,51 @@ func TestBuildKitStandaloneRuntime(t *testing.T) {
 		t.Error("a tarball with the wrong sha256 was accepted")
 	}
 }
+
+// TestBuildKitCountsEmulatedRun proves the emulated-step count is measured:
+// a RUN in an arm64 stage on an amd64 buildkitd must count as one.
+func TestBuildKitCountsEmulatedRun(t *testing.T) {
+	b := requireBuildKit(t)
+	cache := os.Getenv("IMAGECTL_TEST_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "imagectl-test")
+	}
+	baseTar := filepath.Join(cache, "base", "base-arm64.tar")
+	_, err := os.Stat(baseTar)
+	need(t, "arm64 stand-in base tarball (run hack/deps.d/35-base-images.sh)", err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	native, err := b.Ping(ctx, "linux/arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if native == "linux/arm64" {
+		t.Skip("buildkitd is native arm64: nothing would be emulated")
+	}
+	reg := httptest.NewServer(registry.New(registry.Logger(nopLogger())))
+	defer reg.Close()
+	host := strings.TrimPrefix(reg.URL, "http://")
+	base := pushImage(t, host+"/arm-base", mustRootfs(t, baseTar), "linux/arm64")
+	def := []byte("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN uname -m > /arch\n")
+	ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), def, nil, t.TempDir(), nil, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := name.NewRepository(host + "/emulated")
+	r, err := b.Build(ctx, Spec{Platform: "linux/arm64", Contexts: ctxs, Repo: repo.Name(), Push: true,
+		BuildArgs: map[string]string{"BASE_IMAGE": base}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.EmulatedSteps != 1 || r.Steps != 1 || len(r.Emulated) != 1 || !strings.Contains(r.Emulated[0], "RUN uname -m") {
+		t.Errorf("an arm64 RUN on %s: steps %d, emulated %d %v; want 1 and 1", native, r.Steps, r.EmulatedSteps, r.Emulated)
+	}
+	pub, err := Publish(ctx, repo, []*PlatformResult{r}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fileInImage(t, repo.Digest(pub.Platforms["linux/arm64"].Digest.String()), "arch"); strings.TrimSpace(got) != "aarch64" {
+		t.Errorf("uname -m in the arm64 RUN printed %q, want aarch64 (QEMU)", got)
+	}
+}
