@@ -355,3 +355,19 @@ func TestNewIndexAndReferrer(t *testing.T) {
 		t.Errorf("referrer = %s", ref)
 	}
 }
+
+func TestDefinitionInputsDigestMatchesRenderedDigest(t *testing.T) {
+	p := Params{ToolsImage: "python:3.12-slim", PackageIndex: "https://pypi.org/simple", PythonRuntime: PythonRuntimeBase}
+	got, err := DefinitionInputsDigest(testSet(), p, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, _ := Render(dockerfiles.Dockerfile(), p)
+	if want := InputsDigest(testSet(), rendered, "v1"); got != want {
+		t.Errorf("DefinitionInputsDigest = %s, want %s", got, want)
+	}
+	p.PackageIndex = "https://mirror.example/simple"
+	if other, _ := DefinitionInputsDigest(testSet(), p, "v1"); other == got {
+		t.Error("changing the package index did not change the inputs digest")
+	}
+}
