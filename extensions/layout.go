@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -88,7 +90,11 @@ type extensionsJSONEntry struct {
 // --install-extension, with fixed timestamps, sorted by id. Each file is
 // validated again against what the lock asks for this platform, so a
 // linux-arm64 build can never land in a linux/amd64 layout.
-func Layout(ctx context.Context, c *cache.Cache, exts []resolve.Extension, opts LayoutOptions) ([]Installed, error) {
+//
+// When Layout fails, it removes what it wrote (the extension folders,
+// extensions.json, and opts.Dir itself when it created it), so the next run
+// does not find a non-empty directory.
+func Layout(ctx context.Context, c *cache.Cache, exts []resolve.Extension, opts LayoutOptions) (_ []Installed, err error) {
 	if opts.Dir == "" || opts.Platform == "" {
 		return nil, fmt.Errorf("layout: Dir and Platform are required")
 	}
@@ -107,12 +113,26 @@ func Layout(ctx context.Context, c *cache.Cache, exts []resolve.Extension, opts 
 		}
 		t = &sde
 	}
-	if ents, err := os.ReadDir(opts.Dir); err == nil && len(ents) > 0 {
+	ents, rerr := os.ReadDir(opts.Dir)
+	if rerr == nil && len(ents) > 0 {
 		return nil, fmt.Errorf("layout: %s is not empty", opts.Dir)
 	}
+	createdDir := errors.Is(rerr, fs.ErrNotExist)
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	var wrote []string // paths under opts.Dir this call created
+	defer func() {
+		if err == nil {
+			return
+		}
+		for _, p := range wrote {
+			os.RemoveAll(p)
+		}
+		if createdDir {
+			os.Remove(opts.Dir) // only if empty
+		}
+	}()
 	var out []Installed
 	var entries []extensionsJSONEntry
 	for _, e := range exts {
@@ -136,6 +156,9 @@ func Layout(ctx context.Context, c *cache.Cache, exts []resolve.Extension, opts 
 			return nil, fmt.Errorf("%s: not in the cache %s (run imagectl extensions fetch first)", where, c.Dir())
 		}
 		info, err := layoutOne(ce, k, opts, *t)
+		if info.Dir != "" {
+			wrote = append(wrote, filepath.Join(opts.Dir, info.Dir))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s from %s (%s): %w", where, ce.URL, ce.Path, err)
 		}
@@ -158,13 +181,17 @@ func Layout(ctx context.Context, c *cache.Cache, exts []resolve.Extension, opts 
 		return nil, err
 	}
 	p := filepath.Join(opts.Dir, ExtensionsJSON)
+	wrote = append(wrote, p)
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.Chtimes(p, *t, *t); err != nil {
 		return nil, err
 	}
-	return out, os.Chtimes(opts.Dir, *t, *t)
+	if err := os.Chtimes(opts.Dir, *t, *t); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func layoutOne(ce cache.Entry, k cache.Key, opts LayoutOptions, t time.Time) (Installed, error) {

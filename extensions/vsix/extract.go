@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -24,7 +25,11 @@ const InstalledManifestName = ".vsixmanifest"
 // mode 0644 (0755 when the zip entry was executable) and 0755 for directories.
 // Archive safety is checked again (names, links, limits) and writes go
 // through an os.Root, so nothing can land outside dest.
-func Extract(r io.ReaderAt, size int64, dest string, lim Limits, mtime time.Time) error {
+//
+// When Extract fails after creating dest, it removes dest and the parent
+// directories it created (those only if still empty), so that a retry starts
+// from the same state; a directory that existed before is never touched.
+func Extract(r io.ReaderAt, size int64, dest string, lim Limits, mtime time.Time) (err error) {
 	lim = lim.withDefaults()
 	zr, err := zip.NewReader(r, size)
 	if err != nil {
@@ -36,9 +41,62 @@ func Extract(r io.ReaderAt, size int64, dest string, lim Limits, mtime time.Time
 	if _, err := os.Lstat(dest); err == nil {
 		return fmt.Errorf("extracting into %s: already exists", dest)
 	}
-	if err := os.MkdirAll(dest, 0o755); err != nil {
+	created, err := mkdirExclusive(dest)
+	if err != nil {
 		return err
 	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		// dest was made by this call (O_EXCL-like Mkdir), so everything in
+		// it is ours. Parents go only if empty: another process may have
+		// started using them meanwhile.
+		if rerr := os.RemoveAll(dest); rerr != nil {
+			err = fmt.Errorf("%w (and removing the partial %s: %v)", err, dest, rerr)
+			return
+		}
+		for _, d := range created {
+			if os.Remove(d) != nil {
+				break
+			}
+		}
+	}()
+	return extractInto(zr, dest, lim, mtime)
+}
+
+// mkdirExclusive creates dest, failing if it exists, after creating its
+// missing parents. It returns the parents it found missing, deepest first.
+func mkdirExclusive(dest string) ([]string, error) {
+	parent := filepath.Dir(dest)
+	var missing []string
+	for d := parent; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dest, 0o755); err != nil {
+		for _, d := range missing {
+			if os.Remove(d) != nil {
+				break
+			}
+		}
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("extracting into %s: already exists", dest)
+		}
+		return nil, err
+	}
+	return missing, nil
+}
+
+func extractInto(zr *zip.Reader, dest string, lim Limits, mtime time.Time) error {
 	root, err := os.OpenRoot(dest)
 	if err != nil {
 		return err

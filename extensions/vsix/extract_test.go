@@ -188,10 +188,11 @@ func TestExtractRefusesUnsafe(t *testing.T) {
 	}
 }
 
-// An entry whose data is longer than its header declares is cut off, not
-// written in full (the archive/zip checksum reader and Extract's own limit
-// both stop it).
-func TestExtractEntryLongerThanDeclared(t *testing.T) {
+// liarVSIX returns the universal fixture plus, as its last entry,
+// extension/liar.bin whose data is longer than its header declares; Extract
+// fails on it after writing every other file.
+func liarVSIX(t *testing.T) []byte {
+	t.Helper()
 	uni := readFixture(t, universalFixture)
 	zr, err := zip.NewReader(bytes.NewReader(uni), int64(len(uni)))
 	if err != nil {
@@ -218,13 +219,80 @@ func TestExtractEntryLongerThanDeclared(t *testing.T) {
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return buf.Bytes()
+}
+
+// An entry whose data is longer than its header declares is cut off, not
+// written in full (the archive/zip checksum reader and Extract's own limit
+// both stop it).
+func TestExtractEntryLongerThanDeclared(t *testing.T) {
 	dest := filepath.Join(t.TempDir(), "x")
-	err = extract(buf.Bytes(), dest, vsix.Limits{})
+	err := extract(liarVSIX(t), dest, vsix.Limits{})
 	if err == nil || !strings.Contains(err.Error(), `entry "extension/liar.bin"`) {
 		t.Fatalf("err = %v, want an error naming extension/liar.bin", err)
 	}
 	if fi, err := os.Stat(filepath.Join(dest, "liar.bin")); err == nil && fi.Size() > 10 {
 		t.Errorf("liar.bin has %d bytes on disk, more than the 10 declared", fi.Size())
+	}
+}
+
+// An Extract that fails midway (after writing files) removes dest and the
+// parents it created, so a retry (or extensions.Layout, which refuses a
+// non-empty directory) starts clean; a parent that existed before stays,
+// with whatever it held.
+func TestExtractFailureRemovesWhatItCreated(t *testing.T) {
+	tests := []struct {
+		name string
+		// before is created under the temp dir before Extract (a "/"
+		// suffix makes a directory, otherwise a file).
+		before []string
+		dest   string
+		want   []string
+	}{
+		{name: "existing parent", dest: "x", want: nil},
+		{name: "missing parents", dest: "a/b/x", want: nil},
+		{
+			name:   "some parents existed",
+			before: []string{"a/"},
+			dest:   "a/b/c/x",
+			want:   []string{"a/ -rwxr-xr-x"},
+		},
+		{
+			name:   "existing parent with other content",
+			before: []string{"layout/", "layout/other.txt"},
+			dest:   "layout/x",
+			want:   []string{"layout/ -rwxr-xr-x", "layout/other.txt -rw-r--r--"},
+		},
+	}
+	b := liarVSIX(t)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			top := t.TempDir()
+			for _, p := range tc.before {
+				full := filepath.Join(top, p)
+				var err error
+				if strings.HasSuffix(p, "/") {
+					err = os.Mkdir(full, 0o755)
+				} else {
+					err = os.WriteFile(full, []byte("keep"), 0o644)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			dest := filepath.Join(top, filepath.FromSlash(tc.dest))
+			err := extract(b, dest, vsix.Limits{})
+			if err == nil || !strings.Contains(err.Error(), `entry "extension/liar.bin"`) {
+				t.Fatalf("err = %v, want an error naming extension/liar.bin", err)
+			}
+			if diff := cmp.Diff(tc.want, tree(t, top)); diff != "" {
+				t.Errorf("left behind after a failed Extract (-want +got):\n%s", diff)
+			}
+			// The retry with a good archive succeeds into the same place.
+			if err := extract(readFixture(t, universalFixture), dest, vsix.Limits{}); err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+		})
 	}
 }
 
