@@ -72,7 +72,12 @@ type Entry struct {
 }
 
 // Cache is a cache rooted at a directory.
-type Cache struct{ root string }
+type Cache struct {
+	root string
+	// afterCorruptHash, when set (by tests), runs after a blob at the path
+	// it is given was found corrupt and before it is removed.
+	afterCorruptHash func(path string)
+}
 
 // Open returns the cache at dir, creating its directories.
 func Open(dir string) (*Cache, error) {
@@ -117,23 +122,74 @@ func HashFile(p string) (string, int64, error) {
 }
 
 // verifyBlob checks that the blob named digest still hashes to digest. A
-// blob that does not is removed.
+// blob that does not is removed (see discardCorrupt).
 func (c *Cache) verifyBlob(digest string) (int64, bool, error) {
 	p := c.BlobPath(digest)
-	got, n, err := HashFile(p)
+	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, err
 	}
-	if got != digest {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return 0, false, fmt.Errorf("removing corrupt blob %s: %w", p, err)
-		}
-		return 0, false, nil
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return 0, false, fmt.Errorf("reading blob %s: %w", p, err)
 	}
-	return n, true, nil
+	if hex.EncodeToString(h.Sum(nil)) == digest {
+		return n, true, nil
+	}
+	if c.afterCorruptHash != nil {
+		c.afterCorruptHash(p)
+	}
+	if err := discardCorrupt(p, f); err != nil {
+		return 0, false, err
+	}
+	return 0, false, nil
+}
+
+// discardCorrupt removes the blob at p if it is still the file held open as
+// bad. Another process may have renamed a good blob (Commit checks the digest
+// before its rename) onto p since bad was hashed, and that one must stay:
+// the file at p is first renamed aside (atomic, so nothing can slip in
+// between the check and the removal), then removed only if it is bad;
+// otherwise it is renamed back.
+func discardCorrupt(p string, bad *os.File) error {
+	held, err := bad.Stat()
+	if err != nil {
+		return fmt.Errorf("corrupt blob %s: %w", p, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-corrupt-*")
+	if err != nil {
+		return fmt.Errorf("corrupt blob %s: %w", p, err)
+	}
+	aside := tmp.Name()
+	tmp.Close()
+	if err := os.Rename(p, aside); err != nil {
+		os.Remove(aside)
+		if errors.Is(err, fs.ErrNotExist) { // someone else removed it
+			return nil
+		}
+		return fmt.Errorf("moving corrupt blob %s aside: %w", p, err)
+	}
+	moved, err := os.Lstat(aside)
+	if err != nil {
+		return fmt.Errorf("corrupt blob %s moved to %s: %w", p, aside, err)
+	}
+	if os.SameFile(held, moved) {
+		if err := os.Remove(aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing corrupt blob %s: %w", aside, err)
+		}
+		return nil
+	}
+	// Not the file that was hashed: a fresh, checked blob. Put it back (if
+	// yet another one arrived meanwhile, it has the same content).
+	if err := os.Rename(aside, p); err != nil {
+		return fmt.Errorf("putting blob %s back from %s: %w", p, aside, err)
+	}
+	return nil
 }
 
 // Get returns the entry for k when it is present and intact. When want (a
@@ -165,7 +221,9 @@ func (c *Cache) Get(k Key, want string) (Entry, bool, error) {
 		return Entry{}, false, err
 	}
 	if e.SHA256 != digest { // found by digest: record it under k
-		e = Entry{Key: k, SHA256: digest, Size: n, URL: e.URL}
+		// The index entry (if any) described another file: its URL is not
+		// where this blob came from, which is unknown here.
+		e = Entry{Key: k, SHA256: digest, Size: n}
 		if err := c.writeIndex(e); err != nil {
 			return Entry{}, false, err
 		}
