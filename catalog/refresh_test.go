@@ -2,20 +2,19 @@ package catalog_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
+	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/upstream/httpx"
 	"github.com/imagectl/imagectl/upstream/pypi"
@@ -33,51 +32,44 @@ extensions:
 tags: [{template: "{{.CodeServer}}-{{.Ray}}-{{.Python}}"}]
 `
 
-// pypiFile is one entry of releases[version] in the real JSON API shape.
-func pypiFile(name string, yanked bool) map[string]any {
-	return map[string]any{
-		"filename": name, "packagetype": "bdist_wheel", "python_version": "cp312",
-		"requires_python": ">=3.9", "digests": map[string]string{"sha256": strings.Repeat("0", 64)},
-		"url": "https://files.pythonhosted.org/packages/xx/" + name, "yanked": yanked, "yanked_reason": nil,
-	}
-}
-
-func projectJSON(project string, releases map[string][]map[string]any) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"info":     map[string]any{"name": project, "requires_python": ">=3.9"},
-		"releases": releases,
-		"urls":     []any{},
-	})
-	return b
-}
-
-func rayJSON() []byte {
-	var files []map[string]any
+// pypiProjects are ray and debugpy as the fake PyPI serves them.
+func pypiProjects() []fakepypi.Project {
+	var files []fakepypi.File
 	for _, py := range []string{"39", "310", "311", "312"} {
 		files = append(files,
-			pypiFile(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_x86_64.whl", py, py), false),
-			pypiFile(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_aarch64.whl", py, py), false),
-			pypiFile(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-macosx_12_0_arm64.whl", py, py), false))
+			fakepypi.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_x86_64.whl", py, py)),
+			fakepypi.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_aarch64.whl", py, py)),
+			fakepypi.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-macosx_12_0_arm64.whl", py, py)))
 	}
-	files = append(files, pypiFile("ray-2.46.0-cp313-cp313-manylinux2014_x86_64.whl", false))
-	return projectJSON("ray", map[string][]map[string]any{
-		"2.46.0":    files,
-		"2.47.0rc1": {pypiFile("ray-2.47.0rc1-cp312-cp312-manylinux2014_x86_64.whl", false)},
-		"2.38.0":    {pypiFile("ray-2.38.0-cp312-cp312-manylinux2014_x86_64.whl", false)},
-		"2.40.0":    {pypiFile("ray-2.40.0-cp312-cp312-manylinux2014_x86_64.whl", true)},
-		"0.1":       {},
-	})
+	files = append(files, fakepypi.Wheel("ray-2.46.0-cp313-cp313-manylinux2014_x86_64.whl"))
+	return []fakepypi.Project{
+		{Name: "ray", RequiresPython: ">=3.9", Releases: map[string][]fakepypi.File{
+			"2.46.0":    files,
+			"2.47.0rc1": {fakepypi.Wheel("ray-2.47.0rc1-cp312-cp312-manylinux2014_x86_64.whl")},
+			"2.38.0":    {fakepypi.Wheel("ray-2.38.0-cp312-cp312-manylinux2014_x86_64.whl")},
+			"2.40.0":    {fakepypi.Yanked("ray-2.40.0-cp312-cp312-manylinux2014_x86_64.whl")},
+			"0.1":       {},
+		}},
+		{Name: "debugpy", RequiresPython: ">=3.9", Releases: map[string][]fakepypi.File{
+			"1.8.14": {
+				fakepypi.Wheel("debugpy-1.8.14-cp312-cp312-manylinux_2_5_x86_64.manylinux1_x86_64.manylinux_2_17_x86_64.manylinux2014_x86_64.whl"),
+				fakepypi.Wheel("debugpy-1.8.14-py2.py3-none-any.whl"),
+				{Filename: "debugpy-1.8.14.tar.gz"},
+			},
+			"1.7.0": {fakepypi.Wheel("debugpy-1.7.0-py2.py3-none-any.whl")},
+		}},
+	}
 }
 
-func debugpyJSON() []byte {
-	return projectJSON("debugpy", map[string][]map[string]any{
-		"1.8.14": {
-			pypiFile("debugpy-1.8.14-cp312-cp312-manylinux_2_5_x86_64.manylinux1_x86_64.manylinux_2_17_x86_64.manylinux2014_x86_64.whl", false),
-			pypiFile("debugpy-1.8.14-py2.py3-none-any.whl", false),
-			{"filename": "debugpy-1.8.14.tar.gz", "packagetype": "sdist", "yanked": false},
-		},
-		"1.7.0": {pypiFile("debugpy-1.7.0-py2.py3-none-any.whl", false)},
-	})
+// newFakePyPI returns the fake PyPI of pypiProjects.
+func newFakePyPI(opts ...fakepypi.Option) *fakepypi.Fake {
+	return fakepypi.New(pypiProjects(), opts...)
+}
+
+// rayJSON is the fake's /pypi/ray/json body.
+func rayJSON() []byte {
+	b, _ := newFakePyPI().ProjectJSON("ray")
+	return b
 }
 
 type fakeCodeServer []catalog.CodeServer
@@ -100,33 +92,6 @@ func (f fakeExtensions) Versions(_ context.Context, id string) ([]catalog.Extens
 		return nil, fmt.Errorf("extension %s not found", id)
 	}
 	return vs, nil
-}
-
-// fakePyPI answers /pypi/{ray,debugpy}/json; fault, if set, may answer first.
-type fakePyPI struct {
-	mu    sync.Mutex
-	hits  []time.Time
-	fault func(w http.ResponseWriter, r *http.Request, n int) bool
-}
-
-func (f *fakePyPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	f.hits = append(f.hits, time.Now())
-	n := len(f.hits)
-	f.mu.Unlock()
-	if f.fault != nil && f.fault(w, r, n) {
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	switch r.URL.Path {
-	case "/pypi/ray/json":
-		w.Write(rayJSON())
-	case "/pypi/debugpy/json":
-		w.Write(debugpyJSON())
-	default:
-		w.WriteHeader(http.StatusNotFound)
-		w.Write([]byte(`{"message": "Not Found"}`))
-	}
 }
 
 func sources(pypiURL string, opts ...httpx.Option) catalog.Sources {
@@ -160,7 +125,7 @@ func mustMatrix(t *testing.T) *matrix.Config {
 }
 
 func TestRefresh(t *testing.T) {
-	srv := httptest.NewServer(&fakePyPI{})
+	srv := httptest.NewServer(newFakePyPI())
 	defer srv.Close()
 	got, err := catalog.Refresh(context.Background(), mustMatrix(t), sources(srv.URL))
 	if err != nil {
@@ -205,7 +170,7 @@ func TestRefreshFaults(t *testing.T) {
 		fault   func(w http.ResponseWriter, r *http.Request, n int) bool
 		opts    []httpx.Option
 		wantErr string // empty: must recover
-		check   func(t *testing.T, f *fakePyPI)
+		check   func(t *testing.T, f *fakepypi.Fake)
 	}{
 		{
 			name: "429 with Retry-After is honoured",
@@ -218,11 +183,12 @@ func TestRefreshFaults(t *testing.T) {
 				}
 				return false
 			},
-			check: func(t *testing.T, f *fakePyPI) {
-				if len(f.hits) < 2 {
-					t.Fatalf("%d requests, want a retry", len(f.hits))
+			check: func(t *testing.T, f *fakepypi.Fake) {
+				hits := f.Hits()
+				if len(hits) < 2 {
+					t.Fatalf("%d requests, want a retry", len(hits))
 				}
-				if gap := f.hits[1].Sub(f.hits[0]); gap < 900*time.Millisecond {
+				if gap := hits[1].Sub(hits[0]); gap < 900*time.Millisecond {
 					t.Errorf("retried after %v, want >= 1s (Retry-After: 1)", gap)
 				}
 			},
@@ -236,9 +202,9 @@ func TestRefreshFaults(t *testing.T) {
 				}
 				return false
 			},
-			check: func(t *testing.T, f *fakePyPI) {
-				if len(f.hits) != 5 { // 3 failures, ray, debugpy
-					t.Errorf("%d requests, want 5", len(f.hits))
+			check: func(t *testing.T, f *fakepypi.Fake) {
+				if hits := f.Hits(); len(hits) != 5 { // 3 failures, ray, debugpy
+					t.Errorf("%d requests, want 5", len(hits))
 				}
 			},
 		},
@@ -285,7 +251,11 @@ func TestRefreshFaults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &fakePyPI{fault: tc.fault}
+			var opts []fakepypi.Option
+			if tc.fault != nil {
+				opts = append(opts, fakepypi.WithFault(tc.fault))
+			}
+			f := newFakePyPI(opts...)
 			srv := httptest.NewServer(f)
 			defer srv.Close()
 			dir := t.TempDir()
@@ -334,7 +304,7 @@ func TestRefreshFaults(t *testing.T) {
 }
 
 func TestWriteDeterministic(t *testing.T) {
-	srv := httptest.NewServer(&fakePyPI{})
+	srv := httptest.NewServer(newFakePyPI())
 	defer srv.Close()
 	dir := t.TempDir()
 	var outs []string
