@@ -15,6 +15,7 @@ import (
 	digest "github.com/opencontainers/go-digest"
 
 	"github.com/imagectl/imagectl/dockerfiles"
+	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 )
 
@@ -63,7 +64,6 @@ func TestInputsDigestStableAndSensitive(t *testing.T) {
 		"python":     func(s *resolve.Set, _ *[]byte, _ *string) { s.Python = "3.11" },
 		"definition": func(_ *resolve.Set, d *[]byte, _ *string) { *d = []byte("FROM y\n") },
 		"version":    func(_ *resolve.Set, _ *[]byte, v *string) { *v = "v1.0.1" },
-		"tags":       func(s *resolve.Set, _ *[]byte, _ *string) { s.Tags = []string{"other"} },
 	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
@@ -356,18 +356,126 @@ func TestNewIndexAndReferrer(t *testing.T) {
 	}
 }
 
-func TestDefinitionInputsDigestMatchesRenderedDigest(t *testing.T) {
-	p := Params{ToolsImage: "python:3.12-slim", PackageIndex: "https://pypi.org/simple", PythonRuntime: PythonRuntimeBase}
-	got, err := DefinitionInputsDigest(testSet(), p, "v1")
+func testMatrix(t *testing.T, extra string) *matrix.Config {
+	t.Helper()
+	cfg, err := matrix.Parse("matrix.yaml", []byte(`image: {name: x, repositories: [ghcr.io/a/b]}
+tags:
+  - template: "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}-{{.Inputs}}"
+  - {template: "ray{{.Ray}}", floating: true}
+upstreams: {packageIndex: "https://pypi.org/simple"}
+`+extra))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rendered, _ := Render(dockerfiles.Dockerfile(), p)
-	if want := InputsDigest(testSet(), rendered, "v1"); got != want {
-		t.Errorf("DefinitionInputsDigest = %s, want %s", got, want)
+	return cfg
+}
+
+const standaloneYAML = `build:
+  toolsImage: python:3.12-slim
+  standalone:
+    "3.12":
+      url: https://example.com/cpython-3.12.11-{arch}-install_only.tar.gz
+      sha256:
+        x86_64: ` + "1111111111111111111111111111111111111111111111111111111111111111" + `
+        aarch64: ` + "2222222222222222222222222222222222222222222222222222222222222222" + `
+`
+
+func TestDefinitionFromMatrix(t *testing.T) {
+	cfg := testMatrix(t, standaloneYAML)
+	d, err := NewDefinition(cfg, Overrides{}, "v1")
+	if err != nil {
+		t.Fatal(err)
 	}
-	p.PackageIndex = "https://mirror.example/simple"
-	if other, _ := DefinitionInputsDigest(testSet(), p, "v1"); other == got {
-		t.Error("changing the package index did not change the inputs digest")
+	set := testSet()
+	r, err := d.Render(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Params{
+		ToolsImage: "python:3.12-slim", PackageIndex: "https://pypi.org/simple", PythonRuntime: PythonRuntimeStandalone,
+		StandaloneURL:    "https://example.com/cpython-3.12.11-{arch}-install_only.tar.gz",
+		StandaloneSHA256: map[string]string{"x86_64": strings.Repeat("1", 64), "aarch64": strings.Repeat("2", 64)},
+	}
+	if diff := cmp.Diff(want, r.Params); diff != "" {
+		t.Errorf("params (-want +got):\n%s", diff)
+	}
+	rendered, err := Render(dockerfiles.Dockerfile(), want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(rendered), string(r.Definition)); diff != "" {
+		t.Errorf("rendered definition (-want +got):\n%s", diff)
+	}
+	if in := InputsDigest(set, rendered, "v1"); r.Inputs != in {
+		t.Errorf("Inputs = %s, want InputsDigest = %s", r.Inputs, in)
+	}
+	if got, _ := d.InputsDigest(set); got != r.Inputs {
+		t.Errorf("InputsDigest = %s, want %s", got, r.Inputs)
+	}
+	tags, err := d.Tags(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantTags := []string{"4.101.2-ray2.46.0-py3.12-" + r.Inputs[7:19], "ray2.46.0"}; !cmp.Equal(wantTags, tags) {
+		t.Errorf("Tags = %v, want %v", tags, wantTags)
+	}
+
+	// Every override changes the parameters and so the inputs digest; an
+	// empty override keeps matrix.yaml's value.
+	for name, o := range map[string]Overrides{
+		"tools image":    {ToolsImage: "python:3.12-slim@sha256:" + strings.Repeat("c", 64)},
+		"package index":  {PackageIndex: "https://mirror.example/simple"},
+		"python runtime": {PythonRuntime: PythonRuntimeBase},
+		"standalone": {StandaloneURL: "https://example.com/other-{arch}.tar.gz",
+			StandaloneSHA256: map[string]string{"x86_64": strings.Repeat("3", 64), "aarch64": strings.Repeat("4", 64)}},
+		"definition": {Definition: append([]byte("# changed\n"), dockerfiles.Dockerfile()...)},
+	} {
+		od, err := NewDefinition(cfg, o, "v1")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		in, err := od.InputsDigest(set)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if in == r.Inputs {
+			t.Errorf("override %s did not change the inputs digest", name)
+		}
+	}
+	if v2, _ := NewDefinition(cfg, Overrides{}, "v2"); v2 != nil {
+		if in, _ := v2.InputsDigest(set); in == r.Inputs {
+			t.Error("another imagectl version gave the same inputs digest")
+		}
+	}
+}
+
+func TestDefinitionErrors(t *testing.T) {
+	set := testSet()
+	// The default runtime is standalone: a Python without a tarball is an error
+	// that says what to add.
+	d, err := NewDefinition(testMatrix(t, ""), Overrides{}, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Render(set); err == nil || !strings.Contains(err.Error(), "build.standalone has no python-build-standalone tarball for Python 3.12") {
+		t.Errorf("no standalone entry: %v", err)
+	}
+	d, _ = NewDefinition(testMatrix(t, standaloneYAML), Overrides{StandaloneURL: "https://example.com/{arch}.tar.gz"}, "v1")
+	if _, err := d.Render(set); err == nil || !strings.Contains(err.Error(), "give both the URL and the sha256") {
+		t.Errorf("half a standalone override: %v", err)
+	}
+	if _, err := NewDefinition(testMatrix(t, ""), Overrides{PythonRuntime: "system"}, "v1"); err == nil {
+		t.Error("unknown runtime override accepted")
+	}
+}
+
+func TestInputsDigestIgnoresTags(t *testing.T) {
+	def := []byte("FROM x\n")
+	a, b := testSet(), testSet()
+	b.Tags = append(b.Tags, "latest")
+	c := testSet()
+	c.Tags = nil
+	if x, y, z := InputsDigest(a, def, "v1"), InputsDigest(b, def, "v1"), InputsDigest(c, def, "v1"); x != y || x != z {
+		t.Errorf("tags changed the inputs digest: %s, %s, %s", x, y, z)
 	}
 }

@@ -20,7 +20,8 @@ const inputsVersion = "imagectl-inputs/v1"
 // InputsDigest is the sha256 ("sha256:<hex>") over everything that decides
 // what an image contains: the resolved set (with every extension file's
 // digest and the base digest per platform), the image definition bytes and
-// the imagectl version. Two builds with the same InputsDigest are expected to
+// the imagectl version. set.Tags are not inputs (they are rendered from this
+// digest) and are left out, so adding a tag template rebuilds nothing. Two builds with the same InputsDigest are expected to
 // give the same image; plan compares it with the LabelInputs of a published
 // image to decide what needs rebuilding.
 //
@@ -36,7 +37,9 @@ func InputsDigest(set resolve.Set, definition []byte, version string) string {
 	field("definition", string(definition))
 	// The lock is the canonical JSON of the set (encoding/json sorts map
 	// keys); it includes the file digests and base digests.
-	field("lock", string(Lock(set)))
+	lock := set
+	lock.Tags = nil
+	field("lock", string(Lock(lock)))
 	// Also list the pinned digests explicitly, sorted, so a reader of this
 	// function sees what must move the digest.
 	plats := sortedKeys(set.CodeServer.Platforms)

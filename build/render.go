@@ -8,9 +8,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-
-	"github.com/imagectl/imagectl/dockerfiles"
-	"github.com/imagectl/imagectl/resolve"
 )
 
 // Params are the values rendered into the definition as ARG defaults, so
@@ -120,16 +117,4 @@ func Render(definition []byte, p Params) ([]byte, error) {
 		}
 	}
 	return out.Bytes(), nil
-}
-
-// DefinitionInputsDigest renders the built-in definition (dockerfiles/) with
-// p and returns InputsDigest over it: exactly the LabelInputs value
-// `imagectl build` with the same Params and version writes. plan and release
-// call it to decide what needs rebuilding.
-func DefinitionInputsDigest(set resolve.Set, p Params, version string) (string, error) {
-	rendered, err := Render(dockerfiles.Dockerfile(), p)
-	if err != nil {
-		return "", err
-	}
-	return InputsDigest(set, rendered, version), nil
 }

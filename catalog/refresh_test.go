@@ -29,7 +29,7 @@ components:
 extensions:
   - {id: ms-python.python, source: marketplace}
   - {id: anyscalecompute.ray-distributed-debugger, source: openvsx}
-tags: [{template: "{{.CodeServer}}-{{.Ray}}-{{.Python}}"}]
+tags: [{template: "{{.CodeServer}}-{{.Ray}}-{{.Python}}-{{.Inputs}}"}]
 `
 
 // pypiProjects are ray and debugpy as the fake PyPI serves them.

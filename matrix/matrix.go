@@ -24,6 +24,9 @@ const (
 	DefaultGitHubURL     = "https://api.github.com"
 	DefaultPackageIndex  = "https://pypi.org/simple"
 	DefaultAnyConstraint = "*"
+	// DefaultToolsImage is the build-platform image with python3 and pip.
+	DefaultToolsImage    = "docker.io/library/python:3.12-slim-bookworm"
+	DefaultPythonRuntime = PythonRuntimeStandalone
 )
 
 // Values of Base.Versions, Ray.Build and PythonPolicy.Policy.
@@ -126,6 +129,12 @@ func applyDefaults(c *Config) {
 		if c.Extensions[i].Constraint == "" {
 			c.Extensions[i].Constraint = DefaultAnyConstraint
 		}
+	}
+	if c.Build.ToolsImage == "" {
+		c.Build.ToolsImage = DefaultToolsImage
+	}
+	if c.Build.PythonRuntime == "" {
+		c.Build.PythonRuntime = DefaultPythonRuntime
 	}
 	u := &c.Upstreams
 	for _, f := range []struct {

@@ -27,6 +27,12 @@ func TestLoadInvalid(t *testing.T) {
 		"bad-url-relative":     `invalid-bad-url-relative.yaml:4: upstreams.openvsx: bad URL "open-vsx.org"`,
 		"bad-versions":         `invalid-bad-versions.yaml:3: base.versions: unknown version source "dockerhub" (want registry-tags or github-releases)`,
 		"bad-yaml":             `invalid-bad-yaml.yaml: invalid YAML: yaml: line 1:`,
+		"build-no-arch":        `invalid-build-no-arch.yaml:6: build.standalone["3.12"].url: "https://example.com/cpython-3.12.11-x86_64-install_only.tar.gz" has no {arch}`,
+		"build-python-key":     `invalid-build-python-key.yaml:5: build.standalone["3.12.11"]: bad Python version "3.12.11"`,
+		"build-runtime":        `invalid-build-runtime.yaml:4: build.pythonRuntime: unknown Python runtime "system" (want standalone or base)`,
+		"build-sha256":         `invalid-build-sha256.yaml:9: build.standalone["3.12"].sha256.aarch64: "4D7BA5314FAB" is not a sha256`,
+		"build-tools-image":    `invalid-build-tools-image.yaml:4: build.toolsImage: bad image "Python:3.12 slim"`,
+		"build-unknown-arch":   `invalid-build-unknown-arch.yaml:10: build.standalone["3.12"].sha256.riscv64: unknown field "riscv64" (want one of aarch64, x86_64)`,
 		"dup-extension":        `invalid-dup-extension.yaml:5: extensions[1].id: extension "MS-Python.Python" already listed at extensions[0]`,
 		"dup-key":              `invalid-dup-key.yaml:4: platforms: duplicate field "platforms"`,
 		"dup-platform":         `invalid-dup-platform.yaml:3: platforms[1]: platform "linux/amd64" listed twice`,
@@ -42,6 +48,8 @@ func TestLoadInvalid(t *testing.T) {
 		"settings-key":         `invalid-settings-key.yaml:4: settings: want a string key, got a list`,
 		"settings-nan":         `invalid-settings-nan.yaml:4: settings["a"]: .nan is not representable in JSON`,
 		"tag-invalid-chars":    `invalid-tag-invalid-chars.yaml:2: tags[0].template: tag template "{{.CodeServer}}/ray{{.Ray}}:{{.Python}}" renders "4.101.2/ray2.46.0:3.12", not a valid tag`,
+		"tag-floating-inputs":  `invalid-tag-floating-inputs.yaml:4: tags[1].template: floating tag "ray{{.Ray}}-{{.Inputs}}" uses {{.Inputs}}`,
+		"tag-no-inputs":        `invalid-tag-no-inputs.yaml:2: tags[0].template: immutable tag "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}" does not change with the inputs digest (add {{.Inputs}}`,
 		"tag-not-unique":       `invalid-tag-not-unique.yaml:2: tags[0].template: immutable tag "ray{{.Ray}}" does not change with code-server, Ray and Python`,
 		"tag-pattern-bad":      `invalid-tag-pattern-bad.yaml:3: base.tagPattern: bad regular expression`,
 		"tag-pattern-no-group": `invalid-tag-pattern-no-group.yaml:3: base.tagPattern: "^\\d+\\.\\d+\\.\\d+$" has no group`,
@@ -92,7 +100,8 @@ func TestLoadValidMinimalDefaults(t *testing.T) {
 			Python:     PythonPolicy{Policy: PolicyHighestCommon},
 			Debugpy:    Constraint{Constraint: ">=1.8.0"},
 		},
-		Tags: []Tag{{Template: "{{.CodeServer}}-{{.Ray}}-{{.Python}}"}},
+		Build: Build{ToolsImage: DefaultToolsImage, PythonRuntime: PythonRuntimeStandalone},
+		Tags:  []Tag{{Template: "{{.CodeServer}}-{{.Ray}}-{{.Python}}-{{.Inputs}}"}},
 		Upstreams: Upstreams{
 			PyPI: DefaultPyPIURL, Marketplace: DefaultMarketplace, OpenVSX: DefaultOpenVSXURL,
 			GitHub: DefaultGitHubURL, PackageIndex: DefaultPackageIndex,
@@ -133,6 +142,20 @@ func TestLoadValidFull(t *testing.T) {
 	if string(b) != wantSettings {
 		t.Errorf("settings JSON = %s, want %s", b, wantSettings)
 	}
+	wantBuild := Build{
+		ToolsImage:    "docker.io/library/python:3.12-slim-bookworm",
+		PythonRuntime: PythonRuntimeStandalone,
+		Standalone: map[string]Standalone{"3.12": {
+			URL: "https://github.com/astral-sh/python-build-standalone/releases/download/20250808/cpython-3.12.11+20250808-{arch}-unknown-linux-gnu-install_only.tar.gz",
+			SHA256: StandaloneSHA256{
+				X86_64:  "63d78840bf209af8da8f24e335d910f88387b892ca9187be571d481c071751bb",
+				Aarch64: "4d7ba5314fab02130d6538f074961ffbf61310cade9180e59026074f9a8939cb",
+			},
+		}},
+	}
+	if diff := cmp.Diff(wantBuild, got.Build); diff != "" {
+		t.Errorf("build (-want +got):\n%s", diff)
+	}
 	if _, ok := got.Extension("MS-PYTHON.PYTHON"); !ok {
 		t.Error(`Extension("MS-PYTHON.PYTHON") not found; ids are case-insensitive`)
 	}
@@ -167,10 +190,11 @@ func TestLoadMissingFile(t *testing.T) {
 }
 
 func TestTagRender(t *testing.T) {
-	d := TagData{CodeServer: "4.101.2", VSCode: "1.101.2", Ray: "2.46.0", RayMinor: "2.46", Python: "3.12", Debugpy: "1.8.14"}
+	d := TagData{CodeServer: "4.101.2", VSCode: "1.101.2", Ray: "2.46.0", RayMinor: "2.46", Python: "3.12", Debugpy: "1.8.14", Inputs: "3f2a9c0b1d4e"}
 	tests := []struct {
 		tmpl, want, wantErr string
 	}{
+		{"{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}-{{.Inputs}}", "4.101.2-ray2.46.0-py3.12-3f2a9c0b1d4e", ""},
 		{"{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}", "4.101.2-ray2.46.0-py3.12", ""},
 		{"ray{{.RayMinor}}", "ray2.46", ""},
 		{"latest", "latest", ""},

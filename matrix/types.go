@@ -15,9 +15,16 @@ type Config struct {
 	Extensions []Extension `json:"extensions" yaml:"extensions"`
 	// Settings are written to code-server's User/settings.json.
 	Settings map[string]any `json:"settings,omitempty" yaml:"settings,omitempty"`
-	// Tags are Go text/template strings rendered per resolved set, e.g.
-	// "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}". The first is the versioned,
-	// immutable tag; templates marked floating may move.
+	// Build holds the image-definition parameters outside the resolved set
+	// (tools image, Python runtime). They are part of every image's inputs
+	// digest, so build, plan and release all read them from here; command-line
+	// flags only override them.
+	Build Build `json:"build" yaml:"build"`
+	// Tags are Go text/template strings rendered per resolved set once its
+	// inputs digest is known, e.g.
+	// "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}-{{.Inputs}}". The first is
+	// the versioned, immutable tag and must use {{.Inputs}}; templates marked
+	// floating may move and must not use it.
 	Tags []Tag `json:"tags" yaml:"tags"`
 	// Upstreams are the base URLs of every upstream service. Each may be
 	// overridden on the command line or by an IMAGECTL_*_URL environment variable.
@@ -95,6 +102,42 @@ type Extension struct {
 	// Exclude lists versions never to pick.
 	Exclude []string `json:"exclude,omitempty" yaml:"exclude,omitempty"`
 }
+
+// Build says how the image definition (dockerfiles/) is rendered.
+type Build struct {
+	// ToolsImage is the build-platform image with python3 and pip in which
+	// the wheels are cross-installed; pin it by digest for reproducibility.
+	ToolsImage string `json:"toolsImage" yaml:"toolsImage"`
+	// PythonRuntime is "standalone" (a python-build-standalone tarball from
+	// Standalone, unpacked on the build platform; the default, as
+	// linuxserver/code-server ships no python3) or "base" (the base image's
+	// own python3 of the set's version).
+	PythonRuntime string `json:"pythonRuntime" yaml:"pythonRuntime"`
+	// Standalone maps a CPython minor version ("3.12") to the
+	// python-build-standalone install_only tarball used for sets of that
+	// version.
+	Standalone map[string]Standalone `json:"standalone,omitempty" yaml:"standalone,omitempty"`
+}
+
+// Standalone is one python-build-standalone install_only tarball per
+// architecture.
+type Standalone struct {
+	// URL contains {arch}, replaced by x86_64 or aarch64.
+	URL    string           `json:"url" yaml:"url"`
+	SHA256 StandaloneSHA256 `json:"sha256" yaml:"sha256"`
+}
+
+// StandaloneSHA256 are the tarballs' sha256 (64 lowercase hex digits).
+type StandaloneSHA256 struct {
+	X86_64  string `json:"x86_64" yaml:"x86_64"`
+	Aarch64 string `json:"aarch64" yaml:"aarch64"`
+}
+
+// Values of Build.PythonRuntime.
+const (
+	PythonRuntimeStandalone = "standalone"
+	PythonRuntimeBase       = "base"
+)
 
 // Tag is one tag template.
 type Tag struct {

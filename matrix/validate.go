@@ -44,7 +44,7 @@ func (v *validator) line(path string) int {
 }
 
 func (v *validator) config(c *Config) error {
-	checks := []func(*Config) error{v.image, v.platforms, v.base, v.components, v.extensions, v.tags, v.upstreams}
+	checks := []func(*Config) error{v.image, v.platforms, v.base, v.components, v.extensions, v.build, v.tags, v.upstreams}
 	for _, check := range checks {
 		if err := check(c); err != nil {
 			return err
@@ -216,9 +216,51 @@ func (v *validator) extensions(c *Config) error {
 	return nil
 }
 
+var sha256HexRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func (v *validator) build(c *Config) error {
+	b := c.Build
+	if _, err := name.ParseReference(b.ToolsImage); err != nil {
+		return v.errf("build.toolsImage", "bad image %q: %v (want e.g. docker.io/library/python:3.12-slim-bookworm@sha256:...)", b.ToolsImage, err)
+	}
+	switch b.PythonRuntime {
+	case PythonRuntimeStandalone, PythonRuntimeBase:
+	default:
+		return v.errf("build.pythonRuntime", "unknown Python runtime %q (want %s or %s)", b.PythonRuntime, PythonRuntimeStandalone, PythonRuntimeBase)
+	}
+	for _, py := range sortedKeys(b.Standalone) {
+		st := b.Standalone[py]
+		path := fmt.Sprintf("build.standalone[%q]", py)
+		if !pythonMinorRE.MatchString(py) {
+			return v.errf(path, "bad Python version %q (want a CPython minor version such as \"3.12\")", py)
+		}
+		if !strings.Contains(st.URL, "{arch}") {
+			return v.errf(path+".url", "%q has no {arch} (it is replaced by x86_64 or aarch64 to fetch each architecture's tarball)", st.URL)
+		}
+		if err := checkURL(strings.ReplaceAll(st.URL, "{arch}", "x86_64")); err != nil {
+			return v.errf(path+".url", "%v", err)
+		}
+		for _, f := range []struct{ arch, sum string }{{"x86_64", st.SHA256.X86_64}, {"aarch64", st.SHA256.Aarch64}} {
+			if !sha256HexRE.MatchString(f.sum) {
+				return v.errf(path+".sha256."+f.arch, "%q is not a sha256 (want 64 lowercase hex digits)", f.sum)
+			}
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
 func (v *validator) tags(c *Config) error {
 	if len(c.Tags) == 0 {
-		return v.errf("tags", "missing (want at least one immutable tag template, e.g. {{.CodeServer}}-ray{{.Ray}}-py{{.Python}})")
+		return v.errf("tags", "missing (want at least one immutable tag template, e.g. {{.CodeServer}}-ray{{.Ray}}-py{{.Python}}-{{.Inputs}})")
 	}
 	if c.Tags[0].Floating {
 		return v.errf("tags[0].floating", "the first tag must be immutable (it names the exact set)")
@@ -226,15 +268,37 @@ func (v *validator) tags(c *Config) error {
 	for i, t := range c.Tags {
 		path := fmt.Sprintf("tags[%d].template", i)
 		rendered := map[string]bool{}
-		for _, d := range sampleTagData {
+		first := ""
+		for i, d := range sampleTagData {
 			s, err := t.Render(d)
 			if err != nil {
 				return v.errf(path, "%v", err)
 			}
+			if i == 0 {
+				first = s
+			}
 			rendered[s] = true
 		}
-		if !t.Floating && len(rendered) != len(sampleTagData) {
+		// The first sample with other inputs: an immutable tag must change (a
+		// rebuild from new inputs gets a new versioned tag), a floating one
+		// must not (it names the combination, whichever build it points at).
+		d := sampleTagData[0]
+		d.Inputs = otherInputs
+		other, err := t.Render(d)
+		if err != nil {
+			return v.errf(path, "%v", err)
+		}
+		if t.Floating {
+			if other != first {
+				return v.errf(path, "floating tag %q uses {{.Inputs}}: a floating tag names a combination and moves between builds, so it must not carry the inputs digest", t.Template)
+			}
+			continue
+		}
+		if len(rendered) != len(sampleTagData) {
 			return v.errf(path, "immutable tag %q does not change with code-server, Ray and Python (use {{.CodeServer}}, {{.Ray}} and {{.Python}}, or mark it floating: true)", t.Template)
+		}
+		if other == first {
+			return v.errf(path, "immutable tag %q does not change with the inputs digest (add {{.Inputs}}, e.g. {{.CodeServer}}-ray{{.Ray}}-py{{.Python}}-{{.Inputs}}): without it an extension bump, a rebuilt base or a definition change could never be published under a new versioned tag", t.Template)
 		}
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 )
 
@@ -249,19 +249,24 @@ func newSet(cs, ray, py string) resolve.Set {
 	}
 }
 
-// target renders the test tag scheme: an immutable versioned tag that names
-// the build (short inputs digest), and floating tags for the combination, the
-// Ray minor and latest.
+// testTags is the tag scheme of matrix.yaml: an immutable versioned tag that
+// names the build (short inputs digest), and floating tags for the
+// combination, the Ray minor and latest.
+var testTags = &matrix.Config{Tags: []matrix.Tag{
+	{Template: "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}-{{.Inputs}}"},
+	{Template: "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}", Floating: true},
+	{Template: "ray{{.RayMinor}}", Floating: true},
+	{Template: "latest", Floating: true},
+}}
+
+// target renders the tags of s with Targets, from the world's digest.
 func (w *world) target(s resolve.Set) Target {
 	w.t.Helper()
-	in, err := w.digest(s)
+	ts, err := Targets(testTags, []resolve.Set{s}, w.digest)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	combo := fmt.Sprintf("%s-ray%s-py%s", s.CodeServer.Version, s.Ray, s.Python)
-	minor := s.Ray[:strings.LastIndexByte(s.Ray, '.')]
-	s.Tags = []string{combo + "-b" + in[7:15], combo, "ray" + minor, "latest"}
-	return Target{Set: s, Versioned: s.Tags[0], Floating: s.Tags[1:]}
+	return ts[0]
 }
 
 func newWorld(t testing.TB, sets ...resolve.Set) *world {

@@ -89,13 +89,15 @@ type Plan struct {
 	Repository string   `json:"repository"`
 	Entries    []Entry  `json:"entries"`
 	UpToDate   []string `json:"upToDate"`
-	// current maps each up-to-date entry to the digest its versioned tag names.
-	current map[string]string
+	// current maps each up-to-date entry to the digest its versioned tag
+	// names, versioned to that tag.
+	current   map[string]string
+	versioned map[string]string
 }
 
-// Only keeps the entries named (versioned tags). Naming an up-to-date entry
-// is fine (it has nothing to do); naming an unknown one is an error listing
-// the known names.
+// Only keeps the entries named (entry names, <code-server>-ray<ray>-py<python>,
+// or their versioned tags). Naming an up-to-date entry is fine (it has nothing
+// to do); naming an unknown one is an error listing the known names.
 func (p *Plan) Only(names []string) (*Plan, error) {
 	if len(names) == 0 {
 		return p, nil
@@ -104,18 +106,22 @@ func (p *Plan) Only(names []string) (*Plan, error) {
 	for _, n := range names {
 		want[n] = true
 	}
-	out := &Plan{Repository: p.Repository, Entries: []Entry{}, UpToDate: []string{}, current: map[string]string{}}
+	out := &Plan{Repository: p.Repository, Entries: []Entry{}, UpToDate: []string{}, current: map[string]string{}, versioned: map[string]string{}}
 	for _, e := range p.Entries {
-		if want[e.Name] {
+		if want[e.Name] || want[e.Versioned] {
 			out.Entries = append(out.Entries, e)
 			delete(want, e.Name)
+			delete(want, e.Versioned)
 		}
 	}
 	for _, n := range p.UpToDate {
-		if want[n] {
+		v := p.versioned[n]
+		if want[n] || (v != "" && want[v]) {
 			out.UpToDate = append(out.UpToDate, n)
 			out.current[n] = p.current[n]
+			out.versioned[n] = v
 			delete(want, n)
+			delete(want, v)
 		}
 	}
 	if len(want) > 0 {
@@ -132,6 +138,16 @@ func (p *Plan) Only(names []string) (*Plan, error) {
 		return nil, fmt.Errorf("unknown entries %s; the matrix has: %s", strings.Join(unknown, ", "), strings.Join(known, ", "))
 	}
 	return out, nil
+}
+
+// NeedsBuild reports whether an entry must be built (not only promoted).
+func (p *Plan) NeedsBuild() bool {
+	for _, e := range p.Entries {
+		if e.Action == ActionBuild {
+			return true
+		}
+	}
+	return false
 }
 
 // Empty reports whether nothing needs to be done.
@@ -174,10 +190,22 @@ type observed struct {
 }
 
 // Plan compares every target with the repository. Targets should already have
-// their floating tags resolved with OwnFloating. Per target it costs the
-// versioned tag's manifest and config (three GETs) plus one HEAD per owned
-// floating tag; a target not yet published also reads its first existing
-// floating tag to explain what changed.
+// their floating tags resolved with OwnFloating.
+//
+// An entry is built when its versioned tag exists and names an image whose
+// inputs label equals the fresh inputs digest: the versioned tag carries the
+// digest's first 12 hex digits, so its existence alone already says "these
+// inputs were published", and the label check guards against a prefix
+// collision or another tag scheme. It is up to date when, in addition, every
+// floating tag it owns names that image; otherwise it is promoted (verify,
+// move the lagging floating tags). The versioned tag, not a floating one, is
+// the test because it is the one that can never move: a floating tag may lag
+// after a promotion failed, which is exactly the promote case.
+//
+// Per target it costs the versioned tag's manifest and config (three GETs)
+// plus one HEAD per owned floating tag; a target whose inputs were not
+// published yet instead reads its first existing floating tag (the
+// combination tag, the previous build of this line) to explain what changed.
 func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 	obs := make([]observed, len(targets))
 	g, gctx := errgroup.WithContext(ctx)
@@ -205,7 +233,7 @@ func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 			}
 		}
 	}
-	plan := &Plan{Repository: p.repo.String(), Entries: []Entry{}, UpToDate: []string{}, current: map[string]string{}}
+	plan := &Plan{Repository: p.repo.String(), Entries: []Entry{}, UpToDate: []string{}, current: map[string]string{}, versioned: map[string]string{}}
 	for i, t := range targets {
 		o := obs[i]
 		e := Entry{Name: t.Name(), InputsDigest: o.inputs, Versioned: t.Versioned, Floating: t.Floating, Set: t.Set}
@@ -222,8 +250,8 @@ func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 			e.Published = o.versioned.Digest.String()
 			e.Action = ActionBuild
 			e.Reasons = explain(o.versioned, t.Set)
-			e.Blocked = fmt.Sprintf("versioned tag %s already names %s built from inputs %s; versioned tags are never overwritten (make the first tag template vary with what changed)",
-				t.Versioned, short(e.Published), orNone(short(o.versioned.Inputs)))
+			e.Blocked = fmt.Sprintf("versioned tag %s already names %s built from inputs %s, not %s; versioned tags are never overwritten (the tag's {{.Inputs}} prefix collides, or the image was published by another tag scheme)",
+				t.Versioned, short(e.Published), orNone(short(o.versioned.Inputs)), short(o.inputs))
 		case o.previous != nil && o.previous.Lock != nil:
 			e.Action = ActionBuild
 			e.Reasons = explain(o.previous, t.Set)
@@ -243,6 +271,7 @@ func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 		if e.Action == "" {
 			plan.UpToDate = append(plan.UpToDate, e.Name)
 			plan.current[e.Name] = e.Published
+			plan.versioned[e.Name] = e.Versioned
 			continue
 		}
 		plan.Entries = append(plan.Entries, e)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -256,26 +257,49 @@ func TestPlanGitHubOutput(t *testing.T) {
 }
 
 func TestTargets(t *testing.T) {
-	cfg := &matrix.Config{Tags: []matrix.Tag{{Template: "v"}, {Template: "f", Floating: true}, {Template: "v2"}, {Template: "latest", Floating: true}}}
-	s := resolve.Set{Ray: "2.46.0", Tags: []string{"4.101.2-ray2.46.0-py3.12", "ray2.46", "4.101.2-ray2.46.0", "latest"}}
-	got, err := Targets(cfg, []resolve.Set{s})
+	cfg := &matrix.Config{Tags: []matrix.Tag{
+		{Template: "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}-{{.Inputs}}"},
+		{Template: "ray{{.RayMinor}}", Floating: true},
+		{Template: "{{.CodeServer}}-ray{{.Ray}}-{{.Inputs}}"},
+		{Template: "latest", Floating: true},
+	}}
+	s := newSet("4.101.2", "2.46.0", "3.12")
+	d := fakeDigest("def-1")
+	in, _ := d(s)
+	got, err := Targets(cfg, []resolve.Set{s}, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Target{{Set: s, Versioned: "4.101.2-ray2.46.0-py3.12", Floating: []string{"ray2.46", "latest"}}}
+	versioned := "4.101.2-ray2.46.0-py3.12-" + in[7:19]
+	rendered := s
+	rendered.Tags = []string{versioned, "ray2.46", "4.101.2-ray2.46.0-" + in[7:19], "latest"}
+	want := []Target{{Set: rendered, Versioned: versioned, Floating: []string{"ray2.46", "latest"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Targets (-want +got):\n%s", diff)
 	}
+	if name := got[0].Name(); name != "4.101.2-ray2.46.0-py3.12" {
+		t.Errorf("Name() = %q, want the combination", name)
+	}
+	// New inputs: a new versioned tag, the same name and floating tags.
+	other, err := Targets(cfg, []resolve.Set{s}, fakeDigest("def-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other[0].Versioned == versioned || other[0].Name() != got[0].Name() || !cmp.Equal(other[0].Floating, got[0].Floating) {
+		t.Errorf("new inputs gave %+v, want a new versioned tag only", other[0])
+	}
+	failing := DigestFunc(func(resolve.Set) (string, error) { return "", fmt.Errorf("no standalone Python") })
 	for _, bad := range []struct {
 		name string
 		cfg  *matrix.Config
-		set  resolve.Set
+		d    InputsDigester
 	}{
-		{"misaligned", cfg, resolve.Set{Tags: []string{"x"}}},
-		{"floating first", &matrix.Config{Tags: []matrix.Tag{{Template: "latest", Floating: true}}}, resolve.Set{Tags: []string{"latest"}}},
-		{"no templates", &matrix.Config{}, resolve.Set{}},
+		{"floating first", &matrix.Config{Tags: []matrix.Tag{{Template: "latest", Floating: true}}}, d},
+		{"no templates", &matrix.Config{}, d},
+		{"digest fails", cfg, failing},
+		{"digest malformed", cfg, DigestFunc(func(resolve.Set) (string, error) { return "sha256:short", nil })},
 	} {
-		if _, err := Targets(bad.cfg, []resolve.Set{bad.set}); err == nil {
+		if _, err := Targets(bad.cfg, []resolve.Set{s}, bad.d); err == nil {
 			t.Errorf("%s: Targets succeeded, want error", bad.name)
 		}
 	}

@@ -13,22 +13,29 @@ import (
 
 // Target is one buildable set with its tags split by promise.
 type Target struct {
+	// Set has its Tags rendered (Targets).
 	Set resolve.Set
-	// Versioned is the immutable tag; it names the entry (--only).
+	// Versioned is the immutable tag; it carries the inputs digest, so the
+	// same inputs always give the same versioned tag and new inputs a new one.
 	Versioned string
 	// Floating are the movable tags rendered for the set, most specific first.
 	Floating []string
 }
 
-// Name is the entry name: the versioned tag.
-func (t Target) Name() string { return t.Versioned }
+// Name is the entry name: the combination
+// <code-server>-ray<ray>-py<python>, which does not change when only the
+// inputs do (--only accepts it or the versioned tag).
+func (t Target) Name() string {
+	return t.Set.CodeServer.Version + "-ray" + t.Set.Ray + "-py" + t.Set.Python
+}
 
-// Targets pairs each set with the tag templates of cfg: set.Tags[i] is the
-// rendering of cfg.Tags[i], the first is the versioned tag and the others are
-// versioned or floating as matrix.yaml marks them. A set whose rendered tags do
-// not line up with the templates, or whose first template is floating, is an
-// error: plan cannot tell which tags are promises that may never move.
-func Targets(cfg *matrix.Config, sets []resolve.Set) ([]Target, error) {
+// Targets renders the tags of every set with resolve.RenderTags, from the
+// set's inputs digest as d computes it (the definition build uses), and
+// splits them by promise: the first is the versioned tag, the others are
+// versioned or floating as matrix.yaml marks them. A first template that is
+// floating is an error: plan could not tell which tag is the promise that
+// may never move.
+func Targets(cfg *matrix.Config, sets []resolve.Set, d InputsDigester) ([]Target, error) {
 	if len(cfg.Tags) == 0 {
 		return nil, fmt.Errorf("matrix: no tag templates (tags:), cannot name what to publish")
 	}
@@ -36,10 +43,13 @@ func Targets(cfg *matrix.Config, sets []resolve.Set) ([]Target, error) {
 		return nil, fmt.Errorf("matrix: tags[0] %q is floating; the first tag must be the versioned, immutable one", cfg.Tags[0].Template)
 	}
 	out := make([]Target, 0, len(sets))
-	for i, s := range sets {
-		if len(s.Tags) != len(cfg.Tags) {
-			return nil, fmt.Errorf("set %d (ray %s, code-server %s): %d rendered tags %v for %d tag templates; cannot tell floating from versioned",
-				i, s.Ray, s.CodeServer.Version, len(s.Tags), s.Tags, len(cfg.Tags))
+	for _, s := range sets {
+		in, err := d.InputsDigest(s)
+		if err != nil {
+			return nil, fmt.Errorf("ray %s, code-server %s: inputs digest: %w", s.Ray, s.CodeServer.Version, err)
+		}
+		if s.Tags, err = resolve.RenderTags(cfg, s, in); err != nil {
+			return nil, fmt.Errorf("ray %s, code-server %s: %w", s.Ray, s.CodeServer.Version, err)
 		}
 		t := Target{Set: s, Versioned: s.Tags[0]}
 		for j := 1; j < len(s.Tags); j++ {
@@ -60,6 +70,7 @@ func Targets(cfg *matrix.Config, sets []resolve.Set) ([]Target, error) {
 func OwnFloating(ts []Target) ([]Target, error) {
 	owner := map[string]int{}
 	seen := map[string]int{}
+	names := map[string]int{}
 	for i, t := range ts {
 		if t.Versioned == "" {
 			return nil, fmt.Errorf("set %d (ray %s): empty versioned tag", i, t.Set.Ray)
@@ -68,6 +79,10 @@ func OwnFloating(ts []Target) ([]Target, error) {
 			return nil, fmt.Errorf("sets %d and %d both render the versioned tag %q; it must be unique per set", j, i, t.Versioned)
 		}
 		seen[t.Versioned] = i
+		if j, dup := names[t.Name()]; dup {
+			return nil, fmt.Errorf("sets %d and %d are both the combination %s", j, i, t.Name())
+		}
+		names[t.Name()] = i
 		for _, f := range t.Floating {
 			if j, ok := owner[f]; !ok || newer(t.Set, ts[j].Set) {
 				owner[f] = i

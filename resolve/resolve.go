@@ -144,17 +144,22 @@ func resolveNormalized(cfg *matrix.Config, cat *catalog.Catalog, req Request) (S
 		Platforms:  platforms,
 		Extensions: exts,
 	}
-	if set.Tags, err = RenderTags(cfg, set); err != nil {
-		return Set{}, ex, err
-	}
 	return set, ex, nil
 }
 
-// RenderTags renders matrix.yaml tag templates for set.
-func RenderTags(cfg *matrix.Config, set Set) ([]string, error) {
+// RenderTags renders matrix.yaml's tag templates for set, whose image has
+// the inputs digest inputs ("sha256:<64 hex>", build.InputsDigest): the
+// first InputsLen hex digits become {{.Inputs}}. The result lines up with
+// cfg.Tags. It is the only place tags are rendered.
+func RenderTags(cfg *matrix.Config, set Set, inputs string) ([]string, error) {
+	hex, ok := strings.CutPrefix(inputs, "sha256:")
+	if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
+		return nil, fmt.Errorf("rendering tags: inputs digest %q is not sha256:<64 hex digits>", inputs)
+	}
 	d := matrix.TagData{
 		CodeServer: set.CodeServer.Version, VSCode: set.CodeServer.VSCode,
 		Ray: set.Ray, RayMinor: minorOf(set.Ray), Python: set.Python, Debugpy: set.Debugpy,
+		Inputs: hex[:matrix.InputsLen],
 	}
 	tags := make([]string, 0, len(cfg.Tags))
 	for _, t := range cfg.Tags {

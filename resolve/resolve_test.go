@@ -27,7 +27,9 @@ extensions:
   - {id: ms-python.python, source: marketplace}
   - {id: anyscalecompute.ray-distributed-debugger, source: marketplace}
 tags:
-  - template: "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}"
+  - template: "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}-{{.Inputs}}"
+  - {template: "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}", floating: true}
+  - {template: "ray{{.RayMinor}}", floating: true}
   - {template: "ray{{.Ray}}", floating: true}
   - {template: latest, floating: true}
 `
@@ -126,7 +128,8 @@ func TestResolveFullSet(t *testing.T) {
 				"linux/amd64": {TargetPlatform: "universal", URL: u("universal"), SHA256: sum},
 				"linux/arm64": {TargetPlatform: "universal", URL: u("universal"), SHA256: sum}}},
 		},
-		Tags: []string{"4.101.2-ray2.46.0-py3.12", "ray2.46.0", "latest"},
+		// Tags are publishing: rendered by RenderTags once the inputs
+		// digest is known, never by Resolve.
 	}
 	if diff := cmp.Diff(want, set); diff != "" {
 		t.Errorf("Resolve mismatch (-want +got):\n%s", diff)
@@ -144,6 +147,36 @@ func TestResolveFullSet(t *testing.T) {
 	} {
 		if !strings.Contains(text, line) {
 			t.Errorf("explanation lacks %q:\n%s", line, text)
+		}
+	}
+}
+
+func TestRenderTags(t *testing.T) {
+	cfg := mustMatrix(t, testMatrix)
+	set, _, err := Resolve(cfg, testCatalog(), ray46())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := "sha256:3f2a9c0b1d4e" + strings.Repeat("5", 52)
+	got, err := RenderTags(cfg, set, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"4.101.2-ray2.46.0-py3.12-3f2a9c0b1d4e", "4.101.2-ray2.46.0-py3.12", "ray2.46", "ray2.46.0", "latest"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("RenderTags (-want +got):\n%s", diff)
+	}
+	// Other inputs move the versioned tag only.
+	other, err := RenderTags(cfg, set, "sha256:"+strings.Repeat("0", 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other[0] != "4.101.2-ray2.46.0-py3.12-000000000000" || !cmp.Equal(other[1:], want[1:]) {
+		t.Errorf("RenderTags with other inputs = %v", other)
+	}
+	for _, bad := range []string{"", "sha256:abc", "sha512:" + strings.Repeat("a", 64), "sha256:" + strings.Repeat("A", 64)} {
+		if _, err := RenderTags(cfg, set, bad); err == nil {
+			t.Errorf("RenderTags(inputs %q) succeeded, want an error", bad)
 		}
 	}
 }

@@ -14,7 +14,12 @@ type Set struct {
 	Debugpy    string      `json:"debugpy"`
 	Platforms  []string    `json:"platforms"`
 	Extensions []Extension `json:"extensions"`
-	Tags       []string    `json:"tags"`
+	// Tags are publishing, not part of the lock: Resolve leaves them empty,
+	// because the versioned tag carries the inputs digest, which is known only
+	// once the image definition is rendered. RenderTags fills them (one per
+	// matrix.yaml tag template, in order) for build and release; they are
+	// never part of the inputs digest.
+	Tags []string `json:"tags,omitempty"`
 }
 
 // CodeServer is the chosen code-server and its base image.

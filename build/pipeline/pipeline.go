@@ -18,7 +18,6 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/catalog"
-	"github.com/imagectl/imagectl/dockerfiles"
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/marketplace"
@@ -43,19 +42,14 @@ type Request struct {
 	Catalog *catalog.Catalog
 	Resolve resolve.Request
 
-	// Definition is the image definition; nil means dockerfiles/Dockerfile.
-	Definition []byte
-	// ToolsImage is the build-platform image with python3 and pip.
-	ToolsImage string
-	// PackageIndex overrides matrix.yaml's upstreams.packageIndex.
-	PackageIndex string
-	// PythonRuntime, StandaloneURL and StandaloneSHA256 say where the image's
-	// python3 comes from (build.Params).
-	PythonRuntime    string
-	StandaloneURL    string
-	StandaloneSHA256 map[string]string
-	// Version is imagectl's version (part of the inputs digest).
-	Version string
+	// Set, if not nil, is built as is instead of resolving Resolve (release
+	// builds exactly the set it planned).
+	Set *resolve.Set
+
+	// Definition renders the image definition and computes the inputs
+	// digest (build.NewDefinition of Matrix with the command line's
+	// overrides and imagectl's version); plan and release use the same.
+	Definition *build.Definition
 	// Revision is the source revision for org.opencontainers.image.revision.
 	Revision string
 	// SourceDateEpoch fixes every timestamp in the image.
@@ -68,9 +62,12 @@ type Request struct {
 
 	// Repo is the image repository (default: matrix.yaml's first). With
 	// Push the image is pushed there by digest and tagged with the set's
-	// immutable tags (floating ones are moved by imagectl release); otherwise an OCI archive is written to DistDir (default dist).
+	// immutable tags (floating ones are moved by imagectl release), or with
+	// no tag at all when NoTags is set (release writes tags itself, last);
+	// otherwise an OCI archive is written to DistDir (default dist).
 	Repo    string
 	Push    bool
+	NoTags  bool
 	DistDir string
 	// Insecure allows plain HTTP to a registry other than localhost.
 	Insecure bool
@@ -109,6 +106,11 @@ type Result struct {
 	Signed        *sign.Result   `json:"signed,omitempty"`
 	Duration      build.Duration `json:"duration"`
 	Set           resolve.Set    `json:"set"`
+
+	// What signing needs after the build (sign).
+	provenance map[string]build.Statement
+	repo       name.Repository
+	epoch      time.Time
 }
 
 // PlatformOutput is one platform's manifest and how it was built.
@@ -119,9 +121,10 @@ type PlatformOutput struct {
 
 // Run builds one image from start to finish, in this order:
 //
-//  1. resolve the set (versions, base digests, extension files, tags);
+//  1. resolve the set (versions, base digests, extension files), unless
+//     req.Set is given;
 //  2. fetch the extension files into the cache (checksummed);
-//  3. render the definition and compute the inputs digest;
+//  3. render the definition, compute the inputs digest, render the tags;
 //  4. per platform: lay out the extensions, write settings and contexts;
 //  5. solve every platform with b (concurrently, one progress display);
 //  6. push the multi-platform index and tags, or write the OCI archive;
@@ -130,16 +133,22 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	start := time.Now()
 	cfg := req.Matrix
 
+	if req.Definition == nil {
+		return nil, fmt.Errorf("no image definition (build.NewDefinition)")
+	}
+
 	// 1. Resolve.
-	set, _, err := resolve.Resolve(cfg, req.Catalog, req.Resolve)
-	if err != nil {
-		return nil, fmt.Errorf("resolving: %w", err)
-	}
-	if len(set.Tags) == 0 {
-		if set.Tags, err = resolve.RenderTags(cfg, set); err != nil {
-			return nil, fmt.Errorf("rendering tags: %w", err)
+	var set resolve.Set
+	if req.Set != nil {
+		set = *req.Set
+	} else {
+		s, _, err := resolve.Resolve(cfg, req.Catalog, req.Resolve)
+		if err != nil {
+			return nil, fmt.Errorf("resolving: %w", err)
 		}
+		set = s
 	}
+	var err error
 	for _, p := range set.Platforms {
 		if set.CodeServer.Platforms[p] == "" {
 			return nil, fmt.Errorf("resolved set has no base digest for %s (catalog entry of code-server %s)", p, set.CodeServer.Version)
@@ -165,23 +174,16 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		return nil, fmt.Errorf("fetching extensions: %w", err)
 	}
 
-	// 3. Render and digest.
-	def := req.Definition
-	if def == nil {
-		def = dockerfiles.Dockerfile()
-	}
-	index := req.PackageIndex
-	if index == "" {
-		index = cfg.Upstreams.PackageIndex
-	}
-	rendered, err := build.Render(def, build.Params{
-		ToolsImage: req.ToolsImage, PackageIndex: index,
-		PythonRuntime: req.PythonRuntime, StandaloneURL: req.StandaloneURL, StandaloneSHA256: req.StandaloneSHA256,
-	})
+	// 3. Render and digest; the tags carry the inputs digest, so they are
+	// rendered only now.
+	def, err := req.Definition.Render(set)
 	if err != nil {
 		return nil, err
 	}
-	inputs := build.InputsDigest(set, rendered, req.Version)
+	rendered, inputs := def.Definition, def.Inputs
+	if set.Tags, err = resolve.RenderTags(cfg, set, inputs); err != nil {
+		return nil, err
+	}
 
 	// 4. Contexts per platform.
 	work := req.WorkDir
@@ -254,18 +256,20 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	}
 
 	// 6. Publish: push the index and tags, or write the archive.
-	res := &Result{InputsDigest: inputs, Set: set}
+	res := &Result{InputsDigest: inputs, Set: set, repo: repo, epoch: epoch}
 	var plats map[string]string
-	var provenance map[string]build.Statement
 	if req.Push {
-		tags := immutableTags(cfg, set)
+		var tags []string
+		if !req.NoTags {
+			tags = immutableTags(cfg, set)
+		}
 		pub, err := build.Publish(ctx, repo, results, tags, []remote.Option{remote.WithContext(ctx)})
 		if err != nil {
 			return nil, err
 		}
 		res.Index, res.Ref, res.Tags = pub.Index.String(), repo.Digest(pub.Index.String()).String(), tags
 		plats = digests(pub.Platforms)
-		provenance = pub.Provenance
+		res.provenance = pub.Provenance
 	} else {
 		dist := req.DistDir
 		if dist == "" {
@@ -295,28 +299,38 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		if !req.Push {
 			return res, fmt.Errorf("signing needs a pushed image (--push)")
 		}
-		sopts := []sign.Option{sign.WithNameOptions(nameOpts(req.Insecure)...)}
-		sres, err := sign.Image(ctx, res.Ref, req.Signer, sopts...)
-		if err != nil {
-			return res, fmt.Errorf("signing %s: %w", res.Ref, err)
-		}
-		res.Signed = sres
-		if _, err := sign.AttestSBOM(ctx, res.Ref, req.Signer, sign.SBOMInputFromLock(set, repo.Name(), epoch), sopts...); err != nil {
-			return res, fmt.Errorf("attaching the SBOM to %s: %w", res.Ref, err)
-		}
-		for _, p := range res.Platforms {
-			st, ok := provenance[p.Platform]
-			if !ok {
-				continue
-			}
-			ref := repo.Digest(p.Digest).String()
-			if _, err := sign.Attest(ctx, ref, req.Signer, st.PredicateType, func(string) ([]byte, error) { return st.Predicate, nil }, sopts...); err != nil {
-				return res, fmt.Errorf("attaching %s's provenance to %s: %w", p.Platform, ref, err)
-			}
+		if err := res.sign(ctx, req.Signer, req.Insecure); err != nil {
+			return res, err
 		}
 	}
 	res.Duration = build.Duration(time.Since(start))
 	return res, nil
+}
+
+// sign signs the pushed index and every platform manifest with s, and
+// attaches the SBOM (from the lock) and BuildKit's provenance of each
+// platform as signed attestations.
+func (res *Result) sign(ctx context.Context, s *sign.Signer, insecure bool) error {
+	sopts := []sign.Option{sign.WithNameOptions(nameOpts(insecure)...)}
+	sres, err := sign.Image(ctx, res.Ref, s, sopts...)
+	if err != nil {
+		return fmt.Errorf("signing %s: %w", res.Ref, err)
+	}
+	res.Signed = sres
+	if _, err := sign.AttestSBOM(ctx, res.Ref, s, sign.SBOMInputFromLock(res.Set, res.repo.Name(), res.epoch), sopts...); err != nil {
+		return fmt.Errorf("attaching the SBOM to %s: %w", res.Ref, err)
+	}
+	for _, p := range res.Platforms {
+		st, ok := res.provenance[p.Platform]
+		if !ok {
+			continue
+		}
+		ref := res.repo.Digest(p.Digest).String()
+		if _, err := sign.Attest(ctx, ref, s, st.PredicateType, func(string) ([]byte, error) { return st.Predicate, nil }, sopts...); err != nil {
+			return fmt.Errorf("attaching %s's provenance to %s: %w", p.Platform, ref, err)
+		}
+	}
+	return nil
 }
 
 // solveAll builds every spec concurrently, showing one progress display for

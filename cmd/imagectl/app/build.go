@@ -24,10 +24,6 @@ import (
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
-// DefaultToolsImage is the build-platform image in which pip cross-installs
-// the wheels (python3 + pip; it never runs on the target platform).
-const DefaultToolsImage = "docker.io/library/python:3.12-slim-bookworm"
-
 type buildFlags struct {
 	ext             extensionsFlags
 	push            bool
@@ -36,8 +32,7 @@ type buildFlags struct {
 	addr            string
 	driver          string
 	builders        []string
-	packageIndex    string
-	toolsImage      string
+	def             definitionFlags
 	cacheFrom       []string
 	cacheTo         []string
 	output          string
@@ -50,9 +45,43 @@ type buildFlags struct {
 	keyPasswordFile string
 	sourceDateEpoch string
 	revision        string
-	pythonRuntime   string
-	standaloneURL   string
-	standaloneSHA   []string
+}
+
+// definitionFlags override matrix.yaml's build: section and
+// upstreams.packageIndex. build, plan and release register the same flags
+// and hand them to build.NewDefinition, so all three compute the same inputs
+// digest.
+type definitionFlags struct {
+	toolsImage    string
+	packageIndex  string
+	pythonRuntime string
+	standaloneURL string
+	standaloneSHA []string
+}
+
+func (f *definitionFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.toolsImage, "tools-image", os.Getenv("IMAGECTL_TOOLS_IMAGE"), "override matrix.yaml build.toolsImage: the build-platform image with python3 and pip that cross-installs the wheels (env IMAGECTL_TOOLS_IMAGE)")
+	fl.StringVar(&f.packageIndex, "package-index", os.Getenv("IMAGECTL_PACKAGE_INDEX_URL"), "override matrix.yaml upstreams.packageIndex: the PEP 503 index for pip (env IMAGECTL_PACKAGE_INDEX_URL)")
+	fl.StringVar(&f.pythonRuntime, "python-runtime", "", "override matrix.yaml build.pythonRuntime: standalone (python-build-standalone, unpacked on the build platform) or base (the base image's own python3)")
+	fl.StringVar(&f.standaloneURL, "python-standalone-url", os.Getenv("IMAGECTL_PYTHON_STANDALONE_URL"), "override matrix.yaml build.standalone for the set's Python: install_only .tar.gz URL, {arch} becomes x86_64 or aarch64 (env IMAGECTL_PYTHON_STANDALONE_URL; needs --python-standalone-sha256)")
+	fl.StringArrayVar(&f.standaloneSHA, "python-standalone-sha256", nil, "ARCH=HEX sha256 of each --python-standalone-url tarball (x86_64=..., aarch64=...)")
+}
+
+// definition maps the flags onto build.NewDefinition.
+func (f *definitionFlags) definition(cfg *matrix.Config) (*build.Definition, error) {
+	o := build.Overrides{ToolsImage: f.toolsImage, PackageIndex: f.packageIndex, PythonRuntime: f.pythonRuntime, StandaloneURL: f.standaloneURL}
+	for _, kv := range f.standaloneSHA {
+		arch, sum, ok := strings.Cut(kv, "=")
+		if !ok || (arch != "x86_64" && arch != "aarch64") {
+			return nil, fmt.Errorf("--python-standalone-sha256 %q: want x86_64=HEX or aarch64=HEX", kv)
+		}
+		if o.StandaloneSHA256 == nil {
+			o.StandaloneSHA256 = map[string]string{}
+		}
+		o.StandaloneSHA256[arch] = sum
+	}
+	return build.NewDefinition(cfg, o, Version)
 }
 
 func newBuildCommand(g *globals) *cobra.Command {
@@ -114,16 +143,9 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 					return err
 				}
 			}
-			sums := map[string]string{}
-			for _, kv := range f.standaloneSHA {
-				arch, sum, ok := strings.Cut(kv, "=")
-				if !ok || (arch != "x86_64" && arch != "aarch64") {
-					return fmt.Errorf("--python-standalone-sha256 %q: want x86_64=HEX or aarch64=HEX", kv)
-				}
-				sums[arch] = sum
-			}
-			if f.pythonRuntime == build.PythonRuntimeStandalone && f.standaloneURL == "" {
-				return fmt.Errorf("--python-runtime standalone needs --python-standalone-url and --python-standalone-sha256 x86_64=HEX --python-standalone-sha256 aarch64=HEX (a python-build-standalone install_only tarball of the resolved Python); linuxserver/code-server ships no python3. Use --python-runtime base only with a base that has python3 of that version")
+			def, err := f.def.definition(cfg)
+			if err != nil {
+				return err
 			}
 			hc := httpx.New()
 			progressOut := g.stderr
@@ -137,26 +159,21 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 					matrix.SourceOpenVSX: openvsx.New(openvsx.WithHTTPClient(hc),
 						openvsx.WithBaseURL(firstNonEmpty(f.ext.openvsxURL, os.Getenv("IMAGECTL_OPENVSX_URL"), cfg.Upstreams.OpenVSX))),
 				},
-				ExtensionCache:   c,
-				ToolsImage:       f.toolsImage,
-				PackageIndex:     firstNonEmpty(f.packageIndex, os.Getenv("IMAGECTL_PACKAGE_INDEX_URL")),
-				PythonRuntime:    f.pythonRuntime,
-				StandaloneURL:    f.standaloneURL,
-				StandaloneSHA256: sums,
-				Version:          Version,
-				Revision:         firstNonEmpty(f.revision, gitRevision()),
-				SourceDateEpoch:  epoch,
-				Repo:             f.repo,
-				Push:             f.push,
-				DistDir:          f.dist,
-				Insecure:         f.insecure,
-				Provenance:       f.provenance,
-				SBOM:             f.sbom,
-				CacheFrom:        f.cacheFrom,
-				CacheTo:          f.cacheTo,
-				Signer:           signer,
-				Progress:         progressOut,
-				ProgressMode:     f.progress,
+				ExtensionCache:  c,
+				Definition:      def,
+				Revision:        firstNonEmpty(f.revision, gitRevision()),
+				SourceDateEpoch: epoch,
+				Repo:            f.repo,
+				Push:            f.push,
+				DistDir:         f.dist,
+				Insecure:        f.insecure,
+				Provenance:      f.provenance,
+				SBOM:            f.sbom,
+				CacheFrom:       f.cacheFrom,
+				CacheTo:         f.cacheTo,
+				Signer:          signer,
+				Progress:        progressOut,
+				ProgressMode:    f.progress,
 			})
 			if err != nil {
 				return err
@@ -171,6 +188,7 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 	}
 	f.ext.addResolve(cmd, true)
 	f.ext.addCache(cmd)
+	f.def.add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.ext.marketplaceURL, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL)")
 	fl.StringVar(&f.ext.openvsxURL, "openvsx-url", "", "Open VSX base URL (env IMAGECTL_OPENVSX_URL)")
@@ -180,11 +198,6 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 	fl.StringVar(&f.addr, "buildkit-addr", "", "buildkitd address (env BUILDKIT_HOST; default "+build.DefaultAddress+")")
 	fl.StringVar(&f.driver, "driver", "remote", "remote (connect to --buildkit-addr) or docker-container (start a moby/buildkit container)")
 	fl.StringArrayVar(&f.builders, "builder", nil, "PLATFORM=ADDR: build that platform on another buildkitd (repeatable)")
-	fl.StringVar(&f.packageIndex, "package-index", "", "PEP 503 index for pip (env IMAGECTL_PACKAGE_INDEX_URL; default matrix.yaml upstreams.packageIndex)")
-	fl.StringVar(&f.toolsImage, "tools-image", DefaultToolsImage, "build-platform image with python3 and pip, used to cross-install the wheels")
-	fl.StringVar(&f.pythonRuntime, "python-runtime", build.PythonRuntimeStandalone, "where python3 comes from: standalone (python-build-standalone, unpacked on the build platform) or base (the base image's own python3)")
-	fl.StringVar(&f.standaloneURL, "python-standalone-url", os.Getenv("IMAGECTL_PYTHON_STANDALONE_URL"), "python-build-standalone install_only .tar.gz URL; {arch} becomes x86_64 or aarch64 (env IMAGECTL_PYTHON_STANDALONE_URL)")
-	fl.StringArrayVar(&f.standaloneSHA, "python-standalone-sha256", nil, "ARCH=HEX sha256 of each tarball (x86_64=..., aarch64=...)")
 	fl.StringArrayVar(&f.cacheFrom, "cache-from", nil, "registry cache to import, REGISTRY/NAME[:TAG] (a per-platform suffix is added)")
 	fl.StringArrayVar(&f.cacheTo, "cache-to", nil, "registry cache to export (mode=max), REGISTRY/NAME[:TAG]")
 	fl.StringVar(&f.output, "output", "text", "text or json")

@@ -114,7 +114,7 @@ version lists the Ray versions the catalog knows.`,
 				}
 				return writeJSON(g.stdout, v)
 			}
-			writeSetText(g.stdout, set)
+			writeSetText(g.stdout, set, setTags(cfg, set))
 			if explain {
 				fmt.Fprintln(g.stdout)
 				fmt.Fprint(g.stdout, ex.String())
@@ -139,7 +139,7 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func writeSetText(w io.Writer, s resolve.Set) {
+func writeSetText(w io.Writer, s resolve.Set, tags string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	base := s.CodeServer.Base
 	if len(s.CodeServer.Platforms) == 0 {
@@ -158,7 +158,7 @@ func writeSetText(w io.Writer, s resolve.Set) {
 	fmt.Fprintf(tw, "python\t%s (Ray wheels on every platform: %s)\n", s.Python, strings.Join(s.RayPythons, ", "))
 	fmt.Fprintf(tw, "debugpy\t%s\n", s.Debugpy)
 	fmt.Fprintf(tw, "platforms\t%s\n", strings.Join(s.Platforms, ", "))
-	fmt.Fprintf(tw, "tags\t%s\n", strings.Join(s.Tags, ", "))
+	fmt.Fprintf(tw, "tags\t%s\n", tags)
 	fmt.Fprintf(tw, "extensions\t(install order)\n")
 	tw.Flush()
 	for _, e := range s.Extensions {
@@ -222,7 +222,7 @@ reason (and under "skipped" in JSON).`,
 			tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "RAY\tPYTHON\tCODE-SERVER\tVS CODE\tDEBUGPY\tPLATFORMS\tTAGS")
 			for _, s := range sets {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Ray, s.Python, s.CodeServer.Version, s.CodeServer.VSCode, s.Debugpy, strings.Join(s.Platforms, ","), strings.Join(s.Tags, ","))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Ray, s.Python, s.CodeServer.Version, s.CodeServer.VSCode, s.Debugpy, strings.Join(s.Platforms, ","), strings.ReplaceAll(setTags(cfg, s), ", ", ","))
 			}
 			tw.Flush()
 			for _, s := range skipped {

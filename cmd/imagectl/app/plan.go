@@ -12,19 +12,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/build"
-	"github.com/imagectl/imagectl/dockerfiles"
+	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/resolve"
 )
 
 // publishFlags are shared by plan and release: where the images live and how
-// their inputs digest is computed (the same parameters imagectl build uses).
+// their inputs digest is computed (the same overrides of matrix.yaml's build:
+// section that imagectl build takes).
 type publishFlags struct {
 	registryOverride string
 	insecure         bool
 	platforms        []string
-	toolsImage       string
-	packageIndex     string
+	def              definitionFlags
 }
 
 func (f *publishFlags) add(cmd *cobra.Command) {
@@ -33,17 +33,17 @@ func (f *publishFlags) add(cmd *cobra.Command) {
 		"publish to another registry: HOST[:PORT] replaces the registry of matrix.yaml's first repository, HOST/PATH replaces the whole repository (env IMAGECTL_REGISTRY_OVERRIDE)")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow plain HTTP to the registry (localhost is always allowed)")
 	fl.StringSliceVar(&f.platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
-	fl.StringVar(&f.toolsImage, "tools-image", os.Getenv("IMAGECTL_TOOLS_IMAGE"), "build-platform image with python3 and pip, as given to imagectl build (part of the inputs digest; env IMAGECTL_TOOLS_IMAGE)")
-	fl.StringVar(&f.packageIndex, "package-index", "", "Python package index, as given to imagectl build (default: matrix.yaml upstreams.packageIndex)")
+	f.def.add(cmd)
 }
 
 // publishSetup is everything plan and release share.
 type publishSetup struct {
-	repo     name.Repository
-	reg      *release.Registry
-	digester release.InputsDigester
-	targets  []release.Target
-	ropts    []remote.Option
+	cfg     *matrix.Config
+	repo    name.Repository
+	reg     *release.Registry
+	def     *build.Definition
+	targets []release.Target
+	ropts   []remote.Option
 }
 
 func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSetup, error) {
@@ -82,25 +82,19 @@ func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSe
 	for _, s := range skipped {
 		fmt.Fprintf(g.stderr, "skipped Ray %s: %s\n", s.Ray, s.Reason)
 	}
-	targets, err := release.Targets(cfg, sets)
+	// The one definition build uses too: same parameters, same inputs digest.
+	def, err := f.def.definition(cfg)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := release.Targets(cfg, sets, def)
 	if err != nil {
 		return nil, err
 	}
 	if targets, err = release.OwnFloating(targets); err != nil {
 		return nil, err
 	}
-	params := build.Params{ToolsImage: f.toolsImage, PackageIndex: f.packageIndex}
-	if params.PackageIndex == "" {
-		params.PackageIndex = cfg.Upstreams.PackageIndex
-	}
-	rendered, err := build.Render(dockerfiles.Dockerfile(), params)
-	if err != nil {
-		return nil, fmt.Errorf("rendering the image definition for the inputs digest (pass the --tools-image and --package-index given to imagectl build): %w", err)
-	}
-	digester := release.DigestFunc(func(s resolve.Set) (string, error) {
-		return build.InputsDigest(s, rendered, Version), nil
-	})
-	return &publishSetup{repo: repo, reg: reg, digester: digester, targets: targets, ropts: ropts}, nil
+	return &publishSetup{cfg: cfg, repo: repo, reg: reg, def: def, targets: targets, ropts: ropts}, nil
 }
 
 // overrideRegistry applies --registry-override to repo.
@@ -127,9 +121,14 @@ func newPlanCommand(g *globals) *cobra.Command {
 		Use:   "plan",
 		Short: "Say which images need rebuilding and why (reads manifests and labels only)",
 		Long: `plan computes, for every buildable combination of the matrix (imagectl matrix
-list), the digest of its build inputs and compares it with the
-dev.imagectl.inputs.digest label of the image published under its versioned
-tag. It reads manifests and config blobs only, never layers.
+list), the digest of its build inputs (the resolved set, the image definition
+rendered with matrix.yaml's build: section and upstreams.packageIndex, and the
+imagectl version, exactly as imagectl build computes it) and renders its tags:
+the versioned tag carries the digest's first 12 hex digits. An entry is up to
+date when its versioned tag exists, names an image whose
+dev.imagectl.inputs.digest label is that digest, and every floating tag it
+owns names the same image. It reads manifests and config blobs only, never
+layers.
 
 Each entry that needs work says why: not published yet, new Ray release, new
 code-server release, base rebuilt upstream, extension bump, component bump,
@@ -139,7 +138,7 @@ definition change, or a floating tag behind its build (promote only).
 for fromJSON. Nothing changed: an empty plan.`,
 		Example: `  imagectl plan
   imagectl plan --output json
-  imagectl plan --registry-override localhost:5000 --tools-image python:3.12-slim
+  imagectl plan --registry-override localhost:5000 --insecure
   echo "matrix=$(imagectl plan --output github)" >> "$GITHUB_OUTPUT"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -151,7 +150,7 @@ for fromJSON. Nothing changed: an empty plan.`,
 			if err != nil {
 				return err
 			}
-			p, err := release.NewPlanner(ps.reg, ps.digester, ps.repo).Plan(ctx, ps.targets)
+			p, err := release.NewPlanner(ps.reg, ps.def, ps.repo).Plan(ctx, ps.targets)
 			if err != nil {
 				return err
 			}
@@ -161,4 +160,18 @@ for fromJSON. Nothing changed: an empty plan.`,
 	pf.add(cmd)
 	cmd.Flags().StringVarP(&output, "output", "o", release.OutputText, "output format: text, json or github")
 	return cmd
+}
+
+// setTags renders the tags of s for display (imagectl matrix list/resolve):
+// they carry the inputs digest, so they are rendered with matrix.yaml's
+// definition (no overrides); Resolve leaves them out of the lock.
+func setTags(cfg *matrix.Config, s resolve.Set) string {
+	def, err := build.NewDefinition(cfg, build.Overrides{}, Version)
+	if err == nil {
+		var tags []string
+		if tags, err = def.Tags(s); err == nil {
+			return strings.Join(tags, ", ")
+		}
+	}
+	return "(not rendered: " + err.Error() + ")"
 }

@@ -4,18 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/build/pipeline"
+	"github.com/imagectl/imagectl/extensions"
+	"github.com/imagectl/imagectl/extensions/marketplace"
+	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
+	"github.com/imagectl/imagectl/upstream/httpx"
 	"github.com/imagectl/imagectl/verify"
 )
 
 type releaseFlags struct {
 	publishFlags
+	// b holds the BuildKit, extension and image flags of imagectl build
+	// (its definition flags are publishFlags.def).
+	b            buildFlags
 	dryRun       bool
 	only         []string
 	noFloating   bool
@@ -35,13 +46,15 @@ func newReleaseCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "release",
 		Short: "Build what the plan asks for, push by digest, sign, verify, then move tags",
-		Long: `release runs the plan (see imagectl plan) and, for each entry: builds and
-pushes the image by digest (no tag), signs the index and every platform
-manifest, verifies it, and only then writes tags.
+		Long: `release runs the plan (see imagectl plan) and, for each entry: builds the
+planned set with the same BuildKit pipeline as imagectl build and pushes it by
+digest (no tag), signs the index and every platform manifest (and attaches
+the SBOM and provenance attestations), verifies it, and only then writes tags.
 
-Tags: the versioned tag (the first of matrix.yaml) is immutable. If it already
-names another image, the entry fails before anything is built and no tag
-changes; if it names the same image, nothing is written. Floating tags
+Tags: the versioned tag (the first of matrix.yaml) carries the inputs digest
+and is immutable. The same inputs give the same versioned tag, so a re-run
+finds it and writes nothing; if it names an image built from other inputs, the
+entry fails before anything is built and no tag changes. Floating tags
 (ray2.46.0, latest, ...) move only after verify passes, most specific first,
 latest last; if one fails, those already moved are put back.
 
@@ -50,6 +63,7 @@ promotion; a second run (with --expect-digest set to the tested digest) then
 verifies again and moves the floating tags. A re-run after success writes
 nothing. --dry-run prints the actions and writes nothing.`,
 		Example: `  imagectl release --dry-run
+  imagectl release --key cosign.key --buildkit-addr tcp://buildkitd:1234
   imagectl release --only 4.101.2-ray2.46.0-py3.12 --no-floating --key cosign.key --output json
   imagectl release --only 4.101.2-ray2.46.0-py3.12 --expect-digest sha256:... --key cosign.key
   imagectl release --keyless --certificate-identity-regexp '^https://github.com/imagectl/' --certificate-oidc-issuer https://token.actions.githubusercontent.com`,
@@ -58,11 +72,23 @@ nothing. --dry-run prints the actions and writes nothing.`,
 			if err := checkOutput(f.output, "text", "json"); err != nil {
 				return err
 			}
-			return g.runRelease(cmd.Context(), &f)
+			return g.runRelease(cmd, &f)
 		},
 	}
 	f.publishFlags.add(cmd)
+	f.b.ext.addCache(cmd)
 	fl := cmd.Flags()
+	fl.StringVar(&f.b.ext.marketplaceURL, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL)")
+	fl.StringVar(&f.b.ext.openvsxURL, "openvsx-url", "", "Open VSX base URL (env IMAGECTL_OPENVSX_URL)")
+	fl.StringVar(&f.b.addr, "buildkit-addr", "", "buildkitd address (env BUILDKIT_HOST; default "+build.DefaultAddress+")")
+	fl.StringVar(&f.b.driver, "driver", "remote", "remote (connect to --buildkit-addr) or docker-container (start a moby/buildkit container)")
+	fl.StringArrayVar(&f.b.builders, "builder", nil, "PLATFORM=ADDR: build that platform on another buildkitd (repeatable)")
+	fl.StringArrayVar(&f.b.cacheFrom, "cache-from", nil, "registry cache to import, REGISTRY/NAME[:TAG]")
+	fl.StringArrayVar(&f.b.cacheTo, "cache-to", nil, "registry cache to export (mode=max), REGISTRY/NAME[:TAG]")
+	fl.StringVar(&f.b.progress, "progress", "auto", "BuildKit progress: auto, tty, plain or quiet (on stderr)")
+	fl.BoolVar(&f.b.provenance, "provenance", true, "attach buildkitd's SLSA provenance to each platform manifest")
+	fl.StringVar(&f.b.sourceDateEpoch, "source-date-epoch", "", "Unix time for every timestamp in the image (default: env SOURCE_DATE_EPOCH, else the git commit time, else 0)")
+	fl.StringVar(&f.b.revision, "revision", "", "source revision label (default: git rev-parse HEAD)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print what would be built, signed and tagged; write nothing")
 	fl.StringSliceVar(&f.only, "only", nil, "release only these entries (versioned tags, as imagectl plan prints them)")
 	fl.BoolVar(&f.noFloating, "no-floating", false, "write the versioned tag only; leave floating tags for a later promotion")
@@ -78,12 +104,13 @@ nothing. --dry-run prints the actions and writes nothing.`,
 	return cmd
 }
 
-func (g *globals) runRelease(ctx context.Context, f *releaseFlags) error {
+func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
+	ctx := cmd.Context()
 	ps, err := g.publishSetup(ctx, &f.publishFlags)
 	if err != nil {
 		return err
 	}
-	plan, err := release.NewPlanner(ps.reg, ps.digester, ps.repo).Plan(ctx, ps.targets)
+	plan, err := release.NewPlanner(ps.reg, ps.def, ps.repo).Plan(ctx, ps.targets)
 	if err != nil {
 		return err
 	}
@@ -95,6 +122,9 @@ func (g *globals) runRelease(ctx context.Context, f *releaseFlags) error {
 		nopts = append(nopts, name.Insecure)
 	}
 	var (
+		builder release.Builder = release.BuilderFunc(func(context.Context, resolve.Set, name.Repository) (name.Digest, error) {
+			return name.Digest{}, errors.New("no builder (dry run)")
+		})
 		signer   release.Signer   = release.SignerFunc(func(context.Context, name.Digest) error { return errors.New("no signer (dry run)") })
 		verifier release.Verifier = release.VerifierFunc(func(context.Context, name.Digest, resolve.Set) error { return errors.New("no verifier (dry run)") })
 	)
@@ -103,10 +133,20 @@ func (g *globals) runRelease(ctx context.Context, f *releaseFlags) error {
 		if err != nil {
 			return err
 		}
-		signer = release.SignerFunc(func(ctx context.Context, ref name.Digest) error {
-			_, err := sign.Image(ctx, ref.String(), s, sign.WithAllManifests(true), sign.WithRemoteOptions(ps.ropts...), sign.WithNameOptions(nopts...))
-			return err
-		})
+		if plan.NeedsBuild() {
+			// Build and sign: the pipeline of imagectl build (same definition
+			// as the plan), pushing by digest with no tag; the Publisher signs
+			// in release's sign step, once.
+			pub, err := f.publisher(cmd, g, ps, s)
+			if err != nil {
+				return err
+			}
+			builder, signer = pub, pub
+		} else {
+			signer = release.SignerFunc(func(context.Context, name.Digest) error {
+				return errors.New("promotion signs nothing")
+			})
+		}
 		cosignVerify := release.VerifierFunc(func(ctx context.Context, ref name.Digest, _ resolve.Set) error {
 			rep, err := verify.Image(ctx, ref.String(), vopt, verify.WithRemoteOptions(ps.ropts...), verify.WithNameOptions(nopts...), verify.WithSkipContents(f.skipContents))
 			if err != nil {
@@ -116,14 +156,8 @@ func (g *globals) runRelease(ctx context.Context, f *releaseFlags) error {
 		})
 		// The one place the release pipeline is composed: the image must
 		// carry the planned inputs, then pass imagectl verify.
-		verifier = release.Verifiers(release.InputsVerifier(ps.reg, ps.digester), cosignVerify)
+		verifier = release.Verifiers(release.InputsVerifier(ps.reg, ps.def), cosignVerify)
 	}
-	// TODO(lead): wire the BuildKit pipeline of imagectl build here (build.BuildSet
-	// with push by digest and no tags). Until then release can promote, dry-run
-	// and re-run, and refuses to build.
-	builder := release.BuilderFunc(func(context.Context, resolve.Set, name.Repository) (name.Digest, error) {
-		return name.Digest{}, errors.New("building from release is not wired to the BuildKit pipeline yet; build with imagectl build --push and promote with imagectl release")
-	})
 	opts := []release.ReleaseOption{release.WithDryRun(f.dryRun), release.WithFloating(!f.noFloating), release.WithExpectedDigest(f.expectDigest)}
 	if g.verbose {
 		opts = append(opts, release.WithLog(g.stderr))
@@ -137,6 +171,43 @@ func (g *globals) runRelease(ctx context.Context, f *releaseFlags) error {
 		return err
 	}
 	return relErr
+}
+
+// publisher maps the build flags onto the pipeline imagectl build runs.
+func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetup, s *sign.Signer) (*pipeline.Publisher, error) {
+	cache, err := f.b.ext.openCache()
+	if err != nil {
+		return nil, err
+	}
+	epoch, err := buildSourceDateEpoch(f.b.sourceDateEpoch)
+	if err != nil {
+		return nil, err
+	}
+	bk, err := f.b.buildKit(cmd)
+	if err != nil {
+		return nil, err
+	}
+	hc := httpx.New()
+	cfg := ps.cfg
+	return pipeline.NewPublisher(bk, pipeline.Request{
+		Matrix: cfg,
+		Sources: map[string]extensions.Source{
+			matrix.SourceMarketplace: marketplace.New(marketplace.WithHTTPClient(hc),
+				marketplace.WithBaseURL(firstNonEmpty(f.b.ext.marketplaceURL, os.Getenv("IMAGECTL_MARKETPLACE_URL"), cfg.Upstreams.Marketplace))),
+			matrix.SourceOpenVSX: openvsx.New(openvsx.WithHTTPClient(hc),
+				openvsx.WithBaseURL(firstNonEmpty(f.b.ext.openvsxURL, os.Getenv("IMAGECTL_OPENVSX_URL"), cfg.Upstreams.OpenVSX))),
+		},
+		ExtensionCache:  cache,
+		Definition:      ps.def,
+		Revision:        firstNonEmpty(f.b.revision, gitRevision()),
+		SourceDateEpoch: epoch,
+		Insecure:        f.insecure,
+		Provenance:      f.b.provenance,
+		CacheFrom:       f.b.cacheFrom,
+		CacheTo:         f.b.cacheTo,
+		Progress:        g.stderr,
+		ProgressMode:    f.b.progress,
+	}, s), nil
 }
 
 // signerAndVerifyOption loads the signer and the matching verify option.

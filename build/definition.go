@@ -1,0 +1,132 @@
+package build
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/imagectl/imagectl/dockerfiles"
+	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/resolve"
+)
+
+// Overrides replace matrix.yaml's build: section (and upstreams.packageIndex)
+// for one run; an empty field keeps matrix.yaml's value. The command line maps
+// its flags onto them, identically for build, plan and release.
+type Overrides struct {
+	ToolsImage    string
+	PackageIndex  string
+	PythonRuntime string
+	// StandaloneURL and StandaloneSHA256 (keys x86_64, aarch64) replace the
+	// build.standalone entry of whatever Python the set resolves to.
+	StandaloneURL    string
+	StandaloneSHA256 map[string]string
+	// Definition replaces dockerfiles/Dockerfile (tests, experiments).
+	Definition []byte
+}
+
+// Definition turns one matrix.yaml (plus overrides and the imagectl version)
+// into the rendered image definition and inputs digest of any of its sets.
+// It is the single place where the definition parameters are decided: build,
+// plan and release all use it, so they agree on every inputs digest.
+type Definition struct {
+	cfg     *matrix.Config
+	o       Overrides
+	version string
+	source  []byte
+}
+
+// Rendered is the definition rendered for one set.
+type Rendered struct {
+	// Params are what the definition was rendered with.
+	Params Params
+	// Definition is the rendered definition (its bytes are hashed).
+	Definition []byte
+	// Inputs is InputsDigest(set, Definition, version): the LabelInputs value.
+	Inputs string
+}
+
+// NewDefinition returns the Definition of cfg with o applied; version is
+// imagectl's version (part of every inputs digest).
+func NewDefinition(cfg *matrix.Config, o Overrides, version string) (*Definition, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("definition: no matrix")
+	}
+	if o.PythonRuntime != "" && o.PythonRuntime != PythonRuntimeBase && o.PythonRuntime != PythonRuntimeStandalone {
+		return nil, fmt.Errorf("python runtime override %q: want %q or %q", o.PythonRuntime, PythonRuntimeBase, PythonRuntimeStandalone)
+	}
+	src := o.Definition
+	if src == nil {
+		src = dockerfiles.Dockerfile()
+	}
+	return &Definition{cfg: cfg, o: o, version: version, source: src}, nil
+}
+
+// Params returns the render parameters for set: matrix.yaml's build section
+// and upstreams.packageIndex, each replaced by its override when given.
+func (d *Definition) Params(set resolve.Set) (Params, error) {
+	b := d.cfg.Build
+	p := Params{
+		ToolsImage:    firstNonEmpty(d.o.ToolsImage, b.ToolsImage),
+		PackageIndex:  firstNonEmpty(d.o.PackageIndex, d.cfg.Upstreams.PackageIndex),
+		PythonRuntime: firstNonEmpty(d.o.PythonRuntime, b.PythonRuntime),
+	}
+	if p.PythonRuntime != PythonRuntimeStandalone {
+		return p, nil
+	}
+	if d.o.StandaloneURL != "" || len(d.o.StandaloneSHA256) > 0 {
+		if d.o.StandaloneURL == "" || len(d.o.StandaloneSHA256) == 0 {
+			return Params{}, fmt.Errorf("python-build-standalone override: give both the URL and the sha256 of x86_64 and aarch64")
+		}
+		p.StandaloneURL, p.StandaloneSHA256 = d.o.StandaloneURL, maps.Clone(d.o.StandaloneSHA256)
+		return p, nil
+	}
+	st, ok := b.Standalone[set.Python]
+	if !ok {
+		return Params{}, fmt.Errorf("matrix.yaml build.standalone has no python-build-standalone tarball for Python %s (the set of Ray %s resolves to it); add one, or set build.pythonRuntime: base for a base image that ships python%s",
+			set.Python, set.Ray, set.Python)
+	}
+	p.StandaloneURL = st.URL
+	p.StandaloneSHA256 = map[string]string{"x86_64": st.SHA256.X86_64, "aarch64": st.SHA256.Aarch64}
+	return p, nil
+}
+
+// Render renders the definition for set and computes its inputs digest.
+func (d *Definition) Render(set resolve.Set) (*Rendered, error) {
+	p, err := d.Params(set)
+	if err != nil {
+		return nil, err
+	}
+	out, err := Render(d.source, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Rendered{Params: p, Definition: out, Inputs: InputsDigest(set, out, d.version)}, nil
+}
+
+// InputsDigest is the LabelInputs value `imagectl build` writes for set.
+func (d *Definition) InputsDigest(set resolve.Set) (string, error) {
+	r, err := d.Render(set)
+	if err != nil {
+		return "", err
+	}
+	return r.Inputs, nil
+}
+
+// Tags renders matrix.yaml's tag templates for set (resolve.RenderTags with
+// set's inputs digest).
+func (d *Definition) Tags(set resolve.Set) ([]string, error) {
+	in, err := d.InputsDigest(set)
+	if err != nil {
+		return nil, err
+	}
+	return resolve.RenderTags(d.cfg, set, in)
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
