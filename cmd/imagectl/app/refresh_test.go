@@ -1,0 +1,434 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"gopkg.in/yaml.v3"
+
+	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
+	"github.com/imagectl/imagectl/resolve"
+)
+
+// refreshRepoMatrix is the committed matrix.yaml, read at test time.
+const refreshRepoMatrix = "../../../matrix.yaml"
+
+// runRefreshCLI runs imagectl with args through Run, as main does.
+func runRefreshCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// fakeBase is a base image repository in an in-process registry, tagged like
+// lscr.io/linuxserver/code-server.
+type fakeBase struct {
+	repo string // host:port/linuxserver/code-server
+	// index, amd64 and arm64 are the digests behind the plain version tag.
+	index, amd64, arm64 string
+}
+
+func platformImage(t *testing.T, arch string) v1.Image {
+	t.Helper()
+	img, err := random.Image(256, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf.OS, cf.Architecture = "linux", arch
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func twoPlatformIndex(t *testing.T) (v1.ImageIndex, v1.Image, v1.Image) {
+	t.Helper()
+	amd, arm := platformImage(t, "amd64"), platformImage(t, "arm64")
+	idx := mutate.AppendManifests(empty.Index,
+		mutate.IndexAddendum{Add: amd, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}},
+		mutate.IndexAddendum{Add: arm, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}},
+	)
+	return idx, amd, arm
+}
+
+func startFakeBase(t *testing.T) fakeBase {
+	t.Helper()
+	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	repo := strings.TrimPrefix(srv.URL, "http://") + "/linuxserver/code-server"
+	push := func(tag string, write func(name.Reference) error) {
+		t.Helper()
+		ref, err := name.ParseReference(repo+":"+tag, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := write(ref); err != nil {
+			t.Fatalf("pushing %s: %v", ref, err)
+		}
+	}
+	idx, amd, arm := twoPlatformIndex(t)
+	push("4.101.2", func(r name.Reference) error { return remote.WriteIndex(r, idx) })
+	// Tags that must be ignored, each on different content so that picking
+	// one by mistake shows in the digests: a linuxserver build tag, a
+	// single-arch tag, a floating tag, and a version below the matrix
+	// constraint.
+	for _, tag := range []string{"4.101.2-ls285", "latest", "4.95.0"} {
+		other, _, _ := twoPlatformIndex(t)
+		push(tag, func(r name.Reference) error { return remote.WriteIndex(r, other) })
+	}
+	push("amd64-4.101.2", func(r name.Reference) error { return remote.Write(r, platformImage(t, "amd64")) })
+	digest := func(d func() (v1.Hash, error)) string {
+		h, err := d()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.String()
+	}
+	return fakeBase{repo: repo, index: digest(idx.Digest), amd64: digest(amd.Digest), arm64: digest(arm.Digest)}
+}
+
+// fakePyPIProjects is ray and debugpy as the fake PyPI serves them: Ray
+// 2.46.0 has wheels for CPython 3.9-3.12 on amd64 but only 3.9-3.11 on arm64
+// (so the common Python is 3.11, unlike the committed catalog), and debugpy
+// 1.8.15 is newer than anything the committed catalog knows.
+func fakePyPIProjects() []fakepypi.Project {
+	var ray []fakepypi.File
+	for _, py := range []string{"39", "310", "311", "312"} {
+		ray = append(ray,
+			fakepypi.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_x86_64.whl", py, py)),
+			fakepypi.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-macosx_12_0_arm64.whl", py, py)))
+		if py != "312" {
+			ray = append(ray, fakepypi.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_aarch64.whl", py, py)))
+		}
+	}
+	return []fakepypi.Project{
+		{Name: "ray", RequiresPython: ">=3.9", Releases: map[string][]fakepypi.File{
+			"2.46.0":    ray,
+			"2.47.0rc1": {fakepypi.Wheel("ray-2.47.0rc1-cp312-cp312-manylinux2014_x86_64.whl")},
+			"2.38.0":    {fakepypi.Wheel("ray-2.38.0-cp312-cp312-manylinux2014_x86_64.whl")},
+		}},
+		{Name: "debugpy", RequiresPython: ">=3.8", Releases: map[string][]fakepypi.File{
+			"1.8.15": {
+				fakepypi.Wheel("debugpy-1.8.15-cp311-cp311-manylinux_2_5_x86_64.manylinux1_x86_64.manylinux_2_17_x86_64.manylinux2014_x86_64.whl"),
+				fakepypi.Wheel("debugpy-1.8.15-py2.py3-none-any.whl"),
+				{Filename: "debugpy-1.8.15.tar.gz"},
+			},
+			"1.7.0": {fakepypi.Wheel("debugpy-1.7.0-py2.py3-none-any.whl")},
+		}},
+	}
+}
+
+// setYAML sets the scalar at path (mapping keys) in the document doc.
+func setYAML(t *testing.T, doc *yaml.Node, value string, path ...string) {
+	t.Helper()
+	n := doc
+	if n.Kind == yaml.DocumentNode {
+		n = n.Content[0]
+	}
+	for _, key := range path {
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				n, found = n.Content[i+1], true
+				break
+			}
+		}
+		if !found {
+			t.Fatalf("matrix.yaml has no %s", strings.Join(path, "."))
+		}
+	}
+	if n.Kind != yaml.ScalarNode {
+		t.Fatalf("matrix.yaml %s is not a scalar", strings.Join(path, "."))
+	}
+	n.Value = value
+}
+
+// End to end through the CLI: refresh against fakes of every upstream, then
+// resolve from the snapshot it wrote.
+func TestMatrixRefreshThenResolve(t *testing.T) {
+	for _, env := range []string{"IMAGECTL_PYPI_URL", "IMAGECTL_MARKETPLACE_URL", "IMAGECTL_OPENVSX_URL", "IMAGECTL_GITHUB_URL", "IMAGECTL_BASE_IMAGE", "IMAGECTL_BASE_VERSIONS", "IMAGECTL_CATALOG", "IMAGECTL_MATRIX"} {
+		t.Setenv(env, "")
+	}
+	builds, err := gallery.LoadDir(gallery.FixtureDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gal := gallery.New(builds)
+	t.Cleanup(gal.Close)
+	pypiSrv := httptest.NewServer(fakepypi.New(fakePyPIProjects()))
+	t.Cleanup(pypiSrv.Close)
+	base := startFakeBase(t)
+
+	// The committed matrix.yaml, with every upstream on a fake.
+	src, err := os.ReadFile(refreshRepoMatrix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		t.Fatal(err)
+	}
+	setYAML(t, &doc, base.repo, "base", "image")
+	setYAML(t, &doc, pypiSrv.URL, "upstreams", "pypi")
+	setYAML(t, &doc, pypiSrv.URL+"/simple", "upstreams", "packageIndex")
+	setYAML(t, &doc, gal.MarketplaceURL(), "upstreams", "marketplace")
+	setYAML(t, &doc, gal.OpenVSXURL(), "upstreams", "openvsx")
+	setYAML(t, &doc, "http://127.0.0.1:1", "upstreams", "github") // never asked
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mpath := filepath.Join(dir, "matrix.yaml")
+	if err := os.WriteFile(mpath, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cpath := filepath.Join(dir, "catalog.json") // the default: beside matrix.yaml
+
+	refresh := func() []byte {
+		t.Helper()
+		code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "refresh", "--retries", "0", "--timeout", "20s")
+		if code != 0 {
+			t.Fatalf("matrix refresh: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		if !strings.Contains(stdout, "wrote "+cpath) {
+			t.Errorf("refresh stdout %q does not name %s", stdout, cpath)
+		}
+		b, err := os.ReadFile(cpath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	first := refresh()
+	if second := refresh(); !bytes.Equal(first, second) {
+		t.Errorf("two refreshes of the same upstream state wrote different bytes:\n%s\n---\n%s", first, second)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("%s holds %d entries, want matrix.yaml and catalog.json only (no temp files)", dir, len(ents))
+	}
+	cat, err := catalog.Load(cpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The catalog holds exactly what the fakes serve.
+	platforms := map[string]string{"linux/amd64": base.amd64, "linux/arm64": base.arm64}
+	wantCS := []catalog.CodeServer{{Version: "4.101.2", VSCode: "1.101.2", Tag: "4.101.2", IndexDigest: base.index, Platforms: platforms}}
+	if diff := cmp.Diff(wantCS, cat.CodeServer); diff != "" {
+		t.Errorf("code-server in the catalog (-want +got); only the plain version tag counts:\n%s", diff)
+	}
+	wantRay := []catalog.PythonPackage{{Version: "2.46.0", RequiresPython: ">=3.9", Pythons: map[string][]string{
+		"linux/amd64": {"3.9", "3.10", "3.11", "3.12"},
+		"linux/arm64": {"3.9", "3.10", "3.11"},
+	}}}
+	if diff := cmp.Diff(wantRay, cat.Ray); diff != "" {
+		t.Errorf("Ray in the catalog (-want +got):\n%s", diff)
+	}
+	wantDebugpy := []catalog.PythonPackage{{Version: "1.8.15", RequiresPython: ">=3.9", Pythons: map[string][]string{
+		"any": {"any"}, "linux/amd64": {"3.11"},
+	}}}
+	if diff := cmp.Diff(wantDebugpy, cat.Debugpy); diff != "" {
+		t.Errorf("debugpy in the catalog (-want +got):\n%s", diff)
+	}
+	wantExt := galleryRecords(t, builds, cat.Extensions)
+	gotExt := stripURLs(t, cat.Extensions, gal.MarketplaceURL()+"/")
+	if diff := cmp.Diff(wantExt, gotExt); diff != "" {
+		t.Errorf("extensions in the catalog (-want +got):\n%s", diff)
+	}
+
+	// resolve reads that snapshot (no network) and uses it.
+	code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "resolve", "--ray", "2.46.0", "--output", "json")
+	if code != 0 {
+		t.Fatalf("matrix resolve: exit %d\nstderr:\n%s", code, stderr)
+	}
+	var set resolve.Set
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&set); err != nil {
+		t.Fatalf("stdout is not one Set: %v\n%s", err, stdout)
+	}
+	if diff := cmp.Diff(platforms, set.CodeServer.Platforms); diff != "" {
+		t.Errorf("base digests per platform (-want +got):\n%s", diff)
+	}
+	if want := base.repo + ":4.101.2@" + base.index; set.CodeServer.Base != want || set.CodeServer.Version != "4.101.2" || set.CodeServer.VSCode != "1.101.2" {
+		t.Errorf("code-server %s (VS Code %s) base %s; want 4.101.2 (1.101.2) base %s", set.CodeServer.Version, set.CodeServer.VSCode, set.CodeServer.Base, want)
+	}
+	if diff := cmp.Diff([]string{"3.9", "3.10", "3.11"}, set.RayPythons); diff != "" {
+		t.Errorf("rayPythons: Pythons with Ray wheels on both platforms (-want +got):\n%s", diff)
+	}
+	if set.Ray != "2.46.0" || set.Python != "3.11" || set.Debugpy != "1.8.15" {
+		t.Errorf("ray %s python %s debugpy %s; want 2.46.0, 3.11 (no arm64 3.12 wheel), 1.8.15", set.Ray, set.Python, set.Debugpy)
+	}
+	var ids []string
+	for _, e := range set.Extensions {
+		ids = append(ids, e.ID)
+		want := newestCompatible(t, builds, e.ID, set.CodeServer.VSCode, set.Platforms)
+		if e.Version != want.Version || e.Engine != want.Engine {
+			t.Errorf("%s %s (engines %s); want %s (engines %s), the newest the fake serves for VS Code %s", e.ID, e.Version, e.Engine, want.Version, want.Engine, set.CodeServer.VSCode)
+		}
+		for _, p := range set.Platforms {
+			f := e.Files[p]
+			if f.TargetPlatform != want.files[p] {
+				t.Errorf("%s %s on %s: target platform %q, want %q", e.ID, e.Version, p, f.TargetPlatform, want.files[p])
+			}
+			if u := catalogURL(cat, e.ID, e.Version, f.TargetPlatform); f.URL != u || u == "" {
+				t.Errorf("%s %s on %s: url %q, want the catalog's %q", e.ID, e.Version, p, f.URL, u)
+			}
+		}
+	}
+	var catIDs []string
+	for _, r := range cat.Extensions {
+		catIDs = append(catIDs, r.ID)
+	}
+	slices.Sort(ids)
+	if diff := cmp.Diff(catIDs, ids); diff != "" {
+		t.Errorf("extensions in the set (-want +got):\n%s", diff)
+	}
+}
+
+// galleryRecords is what the catalog should say about the extensions in recs
+// (their ids and sources) from the builds the fake gallery serves: every
+// version newest first, with its engine, dependencies and target platforms.
+func galleryRecords(t *testing.T, builds []gallery.Build, recs []catalog.ExtensionRecord) []catalog.ExtensionRecord {
+	t.Helper()
+	var out []catalog.ExtensionRecord
+	for _, r := range recs {
+		byVersion := map[string]*catalog.ExtensionVersion{}
+		for _, b := range builds {
+			if b.ID != r.ID {
+				continue
+			}
+			v := byVersion[b.Version]
+			if v == nil {
+				v = &catalog.ExtensionVersion{Version: b.Version, PreRelease: b.PreRelease, Engine: b.Engine,
+					Dependencies: b.Dependencies, ExtensionPack: b.ExtensionPack, Files: map[string]catalog.File{}}
+				byVersion[b.Version] = v
+			}
+			v.Files[b.TargetPlatform] = catalog.File{}
+		}
+		if len(byVersion) == 0 {
+			t.Fatalf("the fake gallery serves no %s", r.ID)
+		}
+		rec := catalog.ExtensionRecord{ID: r.ID, Source: "marketplace"}
+		for _, v := range byVersion {
+			rec.Versions = append(rec.Versions, *v)
+		}
+		slices.SortFunc(rec.Versions, func(a, b catalog.ExtensionVersion) int {
+			return semver.MustParse(b.Version).Compare(semver.MustParse(a.Version))
+		})
+		out = append(out, rec)
+	}
+	return out
+}
+
+// stripURLs returns recs with every file URL cleared after checking that it
+// points at prefix (the fake gallery).
+func stripURLs(t *testing.T, recs []catalog.ExtensionRecord, prefix string) []catalog.ExtensionRecord {
+	t.Helper()
+	var out []catalog.ExtensionRecord
+	for _, r := range recs {
+		r.Versions = slices.Clone(r.Versions)
+		for i, v := range r.Versions {
+			files := map[string]catalog.File{}
+			for tp, f := range v.Files {
+				if !strings.HasPrefix(f.URL, prefix) {
+					t.Errorf("%s %s %s: url %q is not on the fake %s", r.ID, v.Version, tp, f.URL, prefix)
+				}
+				f.URL = ""
+				files[tp] = f
+			}
+			r.Versions[i].Files = files
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+type compatible struct {
+	Version, Engine string
+	files           map[string]string // OCI platform -> target platform
+}
+
+// newestCompatible is the newest version of id the fake serves whose engine
+// accepts vscode and that has a build for every platform (the platform's own
+// build preferred over universal).
+func newestCompatible(t *testing.T, builds []gallery.Build, id, vscode string, platforms []string) compatible {
+	t.Helper()
+	target := map[string]string{"linux/amd64": "linux-x64", "linux/arm64": "linux-arm64"}
+	var best *semver.Version
+	var out compatible
+	for _, b := range builds {
+		if b.ID != id || b.PreRelease {
+			continue
+		}
+		c, err := semver.NewConstraint(b.Engine)
+		if err != nil || !c.Check(semver.MustParse(vscode)) {
+			continue
+		}
+		has := map[string]bool{}
+		for _, o := range builds {
+			if o.ID == id && o.Version == b.Version {
+				has[o.TargetPlatform] = true
+			}
+		}
+		files := map[string]string{}
+		for _, p := range platforms {
+			switch {
+			case has[target[p]]:
+				files[p] = target[p]
+			case has["universal"]:
+				files[p] = "universal"
+			}
+		}
+		v := semver.MustParse(b.Version)
+		if len(files) == len(platforms) && (best == nil || v.GreaterThan(best)) {
+			best, out = v, compatible{Version: b.Version, Engine: b.Engine, files: files}
+		}
+	}
+	if best == nil {
+		t.Fatalf("the fake serves no version of %s for VS Code %s", id, vscode)
+	}
+	return out
+}
+
+// catalogURL is the URL the catalog records for one file.
+func catalogURL(cat *catalog.Catalog, id, version, tp string) string {
+	for _, r := range cat.Extensions {
+		if r.ID != id {
+			continue
+		}
+		for _, v := range r.Versions {
+			if v.Version == version {
+				return v.Files[tp].URL
+			}
+		}
+	}
+	return ""
+}
