@@ -94,8 +94,12 @@ exact extension file of each platform, and solves one BuildKit build per
 platform from dockerfiles/Dockerfile: Python packages are cross-installed on
 the build platform and the target stage only copies files, so an arm64 image
 built on amd64 runs no emulated step. With --push the platform manifests are
-pushed by digest, joined in one index and tagged with the matrix tags; with
---sign the index and every platform manifest are signed (cosign key).
+pushed by digest, joined in one index and tagged with the versioned tag (which
+carries the first 12 hex digits of the inputs digest; floating tags are moved
+by imagectl release); with --sign the index and every platform manifest are
+signed (cosign key). The definition parameters (tools image, Python runtime,
+package index) come from matrix.yaml's build: section and upstreams; the flags
+below only override them, exactly as on imagectl plan and release.
 Without --push an OCI archive that "docker load" accepts is written to --dist.
 
 buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress + `;
