@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/resolve"
 )
 
@@ -215,18 +215,6 @@ func interesting(p string) bool {
 	return p == extJSON || extDirRe.MatchString(p) || distRe.MatchString(p) || stdlibRe.MatchString(p)
 }
 
-// vsixManifest is the part of extension/.vsixmanifest verify reads.
-type vsixManifest struct {
-	Metadata struct {
-		Identity struct {
-			ID             string `xml:"Id,attr"`
-			Version        string `xml:"Version,attr"`
-			Publisher      string `xml:"Publisher,attr"`
-			TargetPlatform string `xml:"TargetPlatform,attr"`
-		} `xml:"Identity"`
-	} `xml:"Metadata"`
-}
-
 // checkExtensions compares installed extensions with the lock and labels.
 func checkExtensions(fs files, platform string, lock *resolve.Set, labels map[string]string, c *Contents, fail failFn) {
 	want := vscodeTarget(platform)
@@ -262,17 +250,12 @@ func checkExtensions(fs files, platform string, lock *resolve.Set, labels map[st
 		if !ok || vm == nil {
 			fail(dir+"/.vsixmanifest", "missing: cannot tell the extension's target platform")
 		} else {
-			var man vsixManifest
-			if err := xml.Unmarshal(vm, &man); err != nil {
-				fail(dir+"/.vsixmanifest", "not a VSIX manifest: %v", err)
+			if man, err := vsix.ParseManifest(vm); err != nil {
+				fail(dir+"/.vsixmanifest", "%v", err)
 			} else {
-				id := man.Metadata.Identity
-				e.TargetPlatform = id.TargetPlatform
-				if e.TargetPlatform == "" {
-					e.TargetPlatform = "universal"
-				}
-				if !strings.EqualFold(id.Publisher+"."+id.ID, e.ID) || id.Version != e.Version {
-					fail(dir+"/.vsixmanifest", "Identity %s.%s@%s disagrees with package.json %s@%s", id.Publisher, id.ID, id.Version, e.ID, e.Version)
+				e.TargetPlatform = man.TargetPlatform
+				if !strings.EqualFold(man.ID(), e.ID) || man.Version != e.Version {
+					fail(dir+"/.vsixmanifest", "Identity %s@%s disagrees with package.json %s@%s", man.ID(), man.Version, e.ID, e.Version)
 				}
 			}
 		}

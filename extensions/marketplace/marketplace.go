@@ -29,11 +29,6 @@ const (
 
 	AcceptHeader = "application/json;api-version=3.0-preview.1"
 
-	PropertyEngine        = "Microsoft.VisualStudio.Code.Engine"
-	PropertyPreRelease    = "Microsoft.VisualStudio.Code.PreRelease"
-	PropertyDependencies  = "Microsoft.VisualStudio.Code.ExtensionDependencies"
-	PropertyExtensionPack = "Microsoft.VisualStudio.Code.ExtensionPack"
-
 	AssetVSIX     = "Microsoft.VisualStudio.Services.VSIXPackage"
 	AssetManifest = "Microsoft.VisualStudio.Code.Manifest"
 )
@@ -250,16 +245,16 @@ func (c *Client) merge(id string, vs []Version) ([]catalog.ExtensionVersion, err
 			idx[v.Version] = i
 			out = append(out, catalog.ExtensionVersion{
 				Version:       v.Version,
-				PreRelease:    v.Property(PropertyPreRelease) == "true",
-				Engine:        v.Property(PropertyEngine),
-				Dependencies:  splitList(v.Property(PropertyDependencies)),
-				ExtensionPack: splitList(v.Property(PropertyExtensionPack)),
+				PreRelease:    v.Property(vsix.PropertyPreRelease) == "true",
+				Engine:        v.Property(vsix.PropertyEngine),
+				Dependencies:  vsix.SplitIDs(v.Property(vsix.PropertyDependencies)),
+				ExtensionPack: vsix.SplitIDs(v.Property(vsix.PropertyExtensionPack)),
 				Files:         map[string]catalog.File{},
 			})
 		}
 		ev := &out[i]
 		if ev.Engine == "" {
-			ev.Engine = v.Property(PropertyEngine)
+			ev.Engine = v.Property(vsix.PropertyEngine)
 		}
 		u, err := c.DownloadURL(id, v.Version, tp)
 		if err != nil {
@@ -268,16 +263,6 @@ func (c *Client) merge(id string, vs []Version) ([]catalog.ExtensionVersion, err
 		ev.Files[tp] = catalog.File{URL: u}
 	}
 	return out, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // SplitID splits publisher.name.

@@ -3,7 +3,6 @@ package vsix
 import (
 	"archive/zip"
 	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -76,29 +75,13 @@ type Info struct {
 	Version        string
 	TargetPlatform string
 	Engine         string
+	PreRelease     bool
 	Dependencies   []string
 	ExtensionPack  []string
 }
 
 // ID returns publisher.name.
 func (i Info) ID() string { return i.Publisher + "." + i.Name }
-
-type packageManifest struct {
-	Metadata struct {
-		Identity struct {
-			ID             string `xml:"Id,attr"`
-			Version        string `xml:"Version,attr"`
-			Publisher      string `xml:"Publisher,attr"`
-			TargetPlatform string `xml:"TargetPlatform,attr"`
-		} `xml:"Identity"`
-		Properties struct {
-			Property []struct {
-				ID    string `xml:"Id,attr"`
-				Value string `xml:"Value,attr"`
-			} `xml:"Property"`
-		} `xml:"Properties"`
-	} `xml:"Metadata"`
-}
 
 type packageJSON struct {
 	Name                  string            `json:"name"`
@@ -235,25 +218,11 @@ func Validate(r io.ReaderAt, size int64, want Expect, lim Limits) (*Info, error)
 	if err != nil {
 		return nil, err
 	}
-	var pm packageManifest
-	if err := xml.Unmarshal(mb, &pm); err != nil {
+	parsed, err := ParseManifest(mb)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ManifestPath, err)
 	}
-	id := pm.Metadata.Identity
-	info := &Info{Publisher: id.Publisher, Name: id.ID, Version: id.Version, TargetPlatform: id.TargetPlatform}
-	if info.TargetPlatform == "" {
-		info.TargetPlatform = Universal
-	}
-	for _, p := range pm.Metadata.Properties.Property {
-		switch p.ID {
-		case "Microsoft.VisualStudio.Code.Engine":
-			info.Engine = p.Value
-		case "Microsoft.VisualStudio.Code.ExtensionDependencies":
-			info.Dependencies = splitList(p.Value)
-		case "Microsoft.VisualStudio.Code.ExtensionPack":
-			info.ExtensionPack = splitList(p.Value)
-		}
-	}
+	info := &parsed
 	if !strings.EqualFold(info.ID(), want.ID) || info.Version != want.Version {
 		return nil, fmt.Errorf("%s Identity is %s@%s, want %s@%s", ManifestPath, info.ID(), info.Version, want.ID, want.Version)
 	}
@@ -301,14 +270,4 @@ func Validate(r io.ReaderAt, size int64, want Expect, lim Limits) (*Info, error)
 		}
 	}
 	return info, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -101,7 +101,7 @@ func TestValidateRejects(t *testing.T) {
 		{name: "package.json missing", vsix: rewrite(t, uni, nil, []string{vsix.PackageJSONPath}), want: wantUni, errText: []string{"no extension/package.json"}},
 		{name: "package.json not JSON", vsix: rewrite(t, uni, map[string][]byte{vsix.PackageJSONPath: []byte("<html>")}, nil), want: wantUni, errText: []string{"extension/package.json: invalid character"}},
 		{name: "manifest missing", vsix: rewrite(t, uni, nil, []string{vsix.ManifestPath}), want: wantUni, errText: []string{"no extension.vsixmanifest"}},
-		{name: "manifest not XML", vsix: rewrite(t, uni, map[string][]byte{vsix.ManifestPath: []byte("{}")}, nil), want: wantUni, errText: []string{"extension.vsixmanifest: EOF"}},
+		{name: "manifest not XML", vsix: rewrite(t, uni, map[string][]byte{vsix.ManifestPath: []byte("{}")}, nil), want: wantUni, errText: []string{"extension.vsixmanifest: not a VSIX manifest: EOF"}},
 		// Engine.
 		{name: "engine does not accept VS Code", vsix: uni, want: with(wantUni, func(e *vsix.Expect) { e.VSCode = "1.91.1" }), errText: []string{"not compatible with Code 1.91.1", fixtureEngine}},
 		{name: "engine missing", vsix: rewrite(t, uni, replaceIn(t, uni, vsix.PackageJSONPath, `"engines": {"vscode": "^1.92.0"},`, ``), nil), want: wantUni, errText: []string{"no engines.vscode"}},

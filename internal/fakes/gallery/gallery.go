@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +20,8 @@ import (
 	"sync"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/imagectl/imagectl/extensions/vsix"
 )
 
 // Build is one platform build of one extension version.
@@ -80,26 +81,10 @@ func LoadDir(dir string) ([]Build, error) {
 }
 
 // Describe reads a VSIX's manifest into a Build.
-func Describe(vsix []byte) (Build, error) {
-	zr, err := zip.NewReader(bytes.NewReader(vsix), int64(len(vsix)))
+func Describe(body []byte) (Build, error) {
+	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
 	if err != nil {
 		return Build{}, err
-	}
-	var m struct {
-		Metadata struct {
-			Identity struct {
-				ID             string `xml:"Id,attr"`
-				Version        string `xml:"Version,attr"`
-				Publisher      string `xml:"Publisher,attr"`
-				TargetPlatform string `xml:"TargetPlatform,attr"`
-			} `xml:"Identity"`
-			Properties struct {
-				Property []struct {
-					ID    string `xml:"Id,attr"`
-					Value string `xml:"Value,attr"`
-				} `xml:"Property"`
-			} `xml:"Properties"`
-		} `xml:"Metadata"`
 	}
 	for _, f := range zr.File {
 		if f.Name != "extension.vsixmanifest" {
@@ -114,39 +99,14 @@ func Describe(vsix []byte) (Build, error) {
 		if err != nil {
 			return Build{}, err
 		}
-		if err := xml.Unmarshal(data, &m); err != nil {
+		m, err := vsix.ParseManifest(data)
+		if err != nil {
 			return Build{}, err
 		}
-		id := m.Metadata.Identity
-		b := Build{ID: id.Publisher + "." + id.ID, Version: id.Version, TargetPlatform: id.TargetPlatform, Body: vsix}
-		if b.TargetPlatform == "" {
-			b.TargetPlatform = "universal"
-		}
-		for _, p := range m.Metadata.Properties.Property {
-			switch p.ID {
-			case "Microsoft.VisualStudio.Code.Engine":
-				b.Engine = p.Value
-			case "Microsoft.VisualStudio.Code.ExtensionDependencies":
-				b.Dependencies = splitList(p.Value)
-			case "Microsoft.VisualStudio.Code.ExtensionPack":
-				b.ExtensionPack = splitList(p.Value)
-			case "Microsoft.VisualStudio.Code.PreRelease":
-				b.PreRelease = p.Value == "true"
-			}
-		}
-		return b, nil
+		return Build{ID: m.ID(), Version: m.Version, TargetPlatform: m.TargetPlatform, Engine: m.Engine,
+			Dependencies: m.Dependencies, ExtensionPack: m.ExtensionPack, PreRelease: m.PreRelease, Body: body}, nil
 	}
 	return Build{}, fmt.Errorf("no extension.vsixmanifest")
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // FaultKind is what a fault does to a matching download.
