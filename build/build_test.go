@@ -479,3 +479,36 @@ func TestInputsDigestIgnoresTags(t *testing.T) {
 		t.Errorf("tags changed the inputs digest: %s, %s, %s", x, y, z)
 	}
 }
+
+// A same-size change with the same (fixed) mtime must change the shared key,
+// or buildkitd would reuse the stale transfer of the earlier context.
+func TestContextsKeyFollowsContent(t *testing.T) {
+	dir := t.TempDir()
+	epoch := time.Unix(1752537600, 0)
+	write := func(content string) string {
+		t.Helper()
+		p := filepath.Join(dir, "extensions.json")
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, epoch, epoch); err != nil {
+			t.Fatal(err)
+		}
+		k, err := contextsKey("linux/arm64", map[string]string{"extensions": dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	a := write(`[{"version":"0.1.4"}]`)
+	if again := write(`[{"version":"0.1.4"}]`); again != a {
+		t.Errorf("same content gave keys %s and %s", a, again)
+	}
+	if b := write(`[{"version":"0.1.6"}]`); b == a {
+		t.Errorf("a same-size change kept the key %s", a)
+	}
+	other, _ := contextsKey("linux/amd64", map[string]string{"extensions": dir})
+	if other == write(`[{"version":"0.1.6"}]`) {
+		t.Error("the platform is not part of the key")
+	}
+}

@@ -2,12 +2,16 @@ package build
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -145,6 +149,47 @@ func (b *BuildKit) Build(ctx context.Context, spec Spec) (*PlatformResult, error
 	return res, nil
 }
 
+// contextsKey is a digest of the platform and of every file of the local
+// contexts (path, mode, size, content; sorted), so identical contexts reuse
+// buildkitd's earlier transfer and any change is sent in full.
+func contextsKey(platform string, mounts map[string]string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "platform %s\n", platform)
+	names := make([]string, 0, len(mounts))
+	for n := range mounts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		root := mounts[n]
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			fmt.Fprintf(h, "%s %s %v %d\n", n, filepath.ToSlash(rel), info.Mode(), info.Size())
+			if !info.Mode().IsRegular() {
+				return nil
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(h, f)
+			return err
+		})
+		if err != nil {
+			return "", fmt.Errorf("hashing build context %s (%s): %w", n, root, err)
+		}
+	}
+	return "imagectl-" + hex.EncodeToString(h.Sum(nil))[:32], nil
+}
+
 // solveOpt maps a Spec onto BuildKit's SolveOpt. The returned func closes
 // the archive file, if any.
 func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
@@ -182,10 +227,20 @@ func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
 		}
 		attrs["attest:sbom"] = v
 	}
+	key, err := contextsKey(spec.Platform, spec.Contexts.Mounts())
+	if err != nil {
+		return client.SolveOpt{}, noop, err
+	}
 	opt := client.SolveOpt{
 		Frontend:      "dockerfile.v0",
 		FrontendAttrs: attrs,
 		LocalMounts:   mounts,
+		// buildkitd reuses a local context transferred earlier under the same
+		// shared key and re-sends only files whose size or mtime changed. Our
+		// contexts have fixed mtimes (reproducibility), so a same-size change
+		// (extensions.json listing 0.1.4 -> 0.1.6) would be missed: key the
+		// transfer by content instead.
+		SharedKey: key,
 	}
 	for _, ref := range spec.CacheFrom {
 		opt.CacheImports = append(opt.CacheImports, client.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": platformCacheRef(ref, spec.Platform)}})

@@ -1,12 +1,16 @@
 package pipeline
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/sign"
 )
 
 func TestImmutableTags(t *testing.T) {
@@ -25,5 +29,26 @@ func TestImmutableTags(t *testing.T) {
 	}
 	if got := immutableTags(&matrix.Config{}, resolve.Set{}); len(got) != 0 {
 		t.Errorf("no tags gave %v", got)
+	}
+}
+
+func TestPublisherSignsOnlyWhatItBuilt(t *testing.T) {
+	repo, err := name.NewRepository("localhost:5000/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := repo.Digest("sha256:" + strings.Repeat("a", 64))
+	if err := NewPublisher(nil, Request{}, nil).Sign(context.Background(), ref); err == nil || !strings.Contains(err.Error(), "no signer") {
+		t.Errorf("Sign without a signer: %v", err)
+	}
+	err = NewPublisher(nil, Request{}, &sign.Signer{}).Sign(context.Background(), ref)
+	if err == nil || !strings.Contains(err.Error(), "was not built by this run") {
+		t.Errorf("Sign of an image the publisher did not build: %v", err)
+	}
+}
+
+func TestRunNeedsADefinition(t *testing.T) {
+	if _, err := Run(context.Background(), nil, Request{Matrix: &matrix.Config{}}); err == nil || !strings.Contains(err.Error(), "no image definition") {
+		t.Errorf("Run without a definition: %v", err)
 	}
 }
