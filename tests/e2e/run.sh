@@ -113,13 +113,19 @@ tools=$reg/tools@$(jq -r '.platforms["linux/amd64"]' "$work/tools.json")
 log "bases pushed: $(jq -c . "$work/base.json")"
 
 # --- 5. matrix.yaml, catalog.json, keys ------------------------------------------
-config() { # DIR [ray-debugger constraint]
+# One matrix.yaml (its build: section names the tools image and the base's
+# python3), three catalog snapshots: cfg was taken before the Ray debugger
+# extension 0.1.6 was released, cfg-bump after (the only difference), and
+# cfg-bench has another ms-python.python (the benchmark's extension bump).
+config() { # DIR [id@version to leave out of the catalog, ...]
   mkdir -p "$1"
   "$fu" e2e-config -out "$1" -registry "$reg" -base "$work/base.json" -gallery-urls "$work/gallery.json" \
-    -package-index "$pyindex" -ray-debugger "$2"
+    -package-index "$pyindex" -tools-image "$tools" -omit "${2:-}"
 }
-config "$work/cfg" "0.1.4"
-config "$work/cfg-bump" "0.1.6"
+config "$work/cfg" anyscalecompute.ray-distributed-debugger@0.1.6
+config "$work/cfg-bump"
+config "$work/cfg-bench" anyscalecompute.ray-distributed-debugger@0.1.6,ms-python.python@2025.8.0
+cmp -s "$work/cfg/matrix.yaml" "$work/cfg-bump/matrix.yaml" || fail "the e2e configs must share one matrix.yaml"
 export COSIGN_PASSWORD=e2e-password
 (cd "$work" && "$imagectl" sign --generate-key cosign >/dev/null && "$imagectl" sign --generate-key other >/dev/null)
 export SOURCE_DATE_EPOCH=1752537600 # 2025-07-15
@@ -128,8 +134,8 @@ build() { # NAME CFGDIR [extra flags]: runs imagectl build, JSON to $work/NAME.j
   local n=$1 cfg=$2; shift 2
   local start=$SECONDS
   "$imagectl" --matrix "$cfg/matrix.yaml" build --ray 2.46.0 --platform "${PLATFORMS:-linux/amd64,linux/arm64}" \
-    --push --sign --key "$work/cosign.key" --tools-image "$tools" \
-    --python-runtime base --cache-dir "$work/vsix-cache" --progress plain --output json "$@" \
+    --push --sign --key "$work/cosign.key" \
+    --cache-dir "$work/vsix-cache" --progress plain --output json "$@" \
     >"$work/$n.json" 2>"$work/$n.err" || { tail -n 60 "$work/$n.err" >&2; fail "imagectl build ($n)"; }
   echo $((SECONDS - start)) >"$work/$n.seconds"
   log "build $n: $(jq -r .ref "$work/$n.json") in $(cat "$work/$n.seconds") s"
@@ -210,8 +216,59 @@ same cold fresh
 log "rebuild after pruning every BuildKit cache record: same index and platform digests"
 "$imagectl" verify "$tag" --key "$work/cosign.pub" >"$work/verify2.txt" 2>&1 || { cat "$work/verify2.txt" >&2; fail "verify after the rebuilds"; }
 
+# --- 9b. Release and plan (issue 6) ---------------------------------------------------
+# imagectl build pushed the versioned tag only; release verifies that image and
+# promotes the floating tags, then plan finds nothing to do. A new extension
+# release in the snapshot gives exactly the affected entries, release builds,
+# signs, verifies and moves the tags, and a re-run writes nothing.
+writes() { tail -n +"$(( $1 + 1 ))" "$work/registry.log" | grep -Ec ' (PUT|POST|PATCH|DELETE) ' || true; }
+plan() { # NAME CFGDIR: imagectl plan --output json into $work/NAME.json
+  "$imagectl" --matrix "$2/matrix.yaml" plan --output json >"$work/$1.json" 2>"$work/$1.err" \
+    || { cat "$work/$1.err" >&2; fail "imagectl plan ($1)"; }
+  log "plan $1: $(jq -c '[.entries[] | {name, action, reasons: [.reasons[] | .kind + ": " + .detail]}]' "$work/$1.json")"
+}
+release() { # NAME CFGDIR: imagectl release --output json into $work/NAME.json
+  "$imagectl" --matrix "$2/matrix.yaml" release --key "$work/cosign.key" --cache-dir "$work/vsix-cache" \
+    --progress plain --output json >"$work/$1.json" 2>"$work/$1.err" \
+    || { cat "$work/$1.json" >&2; tail -n 60 "$work/$1.err" >&2; fail "imagectl release ($1)"; }
+  log "release $1: $(jq -c '[.results[] | {entry, action, built, tagged, unchanged}]' "$work/$1.json")"
+}
+nsets=$("$imagectl" --matrix "$work/cfg/matrix.yaml" matrix list --output json | jq '.sets | length')
+plan plan-promote "$work/cfg"
+[ "$(jq '[.entries[] | select(.action == "promote")] | length' "$work/plan-promote.json")" = "$nsets" ] \
+  || fail "after imagectl build, plan should promote every entry: $(cat "$work/plan-promote.json")"
+release release-promote "$work/cfg"
+jq -e --arg d "$(jq -r .index "$j")" '.results[0].built == false and .results[0].digest == $d and (.results[0].tagged | index("latest"))' \
+  "$work/release-promote.json" >/dev/null || fail "release did not promote the built image: $(cat "$work/release-promote.json")"
+plan plan-empty "$work/cfg"
+[ "$(jq '.entries | length' "$work/plan-empty.json")" = 0 ] || fail "plan after release is not empty: $(cat "$work/plan-empty.json")"
+[ "$(jq '.upToDate | length' "$work/plan-empty.json")" = "$nsets" ] || fail "plan after release lists $(jq -c .upToDate "$work/plan-empty.json") up to date, want $nsets entries"
+
+plan plan-bump "$work/cfg-bump"
+jq -e --argjson n "$nsets" '(.entries | length) == $n and all(.entries[]; .action == "build" and .blocked == null
+    and .reasons == [{"kind": "extension bump", "detail": "anyscalecompute.ray-distributed-debugger 0.1.4 -> 0.1.6"}])' \
+  "$work/plan-bump.json" >/dev/null || fail "plan after the extension bump: $(cat "$work/plan-bump.json")"
+r0=$(reglines)
+release release-bump "$work/cfg-bump"
+[ "$(writes "$r0")" -gt 0 ] || fail "no registry write counted during the bump release: the write counter (registry.log format) proves nothing"
+jq -e '.results[0].built and (.results[0].tagged | length) == 4' "$work/release-bump.json" >/dev/null \
+  || fail "release after the bump did not build and tag: $(cat "$work/release-bump.json")"
+bumped=$reg/code-server-ray:$(jq -r '.entries[0].versioned' "$work/plan-bump.json")
+[ "$bumped" != "$tag" ] || fail "the extension bump did not change the versioned tag $tag"
+for t in "$bumped" "$reg/code-server-ray:latest"; do
+  "$imagectl" verify "$t" --key "$work/cosign.pub" >"$work/verify-released.txt" 2>&1 \
+    || { cat "$work/verify-released.txt" >&2; fail "verify of $t after the release"; }
+done
+plan plan-empty2 "$work/cfg-bump"
+[ "$(jq '.entries | length' "$work/plan-empty2.json")" = 0 ] || fail "plan after the bump release is not empty: $(cat "$work/plan-empty2.json")"
+r0=$(reglines)
+release release-rerun "$work/cfg-bump"
+[ "$(writes "$r0")" = 0 ] || fail "a re-run of release wrote to the registry: $(tail -n +"$((r0 + 1))" "$work/registry.log" | grep -E ' (PUT|POST|PATCH|DELETE) ')"
+jq -e 'all(.results[]; .action == "none")' "$work/release-rerun.json" >/dev/null || fail "re-run of release: $(cat "$work/release-rerun.json")"
+log "release: promote, empty plan, extension bump -> $nsets entry rebuilt and tagged, empty plan, re-run wrote nothing"
+
 # --- 10. Without --push: an OCI archive naming the same index ----------------------------
-"$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 --python-runtime base --tools-image "$tools" \
+"$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 \
   --cache-dir "$work/vsix-cache" --progress quiet --output json --dist "$work/dist" >"$work/archive.json" 2>"$work/archive.err" \
   || { cat "$work/archive.err" >&2; fail "imagectl build without --push"; }
 archive=$(jq -r .archive "$work/archive.json")
@@ -224,7 +281,7 @@ log "OCI archive $(basename "$archive"): same index $top as the pushed image"
 # --- 11. Benchmark ------------------------------------------------------------------------
 if [ "${IMAGECTL_E2E_BENCH:-1}" != 0 ]; then
   r0=$(reglines)
-  build bump "$work/cfg-bump"
+  build bump "$work/cfg-bench"
   bump_bytes=$(uploaded "$r0")
   [ "$(jq -r .index "$work/bump.json")" != "$(jq -r .index "$work/cold.json")" ] || fail "bumping an extension did not change the image"
   # One platform at a time from an empty cache, for the arm64/amd64 ratio.

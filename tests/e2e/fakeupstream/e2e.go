@@ -52,10 +52,18 @@ func runConfig(args []string) error {
 	urlsFile := fs.String("gallery-urls", "", "gallery -urls-file output")
 	pyIndex := fs.String("package-index", "", "PEP 503 index URL")
 	vsixDir := fs.String("vsix", gallery.FixtureDir(), "directory of *.vsix fixtures")
-	debuggerConstraint := fs.String("ray-debugger", "", "constraint on anyscalecompute.ray-distributed-debugger (benchmark: bump it)")
+	debuggerConstraint := fs.String("ray-debugger", "", "constraint on anyscalecompute.ray-distributed-debugger")
+	toolsImage := fs.String("tools-image", "", "build.toolsImage (the build-platform image with python3 and pip)")
+	omit := fs.String("omit", "", "comma-separated id@version to leave out of the catalog (a snapshot taken before that release)")
 	fs.Parse(args)
-	if *out == "" || *registry == "" || *baseJSON == "" || *urlsFile == "" || *pyIndex == "" {
-		return errors.New("-out, -registry, -base, -gallery-urls and -package-index are required")
+	if *out == "" || *registry == "" || *baseJSON == "" || *urlsFile == "" || *pyIndex == "" || *toolsImage == "" {
+		return errors.New("-out, -registry, -base, -gallery-urls, -package-index and -tools-image are required")
+	}
+	omitted := map[string]bool{}
+	for _, o := range strings.Split(*omit, ",") {
+		if o != "" {
+			omitted[o] = true
+		}
 	}
 	var base struct {
 		Index     string            `json:"index"`
@@ -90,6 +98,9 @@ func runConfig(args []string) error {
 	recs := map[string]*catalog.ExtensionRecord{}
 	vers := map[string]*catalog.ExtensionVersion{}
 	for _, b := range builds {
+		if omitted[b.ID+"@"+b.Version] {
+			continue
+		}
 		r := recs[b.ID]
 		if r == nil {
 			r = &catalog.ExtensionRecord{ID: b.ID, Source: "marketplace"}
@@ -172,9 +183,17 @@ settings:
   anyscalecompute.ray-distributed-debugger.clusterDashboards:
     - host: "127.0.0.1:8265"
       localRoot: /tmp/ray/session_latest/runtime_resources
+build:
+  toolsImage: %[6]s
+  # The stand-in base ships python3.11 (Debian bookworm).
+  pythonRuntime: base
 tags:
+  - template: "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}-{{.Inputs}}"
   - template: "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}"
+    floating: true
   - template: "ray{{.Ray}}"
+    floating: true
+  - template: latest
     floating: true
 upstreams:
   pypi: %[4]s
@@ -182,7 +201,7 @@ upstreams:
   openvsx: %[3]s
   github: http://127.0.0.1:1
   packageIndex: %[4]s
-`, *registry, urls["marketplace"], urls["openvsx"], *pyIndex, dbg)
+`, *registry, urls["marketplace"], urls["openvsx"], *pyIndex, dbg, *toolsImage)
 	return os.WriteFile(filepath.Join(*out, "matrix.yaml"), []byte(m), 0o644)
 }
 
