@@ -90,7 +90,7 @@ nothing. --dry-run prints the actions and writes nothing.`,
 	fl.StringVar(&f.b.sourceDateEpoch, "source-date-epoch", "", "Unix time for every timestamp in the image (default: env SOURCE_DATE_EPOCH, else the git commit time, else 0)")
 	fl.StringVar(&f.b.revision, "revision", "", "source revision label (default: git rev-parse HEAD)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print what would be built, signed and tagged; write nothing")
-	fl.StringSliceVar(&f.only, "only", nil, "release only these entries (versioned tags, as imagectl plan prints them)")
+	fl.StringSliceVar(&f.only, "only", nil, "release only these entries: <code-server>-ray<ray>-py<python> as imagectl plan prints them, or their versioned tag")
 	fl.BoolVar(&f.noFloating, "no-floating", false, "write the versioned tag only; leave floating tags for a later promotion")
 	fl.StringVar(&f.expectDigest, "expect-digest", "", "refuse to tag any image but this digest (the one a smoke test passed)")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
