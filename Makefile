@@ -17,10 +17,11 @@ deps: ## Install what the tests need (idempotent; cached under $IMAGECTL_TEST_CA
 unit: ## Go tests only, with whatever tools are already installed
 	$(GO) test ./...
 
-test: deps ## The test command: install what is needed, then run every Go test with the real tools required
+test: deps ## The test command: install what is needed, run every Go test with the real tools required, then the end-to-end test
 	IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 ./...
+	bash tests/e2e/run.sh
 
-e2e: deps build ## End-to-end: real buildkitd, registry, QEMU and cosign
+e2e: deps ## End-to-end only: real buildkitd, registry, QEMU and cosign
 	bash tests/e2e/run.sh
 
 bench: ## Benchmarks (print ratios and request counts)
@@ -30,4 +31,4 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-ci: lint test e2e ## What .ci/run runs
+ci: lint test ## What .ci/run runs
