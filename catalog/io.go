@@ -31,8 +31,22 @@ func Load(path string) (*Catalog, error) {
 	if c.SchemaVersion != SchemaVersion {
 		return nil, fmt.Errorf("catalog %s: schemaVersion %d, want %d (run imagectl matrix refresh)", path, c.SchemaVersion, SchemaVersion)
 	}
+	if t := c.ToolsImage; t != nil {
+		if t.Ref == "" {
+			return nil, fmt.Errorf("catalog %s: toolsImage.ref is empty (want matrix.yaml's build.toolsImage)", path)
+		}
+		if t.Digest != "" && !validDigest(t.Digest) {
+			return nil, fmt.Errorf("catalog %s: toolsImage.digest %q: want sha256:<64 hex digits> or nothing", path, t.Digest)
+		}
+	}
 	Normalize(&c)
 	return &c, nil
+}
+
+// validDigest reports whether d is "sha256:" and 64 lowercase hex digits.
+func validDigest(d string) bool {
+	hex, ok := strings.CutPrefix(d, "sha256:")
+	return ok && len(hex) == 64 && strings.Trim(hex, "0123456789abcdef") == ""
 }
 
 // Normalize sorts everything in c so that equal catalogs encode identically:

@@ -10,8 +10,10 @@ type Catalog struct {
 	Describes string `json:"describes"`
 	// Origin says how the snapshot was made, e.g. "imagectl matrix refresh" or
 	// "hand-written from upstream release notes".
-	Origin     string            `json:"origin,omitempty"`
-	CodeServer []CodeServer      `json:"codeServer"`
+	Origin     string       `json:"origin,omitempty"`
+	CodeServer []CodeServer `json:"codeServer"`
+	// ToolsImage locks matrix.yaml's build.toolsImage, if refresh recorded it.
+	ToolsImage *ToolsImage       `json:"toolsImage,omitempty"`
 	Ray        []PythonPackage   `json:"ray"`
 	Debugpy    []PythonPackage   `json:"debugpy"`
 	Extensions []ExtensionRecord `json:"extensions"`
@@ -28,6 +30,20 @@ type CodeServer struct {
 	IndexDigest string `json:"indexDigest,omitempty"`
 	// Platforms maps an OCI platform (linux/amd64) to its manifest digest.
 	Platforms map[string]string `json:"platforms,omitempty"`
+}
+
+// ToolsImage is the build-platform tools image (matrix.yaml build.toolsImage)
+// and the digest its reference named when the snapshot was taken. The
+// resolver pins the tools image to Digest only while Ref still equals
+// matrix.yaml's build.toolsImage.
+type ToolsImage struct {
+	// Ref is build.toolsImage as matrix.yaml wrote it, e.g.
+	// docker.io/library/python:3.12-slim-bookworm.
+	Ref string `json:"ref"`
+	// Digest is what Ref named ("sha256:<64 hex>"): the index digest for a
+	// multi-platform tag, so that every build platform can use it. Empty
+	// when unknown (a hand-written snapshot).
+	Digest string `json:"digest,omitempty"`
 }
 
 // PythonPackage is one release of a PyPI project.

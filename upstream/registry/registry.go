@@ -16,30 +16,44 @@ import (
 
 // Source lists code-server versions from a base image repository.
 type Source struct {
+	settings
 	repo      string
 	pattern   *regexp.Regexp
 	overrides map[string]string
-	opts      []remote.Option
-	auth      remote.Option
-	nameOpts  []name.Option
 }
 
-// Option configures New.
-type Option func(*Source)
+// settings are what New and NewImages share: how to reach the registry.
+type settings struct {
+	opts     []remote.Option
+	auth     remote.Option
+	nameOpts []name.Option
+}
+
+func newSettings(opts []Option) settings {
+	s := settings{auth: remote.WithAuth(authn.Anonymous)}
+	for _, o := range opts {
+		o(&s)
+	}
+	s.opts = append(s.opts, s.auth)
+	return s
+}
+
+// Option configures New and NewImages.
+type Option func(*settings)
 
 // WithTransport sets the HTTP transport (tests, proxies).
 func WithTransport(rt http.RoundTripper) Option {
-	return func(s *Source) { s.opts = append(s.opts, remote.WithTransport(rt)) }
+	return func(s *settings) { s.opts = append(s.opts, remote.WithTransport(rt)) }
 }
 
 // WithKeychain authenticates with kc instead of anonymously.
 func WithKeychain(kc authn.Keychain) Option {
-	return func(s *Source) { s.auth = remote.WithAuthFromKeychain(kc) }
+	return func(s *settings) { s.auth = remote.WithAuthFromKeychain(kc) }
 }
 
 // WithInsecure allows plain HTTP to the registry.
 func WithInsecure() Option {
-	return func(s *Source) { s.nameOpts = append(s.nameOpts, name.Insecure) }
+	return func(s *settings) { s.nameOpts = append(s.nameOpts, name.Insecure) }
 }
 
 // New returns a source for repository repo (no tag) whose tags matching
@@ -54,12 +68,7 @@ func New(repo, tagPattern string, overrides map[string]string, opts ...Option) (
 	if re.NumSubexp() < 1 {
 		return nil, fmt.Errorf("tag pattern %q: no group capturing the version", tagPattern)
 	}
-	s := &Source{repo: repo, pattern: re, overrides: overrides, auth: remote.WithAuth(authn.Anonymous)}
-	for _, o := range opts {
-		o(s)
-	}
-	s.opts = append(s.opts, s.auth)
-	return s, nil
+	return &Source{settings: newSettings(opts), repo: repo, pattern: re, overrides: overrides}, nil
 }
 
 // CodeServers lists the code-server versions behind matching tags for which

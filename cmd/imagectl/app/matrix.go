@@ -266,7 +266,7 @@ func newMatrixRefreshCommand(g *globals) *cobra.Command {
 		Short: "Query the upstreams and rewrite the catalog snapshot",
 		Long: `refresh reads matrix.yaml, queries every upstream for what resolution needs
 (code-server versions and base image digests from the registry or GitHub
-releases, Ray and debugpy from the PyPI JSON API, extensions from the VS
+releases, the digest that build.toolsImage names from its registry, Ray and debugpy from the PyPI JSON API, extensions from the VS
 Marketplace or Open VSX) and writes catalog.json atomically: on any error the
 old snapshot is left as it was.
 
@@ -291,12 +291,15 @@ IMAGECTL_GITHUB_URL, IMAGECTL_BASE_IMAGE), else matrix.yaml upstreams / base.`,
 					matrix.SourceOpenVSX:     openvsx.New(openvsx.WithBaseURL(pick(f.openvsx, "IMAGECTL_OPENVSX_URL", u.OpenVSX)), openvsx.WithHTTPClient(hc)),
 				},
 			}
+			var opts []registry.Option
+			if f.insecure {
+				opts = append(opts, registry.WithInsecure())
+			}
+			// build.toolsImage is locked like the base image: its digest
+			// goes into the snapshot (manifests only, no layers).
+			src.Images = registry.NewImages(opts...)
 			switch versions := pick(f.versions, "IMAGECTL_BASE_VERSIONS", cfg.Base.Versions); versions {
 			case matrix.VersionsRegistryTags:
-				var opts []registry.Option
-				if f.insecure {
-					opts = append(opts, registry.WithInsecure())
-				}
 				rs, err := registry.New(pick(f.baseImage, "IMAGECTL_BASE_IMAGE", cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, opts...)
 				if err != nil {
 					return err
@@ -314,8 +317,12 @@ IMAGECTL_GITHUB_URL, IMAGECTL_BASE_IMAGE), else matrix.yaml upstreams / base.`,
 			if err := catalog.Write(g.catalog(), c); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions\n",
-				g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions))
+			tools := "not recorded"
+			if t := c.ToolsImage; t != nil {
+				tools = t.Ref + " is " + t.Digest
+			}
+			fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions; tools image %s\n",
+				g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools)
 			return nil
 		},
 	}
@@ -326,7 +333,7 @@ IMAGECTL_GITHUB_URL, IMAGECTL_BASE_IMAGE), else matrix.yaml upstreams / base.`,
 	fl.StringVar(&f.github, "github-url", "", "GitHub API base URL (env IMAGECTL_GITHUB_URL; default matrix.yaml upstreams.github)")
 	fl.StringVar(&f.baseImage, "base-image", "", "base image repository to list tags of (env IMAGECTL_BASE_IMAGE; default matrix.yaml base.image)")
 	fl.StringVar(&f.versions, "versions", "", "code-server version source: registry-tags or github-releases (env IMAGECTL_BASE_VERSIONS; default matrix.yaml base.versions)")
-	fl.BoolVar(&f.insecure, "insecure-registry", false, "allow plain HTTP to the base image registry")
+	fl.BoolVar(&f.insecure, "insecure-registry", false, "allow plain HTTP to the base and tools image registries")
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "timeout of one HTTP attempt")
 	fl.IntVar(&f.retries, "retries", 5, "retries of a failed HTTP attempt (429/503 honour Retry-After)")
 	return cmd
