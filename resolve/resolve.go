@@ -135,6 +135,7 @@ func resolveNormalized(cfg *matrix.Config, cat *catalog.Catalog, req Request) (S
 	}
 
 	set := Set{
+		ToolsImage: r.toolsImage(ex),
 		CodeServer: cs,
 		Ray:        ray.Version,
 		Python:     python,
@@ -145,6 +146,28 @@ func resolveNormalized(cfg *matrix.Config, cat *catalog.Catalog, req Request) (S
 		Extensions: exts,
 	}
 	return set, ex, nil
+}
+
+// toolsImage pins matrix.yaml's build.toolsImage with the digest the catalog
+// records for exactly that reference. A reference that already carries a
+// digest is used as is.
+func (r *resolver) toolsImage(ex *Explanation) string {
+	ref := r.cfg.Build.ToolsImage
+	if ref == "" || strings.Contains(ref, "@") {
+		return ref
+	}
+	t := r.cat.ToolsImage
+	switch {
+	case t == nil:
+		ex.Notes = append(ex.Notes, fmt.Sprintf("tools image %s: digest unknown, the catalog records none; run imagectl matrix refresh to pin it (until then builds use whatever the tag names)", ref))
+	case t.Ref != ref:
+		ex.Notes = append(ex.Notes, fmt.Sprintf("tools image %s: digest unknown, the catalog records %s (matrix.yaml build.toolsImage changed since); run imagectl matrix refresh to pin it", ref, t.Ref))
+	case t.Digest == "":
+		ex.Notes = append(ex.Notes, fmt.Sprintf("tools image %s: digest unknown in the catalog; run imagectl matrix refresh to pin it (until then builds use whatever the tag names)", ref))
+	default:
+		return ref + "@" + t.Digest
+	}
+	return ref
 }
 
 // RenderTags renders matrix.yaml's tag templates for set, whose image has

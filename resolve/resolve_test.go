@@ -128,6 +128,8 @@ func TestResolveFullSet(t *testing.T) {
 				"linux/amd64": {TargetPlatform: "universal", URL: u("universal"), SHA256: sum},
 				"linux/arm64": {TargetPlatform: "universal", URL: u("universal"), SHA256: sum}}},
 		},
+		// testCatalog records no tools image digest: the bare reference.
+		ToolsImage: matrix.DefaultToolsImage,
 		// Tags are publishing: rendered by RenderTags once the inputs
 		// digest is known, never by Resolve.
 	}

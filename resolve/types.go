@@ -14,6 +14,13 @@ type Set struct {
 	Debugpy    string      `json:"debugpy"`
 	Platforms  []string    `json:"platforms"`
 	Extensions []Extension `json:"extensions"`
+	// ToolsImage is the build-platform image (python3 + pip) that
+	// cross-installs the wheels: matrix.yaml's build.toolsImage pinned as
+	// name:tag@sha256:... with the digest catalog.json records for it, or
+	// the bare reference when the catalog records no digest for that exact
+	// reference (the explanation then says so). build renders it into the
+	// definition, so a new digest means new inputs.
+	ToolsImage string `json:"toolsImage,omitempty"`
 	// Tags are publishing, not part of the lock: Resolve leaves them empty,
 	// because the versioned tag carries the inputs digest, which is known only
 	// once the image definition is rendered. RenderTags fills them (one per

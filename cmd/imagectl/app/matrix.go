@@ -150,6 +150,11 @@ func writeSetText(w io.Writer, s resolve.Set, tags string) {
 	for _, p := range sortedKeys(s.CodeServer.Platforms) {
 		fmt.Fprintf(tw, "\t%s %s\n", p, s.CodeServer.Platforms[p])
 	}
+	tools := s.ToolsImage
+	if !strings.Contains(tools, "@") {
+		tools += " (digest unknown: run imagectl matrix refresh)"
+	}
+	fmt.Fprintf(tw, "tools image\t%s\n", tools)
 	ray := s.Ray
 	if len(s.RayExtras) > 0 {
 		ray = fmt.Sprintf("%s [%s]", s.Ray, strings.Join(s.RayExtras, ","))
