@@ -31,7 +31,8 @@ func testSet() resolve.Set {
 		},
 		Ray: "2.46.0", Python: "3.12", RayPythons: []string{"3.9", "3.10", "3.11", "3.12"},
 		RayExtras: []string{"default"}, Debugpy: "1.8.14",
-		Platforms: []string{"linux/amd64", "linux/arm64"},
+		Platforms:  []string{"linux/amd64", "linux/arm64"},
+		ToolsImage: "docker.io/library/python:3.12-slim-bookworm@sha256:" + strings.Repeat("7", 64),
 		Extensions: []resolve.Extension{{
 			ID: "ms-python.debugpy", Version: "2025.10.0", Source: "marketplace", Engine: "^1.92.0",
 			Files: map[string]resolve.File{
@@ -63,7 +64,10 @@ func TestInputsDigestStableAndSensitive(t *testing.T) {
 		"ray":        func(s *resolve.Set, _ *[]byte, _ *string) { s.Ray = "2.46.1" },
 		"python":     func(s *resolve.Set, _ *[]byte, _ *string) { s.Python = "3.11" },
 		"definition": func(_ *resolve.Set, d *[]byte, _ *string) { *d = []byte("FROM y\n") },
-		"version":    func(_ *resolve.Set, _ *[]byte, v *string) { *v = "v1.0.1" },
+		"tools image digest": func(s *resolve.Set, _ *[]byte, _ *string) {
+			s.ToolsImage = "docker.io/library/python:3.12-slim-bookworm@sha256:" + strings.Repeat("8", 64)
+		},
+		"version": func(_ *resolve.Set, _ *[]byte, v *string) { *v = "v1.0.1" },
 	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
@@ -387,6 +391,7 @@ func TestDefinitionFromMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := testSet()
+	set.ToolsImage = "" // a lock from before tools images were locked: matrix.yaml's
 	r, err := d.Render(set)
 	if err != nil {
 		t.Fatal(err)
@@ -406,7 +411,14 @@ func TestDefinitionFromMatrix(t *testing.T) {
 	if diff := cmp.Diff(string(rendered), string(r.Definition)); diff != "" {
 		t.Errorf("rendered definition (-want +got):\n%s", diff)
 	}
-	if in := InputsDigest(set, rendered, "v1"); r.Inputs != in {
+	// The set as built carries the tools image rendered (here matrix.yaml's,
+	// the set having none).
+	built := set
+	built.ToolsImage = "python:3.12-slim"
+	if diff := cmp.Diff(built, r.Set); diff != "" {
+		t.Errorf("rendered set (-want +got):\n%s", diff)
+	}
+	if in := InputsDigest(built, rendered, "v1"); r.Inputs != in {
 		t.Errorf("Inputs = %s, want InputsDigest = %s", r.Inputs, in)
 	}
 	if got, _ := d.InputsDigest(set); got != r.Inputs {

@@ -3,6 +3,7 @@ package build
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/imagectl/imagectl/dockerfiles"
 	"github.com/imagectl/imagectl/matrix"
@@ -13,6 +14,10 @@ import (
 // for one run; an empty field keeps matrix.yaml's value. The command line maps
 // its flags onto them, identically for build, plan and release.
 type Overrides struct {
+	// ToolsImage replaces the set's tools image (matrix.yaml build.toolsImage
+	// pinned by the catalog) as given: with a digest it is pinned, without
+	// one the build uses whatever the tag names. Equal to matrix.yaml's
+	// build.toolsImage it is no override (the catalog's pin stays).
 	ToolsImage    string
 	PackageIndex  string
 	PythonRuntime string
@@ -37,6 +42,10 @@ type Definition struct {
 
 // Rendered is the definition rendered for one set.
 type Rendered struct {
+	// Set is the set as built (Definition.Set): its ToolsImage is the
+	// reference actually rendered. Its lock goes into the inputs digest and
+	// the image labels.
+	Set resolve.Set
 	// Params are what the definition was rendered with.
 	Params Params
 	// Definition is the rendered definition (its bytes are hashed).
@@ -61,12 +70,36 @@ func NewDefinition(cfg *matrix.Config, o Overrides, version string) (*Definition
 	return &Definition{cfg: cfg, o: o, version: version, source: src}, nil
 }
 
-// Params returns the render parameters for set: matrix.yaml's build section
-// and upstreams.packageIndex, each replaced by its override when given.
+// Set returns set as it is built: its ToolsImage is the tools image
+// override when one is given (and differs from matrix.yaml's
+// build.toolsImage), else the set's own (pinned by resolve from the
+// catalog), else matrix.yaml's. Build, plan and release all build and hash
+// this set, so the lock label names the tools image that was used.
+func (d *Definition) Set(set resolve.Set) resolve.Set {
+	if o := d.o.ToolsImage; o != "" && o != d.cfg.Build.ToolsImage {
+		set.ToolsImage = o
+	}
+	if set.ToolsImage == "" {
+		set.ToolsImage = d.cfg.Build.ToolsImage
+	}
+	return set
+}
+
+// ToolsImagePinned reports whether a tools image reference names its image
+// by digest (name[:tag]@sha256:...), so that the image cannot change under
+// the same inputs digest.
+func ToolsImagePinned(ref string) bool {
+	_, d, ok := strings.Cut(ref, "@")
+	return ok && strings.HasPrefix(d, "sha256:")
+}
+
+// Params returns the render parameters for set: the set's tools image
+// (Set) and matrix.yaml's build section and upstreams.packageIndex, each
+// replaced by its override when given.
 func (d *Definition) Params(set resolve.Set) (Params, error) {
 	b := d.cfg.Build
 	p := Params{
-		ToolsImage:    firstNonEmpty(d.o.ToolsImage, b.ToolsImage),
+		ToolsImage:    d.Set(set).ToolsImage,
 		PackageIndex:  firstNonEmpty(d.o.PackageIndex, d.cfg.Upstreams.PackageIndex),
 		PythonRuntime: firstNonEmpty(d.o.PythonRuntime, b.PythonRuntime),
 	}
@@ -90,8 +123,10 @@ func (d *Definition) Params(set resolve.Set) (Params, error) {
 	return p, nil
 }
 
-// Render renders the definition for set and computes its inputs digest.
+// Render renders the definition for set (as Set returns it) and computes
+// its inputs digest.
 func (d *Definition) Render(set resolve.Set) (*Rendered, error) {
+	set = d.Set(set)
 	p, err := d.Params(set)
 	if err != nil {
 		return nil, err
@@ -100,7 +135,7 @@ func (d *Definition) Render(set resolve.Set) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Rendered{Params: p, Definition: out, Inputs: InputsDigest(set, out, d.version)}, nil
+	return &Rendered{Set: set, Params: p, Definition: out, Inputs: InputsDigest(set, out, d.version)}, nil
 }
 
 // InputsDigest is the LabelInputs value `imagectl build` writes for set.

@@ -15,11 +15,12 @@ import (
 
 // inputsVersion versions the encoding hashed by InputsDigest. Bump it when
 // the encoding changes so old and new digests never collide by accident.
-const inputsVersion = "imagectl-inputs/v1"
+const inputsVersion = "imagectl-inputs/v2"
 
 // InputsDigest is the sha256 ("sha256:<hex>") over everything that decides
 // what an image contains: the resolved set (with every extension file's
-// digest and the base digest per platform), the image definition bytes and
+// digest, the base digest per platform and the tools image reference, pinned
+// by digest once matrix refresh recorded it), the image definition bytes and
 // the imagectl version. set.Tags are not inputs (they are rendered from this
 // digest) and are left out, so adding a tag template rebuilds nothing. Two builds with the same InputsDigest are expected to
 // give the same image; plan compares it with the LabelInputs of a published
@@ -42,6 +43,7 @@ func InputsDigest(set resolve.Set, definition []byte, version string) string {
 	field("lock", string(Lock(lock)))
 	// Also list the pinned digests explicitly, sorted, so a reader of this
 	// function sees what must move the digest.
+	field("tools", set.ToolsImage)
 	plats := sortedKeys(set.CodeServer.Platforms)
 	for _, p := range plats {
 		field("base "+p, set.CodeServer.Platforms[p])

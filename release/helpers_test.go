@@ -235,12 +235,16 @@ func ext(id, version string, universal bool) resolve.Extension {
 }
 
 // newSet returns a realistic set; tags are filled by tag().
+// testToolsDigest is the tools image digest every newSet is pinned to.
+var testToolsDigest = "sha256:" + strings.Repeat("6", 64)
+
 func newSet(cs, ray, py string) resolve.Set {
 	return resolve.Set{
 		CodeServer: resolve.CodeServer{Version: cs, VSCode: "1" + strings.TrimPrefix(cs, "4"), Base: testBase + ":" + cs, Platforms: baseDigests(cs, "")},
 		Ray:        ray, Python: py, RayPythons: []string{"3.9", "3.10", "3.11", "3.12"}, RayExtras: []string{"default"},
-		Debugpy:   "1.8.14",
-		Platforms: []string{"linux/amd64", "linux/arm64"},
+		Debugpy:    "1.8.14",
+		Platforms:  []string{"linux/amd64", "linux/arm64"},
+		ToolsImage: "docker.io/library/python:3.12-slim-bookworm@" + testToolsDigest,
 		Extensions: []resolve.Extension{
 			ext("ms-python.debugpy", "2025.10.0", false),
 			ext("ms-python.python", "2025.10.0", false),

@@ -34,6 +34,7 @@ const (
 	KindNewRay        Kind = "new Ray release"
 	KindNewCodeServer Kind = "new code-server release"
 	KindBaseRebuilt   Kind = "base rebuilt upstream"
+	KindToolsRebuilt  Kind = "tools image rebuilt"
 	KindExtensionBump Kind = "extension bump"
 	KindComponentBump Kind = "component bump"
 	KindDefinition    Kind = "definition change"
@@ -359,6 +360,9 @@ func diffSets(old, s resolve.Set) []Reason {
 			rs = append(rs, Reason{KindBaseRebuilt, s.CodeServer.Base + ": " + strings.Join(base, ", ")})
 		}
 	}
+	if r, ok := diffTools(old.ToolsImage, s.ToolsImage); ok {
+		rs = append(rs, r)
+	}
 	if old.Python != s.Python {
 		rs = append(rs, Reason{KindComponentBump, fmt.Sprintf("python %s -> %s", old.Python, s.Python)})
 	}
@@ -400,6 +404,27 @@ func diffSets(old, s resolve.Set) []Reason {
 		rs = append(rs, Reason{KindDefinition, fmt.Sprintf("ray extras %v -> %v", old.RayExtras, s.RayExtras)})
 	}
 	return rs
+}
+
+// diffTools explains a change of the tools image reference between the
+// published lock and the new set: the same name with another digest is the
+// tag moved upstream (tools image rebuilt); anything else is a definition
+// change.
+func diffTools(old, cur string) (Reason, bool) {
+	if old == cur {
+		return Reason{}, false
+	}
+	oldName, oldDigest, _ := strings.Cut(old, "@")
+	curName, curDigest, _ := strings.Cut(cur, "@")
+	switch {
+	case old == "":
+		return Reason{KindDefinition, fmt.Sprintf("tools image %s (the published lock records none)", cur)}, true
+	case oldName == curName && oldDigest != "" && curDigest != "":
+		return Reason{KindToolsRebuilt, fmt.Sprintf("%s: %s -> %s", curName, short(oldDigest), short(curDigest))}, true
+	case oldName == curName && curDigest != "":
+		return Reason{KindDefinition, fmt.Sprintf("tools image %s now pinned to %s", curName, short(curDigest))}, true
+	}
+	return Reason{KindDefinition, fmt.Sprintf("tools image %s -> %s", old, cur)}, true
 }
 
 func sortedKeys[V any](ms ...map[string]V) []string {

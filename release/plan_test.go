@@ -47,6 +47,41 @@ func bumpExtension(s resolve.Set, id, version string) resolve.Set {
 	return s
 }
 
+const testTools = "docker.io/library/python:3.12-slim-bookworm"
+
+var testToolsDigest2 = "sha256:" + strings.Repeat("7", 64)
+
+// withTools returns s with its tools image pinned to digest.
+func withTools(s resolve.Set, digest string) resolve.Set {
+	s.ToolsImage = testTools + "@" + digest
+	return s
+}
+
+func TestDiffTools(t *testing.T) {
+	d1, d2 := testToolsDigest, testToolsDigest2
+	for _, tc := range []struct {
+		name, old, cur string
+		want           *Reason
+	}{
+		{"unchanged", testTools + "@" + d1, testTools + "@" + d1, nil},
+		{"tag moved", testTools + "@" + d1, testTools + "@" + d2, &Reason{KindToolsRebuilt, testTools + ": " + short(d1) + " -> " + short(d2)}},
+		{"now pinned", testTools, testTools + "@" + d2, &Reason{KindDefinition, "tools image " + testTools + " now pinned to " + short(d2)}},
+		{"pin dropped", testTools + "@" + d1, testTools, &Reason{KindDefinition, "tools image " + testTools + "@" + d1 + " -> " + testTools}},
+		{"old lock without one", "", testTools, &Reason{KindDefinition, "tools image " + testTools + " (the published lock records none)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ok := diffTools(tc.old, tc.cur)
+			var got *Reason
+			if ok {
+				got = &r
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("diffTools(%q, %q) (-want +got):\n%s", tc.old, tc.cur, diff)
+			}
+		})
+	}
+}
+
 func TestPlan(t *testing.T) {
 	a, b, c := baseSets()
 	rebuiltBase := func(s resolve.Set) resolve.Set {
@@ -99,6 +134,31 @@ func TestPlan(t *testing.T) {
 						"linux/arm64 " + short(old["linux/arm64"]) + " -> " + short(nu["linux/arm64"])}}})
 				}
 				return out
+			},
+		},
+		{
+			name: "a moved tools image tag gives every entry",
+			after: func(*world) []resolve.Set {
+				return []resolve.Set{withTools(a, testToolsDigest2), withTools(b, testToolsDigest2), withTools(c, testToolsDigest2)}
+			},
+			want: func(w *world, _ []Target) []summary {
+				var out []summary
+				for _, tg := range w.targets {
+					out = append(out, summary{tg.Name(), ActionBuild, []Reason{{KindToolsRebuilt, testTools + ": " + short(testToolsDigest) + " -> " + short(testToolsDigest2)}}})
+				}
+				return out
+			},
+		},
+		{
+			name: "another tools image is a definition change",
+			after: func(*world) []resolve.Set {
+				c2 := c
+				c2.ToolsImage = "docker.io/library/python:3.13-slim-bookworm"
+				return []resolve.Set{a, b, c2}
+			},
+			want: func(w *world, _ []Target) []summary {
+				return []summary{{w.targets[2].Name(), ActionBuild, []Reason{{KindDefinition,
+					"tools image " + testTools + "@" + testToolsDigest + " -> docker.io/library/python:3.13-slim-bookworm"}}}}
 			},
 		},
 		{

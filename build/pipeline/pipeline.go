@@ -88,17 +88,23 @@ type Request struct {
 	// tty, plain, quiet).
 	Progress     io.Writer
 	ProgressMode string
+	// Warnings receives warnings that do not stop the build, e.g. a tools
+	// image not pinned by digest (default: discarded).
+	Warnings io.Writer
 }
 
 // Result is what `imagectl build --output json` prints.
 type Result struct {
 	// Ref is repo@index-digest (pushed) or the archive path.
-	Ref          string           `json:"ref"`
-	Index        string           `json:"index"`
-	InputsDigest string           `json:"inputsDigest"`
-	Platforms    []PlatformOutput `json:"platforms"`
-	Tags         []string         `json:"tags,omitempty"`
-	Archive      string           `json:"archive,omitempty"`
+	Ref          string `json:"ref"`
+	Index        string `json:"index"`
+	InputsDigest string `json:"inputsDigest"`
+	// ToolsImage is the tools image reference the definition was rendered
+	// with (name:tag@sha256:... once matrix refresh pinned it).
+	ToolsImage string           `json:"toolsImage"`
+	Platforms  []PlatformOutput `json:"platforms"`
+	Tags       []string         `json:"tags,omitempty"`
+	Archive    string           `json:"archive,omitempty"`
 	// BytesPushed sums the blob uploads BuildKit reported, if it reported any.
 	BytesPushed int64 `json:"bytesPushed,omitempty"`
 	// EmulatedSteps sums the platforms' emulated RUN steps.
@@ -180,7 +186,13 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The set as built: its tools image is the one rendered (an override
+	// replaces the catalog's pin), so the lock label says what was used.
+	set = def.Set
 	rendered, inputs := def.Definition, def.Inputs
+	if !build.ToolsImagePinned(set.ToolsImage) && req.Warnings != nil {
+		fmt.Fprintf(req.Warnings, "warning: tools image %s is not pinned by digest: the build uses whatever the tag names now, and a moved tag does not change the inputs digest %s; run imagectl matrix refresh to record its digest in the catalog (or give --tools-image NAME@sha256:...)\n", set.ToolsImage, inputs)
+	}
 	if set.Tags, err = resolve.RenderTags(cfg, set, inputs); err != nil {
 		return nil, err
 	}
@@ -256,7 +268,7 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	}
 
 	// 6. Publish: push the index and tags, or write the archive.
-	res := &Result{InputsDigest: inputs, Set: set, repo: repo, epoch: epoch}
+	res := &Result{InputsDigest: inputs, ToolsImage: set.ToolsImage, Set: set, repo: repo, epoch: epoch}
 	var plats map[string]string
 	if req.Push {
 		var tags []string

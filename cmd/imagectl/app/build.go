@@ -61,7 +61,7 @@ type definitionFlags struct {
 
 func (f *definitionFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.toolsImage, "tools-image", os.Getenv("IMAGECTL_TOOLS_IMAGE"), "override matrix.yaml build.toolsImage: the build-platform image with python3 and pip that cross-installs the wheels (env IMAGECTL_TOOLS_IMAGE)")
+	fl.StringVar(&f.toolsImage, "tools-image", os.Getenv("IMAGECTL_TOOLS_IMAGE"), "override matrix.yaml build.toolsImage and the catalog's digest for it: the build-platform image with python3 and pip that cross-installs the wheels, used as given (pin it: NAME@sha256:...) (env IMAGECTL_TOOLS_IMAGE)")
 	fl.StringVar(&f.packageIndex, "package-index", os.Getenv("IMAGECTL_PACKAGE_INDEX_URL"), "override matrix.yaml upstreams.packageIndex: the PEP 503 index for pip (env IMAGECTL_PACKAGE_INDEX_URL)")
 	fl.StringVar(&f.pythonRuntime, "python-runtime", "", "override matrix.yaml build.pythonRuntime: standalone (python-build-standalone, unpacked on the build platform) or base (the base image's own python3)")
 	fl.StringVar(&f.standaloneURL, "python-standalone-url", os.Getenv("IMAGECTL_PYTHON_STANDALONE_URL"), "override matrix.yaml build.standalone for the set's Python: install_only .tar.gz URL, {arch} becomes x86_64 or aarch64 (env IMAGECTL_PYTHON_STANDALONE_URL; needs --python-standalone-sha256)")
@@ -178,6 +178,7 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 				Signer:          signer,
 				Progress:        progressOut,
 				ProgressMode:    f.progress,
+				Warnings:        g.stderr,
 			})
 			if err != nil {
 				return err
@@ -280,6 +281,7 @@ func printBuildResult(g *globals, res *pipeline.Result) error {
 		fmt.Fprintf(g.stdout, "tags    %s\n", strings.Join(res.Tags, ", "))
 	}
 	fmt.Fprintf(g.stdout, "inputs  %s\n", res.InputsDigest)
+	fmt.Fprintf(g.stdout, "tools   %s\n", res.ToolsImage)
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLATFORM\tDIGEST\tBUILDER\tRUN STEPS\tEMULATED\tCACHED\tSECONDS")
 	for _, p := range res.Platforms {

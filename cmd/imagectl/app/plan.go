@@ -87,6 +87,12 @@ func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSe
 	if err != nil {
 		return nil, err
 	}
+	// Plan and release hold each set as it is built (the tools image
+	// override applied), so the entries and the lock they compare with the
+	// published label name the tools image actually used.
+	for i := range sets {
+		sets[i] = def.Set(sets[i])
+	}
 	targets, err := release.Targets(cfg, sets, def)
 	if err != nil {
 		return nil, err

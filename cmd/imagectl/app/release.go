@@ -206,6 +206,7 @@ func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetu
 		CacheFrom:       f.b.cacheFrom,
 		CacheTo:         f.b.cacheTo,
 		Progress:        g.stderr,
+		Warnings:        g.stderr,
 		ProgressMode:    f.b.progress,
 	}, s), nil
 }
