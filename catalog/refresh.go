@@ -38,7 +38,7 @@ type ImageDigester interface {
 type Sources struct {
 	// Images, if set, resolves matrix.yaml's build.toolsImage to the digest
 	// recorded under toolsImage; nil records no toolsImage at all.
-	Images ImageDigester
+	Images     ImageDigester
 	PyPI       PythonSource
 	CodeServer CodeServerSource
 	// Extensions maps a matrix.yaml source name (marketplace, openvsx) to
@@ -80,17 +80,6 @@ func Refresh(ctx context.Context, cfg *matrix.Config, src Sources) (*Catalog, er
 	if c.CodeServer, err = src.CodeServer.CodeServers(ctx, csKeep); err != nil {
 		return nil, fmt.Errorf("code-server versions: %w", err)
 	}
-	if src.Images != nil && cfg.Build.ToolsImage != "" {
-		ref := cfg.Build.ToolsImage
-		d, err := src.Images.Digest(ctx, ref)
-		if err != nil {
-			return nil, fmt.Errorf("build.toolsImage %s: %w", ref, err)
-		}
-		if !validDigest(d) {
-			return nil, fmt.Errorf("build.toolsImage %s: registry answered digest %q, want sha256:<64 hex digits>", ref, d)
-		}
-		c.ToolsImage = &ToolsImage{Ref: ref, Digest: d}
-	}
 	if c.Ray, err = pythonReleases(ctx, src.PyPI, "ray", k.Ray.Constraint); err != nil {
 		return nil, err
 	}
@@ -107,6 +96,17 @@ func Refresh(ctx context.Context, cfg *matrix.Config, src Sources) (*Catalog, er
 			return nil, fmt.Errorf("extension %s from %s: %w", e.ID, e.Source, err)
 		}
 		c.Extensions = append(c.Extensions, ExtensionRecord{ID: e.ID, Source: e.Source, Versions: trimExtension(vs, e)})
+	}
+	if src.Images != nil && cfg.Build.ToolsImage != "" {
+		ref := cfg.Build.ToolsImage
+		d, err := src.Images.Digest(ctx, ref)
+		if err != nil {
+			return nil, fmt.Errorf("build.toolsImage %s: %w", ref, err)
+		}
+		if !validDigest(d) {
+			return nil, fmt.Errorf("build.toolsImage %s: registry answered digest %q, want sha256:<64 hex digits>", ref, d)
+		}
+		c.ToolsImage = &ToolsImage{Ref: ref, Digest: d}
 	}
 	Normalize(c)
 	return c, nil

@@ -2,7 +2,9 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -23,7 +25,8 @@ func NewImages(opts ...Option) *Images {
 // Digest returns the digest ("sha256:<hex>") of the manifest ref names now:
 // for a multi-platform tag, the index digest, so that a reference pinned to
 // it still serves every build platform. It asks with HEAD and falls back to
-// GET for a registry that answers HEAD without a Docker-Content-Digest.
+// GET for a registry that refuses HEAD or answers it without a
+// Docker-Content-Digest (not when the registry is unreachable).
 func (im *Images) Digest(ctx context.Context, ref string) (string, error) {
 	r, err := name.ParseReference(ref, im.nameOpts...)
 	if err != nil {
@@ -34,8 +37,9 @@ func (im *Images) Digest(ctx context.Context, ref string) (string, error) {
 	if herr == nil {
 		return desc.Digest.String(), nil
 	}
-	if ctx.Err() != nil {
-		return "", fmt.Errorf("reading %s: %w", r, herr)
+	var ne net.Error
+	if ctx.Err() != nil || errors.As(herr, &ne) {
+		return "", fmt.Errorf("reading %s: %w", r, herr) // unreachable: GET would fail alike
 	}
 	full, err := remote.Get(r, opts...)
 	if err != nil {

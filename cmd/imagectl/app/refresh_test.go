@@ -48,6 +48,9 @@ type fakeBase struct {
 	repo string // host:port/linuxserver/code-server
 	// index, amd64 and arm64 are the digests behind the plain version tag.
 	index, amd64, arm64 string
+	// tools is a two-platform tools image tag in the same registry and
+	// toolsIndex the index digest it names.
+	tools, toolsIndex string
 }
 
 func platformImage(t *testing.T, arch string) v1.Image {
@@ -110,7 +113,17 @@ func startFakeBase(t *testing.T) fakeBase {
 		}
 		return h.String()
 	}
-	return fakeBase{repo: repo, index: digest(idx.Digest), amd64: digest(amd.Digest), arm64: digest(arm.Digest)}
+	tools := strings.TrimPrefix(srv.URL, "http://") + "/library/python:3.12-slim-bookworm"
+	toolsIdx, _, _ := twoPlatformIndex(t)
+	tref, err := name.ParseReference(tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(tref, toolsIdx); err != nil {
+		t.Fatalf("pushing %s: %v", tools, err)
+	}
+	return fakeBase{repo: repo, index: digest(idx.Digest), amd64: digest(amd.Digest), arm64: digest(arm.Digest),
+		tools: tools, toolsIndex: digest(toolsIdx.Digest)}
 }
 
 // fakePyPIProjects is ray and debugpy as the fake PyPI serves them: Ray
@@ -195,6 +208,7 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	setYAML(t, &doc, base.repo, "base", "image")
+	setYAML(t, &doc, base.tools, "build", "toolsImage")
 	setYAML(t, &doc, pypiSrv.URL, "upstreams", "pypi")
 	setYAML(t, &doc, pypiSrv.URL+"/simple", "upstreams", "packageIndex")
 	setYAML(t, &doc, gal.MarketplaceURL(), "upstreams", "marketplace")
@@ -244,6 +258,9 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	if diff := cmp.Diff(wantCS, cat.CodeServer); diff != "" {
 		t.Errorf("code-server in the catalog (-want +got); only the plain version tag counts:\n%s", diff)
 	}
+	if diff := cmp.Diff(&catalog.ToolsImage{Ref: base.tools, Digest: base.toolsIndex}, cat.ToolsImage); diff != "" {
+		t.Errorf("toolsImage in the catalog (-want +got); the index digest of build.toolsImage:\n%s", diff)
+	}
 	wantRay := []catalog.PythonPackage{{Version: "2.46.0", RequiresPython: ">=3.9", Pythons: map[string][]string{
 		"linux/amd64": {"3.9", "3.10", "3.11", "3.12"},
 		"linux/arm64": {"3.9", "3.10", "3.11"},
@@ -273,6 +290,9 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&set); err != nil {
 		t.Fatalf("stdout is not one Set: %v\n%s", err, stdout)
+	}
+	if want := base.tools + "@" + base.toolsIndex; set.ToolsImage != want {
+		t.Errorf("set toolsImage %q, want %q (pinned by the refreshed catalog)", set.ToolsImage, want)
 	}
 	if diff := cmp.Diff(platforms, set.CodeServer.Platforms); diff != "" {
 		t.Errorf("base digests per platform (-want +got):\n%s", diff)
