@@ -109,7 +109,10 @@ grep -q '^ok' "$work/gotest.log" || fail "go test ./build/: $(cat "$work/gotest.
 "$fu" push-base -ref "$reg/code-server:4.101.2" \
   -tar linux/amd64="$base/base-amd64.tar" -tar linux/arm64="$base/base-arm64.tar" >"$work/base.json"
 "$fu" push-base -ref "$reg/tools:bookworm" -tar linux/amd64="$base/tools-amd64.tar" >"$work/tools.json"
-tools=$reg/tools@$(jq -r '.platforms["linux/amd64"]' "$work/tools.json")
+# matrix.yaml names the tools image by tag; the catalog locks it to the index
+# digest (as imagectl matrix refresh records it), so every build is pinned.
+tools=$reg/tools:bookworm
+tools_pinned=$tools@$(jq -r .index "$work/tools.json")
 log "bases pushed: $(jq -c . "$work/base.json")"
 
 # --- 5. matrix.yaml, catalog.json, keys ------------------------------------------
@@ -120,7 +123,7 @@ log "bases pushed: $(jq -c . "$work/base.json")"
 config() { # DIR [id@version to leave out of the catalog, ...]
   mkdir -p "$1"
   "$fu" e2e-config -out "$1" -registry "$reg" -base "$work/base.json" -gallery-urls "$work/gallery.json" \
-    -package-index "$pyindex" -tools-image "$tools" -omit "${2:-}"
+    -package-index "$pyindex" -tools-image "$tools" -tools "$work/tools.json" -omit "${2:-}"
 }
 config "$work/cfg" anyscalecompute.ray-distributed-debugger@0.1.6
 config "$work/cfg-bump"
@@ -163,6 +166,10 @@ for p in linux/amd64 linux/arm64; do
 done
 ref=$(jq -r .ref "$j")
 tag=$reg/code-server-ray:$(jq -r '.tags[0]' "$j")
+[ "$(jq -r .toolsImage "$j")" = "$tools_pinned" ] || fail "build used tools image $(jq -r .toolsImage "$j"), want the catalog's pin $tools_pinned"
+[ "$(jq -r .set.toolsImage "$j")" = "$tools_pinned" ] || fail "the build's lock names tools image $(jq -r .set.toolsImage "$j"), want $tools_pinned"
+! grep -q 'warning: tools image' "$work/cold.err" || fail "pinned build warned about the tools image: $(grep 'warning: tools image' "$work/cold.err")"
+log "tools image pinned: $tools_pinned"
 
 # --- 7. verify passes ---------------------------------------------------------------
 "$imagectl" verify "$tag" --key "$work/cosign.pub" >"$work/verify.txt" 2>&1 || { cat "$work/verify.txt" >&2; fail "verify of the built image"; }
@@ -266,6 +273,18 @@ release release-rerun "$work/cfg-bump"
 [ "$(writes "$r0")" = 0 ] || fail "a re-run of release wrote to the registry: $(tail -n +"$((r0 + 1))" "$work/registry.log" | grep -E ' (PUT|POST|PATCH|DELETE) ')"
 jq -e 'all(.results[]; .action == "none")' "$work/release-rerun.json" >/dev/null || fail "re-run of release: $(cat "$work/release-rerun.json")"
 log "release: promote, empty plan, extension bump -> $nsets entry rebuilt and tagged, empty plan, re-run wrote nothing"
+# The tools tag moved upstream (a refresh recorded another digest): plan
+# rebuilds every entry for exactly that reason. Plan reads manifests only, so
+# the new digest need not exist.
+mkdir -p "$work/cfg-tools"
+cp "$work/cfg-bump/matrix.yaml" "$work/cfg-tools/matrix.yaml"
+moved=sha256:$(printf '%064d' 0)
+jq --arg d "$moved" '.toolsImage.digest = $d' "$work/cfg-bump/catalog.json" >"$work/cfg-tools/catalog.json"
+plan plan-tools "$work/cfg-tools"
+jq -e --argjson n "$nsets" --arg detail "$tools: $(jq -r .index "$work/tools.json" | cut -c1-19) -> ${moved:0:19}" \
+  '(.entries | length) == $n and all(.entries[]; .action == "build" and .reasons == [{"kind": "tools image rebuilt", "detail": $detail}])' \
+  "$work/plan-tools.json" >/dev/null || fail "plan after the tools tag moved: $(cat "$work/plan-tools.json")"
+log "tools tag moved -> plan rebuilds $nsets entry: tools image rebuilt"
 
 # --- 10. Without --push: an OCI archive naming the same index ----------------------------
 "$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 \
@@ -277,6 +296,15 @@ top=$(tar -xOf "$archive" index.json | jq -r '.manifests[0].digest')
 [ "$top" = "$(jq -r .index "$work/cold.json")" ] || fail "the archive's index $top is not the pushed index $(jq -r .index "$work/cold.json")"
 tar -xOf "$archive" index.json | jq -e '.manifests[0].annotations["org.opencontainers.image.ref.name"]' >/dev/null || fail "archive index.json has no ref.name for docker load"
 log "OCI archive $(basename "$archive"): same index $top as the pushed image"
+# An unpinned tools image (a --tools-image tag) still builds, warns once, and
+# the JSON says which reference was used.
+"$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 --tools-image "$tools" \
+  --cache-dir "$work/vsix-cache" --progress quiet --output json --dist "$work/dist-unpinned" >"$work/unpinned.json" 2>"$work/unpinned.err" \
+  || { cat "$work/unpinned.err" >&2; fail "imagectl build with an unpinned tools image"; }
+[ "$(grep -c 'warning: tools image' "$work/unpinned.err")" = 1 ] || fail "unpinned tools image: want exactly one warning on stderr: $(cat "$work/unpinned.err")"
+[ "$(jq -r .toolsImage "$work/unpinned.json")" = "$tools" ] || fail "unpinned build reports tools image $(jq -r .toolsImage "$work/unpinned.json"), want $tools"
+[ "$(jq -r .inputsDigest "$work/unpinned.json")" != "$(jq -r .inputsDigest "$work/cold.json")" ] || fail "the unpinned tools image gave the pinned build's inputs digest"
+log "unpinned tools image: built, one warning: $(grep 'warning: tools image' "$work/unpinned.err" | cut -c1-100)..."
 
 # --- 11. Benchmark ------------------------------------------------------------------------
 if [ "${IMAGECTL_E2E_BENCH:-1}" != 0 ]; then

@@ -53,11 +53,12 @@ func runConfig(args []string) error {
 	pyIndex := fs.String("package-index", "", "PEP 503 index URL")
 	vsixDir := fs.String("vsix", gallery.FixtureDir(), "directory of *.vsix fixtures")
 	debuggerConstraint := fs.String("ray-debugger", "", "constraint on anyscalecompute.ray-distributed-debugger")
-	toolsImage := fs.String("tools-image", "", "build.toolsImage (the build-platform image with python3 and pip)")
+	toolsImage := fs.String("tools-image", "", "build.toolsImage (the build-platform image with python3 and pip), a tag")
+	toolsJSON := fs.String("tools", "", "push-base output of the tools image: its index digest is recorded in the catalog, as matrix refresh would")
 	omit := fs.String("omit", "", "comma-separated id@version to leave out of the catalog (a snapshot taken before that release)")
 	fs.Parse(args)
-	if *out == "" || *registry == "" || *baseJSON == "" || *urlsFile == "" || *pyIndex == "" || *toolsImage == "" {
-		return errors.New("-out, -registry, -base, -gallery-urls, -package-index and -tools-image are required")
+	if *out == "" || *registry == "" || *baseJSON == "" || *urlsFile == "" || *pyIndex == "" || *toolsImage == "" || *toolsJSON == "" {
+		return errors.New("-out, -registry, -base, -gallery-urls, -package-index, -tools-image and -tools are required")
 	}
 	omitted := map[string]bool{}
 	for _, o := range strings.Split(*omit, ",") {
@@ -71,6 +72,15 @@ func runConfig(args []string) error {
 	}
 	if err := readJSON(*baseJSON, &base); err != nil {
 		return err
+	}
+	var tools struct {
+		Index string `json:"index"`
+	}
+	if err := readJSON(*toolsJSON, &tools); err != nil {
+		return err
+	}
+	if tools.Index == "" {
+		return fmt.Errorf("%s: no index digest", *toolsJSON)
 	}
 	var urls map[string]string
 	if err := readJSON(*urlsFile, &urls); err != nil {
@@ -88,6 +98,7 @@ func runConfig(args []string) error {
 			Version: "4.101.2", VSCode: "1.101.2", Tag: "4.101.2",
 			IndexDigest: base.Index, Platforms: base.Platforms,
 		}},
+		ToolsImage: &catalog.ToolsImage{Ref: *toolsImage, Digest: tools.Index},
 		Ray: []catalog.PythonPackage{{Version: "2.46.0", Pythons: map[string][]string{
 			"linux/amd64": {"3.11", "3.12"}, "linux/arm64": {"3.11", "3.12"},
 		}}},
