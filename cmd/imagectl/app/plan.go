@@ -137,7 +137,8 @@ owns names the same image. It reads manifests and config blobs only, never
 layers.
 
 Each entry that needs work says why: not published yet, new Ray release, new
-code-server release, base rebuilt upstream, extension bump, component bump,
+code-server release, base rebuilt upstream, tools image rebuilt (the tools
+image tag names a new digest in catalog.json), extension bump, component bump,
 definition change, or a floating tag behind its build (promote only).
 
 --output github prints a GitHub Actions matrix ({"include":[...]}) on one line
