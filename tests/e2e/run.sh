@@ -113,6 +113,8 @@ grep -q '^ok' "$work/gotest.log" || fail "go test ./build/: $(cat "$work/gotest.
 # digest (as imagectl matrix refresh records it), so every build is pinned.
 tools=$reg/tools:bookworm
 tools_pinned=$tools@$(jq -r .index "$work/tools.json")
+# The same image under another tag, for an unpinned --tools-image (section 10).
+"$fu" push-base -ref "$reg/tools:unpinned" -tar linux/amd64="$base/tools-amd64.tar" >/dev/null
 log "bases pushed: $(jq -c . "$work/base.json")"
 
 # --- 5. matrix.yaml, catalog.json, keys ------------------------------------------
@@ -296,13 +298,15 @@ top=$(tar -xOf "$archive" index.json | jq -r '.manifests[0].digest')
 [ "$top" = "$(jq -r .index "$work/cold.json")" ] || fail "the archive's index $top is not the pushed index $(jq -r .index "$work/cold.json")"
 tar -xOf "$archive" index.json | jq -e '.manifests[0].annotations["org.opencontainers.image.ref.name"]' >/dev/null || fail "archive index.json has no ref.name for docker load"
 log "OCI archive $(basename "$archive"): same index $top as the pushed image"
-# An unpinned tools image (a --tools-image tag) still builds, warns once, and
-# the JSON says which reference was used.
-"$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 --tools-image "$tools" \
+# An unpinned tools image (a --tools-image tag other than matrix.yaml's, which
+# would keep the catalog's pin) still builds, warns once, and the JSON says
+# which reference was used.
+unpinned=$reg/tools:unpinned
+"$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 --tools-image "$unpinned" \
   --cache-dir "$work/vsix-cache" --progress quiet --output json --dist "$work/dist-unpinned" >"$work/unpinned.json" 2>"$work/unpinned.err" \
   || { cat "$work/unpinned.err" >&2; fail "imagectl build with an unpinned tools image"; }
 [ "$(grep -c 'warning: tools image' "$work/unpinned.err")" = 1 ] || fail "unpinned tools image: want exactly one warning on stderr: $(cat "$work/unpinned.err")"
-[ "$(jq -r .toolsImage "$work/unpinned.json")" = "$tools" ] || fail "unpinned build reports tools image $(jq -r .toolsImage "$work/unpinned.json"), want $tools"
+[ "$(jq -r .toolsImage "$work/unpinned.json")" = "$unpinned" ] || fail "unpinned build reports tools image $(jq -r .toolsImage "$work/unpinned.json"), want $unpinned"
 [ "$(jq -r .inputsDigest "$work/unpinned.json")" != "$(jq -r .inputsDigest "$work/cold.json")" ] || fail "the unpinned tools image gave the pinned build's inputs digest"
 log "unpinned tools image: built, one warning: $(grep 'warning: tools image' "$work/unpinned.err" | cut -c1-100)..."
 
