@@ -40,7 +40,7 @@ func WithBackoff(min, max time.Duration) Option {
 }
 
 // WithMaxRetryAfter caps how long a Retry-After may make a client wait
-// (default 2m); a longer Retry-After fails the request instead.
+// (default 2m); a longer Retry-After waits only that long before retrying.
 func WithMaxRetryAfter(d time.Duration) Option { return func(o *options) { o.maxRetryAfter = d } }
 
 // WithLogger logs retries at debug level.
