@@ -8,8 +8,8 @@ export IMAGECTL_TEST_CACHE ?= $(HOME)/.cache/imagectl-test
 
 .PHONY: build deps test unit e2e bench lint ci
 
-build: ## Build bin/imagectl
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/imagectl ./cmd/imagectl
+build: ## Build bin/imagectl (static, so it can be copied into the code-server sidecar)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/imagectl ./cmd/imagectl
 
 deps: ## Install what the tests need (idempotent; cached under $IMAGECTL_TEST_CACHE)
 	bash hack/install-deps.sh
