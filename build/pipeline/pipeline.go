@@ -157,7 +157,7 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	var err error
 	for _, p := range set.Platforms {
 		if set.CodeServer.Platforms[p] == "" {
-			return nil, fmt.Errorf("resolved set has no base digest for %s (catalog entry of code-server %s)", p, set.CodeServer.Version)
+			return nil, fmt.Errorf("resolved set has no base digest for %s (catalog entry of code-server %s): run imagectl matrix refresh where the registry is reachable, so the base is pinned", p, set.CodeServer.Version)
 		}
 	}
 

@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
@@ -50,5 +52,26 @@ func TestPublisherSignsOnlyWhatItBuilt(t *testing.T) {
 func TestRunNeedsADefinition(t *testing.T) {
 	if _, err := Run(context.Background(), nil, Request{Matrix: &matrix.Config{}}); err == nil || !strings.Contains(err.Error(), "no image definition") {
 		t.Errorf("Run without a definition: %v", err)
+	}
+}
+
+// The committed catalog is hand-written and has no base digests: a build
+// from it must stop before any work and say how to pin the base.
+func TestRunRefusesAnUnpinnedBase(t *testing.T) {
+	cfg, err := matrix.Load("../../matrix.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load("../../catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := build.NewDefinition(cfg, build.Overrides{}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), nil, Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}})
+	if err == nil || !strings.Contains(err.Error(), "no base digest for linux/amd64") || !strings.Contains(err.Error(), "imagectl matrix refresh") {
+		t.Errorf("Run with an unpinned base: %v, want it to name the platform and say to run imagectl matrix refresh", err)
 	}
 }
