@@ -212,17 +212,10 @@ func ParseWheel(filename string) (Wheel, bool) {
 // cpMinor reads "cp312" as 12.
 func cpMinor(tag string) (int, bool) {
 	rest, ok := strings.CutPrefix(tag, "cp3")
-	if !ok || rest == "" || len(rest) > 2 {
+	if !ok || len(rest) > 2 {
 		return 0, false
 	}
-	n := 0
-	for _, r := range rest {
-		if r < '0' || r > '9' {
-			return 0, false
-		}
-		n = n*10 + int(r-'0')
-	}
-	return n, true
+	return catalog.PythonMinor("3." + rest)
 }
 
 func appendUnique(s []string, v string) []string {
