@@ -333,5 +333,8 @@ if [ "${IMAGECTL_E2E_BENCH:-1}" != 0 ]; then
     printf '  %-34s %8s s\n' "linux/amd64 alone, empty cache" "$(secs solo-amd64)"
     printf '  %-34s %8s s  arm64/amd64 = %s\n' "linux/arm64 alone, empty cache" "$(secs solo-arm64)" "$(ratio "$(secs solo-arm64)" "$(secs solo-amd64)")"
   } | tee "$work/bench.txt" >&2
+  # imagectl plan with nothing changed, over 1 and 24 entries, as a ratio to the cold build above.
+  IMAGECTL_COLD_BUILD_SECONDS=$(secs cold) go test ./release -run '^$' -bench PlanNoChange -benchtime 1x 2>&1 |
+    grep -E 'no-change plan of' | sed 's/^ *bench_test.go:[0-9]*: /  /' | tee -a "$work/bench.txt" >&2
 fi
 log "PASS in $((SECONDS - t0)) s"
