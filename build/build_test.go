@@ -31,8 +31,9 @@ func testSet() resolve.Set {
 		},
 		Ray: "2.46.0", Python: "3.12", RayPythons: []string{"3.9", "3.10", "3.11", "3.12"},
 		RayExtras: []string{"default"}, Debugpy: "1.8.14",
-		Platforms:  []string{"linux/amd64", "linux/arm64"},
-		ToolsImage: "docker.io/library/python:3.12-slim-bookworm@sha256:" + strings.Repeat("7", 64),
+		Platforms:     []string{"linux/amd64", "linux/arm64"},
+		ToolsImage:    "docker.io/library/python:3.12-slim-bookworm@sha256:" + strings.Repeat("7", 64),
+		PythonRuntime: testRuntime(),
 		Extensions: []resolve.Extension{{
 			ID: "ms-python.debugpy", Version: "2025.10.0", Source: "marketplace", Engine: "^1.92.0",
 			Files: map[string]resolve.File{
@@ -376,13 +377,16 @@ upstreams: {packageIndex: "https://pypi.org/simple"}
 
 const standaloneYAML = `build:
   toolsImage: python:3.12-slim
-  standalone:
-    "3.12":
-      url: https://example.com/cpython-3.12.11-{arch}-install_only.tar.gz
-      sha256:
-        x86_64: ` + "1111111111111111111111111111111111111111111111111111111111111111" + `
-        aarch64: ` + "2222222222222222222222222222222222222222222222222222222222222222" + `
 `
+
+// testRuntime is a python-build-standalone runtime of Python 3.12 as the
+// resolver copies it from catalog.json.
+func testRuntime() *resolve.PythonRuntime {
+	return &resolve.PythonRuntime{Version: "3.12.11", Release: "20250808", Files: map[string]resolve.RuntimeFile{
+		"linux/amd64": {URL: "https://example.com/cpython-3.12.11-x86_64-install_only.tar.gz", SHA256: strings.Repeat("1", 64)},
+		"linux/arm64": {URL: "https://example.com/cpython-3.12.11-aarch64-install_only.tar.gz", SHA256: strings.Repeat("2", 64)},
+	}}
+}
 
 func TestDefinitionFromMatrix(t *testing.T) {
 	cfg := testMatrix(t, standaloneYAML)
@@ -392,6 +396,7 @@ func TestDefinitionFromMatrix(t *testing.T) {
 	}
 	set := testSet()
 	set.ToolsImage = "" // a lock from before tools images were locked: matrix.yaml's
+	set.PythonRuntime = testRuntime()
 	r, err := d.Render(set)
 	if err != nil {
 		t.Fatal(err)
@@ -463,14 +468,32 @@ func TestDefinitionFromMatrix(t *testing.T) {
 
 func TestDefinitionErrors(t *testing.T) {
 	set := testSet()
+	set.PythonRuntime = nil
 	// The default runtime is standalone: a Python without a tarball is an error
 	// that says what to add.
 	d, err := NewDefinition(testMatrix(t, ""), Overrides{}, "v1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Render(set); err == nil || !strings.Contains(err.Error(), "build.standalone has no python-build-standalone tarball for Python 3.12") {
-		t.Errorf("no standalone entry: %v", err)
+	if _, err := d.Render(set); err == nil || !strings.Contains(err.Error(), "no python-build-standalone runtime for Python 3.12") || !strings.Contains(err.Error(), "run imagectl matrix refresh") {
+		t.Errorf("no runtime in the set: %v", err)
+	}
+	for name, mutate := range map[string]func(*resolve.PythonRuntime){
+		"other minor": func(r *resolve.PythonRuntime) { r.Version = "3.11.13" },
+		"URLs not by arch": func(r *resolve.PythonRuntime) {
+			r.Files["linux/arm64"] = resolve.RuntimeFile{URL: "https://example.com/other.tar.gz", SHA256: strings.Repeat("2", 64)}
+		},
+		"no arm64 tarball": func(r *resolve.PythonRuntime) { delete(r.Files, "linux/arm64") },
+		"bad sum": func(r *resolve.PythonRuntime) {
+			r.Files["linux/amd64"] = resolve.RuntimeFile{URL: r.Files["linux/amd64"].URL, SHA256: "abc"}
+		},
+	} {
+		rs := testSet()
+		rs.PythonRuntime = testRuntime()
+		mutate(rs.PythonRuntime)
+		if _, err := d.Render(rs); err == nil {
+			t.Errorf("%s: rendered", name)
+		}
 	}
 	d, _ = NewDefinition(testMatrix(t, standaloneYAML), Overrides{StandaloneURL: "https://example.com/{arch}.tar.gz"}, "v1")
 	if _, err := d.Render(set); err == nil || !strings.Contains(err.Error(), "give both the URL and the sha256") {
@@ -522,5 +545,60 @@ func TestContextsKeyFollowsContent(t *testing.T) {
 	other, _ := contextsKey("linux/amd64", map[string]string{"extensions": dir})
 	if other == write(`[{"version":"0.1.6"}]`) {
 		t.Error("the platform is not part of the key")
+	}
+}
+
+// The inputs digest moves with the locked runtime's sum (a re-published
+// tarball), and the runtime override replaces the set's runtime.
+func TestInputsDigestFollowsPythonRuntime(t *testing.T) {
+	d, err := NewDefinition(testMatrix(t, standaloneYAML), Overrides{}, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := func(mutate func(*resolve.PythonRuntime)) (string, Params) {
+		t.Helper()
+		set := testSet()
+		set.PythonRuntime = testRuntime()
+		mutate(set.PythonRuntime)
+		r, err := d.Render(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Inputs, r.Params
+	}
+	base, p := digest(func(*resolve.PythonRuntime) {})
+	if want := map[string]string{"x86_64": strings.Repeat("1", 64), "aarch64": strings.Repeat("2", 64)}; !cmp.Equal(want, p.StandaloneSHA256) {
+		t.Errorf("rendered sums %v, want %v", p.StandaloneSHA256, want)
+	}
+	for name, m := range map[string]func(*resolve.PythonRuntime){
+		"x86_64 sum": func(r *resolve.PythonRuntime) {
+			f := r.Files["linux/amd64"]
+			f.SHA256 = strings.Repeat("9", 64)
+			r.Files["linux/amd64"] = f
+		},
+		"aarch64 sum": func(r *resolve.PythonRuntime) {
+			f := r.Files["linux/arm64"]
+			f.SHA256 = strings.Repeat("9", 64)
+			r.Files["linux/arm64"] = f
+		},
+		"release": func(r *resolve.PythonRuntime) { r.Release = "20250818" },
+	} {
+		if got, _ := digest(m); got == base {
+			t.Errorf("%s changed but the inputs digest did not", name)
+		}
+	}
+	o, err := NewDefinition(testMatrix(t, standaloneYAML), Overrides{StandaloneURL: "https://mirror.example/{arch}.tar.gz",
+		StandaloneSHA256: map[string]string{"x86_64": strings.Repeat("5", 64), "aarch64": strings.Repeat("6", 64)}}, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := testSet()
+	set.PythonRuntime = testRuntime()
+	r, err := o.Render(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Params.StandaloneURL != "https://mirror.example/{arch}.tar.gz" || r.Params.StandaloneSHA256["x86_64"] != strings.Repeat("5", 64) {
+		t.Errorf("override not applied: %+v", r.Params)
 	}
 }

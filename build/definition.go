@@ -22,7 +22,8 @@ type Overrides struct {
 	PackageIndex  string
 	PythonRuntime string
 	// StandaloneURL and StandaloneSHA256 (keys x86_64, aarch64) replace the
-	// build.standalone entry of whatever Python the set resolves to.
+	// python-build-standalone runtime the set carries (catalog.json's lock
+	// of matrix.yaml build.standalone), whatever Python it resolves to.
 	StandaloneURL    string
 	StandaloneSHA256 map[string]string
 	// Definition replaces dockerfiles/Dockerfile (tests, experiments).
@@ -113,14 +114,37 @@ func (d *Definition) Params(set resolve.Set) (Params, error) {
 		p.StandaloneURL, p.StandaloneSHA256 = d.o.StandaloneURL, maps.Clone(d.o.StandaloneSHA256)
 		return p, nil
 	}
-	st, ok := b.Standalone[set.Python]
-	if !ok {
-		return Params{}, fmt.Errorf("matrix.yaml build.standalone has no python-build-standalone tarball for Python %s (the set of Ray %s resolves to it); add one, or set build.pythonRuntime: base for a base image that ships python%s",
-			set.Python, set.Ray, set.Python)
+	rt := set.PythonRuntime
+	if rt == nil {
+		st := b.Standalone
+		return Params{}, fmt.Errorf("no python-build-standalone runtime for Python %s (the set of Ray %s resolves to it): catalog.json records none for matrix.yaml build.standalone (%s release %s, %s); run imagectl matrix refresh to lock it, or give --python-standalone-url and --python-standalone-sha256, or set build.pythonRuntime: base for a base image that ships python%s",
+			set.Python, set.Ray, st.Repository, st.Release, st.Flavor, set.Python)
 	}
-	p.StandaloneURL = st.URL
-	p.StandaloneSHA256 = map[string]string{"x86_64": st.SHA256.X86_64, "aarch64": st.SHA256.Aarch64}
+	if !strings.HasPrefix(rt.Version, set.Python+".") {
+		return Params{}, fmt.Errorf("the set's python-build-standalone runtime is CPython %s, not Python %s", rt.Version, set.Python)
+	}
+	u, sums, err := standaloneParams(rt)
+	if err != nil {
+		return Params{}, fmt.Errorf("python-build-standalone runtime %s of the set: %w", rt.Version, err)
+	}
+	p.StandaloneURL, p.StandaloneSHA256 = u, sums
 	return p, nil
+}
+
+// standaloneParams turns the set's runtime (one URL per OCI platform) into
+// the definition's {arch} URL and per-architecture sums. The two URLs must
+// differ only in the architecture name, as python-build-standalone names
+// its tarballs.
+func standaloneParams(rt *resolve.PythonRuntime) (string, map[string]string, error) {
+	amd, arm := rt.Files["linux/amd64"], rt.Files["linux/arm64"]
+	if amd.URL == "" || arm.URL == "" {
+		return "", nil, fmt.Errorf("want a tarball for linux/amd64 and linux/arm64")
+	}
+	tmpl := strings.ReplaceAll(amd.URL, "x86_64", "{arch}")
+	if !strings.Contains(tmpl, "{arch}") || strings.ReplaceAll(tmpl, "{arch}", "aarch64") != arm.URL {
+		return "", nil, fmt.Errorf("tarball URLs %s and %s do not differ only by x86_64/aarch64", amd.URL, arm.URL)
+	}
+	return tmpl, map[string]string{"x86_64": amd.SHA256, "aarch64": arm.SHA256}, nil
 }
 
 // Render renders the definition for set (as Set returns it) and computes

@@ -39,14 +39,59 @@ func Load(path string) (*Catalog, error) {
 			return nil, fmt.Errorf("catalog %s: toolsImage.digest %q: want sha256:<64 hex digits> or nothing", path, t.Digest)
 		}
 	}
+	for i, r := range c.PythonRuntimes {
+		if err := r.check(); err != nil {
+			return nil, fmt.Errorf("catalog %s: pythonRuntimes[%d]: %w", path, i, err)
+		}
+	}
 	Normalize(&c)
 	return &c, nil
+}
+
+// check reports the first malformed field of r.
+func (r PythonRuntime) check() error {
+	if _, ok := PythonMinor(r.Python); !ok {
+		return fmt.Errorf("python %q: want a CPython minor version such as 3.12", r.Python)
+	}
+	if !strings.HasPrefix(r.Version, r.Python+".") {
+		return fmt.Errorf("version %q: want a %s.N version", r.Version, r.Python)
+	}
+	if r.Repository == "" || r.Release == "" || r.Flavor == "" {
+		return fmt.Errorf("python %s: repository, release and flavor are required", r.Python)
+	}
+	for _, p := range sortedKeys(runtimeArches) {
+		f, ok := r.Files[p]
+		if !ok {
+			return fmt.Errorf("python %s: no file for %s", r.Python, p)
+		}
+		if !strings.HasPrefix(f.URL, "https://") && !strings.HasPrefix(f.URL, "http://") {
+			return fmt.Errorf("python %s: files[%s].url %q: want an http(s) URL", r.Python, p, f.URL)
+		}
+		if !validHex(f.SHA256) {
+			return fmt.Errorf("python %s: files[%s].sha256 %q: want 64 lowercase hex digits", r.Python, p, f.SHA256)
+		}
+	}
+	if len(r.Files) != len(runtimeArches) {
+		return fmt.Errorf("python %s: files for %d platforms, want linux/amd64 and linux/arm64", r.Python, len(r.Files))
+	}
+	return nil
+}
+
+func validHex(s string) bool { return len(s) == 64 && strings.Trim(s, "0123456789abcdef") == "" }
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
 }
 
 // validDigest reports whether d is "sha256:" and 64 lowercase hex digits.
 func validDigest(d string) bool {
 	hex, ok := strings.CutPrefix(d, "sha256:")
-	return ok && len(hex) == 64 && strings.Trim(hex, "0123456789abcdef") == ""
+	return ok && validHex(hex)
 }
 
 // Normalize sorts everything in c so that equal catalogs encode identically:
@@ -62,6 +107,7 @@ func Normalize(c *Catalog) {
 			}
 		}
 	}
+	slices.SortStableFunc(c.PythonRuntimes, func(a, b PythonRuntime) int { return ComparePythons(a.Python, b.Python) })
 	slices.SortStableFunc(c.Extensions, func(a, b ExtensionRecord) int {
 		if d := strings.Compare(strings.ToLower(a.ID), strings.ToLower(b.ID)); d != 0 {
 			return d

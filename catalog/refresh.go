@@ -34,13 +34,24 @@ type ImageDigester interface {
 	Digest(ctx context.Context, ref string) (string, error)
 }
 
+// PythonRuntimeSource lists the python-build-standalone runtimes of one
+// release (upstream/github): for each CPython minor version keep accepts, the
+// newest patch with a tarball for every platform, each with its sha256.
+type PythonRuntimeSource interface {
+	PythonRuntimes(ctx context.Context, st matrix.Standalone, keep func(minor string) bool) ([]PythonRuntime, error)
+}
+
 // Sources are the upstreams Refresh queries.
 type Sources struct {
 	// Images, if set, resolves matrix.yaml's build.toolsImage to the digest
 	// recorded under toolsImage; nil records no toolsImage at all.
-	Images     ImageDigester
-	PyPI       PythonSource
-	CodeServer CodeServerSource
+	Images ImageDigester
+	PyPI   PythonSource
+	// PythonRuntimes, if set, locks matrix.yaml's build.standalone release
+	// under pythonRuntimes when build.pythonRuntime is standalone; nil
+	// records none.
+	PythonRuntimes PythonRuntimeSource
+	CodeServer     CodeServerSource
 	// Extensions maps a matrix.yaml source name (marketplace, openvsx) to
 	// its client.
 	Extensions map[string]ExtensionSource
@@ -108,8 +119,39 @@ func Refresh(ctx context.Context, cfg *matrix.Config, src Sources) (*Catalog, er
 		}
 		c.ToolsImage = &ToolsImage{Ref: ref, Digest: d}
 	}
+	if src.PythonRuntimes != nil && cfg.Build.PythonRuntime == matrix.PythonRuntimeStandalone {
+		st := cfg.Build.Standalone
+		keep := pythonKeeper(cfg.Components.Python)
+		rs, err := src.PythonRuntimes.PythonRuntimes(ctx, st, keep)
+		if err != nil {
+			return nil, fmt.Errorf("build.standalone %s release %s: %w", st.Repository, st.Release, err)
+		}
+		for i, r := range rs {
+			if err := r.check(); err != nil {
+				return nil, fmt.Errorf("build.standalone %s release %s: runtime %d: %w", st.Repository, st.Release, i, err)
+			}
+			if !keep(r.Python) {
+				return nil, fmt.Errorf("build.standalone %s release %s: source returned Python %s, outside components.python", st.Repository, st.Release, r.Python)
+			}
+		}
+		if len(rs) == 0 {
+			return nil, fmt.Errorf("build.standalone %s release %s: no CPython version allowed by components.python has %s tarballs for linux/amd64 and linux/arm64", st.Repository, st.Release, st.Flavor)
+		}
+		c.PythonRuntimes = rs
+	}
 	Normalize(c)
 	return c, nil
+}
+
+// pythonKeeper accepts the CPython minor versions ("3.N") within the
+// policy's min and max (each optional).
+func pythonKeeper(p matrix.PythonPolicy) func(string) bool {
+	lo, hasLo := PythonMinor(p.Min)
+	hi, hasHi := PythonMinor(p.Max)
+	return func(v string) bool {
+		n, ok := PythonMinor(v)
+		return ok && (!hasLo || n >= lo) && (!hasHi || n <= hi)
+	}
 }
 
 func keeper(constraint string) (func(string) bool, error) {

@@ -13,10 +13,14 @@ type Catalog struct {
 	Origin     string       `json:"origin,omitempty"`
 	CodeServer []CodeServer `json:"codeServer"`
 	// ToolsImage locks matrix.yaml's build.toolsImage, if refresh recorded it.
-	ToolsImage *ToolsImage       `json:"toolsImage,omitempty"`
-	Ray        []PythonPackage   `json:"ray"`
-	Debugpy    []PythonPackage   `json:"debugpy"`
-	Extensions []ExtensionRecord `json:"extensions"`
+	ToolsImage *ToolsImage `json:"toolsImage,omitempty"`
+	// PythonRuntimes lock matrix.yaml's build.standalone release: one
+	// python-build-standalone tarball pair per CPython minor version,
+	// oldest first.
+	PythonRuntimes []PythonRuntime   `json:"pythonRuntimes,omitempty"`
+	Ray            []PythonPackage   `json:"ray"`
+	Debugpy        []PythonPackage   `json:"debugpy"`
+	Extensions     []ExtensionRecord `json:"extensions"`
 }
 
 // CodeServer is one code-server release available as a base image.
@@ -44,6 +48,42 @@ type ToolsImage struct {
 	// multi-platform tag, so that every build platform can use it. Empty
 	// when unknown (a hand-written snapshot).
 	Digest string `json:"digest,omitempty"`
+}
+
+// PythonRuntime is the python-build-standalone build of one CPython minor
+// version in one release, with the tarball of each OCI platform.
+type PythonRuntime struct {
+	// Python is the CPython minor version, e.g. "3.12".
+	Python string `json:"python"`
+	// Version is the full CPython version, e.g. "3.12.11".
+	Version string `json:"version"`
+	// Repository, Release and Flavor are matrix.yaml's build.standalone
+	// when the runtime was recorded; the resolver uses the runtime only
+	// while they still match.
+	Repository string `json:"repository"`
+	Release    string `json:"release"`
+	Flavor     string `json:"flavor"`
+	// Files maps an OCI platform (linux/amd64, linux/arm64) to its tarball.
+	Files map[string]RuntimeFile `json:"files"`
+}
+
+// RuntimeFile is one python-build-standalone tarball.
+type RuntimeFile struct {
+	URL string `json:"url"`
+	// SHA256 is the tarball's hex sha256.
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size,omitempty"`
+}
+
+// runtimeArches are the OCI platforms every PythonRuntime covers, with
+// python-build-standalone's architecture name.
+var runtimeArches = map[string]string{"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
+
+// RuntimeArch returns python-build-standalone's architecture name (x86_64,
+// aarch64) for an OCI platform.
+func RuntimeArch(platform string) (string, bool) {
+	a, ok := runtimeArches[platform]
+	return a, ok
 }
 
 // PythonPackage is one release of a PyPI project.

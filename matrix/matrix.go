@@ -27,6 +27,12 @@ const (
 	// DefaultToolsImage is the build-platform image with python3 and pip.
 	DefaultToolsImage    = "docker.io/library/python:3.12-slim-bookworm"
 	DefaultPythonRuntime = PythonRuntimeStandalone
+	// DefaultStandaloneRepository publishes python-build-standalone.
+	DefaultStandaloneRepository = "astral-sh/python-build-standalone"
+	// DefaultStandaloneRelease is the python-build-standalone release used
+	// when matrix.yaml names none.
+	DefaultStandaloneRelease = "20250808"
+	DefaultStandaloneFlavor  = StandaloneInstallOnly
 )
 
 // Values of Base.Versions, Ray.Build and PythonPolicy.Policy.
@@ -135,6 +141,15 @@ func applyDefaults(c *Config) {
 	}
 	if c.Build.PythonRuntime == "" {
 		c.Build.PythonRuntime = DefaultPythonRuntime
+	}
+	if c.Build.Standalone.Repository == "" {
+		c.Build.Standalone.Repository = DefaultStandaloneRepository
+	}
+	if c.Build.Standalone.Release == "" {
+		c.Build.Standalone.Release = DefaultStandaloneRelease
+	}
+	if c.Build.Standalone.Flavor == "" {
+		c.Build.Standalone.Flavor = DefaultStandaloneFlavor
 	}
 	u := &c.Upstreams
 	for _, f := range []struct {

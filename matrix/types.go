@@ -113,25 +113,31 @@ type Build struct {
 	// linuxserver/code-server ships no python3) or "base" (the base image's
 	// own python3 of the set's version).
 	PythonRuntime string `json:"pythonRuntime" yaml:"pythonRuntime"`
-	// Standalone maps a CPython minor version ("3.12") to the
-	// python-build-standalone install_only tarball used for sets of that
-	// version.
-	Standalone map[string]Standalone `json:"standalone,omitempty" yaml:"standalone,omitempty"`
+	// Standalone names the python-build-standalone release whose
+	// tarballs imagectl matrix refresh locks in catalog.json
+	// (pythonRuntimes): per CPython minor version the matrix allows, the
+	// newest patch with both architectures, its URLs and sha256.
+	Standalone Standalone `json:"standalone" yaml:"standalone"`
 }
 
-// Standalone is one python-build-standalone install_only tarball per
-// architecture.
+// Standalone names a python-build-standalone release. Each field has a
+// default, so an empty standalone: section means astral-sh's release
+// DefaultStandaloneRelease, flavour install_only.
 type Standalone struct {
-	// URL contains {arch}, replaced by x86_64 or aarch64.
-	URL    string           `json:"url" yaml:"url"`
-	SHA256 StandaloneSHA256 `json:"sha256" yaml:"sha256"`
+	// Repository is the GitHub repository (owner/name) publishing the
+	// releases, e.g. astral-sh/python-build-standalone.
+	Repository string `json:"repository" yaml:"repository"`
+	// Release is the release tag, a date such as "20250808" (quote it).
+	Release string `json:"release" yaml:"release"`
+	// Flavor is the tarball flavour: install_only or install_only_stripped.
+	Flavor string `json:"flavor" yaml:"flavor"`
 }
 
-// StandaloneSHA256 are the tarballs' sha256 (64 lowercase hex digits).
-type StandaloneSHA256 struct {
-	X86_64  string `json:"x86_64" yaml:"x86_64"`
-	Aarch64 string `json:"aarch64" yaml:"aarch64"`
-}
+// Values of Standalone.Flavor.
+const (
+	StandaloneInstallOnly         = "install_only"
+	StandaloneInstallOnlyStripped = "install_only_stripped"
+)
 
 // Values of Build.PythonRuntime.
 const (

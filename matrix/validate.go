@@ -216,8 +216,6 @@ func (v *validator) extensions(c *Config) error {
 	return nil
 }
 
-var sha256HexRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
 func (v *validator) build(c *Config) error {
 	b := c.Build
 	if _, err := name.ParseReference(b.ToolsImage); err != nil {
@@ -228,35 +226,25 @@ func (v *validator) build(c *Config) error {
 	default:
 		return v.errf("build.pythonRuntime", "unknown Python runtime %q (want %s or %s)", b.PythonRuntime, PythonRuntimeStandalone, PythonRuntimeBase)
 	}
-	for _, py := range sortedKeys(b.Standalone) {
-		st := b.Standalone[py]
-		path := fmt.Sprintf("build.standalone[%q]", py)
-		if !pythonMinorRE.MatchString(py) {
-			return v.errf(path, "bad Python version %q (want a CPython minor version such as \"3.12\")", py)
-		}
-		if !strings.Contains(st.URL, "{arch}") {
-			return v.errf(path+".url", "%q has no {arch} (it is replaced by x86_64 or aarch64 to fetch each architecture's tarball)", st.URL)
-		}
-		if err := checkURL(strings.ReplaceAll(st.URL, "{arch}", "x86_64")); err != nil {
-			return v.errf(path+".url", "%v", err)
-		}
-		for _, f := range []struct{ arch, sum string }{{"x86_64", st.SHA256.X86_64}, {"aarch64", st.SHA256.Aarch64}} {
-			if !sha256HexRE.MatchString(f.sum) {
-				return v.errf(path+".sha256."+f.arch, "%q is not a sha256 (want 64 lowercase hex digits)", f.sum)
-			}
-		}
+	st := b.Standalone
+	if !repositoryRE.MatchString(st.Repository) {
+		return v.errf("build.standalone.repository", "bad GitHub repository %q (want owner/name, e.g. %s)", st.Repository, DefaultStandaloneRepository)
+	}
+	if !releaseRE.MatchString(st.Release) {
+		return v.errf("build.standalone.release", "bad release %q (want a python-build-standalone release tag, 8 digits such as \"%s\"; quote it)", st.Release, DefaultStandaloneRelease)
+	}
+	switch st.Flavor {
+	case StandaloneInstallOnly, StandaloneInstallOnlyStripped:
+	default:
+		return v.errf("build.standalone.flavor", "unknown flavor %q (want %s or %s)", st.Flavor, StandaloneInstallOnly, StandaloneInstallOnlyStripped)
 	}
 	return nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}
+var (
+	repositoryRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$`)
+	releaseRE    = regexp.MustCompile(`^\d{8}$`)
+)
 
 func (v *validator) tags(c *Config) error {
 	if len(c.Tags) == 0 {

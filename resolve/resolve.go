@@ -135,15 +135,16 @@ func resolveNormalized(cfg *matrix.Config, cat *catalog.Catalog, req Request) (S
 	}
 
 	set := Set{
-		ToolsImage: r.toolsImage(ex),
-		CodeServer: cs,
-		Ray:        ray.Version,
-		Python:     python,
-		RayPythons: rayPythons,
-		RayExtras:  slices.Clone(cfg.Components.Ray.Extras),
-		Debugpy:    debugpy,
-		Platforms:  platforms,
-		Extensions: exts,
+		ToolsImage:    r.toolsImage(ex),
+		PythonRuntime: r.pythonRuntime(python, ex),
+		CodeServer:    cs,
+		Ray:           ray.Version,
+		Python:        python,
+		RayPythons:    rayPythons,
+		RayExtras:     slices.Clone(cfg.Components.Ray.Extras),
+		Debugpy:       debugpy,
+		Platforms:     platforms,
+		Extensions:    exts,
 	}
 	return set, ex, nil
 }
@@ -168,6 +169,47 @@ func (r *resolver) toolsImage(ex *Explanation) string {
 		return ref + "@" + t.Digest
 	}
 	return ref
+}
+
+// pythonRuntime returns the catalog's python-build-standalone runtime of
+// python for matrix.yaml's build.standalone, when build.pythonRuntime is
+// standalone; otherwise, or when the catalog has none, nil (with a note).
+func (r *resolver) pythonRuntime(python string, ex *Explanation) *PythonRuntime {
+	if r.cfg.Build.PythonRuntime != matrix.PythonRuntimeStandalone {
+		return nil
+	}
+	st := r.cfg.Build.Standalone
+	var other []string
+	for _, rt := range r.cat.PythonRuntimes {
+		if rt.Python != python {
+			continue
+		}
+		if rt.Repository != st.Repository || rt.Release != st.Release || rt.Flavor != st.Flavor {
+			other = append(other, fmt.Sprintf("%s release %s (%s)", rt.Repository, rt.Release, rt.Flavor))
+			continue
+		}
+		out := &PythonRuntime{Version: rt.Version, Release: rt.Release, Files: map[string]RuntimeFile{}}
+		for p, f := range rt.Files {
+			out.Files[p] = RuntimeFile{URL: f.URL, SHA256: f.SHA256}
+		}
+		ex.add(Decision{Component: "python runtime", Chosen: rt.Version,
+			Reason: fmt.Sprintf("python-build-standalone %s of %s release %s, as catalog.json locks it (sha256 linux/amd64 %s, linux/arm64 %s)",
+				rt.Flavor, rt.Repository, rt.Release, short(rt.Files["linux/amd64"].SHA256), short(rt.Files["linux/arm64"].SHA256))})
+		return out
+	}
+	note := fmt.Sprintf("python runtime: the catalog records no python-build-standalone runtime of Python %s for %s release %s (%s)", python, st.Repository, st.Release, st.Flavor)
+	if len(other) > 0 {
+		note += "; it records " + strings.Join(other, ", ") + " (matrix.yaml build.standalone changed since)"
+	}
+	ex.Notes = append(ex.Notes, note+"; run imagectl matrix refresh to lock it (a build fails until then)")
+	return nil
+}
+
+func short(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
 }
 
 // RenderTags renders matrix.yaml's tag templates for set, whose image has

@@ -21,12 +21,33 @@ type Set struct {
 	// reference (the explanation then says so). build renders it into the
 	// definition, so a new digest means new inputs.
 	ToolsImage string `json:"toolsImage,omitempty"`
+	// PythonRuntime is the python-build-standalone runtime of Python, as
+	// catalog.json locks it for matrix.yaml's build.standalone release, when
+	// build.pythonRuntime is standalone; nil otherwise, or when the catalog
+	// has none (the explanation then says so and a build fails).
+	PythonRuntime *PythonRuntime `json:"pythonRuntime,omitempty"`
 	// Tags are publishing, not part of the lock: Resolve leaves them empty,
 	// because the versioned tag carries the inputs digest, which is known only
 	// once the image definition is rendered. RenderTags fills them (one per
 	// matrix.yaml tag template, in order) for build and release; they are
 	// never part of the inputs digest.
 	Tags []string `json:"tags,omitempty"`
+}
+
+// PythonRuntime is one python-build-standalone runtime.
+type PythonRuntime struct {
+	// Version is the full CPython version, e.g. 3.12.11.
+	Version string `json:"version"`
+	// Release is the python-build-standalone release, e.g. 20250808.
+	Release string `json:"release"`
+	// Files maps an OCI platform to its tarball (URL and sha256).
+	Files map[string]RuntimeFile `json:"files"`
+}
+
+// RuntimeFile is one tarball.
+type RuntimeFile struct {
+	URL    string `json:"url"`
+	SHA256 string `json:"sha256"`
 }
 
 // CodeServer is the chosen code-server and its base image.

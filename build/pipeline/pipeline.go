@@ -160,6 +160,12 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 			return nil, fmt.Errorf("resolved set has no base digest for %s (catalog entry of code-server %s): run imagectl matrix refresh where the registry is reachable, so the base is pinned", p, set.CodeServer.Version)
 		}
 	}
+	// The definition's parameters (the Python runtime above all) are known
+	// now: fail before fetching or building anything when the set cannot
+	// be rendered, e.g. no python-build-standalone runtime is locked.
+	if _, err := req.Definition.Params(req.Definition.Set(set)); err != nil {
+		return nil, err
+	}
 
 	// 2. Fetch the extension files.
 	if req.ExtensionCache == nil {

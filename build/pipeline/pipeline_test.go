@@ -75,3 +75,37 @@ func TestRunRefusesAnUnpinnedBase(t *testing.T) {
 		t.Errorf("Run with an unpinned base: %v, want it to name the platform and say to run imagectl matrix refresh", err)
 	}
 }
+
+// A standalone-runtime set without a locked python-build-standalone runtime
+// (a catalog from before refresh recorded them) stops before any work, with
+// the base pinned, and says to run imagectl matrix refresh.
+func TestRunRefusesAnUnlockedPythonRuntime(t *testing.T) {
+	cfg, err := matrix.Load("../../matrix.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load("../../catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cat.CodeServer {
+		cat.CodeServer[i].Platforms = map[string]string{
+			"linux/amd64": "sha256:" + strings.Repeat("1", 64), "linux/arm64": "sha256:" + strings.Repeat("2", 64),
+		}
+	}
+	def, err := build.NewDefinition(cfg, build.Overrides{}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}}
+	// With the runtime locked, Run gets past the check (and stops at the
+	// missing extension cache, before any work).
+	if _, err := Run(context.Background(), nil, req); err == nil || !strings.Contains(err.Error(), "no extension cache") {
+		t.Fatalf("Run with the runtime locked: %v, want it to pass the runtime check and stop at the extension cache", err)
+	}
+	cat.PythonRuntimes = nil
+	_, err = Run(context.Background(), nil, req)
+	if err == nil || !strings.Contains(err.Error(), "no python-build-standalone runtime for Python 3.12") || !strings.Contains(err.Error(), "run imagectl matrix refresh") {
+		t.Errorf("Run without a locked runtime: %v, want it to name Python 3.12 and say to run imagectl matrix refresh", err)
+	}
+}

@@ -1,0 +1,210 @@
+package github
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/upstream/httpx"
+)
+
+// sumsAsset is the aggregate checksum file of a python-build-standalone
+// release (per-file .sha256 assets stopped with release 20250708).
+const sumsAsset = "SHA256SUMS"
+
+// maxSumsSize bounds SHA256SUMS (about 200 KiB for a release of ~1500 files).
+const maxSumsSize = 8 << 20
+
+// standaloneAssetRE matches a python-build-standalone Linux glibc tarball:
+// cpython-3.12.11+20250808-x86_64-unknown-linux-gnu-install_only.tar.gz.
+// Pre-release CPython versions (3.14.0rc1) do not match.
+var standaloneAssetRE = regexp.MustCompile(`^cpython-(3\.(\d+)\.(\d+))\+(\d+)-(x86_64|aarch64)-unknown-linux-gnu-([a-z_]+)\.tar\.gz$`)
+
+type asset struct {
+	Name               string `json:"name"`
+	BrowserDownloadURL string `json:"browser_download_url"`
+	Size               int64  `json:"size"`
+	// Digest is "sha256:<hex>" on newer releases, absent on older ones.
+	Digest string `json:"digest"`
+}
+
+type releaseAssets struct {
+	TagName string  `json:"tag_name"`
+	Assets  []asset `json:"assets"`
+}
+
+// PythonRuntimes implements catalog.PythonRuntimeSource: it reads the
+// release st.Release of st.Repository (GET {base}/repos/{repo}/releases/tags/{tag}),
+// picks for every CPython minor version keep accepts the highest patch
+// whose st.Flavor tarball exists for both x86_64 and aarch64, and takes each
+// tarball's sha256 from the release's SHA256SUMS asset, else from the
+// asset's digest. A tarball with neither, or where the two disagree, fails.
+func (c *Client) PythonRuntimes(ctx context.Context, st matrix.Standalone, keep func(minor string) bool) ([]catalog.PythonRuntime, error) {
+	u := fmt.Sprintf("%s/repos/%s/releases/tags/%s", c.base, st.Repository, url.PathEscape(st.Release))
+	resp, err := httpx.Get(ctx, c.hc, u, http.Header{"Accept": {"application/vnd.github+json"}})
+	if err != nil {
+		return nil, err
+	}
+	b, err := httpx.ReadJSONBody(resp.Body, u, 64<<20)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var rel releaseAssets
+	if err := json.Unmarshal(b, &rel); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", u, err)
+	}
+	if rel.TagName != st.Release {
+		return nil, fmt.Errorf("%s: tag_name %q, want %q", u, rel.TagName, st.Release)
+	}
+
+	type pick struct {
+		version string
+		patch   int
+		files   map[string]asset // arch -> asset
+	}
+	// per minor, per full version, the assets found
+	byVersion := map[string]*pick{}
+	var sums *asset
+	for i := range rel.Assets {
+		a := rel.Assets[i]
+		if a.Name == sumsAsset {
+			sums = &rel.Assets[i]
+			continue
+		}
+		m := standaloneAssetRE.FindStringSubmatch(a.Name)
+		if m == nil || m[4] != st.Release || m[6] != st.Flavor {
+			continue
+		}
+		minor := "3." + m[2]
+		if !keep(minor) {
+			continue
+		}
+		p := byVersion[m[1]]
+		if p == nil {
+			var patch int
+			fmt.Sscan(m[3], &patch)
+			p = &pick{version: m[1], patch: patch, files: map[string]asset{}}
+			byVersion[m[1]] = p
+		}
+		p.files[m[5]] = a
+	}
+	best := map[string]*pick{} // minor -> highest patch with both arches
+	for _, p := range byVersion {
+		if len(p.files) != 2 {
+			continue
+		}
+		minor := p.version[:strings.LastIndex(p.version, ".")]
+		if b := best[minor]; b == nil || p.patch > b.patch {
+			best[minor] = p
+		}
+	}
+	if len(best) == 0 {
+		return nil, nil
+	}
+
+	var sumOf map[string]string
+	if sums != nil {
+		if sumOf, err = c.readSums(ctx, sums.BrowserDownloadURL); err != nil {
+			return nil, err
+		}
+	}
+	var out []catalog.PythonRuntime
+	for minor, p := range best {
+		r := catalog.PythonRuntime{
+			Python: minor, Version: p.version,
+			Repository: st.Repository, Release: st.Release, Flavor: st.Flavor,
+			Files: map[string]catalog.RuntimeFile{},
+		}
+		for _, platform := range []string{"linux/amd64", "linux/arm64"} {
+			arch, _ := catalog.RuntimeArch(platform)
+			a := p.files[arch]
+			sum, err := assetSum(a, sumOf, sums)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", u, err)
+			}
+			if !strings.HasPrefix(a.BrowserDownloadURL, "https://") && !strings.HasPrefix(a.BrowserDownloadURL, "http://") {
+				return nil, fmt.Errorf("%s: asset %s: browser_download_url %q is not an http(s) URL", u, a.Name, a.BrowserDownloadURL)
+			}
+			r.Files[platform] = catalog.RuntimeFile{URL: a.BrowserDownloadURL, SHA256: sum, Size: a.Size}
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b catalog.PythonRuntime) int { return catalog.ComparePythons(a.Python, b.Python) })
+	return out, nil
+}
+
+// assetSum is a's sha256 from SHA256SUMS (sumOf, nil without that asset),
+// else from its digest field.
+func assetSum(a asset, sumOf map[string]string, sums *asset) (string, error) {
+	d, hasDigest := strings.CutPrefix(a.Digest, "sha256:")
+	if hasDigest && !isHex64(d) {
+		return "", fmt.Errorf("asset %s: digest %q is not sha256:<64 hex digits>", a.Name, a.Digest)
+	}
+	s, inSums := sumOf[a.Name]
+	switch {
+	case inSums && hasDigest && s != d:
+		return "", fmt.Errorf("asset %s: %s says sha256 %s but the asset digest is sha256:%s", a.Name, sums.BrowserDownloadURL, s, d)
+	case inSums:
+		return s, nil
+	case hasDigest:
+		return d, nil
+	case sums == nil:
+		return "", fmt.Errorf("asset %s: no sha256 (the release has no %s asset and the asset no digest)", a.Name, sumsAsset)
+	}
+	return "", fmt.Errorf("asset %s: no sha256 (%s does not list it and the asset has no digest)", a.Name, sums.BrowserDownloadURL)
+}
+
+// readSums downloads and parses a SHA256SUMS file: lines "<hex>  <name>"
+// (or "<hex> *<name>"). Anything else, HTML included, is an error.
+func (c *Client) readSums(ctx context.Context, u string) (map[string]string, error) {
+	resp, err := httpx.Get(ctx, c.hc, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxSumsSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", u, err)
+	}
+	if len(b) > maxSumsSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes", u, maxSumsSize)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf("%s: empty, want lines of <sha256>  <file name>", u)
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64*1024), 64*1024)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		sum, name, ok := strings.Cut(line, " ")
+		name = strings.TrimPrefix(strings.TrimPrefix(name, " "), "*")
+		if !ok || !isHex64(sum) || name == "" || strings.ContainsAny(name, " \t") {
+			return nil, fmt.Errorf("%s line %d: %.60q is not \"<sha256>  <file name>\" (an HTML page or another format?)", u, n, line)
+		}
+		if prev, dup := out[name]; dup && prev != sum {
+			return nil, fmt.Errorf("%s line %d: %s listed twice with different sums", u, n, name)
+		}
+		out[name] = sum
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", u, err)
+	}
+	return out, nil
+}
+
+func isHex64(s string) bool { return len(s) == 64 && strings.Trim(s, "0123456789abcdef") == "" }
