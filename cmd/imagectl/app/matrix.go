@@ -271,7 +271,10 @@ func newMatrixRefreshCommand(g *globals) *cobra.Command {
 		Short: "Query the upstreams and rewrite the catalog snapshot",
 		Long: `refresh reads matrix.yaml, queries every upstream for what resolution needs
 (code-server versions and base image digests from the registry or GitHub
-releases, the digest that build.toolsImage names from its registry, Ray and debugpy from the PyPI JSON API, extensions from the VS
+releases, the digest that build.toolsImage names from its registry, the
+python-build-standalone tarballs of build.standalone's release and their
+sha256 from the GitHub release (SHA256SUMS) when build.pythonRuntime is
+standalone, Ray and debugpy from the PyPI JSON API, extensions from the VS
 Marketplace or Open VSX) and writes catalog.json atomically: on any error the
 old snapshot is left as it was.
 
@@ -303,6 +306,10 @@ IMAGECTL_GITHUB_URL, IMAGECTL_BASE_IMAGE), else matrix.yaml upstreams / base.`,
 			// build.toolsImage is locked like the base image: its digest
 			// goes into the snapshot (manifests only, no layers).
 			src.Images = registry.NewImages(opts...)
+			// So is the python-build-standalone release of build.standalone:
+			// its tarballs' URLs and sha256 (GitHub release API, SHA256SUMS).
+			gh := pick(f.github, "IMAGECTL_GITHUB_URL", u.GitHub)
+			src.PythonRuntimes = github.New(github.WithBaseURL(gh), github.WithHTTPClient(hc))
 			switch versions := pick(f.versions, "IMAGECTL_BASE_VERSIONS", cfg.Base.Versions); versions {
 			case matrix.VersionsRegistryTags:
 				rs, err := registry.New(pick(f.baseImage, "IMAGECTL_BASE_IMAGE", cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, opts...)
@@ -311,7 +318,7 @@ IMAGECTL_GITHUB_URL, IMAGECTL_BASE_IMAGE), else matrix.yaml upstreams / base.`,
 				}
 				src.CodeServer = rs
 			case matrix.VersionsGitHubReleases:
-				src.CodeServer = github.New(github.WithBaseURL(pick(f.github, "IMAGECTL_GITHUB_URL", u.GitHub)), github.WithHTTPClient(hc), github.WithVSCodeOverrides(cfg.Base.VSCodeOverrides))
+				src.CodeServer = github.New(github.WithBaseURL(gh), github.WithHTTPClient(hc), github.WithVSCodeOverrides(cfg.Base.VSCodeOverrides))
 			default:
 				return fmt.Errorf("--versions %q: want %s or %s", versions, matrix.VersionsRegistryTags, matrix.VersionsGitHubReleases)
 			}
@@ -326,8 +333,16 @@ IMAGECTL_GITHUB_URL, IMAGECTL_BASE_IMAGE), else matrix.yaml upstreams / base.`,
 			if t := c.ToolsImage; t != nil {
 				tools = t.Ref + " is " + t.Digest
 			}
-			fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions; tools image %s\n",
-				g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools)
+			var pys []string
+			for _, r := range c.PythonRuntimes {
+				pys = append(pys, r.Version)
+			}
+			runtimes := "none recorded"
+			if len(pys) > 0 {
+				runtimes = strings.Join(pys, ", ")
+			}
+			fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions; tools image %s; Python runtimes %s\n",
+				g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools, runtimes)
 			return nil
 		},
 	}

@@ -3,10 +3,12 @@ package app
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -157,6 +159,54 @@ func fakePyPIProjects() []fakepypi.Project {
 	}
 }
 
+func pbsName(version, arch string) string {
+	return "cpython-" + version + "+20250808-" + arch + "-unknown-linux-gnu-install_only.tar.gz"
+}
+
+// pbsSum is the fake sha256 of a tarball: derived from its name.
+func pbsSum(version, arch string) string {
+	return fmt.Sprintf("%x", sha256.Sum256([]byte(pbsName(version, arch))))
+}
+
+// startFakePBS serves python-build-standalone release 20250808 as the
+// GitHub release API and its SHA256SUMS asset do.
+func startFakePBS(t *testing.T) *httptest.Server {
+	t.Helper()
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		dl := "/astral-sh/python-build-standalone/releases/download/20250808/"
+		type asset struct {
+			Name               string `json:"name"`
+			Size               int64  `json:"size"`
+			BrowserDownloadURL string `json:"browser_download_url"`
+		}
+		var assets []asset
+		var sums strings.Builder
+		for _, v := range []string{"3.11.13", "3.12.11", "3.12.12", "3.13.5"} {
+			for _, arch := range []string{"x86_64", "aarch64"} {
+				if v == "3.12.12" && arch == "aarch64" {
+					continue
+				}
+				n := pbsName(v, arch)
+				assets = append(assets, asset{Name: n, Size: 100, BrowserDownloadURL: srv.URL + dl + n})
+				fmt.Fprintf(&sums, "%s  %s\n", pbsSum(v, arch), n)
+			}
+		}
+		assets = append(assets, asset{Name: "SHA256SUMS", Size: int64(sums.Len()), BrowserDownloadURL: srv.URL + dl + "SHA256SUMS"})
+		switch r.URL.Path {
+		case "/repos/astral-sh/python-build-standalone/releases/tags/20250808":
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"tag_name": "20250808", "assets": assets})
+		case dl + "SHA256SUMS":
+			fmt.Fprint(w, sums.String())
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // setYAML sets the scalar at path (mapping keys) in the document doc.
 func setYAML(t *testing.T, doc *yaml.Node, value string, path ...string) {
 	t.Helper()
@@ -213,7 +263,8 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	setYAML(t, &doc, pypiSrv.URL+"/simple", "upstreams", "packageIndex")
 	setYAML(t, &doc, gal.MarketplaceURL(), "upstreams", "marketplace")
 	setYAML(t, &doc, gal.OpenVSXURL(), "upstreams", "openvsx")
-	setYAML(t, &doc, "http://127.0.0.1:1", "upstreams", "github") // never asked
+	gh := startFakePBS(t)
+	setYAML(t, &doc, gh.URL, "upstreams", "github")
 	out, err := yaml.Marshal(&doc)
 	if err != nil {
 		t.Fatal(err)
@@ -261,6 +312,20 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	if diff := cmp.Diff(&catalog.ToolsImage{Ref: base.tools, Digest: base.toolsIndex}, cat.ToolsImage); diff != "" {
 		t.Errorf("toolsImage in the catalog (-want +got); the index digest of build.toolsImage:\n%s", diff)
 	}
+	dl := gh.URL + "/astral-sh/python-build-standalone/releases/download/20250808/"
+	var wantRuntimes []catalog.PythonRuntime
+	for _, v := range []string{"3.11.13", "3.12.11"} {
+		wantRuntimes = append(wantRuntimes, catalog.PythonRuntime{
+			Python: v[:4], Version: v, Repository: "astral-sh/python-build-standalone", Release: "20250808", Flavor: "install_only",
+			Files: map[string]catalog.RuntimeFile{
+				"linux/amd64": {URL: dl + pbsName(v, "x86_64"), SHA256: pbsSum(v, "x86_64"), Size: 100},
+				"linux/arm64": {URL: dl + pbsName(v, "aarch64"), SHA256: pbsSum(v, "aarch64"), Size: 100},
+			},
+		})
+	}
+	if diff := cmp.Diff(wantRuntimes, cat.PythonRuntimes); diff != "" {
+		t.Errorf("pythonRuntimes in the catalog (-want +got); 3.11 and 3.12 (matrix max) from SHA256SUMS, not 3.13 nor the x86_64-only 3.12.12:\n%s", diff)
+	}
 	wantRay := []catalog.PythonPackage{{Version: "2.46.0", RequiresPython: ">=3.9", Pythons: map[string][]string{
 		"linux/amd64": {"3.9", "3.10", "3.11", "3.12"},
 		"linux/arm64": {"3.9", "3.10", "3.11"},
@@ -302,6 +367,9 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"3.9", "3.10", "3.11"}, set.RayPythons); diff != "" {
 		t.Errorf("rayPythons: Pythons with Ray wheels on both platforms (-want +got):\n%s", diff)
+	}
+	if rt := set.PythonRuntime; rt == nil || rt.Version != "3.11.13" || rt.Files["linux/arm64"].SHA256 != pbsSum("3.11.13", "aarch64") || rt.Files["linux/amd64"].URL != dl+pbsName("3.11.13", "x86_64") {
+		t.Errorf("set pythonRuntime %+v, want the catalog's 3.11.13 (the set's Python)", rt)
 	}
 	if set.Ray != "2.46.0" || set.Python != "3.11" || set.Debugpy != "1.8.15" {
 		t.Errorf("ray %s python %s debugpy %s; want 2.46.0, 3.11 (no arm64 3.12 wheel), 1.8.15", set.Ray, set.Python, set.Debugpy)
