@@ -38,10 +38,17 @@ type asset struct {
 	Digest string `json:"digest"`
 }
 
-type releaseAssets struct {
-	TagName string  `json:"tag_name"`
-	Assets  []asset `json:"assets"`
+// releaseByTag is the part of GET /repos/{repo}/releases/tags/{tag} used:
+// its embedded assets list is not used, because the API documents no bound
+// on it and python-build-standalone releases carry well over 1,000 assets;
+// they are listed through the paginated assets endpoint instead.
+type releaseByTag struct {
+	ID      int64  `json:"id"`
+	TagName string `json:"tag_name"`
 }
+
+// maxAssetPages bounds the asset listing at 100 assets a page.
+const maxAssetPages = 50
 
 // PythonRuntimes implements catalog.PythonRuntimeSource: it reads the
 // release st.Release of st.Repository (GET {base}/repos/{repo}/releases/tags/{tag}),
@@ -60,12 +67,16 @@ func (c *Client) PythonRuntimes(ctx context.Context, st matrix.Standalone, keep 
 	if err != nil {
 		return nil, err
 	}
-	var rel releaseAssets
+	var rel releaseByTag
 	if err := json.Unmarshal(b, &rel); err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", u, err)
 	}
-	if rel.TagName != st.Release {
-		return nil, fmt.Errorf("%s: tag_name %q, want %q", u, rel.TagName, st.Release)
+	if rel.TagName != st.Release || rel.ID == 0 {
+		return nil, fmt.Errorf("%s: tag_name %q and id %d, want tag %q and an id", u, rel.TagName, rel.ID, st.Release)
+	}
+	assets, err := c.listAssets(ctx, st.Repository, rel.ID)
+	if err != nil {
+		return nil, err
 	}
 
 	type pick struct {
@@ -76,10 +87,10 @@ func (c *Client) PythonRuntimes(ctx context.Context, st matrix.Standalone, keep 
 	// per minor, per full version, the assets found
 	byVersion := map[string]*pick{}
 	var sums *asset
-	for i := range rel.Assets {
-		a := rel.Assets[i]
+	for i := range assets {
+		a := assets[i]
 		if a.Name == sumsAsset {
-			sums = &rel.Assets[i]
+			sums = &assets[i]
 			continue
 		}
 		m := standaloneAssetRE.FindStringSubmatch(a.Name)
@@ -142,6 +153,32 @@ func (c *Client) PythonRuntimes(ctx context.Context, st matrix.Standalone, keep 
 	}
 	slices.SortFunc(out, func(a, b catalog.PythonRuntime) int { return catalog.ComparePythons(a.Python, b.Python) })
 	return out, nil
+}
+
+// listAssets pages through GET {base}/repos/{repo}/releases/{id}/assets.
+func (c *Client) listAssets(ctx context.Context, repo string, id int64) ([]asset, error) {
+	var out []asset
+	for page := 1; page <= maxAssetPages; page++ {
+		u := fmt.Sprintf("%s/repos/%s/releases/%d/assets?per_page=100&page=%d", c.base, repo, id, page)
+		resp, err := httpx.Get(ctx, c.hc, u, http.Header{"Accept": {"application/vnd.github+json"}})
+		if err != nil {
+			return nil, err
+		}
+		b, err := httpx.ReadJSONBody(resp.Body, u, 16<<20)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		var as []asset
+		if err := json.Unmarshal(b, &as); err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", u, err)
+		}
+		out = append(out, as...)
+		if len(as) < 100 {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("release %d of %s has more than %d pages of assets", id, repo, maxAssetPages)
 }
 
 // assetSum is a's sha256 from SHA256SUMS (sumOf, nil without that asset),

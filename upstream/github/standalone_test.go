@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,40 +45,38 @@ func (f *fakeRelease) server(t *testing.T) *httptest.Server {
 				fmt.Fprint(w, "<!DOCTYPE html><html><body>Sign in</body></html>")
 				return
 			}
-			type asset struct {
-				URL                string `json:"url"`
-				ID                 int    `json:"id"`
-				Name               string `json:"name"`
-				ContentType        string `json:"content_type"`
-				State              string `json:"state"`
-				Size               int64  `json:"size"`
-				Digest             any    `json:"digest"`
-				BrowserDownloadURL string `json:"browser_download_url"`
-			}
+			// Like GitHub, the release embeds a list of assets; it is cut
+			// short here, so a client must page through the assets endpoint.
 			rel := struct {
-				URL     string  `json:"url"`
-				ID      int     `json:"id"`
-				TagName string  `json:"tag_name"`
-				Name    string  `json:"name"`
-				Draft   bool    `json:"draft"`
-				Assets  []asset `json:"assets"`
+				URL     string      `json:"url"`
+				ID      int         `json:"id"`
+				TagName string      `json:"tag_name"`
+				Name    string      `json:"name"`
+				Draft   bool        `json:"draft"`
+				Assets  []fakeJSONA `json:"assets"`
 			}{URL: srv.URL + "/repos/astral-sh/python-build-standalone/releases/1", ID: 1, TagName: f.tag, Name: f.tag}
-			all := append([]fakeAsset(nil), f.assets...)
-			if f.sums != "" || f.sumsHTML {
-				all = append(all, fakeAsset{name: "SHA256SUMS"})
-			}
-			for i, a := range all {
-				var d any // null on releases from before GitHub computed digests
-				if a.digest {
-					d = "sha256:" + a.sum
-				}
-				all := asset{URL: fmt.Sprintf("%s/repos/astral-sh/python-build-standalone/releases/assets/%d", srv.URL, i), ID: i,
-					Name: a.name, ContentType: "application/octet-stream", State: "uploaded", Size: int64(1000 + i), Digest: d,
-					BrowserDownloadURL: srv.URL + dl + strings.ReplaceAll(a.name, "+", "%2B")}
-				rel.Assets = append(rel.Assets, all)
-			}
+			all := f.listing(srv.URL)
+			rel.Assets = all[:min(3, len(all))]
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			json.NewEncoder(w).Encode(rel)
+		case r.URL.Path == "/repos/astral-sh/python-build-standalone/releases/1/assets":
+			if f.releaseHTML {
+				w.Header().Set("Content-Type", "text/html")
+				fmt.Fprint(w, "<!DOCTYPE html><html><body>Sign in</body></html>")
+				return
+			}
+			perPage, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
+			page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+			if perPage <= 0 || perPage > 100 {
+				perPage = 30 // GitHub's default
+			}
+			if page <= 0 {
+				page = 1
+			}
+			all := f.listing(srv.URL)
+			lo, hi := min((page-1)*perPage, len(all)), min(page*perPage, len(all))
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			json.NewEncoder(w).Encode(all[lo:hi])
 		case r.URL.Path == dl+"SHA256SUMS":
 			if f.sumsHTML {
 				w.Header().Set("Content-Type", "text/html")
@@ -92,6 +91,47 @@ func (f *fakeRelease) server(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// fakeJSONA is one asset in the GitHub API's shape.
+type fakeJSONA struct {
+	URL                string `json:"url"`
+	ID                 int    `json:"id"`
+	Name               string `json:"name"`
+	ContentType        string `json:"content_type"`
+	State              string `json:"state"`
+	Size               int64  `json:"size"`
+	Digest             any    `json:"digest"`
+	BrowserDownloadURL string `json:"browser_download_url"`
+}
+
+// listing is every asset of the release in API order: 150 assets of other
+// targets first (as in a real release, where the wanted ones are far down
+// the list), then f.assets, then SHA256SUMS.
+func (f *fakeRelease) listing(base string) []fakeJSONA {
+	dl := "/astral-sh/python-build-standalone/releases/download/" + f.tag + "/"
+	const padding = 150
+	var out []fakeJSONA
+	add := func(id int, a fakeAsset, size int64) {
+		var d any // null on releases from before GitHub computed digests
+		if a.digest {
+			d = "sha256:" + a.sum
+		}
+		out = append(out, fakeJSONA{URL: fmt.Sprintf("%s/repos/astral-sh/python-build-standalone/releases/assets/%d", base, id), ID: id,
+			Name: a.name, ContentType: "application/octet-stream", State: "uploaded", Size: size, Digest: d,
+			BrowserDownloadURL: base + dl + strings.ReplaceAll(a.name, "+", "%2B")})
+	}
+	for i := range padding {
+		add(10000+i, fakeAsset{name: fmt.Sprintf("cpython-3.9.%d+%s-x86_64-pc-windows-msvc-shared-install_only.tar.gz", i, f.tag)}, 1)
+	}
+	all := append([]fakeAsset(nil), f.assets...)
+	if f.sums != "" || f.sumsHTML {
+		all = append(all, fakeAsset{name: "SHA256SUMS"})
+	}
+	for i, a := range all {
+		add(i, a, int64(1000+i))
+	}
+	return out
 }
 
 func sum(c byte) string { return strings.Repeat(string(c), 64) }

@@ -196,7 +196,13 @@ func startFakePBS(t *testing.T) *httptest.Server {
 		switch r.URL.Path {
 		case "/repos/astral-sh/python-build-standalone/releases/tags/20250808":
 			w.Header().Set("Content-Type", "application/json")
-			json.NewEncoder(w).Encode(map[string]any{"tag_name": "20250808", "assets": assets})
+			json.NewEncoder(w).Encode(map[string]any{"id": 7, "tag_name": "20250808", "assets": []asset{}})
+		case "/repos/astral-sh/python-build-standalone/releases/7/assets":
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.Query().Get("page") != "1" {
+				assets = nil // one page holds them all
+			}
+			json.NewEncoder(w).Encode(assets)
 		case dl + "SHA256SUMS":
 			fmt.Fprint(w, sums.String())
 		default:
