@@ -197,7 +197,7 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 	fl := cmd.Flags()
 	fl.StringVar(&f.ext.marketplaceURL, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL)")
 	fl.StringVar(&f.ext.openvsxURL, "openvsx-url", "", "Open VSX base URL (env IMAGECTL_OPENVSX_URL)")
-	fl.BoolVar(&f.push, "push", false, "push to --repo (by digest, then the matrix tags)")
+	fl.BoolVar(&f.push, "push", false, "push to --repo by digest and tag it with the versioned (immutable) tag; floating tags are moved by imagectl release")
 	fl.StringVar(&f.repo, "repo", "", "image repository REGISTRY/NAME (default: matrix.yaml's first repository)")
 	fl.StringVar(&f.dist, "dist", "dist", "directory for the OCI archive when not pushing")
 	fl.StringVar(&f.addr, "buildkit-addr", "", "buildkitd address (env BUILDKIT_HOST; default "+build.DefaultAddress+")")
