@@ -23,6 +23,7 @@ type Client struct {
 	base, repo string
 	hc         *http.Client
 	overrides  map[string]string
+	token      string
 }
 
 // Option configures New.
@@ -37,6 +38,20 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 // WithVSCodeOverrides maps code-server versions to their VS Code where the
 // 4.X.Y -> 1.X.Y rule does not hold.
 func WithVSCodeOverrides(m map[string]string) Option { return func(c *Client) { c.overrides = m } }
+
+// WithToken authenticates API requests (GitHub allows 60 unauthenticated
+// requests an hour per address, which shared CI runners exhaust). The token is
+// sent only to the API base URL, never with downloads.
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// apiHeader is the header of every API request.
+func (c *Client) apiHeader() http.Header {
+	h := http.Header{"Accept": {"application/vnd.github+json"}}
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	return h
+}
 
 // New returns a client for coder/code-server releases.
 func New(opts ...Option) *Client {
@@ -62,7 +77,7 @@ func (c *Client) CodeServers(ctx context.Context, keep func(version string) bool
 	var out []catalog.CodeServer
 	for page := 1; page <= maxPages; page++ {
 		u := fmt.Sprintf("%s/repos/%s/releases?per_page=100&page=%d", c.base, c.repo, page)
-		resp, err := httpx.Get(ctx, c.hc, u, http.Header{"Accept": {"application/vnd.github+json"}})
+		resp, err := httpx.Get(ctx, c.hc, u, c.apiHeader())
 		if err != nil {
 			return nil, err
 		}

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
 func TestCodeServers(t *testing.T) {
@@ -39,4 +42,50 @@ func TestCodeServers(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+}
+
+// The token goes with API requests only, never with downloads (SHA256SUMS).
+func TestTokenOnlyForTheAPI(t *testing.T) {
+	f := &fakeRelease{tag: "20250808", assets: realisticAssets()}
+	f.sums = sumsOf(f.assets, "")
+	srv := f.server(t)
+	rec := &authRecorder{rt: http.DefaultTransport}
+	c := New(WithBaseURL(srv.URL), WithToken("s3cret"), WithHTTPClient(httpx.New(httpx.WithTransport(rec))))
+	if _, err := c.PythonRuntimes(context.Background(), st, keep312); err != nil {
+		t.Fatal(err)
+	}
+	var api, downloads int
+	for path, auth := range rec.seen {
+		if strings.HasPrefix(path, "/repos/") {
+			api++
+			if auth != "Bearer s3cret" {
+				t.Errorf("API request %s: Authorization = %q, want the token", path, auth)
+			}
+		} else {
+			downloads++
+			if auth != "" {
+				t.Errorf("download %s sent Authorization %q: the token must stay with the API", path, auth)
+			}
+		}
+	}
+	if api == 0 || downloads == 0 {
+		t.Fatalf("saw %d API requests and %d downloads, want both", api, downloads)
+	}
+}
+
+// authRecorder records the Authorization header of every request by path.
+type authRecorder struct {
+	rt   http.RoundTripper
+	mu   sync.Mutex
+	seen map[string]string
+}
+
+func (a *authRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	if a.seen == nil {
+		a.seen = map[string]string{}
+	}
+	a.seen[r.URL.Path] = r.Header.Get("Authorization")
+	a.mu.Unlock()
+	return a.rt.RoundTrip(r)
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -58,7 +57,7 @@ const maxAssetPages = 50
 // asset's digest. A tarball with neither, or where the two disagree, fails.
 func (c *Client) PythonRuntimes(ctx context.Context, st matrix.Standalone, keep func(minor string) bool) ([]catalog.PythonRuntime, error) {
 	u := fmt.Sprintf("%s/repos/%s/releases/tags/%s", c.base, st.Repository, url.PathEscape(st.Release))
-	resp, err := httpx.Get(ctx, c.hc, u, http.Header{"Accept": {"application/vnd.github+json"}})
+	resp, err := httpx.Get(ctx, c.hc, u, c.apiHeader())
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +159,7 @@ func (c *Client) listAssets(ctx context.Context, repo string, id int64) ([]asset
 	var out []asset
 	for page := 1; page <= maxAssetPages; page++ {
 		u := fmt.Sprintf("%s/repos/%s/releases/%d/assets?per_page=100&page=%d", c.base, repo, id, page)
-		resp, err := httpx.Get(ctx, c.hc, u, http.Header{"Accept": {"application/vnd.github+json"}})
+		resp, err := httpx.Get(ctx, c.hc, u, c.apiHeader())
 		if err != nil {
 			return nil, err
 		}

@@ -280,7 +280,9 @@ old snapshot is left as it was.
 
 Each base URL comes from the flag, else the environment variable
 (IMAGECTL_PYPI_URL, IMAGECTL_MARKETPLACE_URL, IMAGECTL_OPENVSX_URL,
-IMAGECTL_GITHUB_URL, IMAGECTL_BASE_IMAGE), else matrix.yaml upstreams / base.`,
+IMAGECTL_GITHUB_URL, IMAGECTL_BASE_IMAGE), else matrix.yaml upstreams / base.
+GITHUB_TOKEN, when set, authenticates GitHub API requests (60 an hour per
+address without it); it is never sent with downloads.`,
 		Example: `  imagectl matrix refresh
   imagectl matrix refresh --pypi-url http://127.0.0.1:8080 --base-image localhost:5000/linuxserver/code-server
   IMAGECTL_OPENVSX_URL=https://openvsx.example.com imagectl matrix refresh --catalog /tmp/catalog.json`,
@@ -309,7 +311,7 @@ IMAGECTL_GITHUB_URL, IMAGECTL_BASE_IMAGE), else matrix.yaml upstreams / base.`,
 			// So is the python-build-standalone release of build.standalone:
 			// its tarballs' URLs and sha256 (GitHub release API, SHA256SUMS).
 			gh := pick(f.github, "IMAGECTL_GITHUB_URL", u.GitHub)
-			src.PythonRuntimes = github.New(github.WithBaseURL(gh), github.WithHTTPClient(hc))
+			src.PythonRuntimes = github.New(github.WithBaseURL(gh), github.WithHTTPClient(hc), github.WithToken(os.Getenv("GITHUB_TOKEN")))
 			switch versions := pick(f.versions, "IMAGECTL_BASE_VERSIONS", cfg.Base.Versions); versions {
 			case matrix.VersionsRegistryTags:
 				rs, err := registry.New(pick(f.baseImage, "IMAGECTL_BASE_IMAGE", cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, opts...)
@@ -318,7 +320,7 @@ IMAGECTL_GITHUB_URL, IMAGECTL_BASE_IMAGE), else matrix.yaml upstreams / base.`,
 				}
 				src.CodeServer = rs
 			case matrix.VersionsGitHubReleases:
-				src.CodeServer = github.New(github.WithBaseURL(gh), github.WithHTTPClient(hc), github.WithVSCodeOverrides(cfg.Base.VSCodeOverrides))
+				src.CodeServer = github.New(github.WithBaseURL(gh), github.WithHTTPClient(hc), github.WithToken(os.Getenv("GITHUB_TOKEN")), github.WithVSCodeOverrides(cfg.Base.VSCodeOverrides))
 			default:
 				return fmt.Errorf("--versions %q: want %s or %s", versions, matrix.VersionsRegistryTags, matrix.VersionsGitHubReleases)
 			}
