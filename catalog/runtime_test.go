@@ -48,7 +48,13 @@ func fakePBS(t *testing.T, tag string, versions map[string]byte, sumsBody func(s
 		switch r.URL.Path {
 		case "/repos/astral-sh/python-build-standalone/releases/tags/" + tag:
 			w.Header().Set("Content-Type", "application/json")
-			json.NewEncoder(w).Encode(map[string]any{"tag_name": tag, "draft": false, "assets": assets})
+			json.NewEncoder(w).Encode(map[string]any{"id": 1, "tag_name": tag, "draft": false, "assets": []asset{}})
+		case "/repos/astral-sh/python-build-standalone/releases/1/assets":
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.Query().Get("page") != "1" {
+				assets = []asset{} // one page holds them all
+			}
+			json.NewEncoder(w).Encode(assets)
 		case dl + "SHA256SUMS":
 			fmt.Fprint(w, sumsBody(sums.String()))
 		default:
