@@ -12,22 +12,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
+	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
 func TestCodeServers(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/repos/coder/code-server/releases" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `[
- {"tag_name":"v4.102.0-rc.1","draft":false,"prerelease":true,"published_at":"2025-07-10T00:00:00Z"},
- {"tag_name":"v4.101.3","draft":true,"prerelease":false,"published_at":null},
- {"tag_name":"v4.101.2","draft":false,"prerelease":false,"published_at":"2025-06-25T00:00:00Z"},
- {"tag_name":"v4.99.4","draft":false,"prerelease":false,"published_at":"2025-05-01T00:00:00Z"},
- {"tag_name":"v4.90.0","draft":false,"prerelease":false,"published_at":"2024-06-01T00:00:00Z"}]`)
+	cs := func(tag string, draft, pre bool, published string) fakegh.Release {
+		return fakegh.Release{Repository: "coder/code-server", TagName: tag, Draft: draft, Prerelease: pre, PublishedAt: published}
+	}
+	srv := httptest.NewServer(fakegh.New([]fakegh.Release{
+		cs("v4.102.0-rc.1", false, true, "2025-07-10T00:00:00Z"),
+		cs("v4.101.3", true, false, ""),
+		cs("v4.101.2", false, false, "2025-06-25T00:00:00Z"),
+		cs("v4.99.4", false, false, "2025-05-01T00:00:00Z"),
+		cs("v4.90.0", false, false, "2024-06-01T00:00:00Z"),
 	}))
 	defer srv.Close()
 	c := New(WithBaseURL(srv.URL), WithVSCodeOverrides(map[string]string{"4.99.4": "1.99.3"}))
@@ -44,11 +42,33 @@ func TestCodeServers(t *testing.T) {
 	}
 }
 
+// Releases past the first page (GitHub lists 100 at the most) count.
+func TestCodeServersPages(t *testing.T) {
+	var rels []fakegh.Release
+	for i := 150; i > 0; i-- { // newest first: 150 release candidates fill page 1
+		rels = append(rels, fakegh.Release{Repository: "coder/code-server", TagName: fmt.Sprintf("v4.102.0-rc.%d", i), Prerelease: true, PublishedAt: "2025-07-10T00:00:00Z"})
+	}
+	rels = append(rels, fakegh.Release{Repository: "coder/code-server", TagName: "v4.101.2", PublishedAt: "2025-06-25T00:00:00Z"})
+	f := fakegh.New(rels)
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	got, err := New(WithBaseURL(srv.URL)).CodeServers(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []catalog.CodeServer{{Version: "4.101.2", VSCode: "1.101.2", Tag: "4.101.2"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if n := len(f.Requests()); n != 2 {
+		t.Errorf("%d requests, want 2 (two pages of 100): %+v", n, f.Requests())
+	}
+}
+
 // The token goes with API requests only, never with downloads (SHA256SUMS).
 func TestTokenOnlyForTheAPI(t *testing.T) {
-	f := &fakeRelease{tag: "20250808", assets: realisticAssets()}
-	f.sums = sumsOf(f.assets, "")
-	srv := f.server(t)
+	as := realisticAssets()
+	srv := serve(t, as, fakegh.Sums(as))
 	rec := &authRecorder{rt: http.DefaultTransport}
 	c := New(WithBaseURL(srv.URL), WithToken("s3cret"), WithHTTPClient(httpx.New(httpx.WithTransport(rec))))
 	if _, err := c.PythonRuntimes(context.Background(), st, keep312); err != nil {

@@ -2,136 +2,37 @@ package github
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
+	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
-// fakeRelease serves GET /repos/astral-sh/python-build-standalone/releases/tags/{tag}
-// in the GitHub API's shape and the assets' browser_download_url.
-type fakeRelease struct {
-	tag    string
-	assets []fakeAsset
-	// sums is the SHA256SUMS body; "" serves no SHA256SUMS asset.
-	sums        string
-	sumsHTML    bool // SHA256SUMS answers an HTML page with 200
-	releaseHTML bool // the release API answers an HTML page with 200
-}
-
-type fakeAsset struct {
-	name, sum string
-	digest    bool // the API gives "digest": "sha256:<sum>"
-}
-
-func (f *fakeRelease) server(t *testing.T) *httptest.Server {
+// serve starts a fake GitHub serving python-build-standalone release
+// 20250808: 150 assets of other targets first (as in a real release, where
+// the wanted ones are far down the list, past the first page), then assets
+// (sizes 1000, 1001, ... unless set), then SHA256SUMS with body sums unless
+// sums is "".
+func serve(t *testing.T, assets []fakegh.Asset, sums string, opts ...fakegh.Option) *httptest.Server {
 	t.Helper()
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		dl := "/astral-sh/python-build-standalone/releases/download/" + f.tag + "/"
-		switch {
-		case r.URL.Path == "/repos/astral-sh/python-build-standalone/releases/tags/"+f.tag:
-			if f.releaseHTML {
-				w.Header().Set("Content-Type", "text/html")
-				fmt.Fprint(w, "<!DOCTYPE html><html><body>Sign in</body></html>")
-				return
-			}
-			// Like GitHub, the release embeds a list of assets; it is cut
-			// short here, so a client must page through the assets endpoint.
-			rel := struct {
-				URL     string      `json:"url"`
-				ID      int         `json:"id"`
-				TagName string      `json:"tag_name"`
-				Name    string      `json:"name"`
-				Draft   bool        `json:"draft"`
-				Assets  []fakeJSONA `json:"assets"`
-			}{URL: srv.URL + "/repos/astral-sh/python-build-standalone/releases/1", ID: 1, TagName: f.tag, Name: f.tag}
-			all := f.listing(srv.URL)
-			rel.Assets = all[:min(3, len(all))]
-			w.Header().Set("Content-Type", "application/json; charset=utf-8")
-			json.NewEncoder(w).Encode(rel)
-		case r.URL.Path == "/repos/astral-sh/python-build-standalone/releases/1/assets":
-			if f.releaseHTML {
-				w.Header().Set("Content-Type", "text/html")
-				fmt.Fprint(w, "<!DOCTYPE html><html><body>Sign in</body></html>")
-				return
-			}
-			perPage, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
-			page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-			if perPage <= 0 || perPage > 100 {
-				perPage = 30 // GitHub's default
-			}
-			if page <= 0 {
-				page = 1
-			}
-			all := f.listing(srv.URL)
-			lo, hi := min((page-1)*perPage, len(all)), min(page*perPage, len(all))
-			w.Header().Set("Content-Type", "application/json; charset=utf-8")
-			json.NewEncoder(w).Encode(all[lo:hi])
-		case r.URL.Path == dl+"SHA256SUMS":
-			if f.sumsHTML {
-				w.Header().Set("Content-Type", "text/html")
-				fmt.Fprint(w, "<html><body>rate limited</body></html>")
-				return
-			}
-			w.Header().Set("Content-Type", "application/octet-stream")
-			fmt.Fprint(w, f.sums)
-		default:
-			http.NotFound(w, r)
+	all := append([]fakegh.Asset(nil), assets...)
+	if sums != "" {
+		all = append(all, fakegh.SumsAsset(sums))
+	}
+	for i := range all {
+		if all[i].Size == 0 {
+			all[i].Size = int64(1000 + i)
 		}
-	}))
+	}
+	srv := httptest.NewServer(fakegh.New([]fakegh.Release{{Repository: st.Repository, TagName: "20250808", Padding: 150, Assets: all}}, opts...))
 	t.Cleanup(srv.Close)
 	return srv
-}
-
-// fakeJSONA is one asset in the GitHub API's shape.
-type fakeJSONA struct {
-	URL                string `json:"url"`
-	ID                 int    `json:"id"`
-	Name               string `json:"name"`
-	ContentType        string `json:"content_type"`
-	State              string `json:"state"`
-	Size               int64  `json:"size"`
-	Digest             any    `json:"digest"`
-	BrowserDownloadURL string `json:"browser_download_url"`
-}
-
-// listing is every asset of the release in API order: 150 assets of other
-// targets first (as in a real release, where the wanted ones are far down
-// the list), then f.assets, then SHA256SUMS.
-func (f *fakeRelease) listing(base string) []fakeJSONA {
-	dl := "/astral-sh/python-build-standalone/releases/download/" + f.tag + "/"
-	const padding = 150
-	var out []fakeJSONA
-	add := func(id int, a fakeAsset, size int64) {
-		var d any // null on releases from before GitHub computed digests
-		if a.digest {
-			d = "sha256:" + a.sum
-		}
-		out = append(out, fakeJSONA{URL: fmt.Sprintf("%s/repos/astral-sh/python-build-standalone/releases/assets/%d", base, id), ID: id,
-			Name: a.name, ContentType: "application/octet-stream", State: "uploaded", Size: size, Digest: d,
-			BrowserDownloadURL: base + dl + strings.ReplaceAll(a.name, "+", "%2B")})
-	}
-	for i := range padding {
-		add(10000+i, fakeAsset{name: fmt.Sprintf("cpython-3.9.%d+%s-x86_64-pc-windows-msvc-shared-install_only.tar.gz", i, f.tag)}, 1)
-	}
-	all := append([]fakeAsset(nil), f.assets...)
-	if f.sums != "" || f.sumsHTML {
-		all = append(all, fakeAsset{name: "SHA256SUMS"})
-	}
-	for i, a := range all {
-		add(i, a, int64(1000+i))
-	}
-	return out
 }
 
 func sum(c byte) string { return strings.Repeat(string(c), 64) }
@@ -140,38 +41,28 @@ func pbs(version, arch, flavor string) string {
 	return "cpython-" + version + "+20250808-" + arch + "-unknown-linux-gnu-" + flavor + ".tar.gz"
 }
 
-func sumsOf(as []fakeAsset, skip string) string {
-	var b strings.Builder
-	for _, a := range as {
-		if a.name != skip {
-			fmt.Fprintf(&b, "%s  %s\n", a.sum, a.name)
-		}
-	}
-	return b.String()
-}
-
 // A release as python-build-standalone publishes it: several patches of a
 // minor (only some with both architectures), other flavours and targets,
 // a pre-release CPython.
-func realisticAssets() []fakeAsset {
-	return []fakeAsset{
-		{name: pbs("3.12.11", "x86_64", "install_only"), sum: sum('1'), digest: true},
-		{name: pbs("3.12.11", "aarch64", "install_only"), sum: sum('2'), digest: true},
-		{name: pbs("3.12.11", "x86_64", "install_only_stripped"), sum: sum('3')},
-		{name: pbs("3.12.11", "aarch64", "install_only_stripped"), sum: sum('4')},
-		{name: pbs("3.12.12", "x86_64", "install_only"), sum: sum('5')}, // no aarch64: not a candidate
-		{name: pbs("3.11.13", "x86_64", "install_only"), sum: sum('6')},
-		{name: pbs("3.11.13", "aarch64", "install_only"), sum: sum('7')},
-		{name: pbs("3.11.9", "x86_64", "install_only"), sum: sum('8')},
-		{name: pbs("3.11.9", "aarch64", "install_only"), sum: sum('9')},
-		{name: pbs("3.13.5", "x86_64", "install_only"), sum: sum('a')}, // above max
-		{name: pbs("3.13.5", "aarch64", "install_only"), sum: sum('b')},
-		{name: pbs("3.10.18", "x86_64", "install_only"), sum: sum('c')}, // only x86_64
-		{name: pbs("3.14.0rc1", "x86_64", "install_only"), sum: sum('d')},
-		{name: pbs("3.14.0rc1", "aarch64", "install_only"), sum: sum('e')},
-		{name: "cpython-3.12.11+20250808-x86_64-unknown-linux-musl-install_only.tar.gz", sum: sum('f')},
-		{name: "cpython-3.12.11+20250808-aarch64-apple-darwin-install_only.tar.gz", sum: sum('0')},
-		{name: "cpython-3.12.11+20250808-x86_64-unknown-linux-gnu-pgo+lto-full.tar.zst", sum: sum('1')},
+func realisticAssets() []fakegh.Asset {
+	return []fakegh.Asset{
+		{Name: pbs("3.12.11", "x86_64", "install_only"), SHA256: sum('1'), Digest: true},
+		{Name: pbs("3.12.11", "aarch64", "install_only"), SHA256: sum('2'), Digest: true},
+		{Name: pbs("3.12.11", "x86_64", "install_only_stripped"), SHA256: sum('3')},
+		{Name: pbs("3.12.11", "aarch64", "install_only_stripped"), SHA256: sum('4')},
+		{Name: pbs("3.12.12", "x86_64", "install_only"), SHA256: sum('5')}, // no aarch64: not a candidate
+		{Name: pbs("3.11.13", "x86_64", "install_only"), SHA256: sum('6')},
+		{Name: pbs("3.11.13", "aarch64", "install_only"), SHA256: sum('7')},
+		{Name: pbs("3.11.9", "x86_64", "install_only"), SHA256: sum('8')},
+		{Name: pbs("3.11.9", "aarch64", "install_only"), SHA256: sum('9')},
+		{Name: pbs("3.13.5", "x86_64", "install_only"), SHA256: sum('a')}, // above max
+		{Name: pbs("3.13.5", "aarch64", "install_only"), SHA256: sum('b')},
+		{Name: pbs("3.10.18", "x86_64", "install_only"), SHA256: sum('c')}, // only x86_64
+		{Name: pbs("3.14.0rc1", "x86_64", "install_only"), SHA256: sum('d')},
+		{Name: pbs("3.14.0rc1", "aarch64", "install_only"), SHA256: sum('e')},
+		{Name: "cpython-3.12.11+20250808-x86_64-unknown-linux-musl-install_only.tar.gz", SHA256: sum('f')},
+		{Name: "cpython-3.12.11+20250808-aarch64-apple-darwin-install_only.tar.gz", SHA256: sum('0')},
+		{Name: "cpython-3.12.11+20250808-x86_64-unknown-linux-gnu-pgo+lto-full.tar.zst", SHA256: sum('1')},
 	}
 }
 
@@ -182,8 +73,7 @@ func keep312(v string) bool { return v == "3.10" || v == "3.11" || v == "3.12" }
 
 func TestPythonRuntimes(t *testing.T) {
 	as := realisticAssets()
-	f := &fakeRelease{tag: "20250808", assets: as, sums: sumsOf(as, "")}
-	srv := f.server(t)
+	srv := serve(t, as, fakegh.Sums(as))
 	got, err := New(WithBaseURL(srv.URL)).PythonRuntimes(context.Background(), st, keep312)
 	if err != nil {
 		t.Fatal(err)
@@ -222,38 +112,40 @@ func TestPythonRuntimesSums(t *testing.T) {
 	x, a := pbs("3.12.11", "x86_64", "install_only"), pbs("3.12.11", "aarch64", "install_only")
 	for _, tc := range []struct {
 		name    string
-		f       fakeRelease
-		want    string // the aarch64 sum
+		assets  []fakegh.Asset
+		sums    string          // the SHA256SUMS body; "" for no SHA256SUMS asset
+		opts    []fakegh.Option // faults
+		want    string          // the aarch64 sum
 		wantErr []string
 	}{
 		{name: "SHA256SUMS only (no asset digests)",
-			f:    fakeRelease{assets: []fakeAsset{{name: x, sum: sum('1')}, {name: a, sum: sum('2')}}, sums: sumsOf([]fakeAsset{{name: x, sum: sum('1')}, {name: a, sum: sum('2')}}, "")},
+			assets: []fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}}, sums: fakegh.Sums([]fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}}),
 			want: sum('2')},
 		{name: "no SHA256SUMS: asset digests",
-			f:    fakeRelease{assets: []fakeAsset{{name: x, sum: sum('1'), digest: true}, {name: a, sum: sum('2'), digest: true}}},
-			want: sum('2')},
+			assets: []fakegh.Asset{{Name: x, SHA256: sum('1'), Digest: true}, {Name: a, SHA256: sum('2'), Digest: true}},
+			want:   sum('2')},
 		{name: "SHA256SUMS lacks a file that has a digest",
-			f:    fakeRelease{assets: []fakeAsset{{name: x, sum: sum('1')}, {name: a, sum: sum('2'), digest: true}}, sums: sumsOf([]fakeAsset{{name: x, sum: sum('1')}}, "")},
+			assets: []fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2'), Digest: true}}, sums: fakegh.Sums([]fakegh.Asset{{Name: x, SHA256: sum('1')}}),
 			want: sum('2')},
 		{name: "SHA256SUMS lacks a file without digest",
-			f:       fakeRelease{assets: []fakeAsset{{name: x, sum: sum('1')}, {name: a, sum: sum('2')}}, sums: sumsOf([]fakeAsset{{name: x, sum: sum('1')}}, "")},
+			assets: []fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}}, sums: fakegh.Sums([]fakegh.Asset{{Name: x, SHA256: sum('1')}}),
 			wantErr: []string{"asset " + a + ": no sha256", "SHA256SUMS does not list it"}},
 		{name: "neither",
-			f:       fakeRelease{assets: []fakeAsset{{name: x, sum: sum('1')}, {name: a, sum: sum('2')}}},
+			assets:  []fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}},
 			wantErr: []string{"no sha256 (the release has no SHA256SUMS asset and the asset no digest)", "/repos/astral-sh/python-build-standalone/releases/tags/20250808"}},
 		{name: "SHA256SUMS and digest disagree",
-			f:       fakeRelease{assets: []fakeAsset{{name: x, sum: sum('1')}, {name: a, sum: sum('2'), digest: true}}, sums: sumsOf([]fakeAsset{{name: x, sum: sum('1')}, {name: a, sum: sum('3')}}, "")},
+			assets: []fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2'), Digest: true}}, sums: fakegh.Sums([]fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('3')}}),
 			wantErr: []string{"asset " + a, "SHA256SUMS says sha256 " + sum('3')}},
 		{name: "SHA256SUMS is HTML with 200",
-			f:       fakeRelease{assets: []fakeAsset{{name: x, sum: sum('1'), digest: true}, {name: a, sum: sum('2'), digest: true}}, sumsHTML: true},
+			assets: []fakegh.Asset{{Name: x, SHA256: sum('1'), Digest: true}, {Name: a, SHA256: sum('2'), Digest: true}}, sums: fakegh.Sums([]fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}}),
+			opts:    []fakegh.Option{fakegh.WithHTMLDownload("SHA256SUMS")},
 			wantErr: []string{"/releases/download/20250808/SHA256SUMS line 1", "an HTML page"}},
 		{name: "release API is HTML with 200",
-			f:       fakeRelease{releaseHTML: true},
+			opts:    []fakegh.Option{fakegh.WithHTMLAPI()},
 			wantErr: []string{"/repos/astral-sh/python-build-standalone/releases/tags/20250808"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.f.tag = "20250808"
-			srv := tc.f.server(t)
+			srv := serve(t, tc.assets, tc.sums, tc.opts...)
 			got, err := New(WithBaseURL(srv.URL), WithHTTPClient(httpx.New(httpx.WithRetries(0)))).PythonRuntimes(context.Background(), st, keep312)
 			if len(tc.wantErr) > 0 {
 				if err == nil {
@@ -280,8 +172,7 @@ func TestPythonRuntimesReleaseFaults(t *testing.T) {
 	// A release lacking aarch64 tarballs gives no runtime (Refresh then
 	// fails naming the release); an unknown tag fails naming the URL.
 	x := pbs("3.12.11", "x86_64", "install_only")
-	f := &fakeRelease{tag: "20250808", assets: []fakeAsset{{name: x, sum: sum('1'), digest: true}}}
-	srv := f.server(t)
+	srv := serve(t, []fakegh.Asset{{Name: x, SHA256: sum('1'), Digest: true}}, "")
 	c := New(WithBaseURL(srv.URL), WithHTTPClient(httpx.New(httpx.WithRetries(0))))
 	got, err := c.PythonRuntimes(context.Background(), st, keep312)
 	if err != nil || len(got) != 0 {
