@@ -3,9 +3,7 @@ package catalog_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -15,52 +13,27 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
+	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
 	"github.com/imagectl/imagectl/upstream/github"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
-// fakePBS serves a python-build-standalone release in the GitHub API's
-// shape (releases/tags/{tag}, assets with browser_download_url) and its
-// SHA256SUMS. versions are the CPython versions with tarballs for both
-// architectures; sum is the hex digit every sum of the version repeats.
+// fakePBS serves a python-build-standalone release on the fake GitHub.
+// versions are the CPython versions with tarballs for both architectures;
+// sum is the hex digit every sum of the version repeats. SHA256SUMS serves
+// sumsBody of the true SHA256SUMS.
 func fakePBS(t *testing.T, tag string, versions map[string]byte, sumsBody func(string) string) *httptest.Server {
 	t.Helper()
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		dl := "/astral-sh/python-build-standalone/releases/download/" + tag + "/"
-		type asset struct {
-			Name               string  `json:"name"`
-			Size               int64   `json:"size"`
-			Digest             *string `json:"digest"`
-			BrowserDownloadURL string  `json:"browser_download_url"`
+	var assets []fakegh.Asset
+	for v, c := range versions {
+		for _, arch := range []string{"x86_64", "aarch64"} {
+			n := fmt.Sprintf("cpython-%s+%s-%s-unknown-linux-gnu-install_only.tar.gz", v, tag, arch)
+			s := strings.Repeat(string(c), 63) + map[string]string{"x86_64": "0", "aarch64": "1"}[arch]
+			assets = append(assets, fakegh.Asset{Name: n, Size: 1, SHA256: s})
 		}
-		var assets []asset
-		var sums strings.Builder
-		for v, c := range versions {
-			for _, arch := range []string{"x86_64", "aarch64"} {
-				n := fmt.Sprintf("cpython-%s+%s-%s-unknown-linux-gnu-install_only.tar.gz", v, tag, arch)
-				s := strings.Repeat(string(c), 63) + map[string]string{"x86_64": "0", "aarch64": "1"}[arch]
-				fmt.Fprintf(&sums, "%s  %s\n", s, n)
-				assets = append(assets, asset{Name: n, Size: 1, BrowserDownloadURL: srv.URL + dl + n})
-			}
-		}
-		assets = append(assets, asset{Name: "SHA256SUMS", Size: int64(sums.Len()), BrowserDownloadURL: srv.URL + dl + "SHA256SUMS"})
-		switch r.URL.Path {
-		case "/repos/astral-sh/python-build-standalone/releases/tags/" + tag:
-			w.Header().Set("Content-Type", "application/json")
-			json.NewEncoder(w).Encode(map[string]any{"id": 1, "tag_name": tag, "draft": false, "assets": []asset{}})
-		case "/repos/astral-sh/python-build-standalone/releases/1/assets":
-			w.Header().Set("Content-Type", "application/json")
-			if r.URL.Query().Get("page") != "1" {
-				assets = []asset{} // one page holds them all
-			}
-			json.NewEncoder(w).Encode(assets)
-		case dl + "SHA256SUMS":
-			fmt.Fprint(w, sumsBody(sums.String()))
-		default:
-			http.NotFound(w, r)
-		}
-	}))
+	}
+	assets = append(assets, fakegh.SumsAsset(sumsBody(fakegh.Sums(assets))))
+	srv := httptest.NewServer(fakegh.New([]fakegh.Release{{Repository: "astral-sh/python-build-standalone", TagName: tag, Assets: assets}}))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -83,8 +56,8 @@ func TestRefreshPythonRuntimes(t *testing.T) {
 	rt := func(minor, v string, c byte) catalog.PythonRuntime {
 		return catalog.PythonRuntime{Python: minor, Version: v, Repository: "astral-sh/python-build-standalone", Release: "20250808", Flavor: "install_only",
 			Files: map[string]catalog.RuntimeFile{
-				"linux/amd64": {URL: dl + v + "+20250808-x86_64-unknown-linux-gnu-install_only.tar.gz", SHA256: strings.Repeat(string(c), 63) + "0", Size: 1},
-				"linux/arm64": {URL: dl + v + "+20250808-aarch64-unknown-linux-gnu-install_only.tar.gz", SHA256: strings.Repeat(string(c), 63) + "1", Size: 1},
+				"linux/amd64": {URL: dl + v + "%2B20250808-x86_64-unknown-linux-gnu-install_only.tar.gz", SHA256: strings.Repeat(string(c), 63) + "0", Size: 1},
+				"linux/arm64": {URL: dl + v + "%2B20250808-aarch64-unknown-linux-gnu-install_only.tar.gz", SHA256: strings.Repeat(string(c), 63) + "1", Size: 1},
 			}}
 	}
 	want := []catalog.PythonRuntime{rt("3.11", "3.11.13", 'b'), rt("3.12", "3.12.11", 'c')}
