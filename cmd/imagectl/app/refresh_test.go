@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
 	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 	"github.com/imagectl/imagectl/resolve"
 )
@@ -168,49 +168,29 @@ func pbsSum(version, arch string) string {
 	return fmt.Sprintf("%x", sha256.Sum256([]byte(pbsName(version, arch))))
 }
 
-// startFakePBS serves python-build-standalone release 20250808 as the
-// GitHub release API and its SHA256SUMS asset do.
+// startFakePBS serves python-build-standalone release 20250808 on the fake
+// GitHub: tarballs of 3.11.13, 3.12.11, 3.12.12 (x86_64 only) and 3.13.5,
+// and their SHA256SUMS.
 func startFakePBS(t *testing.T) *httptest.Server {
 	t.Helper()
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		dl := "/astral-sh/python-build-standalone/releases/download/20250808/"
-		type asset struct {
-			Name               string `json:"name"`
-			Size               int64  `json:"size"`
-			BrowserDownloadURL string `json:"browser_download_url"`
-		}
-		var assets []asset
-		var sums strings.Builder
-		for _, v := range []string{"3.11.13", "3.12.11", "3.12.12", "3.13.5"} {
-			for _, arch := range []string{"x86_64", "aarch64"} {
-				if v == "3.12.12" && arch == "aarch64" {
-					continue
-				}
-				n := pbsName(v, arch)
-				assets = append(assets, asset{Name: n, Size: 100, BrowserDownloadURL: srv.URL + dl + n})
-				fmt.Fprintf(&sums, "%s  %s\n", pbsSum(v, arch), n)
+	var assets []fakegh.Asset
+	for _, v := range []string{"3.11.13", "3.12.11", "3.12.12", "3.13.5"} {
+		for _, arch := range []string{"x86_64", "aarch64"} {
+			if v == "3.12.12" && arch == "aarch64" {
+				continue
 			}
+			assets = append(assets, fakegh.Asset{Name: pbsName(v, arch), Size: 100, SHA256: pbsSum(v, arch)})
 		}
-		assets = append(assets, asset{Name: "SHA256SUMS", Size: int64(sums.Len()), BrowserDownloadURL: srv.URL + dl + "SHA256SUMS"})
-		switch r.URL.Path {
-		case "/repos/astral-sh/python-build-standalone/releases/tags/20250808":
-			w.Header().Set("Content-Type", "application/json")
-			json.NewEncoder(w).Encode(map[string]any{"id": 7, "tag_name": "20250808", "assets": []asset{}})
-		case "/repos/astral-sh/python-build-standalone/releases/7/assets":
-			w.Header().Set("Content-Type", "application/json")
-			if r.URL.Query().Get("page") != "1" {
-				assets = nil // one page holds them all
-			}
-			json.NewEncoder(w).Encode(assets)
-		case dl + "SHA256SUMS":
-			fmt.Fprint(w, sums.String())
-		default:
-			http.NotFound(w, r)
-		}
-	}))
+	}
+	assets = append(assets, fakegh.SumsAsset(fakegh.Sums(assets)))
+	srv := httptest.NewServer(fakegh.New([]fakegh.Release{{Repository: "astral-sh/python-build-standalone", ID: 7, TagName: "20250808", Assets: assets}}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// pbsURL is the browser_download_url of a tarball on the fake gh.
+func pbsURL(gh *httptest.Server, version, arch string) string {
+	return fakegh.DownloadURL(gh.URL, "astral-sh/python-build-standalone", "20250808", pbsName(version, arch))
 }
 
 // setYAML sets the scalar at path (mapping keys) in the document doc.
@@ -318,14 +298,13 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	if diff := cmp.Diff(&catalog.ToolsImage{Ref: base.tools, Digest: base.toolsIndex}, cat.ToolsImage); diff != "" {
 		t.Errorf("toolsImage in the catalog (-want +got); the index digest of build.toolsImage:\n%s", diff)
 	}
-	dl := gh.URL + "/astral-sh/python-build-standalone/releases/download/20250808/"
 	var wantRuntimes []catalog.PythonRuntime
 	for _, v := range []string{"3.11.13", "3.12.11"} {
 		wantRuntimes = append(wantRuntimes, catalog.PythonRuntime{
 			Python: v[:4], Version: v, Repository: "astral-sh/python-build-standalone", Release: "20250808", Flavor: "install_only",
 			Files: map[string]catalog.RuntimeFile{
-				"linux/amd64": {URL: dl + pbsName(v, "x86_64"), SHA256: pbsSum(v, "x86_64"), Size: 100},
-				"linux/arm64": {URL: dl + pbsName(v, "aarch64"), SHA256: pbsSum(v, "aarch64"), Size: 100},
+				"linux/amd64": {URL: pbsURL(gh, v, "x86_64"), SHA256: pbsSum(v, "x86_64"), Size: 100},
+				"linux/arm64": {URL: pbsURL(gh, v, "aarch64"), SHA256: pbsSum(v, "aarch64"), Size: 100},
 			},
 		})
 	}
@@ -374,7 +353,7 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	if diff := cmp.Diff([]string{"3.9", "3.10", "3.11"}, set.RayPythons); diff != "" {
 		t.Errorf("rayPythons: Pythons with Ray wheels on both platforms (-want +got):\n%s", diff)
 	}
-	if rt := set.PythonRuntime; rt == nil || rt.Version != "3.11.13" || rt.Files["linux/arm64"].SHA256 != pbsSum("3.11.13", "aarch64") || rt.Files["linux/amd64"].URL != dl+pbsName("3.11.13", "x86_64") {
+	if rt := set.PythonRuntime; rt == nil || rt.Version != "3.11.13" || rt.Files["linux/arm64"].SHA256 != pbsSum("3.11.13", "aarch64") || rt.Files["linux/amd64"].URL != pbsURL(gh, "3.11.13", "x86_64") {
 		t.Errorf("set pythonRuntime %+v, want the catalog's 3.11.13 (the set's Python)", rt)
 	}
 	if set.Ray != "2.46.0" || set.Python != "3.11" || set.Debugpy != "1.8.15" {
