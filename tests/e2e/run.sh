@@ -135,11 +135,14 @@ export COSIGN_PASSWORD=e2e-password
 (cd "$work" && "$imagectl" sign --generate-key cosign >/dev/null && "$imagectl" sign --generate-key other >/dev/null)
 export SOURCE_DATE_EPOCH=1752537600 # 2025-07-15
 
+# Pinned once: the revision label defaults to git HEAD, which must not change
+# what is built if a commit lands while the test runs.
+rev=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 build() { # NAME CFGDIR [extra flags]: runs imagectl build, JSON to $work/NAME.json
   local n=$1 cfg=$2; shift 2
   local start=$SECONDS
   "$imagectl" --matrix "$cfg/matrix.yaml" build --ray 2.46.0 --platform "${PLATFORMS:-linux/amd64,linux/arm64}" \
-    --push --sign --key "$work/cosign.key" \
+    --push --sign --key "$work/cosign.key" --revision "$rev" \
     --cache-dir "$work/vsix-cache" --progress plain --output json "$@" \
     >"$work/$n.json" 2>"$work/$n.err" || { tail -n 60 "$work/$n.err" >&2; fail "imagectl build ($n)"; }
   echo $((SECONDS - start)) >"$work/$n.seconds"
@@ -237,7 +240,7 @@ plan() { # NAME CFGDIR: imagectl plan --output json into $work/NAME.json
   log "plan $1: $(jq -c '[.entries[] | {name, action, reasons: [.reasons[] | .kind + ": " + .detail]}]' "$work/$1.json")"
 }
 release() { # NAME CFGDIR: imagectl release --output json into $work/NAME.json
-  "$imagectl" --matrix "$2/matrix.yaml" release --key "$work/cosign.key" --cache-dir "$work/vsix-cache" \
+  "$imagectl" --matrix "$2/matrix.yaml" release --key "$work/cosign.key" --revision "$rev" --cache-dir "$work/vsix-cache" \
     --progress plain --output json >"$work/$1.json" 2>"$work/$1.err" \
     || { cat "$work/$1.json" >&2; tail -n 60 "$work/$1.err" >&2; fail "imagectl release ($1)"; }
   log "release $1: $(jq -c '[.results[] | {entry, action, built, tagged, unchanged}]' "$work/$1.json")"
@@ -289,7 +292,7 @@ jq -e --argjson n "$nsets" --arg detail "$tools: $(jq -r .index "$work/tools.jso
 log "tools tag moved -> plan rebuilds $nsets entry: tools image rebuilt"
 
 # --- 10. Without --push: an OCI archive naming the same index ----------------------------
-"$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 \
+"$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 --revision "$rev" \
   --cache-dir "$work/vsix-cache" --progress quiet --output json --dist "$work/dist" >"$work/archive.json" 2>"$work/archive.err" \
   || { cat "$work/archive.err" >&2; fail "imagectl build without --push"; }
 archive=$(jq -r .archive "$work/archive.json")
@@ -302,7 +305,7 @@ log "OCI archive $(basename "$archive"): same index $top as the pushed image"
 # would keep the catalog's pin) still builds, warns once, and the JSON says
 # which reference was used.
 unpinned=$reg/tools:unpinned
-"$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 --tools-image "$unpinned" \
+"$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 --revision "$rev" --tools-image "$unpinned" \
   --cache-dir "$work/vsix-cache" --progress quiet --output json --dist "$work/dist-unpinned" >"$work/unpinned.json" 2>"$work/unpinned.err" \
   || { cat "$work/unpinned.err" >&2; fail "imagectl build with an unpinned tools image"; }
 [ "$(grep -c 'warning: tools image' "$work/unpinned.err")" = 1 ] || fail "unpinned tools image: want exactly one warning on stderr: $(cat "$work/unpinned.err")"
