@@ -68,7 +68,18 @@ func need(t *testing.T, what string, err error) {
 // $BUILDKIT_HOST, pushes them to an in-process registry, and checks that the
 // arm64 image got the aarch64 wheels without one emulated step, and that a
 // second solve gives the same digests.
-func TestBuildKitTwoPlatforms(t *testing.T) {
+// fixture is what the BuildKit integration tests start from: $BUILDKIT_HOST,
+// an in-process registry holding the tools image (amd64, python3 + pip), and
+// a directory of fixture wheels laid out as a PEP 503 index.
+type fixture struct {
+	b     *BuildKit
+	host  string // the registry's host:port
+	tools string // the tools image reference
+	pyDir string // the package index directory; each test serves it
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
 	b := requireBuildKit(t)
 	cache := os.Getenv("IMAGECTL_TEST_CACHE")
 	if cache == "" {
@@ -81,22 +92,25 @@ func TestBuildKitTwoPlatforms(t *testing.T) {
 	_, err = exec.LookPath("python3")
 	need(t, "python3 (builds the fixture wheels)", err)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
 	reg := httptest.NewServer(registry.New(registry.Logger(nopLogger())))
-	defer reg.Close()
+	t.Cleanup(reg.Close)
 	host := strings.TrimPrefix(reg.URL, "http://")
-
-	// Wheels and a PEP 503 index.
 	pyDir := t.TempDir()
 	if out, err := exec.Command("python3", "../tests/e2e/mkwheels.py", pyDir).CombinedOutput(); err != nil {
 		t.Fatalf("mkwheels.py: %v\n%s", err, out)
 	}
-	py := httptest.NewServer(http.FileServer(http.Dir(pyDir)))
+	return &fixture{b: b, host: host, tools: pushImage(t, host+"/tools", mustRootfs(t, toolsTar), "linux/amd64"), pyDir: pyDir}
+}
+
+func TestBuildKitTwoPlatforms(t *testing.T) {
+	f := newFixture(t)
+	b, host, tools := f.b, f.host, f.tools
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	py := httptest.NewServer(http.FileServer(http.Dir(f.pyDir)))
 	defer py.Close()
 
-	// Tools image (amd64, python3 + pip) and a minimal base per platform.
-	tools := pushImage(t, host+"/tools", mustRootfs(t, toolsTar), "linux/amd64")
+	// A minimal base per platform.
 	bases := map[string]string{}
 	for _, p := range []string{"linux/amd64", "linux/arm64"} {
 		bases[p] = pushImage(t, host+"/base", configLayer(t), p)
@@ -262,27 +276,11 @@ func fileInImage(t *testing.T, ref name.Reference, file string) string {
 // platform and lands in PythonDir of the arm64 image with no emulated step;
 // a wrong checksum fails the build.
 func TestBuildKitStandaloneRuntime(t *testing.T) {
-	b := requireBuildKit(t)
-	cache := os.Getenv("IMAGECTL_TEST_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "imagectl-test")
-	}
-	toolsTar := filepath.Join(cache, "base", "tools-amd64.tar")
-	_, err := os.Stat(toolsTar)
-	need(t, "tools image tarball (run hack/deps.d/35-base-images.sh)", err)
-	_, err = exec.LookPath("python3")
-	need(t, "python3 (builds the fixture wheels)", err)
+	f := newFixture(t)
+	b, host, tools, pyDir := f.b, f.host, f.tools, f.pyDir
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
-	reg := httptest.NewServer(registry.New(registry.Logger(nopLogger())))
-	defer reg.Close()
-	host := strings.TrimPrefix(reg.URL, "http://")
-	pyDir := t.TempDir()
-	if out, err := exec.Command("python3", "../tests/e2e/mkwheels.py", pyDir).CombinedOutput(); err != nil {
-		t.Fatalf("mkwheels.py: %v\n%s", err, out)
-	}
 	// install_only-shaped tarballs per architecture, beside the index.
 	sums := map[string]string{}
 	for _, arch := range []string{"x86_64", "aarch64"} {
@@ -307,7 +305,6 @@ func TestBuildKitStandaloneRuntime(t *testing.T) {
 	}
 	srv := httptest.NewServer(http.FileServer(http.Dir(pyDir)))
 	defer srv.Close()
-	tools := pushImage(t, host+"/tools", mustRootfs(t, toolsTar), "linux/amd64")
 	base := pushImage(t, host+"/base", configLayer(t), "linux/arm64")
 	set := testSet()
 	set.Python = "3.11"
