@@ -11,13 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/upstream/registry"
 )
 
@@ -25,15 +22,10 @@ import (
 // and returns its digest.
 func pushToolsIndex(t *testing.T, ref string) string {
 	t.Helper()
-	var adds []mutate.IndexAddendum
-	for _, arch := range []string{"amd64", "arm64"} {
-		img, err := random.Image(128, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+	idx, err := testimage.RandomIndex("amd64", "arm64")
+	if err != nil {
+		t.Fatal(err)
 	}
-	idx := mutate.AppendManifests(empty.Index, adds...)
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		t.Fatal(err)

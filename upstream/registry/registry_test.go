@@ -12,24 +12,15 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/internal/testimage"
 )
 
 func platformImage(t *testing.T, arch string) v1.Image {
 	t.Helper()
-	img, err := random.Image(64, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf.OS, cf.Architecture = "linux", arch
-	img, err = mutate.ConfigFile(img, cf)
+	img, err := testimage.RandomPlatformImage(arch)
 	if err != nil {
 		t.Fatal(err)
 	}

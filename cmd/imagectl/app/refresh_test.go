@@ -20,9 +20,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"gopkg.in/yaml.v3"
 
@@ -30,6 +27,7 @@ import (
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
 	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
 	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
+	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/resolve"
 )
 
@@ -57,16 +55,8 @@ type fakeBase struct {
 
 func platformImage(t *testing.T, arch string) v1.Image {
 	t.Helper()
-	img, err := random.Image(256, 2)
+	img, err := testimage.RandomPlatformImage(arch)
 	if err != nil {
-		t.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf.OS, cf.Architecture = "linux", arch
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		t.Fatal(err)
 	}
 	return img
@@ -74,12 +64,21 @@ func platformImage(t *testing.T, arch string) v1.Image {
 
 func twoPlatformIndex(t *testing.T) (v1.ImageIndex, v1.Image, v1.Image) {
 	t.Helper()
-	amd, arm := platformImage(t, "amd64"), platformImage(t, "arm64")
-	idx := mutate.AppendManifests(empty.Index,
-		mutate.IndexAddendum{Add: amd, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}},
-		mutate.IndexAddendum{Add: arm, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}},
-	)
-	return idx, amd, arm
+	idx, err := testimage.RandomIndex("amd64", "arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	imgs := make([]v1.Image, 2)
+	for i, d := range im.Manifests {
+		if imgs[i], err = idx.Image(d.Digest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return idx, imgs[0], imgs[1]
 }
 
 func startFakeBase(t *testing.T) fakeBase {
