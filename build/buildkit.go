@@ -17,7 +17,10 @@ import (
 	"time"
 
 	"github.com/containerd/platforms"
+	"github.com/docker/cli/cli/config"
 	"github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/session"
+	"github.com/moby/buildkit/session/auth/authprovider"
 	_ "github.com/moby/buildkit/client/connhelper/dockercontainer" // docker-container:// addresses
 	"github.com/tonistiigi/fsutil"
 )
@@ -31,6 +34,9 @@ type BuildKit struct {
 	addr     string
 	builders map[string]string
 	dial     func(ctx context.Context, addr string) (*client.Client, error)
+	// session returns what every solve's client session offers buildkitd;
+	// by default the registry credentials of the docker config.
+	session func() []session.Attachable
 }
 
 // BuildKitOption configures NewBuildKit.
@@ -51,12 +57,31 @@ func WithBuilder(platform, addr string) BuildKitOption {
 	return func(b *BuildKit) { b.builders[platform] = addr }
 }
 
+// WithSession replaces what the client session offers buildkitd (default:
+// DockerAuth, the docker config's registry credentials).
+func WithSession(attachables ...session.Attachable) BuildKitOption {
+	return func(b *BuildKit) { b.session = func() []session.Attachable { return attachables } }
+}
+
+// DockerAuth returns BuildKit's docker auth provider over the docker config
+// ($DOCKER_CONFIG/config.json or ~/.docker/config.json: auths, credsStore,
+// credHelpers), as buildctl attaches it. buildkitd pushes and pulls itself
+// but asks the client session for credentials; without this provider every
+// push is anonymous. The file is read when called, so a login made after
+// imagectl started is seen by the next solve.
+func DockerAuth() session.Attachable {
+	cfg := config.LoadDefaultConfigFile(io.Discard)
+	return authprovider.NewDockerAuthProvider(authprovider.DockerAuthProviderConfig{
+		AuthConfigProvider: authprovider.LoadAuthConfig(cfg),
+	})
+}
+
 // NewBuildKit returns a BuildKit that talks to DefaultAddress unless told
-// otherwise.
+// otherwise, with the docker config's registry credentials in its session.
 func NewBuildKit(opts ...BuildKitOption) *BuildKit {
 	b := &BuildKit{addr: DefaultAddress, builders: map[string]string{}, dial: func(ctx context.Context, addr string) (*client.Client, error) {
 		return client.New(ctx, addr)
-	}}
+	}, session: func() []session.Attachable { return []session.Attachable{DockerAuth()} }}
 	for _, o := range opts {
 		o(b)
 	}
@@ -117,6 +142,7 @@ func (b *BuildKit) Build(ctx context.Context, spec Spec) (*PlatformResult, error
 	if err != nil {
 		return nil, err
 	}
+	opt.Session = b.session()
 	res := &PlatformResult{Platform: spec.Platform, Builder: addr, BuildPlatform: native}
 	ch := make(chan *client.SolveStatus)
 	rec := newRecorder()
