@@ -19,9 +19,9 @@ import (
 	"github.com/containerd/platforms"
 	"github.com/docker/cli/cli/config"
 	"github.com/moby/buildkit/client"
+	_ "github.com/moby/buildkit/client/connhelper/dockercontainer" // docker-container:// addresses
 	"github.com/moby/buildkit/session"
 	"github.com/moby/buildkit/session/auth/authprovider"
-	_ "github.com/moby/buildkit/client/connhelper/dockercontainer" // docker-container:// addresses
 	"github.com/tonistiigi/fsutil"
 )
 
