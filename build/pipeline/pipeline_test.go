@@ -2,14 +2,23 @@ package pipeline
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/internal/fakes/authregistry"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
@@ -107,5 +116,60 @@ func TestRunRefusesAnUnlockedPythonRuntime(t *testing.T) {
 	_, err = Run(context.Background(), nil, req)
 	if err == nil || !strings.Contains(err.Error(), "no python-build-standalone runtime for Python 3.12") || !strings.Contains(err.Error(), "run imagectl matrix refresh") {
 		t.Errorf("Run without a locked runtime: %v, want it to name Python 3.12 and say to run imagectl matrix refresh", err)
+	}
+}
+
+type downPinger struct{ build.Interface }
+
+func (downPinger) Ping(context.Context, string) (string, error) {
+	return "", errors.New("connecting to buildkitd at unix:///nowhere.sock: no such file")
+}
+
+// What needs no download is checked before the first one: an unreachable
+// buildkitd, and a registry that refuses the push (no docker login), stop
+// Run before it touches the extension cache (nil here: reaching it would
+// fail with "no extension cache").
+func TestRunPreflightBeforeAnyDownload(t *testing.T) {
+	cfg, err := matrix.Load("../../matrix.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load("../../catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cat.CodeServer {
+		cat.CodeServer[i].Platforms = map[string]string{
+			"linux/amd64": "sha256:" + strings.Repeat("1", 64), "linux/arm64": "sha256:" + strings.Repeat("2", 64),
+		}
+	}
+	def, err := build.NewDefinition(cfg, build.Overrides{}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(authregistry.New(registry.New(registry.Logger(log.New(io.Discard, "", 0))), "ci", "s3cret"))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials at all
+
+	req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}, Repo: host + "/team/img", Push: true}
+	_, err = Run(context.Background(), downPinger{}, req)
+	if err == nil || !strings.Contains(err.Error(), "unix:///nowhere.sock") {
+		t.Errorf("Run with an unreachable buildkitd: %v, want the buildkitd error", err)
+	}
+	_, err = Run(context.Background(), nil, req)
+	if err == nil || !strings.Contains(err.Error(), "registry "+host+" refused an anonymous push") || !strings.Contains(err.Error(), "docker login "+host) {
+		t.Errorf("Run --push without credentials: %v, want a refusal naming the registry and docker login", err)
+	}
+	// With the login docker writes, the preflight passes and Run goes on to
+	// the extension cache.
+	dir := t.TempDir()
+	cfgJSON := `{"auths":{"` + host + `":{"auth":"` + base64.StdEncoding.EncodeToString([]byte("ci:s3cret")) + `"}}}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfgJSON), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", dir)
+	if _, err = Run(context.Background(), nil, req); err == nil || !strings.Contains(err.Error(), "no extension cache") {
+		t.Errorf("Run --push with credentials: %v, want it past the preflight (stopping at the missing extension cache)", err)
 	}
 }

@@ -2,7 +2,7 @@
 # Debian packages: runc (buildkitd's OCI worker), QEMU user emulation for arm64,
 # mmdebstrap (stand-in base images), debugpy (the real debug adapter).
 set -euo pipefail
-pkgs=(runc qemu-user-static binfmt-support mmdebstrap arch-test python3-debugpy zstd)
+pkgs=(runc qemu-user-static binfmt-support mmdebstrap arch-test python3-debugpy zstd curl jq ca-certificates)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

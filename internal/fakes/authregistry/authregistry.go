@@ -180,8 +180,8 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, repo, action, e
 	ch := fmt.Sprintf(`Bearer realm=%q,service=%q`, realm, Service)
 	if repo != "" {
 		scope := "repository:" + repo + ":pull"
-		if action == "push" {
-			scope += ",push"
+		if action != "pull" {
+			scope += "," + action
 		}
 		ch += fmt.Sprintf(`,scope=%q`, scope)
 	}
@@ -198,7 +198,8 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, repo, action, e
 }
 
 // required returns the repository a /v2/ request addresses and the action it
-// needs: pull for GET and HEAD, push for everything else. The base /v2/
+// needs: pull for GET and HEAD, delete for deleting a manifest or tag, push
+// for everything else. The base /v2/
 // (version check) addresses no repository.
 func required(r *http.Request) (repo, action string) {
 	p := strings.TrimPrefix(r.URL.Path, "/v2/")
@@ -208,8 +209,11 @@ func required(r *http.Request) (repo, action string) {
 			break
 		}
 	}
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+	switch {
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		return repo, "pull"
+	case r.Method == http.MethodDelete && strings.Contains(r.URL.Path, "/manifests/"):
+		return repo, "delete"
 	}
 	return repo, "push"
 }
