@@ -245,7 +245,7 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 			return nil, fmt.Errorf("laying out extensions for %s: %w", p, err)
 		}
 		settingsFile := filepath.Join(dir, "settings.json")
-		if err := extensions.WriteSettings(settingsFile, cfg.Settings, epoch); err != nil {
+		if err := extensions.WriteSettings(settingsFile, build.ImageSettings(cfg.Settings), epoch); err != nil {
 			return nil, fmt.Errorf("writing settings.json: %w", err)
 		}
 		settings, err := os.ReadFile(settingsFile)

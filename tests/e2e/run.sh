@@ -210,6 +210,13 @@ log "build --push without credentials: failed before any download: $(cat "$work/
 # --- 7. verify passes ---------------------------------------------------------------
 "$imagectl" verify "$tag" --key "$work/cosign.pub" >"$work/verify.txt" 2>&1 || { cat "$work/verify.txt" >&2; fail "verify of the built image"; }
 log "verify $tag: passed"
+# The interpreter code-server and its terminal use is the shipped one: verify
+# read the settings and the config Env of each platform from the image.
+"$imagectl" verify "$tag" --key "$work/cosign.pub" --output json >"$work/verify.json" 2>"$work/verify-json.err" || { cat "$work/verify-json.err" >&2; fail "verify --output json"; }
+jq -e '[.manifests[] | select(.contents != null)] | length == 2 and all(.[];
+    .contents.interpreterSetting == "/opt/imagectl/python/bin/python3" and .contents.virtualEnv == "/opt/imagectl/python")' \
+  "$work/verify.json" >/dev/null || fail "the image's settings or environment do not name the shipped interpreter: $(jq -c '[.manifests[].contents | {interpreterSetting, virtualEnv}?]' "$work/verify.json")"
+log "interpreter: settings and VIRTUAL_ENV name /opt/imagectl/python on both platforms"
 
 # --- 8. Tampering: verify must fail, each time for the right reason -------------------
 expect_fail() { # NAME REF PATTERN [verify flags]
