@@ -137,12 +137,37 @@ func TestRender(t *testing.T) {
 		t.Error("the definition has a # syntax= line: buildkitd would pull a frontend image")
 	}
 
+	// One COPY --link per extension, in install order, where the marker was.
+	exts, err := Render(def, Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple", PythonRuntime: PythonRuntimeBase,
+		Extensions: []string{"ms-python.python", "ms-python.debugpy", "anyscalecompute.ray-distributed-debugger"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCopies := "COPY --link --from=wheels /out/ /\n" +
+		"COPY --link --chown=911:911 --from=extensions /ms-python.python/ /\n" +
+		"COPY --link --chown=911:911 --from=extensions /ms-python.debugpy/ /\n" +
+		"COPY --link --chown=911:911 --from=extensions /anyscalecompute.ray-distributed-debugger/ /\n" +
+		"COPY --link --chown=911:911 --from=extensionsjson / /\n"
+	if !strings.Contains(string(exts), wantCopies) {
+		t.Errorf("rendered definition lacks the extension layers\n%s\nin\n%s", wantCopies, exts)
+	}
+	if strings.Contains(string(exts), ExtensionsMarker) || strings.Contains(string(got), ExtensionsMarker) {
+		t.Error("the extensions marker is left in the rendered definition")
+	}
+
+	base := Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple", PythonRuntime: "base"}
+	withExt := func(ids ...string) Params { p := base; p.Extensions = ids; return p }
 	errCases := map[string]struct {
 		def []byte
 		p   Params
 	}{
-		"no tools image": {def, Params{PackageIndex: "https://pypi.org/simple", PythonRuntime: "base"}},
-		"no runtime":     {def, Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple"}},
+		"no extensions marker":     {[]byte(strings.ReplaceAll(string(def), ExtensionsMarker+"\n", "")), base},
+		"two extensions markers":   {[]byte(strings.ReplaceAll(string(def), ExtensionsMarker+"\n", ExtensionsMarker+"\n"+ExtensionsMarker+"\n")), base},
+		"extension id with a path": {def, withExt("ms-python.python", "../../etc")},
+		"extension id with spaces": {def, withExt("a.b /x")},
+		"extension id twice":       {def, withExt("a.b", "A.b")},
+		"no tools image":           {def, Params{PackageIndex: "https://pypi.org/simple", PythonRuntime: "base"}},
+		"no runtime":               {def, Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple"}},
 		"standalone without sums": {def, Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple", PythonRuntime: "standalone",
 			StandaloneURL: "https://example.com/{arch}.tar.gz", StandaloneSHA256: map[string]string{"x86_64": strings.Repeat("b", 64)}}},
 		"standalone bad URL": {def, Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple", PythonRuntime: "standalone",
@@ -203,19 +228,30 @@ func TestLabels(t *testing.T) {
 }
 
 func TestPrepareContexts(t *testing.T) {
-	ext := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(ext, "ms-python.debugpy-2025.10.0", "dist"), 0o700); err != nil {
-		t.Fatal(err)
+	layout := func(t *testing.T) string {
+		ext := t.TempDir()
+		for _, d := range []string{"ms-python.debugpy-2025.10.0/dist", "anyscalecompute.ray-distributed-debugger-0.1.6"} {
+			if err := os.MkdirAll(filepath.Join(ext, d), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(ext, "ms-python.debugpy-2025.10.0", "dist", "x.js"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ext, "extensions.json"), []byte("[]"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return ext
 	}
-	if err := os.WriteFile(filepath.Join(ext, "ms-python.debugpy-2025.10.0", "dist", "x.js"), []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ext, "extensions.json"), []byte("[]"), 0o600); err != nil {
-		t.Fatal(err)
+	folders := []ExtensionFolder{
+		{ID: "ms-python.debugpy", Folder: "ms-python.debugpy-2025.10.0"},
+		{ID: "anyscalecompute.ray-distributed-debugger", Folder: "anyscalecompute.ray-distributed-debugger-0.1.6"},
 	}
 	mtime := time.Unix(1700000000, 0)
 	root := filepath.Join(t.TempDir(), "ctx")
-	c, err := PrepareContexts(root, []byte("FROM x\n"), []byte("ray==2.46.0\n"), ext, []byte(`{"a":1}`), mtime)
+	ext := layout(t)
+	c, err := PrepareContexts(root, ContextInput{Definition: []byte("FROM x\n"), Requirements: []byte("ray==2.46.0\n"),
+		Settings: []byte(`{"a":1}`), Layout: ext, Extensions: folders, Time: mtime})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,34 +275,69 @@ func TestPrepareContexts(t *testing.T) {
 		"dockerfile -rwxr-xr-x",
 		"dockerfile/Dockerfile -rw-r--r--",
 		"extensions -rwxr-xr-x",
-		"extensions/extensions.json -rw-r--r--",
-		"extensions/ms-python.debugpy-2025.10.0 -rwxr-xr-x",
-		"extensions/ms-python.debugpy-2025.10.0/dist -rwxr-xr-x",
-		"extensions/ms-python.debugpy-2025.10.0/dist/x.js -rw-r--r--",
+		"extensions/anyscalecompute.ray-distributed-debugger -rwxr-xr-x",
+		"extensions/anyscalecompute.ray-distributed-debugger/config -rwxr-xr-x",
+		"extensions/anyscalecompute.ray-distributed-debugger/config/extensions -rwxr-xr-x",
+		"extensions/anyscalecompute.ray-distributed-debugger/config/extensions/anyscalecompute.ray-distributed-debugger-0.1.6 -rwxr-xr-x",
+		"extensions/ms-python.debugpy -rwxr-xr-x",
+		"extensions/ms-python.debugpy/config -rwxr-xr-x",
+		"extensions/ms-python.debugpy/config/extensions -rwxr-xr-x",
+		"extensions/ms-python.debugpy/config/extensions/ms-python.debugpy-2025.10.0 -rwxr-xr-x",
+		"extensions/ms-python.debugpy/config/extensions/ms-python.debugpy-2025.10.0/dist -rwxr-xr-x",
+		"extensions/ms-python.debugpy/config/extensions/ms-python.debugpy-2025.10.0/dist/x.js -rw-r--r--",
+		"extensionsjson -rwxr-xr-x",
+		"extensionsjson/config -rwxr-xr-x",
+		"extensionsjson/config/extensions -rwxr-xr-x",
+		"extensionsjson/config/extensions/extensions.json -rw-r--r--",
 		"main -rwxr-xr-x",
 		"python -rwxr-xr-x",
 		"python/requirements.txt -rw-r--r--",
 		"userdata -rwxr-xr-x",
-		"userdata/User -rwxr-xr-x",
-		"userdata/User/settings.json -rw-r--r--",
+		"userdata/config -rwxr-xr-x",
+		"userdata/config/data -rwxr-xr-x",
+		"userdata/config/data/User -rwxr-xr-x",
+		"userdata/config/data/User/settings.json -rw-r--r--",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("context tree (-want +got):\n%s", diff)
 	}
+	if left, _ := os.ReadDir(ext); len(left) != 0 {
+		t.Errorf("the layout still holds %d entries; PrepareContexts moves them", len(left))
+	}
 	if diff := cmp.Diff(map[string]string{
-		"context": c.Main, "dockerfile": c.Dockerfile, "python": c.Python, "extensions": c.Extensions, "userdata": c.UserData,
+		"context": c.Main, "dockerfile": c.Dockerfile, "python": c.Python, "extensions": c.Extensions,
+		"extensionsjson": c.ExtensionsJSON, "userdata": c.UserData,
 	}, c.Mounts()); diff != "" {
 		t.Errorf("Mounts (-want +got):\n%s", diff)
 	}
 
-	if err := os.Symlink("/etc/passwd", filepath.Join(ext, "link")); err != nil {
-		t.Fatal(err)
+	bad := map[string]func(t *testing.T) ContextInput{
+		"a symlink in the layout": func(t *testing.T) ContextInput {
+			ext := layout(t)
+			if err := os.Symlink("/etc/passwd", filepath.Join(ext, "ms-python.debugpy-2025.10.0", "link")); err != nil {
+				t.Fatal(err)
+			}
+			return ContextInput{Layout: ext, Extensions: folders}
+		},
+		"invalid settings JSON": func(t *testing.T) ContextInput {
+			return ContextInput{Layout: layout(t), Extensions: folders, Settings: []byte("{")}
+		},
+		"a folder of no extension": func(t *testing.T) ContextInput {
+			return ContextInput{Layout: layout(t), Extensions: folders[:1]}
+		},
+		"an extension without its folder": func(t *testing.T) ContextInput {
+			return ContextInput{Layout: layout(t), Extensions: append(folders, ExtensionFolder{ID: "a.b", Folder: "a.b-1.0.0"})}
+		},
+		"an id with a slash": func(t *testing.T) ContextInput {
+			return ContextInput{Layout: layout(t), Extensions: []ExtensionFolder{folders[0], {ID: "../x", Folder: folders[1].Folder}}}
+		},
 	}
-	if _, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), nil, nil, ext, nil, mtime); err == nil || !strings.Contains(err.Error(), "not a regular file") {
-		t.Errorf("a symlink in the extension layout gave %v, want a refusal", err)
-	}
-	if _, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), nil, nil, t.TempDir(), []byte("{"), mtime); err == nil {
-		t.Error("invalid settings JSON was accepted")
+	for name, in := range bad {
+		t.Run(name, func(t *testing.T) {
+			if _, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), in(t)); err == nil {
+				t.Error("PrepareContexts succeeded, want an error")
+			}
+		})
 	}
 }
 
@@ -405,6 +476,7 @@ func TestDefinitionFromMatrix(t *testing.T) {
 		ToolsImage: "python:3.12-slim", PackageIndex: "https://pypi.org/simple", PythonRuntime: PythonRuntimeStandalone,
 		StandaloneURL:    "https://example.com/cpython-3.12.11-{arch}-install_only.tar.gz",
 		StandaloneSHA256: map[string]string{"x86_64": strings.Repeat("1", 64), "aarch64": strings.Repeat("2", 64)},
+		Extensions:       []string{"ms-python.debugpy"},
 	}
 	if diff := cmp.Diff(want, r.Params); diff != "" {
 		t.Errorf("params (-want +got):\n%s", diff)

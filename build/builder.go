@@ -24,8 +24,10 @@ type Spec struct {
 	BuildArgs map[string]string
 	// Labels are set on the image config.
 	Labels map[string]string
-	// SourceDateEpoch fixes created times and, with the exporter's
-	// rewrite-timestamp, every file time in the new layers.
+	// SourceDateEpoch is the build-arg SOURCE_DATE_EPOCH: BuildKit sets the
+	// config's created and history times from it, and the definition's RUN
+	// steps set every file time they produce to it (contexts carry it
+	// already, PrepareContexts).
 	SourceDateEpoch time.Time
 
 	// Repo, with Push, is where the image is pushed by digest (no tag).

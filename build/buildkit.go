@@ -258,7 +258,7 @@ func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
 	for k, v := range spec.Labels {
 		attrs["label:"+k] = v
 	}
-	for _, name := range []string{ContextPython, ContextExtensions, ContextUserData} {
+	for _, name := range namedContexts {
 		attrs["context:"+name] = "local:" + name
 	}
 	if spec.Provenance {
@@ -292,9 +292,14 @@ func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
 	for _, ref := range spec.CacheTo {
 		opt.CacheExports = append(opt.CacheExports, client.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": platformCacheRef(ref, spec.Platform), "mode": "max", "oci-mediatypes": "true", "image-manifest": "true"}})
 	}
+	// No rewrite-timestamp: every layer the definition adds is made with
+	// fixed times where it is produced (contexts by PrepareContexts, RUN
+	// outputs touched to SOURCE_DATE_EPOCH), and the build-arg
+	// SOURCE_DATE_EPOCH alone makes BuildKit set the config's created and
+	// history times. Rewriting would decompress, rewrite and recompress every
+	// new layer on every export, cached or not.
 	exp := map[string]string{
-		"rewrite-timestamp": "true",
-		"oci-mediatypes":    "true",
+		"oci-mediatypes": "true",
 	}
 	closeOut := noop
 	switch {

@@ -2,6 +2,7 @@ package build
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,84 +10,208 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
 // Names of the local contexts the definition uses (dockerfiles/Dockerfile).
 const (
-	contextMain       = "context"
-	contextDockerfile = "dockerfile"
-	ContextPython     = "python"
-	ContextExtensions = "extensions"
-	ContextUserData   = "userdata"
+	contextMain           = "context"
+	contextDockerfile     = "dockerfile"
+	ContextPython         = "python"
+	ContextExtensions     = "extensions"
+	ContextExtensionsJSON = "extensionsjson"
+	ContextUserData       = "userdata"
 )
 
-// Contexts are the local directories one platform's solve reads.
+// namedContexts are the local contexts the definition reads with --from or
+// a bind mount (every one but the main context and the Dockerfile's).
+var namedContexts = []string{ContextPython, ContextExtensions, ContextExtensionsJSON, ContextUserData}
+
+// Contexts are the local directories one platform's solve reads. Those the
+// definition copies into the image are laid out from the image root
+// (config/extensions/..., config/data/...), so a COPY --link of one creates
+// no directory itself.
 type Contexts struct {
 	// Root contains every directory below; removing it removes them all.
 	Root       string
 	Dockerfile string // holds the file "Dockerfile"
 	Main       string // empty: the definition uses named contexts only
 	Python     string // requirements.txt
-	Extensions string // <publisher>.<name>-<version>/ ... and extensions.json
-	UserData   string // User/settings.json
+	// Extensions holds <id>/config/extensions/<folder>/ per extension.
+	Extensions string
+	// ExtensionsJSON holds config/extensions/extensions.json.
+	ExtensionsJSON string
+	UserData       string // config/data/User/settings.json
 }
 
 // Mounts maps local context names to directories, for SolveOpt.LocalMounts.
 func (c Contexts) Mounts() map[string]string {
 	return map[string]string{
-		contextDockerfile: c.Dockerfile,
-		contextMain:       c.Main,
-		ContextPython:     c.Python,
-		ContextExtensions: c.Extensions,
-		ContextUserData:   c.UserData,
+		contextDockerfile:     c.Dockerfile,
+		contextMain:           c.Main,
+		ContextPython:         c.Python,
+		ContextExtensions:     c.Extensions,
+		ContextExtensionsJSON: c.ExtensionsJSON,
+		ContextUserData:       c.UserData,
 	}
 }
 
+// ExtensionFolder is one extension of a layout: its id (the definition's
+// COPY source, Params.Extensions) and its folder in the layout
+// (<publisher>.<name>-<version>).
+type ExtensionFolder struct {
+	ID     string
+	Folder string
+}
+
+// ContextInput is what one platform's build contexts are made of.
+type ContextInput struct {
+	// Definition is the rendered definition; Requirements the pinned
+	// requirements.txt; Settings code-server's settings.json ({} if empty).
+	Definition, Requirements, Settings []byte
+	// Layout is a code-server extensions directory (extensions.Layout): one
+	// folder per extension and extensions.json. Its folders and
+	// extensions.json are moved into the contexts (renamed; copied only
+	// across file systems), so Layout is left empty.
+	Layout string
+	// Extensions names every folder of Layout with its extension id, in the
+	// order of Params.Extensions; Layout must hold nothing else but
+	// extensions.json.
+	Extensions []ExtensionFolder
+	// Time is every file's and directory's modification time.
+	Time time.Time
+}
+
 // PrepareContexts writes one platform's build contexts under root: the
-// definition, requirements.txt, a copy of the extension layout made for this
-// platform (extDir), and settings.json. Every file and directory gets mode
-// 0644/0755 and modification time mtime, so the contexts hash the same on
-// every machine. extDir must not contain symbolic links or special files.
-func PrepareContexts(root string, definition, requirements []byte, extDir string, settings []byte, mtime time.Time) (Contexts, error) {
+// definition, requirements.txt, each extension of in.Layout under
+// extensions/<id>/config/extensions/<folder>/, extensions.json under
+// extensionsjson/config/extensions/, and settings.json under
+// userdata/config/data/User/. Every file and directory gets mode 0644/0755
+// and modification time in.Time, so the contexts hash the same on every
+// machine and each COPY --link layer is deterministic without a rewrite.
+// in.Layout must not contain symbolic links or special files.
+func PrepareContexts(root string, in ContextInput) (Contexts, error) {
 	c := Contexts{
-		Root:       root,
-		Dockerfile: filepath.Join(root, "dockerfile"),
-		Main:       filepath.Join(root, "main"),
-		Python:     filepath.Join(root, "python"),
-		Extensions: filepath.Join(root, "extensions"),
-		UserData:   filepath.Join(root, "userdata"),
+		Root:           root,
+		Dockerfile:     filepath.Join(root, "dockerfile"),
+		Main:           filepath.Join(root, "main"),
+		Python:         filepath.Join(root, "python"),
+		Extensions:     filepath.Join(root, "extensions"),
+		ExtensionsJSON: filepath.Join(root, "extensionsjson"),
+		UserData:       filepath.Join(root, "userdata"),
 	}
-	for _, d := range []string{c.Dockerfile, c.Main, c.Python, c.UserData} {
+	inImage := func(ctx, p string) string { return filepath.Join(ctx, filepath.FromSlash(strings.TrimPrefix(p, "/"))) }
+	userDir := filepath.Dir(inImage(c.UserData, SettingsPath))
+	listDir := inImage(c.ExtensionsJSON, ExtensionsDir)
+	for _, d := range []string{c.Dockerfile, c.Main, c.Python, c.Extensions, listDir, userDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return c, fmt.Errorf("preparing build context: %w", err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(c.Dockerfile, "Dockerfile"), definition, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.Dockerfile, "Dockerfile"), in.Definition, 0o644); err != nil {
 		return c, fmt.Errorf("preparing build context: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(c.Python, "requirements.txt"), requirements, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.Python, "requirements.txt"), in.Requirements, 0o644); err != nil {
 		return c, fmt.Errorf("preparing build context: %w", err)
 	}
+	settings := in.Settings
 	if len(settings) == 0 {
 		settings = []byte("{}\n")
 	}
 	if !json.Valid(settings) {
 		return c, fmt.Errorf("settings.json for %s is not valid JSON", root)
 	}
-	if err := os.MkdirAll(filepath.Join(c.UserData, "User"), 0o755); err != nil {
+	if err := os.WriteFile(inImage(c.UserData, SettingsPath), settings, 0o644); err != nil {
 		return c, fmt.Errorf("preparing build context: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(c.UserData, "User", "settings.json"), settings, 0o644); err != nil {
-		return c, fmt.Errorf("preparing build context: %w", err)
+	if err := moveLayout(in.Layout, in.Extensions, c.Extensions, listDir); err != nil {
+		return c, fmt.Errorf("extension layout %s: %w", in.Layout, err)
 	}
-	if err := copyTree(extDir, c.Extensions); err != nil {
-		return c, fmt.Errorf("copying extension layout %s: %w", extDir, err)
-	}
-	if err := normalizeTree(root, mtime); err != nil {
+	if err := normalizeTree(root, in.Time); err != nil {
 		return c, fmt.Errorf("normalizing build context %s: %w", root, err)
 	}
 	return c, nil
+}
+
+// moveLayout moves each extension folder of layout to
+// extDir/<id>/config/extensions/<folder> and extensions.json into listDir.
+// Anything else in layout, a folder named twice or not at all, or an id
+// that is not one path element is an error.
+func moveLayout(layout string, exts []ExtensionFolder, extDir, listDir string) error {
+	if layout == "" {
+		if len(exts) > 0 {
+			return fmt.Errorf("%d extensions but no layout directory", len(exts))
+		}
+		return nil
+	}
+	ents, err := os.ReadDir(layout)
+	if err != nil {
+		return err
+	}
+	byFolder := map[string]string{}
+	for _, e := range exts {
+		if e.ID == "" || e.ID != filepath.Base(e.ID) || e.ID == "." || e.ID == ".." || strings.ContainsAny(e.ID, `/\`) {
+			return fmt.Errorf("extension id %q is not a single path element", e.ID)
+		}
+		if e.Folder == "" || e.Folder != filepath.Base(e.Folder) || e.Folder == "." || e.Folder == ".." || e.Folder == ExtensionsJSONName {
+			return fmt.Errorf("extension %s: folder %q is not a single path element", e.ID, e.Folder)
+		}
+		if _, dup := byFolder[e.Folder]; dup {
+			return fmt.Errorf("folder %s is named twice", e.Folder)
+		}
+		byFolder[e.Folder] = e.ID
+	}
+	found := map[string]bool{}
+	for _, ent := range ents {
+		name := ent.Name()
+		src := filepath.Join(layout, name)
+		if name == ExtensionsJSONName && ent.Type().IsRegular() {
+			if err := move(src, filepath.Join(listDir, name)); err != nil {
+				return err
+			}
+			continue
+		}
+		id, ok := byFolder[name]
+		if !ok || !ent.IsDir() {
+			return fmt.Errorf("%s: not the folder of an extension of the set, nor %s", src, ExtensionsJSONName)
+		}
+		dst := filepath.Join(extDir, id, filepath.FromSlash(strings.TrimPrefix(ExtensionsDir, "/")))
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+		if err := move(src, filepath.Join(dst, name)); err != nil {
+			return err
+		}
+		found[name] = true
+	}
+	for _, e := range exts {
+		if !found[e.Folder] {
+			return fmt.Errorf("extension %s: no folder %s", e.ID, e.Folder)
+		}
+	}
+	return nil
+}
+
+// ExtensionsJSONName is code-server's list of installed extensions in an
+// extensions directory.
+const ExtensionsJSONName = "extensions.json"
+
+// move renames src to dst, or copies it (regular files and directories
+// only) when they are on different file systems.
+func move(src, dst string) error {
+	err := os.Rename(src, dst)
+	if err == nil {
+		return nil
+	}
+	var le *os.LinkError
+	if !errors.As(err, &le) || !errors.Is(le.Err, syscall.EXDEV) {
+		return err
+	}
+	if err := copyTree(src, dst); err != nil {
+		return err
+	}
+	return os.RemoveAll(src)
 }
 
 // copyTree copies the regular files and directories of src into dst,

@@ -95,14 +95,17 @@ func ToolsImagePinned(ref string) bool {
 }
 
 // Params returns the render parameters for set: the set's tools image
-// (Set) and matrix.yaml's build section and upstreams.packageIndex, each
-// replaced by its override when given.
+// (Set) and extension ids, and matrix.yaml's build section and
+// upstreams.packageIndex, each replaced by its override when given.
 func (d *Definition) Params(set resolve.Set) (Params, error) {
 	b := d.cfg.Build
 	p := Params{
 		ToolsImage:    d.Set(set).ToolsImage,
 		PackageIndex:  firstNonEmpty(d.o.PackageIndex, d.cfg.Upstreams.PackageIndex),
 		PythonRuntime: firstNonEmpty(d.o.PythonRuntime, b.PythonRuntime),
+	}
+	for _, e := range set.Extensions {
+		p.Extensions = append(p.Extensions, e.ID)
 	}
 	if p.PythonRuntime != PythonRuntimeStandalone {
 		return p, nil

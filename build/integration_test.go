@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -28,6 +30,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/moby/buildkit/client"
 
 	"github.com/imagectl/imagectl/dockerfiles"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
@@ -119,19 +122,39 @@ func TestBuildKitTwoPlatforms(t *testing.T) {
 		bases[p] = pushImage(t, host+"/base", configLayer(t), p)
 	}
 
-	rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: tools, PackageIndex: py.URL + "/simple", PythonRuntime: PythonRuntimeBase})
+	// Two extensions: testpub.hello is universal (the same files on both
+	// platforms), testpub.native has a build per platform.
+	folders := []ExtensionFolder{{ID: "testpub.hello", Folder: "testpub.hello-1.0.0"}, {ID: "testpub.native", Folder: "testpub.native-2.0.0"}}
+	ids := []string{folders[0].ID, folders[1].ID}
+	rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: tools, PackageIndex: py.URL + "/simple", PythonRuntime: PythonRuntimeBase, Extensions: ids})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := strings.Count(string(rendered), "COPY --link --chown=911:911 --from=extensions /"); n != 2 {
+		t.Fatalf("rendered definition has %d extension COPY lines, want 2:\n%s", n, rendered)
 	}
 	set := testSet()
 	set.Python = "3.11"
 	epoch := time.Unix(1752537600, 0).UTC()
-	ext := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(ext, "testpub.hello-1.0.0"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ext, "extensions.json"), []byte("[]\n"), 0o644); err != nil {
-		t.Fatal(err)
+	layout := func(t *testing.T, platform string) string {
+		ext := t.TempDir()
+		files := map[string]string{
+			"testpub.hello-1.0.0/package.json":      `{"name":"hello"}`,
+			"testpub.hello-1.0.0/out/extension.js":  "exports.activate = () => {};\n",
+			"testpub.native-2.0.0/package.json":     `{"name":"native"}`,
+			"testpub.native-2.0.0/bin/platform.txt": platform + "\n",
+			"extensions.json":                       `[{"platform":"` + platform + `"}]`,
+		}
+		for name, body := range files {
+			p := filepath.Join(ext, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ext
 	}
 	repo, err := name.NewRepository(host + "/built")
 	if err != nil {
@@ -140,7 +163,8 @@ func TestBuildKitTwoPlatforms(t *testing.T) {
 	solve := func(cold bool) *Published {
 		var results []*PlatformResult
 		for _, p := range []string{"linux/amd64", "linux/arm64"} {
-			ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), rendered, Requirements(set), ext, []byte("{}\n"), epoch)
+			ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: rendered, Requirements: Requirements(set),
+				Layout: layout(t, p), Extensions: folders, Settings: []byte("{}\n"), Time: epoch})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,6 +190,9 @@ func TestBuildKitTwoPlatforms(t *testing.T) {
 		}
 		return pub
 	}
+	// BuildKit's cache keys ignore file times: a cache warmed by a build
+	// with other times would lend its layers. Both solves start empty.
+	pruneAll(ctx, t)
 	first := solve(true)
 	if len(first.Platforms) != 2 || len(first.Provenance) != 2 {
 		t.Fatalf("published %d platforms and %d provenance statements, want 2 and 2", len(first.Platforms), len(first.Provenance))
@@ -181,10 +208,150 @@ func TestBuildKitTwoPlatforms(t *testing.T) {
 	if im, _ := refs.IndexManifest(); im == nil || len(im.Manifests) == 0 || im.Manifests[0].ArtifactType != ProvenanceArtifactType {
 		t.Errorf("no provenance referrer on the arm64 manifest: %+v", im)
 	}
-	second := solve(false)
-	if first.Index != second.Index {
-		t.Errorf("index digest changed between two solves: %s then %s", first.Index, second.Index)
+
+	// Without the exporter's rewrite pass, every layer the definition adds
+	// has every time at SOURCE_DATE_EPOCH, and each extension, the list and
+	// the settings are layers of their own.
+	layers := map[string]map[string]v1.Hash{}
+	for _, p := range []string{"linux/amd64", "linux/arm64"} {
+		layers[p] = addedLayers(t, repo.Digest(first.Platforms[p].Digest.String()), 1, epoch)
+		for _, what := range []string{"wheels", "testpub.hello-1.0.0", "testpub.native-2.0.0", "extensions.json", "settings.json"} {
+			if _, ok := layers[p][what]; !ok {
+				t.Errorf("%s: no layer of its own holds %s: %v", p, what, layers[p])
+			}
+		}
 	}
+	amd, arm := layers["linux/amd64"], layers["linux/arm64"]
+	if amd["testpub.hello-1.0.0"] != arm["testpub.hello-1.0.0"] {
+		t.Errorf("the universal extension's layer differs between platforms: %s vs %s", amd["testpub.hello-1.0.0"], arm["testpub.hello-1.0.0"])
+	}
+	if amd["testpub.native-2.0.0"] == arm["testpub.native-2.0.0"] {
+		t.Errorf("the platform-specific extension's layers are the same blob %s: the contexts were not per platform", amd["testpub.native-2.0.0"])
+	}
+
+	// From an empty cache, later: anything that took the time of the
+	// build would now differ.
+	pruneAll(ctx, t)
+	time.Sleep(1100 * time.Millisecond)
+	second := solve(true)
+	if first.Index != second.Index {
+		t.Errorf("index digest changed between two solves from an empty cache: %s then %s", first.Index, second.Index)
+		for _, p := range []string{"linux/amd64", "linux/arm64"} {
+			again := addedLayers(t, repo.Digest(second.Platforms[p].Digest.String()), 1, epoch)
+			if diff := cmp.Diff(layers[p], again); diff != "" {
+				t.Errorf("%s: layers (-first +second):\n%s", p, diff)
+			}
+			for what, d := range layers[p] {
+				if again[what] == d {
+					continue
+				}
+				a, b := layerListing(t, repo.Digest(d.String())), layerListing(t, repo.Digest(again[what].String()))
+				if diff := cmp.Diff(a, b); diff != "" {
+					t.Errorf("%s: %s layer entries (-first +second):\n%s", p, what, diff)
+				}
+			}
+		}
+	}
+}
+
+// pruneAll empties the build cache of $BUILDKIT_HOST.
+func pruneAll(ctx context.Context, t *testing.T) {
+	t.Helper()
+	c, err := client.New(ctx, os.Getenv("BUILDKIT_HOST"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Prune(ctx, nil, client.PruneAll); err != nil {
+		t.Fatalf("pruning the build cache: %v", err)
+	}
+}
+
+// layerListing describes every entry of the layer blob ref: header fields
+// and a digest of the content.
+func layerListing(t *testing.T, ref name.Digest) []string {
+	t.Helper()
+	l, err := remote.Layer(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := l.Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	var out []string
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.New()
+		if _, err := io.Copy(sum, tr); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s type=%c mode=%o uid=%d gid=%d size=%d link=%q mtime=%d format=%v pax=%v sha256=%x",
+			h.Name, h.Typeflag, h.Mode, h.Uid, h.Gid, h.Size, h.Linkname, h.ModTime.Unix(), h.Format, h.PAXRecords, sum.Sum(nil)))
+	}
+}
+
+// addedLayers checks the layers of the image ref after its first base ones:
+// every tar entry has mtime epoch and no access or change time. It returns
+// the layers by what they hold: "wheels" (site-packages), an extension
+// folder name, "extensions.json" or "settings.json".
+func addedLayers(t *testing.T, ref name.Reference, base int, epoch time.Time) map[string]v1.Hash {
+	t.Helper()
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]v1.Hash{}
+	for _, l := range ls[base:] {
+		d, err := l.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		bad := 0
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (!h.ModTime.Equal(epoch) || !h.AccessTime.IsZero() || !h.ChangeTime.IsZero()) && bad < 5 {
+				bad++
+				t.Errorf("%s layer %s: %s has mtime %v (atime %v, ctime %v), want %v", ref, d, h.Name, h.ModTime.UTC(), h.AccessTime, h.ChangeTime, epoch)
+			}
+			n := strings.TrimPrefix(h.Name, "./")
+			switch {
+			case strings.Contains(n, "/site-packages/ray/"):
+				out["wheels"] = d
+			case strings.HasPrefix(n, "config/extensions/") && strings.Count(n, "/") >= 3:
+				out[strings.Split(n, "/")[2]] = d
+			case n == "config/extensions/extensions.json":
+				out["extensions.json"] = d
+			case n == "config/data/User/settings.json":
+				out["settings.json"] = d
+			}
+		}
+		rc.Close()
+	}
+	return out
 }
 
 func nopLogger() *log.Logger { return log.New(io.Discard, "", 0) }
@@ -320,7 +487,7 @@ func TestBuildKitStandaloneRuntime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), rendered, Requirements(set), t.TempDir(), nil, epoch)
+		ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: rendered, Requirements: Requirements(set), Time: epoch})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -374,7 +541,7 @@ func TestBuildKitCountsEmulatedRun(t *testing.T) {
 	host := strings.TrimPrefix(reg.URL, "http://")
 	base := pushImage(t, host+"/arm-base", mustRootfs(t, baseTar), "linux/arm64")
 	def := []byte("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN uname -m > /arch\n")
-	ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), def, nil, t.TempDir(), nil, time.Unix(0, 0))
+	ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: def, Time: time.Unix(0, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +576,7 @@ func TestBuildKitPushesWithDockerLogin(t *testing.T) {
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	def := []byte("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n")
-	ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), def, nil, t.TempDir(), nil, time.Unix(0, 0))
+	ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: def, Time: time.Unix(0, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}

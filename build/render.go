@@ -27,6 +27,37 @@ type Params struct {
 	StandaloneURL string
 	// StandaloneSHA256 maps x86_64 and aarch64 to the tarball's sha256.
 	StandaloneSHA256 map[string]string
+	// Extensions are the ids (publisher.name) of the extensions, in install
+	// order: the definition's ExtensionsMarker line becomes one COPY --link
+	// per extension, from the extensions context's <id>/ folder
+	// (PrepareContexts), so each extension is its own layer.
+	Extensions []string
+}
+
+// ExtensionsMarker is the definition's line that Render replaces with one
+// COPY --link per extension.
+const ExtensionsMarker = "# imagectl:extensions"
+
+// extensionID is what an extension id must look like to become a path in
+// the definition: publisher.name, letters, digits, '-' (and '.', '_' in the
+// name), never "..", "/" or a space.
+var extensionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*\.[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// extensionCopies returns the COPY --link lines of ids.
+func extensionCopies(ids []string) (string, error) {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !extensionID.MatchString(id) || strings.Contains(id, "..") {
+			return "", fmt.Errorf("render: extension id %q is not publisher.name (letters, digits, '-', '.', '_')", id)
+		}
+		if seen[strings.ToLower(id)] {
+			return "", fmt.Errorf("render: extension %q is listed twice", id)
+		}
+		seen[strings.ToLower(id)] = true
+		fmt.Fprintf(&b, "COPY --link --chown=911:911 --from=%s /%s/ /\n", ContextExtensions, id)
+	}
+	return b.String(), nil
 }
 
 // Python runtimes for Params.PythonRuntime.
@@ -42,6 +73,8 @@ var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // PYTHON_STANDALONE_* given defaults from p; stages re-declare them as plain
 // "ARG NAME" and so inherit the defaults. Each must be declared exactly once
 // in the global scope. PIP_TRUSTED_HOST is set only for a plain-HTTP index.
+// The ExtensionsMarker line, which must appear exactly once, becomes one
+// "COPY --link --chown=911:911 --from=extensions /<id>/ /" per p.Extensions.
 func Render(definition []byte, p Params) ([]byte, error) {
 	if p.ToolsImage == "" {
 		return nil, fmt.Errorf("render: no tools image (a build-platform image with python3 and pip)")
@@ -86,6 +119,11 @@ func Render(definition []byte, p Params) ([]byte, error) {
 			return nil, fmt.Errorf("render: %s value %q contains a quote, backslash, dollar, backtick, space or newline", k, v)
 		}
 	}
+	copies, err := extensionCopies(p.Extensions)
+	if err != nil {
+		return nil, err
+	}
+	markers := 0
 	seen := map[string]int{}
 	var out bytes.Buffer
 	sc := bufio.NewScanner(bytes.NewReader(definition))
@@ -95,6 +133,11 @@ func Render(definition []byte, p Params) ([]byte, error) {
 		line := sc.Text()
 		if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(line)), "FROM ") {
 			global = false
+		}
+		if strings.TrimSpace(line) == ExtensionsMarker {
+			markers++
+			out.WriteString(copies)
+			continue
 		}
 		if name, ok := strings.CutPrefix(line, "ARG "); ok && global {
 			name = strings.TrimSpace(name)
@@ -108,6 +151,9 @@ func Render(definition []byte, p Params) ([]byte, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("render: %w", err)
+	}
+	if markers != 1 {
+		return nil, fmt.Errorf("render: the definition has %d %q lines, want exactly one (where each extension's COPY --link goes)", markers, ExtensionsMarker)
 	}
 	names := sortedKeys(vals)
 	sort.Strings(names)

@@ -239,10 +239,15 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	for _, p := range set.Platforms {
 		dir := filepath.Join(work, strings.ReplaceAll(p, "/", "-"))
 		layout := filepath.Join(dir, "layout")
-		if _, err := extensions.Layout(ctx, req.ExtensionCache, set.Extensions, extensions.LayoutOptions{
+		installed, err := extensions.Layout(ctx, req.ExtensionCache, set.Extensions, extensions.LayoutOptions{
 			Dir: layout, Platform: p, VSCode: set.CodeServer.VSCode, Time: &epoch,
-		}); err != nil {
+		})
+		if err != nil {
 			return nil, fmt.Errorf("laying out extensions for %s: %w", p, err)
+		}
+		folders := make([]build.ExtensionFolder, len(installed))
+		for i, in := range installed {
+			folders[i] = build.ExtensionFolder{ID: in.ID, Folder: in.Dir}
 		}
 		settingsFile := filepath.Join(dir, "settings.json")
 		if err := extensions.WriteSettings(settingsFile, build.ImageSettings(cfg.Settings), epoch); err != nil {
@@ -252,7 +257,10 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		ctxs, err := build.PrepareContexts(filepath.Join(dir, "contexts"), rendered, build.Requirements(set), layout, settings, epoch)
+		ctxs, err := build.PrepareContexts(filepath.Join(dir, "contexts"), build.ContextInput{
+			Definition: rendered, Requirements: build.Requirements(set), Settings: settings,
+			Layout: layout, Extensions: folders, Time: epoch,
+		})
 		if err != nil {
 			return nil, err
 		}
