@@ -84,6 +84,9 @@ type Request struct {
 
 	// Signer, if set, signs the pushed index and every platform manifest.
 	Signer *sign.Signer
+	// Force builds, pushes and signs even when the versioned tag already
+	// names an image of these inputs (Run step 3).
+	Force bool
 
 	// WorkDir holds the build contexts; empty means a temporary directory
 	// removed afterwards.
@@ -113,10 +116,13 @@ type Result struct {
 	// BytesPushed sums the blob uploads BuildKit reported, if it reported any.
 	BytesPushed int64 `json:"bytesPushed,omitempty"`
 	// EmulatedSteps sums the platforms' emulated RUN steps.
-	EmulatedSteps int            `json:"emulatedSteps"`
-	Signed        *sign.Result   `json:"signed,omitempty"`
-	Duration      build.Duration `json:"duration"`
-	Set           resolve.Set    `json:"set"`
+	EmulatedSteps int `json:"emulatedSteps"`
+	// Published is set when nothing was built: the versioned tag already
+	// names an image of these inputs; it says what was checked.
+	Published string         `json:"published,omitempty"`
+	Signed    *sign.Result   `json:"signed,omitempty"`
+	Duration  build.Duration `json:"duration"`
+	Set       resolve.Set    `json:"set"`
 
 	// What signing needs after the build (sign).
 	provenance map[string]build.Statement
@@ -134,12 +140,16 @@ type PlatformOutput struct {
 //
 //  1. resolve the set (versions, base digests, extension files), unless
 //     req.Set is given;
-//  2. fetch the extension files into the cache (checksummed);
-//  3. render the definition, compute the inputs digest, render the tags;
-//  4. per platform: lay out the extensions, write settings and contexts;
-//  5. solve every platform with b (concurrently, one progress display);
-//  6. push the multi-platform index and tags, or write the OCI archive;
-//  7. sign the index and every platform manifest.
+//  2. render the definition, compute the inputs digest, render the tags;
+//  3. with Push, unless Force: when the versioned tag already names an
+//     image of these inputs (signed with Signer's key, when signing), stop
+//     here and return it, with Published saying why: nothing is solved,
+//     pushed or signed;
+//  4. fetch the extension files into the cache (checksummed);
+//  5. per platform: lay out the extensions, write settings and contexts;
+//  6. solve every platform with b (concurrently, one progress display);
+//  7. push the multi-platform index and tags, or write the OCI archive;
+//  8. sign the index and every platform manifest.
 func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	start := time.Now()
 	cfg := req.Matrix
@@ -165,13 +175,6 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 			return nil, fmt.Errorf("resolved set has no base digest for %s (catalog entry of code-server %s): run imagectl matrix refresh where the registry is reachable, so the base is pinned", p, set.CodeServer.Version)
 		}
 	}
-	// The definition's parameters (the Python runtime above all) are known
-	// now: fail before fetching or building anything when the set cannot
-	// be rendered, e.g. no python-build-standalone runtime is locked.
-	if _, err := req.Definition.Params(req.Definition.Set(set)); err != nil {
-		return nil, err
-	}
-
 	repoName := req.Repo
 	if repoName == "" && len(cfg.Image.Repositories) > 0 {
 		repoName = cfg.Image.Repositories[0]
@@ -180,13 +183,53 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image repository %q: %w", repoName, err)
 	}
+	// 2. Render and digest; the tags carry the inputs digest, so they are
+	// rendered only now. Nothing is downloaded for this (the set names every
+	// extension file by its sha256), and a set that cannot be rendered (no
+	// python-build-standalone runtime locked) fails before any download.
+	def, err := req.Definition.Render(set)
+	if err != nil {
+		return nil, err
+	}
+	// The set as built: its tools image is the one rendered (an override
+	// replaces the catalog's pin), so the lock label says what was used.
+	set = def.Set
+	rendered, inputs := def.Definition, def.Inputs
+	if !build.ToolsImagePinned(set.ToolsImage) && req.Warnings != nil {
+		fmt.Fprintf(req.Warnings, "warning: tools image %s is not pinned by digest: the build uses whatever the tag names now, and a moved tag does not change the inputs digest %s; run imagectl matrix refresh to record its digest in the catalog (or give --tools-image NAME@sha256:...)\n", set.ToolsImage, inputs)
+	}
+	if set.Tags, err = resolve.RenderTags(cfg, set, inputs); err != nil {
+		return nil, err
+	}
+
+	// 3. Inputs already published: the versioned tag names an image of
+	// exactly these inputs (and, when signing, its signatures verify with
+	// the key). Then there is nothing to solve, push or sign.
+	var tags []string
+	if req.Push && !req.NoTags {
+		tags = immutableTags(cfg, set)
+	}
+	if len(tags) > 0 && !req.Force {
+		pub, err := published(ctx, req, repo.Tag(tags[0]), inputs, set.Platforms)
+		if err != nil {
+			return nil, err
+		}
+		if pub != nil {
+			return &Result{
+				Ref: repo.Digest(pub.index.String()).String(), Index: pub.index.String(), InputsDigest: inputs,
+				ToolsImage: set.ToolsImage, Platforms: pub.platforms, Tags: tags, Published: pub.why, Set: set,
+				Duration: build.Duration(time.Since(start)),
+			}, nil
+		}
+	}
+
 	// Everything that needs no download is checked before the first one:
 	// every platform's buildkitd answers, and a push may happen.
 	if err := preflight(ctx, b, set.Platforms, repo, req.Push); err != nil {
 		return nil, err
 	}
 
-	// 2. Fetch the extension files.
+	// 4. Fetch the extension files.
 	if req.ExtensionCache == nil {
 		return nil, fmt.Errorf("no extension cache")
 	}
@@ -205,24 +248,7 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		return nil, fmt.Errorf("fetching extensions: %w", err)
 	}
 
-	// 3. Render and digest; the tags carry the inputs digest, so they are
-	// rendered only now.
-	def, err := req.Definition.Render(set)
-	if err != nil {
-		return nil, err
-	}
-	// The set as built: its tools image is the one rendered (an override
-	// replaces the catalog's pin), so the lock label says what was used.
-	set = def.Set
-	rendered, inputs := def.Definition, def.Inputs
-	if !build.ToolsImagePinned(set.ToolsImage) && req.Warnings != nil {
-		fmt.Fprintf(req.Warnings, "warning: tools image %s is not pinned by digest: the build uses whatever the tag names now, and a moved tag does not change the inputs digest %s; run imagectl matrix refresh to record its digest in the catalog (or give --tools-image NAME@sha256:...)\n", set.ToolsImage, inputs)
-	}
-	if set.Tags, err = resolve.RenderTags(cfg, set, inputs); err != nil {
-		return nil, err
-	}
-
-	// 4. Contexts per platform.
+	// 5. Contexts per platform.
 	work := req.WorkDir
 	if work == "" {
 		if work, err = os.MkdirTemp("", "imagectl-build-"); err != nil {
@@ -286,20 +312,16 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		specs = append(specs, spec)
 	}
 
-	// 5. Solve.
+	// 6. Solve.
 	results, err := solveAll(ctx, b, specs, req.Progress, req.ProgressMode)
 	if err != nil {
 		return nil, err
 	}
 
-	// 6. Publish: push the index and tags, or write the archive.
+	// 7. Publish: push the index and tags, or write the archive.
 	res := &Result{InputsDigest: inputs, ToolsImage: set.ToolsImage, Set: set, repo: repo, epoch: epoch}
 	var plats map[string]string
 	if req.Push {
-		var tags []string
-		if !req.NoTags {
-			tags = immutableTags(cfg, set)
-		}
 		pub, err := build.Publish(ctx, repo, results, tags, regauth.RemoteOptions(ctx, req.RemoteOptions...))
 		if err != nil {
 			return nil, err
@@ -330,7 +352,7 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		res.EmulatedSteps += r.EmulatedSteps
 	}
 
-	// 7. Sign the index and every platform manifest; attach the SBOM (from
+	// 8. Sign the index and every platform manifest; attach the SBOM (from
 	// the lock) and BuildKit's provenance as signed attestations.
 	if req.Signer != nil {
 		if !req.Push {

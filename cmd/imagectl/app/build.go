@@ -45,6 +45,7 @@ type buildFlags struct {
 	keyPasswordFile string
 	sourceDateEpoch string
 	revision        string
+	force           bool
 }
 
 // definitionFlags override matrix.yaml's build: section and
@@ -97,7 +98,10 @@ built on amd64 runs no emulated step. With --push the platform manifests are
 pushed by digest, joined in one index and tagged with the versioned tag (which
 carries the first 12 hex digits of the inputs digest; floating tags are moved
 by imagectl release); with --sign the index and every platform manifest are
-signed (cosign key). The definition parameters (tools image, Python runtime,
+signed (cosign key). When the versioned tag already names an image of the
+same inputs (and, with --sign, its signatures verify with --key), build
+--push solves, pushes and signs nothing and prints that image; --force
+rebuilds it. The definition parameters (tools image, Python runtime,
 package index) come from matrix.yaml's build: section and upstreams; the flags
 below only override them, exactly as on imagectl plan and release.
 Without --push an OCI archive that "docker load" accepts is written to --dist.
@@ -176,6 +180,7 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 				CacheFrom:       f.cacheFrom,
 				CacheTo:         f.cacheTo,
 				Signer:          signer,
+				Force:           f.force,
 				Progress:        progressOut,
 				ProgressMode:    f.progress,
 				Warnings:        g.stderr,
@@ -215,6 +220,7 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 	fl.StringVar(&f.keyPasswordFile, "key-password-file", "", "file holding the key password (default: env COSIGN_PASSWORD)")
 	fl.StringVar(&f.sourceDateEpoch, "source-date-epoch", "", "Unix time for every timestamp in the image (default: env SOURCE_DATE_EPOCH, else the git commit time, else 0)")
 	fl.StringVar(&f.revision, "revision", "", "source revision label (default: git rev-parse HEAD)")
+	fl.BoolVar(&f.force, "force", false, "with --push: build, push and sign even when the versioned tag already names an image of these inputs (with --sign: one whose signatures verify with --key)")
 	return cmd
 }
 
@@ -277,6 +283,11 @@ func gitRevision() string {
 
 func printBuildResult(g *globals, res *pipeline.Result) error {
 	fmt.Fprintf(g.stdout, "image   %s\n", res.Ref)
+	if res.Published != "" {
+		fmt.Fprintf(g.stdout, "inputs  %s\n", res.InputsDigest)
+		fmt.Fprintf(g.stdout, "unchanged: %s\n", res.Published)
+		return nil
+	}
 	if len(res.Tags) > 0 {
 		fmt.Fprintf(g.stdout, "tags    %s\n", strings.Join(res.Tags, ", "))
 	}

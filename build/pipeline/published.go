@@ -1,0 +1,127 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/regauth"
+	"github.com/imagectl/imagectl/release"
+	"github.com/imagectl/imagectl/verify"
+)
+
+// publishedImage is an image already in the registry under the versioned
+// tag of the inputs being built.
+type publishedImage struct {
+	index     v1.Hash
+	platforms []PlatformOutput
+	why       string
+}
+
+// published returns the image the versioned tag names when building would
+// change nothing: the tag exists, its image carries the inputs digest
+// (dev.imagectl.inputs.digest, read as imagectl plan reads it) and holds
+// exactly the set's platforms, and, when req.Signer is set, it passes
+// imagectl verify with the signer's public key without reading layers
+// (signatures of the index and of every platform manifest; the SBOM and,
+// when req.Provenance, the provenance attestations; the labels). It returns
+// nil when the build must run: the tag is absent or names other inputs, or
+// the registry refuses to let these credentials read it (the push preflight
+// then says so), or a signature does not verify (a line on req.Warnings
+// says which). Only manifests and config blobs are read.
+func published(ctx context.Context, req Request, tag name.Tag, inputs string, platforms []string) (*publishedImage, error) {
+	ropts := regauth.RemoteOptions(ctx, req.RemoteOptions...)
+	reg, err := release.NewRegistry(ropts...)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := reg.Inspect(ctx, tag)
+	if err != nil {
+		if refused(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("checking whether %s is already published: %w", tag, err)
+	}
+	if pub == nil || pub.Inputs != inputs {
+		return nil, nil
+	}
+	ref := tag.Context().Digest(pub.Digest.String())
+	idx, err := remote.Index(ref, ropts...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the published index %s: %w", ref, err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("reading the published index %s: %w", ref, err)
+	}
+	out := &publishedImage{index: pub.Digest}
+	var got []string
+	for _, m := range im.Manifests {
+		if m.Platform == nil || m.Platform.OS == "unknown" || !m.MediaType.IsImage() {
+			continue
+		}
+		p := m.Platform.OS + "/" + m.Platform.Architecture
+		if m.Platform.Variant != "" {
+			p += "/" + m.Platform.Variant
+		}
+		got = append(got, p)
+		out.platforms = append(out.platforms, PlatformOutput{Digest: m.Digest.String(), PlatformResult: build.PlatformResult{Platform: p}})
+	}
+	want := slices.Sorted(slices.Values(platforms))
+	if slices.Sort(got); !slices.Equal(got, want) {
+		if req.Warnings != nil {
+			fmt.Fprintf(req.Warnings, "%s names %s with platforms %s, want %s: rebuilding\n", tag, pub.Digest, strings.Join(got, ","), strings.Join(want, ","))
+		}
+		return nil, nil
+	}
+	out.why = fmt.Sprintf("%s already names %s, built from inputs %s", tag, pub.Digest, inputs)
+	if req.Signer == nil {
+		out.why += "; nothing built or pushed (--force rebuilds)"
+		return out, nil
+	}
+	pem, err := req.Signer.PublicKeyPEM()
+	if err != nil {
+		return nil, fmt.Errorf("public key of %s: %w", req.Signer, err)
+	}
+	pk, err := verify.PublicKeyFromPEM(pem)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := verify.Image(ctx, ref.String(), verify.WithVerifier(pk), verify.WithSkipContents(true),
+		verify.WithSkipAttestations(!req.Provenance), verify.WithRemoteOptions(req.RemoteOptions...), verify.WithNameOptions(nameOpts(req.Insecure)...))
+	if err != nil {
+		return nil, fmt.Errorf("verifying the published %s: %w", ref, err)
+	}
+	if !rep.OK {
+		if req.Warnings != nil {
+			first := "verification failed"
+			if len(rep.Failures) > 0 {
+				first = rep.Failures[0].String()
+			}
+			fmt.Fprintf(req.Warnings, "%s names %s of these inputs, but it does not verify with the key of %s (%d problems, first: %s): rebuilding, pushing and signing it\n", tag, pub.Digest, req.Signer, max(1, len(rep.Failures)), first)
+		}
+		return nil, nil
+	}
+	what := "signatures and attestations"
+	if !req.Provenance {
+		what = "signatures"
+	}
+	out.why += fmt.Sprintf(" and its %s verify with the key of %s; nothing built, pushed or signed (--force rebuilds)", what, req.Signer)
+	return out, nil
+}
+
+// refused reports whether the registry refused to read (401, 403): the
+// credentials are missing or may not read; the push preflight explains.
+func refused(err error) bool {
+	var terr *transport.Error
+	return errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden)
+}

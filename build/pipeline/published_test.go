@@ -1,0 +1,252 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/internal/fakes/authregistry"
+	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/regauth"
+	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/sign"
+)
+
+// countingHandler counts the requests that could change the registry.
+type countingHandler struct {
+	next   http.Handler
+	mu     sync.Mutex
+	writes []string
+}
+
+func (c *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		c.mu.Lock()
+		c.writes = append(c.writes, r.Method+" "+r.URL.Path)
+		c.mu.Unlock()
+	}
+	c.next.ServeHTTP(w, r)
+}
+
+func (c *countingHandler) reset() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.writes
+	c.writes = nil
+	return w
+}
+
+// failBuilder fails the test if Run gets as far as solving.
+type failBuilder struct{ t *testing.T }
+
+func (f failBuilder) Build(context.Context, build.Spec) (*build.PlatformResult, error) {
+	f.t.Fatal("Run solved although the inputs are published")
+	return nil, nil
+}
+
+func signerForTest(t *testing.T) *sign.Signer {
+	t.Helper()
+	kp, err := sign.GenerateKeyPair([]byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := cosign.LoadPrivateKey(kp.PrivateKey, []byte("pw"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sign.NewSigner(sv, "test key")
+}
+
+// pushIndex pushes an index of one image per platform, each labelled as
+// imagectl build labels an image of set with inputs, under tag, and returns
+// its digest.
+func pushIndex(t *testing.T, tag name.Tag, set resolve.Set, inputs string, platforms ...string) v1.Hash {
+	t.Helper()
+	var idx v1.ImageIndex = mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, p := range platforms {
+		img, err := random.Image(64, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf = cf.DeepCopy()
+		pl, err := v1.ParsePlatform(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf.OS, cf.Architecture = pl.OS, pl.Architecture
+		cf.Config.Labels = build.Labels(set, p, inputs, time.Unix(0, 0), build.LabelSource{})
+		if img, err = mutate.ConfigFile(img, cf); err != nil {
+			t.Fatal(err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: pl}})
+	}
+	if err := remote.WriteIndex(tag, idx, regauth.RemoteOptions(context.Background())...); err != nil {
+		t.Fatal(err)
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestRunSkipsPublishedInputs: build --push of inputs whose versioned tag
+// already names an image of them (signed with the key, when signing) solves,
+// pushes and signs nothing and returns that image; anything else, or
+// Force, goes on to build (here: stops at the missing extension cache).
+func TestRunSkipsPublishedInputs(t *testing.T) {
+	cfg, err := matrix.Load("../../matrix.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load("../../catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cat.CodeServer {
+		cat.CodeServer[i].Platforms = map[string]string{
+			"linux/amd64": "sha256:" + strings.Repeat("1", 64), "linux/arm64": "sha256:" + strings.Repeat("2", 64),
+		}
+	}
+	def, err := build.NewDefinition(cfg, build.Overrides{}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &countingHandler{next: authregistry.New(registry.New(registry.Logger(log.New(io.Discard, "", 0))), "ci", "s3cret")}
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	cfgJSON := `{"auths":{"` + host + `":{"auth":"` + base64.StdEncoding.EncodeToString([]byte("ci:s3cret")) + `"}}}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfgJSON), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", dir)
+
+	set, _, err := resolve.Resolve(cfg, cat, resolve.Request{Ray: "2.46.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := def.Render(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := resolve.RenderTags(cfg, r.Set, r.Inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Set.Tags = tags
+	versioned := immutableTags(cfg, r.Set)[0]
+	key, other := signerForTest(t), signerForTest(t)
+
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		publish func(t *testing.T, repo name.Repository) v1.Hash // what the registry holds
+		signer  *sign.Signer
+		force   bool
+		skip    bool
+		warn    string // on Warnings, when not skipped
+	}{
+		{name: "nothing published"},
+		{name: "the tag names other inputs", publish: func(t *testing.T, repo name.Repository) v1.Hash {
+			return pushIndex(t, repo.Tag(versioned), r.Set, "sha256:"+strings.Repeat("9", 64), set.Platforms...)
+		}},
+		{name: "published", skip: true, publish: func(t *testing.T, repo name.Repository) v1.Hash {
+			return pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...)
+		}},
+		{name: "published, forced", force: true, publish: func(t *testing.T, repo name.Repository) v1.Hash {
+			return pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...)
+		}},
+		{name: "published with one platform", warn: "with platforms linux/amd64, want linux/amd64,linux/arm64", publish: func(t *testing.T, repo name.Repository) v1.Hash {
+			return pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, "linux/amd64")
+		}},
+		{name: "published unsigned, signing", signer: key, warn: "does not verify with the key of test key", publish: func(t *testing.T, repo name.Repository) v1.Hash {
+			return pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...)
+		}},
+		{name: "published, signed with another key", signer: key, warn: "does not verify with the key of test key", publish: func(t *testing.T, repo name.Repository) v1.Hash {
+			d := pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...)
+			if _, err := sign.Image(ctx, repo.Digest(d.String()).String(), other); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}},
+		{name: "published and signed with the key", signer: key, skip: true, publish: func(t *testing.T, repo name.Repository) v1.Hash {
+			d := pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...)
+			if _, err := sign.Image(ctx, repo.Digest(d.String()).String(), key); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			repo, err := name.NewRepository(host + "/team/img" + string(rune('a'+i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want v1.Hash
+			if c.publish != nil {
+				want = c.publish(t, repo)
+			}
+			reg.reset()
+			var warnings bytes.Buffer
+			req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}, Repo: repo.Name(),
+				Push: true, Signer: c.signer, Force: c.force, Warnings: &warnings}
+			res, err := Run(ctx, failBuilder{t}, req)
+			if !c.skip {
+				if err == nil || !strings.Contains(err.Error(), "no extension cache") {
+					t.Errorf("Run: %v, want it to go on building (stopping at the missing extension cache)", err)
+				}
+				if c.warn != "" && !strings.Contains(warnings.String(), c.warn) {
+					t.Errorf("warnings %q, want %q", warnings.String(), c.warn)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Run of published inputs: %v (warnings: %s)", err, warnings.String())
+			}
+			if res.Index != want.String() || res.Ref != repo.Digest(want.String()).String() || res.InputsDigest != r.Inputs {
+				t.Errorf("Run returned %s (%s, inputs %s), want %s with inputs %s", res.Ref, res.Index, res.InputsDigest, want, r.Inputs)
+			}
+			if !strings.Contains(res.Published, versioned) || !strings.Contains(res.Published, "--force") {
+				t.Errorf("Published = %q, want it to name the tag %s and --force", res.Published, versioned)
+			}
+			if c.signer != nil && !strings.Contains(res.Published, "verify with the key of test key") {
+				t.Errorf("Published = %q, want it to say the signatures verify", res.Published)
+			}
+			if len(res.Platforms) != 2 || res.Platforms[0].Platform != "linux/amd64" || !strings.HasPrefix(res.Platforms[1].Digest, "sha256:") {
+				t.Errorf("platforms %+v, want both with their digests", res.Platforms)
+			}
+			if w := reg.reset(); len(w) > 0 {
+				t.Errorf("Run of published inputs wrote to the registry: %v", w)
+			}
+		})
+	}
+}
