@@ -10,107 +10,24 @@
 # Env: IMAGECTL_TEST_CACHE (slow artefacts), IMAGECTL_E2E_KEEP=1 keeps the
 # work directory, IMAGECTL_E2E_BENCH=0 skips the extension-bump benchmark.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$repo"
-export IMAGECTL_TEST_CACHE=${IMAGECTL_TEST_CACHE:-$HOME/.cache/imagectl-test}
-work=$(mktemp -d "${TMPDIR:-/tmp}/imagectl-e2e.XXXXXX")
-t0=$SECONDS
-log() { printf '[e2e %4ds] %s\n' "$((SECONDS - t0))" "$*" >&2; }
-fail() { log "FAIL: $*"; exit 1; }
-pids=()
-# buildkitd runs rootful (OCI worker, runc); as another user it runs under sudo
-# with its socket owned by our group.
-sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
-cleanup() {
-  local rc=$?
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  if [ $rc -ne 0 ]; then
-    log "logs in $work (buildkitd.log, registry.log, *.err)"
-    tail -n 30 "$work/buildkitd.log" 2>/dev/null || true
-  elif [ "${IMAGECTL_E2E_KEEP:-0}" != 1 ]; then
-    $sudo_ rm -rf "$work"
-  fi
-  exit $rc
-}
-trap cleanup EXIT
-# wait_file FILE SECONDS: wait for a file written by a background server.
-wait_file() {
-  local i=0
-  until [ -s "$1" ]; do
-    i=$((i + 1)); [ $i -le $(($2 * 10)) ] || fail "timed out waiting for $1"
-    sleep 0.1
-  done
-}
+# The setup shared with the benchmark (tests/bench/run.sh) is in lib.sh.
+source "$(dirname "$0")/lib.sh"
+e2e_init e2e
 
 # --- 1. Tools -----------------------------------------------------------------
 # Idempotent and quick when cached; make e2e ran them already.
-bash hack/deps.d/30-buildkit.sh >&2
-bash hack/deps.d/35-base-images.sh >&2
-bkver=$(go list -m -f '{{.Version}}' github.com/moby/buildkit)
-bkbin=$IMAGECTL_TEST_CACHE/bin/buildkit-$bkver
-base=$IMAGECTL_TEST_CACHE/base
-log "building imagectl and the e2e helper"
-go build -o "$work/bin/imagectl" ./cmd/imagectl
-go build -o "$work/bin/fakeupstream" ./tests/e2e/fakeupstream
-imagectl=$work/bin/imagectl
-fu=$work/bin/fakeupstream
+e2e_tools
 
 # --- 2. Local upstreams ---------------------------------------------------------
-# The registry requires token authentication the way Docker Hub does (401 +
-# WWW-Authenticate: Bearer realm,service,scope; basic credentials only at the
-# token endpoint). Every step below authenticates with the docker config that
-# `docker login` writes, read through $DOCKER_CONFIG.
-printf 'e2e-%s\n' "$RANDOM$RANDOM" >"$work/registry.password"
-"$fu" registry -port-file "$work/registry.port" -log "$work/registry.log" \
-  -user e2e -password-file "$work/registry.password" 2>"$work/registry.err" &
-pids+=($!)
-wait_file "$work/registry.port" 30
-reg=127.0.0.1:$(cat "$work/registry.port")
-export DOCKER_CONFIG=$work/docker
-mkdir -p "$DOCKER_CONFIG"
-# exactly what `docker login $reg -u e2e` writes
-jq -n --arg reg "$reg" --arg auth "$(printf 'e2e:%s' "$(cat "$work/registry.password")" | base64 -w0)" \
-  '{auths: {($reg): {auth: $auth}}}' >"$DOCKER_CONFIG/config.json"
-chmod 600 "$DOCKER_CONFIG/config.json"
-code=$(curl -s -o /dev/null -w '%{http_code}' "http://$reg/v2/")
-[ "$code" = 401 ] || fail "the e2e registry answered /v2/ without credentials with $code, want 401"
-log "registry at $reg (token auth; credentials in $DOCKER_CONFIG/config.json)"
-
+e2e_registry
 python3 tests/e2e/mkwheels.py "$work/pyindex"
-"$fu" serve -dir "$work/pyindex" -port-file "$work/pyindex.port" 2>"$work/pyindex.err" &
-pids+=($!)
-wait_file "$work/pyindex.port" 30
-pyindex=http://127.0.0.1:$(cat "$work/pyindex.port")/simple
-log "package index at $pyindex"
-
-"$fu" gallery -urls-file "$work/gallery.json" 2>"$work/gallery.err" &
-pids+=($!)
-wait_file "$work/gallery.json" 60
-log "fake marketplace at $(jq -r .marketplace "$work/gallery.json")"
+e2e_serve_index "$work/pyindex"
+e2e_gallery
 
 # --- 3. buildkitd ---------------------------------------------------------------
-cat >"$work/buildkitd.toml" <<TOML
-[worker.oci]
-  enabled = true
-  gc = false
-[worker.containerd]
-  enabled = false
-[registry."$reg"]
-  http = true
-TOML
+e2e_buildkitd buildkitd
 sock=unix://$work/buildkitd.sock
-$sudo_ "$bkbin/buildkitd" --config "$work/buildkitd.toml" --root "$work/buildkitd-root" --addr "$sock" \
-  --group "$(id -g)" --oci-worker=true --containerd-worker=false >"$work/buildkitd.log" 2>&1 &
-pids+=($!)
-for i in $(seq 1 300); do
-  "$bkbin/buildctl" --addr "$sock" debug workers >"$work/workers.txt" 2>/dev/null && break
-  [ "$i" -lt 300 ] || fail "buildkitd did not start (see $work/buildkitd.log)"
-  sleep 0.2
-done
-grep -q linux/arm64 "$work/workers.txt" || fail "buildkitd lists no linux/arm64 worker platform (binfmt?): $(cat "$work/workers.txt")"
 export BUILDKIT_HOST=$sock
-log "buildkitd $bkver up: $(tail -n1 "$work/workers.txt" | awk '{print $2}')"
 
 # The Go integration tests of package build need this buildkitd; here they
 # must run, not skip.
@@ -120,51 +37,27 @@ IMAGECTL_REQUIRE_TOOLS=1 go test -count=1 -run 'TestBuildKit' ./build/ >"$work/g
 grep -q '^ok' "$work/gotest.log" || fail "go test ./build/: $(cat "$work/gotest.log")"
 
 # --- 4. Stand-in base and tools images ------------------------------------------
-"$fu" push-base -ref "$reg/code-server:4.101.2" \
-  -tar linux/amd64="$base/base-amd64.tar" -tar linux/arm64="$base/base-arm64.tar" >"$work/base.json"
-"$fu" push-base -ref "$reg/tools:bookworm" -tar linux/amd64="$base/tools-amd64.tar" >"$work/tools.json"
-# matrix.yaml names the tools image by tag; the catalog locks it to the index
-# digest (as imagectl matrix refresh records it), so every build is pinned.
-tools=$reg/tools:bookworm
-tools_pinned=$tools@$(jq -r .index "$work/tools.json")
+e2e_bases
 # The same image under another tag, for an unpinned --tools-image (section 10).
 "$fu" push-base -ref "$reg/tools:unpinned" -tar linux/amd64="$base/tools-amd64.tar" >/dev/null
-log "bases pushed: $(jq -c . "$work/base.json")"
 
 # --- 5. matrix.yaml, catalog.json, keys ------------------------------------------
 # One matrix.yaml (its build: section names the tools image and the base's
 # python3), three catalog snapshots: cfg was taken before the Ray debugger
 # extension 0.1.6 was released, cfg-bump after (the only difference), and
 # cfg-bench has another ms-python.python (the benchmark's extension bump).
-config() { # DIR [id@version to leave out of the catalog, ...]
-  mkdir -p "$1"
-  "$fu" e2e-config -out "$1" -registry "$reg" -base "$work/base.json" -gallery-urls "$work/gallery.json" \
-    -package-index "$pyindex" -tools-image "$tools" -tools "$work/tools.json" -omit "${2:-}"
-}
+config() { e2e_config "$@"; }
 config "$work/cfg" anyscalecompute.ray-distributed-debugger@0.1.6
 config "$work/cfg-bump"
 config "$work/cfg-bench" anyscalecompute.ray-distributed-debugger@0.1.6,ms-python.python@2025.8.0
 cmp -s "$work/cfg/matrix.yaml" "$work/cfg-bump/matrix.yaml" || fail "the e2e configs must share one matrix.yaml"
-export COSIGN_PASSWORD=e2e-password
-(cd "$work" && "$imagectl" sign --generate-key cosign >/dev/null && "$imagectl" sign --generate-key other >/dev/null)
+e2e_keys
 export SOURCE_DATE_EPOCH=1752537600 # 2025-07-15
 
 # Pinned once: the revision label defaults to git HEAD, which must not change
 # what is built if a commit lands while the test runs.
 rev=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-build() { # NAME CFGDIR [extra flags]: runs imagectl build, JSON to $work/NAME.json
-  local n=$1 cfg=$2; shift 2
-  local start=$SECONDS
-  "$imagectl" --matrix "$cfg/matrix.yaml" build --ray 2.46.0 --platform "${PLATFORMS:-linux/amd64,linux/arm64}" \
-    --push --sign --key "$work/cosign.key" --revision "$rev" \
-    --cache-dir "$work/vsix-cache" --progress plain --output json "$@" \
-    >"$work/$n.json" 2>"$work/$n.err" || { tail -n 60 "$work/$n.err" >&2; fail "imagectl build ($n)"; }
-  echo $((SECONDS - start)) >"$work/$n.seconds"
-  log "build $n: $(jq -r .ref "$work/$n.json") in $(cat "$work/$n.seconds") s"
-}
-# bytes the registry received since line $1 of its log
-uploaded() { tail -n +"$(( $1 + 1 ))" "$work/registry.log" | awk '$1 == "upload-bytes" {s += $2} END {print s + 0}'; }
-reglines() { wc -l <"$work/registry.log"; }
+# build, uploaded, reglines, requests and writes: see lib.sh.
 
 # --- 6. Build, push, sign ----------------------------------------------------------
 # Cold: nothing from the Go tests above may be reused.
@@ -255,23 +148,62 @@ same() { # A B: the two build JSONs name the same index, platform manifests and 
     [ "$a" = "$b" ] || fail "build $2 differs from $1 at $f: $a vs $b"
   done
 }
+# The inputs are published and signed: build --push --sign solves, pushes
+# and signs nothing, and says so (issue 12).
+hist() { "$bkbin/buildctl" --addr "$1" debug histories --format '{{json .}}' | jq -r '.record.Ref' | sort; }
+hist "$sock" >"$work/hist-before-again.txt"
 r0=$(reglines)
 build again "$work/cfg"
-again_bytes=$(uploaded "$r0")
 same cold again
-log "no-change rebuild: same index $(jq -r .index "$work/again.json") and platform digests"
+[ "$(writes "$r0")" = 0 ] || fail "a build of published inputs wrote to the registry: $(tail -n +"$((r0 + 1))" "$work/registry.log" | grep -E ' (PUT|POST|PATCH|DELETE) ')"
+[ "$(uploaded "$r0")" = 0 ] || fail "a build of published inputs uploaded $(uploaded "$r0") bytes"
+hist "$sock" | cmp -s - "$work/hist-before-again.txt" || fail "a build of published inputs ran a solve on buildkitd"
+jq -e --arg t "$(jq -r '.tags[0]' "$j")" '.published | contains($t) and contains("signatures and attestations verify") and contains("--force")' "$work/again.json" >/dev/null \
+  || fail "a build of published inputs does not say why it built nothing: $(jq -c .published "$work/again.json")"
+log "no-change build: nothing solved, pushed or signed ($(requests "$r0") registry requests, $(cat "$work/again.ms") ms): $(jq -r .published "$work/again.json")"
+r0=$(reglines)
+build forced "$work/cfg" --force
+again_bytes=$(uploaded "$r0")
+same cold forced
+[ "$(jq '[.platforms[].cachedSteps] | add' "$work/forced.json")" -ge 1 ] || fail "--force did not solve (no cached step reported)"
+log "forced no-change rebuild: same index $(jq -r .index "$work/forced.json") and platform digests"
 "$bkbin/buildctl" --addr "$sock" prune --all >/dev/null
-build fresh "$work/cfg"
+build fresh "$work/cfg" --force
 same cold fresh
 log "rebuild after pruning every BuildKit cache record: same index and platform digests"
 "$imagectl" verify "$tag" --key "$work/cosign.pub" >"$work/verify2.txt" 2>&1 || { cat "$work/verify2.txt" >&2; fail "verify after the rebuilds"; }
+
+# --- 9c. Distributed: linux/arm64 on a second buildkitd (issue 12) --------------------
+# One native builder per architecture, as on an arm64 host or in Kubernetes:
+# --builder sends the arm64 solve to a second daemon with its own root and
+# cache. Its build history and cache show the arm64 solve; the first daemon
+# ran only amd64; the index is the one a single builder made.
+e2e_buildkitd buildkitd2
+sock2=unix://$work/buildkitd2.sock
+hist "$sock" >"$work/hist-before-dist.txt"
+build dist "$work/cfg" --force --builder "linux/arm64=$sock2"
+same cold dist
+[ "$(jq -r '.platforms[] | select(.platform == "linux/arm64") | .builder' "$work/dist.json")" = "$sock2" ] \
+  || fail "the arm64 platform was not built by $sock2: $(jq -c '[.platforms[] | {platform, builder}]' "$work/dist.json")"
+[ "$(jq -r '.platforms[] | select(.platform == "linux/amd64") | .builder' "$work/dist.json")" = "$sock" ] \
+  || fail "the amd64 platform was not built by $sock: $(jq -c '[.platforms[] | {platform, builder}]' "$work/dist.json")"
+platforms_of() { # SOCK [REFS-FILE]: platforms of the build records (not in REFS-FILE)
+  "$bkbin/buildctl" --addr "$1" debug histories --format '{{json .}}' |
+    jq -r --rawfile old "${2:-/dev/null}" 'select(.record.Ref as $r | ($old | split("\n") | any(.[]; . == $r)) | not) | .record.FrontendAttrs.platform' | sort -u | paste -sd, -
+}
+[ "$(platforms_of "$sock2")" = linux/arm64 ] || fail "buildkitd2's build history: platforms $(platforms_of "$sock2"), want linux/arm64"
+[ "$(platforms_of "$sock" "$work/hist-before-dist.txt")" = linux/amd64 ] \
+  || fail "buildkitd (the default builder) built $(platforms_of "$sock" "$work/hist-before-dist.txt") during the distributed build, want linux/amd64 only"
+"$bkbin/buildctl" --addr "$sock2" du >"$work/du2.txt"
+du2=$(awk '/^Total:/ {print $2}' "$work/du2.txt")
+[ -n "$du2" ] && [ "$du2" != 0B ] && [ "$du2" != 0 ] || fail "buildkitd2 holds no cache after building arm64: $(tail -n2 "$work/du2.txt")"
+log "distributed: arm64 built on $sock2 (its cache: $du2), amd64 on $sock; same index $(jq -r .index "$work/dist.json")"
 
 # --- 9b. Release and plan (issue 6) ---------------------------------------------------
 # imagectl build pushed the versioned tag only; release verifies that image and
 # promotes the floating tags, then plan finds nothing to do. A new extension
 # release in the snapshot gives exactly the affected entries, release builds,
 # signs, verifies and moves the tags, and a re-run writes nothing.
-writes() { tail -n +"$(( $1 + 1 ))" "$work/registry.log" | grep -Ec ' (PUT|POST|PATCH|DELETE) ' || true; }
 plan() { # NAME CFGDIR: imagectl plan --output json into $work/NAME.json
   "$imagectl" --matrix "$2/matrix.yaml" plan --output json >"$work/$1.json" 2>"$work/$1.err" \
     || { cat "$work/$1.err" >&2; fail "imagectl plan ($1)"; }
@@ -368,7 +300,8 @@ if [ "${IMAGECTL_E2E_BENCH:-1}" != 0 ]; then
     echo "benchmark: imagectl build wall time (resolve..push+sign, from its JSON); bytes = blob uploads the"
     echo "registry received (image layers plus cosign signatures and attestations)"
     printf '  %-34s %8s s %10s bytes\n' "cold build (both platforms)" "$(secs cold)" "$cold_bytes"
-    printf '  %-34s %8s s %10s bytes  %s x cold\n' "no-change rebuild" "$(secs again)" "$again_bytes" "$(ratio "$(secs again)" "$(secs cold)")"
+    printf '  %-34s %8s s %10s bytes  %s x cold\n' "no-change build (published)" "$(secs again)" 0 "$(ratio "$(secs again)" "$(secs cold)")"
+    printf '  %-34s %8s s %10s bytes  %s x cold\n' "forced no-change rebuild" "$(secs forced)" "$again_bytes" "$(ratio "$(secs forced)" "$(secs cold)")"
     printf '  %-34s %8s s %10s bytes  %s x cold\n' "rebuild, empty BuildKit cache" "$(secs fresh)" "-" "$(ratio "$(secs fresh)" "$(secs cold)")"
     printf '  %-34s %8s s %10s bytes  %s x cold\n' "rebuild after one extension bump" "$(secs bump)" "$bump_bytes" "$(ratio "$(secs bump)" "$(secs cold)")"
     printf '  %-34s %8s s\n' "linux/amd64 alone, empty cache" "$(secs solo-amd64)"
