@@ -24,8 +24,9 @@ test: deps ## The test command: install what is needed, run every Go test with t
 e2e: deps ## End-to-end only: real buildkitd, registry, QEMU and cosign
 	bash tests/e2e/run.sh
 
-bench: ## Benchmarks (print ratios and request counts)
+bench: deps ## Benchmarks: the Go ones (ratios, request counts), then the realistic-size rebuild benchmark (tests/bench/run.sh; IMAGECTL_BENCH_RUNS=N for min/median of N)
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	bash tests/bench/run.sh
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

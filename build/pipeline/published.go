@@ -107,7 +107,7 @@ func published(ctx context.Context, req Request, tag name.Tag, inputs string, pl
 			if len(rep.Failures) > 0 {
 				first = rep.Failures[0].String()
 			}
-			fmt.Fprintf(req.Warnings, "%s names %s of these inputs, but it does not verify with the key of %s (%d problems, first: %s): rebuilding, pushing and signing it\n", tag, pub.Digest, req.Signer, max(1, len(rep.Failures)), first)
+			fmt.Fprintf(req.Warnings, "%s names %s of these inputs, but it does not verify with %s (%d problems, first: %s): rebuilding, pushing and signing it\n", tag, pub.Digest, req.Signer, max(1, len(rep.Failures)), first)
 		}
 		return nil, nil
 	}
@@ -115,7 +115,7 @@ func published(ctx context.Context, req Request, tag name.Tag, inputs string, pl
 	if !req.Provenance {
 		what = "signatures"
 	}
-	out.why += fmt.Sprintf(" and its %s verify with the key of %s; nothing built, pushed or signed (--force rebuilds)", what, req.Signer)
+	out.why += fmt.Sprintf(" and its %s verify with %s; nothing built, pushed or signed (--force rebuilds)", what, req.Signer)
 	return out, nil
 }
 

@@ -17,6 +17,10 @@ so a test can prove the arm64 image got the aarch64 wheel. The real ray
 is declared honestly with one fixture requirement.
 
 usage: mkwheels.py OUTDIR   -> OUTDIR/files/*.whl, OUTDIR/simple/<project>/index.html
+
+tests/bench/mkfixtures.py imports wheel() and write_index() for the
+realistic-size benchmark fixtures (file contents given as bytes are stored
+uncompressed).
 """
 import base64
 import hashlib
@@ -60,7 +64,9 @@ def wheel(outdir, dist, version, tag, files, requires=(), extras=(), entry_point
         content[f"{distinfo}/entry_points.txt"] = entry_points
     record = []
     for path in sorted(content):
-        data = content[path].encode()
+        data = content[path]
+        if isinstance(data, str):
+            data = data.encode()
         record.append(f"{path},{record_hash(data)},{len(data)}")
     record.append(f"{distinfo}/RECORD,,")
     content[f"{distinfo}/RECORD"] = "\n".join(record) + "\n"
@@ -71,7 +77,9 @@ def wheel(outdir, dist, version, tag, files, requires=(), extras=(), entry_point
         for p in sorted(content):
             zi = zipfile.ZipInfo(p, FIXED)
             zi.external_attr = 0o644 << 16
-            zi.compress_type = zipfile.ZIP_DEFLATED
+            # bytes are payload (incompressible): stored, as deflating them
+            # would only cost time
+            zi.compress_type = zipfile.ZIP_STORED if isinstance(content[p], bytes) else zipfile.ZIP_DEFLATED
             z.writestr(zi, content[p])
     os.replace(tmp, path)
     return fname
@@ -104,7 +112,11 @@ def main(outdir):
             ))
     made["click"] = [wheel(outdir, "click", "8.1.8", ("py3", "none", "any"), {"click/__init__.py": '__version__ = "8.1.8"\n'})]
     made["colorful"] = [wheel(outdir, "colorful", "0.5.6", ("py2.py3", "none", "any"), {"colorful/__init__.py": '__version__ = "0.5.6"\n'})]
+    write_index(outdir, made)
 
+
+def write_index(outdir, made):
+    """Writes the PEP 503 index of made ({project: [wheel file names]})."""
     simple = os.path.join(outdir, "simple")
     os.makedirs(simple, exist_ok=True)
     with open(os.path.join(simple, "index.html"), "w") as f:
