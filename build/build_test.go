@@ -144,9 +144,9 @@ func TestRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCopies := "COPY --link --from=wheels /out/ /\n" +
-		"COPY --link --chown=911:911 --from=extensions /ms-python.python/ /\n" +
-		"COPY --link --chown=911:911 --from=extensions /ms-python.debugpy/ /\n" +
-		"COPY --link --chown=911:911 --from=extensions /anyscalecompute.ray-distributed-debugger/ /\n" +
+		"COPY --link --chown=911:911 --from=ext-ms-python.python / /\n" +
+		"COPY --link --chown=911:911 --from=ext-ms-python.debugpy / /\n" +
+		"COPY --link --chown=911:911 --from=ext-anyscalecompute.ray-distributed-debugger / /\n" +
 		"COPY --link --chown=911:911 --from=extensionsjson / /\n"
 	if !strings.Contains(string(exts), wantCopies) {
 		t.Errorf("rendered definition lacks the extension layers\n%s\nin\n%s", wantCopies, exts)
@@ -166,6 +166,8 @@ func TestRender(t *testing.T) {
 		"extension id with a path": {def, withExt("ms-python.python", "../../etc")},
 		"extension id with spaces": {def, withExt("a.b /x")},
 		"extension id twice":       {def, withExt("a.b", "A.b")},
+		"extension id without dot": {def, withExt("ab")},
+		"extension id ending in -": {def, withExt("a.b-")},
 		"no tools image":           {def, Params{PackageIndex: "https://pypi.org/simple", PythonRuntime: "base"}},
 		"no runtime":               {def, Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple"}},
 		"standalone without sums": {def, Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple", PythonRuntime: "standalone",
@@ -305,8 +307,10 @@ func TestPrepareContexts(t *testing.T) {
 		t.Errorf("the layout still holds %d entries; PrepareContexts moves them", len(left))
 	}
 	if diff := cmp.Diff(map[string]string{
-		"context": c.Main, "dockerfile": c.Dockerfile, "python": c.Python, "extensions": c.Extensions,
-		"extensionsjson": c.ExtensionsJSON, "userdata": c.UserData,
+		"context": c.Main, "dockerfile": c.Dockerfile, "python": c.Python,
+		"ext-ms-python.debugpy":                        filepath.Join(c.Extensions, "ms-python.debugpy"),
+		"ext-anyscalecompute.ray-distributed-debugger": filepath.Join(c.Extensions, "anyscalecompute.ray-distributed-debugger"),
+		"extensionsjson":                               c.ExtensionsJSON, "userdata": c.UserData,
 	}, c.Mounts()); diff != "" {
 		t.Errorf("Mounts (-want +got):\n%s", diff)
 	}
@@ -589,34 +593,54 @@ func TestInputsDigestIgnoresTags(t *testing.T) {
 
 // A same-size change with the same (fixed) mtime must change the shared key,
 // or buildkitd would reuse the stale transfer of the earlier context.
-func TestContextsKeyFollowsContent(t *testing.T) {
-	dir := t.TempDir()
+func TestSharedKeysFollowContent(t *testing.T) {
+	root := t.TempDir()
 	epoch := time.Unix(1752537600, 0)
-	write := func(content string) string {
+	mounts := map[string]string{contextDockerfile: filepath.Join(root, "df"), ContextExtensionsJSON: filepath.Join(root, "list"), ExtensionContext("a.b"): filepath.Join(root, "ab")}
+	write := func(mount, file, content string) {
 		t.Helper()
-		p := filepath.Join(dir, "extensions.json")
+		p := filepath.Join(mounts[mount], file)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chtimes(p, epoch, epoch); err != nil {
 			t.Fatal(err)
 		}
-		k, err := contextsKey("linux/arm64", map[string]string{"extensions": dir})
+	}
+	keys := func(platform string) (string, map[string]string) {
+		t.Helper()
+		s, k, err := sharedKeys(platform, mounts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return k
+		return s, k
 	}
-	a := write(`[{"version":"0.1.4"}]`)
-	if again := write(`[{"version":"0.1.4"}]`); again != a {
-		t.Errorf("same content gave keys %s and %s", a, again)
+	write(contextDockerfile, "Dockerfile", "FROM a@sha256:1111\n")
+	write(ContextExtensionsJSON, "extensions.json", `[{"version":"0.1.4"}]`)
+	write(ExtensionContext("a.b"), "x.js", "x")
+	s1, k1 := keys("linux/arm64")
+	if diff := cmp.Diff([]string{"ext-a.b", ContextExtensionsJSON}, sortedKeys(k1)); diff != "" {
+		t.Errorf("per-context keys for (-want +got):\n%s", diff)
 	}
-	if b := write(`[{"version":"0.1.6"}]`); b == a {
-		t.Errorf("a same-size change kept the key %s", a)
+	if s, k := keys("linux/arm64"); s != s1 || !cmp.Equal(k, k1) {
+		t.Errorf("same content gave keys %s %v and %s %v", s1, k1, s, k)
 	}
-	other, _ := contextsKey("linux/amd64", map[string]string{"extensions": dir})
-	if other == write(`[{"version":"0.1.6"}]`) {
-		t.Error("the platform is not part of the key")
+	// A same-size change of extensions.json moves its key only.
+	write(ContextExtensionsJSON, "extensions.json", `[{"version":"0.1.6"}]`)
+	s2, k2 := keys("linux/arm64")
+	if s2 != s1 || k2["ext-a.b"] != k1["ext-a.b"] || k2[ContextExtensionsJSON] == k1[ContextExtensionsJSON] {
+		t.Errorf("extensions.json changed: session %s -> %s, keys %v -> %v; want only extensionsjson's key to move", s1, s2, k1, k2)
+	}
+	// A same-size change of the Dockerfile moves the session key.
+	write(contextDockerfile, "Dockerfile", "FROM a@sha256:2222\n")
+	if s3, _ := keys("linux/arm64"); s3 == s2 {
+		t.Errorf("a same-size change of the Dockerfile kept the session key %s", s3)
+	}
+	if s4, _ := keys("linux/amd64"); s4 == s2 {
+		t.Error("the platform is not part of the session key")
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -193,45 +192,60 @@ func (b *BuildKit) Build(ctx context.Context, spec Spec) (*PlatformResult, error
 	return res, nil
 }
 
-// contextsKey is a digest of the platform and of every file of the local
-// contexts (path, mode, size, content; sorted), so identical contexts reuse
-// buildkitd's earlier transfer and any change is sent in full.
-func contextsKey(platform string, mounts map[string]string) (string, error) {
+// sharedKeys keys buildkitd's copies of the local contexts by content, so
+// an unchanged context is not sent again and a changed one is sent in full.
+// buildkitd keeps one transferred copy per (context, session shared key,
+// per-context key) and re-sends only files whose size or mtime changed; the
+// contexts have fixed mtimes (reproducibility), so a same-size change
+// (extensions.json listing 0.1.4 -> 0.1.6, a digest in the Dockerfile)
+// would be missed. The session key (SolveOpt.SharedKey) covers the platform
+// and the unnamed contexts (the Dockerfile's, the main one), which have no
+// key of their own; each named context gets its own key from its content
+// (the frontend attribute sharedkey:localdir:NAME), so an extension bump
+// sends that extension's context and extensions.json, not the others.
+func sharedKeys(platform string, mounts map[string]string) (session string, perContext map[string]string, err error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "platform %s\n", platform)
-	names := make([]string, 0, len(mounts))
-	for n := range mounts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		root := mounts[n]
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(root, p)
-			fmt.Fprintf(h, "%s %s %v %d\n", n, filepath.ToSlash(rel), info.Mode(), info.Size())
-			if !info.Mode().IsRegular() {
-				return nil
-			}
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			_, err = io.Copy(h, f)
-			return err
-		})
-		if err != nil {
-			return "", fmt.Errorf("hashing build context %s (%s): %w", n, root, err)
+	perContext = map[string]string{}
+	for _, n := range sortedKeys(mounts) {
+		ch := sha256.New()
+		if err := hashTree(ch, mounts[n]); err != nil {
+			return "", nil, fmt.Errorf("hashing build context %s (%s): %w", n, mounts[n], err)
 		}
+		sum := hex.EncodeToString(ch.Sum(nil))[:32]
+		if named(n) {
+			perContext[n] = sum
+			continue
+		}
+		fmt.Fprintf(h, "%s %s\n", n, sum)
 	}
-	return "imagectl-" + hex.EncodeToString(h.Sum(nil))[:32], nil
+	return "imagectl-" + hex.EncodeToString(h.Sum(nil))[:32], perContext, nil
+}
+
+// hashTree writes every file of root (path, mode, size, content; in walk
+// order, which is sorted) to h.
+func hashTree(h io.Writer, root string) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		fmt.Fprintf(h, "%s %v %d\n", filepath.ToSlash(rel), info.Mode(), info.Size())
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(h, f)
+		return err
+	})
 }
 
 // solveOpt maps a Spec onto BuildKit's SolveOpt. The returned func closes
@@ -258,8 +272,13 @@ func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
 	for k, v := range spec.Labels {
 		attrs["label:"+k] = v
 	}
-	for _, name := range namedContexts {
+	session, keys, err := sharedKeys(spec.Platform, spec.Contexts.Mounts())
+	if err != nil {
+		return client.SolveOpt{}, noop, err
+	}
+	for name, key := range keys {
 		attrs["context:"+name] = "local:" + name
+		attrs["sharedkey:localdir:"+name] = key
 	}
 	if spec.Provenance {
 		attrs["attest:provenance"] = "mode=max"
@@ -271,20 +290,11 @@ func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
 		}
 		attrs["attest:sbom"] = v
 	}
-	key, err := contextsKey(spec.Platform, spec.Contexts.Mounts())
-	if err != nil {
-		return client.SolveOpt{}, noop, err
-	}
 	opt := client.SolveOpt{
 		Frontend:      "dockerfile.v0",
 		FrontendAttrs: attrs,
 		LocalMounts:   mounts,
-		// buildkitd reuses a local context transferred earlier under the same
-		// shared key and re-sends only files whose size or mtime changed. Our
-		// contexts have fixed mtimes (reproducibility), so a same-size change
-		// (extensions.json listing 0.1.4 -> 0.1.6) would be missed: key the
-		// transfer by content instead.
-		SharedKey: key,
+		SharedKey:     session,
 	}
 	for _, ref := range spec.CacheFrom {
 		opt.CacheImports = append(opt.CacheImports, client.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": platformCacheRef(ref, spec.Platform)}})

@@ -14,19 +14,23 @@ import (
 	"time"
 )
 
-// Names of the local contexts the definition uses (dockerfiles/Dockerfile).
+// Names of the local contexts the definition uses (dockerfiles/Dockerfile);
+// each extension has its own, ExtensionContext(id).
 const (
 	contextMain           = "context"
 	contextDockerfile     = "dockerfile"
 	ContextPython         = "python"
-	ContextExtensions     = "extensions"
 	ContextExtensionsJSON = "extensionsjson"
 	ContextUserData       = "userdata"
 )
 
-// namedContexts are the local contexts the definition reads with --from or
-// a bind mount (every one but the main context and the Dockerfile's).
-var namedContexts = []string{ContextPython, ContextExtensions, ContextExtensionsJSON, ContextUserData}
+// ExtensionContext is the name of the local context holding extension id:
+// "ext-" and the id in lower case (ids are case-insensitive). Each extension
+// is its own context, not a folder of a shared one: BuildKit keeps one
+// transferred copy per context, which a COPY of one folder at a time would
+// overwrite with that folder alone, sending every extension in full on every
+// build.
+func ExtensionContext(id string) string { return "ext-" + strings.ToLower(id) }
 
 // Contexts are the local directories one platform's solve reads. Those the
 // definition copies into the image are laid out from the image root
@@ -38,8 +42,11 @@ type Contexts struct {
 	Dockerfile string // holds the file "Dockerfile"
 	Main       string // empty: the definition uses named contexts only
 	Python     string // requirements.txt
-	// Extensions holds <id>/config/extensions/<folder>/ per extension.
-	Extensions string
+	// Extensions holds <id>/config/extensions/<folder>/ per extension;
+	// each <id> folder is the context ExtensionContext(id), listed in
+	// ExtensionDirs.
+	Extensions    string
+	ExtensionDirs map[string]string
 	// ExtensionsJSON holds config/extensions/extensions.json.
 	ExtensionsJSON string
 	UserData       string // config/data/User/settings.json
@@ -47,15 +54,23 @@ type Contexts struct {
 
 // Mounts maps local context names to directories, for SolveOpt.LocalMounts.
 func (c Contexts) Mounts() map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		contextDockerfile:     c.Dockerfile,
 		contextMain:           c.Main,
 		ContextPython:         c.Python,
-		ContextExtensions:     c.Extensions,
 		ContextExtensionsJSON: c.ExtensionsJSON,
 		ContextUserData:       c.UserData,
 	}
+	for name, dir := range c.ExtensionDirs {
+		m[name] = dir
+	}
+	return m
 }
+
+// named reports whether the local context name is one the definition names
+// (a named context: --from=NAME, RUN --mount from=NAME), not the main
+// context or the Dockerfile's.
+func named(name string) bool { return name != contextMain && name != contextDockerfile }
 
 // ExtensionFolder is one extension of a layout: its id (the definition's
 // COPY source, Params.Extensions) and its folder in the layout
@@ -85,7 +100,8 @@ type ContextInput struct {
 
 // PrepareContexts writes one platform's build contexts under root: the
 // definition, requirements.txt, each extension of in.Layout under
-// extensions/<id>/config/extensions/<folder>/, extensions.json under
+// extensions/<id>/config/extensions/<folder>/ (the context
+// ExtensionContext(id)), extensions.json under
 // extensionsjson/config/extensions/, and settings.json under
 // userdata/config/data/User/. Every file and directory gets mode 0644/0755
 // and modification time in.Time, so the contexts hash the same on every
@@ -127,6 +143,10 @@ func PrepareContexts(root string, in ContextInput) (Contexts, error) {
 	}
 	if err := moveLayout(in.Layout, in.Extensions, c.Extensions, listDir); err != nil {
 		return c, fmt.Errorf("extension layout %s: %w", in.Layout, err)
+	}
+	c.ExtensionDirs = map[string]string{}
+	for _, e := range in.Extensions {
+		c.ExtensionDirs[ExtensionContext(e.ID)] = filepath.Join(c.Extensions, e.ID)
 	}
 	if err := normalizeTree(root, in.Time); err != nil {
 		return c, fmt.Errorf("normalizing build context %s: %w", root, err)

@@ -29,7 +29,7 @@ type Params struct {
 	StandaloneSHA256 map[string]string
 	// Extensions are the ids (publisher.name) of the extensions, in install
 	// order: the definition's ExtensionsMarker line becomes one COPY --link
-	// per extension, from the extensions context's <id>/ folder
+	// per extension, from its own context ExtensionContext(id)
 	// (PrepareContexts), so each extension is its own layer.
 	Extensions []string
 }
@@ -38,24 +38,25 @@ type Params struct {
 // COPY --link per extension.
 const ExtensionsMarker = "# imagectl:extensions"
 
-// extensionID is what an extension id must look like to become a path in
-// the definition: publisher.name, letters, digits, '-' (and '.', '_' in the
-// name), never "..", "/" or a space.
-var extensionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*\.[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+// extensionID is what an extension id must look like to name a context and
+// a path in the definition: publisher.name, alphanumeric runs joined by '.',
+// '_', "__" or dashes (a docker reference path component once lower-cased,
+// as BuildKit parses context names), never "..", "/" or a space.
+var extensionID = regexp.MustCompile(`^[A-Za-z0-9]+(?:(?:[._]|__|-+)[A-Za-z0-9]+)*$`)
 
 // extensionCopies returns the COPY --link lines of ids.
 func extensionCopies(ids []string) (string, error) {
 	var b strings.Builder
 	seen := map[string]bool{}
 	for _, id := range ids {
-		if !extensionID.MatchString(id) || strings.Contains(id, "..") {
-			return "", fmt.Errorf("render: extension id %q is not publisher.name (letters, digits, '-', '.', '_')", id)
+		if !extensionID.MatchString(id) || !strings.Contains(id, ".") {
+			return "", fmt.Errorf("render: extension id %q is not publisher.name (letters and digits joined by '.', '_' or '-')", id)
 		}
 		if seen[strings.ToLower(id)] {
 			return "", fmt.Errorf("render: extension %q is listed twice", id)
 		}
 		seen[strings.ToLower(id)] = true
-		fmt.Fprintf(&b, "COPY --link --chown=911:911 --from=%s /%s/ /\n", ContextExtensions, id)
+		fmt.Fprintf(&b, "COPY --link --chown=911:911 --from=%s / /\n", ExtensionContext(id))
 	}
 	return b.String(), nil
 }
@@ -74,7 +75,7 @@ var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // "ARG NAME" and so inherit the defaults. Each must be declared exactly once
 // in the global scope. PIP_TRUSTED_HOST is set only for a plain-HTTP index.
 // The ExtensionsMarker line, which must appear exactly once, becomes one
-// "COPY --link --chown=911:911 --from=extensions /<id>/ /" per p.Extensions.
+// "COPY --link --chown=911:911 --from=ext-<id> / /" per p.Extensions.
 func Render(definition []byte, p Params) ([]byte, error) {
 	if p.ToolsImage == "" {
 		return nil, fmt.Errorf("render: no tools image (a build-platform image with python3 and pip)")

@@ -76,9 +76,10 @@ layers() {
 newlayers() { comm -13 <(layers "$1") <(layers "$2"); }
 # extlayers REPO OLD NEW ID: the new layers holding extension ID's folder.
 extlayers() {
-  local d s
+  local d s files
   newlayers "$2" "$3" | while read -r d s; do
-    if get "$1" blobs "$d" | tar -tz 2>/dev/null | grep -q "^config/extensions/$4-"; then echo "$d $s"; fi
+    files=$(get "$1" blobs "$d" | tar -tz) || fail "reading layer $d of $1"
+    if grep -q "^config/extensions/$4-" <<<"$files"; then echo "$d $s"; fi
   done
 }
 sum() { awk '{s += $2} END {print s + 0}'; }
