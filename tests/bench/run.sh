@@ -16,7 +16,8 @@
 #   forced        the same inputs with --force: solved from the warm cache, pushed, signed
 #   universal     anyscalecompute.ray-distributed-debugger 0.1.4 -> 0.1.6 (one layer for both platforms)
 #   platform      ms-python.python 2025.6.1 -> 2025.8.0 (one layer per platform)
-#   amd64 alone   linux/amd64 only, empty caches, new repository
+#   amd64 alone   linux/amd64 only, empty caches, new repository, another
+#                 SOURCE_DATE_EPOCH (so no layer is in the registry yet)
 #   naive         the proof of concept's shape: FROM a base with python3 and pip,
 #                 one RUN that pip installs ray[default] and debugpy and downloads
 #                 and unpacks the three amd64 VSIX (no signing, no attestations),
@@ -145,9 +146,12 @@ for i in $(seq 1 "$runs"); do
   [ "$(printf '%s\n' "$ext" | grep -c .)" = 2 ] || fail "platform bump: want one new ms-python.python layer per platform, got: $ext"
   row "$i" platform "$(cat "$work/platform-$i.ms")" "$(uploaded "$r0")" "$(newlayers "universal-$i" "platform-$i" | sum)" "$(printf '%s\n' "$ext" | sum)" "$(requests "$r0")"
 
+  # Another SOURCE_DATE_EPOCH: other layer bytes, so that, like the naive
+  # build's, every new layer is uploaded (the registry stores blobs by digest
+  # across repositories: with the cold build's epoch they would all be there).
   prune
   r0=$(reglines)
-  PLATFORMS=linux/amd64 VSIX_CACHE=$work/vsix-solo-$i build "solo-$i" "$work/cfg" --repo "$reg/bench-solo-$i"
+  SOURCE_DATE_EPOCH=$((SOURCE_DATE_EPOCH + i)) PLATFORMS=linux/amd64 VSIX_CACHE=$work/vsix-solo-$i build "solo-$i" "$work/cfg" --repo "$reg/bench-solo-$i"
   row "$i" solo "$(cat "$work/solo-$i.ms")" "$(uploaded "$r0")" "$(layers "solo-$i" | sum)" - "$(requests "$r0")"
 
   prune
