@@ -12,6 +12,7 @@
 # Every run, in this order (each imagectl build is build --push --sign
 # --key, --progress plain, as a release runs it):
 #   cold          both platforms, empty BuildKit cache, empty VSIX cache, new repository
+#                 (each run its own SOURCE_DATE_EPOCH, so no layer is in the registry)
 #   no change     the same inputs again: published, nothing is built
 #   forced        the same inputs with --force: solved from the warm cache, pushed, signed
 #   universal     anyscalecompute.ray-distributed-debugger 0.1.4 -> 0.1.6 (one layer for both platforms)
@@ -55,7 +56,7 @@ e2e_config "$work/cfg" anyscalecompute.ray-distributed-debugger@0.1.6,ms-python.
 e2e_config "$work/cfg-universal" ms-python.python@2025.8.0 "$fx"
 e2e_config "$work/cfg-platform" "" "$fx"
 e2e_keys
-export SOURCE_DATE_EPOCH=1752537600
+epoch0=1752537600
 rev=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 pw=$(cat "$work/registry.password")
 mkt=$(jq -r .marketplace "$work/gallery.json")
@@ -118,6 +119,10 @@ row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results"; }
 for i in $(seq 1 "$runs"); do
   log "run $i of $runs"
   repo=$reg/bench-$i
+  # Each run its own SOURCE_DATE_EPOCH: other layer bytes, so a run finds
+  # none of its layers in the registry (which stores blobs by digest across
+  # repositories) and uploads like the first.
+  export SOURCE_DATE_EPOCH=$((epoch0 + 10 * i))
   prune
   r0=$(reglines)
   VSIX_CACHE=$work/vsix-$i build "cold-$i" "$work/cfg" --repo "$repo"
@@ -146,12 +151,12 @@ for i in $(seq 1 "$runs"); do
   [ "$(printf '%s\n' "$ext" | grep -c .)" = 2 ] || fail "platform bump: want one new ms-python.python layer per platform, got: $ext"
   row "$i" platform "$(cat "$work/platform-$i.ms")" "$(uploaded "$r0")" "$(newlayers "universal-$i" "platform-$i" | sum)" "$(printf '%s\n' "$ext" | sum)" "$(requests "$r0")"
 
-  # Another SOURCE_DATE_EPOCH: other layer bytes, so that, like the naive
-  # build's, every new layer is uploaded (the registry stores blobs by digest
-  # across repositories: with the cold build's epoch they would all be there).
+  # Another SOURCE_DATE_EPOCH again: with the cold build's, every amd64
+  # layer would be in the registry already; like the naive build's, every
+  # new layer is uploaded.
   prune
   r0=$(reglines)
-  SOURCE_DATE_EPOCH=$((SOURCE_DATE_EPOCH + i)) PLATFORMS=linux/amd64 VSIX_CACHE=$work/vsix-solo-$i build "solo-$i" "$work/cfg" --repo "$reg/bench-solo-$i"
+  SOURCE_DATE_EPOCH=$((SOURCE_DATE_EPOCH + 1)) PLATFORMS=linux/amd64 VSIX_CACHE=$work/vsix-solo-$i build "solo-$i" "$work/cfg" --repo "$reg/bench-solo-$i"
   row "$i" solo "$(cat "$work/solo-$i.ms")" "$(uploaded "$r0")" "$(layers "solo-$i" | sum)" - "$(requests "$r0")"
 
   prune
