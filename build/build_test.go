@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/client/connhelper"
 	digest "github.com/opencontainers/go-digest"
 
 	"github.com/imagectl/imagectl/dockerfiles"
@@ -143,7 +144,7 @@ func TestRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCopies := "COPY --link --from=wheels /out/ /\n" +
+	wantCopies := "COPY --link --from=wheels /out/debugpy/ /\n" +
 		"COPY --link --chown=911:911 --from=ext-ms-python.python / /\n" +
 		"COPY --link --chown=911:911 --from=ext-ms-python.debugpy / /\n" +
 		"COPY --link --chown=911:911 --from=ext-anyscalecompute.ray-distributed-debugger / /\n" +
@@ -696,5 +697,16 @@ func TestInputsDigestFollowsPythonRuntime(t *testing.T) {
 	}
 	if r.Params.StandaloneURL != "https://mirror.example/{arch}.tar.gz" || r.Params.StandaloneSHA256["x86_64"] != strings.Repeat("5", 64) {
 		t.Errorf("override not applied: %+v", r.Params)
+	}
+}
+
+// The builder addresses docs/build.md lists have connection helpers
+// registered (the imports of buildkit.go), so --builder accepts them.
+func TestBuilderAddressSchemes(t *testing.T) {
+	for _, addr := range []string{"ssh://builder@arm64-host", "kube-pod://buildkitd-0?namespace=buildkit", "docker-container://imagectl-buildkit"} {
+		h, err := connhelper.GetConnectionHelper(addr)
+		if err != nil || h == nil {
+			t.Errorf("%s: no connection helper (%v)", addr, err)
+		}
 	}
 }

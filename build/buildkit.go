@@ -20,6 +20,8 @@ import (
 	"github.com/docker/cli/cli/config/credentials"
 	"github.com/moby/buildkit/client"
 	_ "github.com/moby/buildkit/client/connhelper/dockercontainer" // docker-container:// addresses
+	_ "github.com/moby/buildkit/client/connhelper/kubepod"         // kube-pod://POD?namespace=NS (kubectl exec)
+	_ "github.com/moby/buildkit/client/connhelper/ssh"             // ssh://user@host (buildctl dial-stdio over ssh)
 	"github.com/moby/buildkit/session"
 	"github.com/moby/buildkit/session/auth/authprovider"
 	"github.com/tonistiigi/fsutil"

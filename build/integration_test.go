@@ -215,7 +215,7 @@ func TestBuildKitTwoPlatforms(t *testing.T) {
 	layers := map[string]map[string]v1.Hash{}
 	for _, p := range []string{"linux/amd64", "linux/arm64"} {
 		layers[p] = addedLayers(t, repo.Digest(first.Platforms[p].Digest.String()), 1, epoch)
-		for _, what := range []string{"wheels", "testpub.hello-1.0.0", "testpub.native-2.0.0", "extensions.json", "settings.json"} {
+		for _, what := range []string{"packages", "ray", "debugpy", "testpub.hello-1.0.0", "testpub.native-2.0.0", "extensions.json", "settings.json"} {
 			if _, ok := layers[p][what]; !ok {
 				t.Errorf("%s: no layer of its own holds %s: %v", p, what, layers[p])
 			}
@@ -301,7 +301,8 @@ func layerListing(t *testing.T, ref name.Digest) []string {
 
 // addedLayers checks the layers of the image ref after its first base ones:
 // every tar entry has mtime epoch and no access or change time. It returns
-// the layers by what they hold: "wheels" (site-packages), an extension
+// the layers by what they hold: "packages" (site-packages/click, a
+// dependency), "ray", "debugpy", an extension
 // folder name, "extensions.json" or "settings.json".
 func addedLayers(t *testing.T, ref name.Reference, base int, epoch time.Time) map[string]v1.Hash {
 	t.Helper()
@@ -340,7 +341,11 @@ func addedLayers(t *testing.T, ref name.Reference, base int, epoch time.Time) ma
 			n := strings.TrimPrefix(h.Name, "./")
 			switch {
 			case strings.Contains(n, "/site-packages/ray/"):
-				out["wheels"] = d
+				out["ray"] = d
+			case strings.Contains(n, "/site-packages/debugpy/"):
+				out["debugpy"] = d
+			case strings.Contains(n, "/site-packages/click/"):
+				out["packages"] = d
 			case strings.HasPrefix(n, "config/extensions/") && strings.Count(n, "/") >= 3:
 				out[strings.Split(n, "/")[2]] = d
 			case n == "config/extensions/extensions.json":
