@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"crypto"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/util/progress/progressui"
+	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/catalog"
@@ -84,6 +86,18 @@ type Request struct {
 
 	// Signer, if set, signs the pushed index and every platform manifest.
 	Signer *sign.Signer
+	// LoadSigner, when Signer is nil, gives the signer instead. Run calls it
+	// only when it needs the key: for the published check without
+	// VerifyKey, and otherwise before the first download of a build. A key
+	// decrypted in the background (cosign's scrypt takes about 0.2 s)
+	// therefore does not delay a build of published inputs.
+	LoadSigner func(context.Context) (*sign.Signer, error)
+	// VerifyKey, if set, is the public key of the signer, named
+	// VerifyKeyName in messages: the published check verifies with it
+	// instead of loading the signer, and a build fails before any download
+	// if the signer's public key is another.
+	VerifyKey     signature.Verifier
+	VerifyKeyName string
 	// Force builds, pushes and signs even when the versioned tag already
 	// names an image of these inputs (Run step 3).
 	Force bool
@@ -210,7 +224,7 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		tags = immutableTags(cfg, set)
 	}
 	if len(tags) > 0 && !req.Force {
-		pub, err := published(ctx, req, repo.Tag(tags[0]), inputs, set.Platforms)
+		pub, err := published(ctx, &req, repo.Tag(tags[0]), inputs, set.Platforms)
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +238,12 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	}
 
 	// Everything that needs no download is checked before the first one:
-	// every platform's buildkitd answers, and a push may happen.
+	// the signing key loads (and is VerifyKey's private half), every
+	// platform's buildkitd answers, and a push may happen.
+	signer, err := req.signer(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if err := preflight(ctx, b, set.Platforms, repo, req.Push); err != nil {
 		return nil, err
 	}
@@ -354,16 +373,46 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 
 	// 8. Sign the index and every platform manifest; attach the SBOM (from
 	// the lock) and BuildKit's provenance as signed attestations.
-	if req.Signer != nil {
+	if signer != nil {
 		if !req.Push {
 			return res, fmt.Errorf("signing needs a pushed image (--push)")
 		}
-		if err := res.sign(ctx, req.Signer, req.Insecure); err != nil {
+		if err := res.sign(ctx, signer, req.Insecure); err != nil {
 			return res, err
 		}
 	}
 	res.Duration = build.Duration(time.Since(start))
 	return res, nil
+}
+
+// signing reports whether the request signs what it builds.
+func (req *Request) signing() bool { return req.Signer != nil || req.LoadSigner != nil }
+
+// signer returns Signer, else what LoadSigner gives (nil when not signing),
+// and checks it against VerifyKey.
+func (req *Request) signer(ctx context.Context) (*sign.Signer, error) {
+	if req.Signer == nil && req.LoadSigner != nil {
+		s, err := req.LoadSigner(ctx)
+		if err != nil {
+			return nil, err
+		}
+		req.Signer = s
+	}
+	if req.Signer == nil || req.VerifyKey == nil {
+		return req.Signer, nil
+	}
+	pk, err := req.Signer.PublicKey()
+	if err != nil {
+		return nil, fmt.Errorf("public key of %s: %w", req.Signer, err)
+	}
+	vk, err := req.VerifyKey.PublicKey()
+	if err != nil {
+		return nil, fmt.Errorf("public key %s: %w", req.VerifyKeyName, err)
+	}
+	if eq, ok := vk.(interface{ Equal(crypto.PublicKey) bool }); !ok || !eq.Equal(pk) {
+		return nil, fmt.Errorf("%s is not the public key of %s: the published check would trust signatures that key cannot make", req.VerifyKeyName, req.Signer)
+	}
+	return req.Signer, nil
 }
 
 // sign signs the pushed index and every platform manifest with s, and

@@ -30,15 +30,16 @@ type publishedImage struct {
 // published returns the image the versioned tag names when building would
 // change nothing: the tag exists, its image carries the inputs digest
 // (dev.imagectl.inputs.digest, read as imagectl plan reads it) and holds
-// exactly the set's platforms, and, when req.Signer is set, it passes
-// imagectl verify with the signer's public key without reading layers
+// exactly the set's platforms, and, when req signs, it passes imagectl
+// verify with req.VerifyKey or else the signer's public key without reading
+// layers
 // (signatures of the index and of every platform manifest; the SBOM and,
 // when req.Provenance, the provenance attestations; the labels). It returns
 // nil when the build must run: the tag is absent or names other inputs, or
 // the registry refuses to let these credentials read it (the push preflight
 // then says so), or a signature does not verify (a line on req.Warnings
 // says which). Only manifests and config blobs are read.
-func published(ctx context.Context, req Request, tag name.Tag, inputs string, platforms []string) (*publishedImage, error) {
+func published(ctx context.Context, req *Request, tag name.Tag, inputs string, platforms []string) (*publishedImage, error) {
 	ropts := regauth.RemoteOptions(ctx, req.RemoteOptions...)
 	reg, err := release.NewRegistry(ropts...)
 	if err != nil {
@@ -84,17 +85,24 @@ func published(ctx context.Context, req Request, tag name.Tag, inputs string, pl
 		return nil, nil
 	}
 	out.why = fmt.Sprintf("%s already names %s, built from inputs %s", tag, pub.Digest, inputs)
-	if req.Signer == nil {
+	if !req.signing() {
 		out.why += "; nothing built or pushed (--force rebuilds)"
 		return out, nil
 	}
-	pem, err := req.Signer.PublicKeyPEM()
-	if err != nil {
-		return nil, fmt.Errorf("public key of %s: %w", req.Signer, err)
-	}
-	pk, err := verify.PublicKeyFromPEM(pem)
-	if err != nil {
-		return nil, err
+	pk, keyName := req.VerifyKey, req.VerifyKeyName
+	if pk == nil {
+		s, err := req.signer(ctx)
+		if err != nil {
+			return nil, err
+		}
+		pem, err := s.PublicKeyPEM()
+		if err != nil {
+			return nil, fmt.Errorf("public key of %s: %w", s, err)
+		}
+		if pk, err = verify.PublicKeyFromPEM(pem); err != nil {
+			return nil, err
+		}
+		keyName = s.String()
 	}
 	rep, err := verify.Image(ctx, ref.String(), verify.WithVerifier(pk), verify.WithSkipContents(true),
 		verify.WithSkipAttestations(!req.Provenance), verify.WithRemoteOptions(req.RemoteOptions...), verify.WithNameOptions(nameOpts(req.Insecure)...))
@@ -107,7 +115,7 @@ func published(ctx context.Context, req Request, tag name.Tag, inputs string, pl
 			if len(rep.Failures) > 0 {
 				first = rep.Failures[0].String()
 			}
-			fmt.Fprintf(req.Warnings, "%s names %s of these inputs, but it does not verify with %s (%d problems, first: %s): rebuilding, pushing and signing it\n", tag, pub.Digest, req.Signer, max(1, len(rep.Failures)), first)
+			fmt.Fprintf(req.Warnings, "%s names %s of these inputs, but it does not verify with %s (%d problems, first: %s): rebuilding, pushing and signing it\n", tag, pub.Digest, keyName, max(1, len(rep.Failures)), first)
 		}
 		return nil, nil
 	}
@@ -115,7 +123,7 @@ func published(ctx context.Context, req Request, tag name.Tag, inputs string, pl
 	if !req.Provenance {
 		what = "signatures"
 	}
-	out.why += fmt.Sprintf(" and its %s verify with %s; nothing built, pushed or signed (--force rebuilds)", what, req.Signer)
+	out.why += fmt.Sprintf(" and its %s verify with %s; nothing built, pushed or signed (--force rebuilds)", what, keyName)
 	return out, nil
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
+	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/catalog"
@@ -32,6 +33,7 @@ import (
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
+	"github.com/imagectl/imagectl/verify"
 )
 
 // countingHandler counts the requests that could change the registry.
@@ -166,13 +168,29 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 	key, other := signerForTest(t), signerForTest(t)
 
 	ctx := context.Background()
+	verifier := func(s *sign.Signer) signature.Verifier {
+		pem, err := s.PublicKeyPEM()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := verify.PublicKeyFromPEM(pem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
 	cases := []struct {
 		name    string
 		publish func(t *testing.T, repo name.Repository) v1.Hash // what the registry holds
 		signer  *sign.Signer
-		force   bool
-		skip    bool
-		warn    string // on Warnings, when not skipped
+		// lazy passes signer as LoadSigner; noLoad fails the test if it is
+		// called; verifyKey is VerifyKey's private half
+		lazy, noLoad bool
+		verifyKey    *sign.Signer
+		force        bool
+		skip         bool
+		warn         string // on Warnings, when not skipped
+		err          string // Run's error, when not skipped (default: the missing extension cache)
 	}{
 		{name: "nothing published"},
 		{name: "the tag names other inputs", publish: func(t *testing.T, repo name.Repository) v1.Hash {
@@ -204,6 +222,23 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 			}
 			return d
 		}},
+		{name: "published and signed, checked with the verify key: the signer is not loaded", signer: key, lazy: true, noLoad: true, verifyKey: key, skip: true,
+			publish: func(t *testing.T, repo name.Repository) v1.Hash {
+				d := pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...)
+				if _, err := sign.Image(ctx, repo.Digest(d.String()).String(), key); err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}},
+		{name: "published and signed, checked by loading the signer", signer: key, lazy: true, skip: true,
+			publish: func(t *testing.T, repo name.Repository) v1.Hash {
+				d := pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...)
+				if _, err := sign.Image(ctx, repo.Digest(d.String()).String(), key); err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}},
+		{name: "not published, a verify key of another key", signer: key, lazy: true, verifyKey: other, err: "is not the public key of test key"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -219,10 +254,26 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 			var warnings bytes.Buffer
 			req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}, Repo: repo.Name(),
 				Push: true, Signer: c.signer, Force: c.force, Warnings: &warnings}
+			if c.lazy {
+				req.Signer = nil
+				req.LoadSigner = func(context.Context) (*sign.Signer, error) {
+					if c.noLoad {
+						t.Error("the signer was loaded")
+					}
+					return c.signer, nil
+				}
+			}
+			if c.verifyKey != nil {
+				req.VerifyKey, req.VerifyKeyName = verifier(c.verifyKey), "the verify key"
+			}
 			res, err := Run(ctx, failBuilder{t}, req)
 			if !c.skip {
-				if err == nil || !strings.Contains(err.Error(), "no extension cache") {
-					t.Errorf("Run: %v, want it to go on building (stopping at the missing extension cache)", err)
+				want := c.err
+				if want == "" {
+					want = "no extension cache"
+				}
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("Run: %v, want it to go on building (stopping at %q)", err, want)
 				}
 				if c.warn != "" && !strings.Contains(warnings.String(), c.warn) {
 					t.Errorf("warnings %q, want %q", warnings.String(), c.warn)
@@ -238,7 +289,10 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 			if !strings.Contains(res.Published, versioned) || !strings.Contains(res.Published, "--force") {
 				t.Errorf("Published = %q, want it to name the tag %s and --force", res.Published, versioned)
 			}
-			if c.signer != nil && !strings.Contains(res.Published, "verify with test key") {
+			if c.verifyKey != nil && !strings.Contains(res.Published, "verify with the verify key") {
+				t.Errorf("Published = %q, want it to name the verify key", res.Published)
+			}
+			if c.signer != nil && c.verifyKey == nil && !strings.Contains(res.Published, "verify with test key") {
 				t.Errorf("Published = %q, want it to say the signatures verify", res.Published)
 			}
 			if len(res.Platforms) != 2 || res.Platforms[0].Platform != "linux/amd64" || !strings.HasPrefix(res.Platforms[1].Digest, "sha256:") {

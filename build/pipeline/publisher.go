@@ -40,7 +40,7 @@ func (p *Publisher) Build(ctx context.Context, set resolve.Set, repo name.Reposi
 	req := p.req
 	req.Set = &set
 	req.Repo = repo.Name()
-	req.Push, req.NoTags, req.Signer = true, true, nil
+	req.Push, req.NoTags, req.Signer, req.LoadSigner = true, true, nil, nil
 	res, err := Run(ctx, p.b, req)
 	if err != nil {
 		return name.Digest{}, err

@@ -1,15 +1,18 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/build"
@@ -22,6 +25,7 @@ import (
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
 	"github.com/imagectl/imagectl/upstream/httpx"
+	"github.com/imagectl/imagectl/verify"
 )
 
 type buildFlags struct {
@@ -46,6 +50,54 @@ type buildFlags struct {
 	sourceDateEpoch string
 	revision        string
 	force           bool
+	verifyKey       string
+}
+
+// signer starts decrypting --key in the background (cosign's scrypt takes
+// about 0.2 s) and returns a func that waits for it, for the pipeline to
+// call when it needs the key, and the --verify-key public key, if given.
+func (f *buildFlags) signer(ctx context.Context) (func(context.Context) (*sign.Signer, error), signature.Verifier, error) {
+	if !f.sign {
+		if f.verifyKey != "" {
+			return nil, nil, fmt.Errorf("--verify-key is the public key of the --sign --key: add --sign")
+		}
+		return nil, nil, nil
+	}
+	if f.key == "" {
+		return nil, nil, fmt.Errorf("--sign needs --key (a cosign private key file)")
+	}
+	var vk signature.Verifier
+	if f.verifyKey != "" {
+		var err error
+		if vk, err = verify.LoadPublicKey(f.verifyKey); err != nil {
+			return nil, nil, fmt.Errorf("--verify-key: %w", err)
+		}
+	}
+	pw := sign.PasswordFromEnv()
+	if f.keyPasswordFile != "" {
+		pw = sign.PasswordFromFile(f.keyPasswordFile)
+	}
+	type loaded struct {
+		s   *sign.Signer
+		err error
+	}
+	ch := make(chan loaded, 1)
+	go func() {
+		s, err := sign.LoadKey(ctx, f.key, pw)
+		ch <- loaded{s, err}
+	}()
+	var once sync.Once
+	var l loaded
+	return func(ctx context.Context) (*sign.Signer, error) {
+		once.Do(func() {
+			select {
+			case l = <-ch:
+			case <-ctx.Done():
+				l.err = ctx.Err()
+			}
+		})
+		return l.s, l.err
+	}, vk, nil
 }
 
 // definitionFlags override matrix.yaml's build: section and
@@ -138,18 +190,9 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 			if err != nil {
 				return err
 			}
-			var signer *sign.Signer
-			if f.sign {
-				if f.key == "" {
-					return fmt.Errorf("--sign needs --key (a cosign private key file)")
-				}
-				pw := sign.PasswordFromEnv()
-				if f.keyPasswordFile != "" {
-					pw = sign.PasswordFromFile(f.keyPasswordFile)
-				}
-				if signer, err = sign.LoadKey(ctx, f.key, pw); err != nil {
-					return err
-				}
+			loadSigner, verifyKey, err := f.signer(ctx)
+			if err != nil {
+				return err
 			}
 			def, err := f.def.definition(cfg)
 			if err != nil {
@@ -179,7 +222,9 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 				SBOM:            f.sbom,
 				CacheFrom:       f.cacheFrom,
 				CacheTo:         f.cacheTo,
-				Signer:          signer,
+				LoadSigner:      loadSigner,
+				VerifyKey:       verifyKey,
+				VerifyKeyName:   "--verify-key " + f.verifyKey,
 				Force:           f.force,
 				Progress:        progressOut,
 				ProgressMode:    f.progress,
@@ -220,6 +265,7 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 	fl.StringVar(&f.keyPasswordFile, "key-password-file", "", "file holding the key password (default: env COSIGN_PASSWORD)")
 	fl.StringVar(&f.sourceDateEpoch, "source-date-epoch", "", "Unix time for every timestamp in the image (default: env SOURCE_DATE_EPOCH, else the git commit time, else 0)")
 	fl.StringVar(&f.revision, "revision", "", "source revision label (default: git rev-parse HEAD)")
+	fl.StringVar(&f.verifyKey, "verify-key", "", "with --sign: the public half of --key (cosign.pub); the published-inputs check verifies with it, so --key is decrypted only when something is signed")
 	fl.BoolVar(&f.force, "force", false, "with --push: build, push and sign even when the versioned tag already names an image of these inputs (with --sign: one whose signatures verify with --key)")
 	return cmd
 }
