@@ -35,6 +35,13 @@ type Spec struct {
 	Push bool
 	// Archive, without Push, is the OCI layout tarball to write.
 	Archive string
+	// Prepare, without Push and Archive, exports the image into buildkitd's
+	// own content store only: every layer is compressed there, so that the
+	// same solve with Push afterwards is cached and only pushes. Platforms
+	// solved concurrently then push one after the other, and a layer they
+	// share (a universal extension, pure-Python packages) is uploaded once
+	// instead of by both pushes racing.
+	Prepare bool
 
 	// Provenance asks buildkitd for a SLSA provenance attestation.
 	Provenance bool

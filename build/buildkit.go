@@ -339,8 +339,11 @@ func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
 		opt.Exports = []client.ExportEntry{{Type: client.ExporterOCI, Attrs: exp, Output: func(map[string]string) (io.WriteCloser, error) {
 			return nopCloser{f}, nil
 		}}}
+	case spec.Prepare:
+		exp["push"] = "false"
+		opt.Exports = []client.ExportEntry{{Type: client.ExporterImage, Attrs: exp}}
 	default:
-		return opt, noop, errors.New("neither push nor an archive path: nothing to export")
+		return opt, noop, errors.New("neither push, nor an archive path, nor prepare: nothing to export")
 	}
 	return opt, closeOut, nil
 }

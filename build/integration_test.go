@@ -617,3 +617,37 @@ func TestBuildKitPushesWithDockerLogin(t *testing.T) {
 		t.Errorf("no push token was issued to user ci for BuildKit: %q", private.Log())
 	}
 }
+
+// TestBuildKitPrepareThenPush: a prepared solve (exported into buildkitd's
+// store only) makes the same solve with Push a cached one that pushes the
+// same image.
+func TestBuildKitPrepareThenPush(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	def := []byte("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nCOPY --link --from=userdata / /\n")
+	ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: def, Settings: []byte(`{"prepared":true}`), Time: time.Unix(1752537600, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Platform: "linux/amd64", Contexts: ctxs, Repo: f.host + "/prepared", BuildArgs: map[string]string{"BASE_IMAGE": f.tools},
+		SourceDateEpoch: time.Unix(1752537600, 0)}
+	prep := spec
+	prep.Prepare = true
+	p, err := f.b.Build(ctx, prep)
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	spec.Push = true
+	r, err := f.b.Build(ctx, spec)
+	if err != nil {
+		t.Fatalf("push after prepare: %v", err)
+	}
+	if p.Exported == "" || r.Exported != p.Exported {
+		t.Errorf("prepared %q, pushed %q: want the same image", p.Exported, r.Exported)
+	}
+	repo, _ := name.NewRepository(spec.Repo)
+	if _, err := remote.Head(repo.Digest(r.Exported)); err != nil {
+		t.Errorf("the pushed %s is not in the registry: %v", r.Exported, err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/util/progress/progressui"
 	"github.com/sigstore/sigstore/pkg/signature"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/catalog"
@@ -238,12 +239,8 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	}
 
 	// Everything that needs no download is checked before the first one:
-	// the signing key loads (and is VerifyKey's private half), every
-	// platform's buildkitd answers, and a push may happen.
-	signer, err := req.signer(ctx)
-	if err != nil {
-		return nil, err
-	}
+	// every platform's buildkitd answers, and a push may happen. (The
+	// signing key, decrypted meanwhile, is checked before the solve.)
 	if err := preflight(ctx, b, set.Platforms, repo, req.Push); err != nil {
 		return nil, err
 	}
@@ -280,55 +277,24 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		return nil, fmt.Errorf("base image %q: %w", set.CodeServer.Base, err)
 	}
 	epoch := req.SourceDateEpoch.UTC()
-	specs := make([]build.Spec, 0, len(set.Platforms))
-	for _, p := range set.Platforms {
-		dir := filepath.Join(work, strings.ReplaceAll(p, "/", "-"))
-		layout := filepath.Join(dir, "layout")
-		installed, err := extensions.Layout(ctx, req.ExtensionCache, set.Extensions, extensions.LayoutOptions{
-			Dir: layout, Platform: p, VSCode: set.CodeServer.VSCode, Time: &epoch,
+	// The platforms' contexts are independent: laid out concurrently.
+	specs := make([]build.Spec, len(set.Platforms))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, p := range set.Platforms {
+		g.Go(func() error {
+			spec, err := platformSpec(gctx, req, set, p, filepath.Join(work, strings.ReplaceAll(p, "/", "-")), rendered, inputs, baseRef, repo, epoch)
+			specs[i] = spec
+			return err
 		})
-		if err != nil {
-			return nil, fmt.Errorf("laying out extensions for %s: %w", p, err)
-		}
-		folders := make([]build.ExtensionFolder, len(installed))
-		for i, in := range installed {
-			folders[i] = build.ExtensionFolder{ID: in.ID, Folder: in.Dir}
-		}
-		settingsFile := filepath.Join(dir, "settings.json")
-		if err := extensions.WriteSettings(settingsFile, build.ImageSettings(cfg.Settings), epoch); err != nil {
-			return nil, fmt.Errorf("writing settings.json: %w", err)
-		}
-		settings, err := os.ReadFile(settingsFile)
-		if err != nil {
-			return nil, err
-		}
-		ctxs, err := build.PrepareContexts(filepath.Join(dir, "contexts"), build.ContextInput{
-			Definition: rendered, Requirements: build.Requirements(set), Settings: settings,
-			Layout: layout, Extensions: folders, Time: epoch,
-		})
-		if err != nil {
-			return nil, err
-		}
-		spec := build.Spec{
-			Platform: p,
-			Contexts: ctxs,
-			BuildArgs: map[string]string{
-				"BASE_IMAGE":     baseRef.Context().Name() + "@" + set.CodeServer.Platforms[p],
-				"PYTHON_VERSION": set.Python,
-			},
-			Labels:          build.Labels(set, p, inputs, epoch, build.LabelSource{Source: cfg.Image.Source, Revision: req.Revision}),
-			SourceDateEpoch: epoch,
-			Repo:            repo.Name(),
-			Push:            req.Push,
-			Provenance:      req.Provenance && req.Push,
-			SBOM:            req.SBOM,
-			CacheFrom:       req.CacheFrom,
-			CacheTo:         req.CacheTo,
-		}
-		if !req.Push {
-			spec.Archive = filepath.Join(dir, "oci.tar")
-		}
-		specs = append(specs, spec)
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	// A signing key that does not load (or is not VerifyKey's private half)
+	// stops the build here, before anything is solved or pushed.
+	signer, err := req.signer(ctx)
+	if err != nil {
+		return nil, err
 	}
 
 	// 6. Solve.
@@ -415,6 +381,58 @@ func (req *Request) signer(ctx context.Context) (*sign.Signer, error) {
 	return req.Signer, nil
 }
 
+// platformSpec lays out one platform's contexts in dir and returns its
+// solve.
+func platformSpec(ctx context.Context, req Request, set resolve.Set, p, dir string, rendered []byte, inputs string, baseRef name.Reference, repo name.Repository, epoch time.Time) (build.Spec, error) {
+	cfg := req.Matrix
+	layout := filepath.Join(dir, "layout")
+	installed, err := extensions.Layout(ctx, req.ExtensionCache, set.Extensions, extensions.LayoutOptions{
+		Dir: layout, Platform: p, VSCode: set.CodeServer.VSCode, Time: &epoch,
+	})
+	if err != nil {
+		return build.Spec{}, fmt.Errorf("laying out extensions for %s: %w", p, err)
+	}
+	folders := make([]build.ExtensionFolder, len(installed))
+	for i, in := range installed {
+		folders[i] = build.ExtensionFolder{ID: in.ID, Folder: in.Dir}
+	}
+	settingsFile := filepath.Join(dir, "settings.json")
+	if err := extensions.WriteSettings(settingsFile, build.ImageSettings(cfg.Settings), epoch); err != nil {
+		return build.Spec{}, fmt.Errorf("writing settings.json: %w", err)
+	}
+	settings, err := os.ReadFile(settingsFile)
+	if err != nil {
+		return build.Spec{}, err
+	}
+	ctxs, err := build.PrepareContexts(filepath.Join(dir, "contexts"), build.ContextInput{
+		Definition: rendered, Requirements: build.Requirements(set), Settings: settings,
+		Layout: layout, Extensions: folders, Time: epoch,
+	})
+	if err != nil {
+		return build.Spec{}, err
+	}
+	spec := build.Spec{
+		Platform: p,
+		Contexts: ctxs,
+		BuildArgs: map[string]string{
+			"BASE_IMAGE":     baseRef.Context().Name() + "@" + set.CodeServer.Platforms[p],
+			"PYTHON_VERSION": set.Python,
+		},
+		Labels:          build.Labels(set, p, inputs, epoch, build.LabelSource{Source: cfg.Image.Source, Revision: req.Revision}),
+		SourceDateEpoch: epoch,
+		Repo:            repo.Name(),
+		Push:            req.Push,
+		Provenance:      req.Provenance && req.Push,
+		SBOM:            req.SBOM,
+		CacheFrom:       req.CacheFrom,
+		CacheTo:         req.CacheTo,
+	}
+	if !req.Push {
+		spec.Archive = filepath.Join(dir, "oci.tar")
+	}
+	return spec, nil
+}
+
 // sign signs the pushed index and every platform manifest with s, and
 // attaches the SBOM (from the lock) and BuildKit's provenance of each
 // platform as signed attestations.
@@ -461,25 +479,58 @@ func solveAll(ctx context.Context, b build.Interface, specs []build.Spec, out io
 		// A failed solve is reported by Build; the display only shows it.
 		_, _ = d.UpdateFrom(context.WithoutCancel(ctx), status)
 	}()
+	results, err := solvePhases(ctx, b, specs, status)
+	close(status)
+	<-displayDone
+	return results, err
+}
+
+// solvePhases solves every spec concurrently. When several are pushed, only
+// the first pushes in that round; the others are prepared (exported into
+// their buildkitd's store, every layer compressed) and then pushed one
+// after the other by a second, cached solve. Concurrent pushes of a layer
+// two platforms share (a universal extension, pure-Python packages) would
+// both upload it, each having found it missing; pushed in turn, the second
+// finds it there. The cost is one cached solve per platform after the
+// first. The result of a platform solved twice counts the RUN steps of the
+// first solve (the one that built) and the time of both.
+func solvePhases(ctx context.Context, b build.Interface, specs []build.Spec, status chan<- *client.SolveStatus) ([]*build.PlatformResult, error) {
+	twoPhase := len(specs) > 1 && specs[0].Push
 	results := make([]*build.PlatformResult, len(specs))
 	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
 	for i := range specs {
+		s := specs[i]
+		s.Status = status
+		if twoPhase && i > 0 {
+			s.Push, s.Prepare, s.Provenance, s.CacheTo = false, true, false, nil
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := specs[i]
-			s.Status = status
 			results[i], errs[i] = b.Build(ctx, s)
 		}()
 	}
 	wg.Wait()
-	close(status)
-	<-displayDone
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if !twoPhase {
+		return results, nil
+	}
+	for i := 1; i < len(specs); i++ {
+		s := specs[i]
+		s.Status = status
+		r, err := b.Build(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		built := results[i]
+		r.Steps, r.EmulatedSteps, r.Emulated, r.CachedSteps = built.Steps, built.EmulatedSteps, built.Emulated, built.CachedSteps
+		r.Duration += built.Duration
+		results[i] = r
 	}
 	return results, nil
 }

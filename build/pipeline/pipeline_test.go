@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -171,5 +173,78 @@ func TestRunPreflightBeforeAnyDownload(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", dir)
 	if _, err = Run(context.Background(), nil, req); err == nil || !strings.Contains(err.Error(), "no extension cache") {
 		t.Errorf("Run --push with credentials: %v, want it past the preflight (stopping at the missing extension cache)", err)
+	}
+}
+
+// phaseBuilder records the order of Build calls.
+type phaseBuilder struct {
+	mu     sync.Mutex
+	events []string
+	amd64  chan struct{} // closed when linux/amd64's push returns
+}
+
+func (p *phaseBuilder) Build(_ context.Context, s build.Spec) (*build.PlatformResult, error) {
+	kind := "archive"
+	switch {
+	case s.Push:
+		kind = "push"
+	case s.Prepare:
+		kind = "prepare"
+	}
+	p.mu.Lock()
+	p.events = append(p.events, "start "+s.Platform+" "+kind)
+	p.mu.Unlock()
+	r := &build.PlatformResult{Platform: s.Platform, Exported: "sha256:" + kind, Steps: 0, CachedSteps: 3, Duration: build.Duration(time.Second)}
+	if kind == "prepare" {
+		r.Steps, r.CachedSteps = 2, 1
+		if s.Provenance || len(s.CacheTo) > 0 {
+			return nil, errors.New("a prepare solve asked for provenance or a cache export")
+		}
+	}
+	if s.Platform == "linux/amd64" && kind == "push" {
+		time.Sleep(50 * time.Millisecond) // the arm64 prepare runs meanwhile
+		defer close(p.amd64)
+	}
+	if s.Platform == "linux/arm64" && kind == "push" {
+		select {
+		case <-p.amd64:
+		default:
+			return nil, errors.New("linux/arm64 pushed while linux/amd64 was still pushing")
+		}
+	}
+	p.mu.Lock()
+	p.events = append(p.events, "end "+s.Platform+" "+kind)
+	p.mu.Unlock()
+	return r, nil
+}
+
+// Platforms pushed together push in turn: the first while the others are
+// prepared concurrently, then each other one by a second solve, so a layer
+// they share is uploaded once. An archive build solves each platform once.
+func TestSolveAllPushesInTurn(t *testing.T) {
+	specs := []build.Spec{
+		{Platform: "linux/amd64", Push: true, Provenance: true, CacheTo: []string{"r/c"}},
+		{Platform: "linux/arm64", Push: true, Provenance: true, CacheTo: []string{"r/c"}},
+	}
+	b := &phaseBuilder{amd64: make(chan struct{})}
+	res, err := solveAll(context.Background(), b, specs, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.events) != 6 || b.events[len(b.events)-2] != "start linux/arm64 push" {
+		t.Errorf("Build calls %q, want the arm64 push last, after the amd64 push and the arm64 prepare", b.events)
+	}
+	arm := res[1]
+	if arm.Exported != "sha256:push" || arm.Steps != 2 || arm.CachedSteps != 1 || time.Duration(arm.Duration) != 2*time.Second {
+		t.Errorf("arm64 result %+v: want the push's digest, the prepare's step counts and both durations", arm)
+	}
+
+	archive := []build.Spec{{Platform: "linux/amd64", Archive: "a"}, {Platform: "linux/arm64", Archive: "b"}}
+	b = &phaseBuilder{amd64: make(chan struct{})}
+	if _, err := solveAll(context.Background(), b, archive, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.events) != 4 {
+		t.Errorf("archive build: Build calls %q, want one per platform", b.events)
 	}
 }

@@ -238,7 +238,6 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 				}
 				return d
 			}},
-		{name: "not published, a verify key of another key", signer: key, lazy: true, verifyKey: other, err: "is not the public key of test key"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -302,5 +301,39 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 				t.Errorf("Run of published inputs wrote to the registry: %v", w)
 			}
 		})
+	}
+}
+
+// A verify key that is not the signer's public half stops the build (before
+// the solve), and the lazy signer is loaded once.
+func TestSignerChecksVerifyKey(t *testing.T) {
+	key, other := signerForTest(t), signerForTest(t)
+	pub := func(s *sign.Signer) signature.Verifier {
+		pem, err := s.PublicKeyPEM()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := verify.PublicKeyFromPEM(pem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	loads := 0
+	req := Request{LoadSigner: func(context.Context) (*sign.Signer, error) { loads++; return key, nil }, VerifyKey: pub(other), VerifyKeyName: "other.pub"}
+	if _, err := req.signer(context.Background()); err == nil || !strings.Contains(err.Error(), "other.pub is not the public key of test key") {
+		t.Errorf("signer with another key's public half: %v", err)
+	}
+	req.VerifyKey = pub(key)
+	for range 2 {
+		if s, err := req.signer(context.Background()); err != nil || s != key {
+			t.Errorf("signer with its own public half: %v, %v", s, err)
+		}
+	}
+	if loads != 1 {
+		t.Errorf("LoadSigner called %d times, want 1", loads)
+	}
+	if s, err := (&Request{}).signer(context.Background()); s != nil || err != nil {
+		t.Errorf("no signer: %v, %v", s, err)
 	}
 }
