@@ -13,7 +13,8 @@
 # --key, --progress plain, as a release runs it):
 #   cold          both platforms, empty BuildKit cache, empty VSIX cache, new repository
 #                 (each run its own SOURCE_DATE_EPOCH, so no layer is in the registry)
-#   no change     the same inputs again: published, nothing is built
+#   no change     the same inputs again: published, nothing is built (and again
+#                 with --verify-key cosign.pub: the key is not decrypted)
 #   forced        the same inputs with --force: solved from the warm cache, pushed, signed
 #   universal     anyscalecompute.ray-distributed-debugger 0.1.4 -> 0.1.6 (one layer for both platforms)
 #   platform      ms-python.python 2025.6.1 -> 2025.8.0 (one layer per platform)
@@ -135,6 +136,11 @@ for i in $(seq 1 "$runs"); do
   row "$i" nochange "$(cat "$work/same-$i.ms")" "$(uploaded "$r0")" 0 - "$(requests "$r0")"
 
   r0=$(reglines)
+  VSIX_CACHE=$work/vsix-$i build "samevk-$i" "$work/cfg" --repo "$repo" --verify-key "$work/cosign.pub"
+  [ -n "$(jq -r '.published // empty' "$work/samevk-$i.json")" ] || fail "the no-change build with --verify-key built"
+  row "$i" nochangevk "$(cat "$work/samevk-$i.ms")" "$(uploaded "$r0")" 0 - "$(requests "$r0")"
+
+  r0=$(reglines)
   VSIX_CACHE=$work/vsix-$i build "forced-$i" "$work/cfg" --repo "$repo" --force
   [ "$(jq -r .index "$work/forced-$i.json")" = "$(jq -r .index "$work/cold-$i.json")" ] || fail "the forced rebuild gave another index"
   row "$i" forced "$(cat "$work/forced-$i.ms")" "$(uploaded "$r0")" "$(newlayers "cold-$i" "forced-$i" | sum)" - "$(requests "$r0")"
@@ -181,14 +187,15 @@ table() {
     function mb(b) { return b == "-" ? "-" : sprintf("%.1f MB", b / 1e6) }
     { k = $2; n[k]++; ms[k, n[k]] = $3; rx[k, n[k]] = $4; ch[k, n[k]] = $5; ex[k, n[k]] = $6; rq[k, n[k]] = $7; order[k] = NR }
     END {
-      split("cold nochange forced universal platform solo naive", rows, " ")
+      nrows = split("cold nochange nochangevk forced universal platform solo naive", rows, " ")
       label["cold"] = "cold (both platforms)"; label["nochange"] = "no change (published)"
+      label["nochangevk"] = "no change, --verify-key cosign.pub"
       label["forced"] = "forced no change (--force)"; label["universal"] = "universal bump (debugger 0.1.4->0.1.6)"
       label["platform"] = "platform bump (ms-python.python)"; label["solo"] = "linux/amd64 alone, cold"
       label["naive"] = "naive one-RUN, linux/amd64, cold"
-      for (r = 1; r <= 7; r++) { k = rows[r]; for (i = 1; i <= n[k]; i++) { a[i] = ms[k, i] } ; m[k] = med(a, n[k]); lo[k] = a[1] }
+      for (r = 1; r <= nrows; r++) { k = rows[r]; for (i = 1; i <= n[k]; i++) { a[i] = ms[k, i] } ; m[k] = med(a, n[k]); lo[k] = a[1] }
       printf "%-40s %17s %13s %12s %12s %8s %9s\n", "build", "wall s (min/med)", "x cold (med)", "received", "changed", "vs ext", "requests"
-      for (r = 1; r <= 7; r++) {
+      for (r = 1; r <= nrows; r++) {
         k = rows[r]
         for (i = 1; i <= n[k]; i++) a[i] = rx[k, i]; rxm = med(a, n[k])
         for (i = 1; i <= n[k]; i++) a[i] = rq[k, i]; rqm = med(a, n[k])
