@@ -257,9 +257,17 @@ func (r *platformRun) checkDebugger(ctx context.Context) (Status, string) {
 	if err != nil {
 		return Fail, fmt.Sprintf("attaching to debugpy at %s in the container: %v", addr, err)
 	}
+	// debugpy suspends at the next line event of the calling frame, so the
+	// stop is reported at the statement after breakpoint() (debugpy 1.6 and
+	// 1.8 alike); the breakpoint() line itself is accepted too.
 	var problems []string
-	if f := res.Frame; f.Line != line {
-		problems = append(problems, fmt.Sprintf("stopped in %s at %s:%d, want line %d (breakpoint())", f.Name, f.Path, f.Line, line))
+	where := "the line after breakpoint()"
+	switch f := res.Frame; f.Line {
+	case line + 1:
+	case line:
+		where = "the breakpoint() line"
+	default:
+		problems = append(problems, fmt.Sprintf("stopped in %s at %s:%d, want line %d (the statement after breakpoint() on line %d)", f.Name, f.Path, f.Line, line+1, line))
 	}
 	wctx, wcancel := context.WithTimeout(ctx, r.o.stepTimeout)
 	defer wcancel()
@@ -284,8 +292,8 @@ func (r *platformRun) checkDebugger(ctx context.Context) (Status, string) {
 	if len(problems) > 0 {
 		return Fail, strings.Join(problems, "; ")
 	}
-	return Pass, fmt.Sprintf("debugpy listened on %s in the container; attached in %dms, stopped (%s) in %s at %s:%d, continued; the script printed %s and exited 0",
-		addr, res.AttachMillis, res.StopReason, res.Frame.Name, res.Frame.Path, res.Frame.Line, want)
+	return Pass, fmt.Sprintf("debugpy listened on %s in the container; attached in %dms, stopped (%s) in %s at %s:%d (%s), continued; the script printed %s and exited 0",
+		addr, res.AttachMillis, res.StopReason, res.Frame.Name, res.Frame.Path, res.Frame.Line, where, want)
 }
 
 // checkCodeServer waits for the entrypoint's code-server to answer

@@ -18,6 +18,7 @@ import (
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // Runc runs containers with runc on a root filesystem unpacked from the
@@ -192,7 +193,7 @@ func runcSpec(p *Platform, spec Spec, dir string, uid, gid uint32, env []string)
 			Args: args, Env: env, Cwd: cwd,
 			User:         specs.User{UID: uid, GID: gid},
 			Capabilities: defaultCaps(),
-			Rlimits:      []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 1048576, Soft: 1048576}},
+			Rlimits:      nofile(),
 		},
 		Root:     &specs.Root{Path: "rootfs"},
 		Hostname: "imagectl-smoke",
@@ -205,6 +206,16 @@ func runcSpec(p *Platform, spec Spec, dir string, uid, gid uint32, env []string)
 			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
 		},
 	}, nil
+}
+
+// nofile raises the open-files limit to this process's hard limit (runc
+// cannot raise it beyond).
+func nofile() []specs.POSIXRlimit {
+	var l unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &l); err != nil {
+		return nil
+	}
+	return []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: l.Max, Soft: l.Max}}
 }
 
 // defaultCaps is Docker's default capability set.
