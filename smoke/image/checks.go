@@ -299,7 +299,7 @@ func (r *platformRun) checkDebugger(ctx context.Context) (Status, string) {
 // checkCodeServer waits for the entrypoint's code-server to answer
 // /healthz on its port, lists its extensions as its service user, and
 // reads its user settings.
-func (r *platformRun) checkCodeServer(ctx context.Context) (Status, string) {
+func (r *platformRun) checkCodeServer(ctx context.Context, entry []string) (Status, string) {
 	var problems []string
 	port := build.CodeServerPort
 	hc := &http.Client{
@@ -311,8 +311,11 @@ func (r *platformRun) checkCodeServer(ctx context.Context) (Status, string) {
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", port)
 	health, err := pollHealth(ctx, hc, url, r.o.bootTimeout)
+	if errors.Is(err, ErrStopped) {
+		return Fail, fmt.Sprintf("the entrypoint %q exited before code-server answered %s; its output: %s", entry, url, tail(r.c.Logs(ctx), 8))
+	}
 	if err != nil {
-		return Fail, fmt.Sprintf("code-server did not answer %s within %s as the entrypoint started it: %v; entrypoint output: %s", url, r.o.bootTimeout, err, tail(r.c.Logs(ctx), 8))
+		return Fail, fmt.Sprintf("code-server did not answer %s within %s after the entrypoint %q started: %v; entrypoint output: %s", url, r.o.bootTimeout, entry, err, tail(r.c.Logs(ctx), 8))
 	}
 
 	// --list-extensions as the service runs code-server.
@@ -357,8 +360,8 @@ func (r *platformRun) checkCodeServer(ctx context.Context) (Status, string) {
 	if len(problems) > 0 {
 		return Fail, strings.Join(problems, "; ")
 	}
-	return Pass, fmt.Sprintf("the entrypoint's code-server answered %s (%s); --list-extensions --show-versions as %s equals the lock (%s); %s has %s and %s",
-		url, health, who, strings.Join(listed, ", "), build.SettingsPath, build.SettingClusterDashboards, build.SettingInterpreterPath)
+	return Pass, fmt.Sprintf("the entrypoint %q started code-server, which answered %s (%s); --list-extensions --show-versions as %s equals the lock (%s); %s has %s and %s",
+		entry, url, health, who, strings.Join(listed, ", "), build.SettingsPath, build.SettingClusterDashboards, build.SettingInterpreterPath)
 }
 
 func pollHealth(ctx context.Context, hc *http.Client, url string, timeout time.Duration) (string, error) {
@@ -384,6 +387,9 @@ func pollHealth(ctx context.Context, hc *http.Client, url string, timeout time.D
 			}
 		} else {
 			last = err
+			if errors.Is(err, ErrStopped) {
+				return "", err
+			}
 		}
 		select {
 		case <-ctx.Done():

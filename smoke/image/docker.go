@@ -125,6 +125,7 @@ type dockerContainer struct {
 	tag     string
 	loaded  bool
 	created bool
+	held    bool
 }
 
 // create runs docker create; holder replaces the entrypoint when set.
@@ -148,7 +149,18 @@ func (c *dockerContainer) create(ctx context.Context, holder []string) error {
 	return err
 }
 
+// Start runs the image's entrypoint; a held container is recreated from
+// the image first (the holder was its entrypoint).
 func (c *dockerContainer) Start(ctx context.Context) error {
+	if c.held {
+		if _, err := c.d.run(ctx, "rm", "--force", c.spec.ID); err != nil {
+			return err
+		}
+		if err := c.create(ctx, nil); err != nil {
+			return err
+		}
+		c.held = false
+	}
 	_, err := c.d.run(ctx, "start", c.spec.ID)
 	return err
 }
@@ -177,7 +189,9 @@ func (c *dockerContainer) Hold(ctx context.Context) error {
 	if err := c.create(ctx, append([]string{abs}, holder[1:]...)); err != nil {
 		return err
 	}
-	return c.Start(ctx)
+	c.held = true
+	_, err = c.d.run(ctx, "start", c.spec.ID)
+	return err
 }
 
 // checkStatic fails for a dynamically linked executable.
@@ -213,6 +227,9 @@ func (c *dockerContainer) execArgs(p Process, detach bool) []string {
 // never started (docker exec exits 126 or 127 then).
 func dockerStartFailure(code int, stderr []byte) error {
 	s := string(stderr)
+	if strings.Contains(s, "is not running") {
+		return ErrStopped
+	}
 	if (code == 126 || code == 127) && (strings.Contains(s, "OCI runtime exec failed") || strings.Contains(s, "executable file not found") || strings.Contains(s, "no such file or directory")) {
 		return fmt.Errorf("%w: %s", ErrExecStart, strings.TrimSpace(tail(s, 3)))
 	}
@@ -249,6 +266,9 @@ func (c *dockerContainer) Spawn(ctx context.Context, p Process) (Proc, error) {
 func (c *dockerContainer) Dial(ctx context.Context, port int) (net.Conn, error) {
 	out, err := c.d.run(ctx, "port", c.spec.ID, strconv.Itoa(port)+"/tcp")
 	if err != nil {
+		if st, ierr := c.d.run(ctx, "inspect", "--format", "{{.State.Running}}", c.spec.ID); ierr == nil && st == "false" {
+			return nil, fmt.Errorf("container %s: %w", c.spec.ID, ErrStopped)
+		}
 		return nil, err
 	}
 	for _, l := range strings.Split(out, "\n") {

@@ -287,6 +287,9 @@ func (c *runcContainer) execCmd(ctx context.Context, p Process) (*exec.Cmd, erro
 // startFailure recognises runc's message for a process that never started.
 func startFailure(stderr []byte) error {
 	s := string(stderr)
+	if strings.Contains(s, "cannot exec in a stopped container") {
+		return ErrStopped
+	}
 	if strings.Contains(s, "unable to start container process") || strings.Contains(s, "executable file not found") ||
 		strings.Contains(s, "no such file or directory") && strings.Contains(s, "exec") {
 		return fmt.Errorf("%w: %s", ErrExecStart, strings.TrimSpace(tail(s, 3)))
@@ -385,7 +388,7 @@ func (c *runcContainer) initPID(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("runc state %s: %w", c.id, err)
 	}
 	if st.Pid <= 0 || st.Status == "stopped" {
-		return 0, fmt.Errorf("container %s is %s", c.id, st.Status)
+		return 0, fmt.Errorf("container %s: %w", c.id, ErrStopped)
 	}
 	return st.Pid, nil
 }

@@ -88,6 +88,10 @@ type Proc interface {
 // (e.g. its program is not on PATH); the runtime's message follows.
 var ErrExecStart = errors.New("cannot start the process in the container")
 
+// ErrStopped is a container whose first process has exited: nothing runs
+// in it any more.
+var ErrStopped = errors.New("the container has stopped (its entrypoint exited)")
+
 // MountPoint is where Spec.Mount appears in the container.
 const MountPoint = "/.imagectl-smoke"
 

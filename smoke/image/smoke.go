@@ -290,19 +290,14 @@ func smokePlatform(ctx context.Context, rt Runtime, p *Platform, scriptsDir stri
 	_, csErr := c.ReadFile(ctx, build.CodeServerBin, 1<<20)
 	hasCodeServer := csErr == nil || !isNotExist(csErr)
 	entry := append(append([]string{}, p.Config.Config.Entrypoint...), p.Config.Config.Cmd...)
-	if hasCodeServer {
-		if err := c.Start(ctx); err != nil {
-			add(CheckContainer, start, Fail, "starting the entrypoint %q: %v", entry, err)
-			return pr
-		}
-		add(CheckContainer, start, Pass, "%s %s: entrypoint %q started", rt.Name(), shortDigest(p.Digest.String()), entry)
-	} else {
-		if err := c.Hold(ctx); err != nil {
-			add(CheckContainer, start, Fail, "keeping the container up: %v", err)
-			return pr
-		}
-		add(CheckContainer, start, Pass, "%s %s: created; entrypoint %q not started (no %s in the image)", rt.Name(), shortDigest(p.Digest.String()), entry, build.CodeServerBin)
+	// Python and the debugger first, in a container kept up without its
+	// entrypoint (a broken image may break its entrypoint too; each line
+	// then still says what is wrong); then the entrypoint for code-server.
+	if err := c.Hold(ctx); err != nil {
+		add(CheckContainer, start, Fail, "keeping the container up: %v", err)
+		return pr
 	}
+	add(CheckContainer, start, Pass, "%s %s: created from the image's config (user %d:%d, env %d variables)", rt.Name(), shortDigest(p.Digest.String()), r.uid, r.gid, len(r.env))
 
 	t := time.Now()
 	st, detail := r.checkPython(ctx)
@@ -311,11 +306,15 @@ func smokePlatform(ctx context.Context, rt Runtime, p *Platform, scriptsDir stri
 	st, detail = r.checkDebugger(ctx)
 	add(CheckDebugger, t, st, "%s", detail)
 	t = time.Now()
-	if hasCodeServer {
-		st, detail = r.checkCodeServer(ctx)
-	} else {
-		st, detail = Skip, fmt.Sprintf("the image has no %s: nothing to boot", build.CodeServerBin)
+	if !hasCodeServer {
+		add(CheckCodeServer, t, Skip, "the image has no %s: nothing to boot", build.CodeServerBin)
+		return pr
 	}
+	if err := c.Start(ctx); err != nil {
+		add(CheckCodeServer, t, Fail, "starting the entrypoint %q: %v", entry, err)
+		return pr
+	}
+	st, detail = r.checkCodeServer(ctx, entry)
 	add(CheckCodeServer, t, st, "%s", detail)
 	return pr
 }
