@@ -199,7 +199,6 @@ func printAttachText(g *globals, rep *probe.Report) {
 		a.Address, a.AttachMillis, a.StopReason, a.ThreadID, a.Frame.Name, a.Frame.Path, a.Frame.Line, a.Action)
 }
 
-
 // smokeImageFlags are the flags of `imagectl smoke image`, shared with
 // release (which runs the same smoke on the built digest).
 type smokeImageFlags struct {
