@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/build"
@@ -18,6 +19,7 @@ import (
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
+	smokeimage "github.com/imagectl/imagectl/smoke/image"
 	"github.com/imagectl/imagectl/upstream/httpx"
 	"github.com/imagectl/imagectl/verify"
 )
@@ -39,6 +41,8 @@ type releaseFlags struct {
 	identityRE   string
 	oidcIssuerRE string
 	skipContents bool
+	smokeImage   bool
+	smoke        smokeImageFlags
 }
 
 func newReleaseCommand(g *globals) *cobra.Command {
@@ -101,6 +105,8 @@ nothing. --dry-run prints the actions and writes nothing.`,
 	fl.StringVar(&f.identityRE, "certificate-identity-regexp", "", "keyless verify: accepted signer identity (regexp)")
 	fl.StringVar(&f.oidcIssuerRE, "certificate-oidc-issuer", "", "keyless verify: accepted OIDC issuer (regexp)")
 	fl.BoolVar(&f.skipContents, "skip-contents", false, "verify signatures, attestations and labels but not the layer contents")
+	fl.BoolVar(&f.smokeImage, "smoke-image", true, "run imagectl smoke image on the image after verify, before any tag is written")
+	f.smoke.add(cmd, "smoke-")
 	return cmd
 }
 
@@ -159,6 +165,13 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 		verifier = release.Verifiers(release.InputsVerifier(ps.reg, ps.def), cosignVerify)
 	}
 	opts := []release.ReleaseOption{release.WithDryRun(f.dryRun), release.WithFloating(!f.noFloating), release.WithExpectedDigest(f.expectDigest)}
+	if f.smokeImage {
+		smoker, err := f.smoker(ctx, g, ps.ropts, nopts)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, release.WithSmoker(smoker))
+	}
 	if g.verbose {
 		opts = append(opts, release.WithLog(g.stderr))
 	}
@@ -171,6 +184,28 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 		return err
 	}
 	return relErr
+}
+
+// smoker runs imagectl smoke image on a released digest; its report goes
+// to stderr. The runtime is found before anything is built.
+func (f *releaseFlags) smoker(ctx context.Context, g *globals, ropts []remote.Option, nopts []name.Option) (release.Smoker, error) {
+	if f.dryRun {
+		return release.SmokerFunc(func(context.Context, name.Digest, resolve.Set) error { return errors.New("no smoke (dry run)") }), nil
+	}
+	opts, err := f.smoke.options(ctx, g)
+	if err != nil {
+		return nil, &exitError{2, fmt.Errorf("release runs imagectl smoke image (--smoke-image=false skips it): %w", err)}
+	}
+	return release.SmokerFunc(func(ctx context.Context, ref name.Digest, _ resolve.Set) error {
+		rep, err := smokeimage.Image(ctx, ref.String(), append(opts, smokeimage.WithRemoteOptions(ropts...), smokeimage.WithNameOptions(nopts...))...)
+		if rep != nil {
+			rep.WriteText(g.stderr)
+		}
+		if err != nil {
+			return err
+		}
+		return rep.Err()
+	}), nil
 }
 
 // publisher maps the build flags onto the pipeline imagectl build runs.
