@@ -219,3 +219,51 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// SIGINT to `imagectl smoke image` while a container runs leaves nothing
+// behind: the command's context is cancelled and cleanup runs without it.
+func TestSmokeImageCommandSIGINTCleansUp(t *testing.T) {
+	requireRunc(t, "amd64")
+	set := fixtureSet(t, "amd64")
+	dir := writeLayout(t, fixtureImage(t, "amd64", set, fixtureOpts{}))
+	bin := filepath.Join(t.TempDir(), "imagectl")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/imagectl").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v: %s", err, out)
+	}
+	work := t.TempDir()
+	cmd := exec.Command(bin, "smoke", "image", "--archive", dir, "--runtime", "runc", "--work-dir", work)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the container exists.
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		ids, _ := exec.Command("runc", "list", "--quiet").Output()
+		if strings.Contains(string(ids), "imagectl-smoke-amd64-") {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no container appeared: %s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("interrupted smoke exited 0: %s", out.String())
+		}
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("smoke did not exit within 2m of SIGINT: %s", out.String())
+	}
+	t.Logf("output after SIGINT:\n%s", out.String())
+	assertClean(t, work)
+}

@@ -46,6 +46,12 @@ func unpack(ctx context.Context, img v1.Image, root string, lim Limits) error {
 		}
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
+			// mutate.Extract closes its tar stream (end-of-archive marker)
+			// before it reports an error (an unsafe name, a layer whose
+			// digest does not match) on the pipe: read on to get it.
+			if _, err := io.Copy(io.Discard, rc); err != nil {
+				return fmt.Errorf("reading image filesystem: %w", err)
+			}
 			break
 		}
 		if err != nil {
