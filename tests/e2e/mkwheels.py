@@ -12,7 +12,13 @@ Python-version matching is exercised for real:
   colorful-0.5.6-py2.py3-none-any.whl (stands in for ray's [default] extra)
 
 Each platform wheel carries <pkg>/_fixture_arch.txt naming its architecture,
-so a test can prove the arm64 image got the aarch64 wheel. The real ray
+so a test can prove the arm64 image got the aarch64 wheel. Where the stand-in
+base tarballs exist ($IMAGECTL_TEST_CACHE/base/base-{amd64,arm64}.tar, made by
+hack/deps.d/35-base-images.sh), each cp311 ray wheel also carries a real
+compiled module of its architecture (ray/_fixture/_json.cpython-311-<arch>-
+linux-gnu.so, CPython's own _json extension taken from that base), so
+imagectl smoke image proves the compiled modules of the right architecture
+load in each platform's container. The real ray
 [default] extra pulls in ~20 projects (aiohttp, grpcio, ...); here the extra
 is declared honestly with one fixture requirement.
 
@@ -22,6 +28,7 @@ import base64
 import hashlib
 import os
 import sys
+import tarfile
 import zipfile
 
 FIXED = (2020, 1, 1, 0, 0, 0)
@@ -60,7 +67,7 @@ def wheel(outdir, dist, version, tag, files, requires=(), extras=(), entry_point
         content[f"{distinfo}/entry_points.txt"] = entry_points
     record = []
     for path in sorted(content):
-        data = content[path].encode()
+        data = content[path] if isinstance(content[path], bytes) else content[path].encode()
         record.append(f"{path},{record_hash(data)},{len(data)}")
     record.append(f"{distinfo}/RECORD,,")
     content[f"{distinfo}/RECORD"] = "\n".join(record) + "\n"
@@ -72,9 +79,25 @@ def wheel(outdir, dist, version, tag, files, requires=(), extras=(), entry_point
             zi = zipfile.ZipInfo(p, FIXED)
             zi.external_attr = 0o644 << 16
             zi.compress_type = zipfile.ZIP_DEFLATED
+            if p.endswith(".so"):
+                zi.external_attr = 0o755 << 16
             z.writestr(zi, content[p])
     os.replace(tmp, path)
     return fname
+
+
+def compiled_module(arch):
+    """CPython 3.11's _json extension for arch from the stand-in base, or None."""
+    cache = os.environ.get("IMAGECTL_TEST_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "imagectl-test")
+    base = os.path.join(cache, "base", "base-%s.tar" % {"x86_64": "amd64", "aarch64": "arm64"}[arch])
+    name = "_json.cpython-311-%s-linux-gnu.so" % arch
+    if not os.path.exists(base):
+        return None, None
+    with tarfile.open(base) as t:
+        for m in t:
+            if m.name.lstrip("./") == "usr/lib/python3.11/lib-dynload/" + name and m.isfile():
+                return name, t.extractfile(m).read()
+    return None, None
 
 
 def main(outdir):
@@ -82,14 +105,19 @@ def main(outdir):
     made = {}
     for py in ("311", "312"):
         for arch in archs:
+            files = {
+                "ray/__init__.py": '__version__ = "2.46.0"\n',
+                "ray/_fixture_arch.txt": arch + "\n",
+                "ray/scripts/__init__.py": "",
+                "ray/scripts/scripts.py": "def main():\n    print('ray fixture 2.46.0')\n",
+            }
+            so_name, so = compiled_module(arch) if py == "311" else (None, None)
+            if so is not None:
+                files["ray/_fixture/__init__.py"] = ""
+                files["ray/_fixture/" + so_name] = so
             made.setdefault("ray", []).append(wheel(
                 outdir, "ray", "2.46.0", (f"cp{py}", f"cp{py}", f"manylinux2014_{arch}"),
-                {
-                    "ray/__init__.py": '__version__ = "2.46.0"\n',
-                    "ray/_fixture_arch.txt": arch + "\n",
-                    "ray/scripts/__init__.py": "",
-                    "ray/scripts/scripts.py": "def main():\n    print('ray fixture 2.46.0')\n",
-                },
+                files,
                 requires=["click>=7.0"],
                 extras=[("default", ["colorful"])],
                 entry_points="[console_scripts]\nray = ray.scripts.scripts:main\n",

@@ -340,4 +340,57 @@ if [ "${IMAGECTL_E2E_BENCH:-1}" != 0 ]; then
   IMAGECTL_COLD_BUILD_SECONDS=$(secs cold) go test ./release -run '^$' -bench PlanNoChange -benchtime 1x 2>&1 |
     grep -E 'no-change plan of' | sed 's/^ *bench_test.go:[0-9]*: /  /' | tee -a "$work/bench.txt" >&2
 fi
+# --- 12. smoke image: the built image runs (issue 15) --------------------------------------
+# Every platform of the pushed image runs as a runc container (arm64 under QEMU):
+# python3 with the image's own environment imports ray and debugpy at the locked
+# versions and its compiled modules load, a debugpy attach stops at breakpoint(),
+# and on amd64 (the stand-in base carries code-server) the entrypoint boots
+# code-server with the locked extensions and settings; arm64's code-server line is
+# a skip. Two deliberately broken copies fail on the right line, and nothing
+# (container, unpacked root, mount) is left behind.
+smoke_work=$work/smoke-work
+mkdir -p "$smoke_work"
+smoke_image() { # NAME [smoke image args]: -o json into $work/smoke-NAME.json; returns its exit code
+  local n=$1; shift
+  "$imagectl" smoke image "$@" --runtime runc --work-dir "$smoke_work" -o json >"$work/smoke-$n.json" 2>"$work/smoke-$n.err"
+}
+smoke_line() { # NAME PLATFORM CHECK: "status: detail"
+  jq -r --arg p "$2" --arg c "$3" '.platforms[] | select(.platform == $p) | .lines[] | select(.check == $c) | "\(.status): \(.detail)"' "$work/smoke-$1.json"
+}
+smoke_left() { # nothing of a smoke may remain
+  [ -z "$(ls -A "$smoke_work")" ] || fail "smoke image left $(ls -A "$smoke_work") in $smoke_work"
+  ! runc list -q | grep -q '^imagectl-smoke-' || fail "smoke image left runc containers: $(runc list -q | grep '^imagectl-smoke-')"
+  ! grep -q "$smoke_work" /proc/self/mountinfo || fail "smoke image left a mount below $smoke_work"
+}
+smoke_image built "$tag" || { cat "$work/smoke-built.json" "$work/smoke-built.err" >&2; fail "imagectl smoke image $tag"; }
+for p in linux/amd64 linux/arm64; do
+  for c in container python debugger; do
+    [[ $(smoke_line built "$p" "$c") == pass:* ]] || fail "smoke image $p $c: $(smoke_line built "$p" "$c")"
+  done
+done
+[[ $(smoke_line built linux/amd64 code-server) == pass:* ]] || fail "smoke image linux/amd64 code-server: $(smoke_line built linux/amd64 code-server)"
+[[ $(smoke_line built linux/arm64 code-server) == skip:* ]] || fail "smoke image linux/arm64 code-server: $(smoke_line built linux/arm64 code-server)"
+[[ $(smoke_line built linux/arm64 python) == *"aarch64"*"all AArch64"* ]] || fail "smoke image linux/arm64 python did not run aarch64 code: $(smoke_line built linux/arm64 python)"
+smoke_left
+for p in linux/amd64 linux/arm64; do
+  for c in python debugger code-server; do log "smoke image $p $c: $(smoke_line built "$p" "$c" | cut -c1-160)"; done
+done
+smoke_image archive --archive "$archive" --platform linux/arm64 \
+  || { cat "$work/smoke-archive.json" "$work/smoke-archive.err" >&2; fail "imagectl smoke image --archive $archive"; }
+smoke_left
+log "smoke image --archive $(basename "$archive") (linux/arm64): passed"
+# (a) the amd64 compiled modules grafted into the arm64 image
+"$fu" break-image -platform linux/arm64 -graft-from linux/amd64 "$ref" "$reg/broken-arch:t"
+if smoke_image broken-arch "$reg/broken-arch:t" --platform linux/arm64; then fail "smoke image passed an arm64 image holding amd64 compiled modules"; fi
+[[ $(smoke_line broken-arch linux/arm64 python) == "fail: "*"x86_64-linux-gnu.so (ray) is x86-64 code, want AArch64"* ]] \
+  || { cat "$work/smoke-broken-arch.json" >&2; fail "smoke image failed the wrong-architecture image, but not on the python line"; }
+log "broken arm64 image: $(smoke_line broken-arch linux/arm64 python | cut -c1-200)"
+# (b) a PATH that misses the interpreter
+"$fu" break-image -platform linux/amd64 -env PATH=/opt/imagectl/python/bin "$ref" "$reg/broken-path:t"
+if smoke_image broken-path "$reg/broken-path:t" --platform linux/amd64; then fail "smoke image passed an image whose PATH misses python3"; fi
+[[ $(smoke_line broken-path linux/amd64 python) == "fail: python3 does not start with the image's environment (PATH=/opt/imagectl/python/bin)"* ]] \
+  || { cat "$work/smoke-broken-path.json" >&2; fail "smoke image failed the PATH-broken image, but not on the python line"; }
+log "broken PATH image: $(smoke_line broken-path linux/amd64 python | cut -c1-200)"
+smoke_left
+
 log "PASS in $((SECONDS - t0)) s"
