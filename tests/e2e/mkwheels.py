@@ -18,7 +18,16 @@ hack/deps.d/35-base-images.sh), each cp311 ray wheel also carries a real
 compiled module of its architecture (ray/_fixture/_json.cpython-311-<arch>-
 linux-gnu.so, CPython's own _json extension taken from that base), so
 imagectl smoke image proves the compiled modules of the right architecture
-load in each platform's container. The real ray
+load in each platform's container.
+
+Where Debian's python3-debugpy is installed (hack/deps.d/10-apt.sh), each
+debugpy wheel carries its real code instead of a stub: debugpy 1.6.3 with the
+pydevd Debian unbundles (symbolic links followed, so vendored as upstream
+ships it) and pydevd's bytecode dependency, without Debian's x86-64 speedups
+(pure Python runs on every architecture), and _version.py reporting the
+fixture's version (1.8.14). PyPI cannot be reached here; this is the only
+real debugpy, and imagectl smoke image needs a real debug adapter to attach
+to inside the image. Ray stays a stub. The real ray
 [default] extra pulls in ~20 projects (aiohttp, grpcio, ...); here the extra
 is declared honestly with one fixture requirement.
 
@@ -100,6 +109,39 @@ def compiled_module(arch):
     return None, None
 
 
+DEBIAN_DIST = "/usr/lib/python3/dist-packages"
+
+
+def tree_files(src, rel, out):
+    """Adds the files under src (symbolic links followed) as rel/... to out,
+    skipping caches and compiled code."""
+    for name in sorted(os.listdir(src)):
+        p = os.path.join(src, name)
+        if name == "__pycache__" or name.endswith(".pyc") or ".so" in name:
+            continue
+        if os.path.isdir(p):
+            tree_files(p, rel + "/" + name, out)
+        elif os.path.isfile(p):
+            with open(p, "rb") as f:
+                out[rel + "/" + name] = f.read()
+
+
+def real_debugpy(version):
+    """Debian's debugpy (and bytecode) as wheel files, or None."""
+    src = os.path.join(DEBIAN_DIST, "debugpy")
+    if not os.path.isfile(os.path.join(src, "__init__.py")) or not os.path.isdir(os.path.join(DEBIAN_DIST, "bytecode")):
+        return None
+    files = {}
+    tree_files(src, "debugpy", files)
+    tree_files(os.path.join(DEBIAN_DIST, "bytecode"), "bytecode", files)
+    files["debugpy/_version.py"] = (
+        "# imagectl e2e fixture: Debian's debugpy 1.6.3 code, reporting the fixture's version.\n"
+        "def get_versions():\n"
+        "    return {\"version\": \"%s\", \"full-revisionid\": None, \"dirty\": False, \"error\": None, \"date\": None}\n" % version
+    )
+    return files
+
+
 def main(outdir):
     archs = {"x86_64": "x86_64", "aarch64": "aarch64"}
     made = {}
@@ -123,12 +165,10 @@ def main(outdir):
                 entry_points="[console_scripts]\nray = ray.scripts.scripts:main\n",
             ))
             plat = ".".join(f"{t}_{arch}" for t in ("manylinux_2_5", "manylinux1", "manylinux_2_17", "manylinux2014"))
+            dbg = real_debugpy("1.8.14") or {"debugpy/__init__.py": '__version__ = "1.8.14"\n'}
+            dbg["debugpy/_fixture_arch.txt"] = arch + "\n"
             made.setdefault("debugpy", []).append(wheel(
-                outdir, "debugpy", "1.8.14", (f"cp{py}", f"cp{py}", plat),
-                {
-                    "debugpy/__init__.py": '__version__ = "1.8.14"\n',
-                    "debugpy/_fixture_arch.txt": arch + "\n",
-                },
+                outdir, "debugpy", "1.8.14", (f"cp{py}", f"cp{py}", plat), dbg,
             ))
     made["click"] = [wheel(outdir, "click", "8.1.8", ("py3", "none", "any"), {"click/__init__.py": '__version__ = "8.1.8"\n'})]
     made["colorful"] = [wheel(outdir, "colorful", "0.5.6", ("py2.py3", "none", "any"), {"colorful/__init__.py": '__version__ = "0.5.6"\n'})]
