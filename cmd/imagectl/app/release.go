@@ -165,7 +165,7 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 		verifier = release.Verifiers(release.InputsVerifier(ps.reg, ps.def), cosignVerify)
 	}
 	opts := []release.ReleaseOption{release.WithDryRun(f.dryRun), release.WithFloating(!f.noFloating), release.WithExpectedDigest(f.expectDigest)}
-	if f.smokeImage {
+	if f.smokeImage && !plan.Empty() {
 		smoker, err := f.smoker(ctx, g, ps.ropts, nopts)
 		if err != nil {
 			return err
