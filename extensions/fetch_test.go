@@ -102,7 +102,7 @@ func assertCacheClean(t *testing.T, c *cache.Cache, want []string) {
 			t.Errorf("bad blob %s in the cache (hash %s, %v)", b, d, err)
 		}
 	}
-	ents, err := c.List()
+	ents, err := c.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestFetchFaults(t *testing.T) {
 				}
 			}
 			// The bad file never reaches the cache; whatever else finished is intact.
-			ents, _ := c.List()
+			ents, _ := c.List(context.Background())
 			for _, e := range ents {
 				if e.ID == "ms-python.python" && e.TargetPlatform == "linux-x64" {
 					t.Errorf("bad file cached: %+v", e)
