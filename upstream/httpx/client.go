@@ -15,6 +15,7 @@ import (
 
 type options struct {
 	timeout       time.Duration
+	idleTimeout   time.Duration
 	retries       int
 	minWait       time.Duration
 	maxWait       time.Duration
@@ -27,7 +28,10 @@ type options struct {
 // Option configures New.
 type Option func(*options)
 
-// WithTimeout sets the timeout of one attempt (default 60s).
+// WithTimeout sets how long one attempt may take to get its response
+// headers (default 60s): connecting, TLS and the server's answer. Reading the
+// body is bounded by the idle timeout instead (WithIdleTimeout), so a large
+// file on a slow link is not cut.
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
 // WithRetries sets how many times a failed attempt is retried (default 5).
@@ -60,7 +64,7 @@ var UserAgent = "imagectl"
 // call including retries.
 func New(opts ...Option) *http.Client {
 	o := options{
-		timeout: 60 * time.Second, retries: 5,
+		timeout: 60 * time.Second, idleTimeout: DefaultIdleTimeout, retries: 5,
 		minWait: 500 * time.Millisecond, maxWait: 10 * time.Second,
 		maxRetryAfter: 2 * time.Minute,
 		userAgent:     UserAgent,
@@ -79,7 +83,10 @@ func New(opts ...Option) *http.Client {
 	if base == nil {
 		base = http.DefaultTransport.(*http.Transport).Clone()
 	}
-	rc.HTTPClient = &http.Client{Timeout: o.timeout, Transport: uaTransport{base, o.userAgent}}
+	// No http.Client.Timeout: it would cut a slow but steady body. The
+	// attempt is bounded by timeoutTransport (headers, then idle gaps) and
+	// the whole call by the caller's context.
+	rc.HTTPClient = &http.Client{Transport: timeoutTransport{rt: uaTransport{base, o.userAgent}, header: o.timeout, idle: o.idleTimeout}}
 	rc.Backoff = backoff(o.maxRetryAfter)
 	rc.ErrorHandler = func(resp *http.Response, err error, attempts int) (*http.Response, error) {
 		if resp != nil {

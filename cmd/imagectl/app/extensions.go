@@ -230,7 +230,7 @@ func newExtensionsLsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ents, err := c.List()
+			ents, err := c.List(cmd.Context())
 			if err != nil {
 				return err
 			}
