@@ -3,6 +3,7 @@ package safetext
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"regexp"
@@ -159,4 +160,19 @@ func cleanAttr(a slog.Attr) slog.Attr {
 		}
 	}
 	return a
+}
+
+// Writer returns a writer that passes everything written through Text
+// before writing it to w: for warnings and messages that may carry upstream
+// text or URLs (never for a terminal display that uses escape sequences on
+// purpose, such as BuildKit's progress).
+func Writer(w io.Writer) io.Writer { return textWriter{w} }
+
+type textWriter struct{ w io.Writer }
+
+func (t textWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(t.w, Text(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

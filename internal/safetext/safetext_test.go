@@ -67,3 +67,15 @@ func TestHandler(t *testing.T) {
 		}
 	}
 }
+
+func TestWriter(t *testing.T) {
+	var buf bytes.Buffer
+	w := safetext.Writer(&buf)
+	n, err := w.Write([]byte("warning: http://u:s3cret@h/ said \x1b]0;x\x07\n"))
+	if err != nil || n != len("warning: http://u:s3cret@h/ said \x1b]0;x\x07\n") {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	if got, want := buf.String(), "warning: http://redacted@h/ said \\x1b]0;x\\x07\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -15,13 +15,9 @@ import (
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/catalog"
-	"github.com/imagectl/imagectl/extensions"
-	"github.com/imagectl/imagectl/extensions/marketplace"
-	"github.com/imagectl/imagectl/extensions/openvsx"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
-	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
 type buildFlags struct {
@@ -122,8 +118,18 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 			if err != nil {
 				return err
 			}
-			c, err := f.ext.openCache()
+			c, err := f.ext.openCache(g)
 			if err != nil {
+				return err
+			}
+			// The set is resolved here (as the pipeline would) so that
+			// unpinned extension files are named before anything is
+			// fetched: refused with --require-pins, else a warning each.
+			set, _, err := resolve.Resolve(cfg, cat, resolve.Request{Ray: f.ext.ray, Python: f.ext.python, CodeServer: f.ext.codeServer, Platforms: f.ext.platforms})
+			if err != nil {
+				return fmt.Errorf("resolving: %w", err)
+			}
+			if err := f.ext.checkPins(g, set); err != nil {
 				return err
 			}
 			epoch, err := buildSourceDateEpoch(f.sourceDateEpoch)
@@ -151,18 +157,12 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 			if err != nil {
 				return err
 			}
-			hc := httpx.New()
 			progressOut := g.stderr
 			res, err := pipeline.Run(ctx, bk, pipeline.Request{
-				Matrix:  cfg,
-				Catalog: cat,
-				Resolve: resolve.Request{Ray: f.ext.ray, Python: f.ext.python, CodeServer: f.ext.codeServer, Platforms: f.ext.platforms},
-				Sources: map[string]extensions.Source{
-					matrix.SourceMarketplace: marketplace.New(marketplace.WithHTTPClient(hc),
-						marketplace.WithBaseURL(firstNonEmpty(f.ext.marketplaceURL, os.Getenv("IMAGECTL_MARKETPLACE_URL"), cfg.Upstreams.Marketplace))),
-					matrix.SourceOpenVSX: openvsx.New(openvsx.WithHTTPClient(hc),
-						openvsx.WithBaseURL(firstNonEmpty(f.ext.openvsxURL, os.Getenv("IMAGECTL_OPENVSX_URL"), cfg.Upstreams.OpenVSX))),
-				},
+				Matrix:          cfg,
+				Catalog:         cat,
+				Set:             &set,
+				Sources:         f.ext.sources(cfg, f.ext.httpClient(g)),
 				ExtensionCache:  c,
 				Definition:      def,
 				Revision:        firstNonEmpty(f.revision, gitRevision()),
@@ -193,6 +193,7 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 	}
 	f.ext.addResolve(cmd, true)
 	f.ext.addCache(cmd)
+	f.ext.addFetch(cmd, pinsOptional)
 	f.def.add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.ext.marketplaceURL, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL)")
