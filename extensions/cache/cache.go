@@ -423,9 +423,9 @@ func (c *Cache) Get(ctx context.Context, k Key, want string) (Entry, bool, error
 		return Entry{}, false, nil
 	case blobOtherKey:
 		if want != "" {
-			return Entry{}, false, fmt.Errorf("%s: the locked sha256 %s names a cached file that is %s", k, want, other)
+			return Entry{}, false, fmt.Errorf("%s: the locked sha256 %s names a cached file that is %s", k, want, safetext.Sanitize(other.String()))
 		}
-		c.warnf("index entry %s names blob %s, which is %s; removing the entry", k, digest, other)
+		c.warnf("index entry %s names blob %s, which is %s; removing the entry", k, digest, safetext.Sanitize(other.String()))
 		if err := removeIfSame(c.indexPath(k), held, "index entry"); err != nil {
 			return Entry{}, false, err
 		}
@@ -694,7 +694,7 @@ func (c *Cache) List(ctx context.Context) ([]Entry, error) {
 			e.Size, e.Path = n, c.BlobPath(e.SHA256)
 			out = append(out, e)
 		case blobOtherKey:
-			c.warnf("index entry %s names blob %s, which is %s; removing the entry", e.Key, e.SHA256, other)
+			c.warnf("index entry %s names blob %s, which is %s; removing the entry", e.Key, e.SHA256, safetext.Sanitize(other.String()))
 			return removeIfSame(p, held, "index entry")
 		}
 		return nil

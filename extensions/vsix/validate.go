@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/imagectl/imagectl/internal/ctxio"
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/vscode/engine"
 )
 
@@ -296,7 +297,7 @@ func Validate(ctx context.Context, r io.ReaderAt, size int64, want Expect, lim L
 	}
 	info := &parsed
 	if !strings.EqualFold(info.ID(), want.ID) || info.Version != want.Version {
-		return nil, fmt.Errorf("%s Identity is %s@%s, want %s@%s", ManifestPath, info.ID(), info.Version, want.ID, want.Version)
+		return nil, fmt.Errorf("%s Identity is %s, want %s@%s", ManifestPath, safetext.Sanitize(info.ID()+"@"+info.Version), want.ID, want.Version)
 	}
 	wantTP := want.TargetPlatform
 	if wantTP == "" {
@@ -319,7 +320,7 @@ func Validate(ctx context.Context, r io.ReaderAt, size int64, want Expect, lim L
 		return nil, fmt.Errorf("%s: %w", PackageJSONPath, err)
 	}
 	if !strings.EqualFold(pj.Publisher, info.Publisher) || !strings.EqualFold(pj.Name, info.Name) || pj.Version != info.Version {
-		return nil, fmt.Errorf("%s says %s.%s@%s, but %s says %s@%s", PackageJSONPath, pj.Publisher, pj.Name, pj.Version, ManifestPath, info.ID(), info.Version)
+		return nil, fmt.Errorf("%s says %s, but %s says %s", PackageJSONPath, safetext.Sanitize(pj.Publisher+"."+pj.Name+"@"+pj.Version), ManifestPath, safetext.Sanitize(info.ID()+"@"+info.Version))
 	}
 	eng := pj.Engines["vscode"]
 	if eng == "" {
@@ -338,7 +339,7 @@ func Validate(ctx context.Context, r io.ReaderAt, size int64, want Expect, lim L
 			return nil, fmt.Errorf("%s engines.vscode %q: %w", PackageJSONPath, eng, err)
 		}
 		if !ok {
-			return nil, fmt.Errorf("extension is not compatible with Code %s. Extension requires: %s", want.VSCode, eng)
+			return nil, fmt.Errorf("extension is not compatible with Code %s. Extension requires: %s", want.VSCode, safetext.Sanitize(eng))
 		}
 	}
 	if err := readAll(ctx, zr.File, size, lim); err != nil {

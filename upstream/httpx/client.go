@@ -3,14 +3,18 @@ package httpx
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/imagectl/imagectl/internal/safetext"
 )
 
 type options struct {
@@ -94,7 +98,7 @@ func New(opts ...Option) *http.Client {
 			// and URL; retryablehttp would otherwise drop it.
 			return resp, nil
 		}
-		return nil, fmt.Errorf("giving up after %d attempt(s): %w", attempts, err)
+		return nil, fmt.Errorf("giving up after %d attempt(s): %w", attempts, redactURLError(err))
 	}
 	return rc.StandardClient()
 }
@@ -152,7 +156,7 @@ func RetryAfter(v string, now time.Time) (time.Duration, bool) {
 func Get(ctx context.Context, c *http.Client, url string, header http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", url, err)
+		return nil, fmt.Errorf("GET %s: %w", safetext.URL(url), redactURLError(err))
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -165,17 +169,32 @@ func Get(ctx context.Context, c *http.Client, url string, header http.Header) (*
 func Do(c *http.Client, req *http.Request) (*http.Response, error) {
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL, err)
+		return nil, fmt.Errorf("%s %s: %w", req.Method, safetext.URL(req.URL.String()), redactURLError(err))
 	}
 	if resp.StatusCode != http.StatusOK {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		resp.Body.Close()
-		return nil, &StatusError{Method: req.Method, URL: req.URL.String(), Status: resp.StatusCode, Body: string(bytes.TrimSpace(snippet))}
+		// The URL without userinfo, the body (upstream text) with its
+		// control characters escaped: both end up on a terminal.
+		return nil, &StatusError{Method: req.Method, URL: safetext.URL(req.URL.String()), Status: resp.StatusCode, Body: safetext.Sanitize(string(bytes.TrimSpace(snippet)))}
 	}
 	return resp, nil
 }
 
-// StatusError is a non-200 answer.
+// redactURLError removes the userinfo from the URL of every *url.Error in
+// err (net/http masks only the password, as "***"). It must run before err
+// is wrapped with fmt.Errorf, which formats its message at once.
+func redactURLError(err error) error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if ue, ok := e.(*neturl.Error); ok {
+			ue.URL = safetext.URL(ue.URL)
+		}
+	}
+	return err
+}
+
+// StatusError is a non-200 answer: URL has no userinfo, Body is the start
+// of the body with control characters escaped.
 type StatusError struct {
 	Method, URL string
 	Status      int
@@ -195,6 +214,7 @@ func (e *StatusError) Error() string {
 // served with status 200), empty, or larger than limit.
 func ReadJSONBody(r io.Reader, url string, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	url = safetext.URL(url)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", url, err)
 	}
