@@ -141,6 +141,8 @@ const (
 	// Stall sends the headers and half the body, then nothing for Delay,
 	// then the rest.
 	Stall
+	// Status answers Status (default 500) with Body as the error body.
+	Status
 )
 
 // Fault is applied to downloads of ID (and TargetPlatform, when set).
@@ -158,6 +160,8 @@ type Fault struct {
 	// Delay and Chunk shape Trickle and Stall.
 	Delay time.Duration
 	Chunk int
+	// StatusCode is the status Status answers.
+	StatusCode int
 }
 
 // Stats counts what the fake served.
@@ -377,6 +381,15 @@ func (f *Fake) serveFile(w http.ResponseWriter, r *http.Request, b Build) {
 			return
 		case Replace:
 			body = ft.Body
+		case Status:
+			code := ft.StatusCode
+			if code == 0 {
+				code = http.StatusInternalServerError
+			}
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(code)
+			w.Write(ft.Body)
+			return
 		case Hangup:
 			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 				conn.Close()
