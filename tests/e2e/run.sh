@@ -142,7 +142,7 @@ build() { # NAME CFGDIR [extra flags]: runs imagectl build, JSON to $work/NAME.j
   local n=$1 cfg=$2; shift 2
   local start=$SECONDS
   "$imagectl" --matrix "$cfg/matrix.yaml" build --ray 2.46.0 --platform "${PLATFORMS:-linux/amd64,linux/arm64}" \
-    --push --sign --key "$work/cosign.key" --revision "$rev" \
+    --push --sign --key "$work/cosign.key" --revision "$rev" --require-pins \
     --cache-dir "$work/vsix-cache" --progress plain --output json "$@" \
     >"$work/$n.json" 2>"$work/$n.err" || { tail -n 60 "$work/$n.err" >&2; fail "imagectl build ($n)"; }
   echo $((SECONDS - start)) >"$work/$n.seconds"
