@@ -227,3 +227,12 @@ func TestPinsOnTheCommandLine(t *testing.T) {
 		t.Errorf("fetch --require-pins after pin: exit %d\n%s", code, errOut)
 	}
 }
+
+// release cannot be talked out of requiring pins.
+func TestReleaseAlwaysRequiresPins(t *testing.T) {
+	e := newGalleryEnv(t)
+	code, _, errOut := e.run("release", "--require-pins=false", "--dry-run")
+	if code == 0 || !strings.Contains(errOut, "release always requires pinned extension files") {
+		t.Errorf("release --require-pins=false: exit %d\n%s", code, errOut)
+	}
+}

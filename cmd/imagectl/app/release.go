@@ -103,6 +103,9 @@ nothing. --dry-run prints the actions and writes nothing.`,
 
 func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 	ctx := cmd.Context()
+	if !f.b.ext.requirePins {
+		return errors.New("release always requires pinned extension files: drop --require-pins=false (pin the catalog with imagectl extensions pin)")
+	}
 	ps, err := g.publishSetup(ctx, &f.publishFlags)
 	if err != nil {
 		return err
@@ -116,9 +119,6 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 	}
 	// A release never trusts an extension file on first use: every entry
 	// it builds must have every file pinned by sha256 in the catalog.
-	if !f.b.ext.requirePins {
-		return errors.New("release always requires pinned extension files: drop --require-pins=false (pin the catalog with imagectl extensions pin)")
-	}
 	for _, e := range plan.Entries {
 		if e.Action != release.ActionBuild {
 			continue
