@@ -462,6 +462,9 @@ func raySite(root *yaml.Node, kind string) (*site, error) {
 	if containers == nil || containers.Kind != yaml.SequenceNode || len(containers.Content) == 0 {
 		return nil, fmt.Errorf("no containers: %s.containers is missing or empty (the Ray container must be containers[0])", desc)
 	}
+	if containers.Style&yaml.FlowStyle != 0 {
+		return nil, fmt.Errorf("%s.containers is a flow sequence ([...]) at line %d; write it as a block sequence (one \"- \" item per line) so inject can add to it", desc, containers.Line)
+	}
 	s := &site{desc: desc, pod: pod, containerList: pod, containerKey: "containers", pullSecretsOf: pod,
 		rayVersion: scalarAt(cluster, "rayVersion"), startParams: valueAt(cluster, "headGroupSpec", "rayStartParams")}
 	for i, ct := range containers.Content {
