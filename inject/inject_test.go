@@ -3,7 +3,7 @@ package inject
 import (
 	"context"
 	"encoding/base64"
-		"errors"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -141,7 +141,7 @@ func TestOptionsShapeTheSidecar(t *testing.T) {
 	sc := pod.Containers[1]
 	got := map[string]string{
 		"name": sc.Name, "image": sc.Image, "port": fmt.Sprintf("%s:%d", sc.Ports[0].Name, sc.Ports[0].ContainerPort),
-		"secret": sc.Env[3].ValueFrom.SecretKeyRef.Name + "/" + sc.Env[3].ValueFrom.SecretKeyRef.Key,
+		"secret":   sc.Env[3].ValueFrom.SecretKeyRef.Name + "/" + sc.Env[3].ValueFrom.SecretKeyRef.Key,
 		"requests": sc.Resources.Requests.Cpu().String(), "limits": sc.Resources.Limits.Memory().String(),
 		"dashboard": sc.Lifecycle.PostStart.Exec.Command[3], "pull": pod.ImagePullSecrets[0].Name,
 	}
