@@ -3,6 +3,7 @@ package inject
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -138,10 +139,20 @@ func WithImagePullSecret(name string) Option { return func(c *config) { c.pullSe
 // instead of Kubernetes manifests.
 func WithHelmValues() Option { return func(c *config) { c.helmValues = true } }
 
+// ErrInvalidOption wraps every error about an option's value.
+var ErrInvalidOption = errors.New("invalid option")
+
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 var secretKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 
 func (c *config) validate() error {
+	if err := c.check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return nil
+}
+
+func (c *config) check() error {
 	switch {
 	case len(c.name) > 63 || !dnsLabel.MatchString(c.name):
 		return fmt.Errorf("sidecar name %q: expected a DNS label (lower case letters, digits and '-', at most 63)", c.name)
