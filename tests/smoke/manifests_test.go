@@ -201,7 +201,6 @@ func TestExamplesAreValid(t *testing.T) {
 	}
 }
 
-
 // TestHarnessManifestIsValid: the RayJob the harness applies (its plain
 // RayJob with the sidecar added by the inject library) passes the same
 // checks as the examples.
