@@ -452,7 +452,11 @@ func raySite(root *yaml.Node, kind string) (*site, error) {
 	cluster := valueAt(root, path...)
 	head := append(append([]string{}, path...), "headGroupSpec", "template", "spec")
 	for i := range head {
-		if v := valueAt(root, head[:i+1]...); v == nil || v.Kind != yaml.MappingNode {
+		v := valueAt(root, head[:i+1]...)
+		if v != nil && v.Kind == yaml.AliasNode {
+			return nil, fmt.Errorf("%s is an alias (*%s): inject edits the text in place and cannot follow aliases; write it out", strings.Join(head[:i+1], "."), v.Value)
+		}
+		if v == nil || v.Kind != yaml.MappingNode {
 			return nil, fmt.Errorf("no head group: %s is missing or not a mapping", strings.Join(head[:i+1], "."))
 		}
 	}

@@ -77,6 +77,8 @@ func TestErrorsNameFileAndDocument(t *testing.T) {
 			[]string{"port 8443 is already used", "--port"}},
 		{"no Ray version", strings.NewReplacer(`  rayVersion: "2.46.0"`+"\n", "", "rayproject/ray:2.46.0", "me/ray:custom").Replace(plainCluster), nil,
 			[]string{`no Ray version: spec.headGroupSpec.template.spec has no rayVersion and the Ray image "me/ray:custom" has no X.Y.Z tag; pass the sidecar image (--image)`}},
+		{"alias", "x: &t\n  spec:\n    containers: [{name: a}]\n" + strings.Replace(strings.Replace(plainCluster, "    template:\n      spec:\n        containers:\n        - name: ray-head\n          image: rayproject/ray:2.46.0\n", "    template: *t\n", 1), "", "", 1), nil,
+			[]string{"spec.headGroupSpec.template is an alias (*t)"}},
 		{"Helm values without head", "image:\n  tag: 2.46.0\n", []Option{WithHelmValues()}, []string{"no head group"}},
 	}
 	for _, tt := range tests {
@@ -197,6 +199,22 @@ func TestCRLFAndNoFinalNewline(t *testing.T) {
 				t.Errorf("Remove:\n%q\nwant\n%q", removed.Output, in)
 			}
 		})
+	}
+}
+
+// TestHelmValuesDocumentEnd: a key added at the top level goes before the
+// document end marker.
+func TestHelmValuesDocumentEnd(t *testing.T) {
+	in := "image:\n  tag: 2.46.0\nhead:\n  rayStartParams: {}\n...\n"
+	res, err := Apply(context.Background(), "v.yaml", []byte(in), WithHelmValues(), WithImagePullSecret("regcred"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(res.Output), "imagePullSecrets: # added by imagectl inject\n- name: regcred\n...\n") {
+		t.Errorf("imagePullSecrets not added before the document end:\n%s", res.Output)
+	}
+	if removed, err := Remove("v.yaml", res.Output); err != nil || string(removed.Output) != in {
+		t.Errorf("Remove: %v\n%s", err, removed.Output)
 	}
 }
 

@@ -134,6 +134,9 @@ func (t *text) lastLine(start, indent int, dashes bool) int {
 		}
 		in := indentOf(l)
 		s := strings.TrimSpace(l)
+		if in == 0 && (s == "..." || docStart.MatchString(s)) {
+			break // the document ends
+		}
 		if strings.HasPrefix(s, "#") {
 			if in > indent {
 				last = i
