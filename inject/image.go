@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/regauth"
 )
 
 // DefaultRepository is where the images are published (matrix.yaml
@@ -114,7 +114,7 @@ func (r RegistryResolver) Resolve(ctx context.Context, ref string) (string, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	opts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, r.Options...)
+	opts := regauth.RemoteOptions(ctx, r.Options...)
 	desc, err := remote.Head(parsed, opts...)
 	if err != nil {
 		// Some registries answer HEAD badly; GET is what pulls do.

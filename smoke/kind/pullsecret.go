@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"sigs.k8s.io/yaml"
+
+	"github.com/imagectl/imagectl/regauth"
 )
 
 // PullSecretName names the imagePullSecret the harness creates for a
@@ -51,7 +53,7 @@ func ResolvePullAccess(ctx context.Context, image string, opts ...name.Option) (
 			return nil, fmt.Errorf("reading %s from its registry: %w", image, err)
 		}
 		// Private: the node needs the same credentials as this machine.
-		auth, err := authn.DefaultKeychain.Resolve(ref.Context())
+		auth, err := regauth.Keychain().Resolve(ref.Context())
 		if err != nil {
 			return nil, fmt.Errorf("docker config credentials for %s: %w", ref.Context().RegistryStr(), err)
 		}
