@@ -117,6 +117,12 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	log := cfg.Logger
+	// Before any cluster: the image must be readable, by this machine's
+	// docker config when it is private.
+	access, err := ResolvePullAccess(ctx, cfg.Image)
+	if err != nil {
+		return nil, err
+	}
 
 	work, err := os.MkdirTemp("", "imagectl-smoke-")
 	if err != nil {
@@ -125,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if cfg.LogDir == "" {
 		cfg.LogDir = filepath.Join(work, "logs")
 	}
-	h := &harness{cfg: cfg, log: log, kubeconfig: filepath.Join(work, "kubeconfig"),
+	h := &harness{cfg: cfg, log: log, kubeconfig: filepath.Join(work, "kubeconfig"), access: access,
 		provider: cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(kindcmd.NewLogger()))}
 
 	log.Info("creating kind cluster", "name", cfg.ClusterName, "node_image", cfg.KindNodeImage)
@@ -163,6 +169,7 @@ type harness struct {
 	rayCluster string
 	operator   string // namespace/name of the operator's Deployment
 	manifest   []byte // what was applied
+	access     *PullAccess
 }
 
 const jobName = "imagectl-smoke"
@@ -172,9 +179,12 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	// No image is loaded into kind: the node pulls the image under test by
 	// digest from the registry it was pushed to, with an imagePullSecret
 	// made from this machine's docker config when the repository is private.
-	access, err := ResolvePullAccess(ctx, h.cfg.Image)
-	if err != nil {
-		return nil, err
+	access := h.access
+	if access == nil {
+		var err error
+		if access, err = ResolvePullAccess(ctx, h.cfg.Image); err != nil {
+			return nil, err
+		}
 	}
 	h.log.Info("the node pulls the image by digest", "image", access.Pinned, "pull_secret", access.Secret != nil)
 	if err := h.installKubeRay(ctx, guide); err != nil {
