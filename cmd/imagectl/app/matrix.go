@@ -256,6 +256,7 @@ type refreshFlags struct {
 	timeout                            time.Duration
 	retries                            int
 	tokenHost                          string
+	idleTimeout                        time.Duration
 }
 
 // pick returns the flag if set, else the environment variable, else def.
@@ -304,7 +305,7 @@ extensions pin.`,
 			if err != nil {
 				return err
 			}
-			hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithRetries(f.retries))
+			hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithIdleTimeout(f.idleTimeout), httpx.WithRetries(f.retries))
 			u := cfg.Upstreams
 			src := catalog.Sources{
 				PyPI: pypi.New(pypi.WithBaseURL(pick(f.pypi, "IMAGECTL_PYPI_URL", u.PyPI)), pypi.WithHTTPClient(hc)),
@@ -385,6 +386,7 @@ extensions pin.`,
 	fl.StringVar(&f.versions, "versions", "", "code-server version source: registry-tags or github-releases (env IMAGECTL_BASE_VERSIONS; default matrix.yaml base.versions)")
 	fl.BoolVar(&f.insecure, "insecure-registry", false, "allow plain HTTP to the base and tools image registries")
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long one HTTP attempt may wait for the response headers (a body is bounded by the idle timeout instead)")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", httpx.DefaultIdleTimeout, "fail (and retry) a response body that sends no byte for this long (0: no limit)")
 	fl.IntVar(&f.retries, "retries", 5, "retries of a failed HTTP attempt (429/503 honour Retry-After)")
 	fl.StringVar(&f.tokenHost, "github-token-host", "", "the one host GITHUB_TOKEN is sent to, over HTTPS only (env IMAGECTL_GITHUB_TOKEN_HOST; default "+github.DefaultTokenHost+")")
 	return cmd
