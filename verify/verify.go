@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -20,6 +19,8 @@ import (
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/imagectl/imagectl/internal/safefile"
 )
 
 // BuildKit's attestation-manifest annotations and in-toto predicate types.
@@ -32,6 +33,8 @@ const (
 	predicateCDX    = "https://cyclonedx.org/bom"
 	predicateSLSA   = "https://slsa.dev/provenance/"
 	maxStatementLen = 32 << 20
+	// maxPublicKeyFile bounds cosign.pub (a PEM public key is < 1 KiB).
+	maxPublicKeyFile = 64 << 10
 )
 
 // Option configures Image.
@@ -112,7 +115,7 @@ func WithLimits(maxFileBytes, maxImageBytes int64) Option {
 
 // LoadPublicKey reads a PEM public key (cosign.pub).
 func LoadPublicKey(path string) (signature.Verifier, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := safefile.ReadFile(path, maxPublicKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading public key: %w", err)
 	}

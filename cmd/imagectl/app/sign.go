@@ -11,8 +11,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"github.com/imagectl/imagectl/internal/safefile"
 	"github.com/imagectl/imagectl/sign"
 )
+
+// maxSBOMFile bounds --sbom: the SBOM goes into one in-toto statement, and
+// verify reads statements of at most 32 MiB.
+const maxSBOMFile = 16 << 20
 
 func newSignCommand(g *globals) *cobra.Command {
 	var (
@@ -105,7 +110,7 @@ any registry.`,
 			}
 			var sbomDoc []byte
 			if sbomFile != "" {
-				b, err := os.ReadFile(sbomFile)
+				b, err := safefile.ReadFile(sbomFile, maxSBOMFile)
 				if err != nil {
 					return &exitError{2, fmt.Errorf("--sbom: %w", err)}
 				}
