@@ -54,30 +54,66 @@ func TestHostileInputFiles(t *testing.T) {
 		{"sign SBOM /dev/zero", []string{"sign", img, "--key", fifo, "--sbom", "/dev/zero"}, "/dev/zero: not a regular file"},
 	}
 	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { expectQuickFailure(t, tc.wantErr, tc.args...) })
+	}
+}
+
+// expectQuickFailure runs imagectl with args and wants a non-zero exit
+// within 10 s with a short stderr containing wantErr.
+func expectQuickFailure(t *testing.T, wantErr string, args ...string) {
+	t.Helper()
+	type result struct {
+		code   int
+		stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, _, errOut := run(t, args...)
+		done <- result{code, errOut}
+	}()
+	select {
+	case r := <-done:
+		if r.code == 0 {
+			t.Fatalf("exit 0, want a failure")
+		}
+		if !strings.Contains(r.stderr, wantErr) {
+			t.Errorf("stderr %q lacks %q", r.stderr, wantErr)
+		}
+		if len(r.stderr) > 2000 {
+			t.Errorf("stderr is %d bytes, want one readable error", len(r.stderr))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("imagectl %s did not return within 10 s", strings.Join(args, " "))
+	}
+}
+
+// SOURCE_DATE_EPOCH (and --source-date-epoch) out of range is refused by
+// every command that uses it, before any work: 99999999999999999 overflowed
+// installedTimestamp (milliseconds) and gave mtimes in 1901.
+func TestSourceDateEpochRange(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("COSIGN_PASSWORD", "hostile-input-test")
+	key := filepath.Join(dir, "k")
+	if code, _, errOut := run(t, "sign", "--generate-key", key); code != 0 {
+		t.Fatalf("sign --generate-key: exit %d: %s", code, errOut)
+	}
+	const huge = "99999999999999999"
+	const want = `="99999999999999999": want a Unix time in seconds from 0 to 8589934591 (2242-03-16T12:56:31Z)`
+	img := "127.0.0.1:1/x@sha256:" + strings.Repeat("a", 64)
+	for _, tc := range []struct {
+		name, env, wantErr string
+		args               []string
+	}{
+		{"extensions layout", huge, "SOURCE_DATE_EPOCH" + want, []string{"--matrix", repoMatrix, "extensions", "layout", "--ray", "2.46.0",
+			"--platform", "linux/amd64", "--out", filepath.Join(dir, "out"), "--cache-dir", filepath.Join(dir, "cache")}},
+		{"build env", huge, "SOURCE_DATE_EPOCH" + want, []string{"--matrix", repoMatrix, "build", "--ray", "2.46.0", "--cache-dir", filepath.Join(dir, "cache")}},
+		{"build flag", "", "--source-date-epoch" + want, []string{"--matrix", repoMatrix, "build", "--ray", "2.46.0", "--cache-dir", filepath.Join(dir, "cache"), "--source-date-epoch", huge}},
+		{"sign SBOM from labels", huge, "SOURCE_DATE_EPOCH" + want, []string{"sign", img, "--key", key + ".key", "--sbom-from-labels"}},
+		{"sign SBOM, not a number", "yesterday", `SOURCE_DATE_EPOCH="yesterday": want`, []string{"sign", img, "--key", key + ".key", "--sbom-from-labels"}},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			type result struct {
-				code   int
-				stderr string
-			}
-			done := make(chan result, 1)
-			go func() {
-				code, _, errOut := run(t, tc.args...)
-				done <- result{code, errOut}
-			}()
-			select {
-			case r := <-done:
-				if r.code == 0 {
-					t.Fatalf("exit 0, want a failure")
-				}
-				if !strings.Contains(r.stderr, tc.wantErr) {
-					t.Errorf("stderr %q lacks %q", r.stderr, tc.wantErr)
-				}
-				if len(r.stderr) > 2000 {
-					t.Errorf("stderr is %d bytes, want one readable error", len(r.stderr))
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("imagectl %s did not return within 10 s", strings.Join(tc.args, " "))
-			}
+			t.Setenv("SOURCE_DATE_EPOCH", tc.env)
+			expectQuickFailure(t, tc.wantErr, tc.args...)
 		})
 	}
 }
