@@ -51,6 +51,9 @@ type options struct {
 	maxFileBytes   int64
 	maxImageBytes  int64
 	trustedRoot    func() (cosign.CheckOpts, error)
+	// allowedRepos are signed repositories accepted besides the verified
+	// one (mirrors).
+	allowedRepos []string
 }
 
 // WithVerifier verifies signatures with a public key.
@@ -105,6 +108,15 @@ func WithSkipContents(skip bool) Option { return func(o *options) { o.skipConten
 // report lists the skip.
 func WithSkipAttestations(skip bool) Option {
 	return func(o *options) { o.skipSBOM, o.skipProvenance = skip, skip }
+}
+
+// WithAllowedRepositories accepts signatures whose signed repository
+// (critical.identity.docker-reference in the cosign payload) is one of
+// repos, besides the repository being verified: for a mirror, name the
+// repository the image was signed in. Without it, a copy of an image and
+// its signatures in another repository fails verification.
+func WithAllowedRepositories(repos ...string) Option {
+	return func(o *options) { o.allowedRepos = append(o.allowedRepos, repos...) }
 }
 
 // WithLimits bounds reads: one file of interest (package.json, METADATA...)
@@ -169,8 +181,13 @@ func Image(ctx context.Context, ref string, opts ...Option) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	claims, err := newRepositoryClaims(r.Context(), o.allowedRepos, o.nameOpts)
+	if err != nil {
+		return nil, err
+	}
+	co.ClaimVerifier = claims.verify
 
-	v := &verifier{o: o, co: co, rep: rep, root: root}
+	v := &verifier{o: o, co: co, rep: rep, root: root, claims: claims}
 	if desc.MediaType.IsIndex() {
 		err = v.index(ctx, desc)
 	} else if desc.MediaType.IsImage() {
@@ -219,10 +236,11 @@ func (o *options) checkOpts(ctx context.Context) (*cosign.CheckOpts, error) {
 }
 
 type verifier struct {
-	o    *options
-	co   *cosign.CheckOpts
-	rep  *Report
-	root name.Digest
+	o      *options
+	co     *cosign.CheckOpts
+	rep    *Report
+	root   name.Digest
+	claims *repositoryClaims
 }
 
 func (v *verifier) fail(f Failure) { v.rep.Failures = append(v.rep.Failures, f) }
@@ -332,9 +350,13 @@ func (v *verifier) signatures(ctx context.Context, mi manifestInfo) int {
 	f := Failure{Check: CheckSignature, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: tag.String()}
 	var noSigs *cosign.ErrNoSignaturesFound
 	var noMatch *cosign.ErrNoMatchingSignatures
+	signedFor := v.claims.rejected(mi.ref.DigestStr())
 	switch {
 	case errors.As(err, &noSigs):
 		f.Message = "not signed: no signatures found"
+	case errors.As(err, &noMatch) && len(signedFor) > 0:
+		f.Message = fmt.Sprintf("signed for repository %s, not %s: the trusted signature's critical.identity.docker-reference names another repository (to verify a mirror, accept it with --allow-repository %s)",
+			strings.Join(signedFor, ", "), v.claims.verified, signedFor[0])
 	case errors.As(err, &noMatch):
 		f.Message = "no valid signature from the trusted key/identity: " + oneLine(err.Error())
 	default:
