@@ -11,10 +11,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/imagectl/imagectl/regauth"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -165,7 +165,7 @@ func Image(ctx context.Context, ref string, opts ...Option) (*Report, error) {
 	if o.verifier == nil && len(o.identities) == 0 {
 		return nil, errors.New("verify: no public key and no keyless identity: nothing to trust")
 	}
-	o.remoteOpts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, o.remoteOpts...)
+	o.remoteOpts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(regauth.Keychain())}, o.remoteOpts...)
 
 	r, err := name.ParseReference(ref, o.nameOpts...)
 	if err != nil {

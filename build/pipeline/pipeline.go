@@ -24,6 +24,7 @@ import (
 	"github.com/imagectl/imagectl/extensions/openvsx"
 	"github.com/imagectl/imagectl/internal/safefile"
 	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
 )
@@ -76,6 +77,10 @@ type Request struct {
 	DistDir string
 	// Insecure allows plain HTTP to a registry other than localhost.
 	Insecure bool
+	// RemoteOptions are extra go-containerregistry options for publishing
+	// (a transport); credentials always come from the docker config
+	// keychain (regauth), as BuildKit's own push gets them from its session.
+	RemoteOptions []remote.Option
 
 	Provenance bool
 	SBOM       bool
@@ -172,6 +177,20 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		return nil, err
 	}
 
+	repoName := req.Repo
+	if repoName == "" && len(cfg.Image.Repositories) > 0 {
+		repoName = cfg.Image.Repositories[0]
+	}
+	repo, err := name.NewRepository(repoName, nameOpts(req.Insecure)...)
+	if err != nil {
+		return nil, fmt.Errorf("image repository %q: %w", repoName, err)
+	}
+	// Everything that needs no download is checked before the first one:
+	// every platform's buildkitd answers, and a push may happen.
+	if err := preflight(ctx, b, set.Platforms, repo, req.Push); err != nil {
+		return nil, err
+	}
+
 	// 2. Fetch the extension files.
 	if req.ExtensionCache == nil {
 		return nil, fmt.Errorf("no extension cache")
@@ -216,14 +235,6 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		}
 		defer os.RemoveAll(work)
 	}
-	repoName := req.Repo
-	if repoName == "" && len(cfg.Image.Repositories) > 0 {
-		repoName = cfg.Image.Repositories[0]
-	}
-	repo, err := name.NewRepository(repoName, nameOpts(req.Insecure)...)
-	if err != nil {
-		return nil, fmt.Errorf("image repository %q: %w", repoName, err)
-	}
 	baseRef, err := name.ParseReference(set.CodeServer.Base)
 	if err != nil {
 		return nil, fmt.Errorf("base image %q: %w", set.CodeServer.Base, err)
@@ -239,7 +250,7 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 			return nil, fmt.Errorf("laying out extensions for %s: %w", p, err)
 		}
 		settingsFile := filepath.Join(dir, "settings.json")
-		if err := extensions.WriteSettings(settingsFile, cfg.Settings, epoch); err != nil {
+		if err := extensions.WriteSettings(settingsFile, build.ImageSettings(cfg.Settings), epoch); err != nil {
 			return nil, fmt.Errorf("writing settings.json: %w", err)
 		}
 		settings, err := safefile.ReadFile(settingsFile, maxSettingsFile)
@@ -286,7 +297,7 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		if !req.NoTags {
 			tags = immutableTags(cfg, set)
 		}
-		pub, err := build.Publish(ctx, repo, results, tags, []remote.Option{remote.WithContext(ctx)})
+		pub, err := build.Publish(ctx, repo, results, tags, regauth.RemoteOptions(ctx, req.RemoteOptions...))
 		if err != nil {
 			return nil, err
 		}
@@ -419,6 +430,31 @@ func immutableTags(cfg *matrix.Config, set resolve.Set) []string {
 func nameOpts(insecure bool) []name.Option {
 	if insecure {
 		return []name.Option{name.Insecure}
+	}
+	return nil
+}
+
+// pinger is a builder that can say, before any work, whether the builder of a
+// platform answers (build.BuildKit does).
+type pinger interface {
+	Ping(ctx context.Context, platform string) (string, error)
+}
+
+// preflight fails fast on what needs no download: a buildkitd that does not
+// answer, and, with push, a registry that refuses the credentials of the
+// docker config (or their absence).
+func preflight(ctx context.Context, b build.Interface, platforms []string, repo name.Repository, push bool) error {
+	if p, ok := b.(pinger); ok {
+		for _, pl := range platforms {
+			if _, err := p.Ping(ctx, pl); err != nil {
+				return err
+			}
+		}
+	}
+	if push {
+		if err := regauth.CheckPush(ctx, repo, nil, nil); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -57,11 +57,25 @@ imagectl=$work/bin/imagectl
 fu=$work/bin/fakeupstream
 
 # --- 2. Local upstreams ---------------------------------------------------------
-"$fu" registry -port-file "$work/registry.port" -log "$work/registry.log" 2>"$work/registry.err" &
+# The registry requires token authentication the way Docker Hub does (401 +
+# WWW-Authenticate: Bearer realm,service,scope; basic credentials only at the
+# token endpoint). Every step below authenticates with the docker config that
+# `docker login` writes, read through $DOCKER_CONFIG.
+printf 'e2e-%s\n' "$RANDOM$RANDOM" >"$work/registry.password"
+"$fu" registry -port-file "$work/registry.port" -log "$work/registry.log" \
+  -user e2e -password-file "$work/registry.password" 2>"$work/registry.err" &
 pids+=($!)
 wait_file "$work/registry.port" 30
 reg=127.0.0.1:$(cat "$work/registry.port")
-log "registry at $reg"
+export DOCKER_CONFIG=$work/docker
+mkdir -p "$DOCKER_CONFIG"
+# exactly what `docker login $reg -u e2e` writes
+jq -n --arg reg "$reg" --arg auth "$(printf 'e2e:%s' "$(cat "$work/registry.password")" | base64 -w0)" \
+  '{auths: {($reg): {auth: $auth}}}' >"$DOCKER_CONFIG/config.json"
+chmod 600 "$DOCKER_CONFIG/config.json"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://$reg/v2/")
+[ "$code" = 401 ] || fail "the e2e registry answered /v2/ without credentials with $code, want 401"
+log "registry at $reg (token auth; credentials in $DOCKER_CONFIG/config.json)"
 
 python3 tests/e2e/mkwheels.py "$work/pyindex"
 "$fu" serve -dir "$work/pyindex" -port-file "$work/pyindex.port" 2>"$work/pyindex.err" &
@@ -176,9 +190,33 @@ tag=$reg/code-server-ray:$(jq -r '.tags[0]' "$j")
 ! grep -q 'warning: tools image' "$work/cold.err" || fail "pinned build warned about the tools image: $(grep 'warning: tools image' "$work/cold.err")"
 log "tools image pinned: $tools_pinned"
 
+# --- 6b. Without credentials: one clear line, before any download, no tag -----------
+mkdir -p "$work/nologin-docker" "$work/nologin-cache"
+echo '{}' >"$work/nologin-docker/config.json"
+if DOCKER_CONFIG=$work/nologin-docker "$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 \
+  --push --repo "$reg/nologin" --revision "$rev" --cache-dir "$work/nologin-cache" --progress quiet \
+  >"$work/nologin.out" 2>"$work/nologin.err"; then
+  fail "imagectl build --push without credentials succeeded"
+fi
+[ "$(wc -l <"$work/nologin.err")" = 1 ] || fail "build without credentials: want exactly one line on stderr, got: $(cat "$work/nologin.err")"
+grep -q "registry $reg refused an anonymous push to $reg/nologin: log in first (docker login $reg" "$work/nologin.err" \
+  || fail "build without credentials: the error does not name the registry and say to log in: $(cat "$work/nologin.err")"
+[ -z "$(find "$work/nologin-cache" -type f)" ] || fail "build without credentials downloaded before failing: $(find "$work/nologin-cache" -type f)"
+tok=$(curl -sf -u "e2e:$(cat "$work/registry.password")" "http://$reg/token?service=imagectl-test-registry&scope=repository:nologin:pull" | jq -r .token)
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" "http://$reg/v2/nologin/tags/list")
+[ "$code" = 404 ] || fail "build without credentials left something in $reg/nologin (tags/list answered $code)"
+log "build --push without credentials: failed before any download: $(cat "$work/nologin.err")"
+
 # --- 7. verify passes ---------------------------------------------------------------
 "$imagectl" verify "$tag" --key "$work/cosign.pub" >"$work/verify.txt" 2>&1 || { cat "$work/verify.txt" >&2; fail "verify of the built image"; }
 log "verify $tag: passed"
+# The interpreter code-server and its terminal use is the shipped one: verify
+# read the settings and the config Env of each platform from the image.
+"$imagectl" verify "$tag" --key "$work/cosign.pub" --output json >"$work/verify.json" 2>"$work/verify-json.err" || { cat "$work/verify-json.err" >&2; fail "verify --output json"; }
+jq -e '[.manifests[] | select(.contents != null)] | length == 2 and all(.[];
+    .contents.interpreterSetting == "/opt/imagectl/python/bin/python3" and .contents.virtualEnv == "/opt/imagectl/python")' \
+  "$work/verify.json" >/dev/null || fail "the image's settings or environment do not name the shipped interpreter: $(jq -c '[.manifests[].contents | {interpreterSetting, virtualEnv}?]' "$work/verify.json")"
+log "interpreter: settings and VIRTUAL_ENV name /opt/imagectl/python on both platforms"
 
 # --- 8. Tampering: verify must fail, each time for the right reason -------------------
 expect_fail() { # NAME REF PATTERN [verify flags]

@@ -3,10 +3,13 @@ package httpx
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -81,15 +84,41 @@ func New(opts ...Option) *http.Client {
 	}
 	rc.HTTPClient = &http.Client{Timeout: o.timeout, Transport: uaTransport{base, o.userAgent}}
 	rc.Backoff = backoff(o.maxRetryAfter)
+	rc.CheckRetry = checkRetry
 	rc.ErrorHandler = func(resp *http.Response, err error, attempts int) (*http.Response, error) {
 		if resp != nil {
 			// Hand the last response to the caller, which reports its status
 			// and URL; retryablehttp would otherwise drop it.
 			return resp, nil
 		}
+		// The caller names the URL once (Do); drop the copy *url.Error adds.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		if attempts <= 1 {
+			return nil, err
+		}
 		return nil, fmt.Errorf("giving up after %d attempt(s): %w", attempts, err)
 	}
 	return rc.StandardClient()
+}
+
+// checkRetry is retryablehttp's default policy, except that a host name that
+// does not resolve is final: the resolver answered, and asking again within
+// the same minute only makes an offline user or a mistyped host wait.
+func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if IsNoSuchHost(err) {
+		return false, err
+	}
+	return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+}
+
+// IsNoSuchHost reports whether err is a DNS answer that the name does not
+// exist ("no such host").
+func IsNoSuchHost(err error) bool {
+	var de *net.DNSError
+	return errors.As(err, &de) && de.IsNotFound
 }
 
 type uaTransport struct {
@@ -158,6 +187,11 @@ func Get(ctx context.Context, c *http.Client, url string, header http.Header) (*
 func Do(c *http.Client, req *http.Request) (*http.Response, error) {
 	resp, err := c.Do(req)
 	if err != nil {
+		// c.Do wraps err in a *url.Error that repeats the URL: name it once.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL, err)
 	}
 	if resp.StatusCode != http.StatusOK {

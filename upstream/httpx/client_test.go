@@ -3,6 +3,7 @@ package httpx
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -199,6 +200,49 @@ func TestReadJSONBody(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), url) {
 				t.Fatalf("err = %v, want it to name %s and say %q", err, url, tc.wantErr)
+			}
+		})
+	}
+}
+
+// roundTripFunc counts attempts and fails each with err.
+type failingTransport struct {
+	n   atomic.Int32
+	err error
+}
+
+func (f *failingTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	f.n.Add(1)
+	return nil, f.err
+}
+
+// A name that does not resolve is final: one attempt, no backoff, and the
+// URL appears once in the error.
+func TestNoSuchHostIsFinal(t *testing.T) {
+	const u = "https://marketplace.invalid/_apis/public/gallery/extensionquery"
+	for _, tc := range []struct {
+		name         string
+		err          error
+		wantAttempts int32
+	}{
+		{"no such host", &net.DNSError{Err: "no such host", Name: "marketplace.invalid", IsNotFound: true}, 1},
+		{"temporary DNS failure is retried", &net.DNSError{Err: "server misbehaving", Name: "marketplace.invalid", IsTemporary: true}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ft := &failingTransport{err: tc.err}
+			c := New(WithTransport(ft), WithRetries(2), WithBackoff(time.Millisecond, time.Millisecond))
+			_, err := Get(context.Background(), c, u, nil)
+			if err == nil {
+				t.Fatal("Get succeeded")
+			}
+			if got := ft.n.Load(); got != tc.wantAttempts {
+				t.Errorf("attempts = %d, want %d (err %v)", got, tc.wantAttempts, err)
+			}
+			if n := strings.Count(err.Error(), "marketplace.invalid/_apis"); n != 1 {
+				t.Errorf("error names the URL %d times, want once: %q", n, err)
+			}
+			if !strings.HasPrefix(err.Error(), "GET "+u+": ") {
+				t.Errorf("error %q does not start with the method and URL", err)
 			}
 		})
 	}

@@ -199,7 +199,7 @@ It reads the cache only: run "imagectl extensions fetch" first. With
 				fmt.Fprintf(g.stdout, "%s\t%s\t%s\n", i.Dir, i.TargetPlatform, i.SHA256)
 			}
 			if settingsOut != "" {
-				if err := extensions.WriteSettings(settingsOut, cfg.Settings, t); err != nil {
+				if err := extensions.WriteSettings(settingsOut, build.ImageSettings(cfg.Settings), t); err != nil {
 					return err
 				}
 			}

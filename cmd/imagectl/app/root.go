@@ -89,6 +89,7 @@ on KubeRay, and plans scheduled rebuilds.`,
 		newSmokeCommand(g),
 		newPlanCommand(g),
 		newReleaseCommand(g),
+		newInjectCommand(g),
 	)
 	return root
 }
