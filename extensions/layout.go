@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/internal/safetext"
+	"github.com/imagectl/imagectl/internal/sourcedate"
 	"github.com/imagectl/imagectl/resolve"
 )
 
@@ -26,18 +26,8 @@ import (
 const ExtensionsJSON = "extensions.json"
 
 // SourceDateEpoch returns the time in $SOURCE_DATE_EPOCH, or the Unix epoch
-// when it is unset.
-func SourceDateEpoch() (time.Time, error) {
-	v := os.Getenv("SOURCE_DATE_EPOCH")
-	if v == "" {
-		return time.Unix(0, 0).UTC(), nil
-	}
-	s, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || s < 0 {
-		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: want a non-negative integer", v)
-	}
-	return time.Unix(s, 0).UTC(), nil
-}
+// when it is unset (sourcedate.FromEnv: the range is checked there).
+func SourceDateEpoch() (time.Time, error) { return sourcedate.FromEnv() }
 
 // LayoutOptions says where and how to lay out one platform.
 type LayoutOptions struct {

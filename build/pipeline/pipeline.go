@@ -22,6 +22,7 @@ import (
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/internal/safefile"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
@@ -35,6 +36,10 @@ func digests(m map[string]v1.Descriptor) map[string]string {
 	}
 	return out
 }
+
+// maxSettingsFile bounds the settings.json written from matrix.yaml (itself
+// at most 1 MiB).
+const maxSettingsFile = 16 << 20
 
 // Request is one `imagectl build`.
 type Request struct {
@@ -248,7 +253,7 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		if err := extensions.WriteSettings(settingsFile, build.ImageSettings(cfg.Settings), epoch); err != nil {
 			return nil, fmt.Errorf("writing settings.json: %w", err)
 		}
-		settings, err := os.ReadFile(settingsFile)
+		settings, err := safefile.ReadFile(settingsFile, maxSettingsFile)
 		if err != nil {
 			return nil, err
 		}

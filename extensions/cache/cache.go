@@ -20,6 +20,7 @@ import (
 
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/internal/ctxio"
+	"github.com/imagectl/imagectl/internal/safefile"
 	"github.com/imagectl/imagectl/internal/safetext"
 )
 
@@ -180,21 +181,14 @@ func (c *Cache) indexPath(k Key) string {
 	return filepath.Join(c.root, "index", strings.ToLower(k.ID), k.Version, k.TargetPlatform+".json")
 }
 
-// errNotRegular is returned for a cache file that is a symbolic link, a
-// FIFO, a device or a directory.
-var errNotRegular = errors.New("not a regular file")
-
 // openRegular opens p for reading the one safe way for every file the cache
-// reads: without following a symbolic link at p (O_NOFOLLOW: a link to
-// /dev/zero fails), without blocking (O_NONBLOCK: opening a FIFO returns at
-// once), and only if it is a regular file of at most max bytes. The
-// returned FileInfo is the open file's.
+// reads (internal/safefile): without following a symbolic link at p
+// (O_NOFOLLOW: a link to /dev/zero fails), without blocking (O_NONBLOCK:
+// opening a FIFO returns at once), and only if it is a regular file of at
+// most max bytes. The returned FileInfo is the open file's.
 func openRegular(p string, max int64) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, err := safefile.Open(p, safefile.NoFollow())
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, nil, fmt.Errorf("%s: %w (a symbolic link)", p, errNotRegular)
-		}
 		return nil, nil, err
 	}
 	fi, err := f.Stat()
@@ -202,24 +196,20 @@ func openRegular(p string, max int64) (*os.File, fs.FileInfo, error) {
 		f.Close()
 		return nil, nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w (%v)", p, errNotRegular, fi.Mode().Type())
-	}
 	if fi.Size() > max {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w: %d bytes, more than the limit of %d", p, errTooLarge, fi.Size(), max)
+		return nil, nil, &safefile.TooLargeError{Path: p, Limit: max}
 	}
 	return f, fi, nil
 }
 
-// errTooLarge is returned for a cache file larger than anything the cache
-// writes.
-var errTooLarge = errors.New("too large")
-
 // unusable reports an error of openRegular that makes the file worthless
-// (rather than unreadable for a reason of the moment).
-func unusable(err error) bool { return errors.Is(err, errNotRegular) || errors.Is(err, errTooLarge) }
+// (not a regular file, or larger than anything the cache writes), rather
+// than unreadable for a reason of the moment.
+func unusable(err error) bool {
+	var tl *safefile.TooLargeError
+	return errors.Is(err, safefile.ErrNotRegular) || errors.As(err, &tl)
+}
 
 // hashOpen hashes the first size bytes of f through ctx and fails unless
 // there are exactly size.

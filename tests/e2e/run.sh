@@ -230,11 +230,17 @@ expect_fail() { # NAME REF PATTERN [verify flags]
 }
 arm=$(jq -r '.platforms[] | select(.platform == "linux/arm64") | .digest' "$j")
 # (a) one platform manifest unsigned: a copy with every signature and
-# attestation, then the arm64 manifest's signature removed.
+# attestation, then the arm64 manifest's signature removed. The signatures
+# name the repository they were made in ($reg/code-server-ray): a copy
+# verifies only as an accepted mirror of it (--allow-repository), and
+# without that fails for exactly that reason.
 "$fu" copy -tags sig,att "$ref" "$reg/tamper-unsigned:t"
-"$imagectl" verify "$reg/tamper-unsigned:t" --key "$work/cosign.pub" >"$work/copy-ok.txt" 2>&1 || { cat "$work/copy-ok.txt" >&2; fail "verify of the untampered copy (the tamper cases would prove nothing)"; }
+mirror=(--allow-repository "$reg/code-server-ray")
+"$imagectl" verify "$reg/tamper-unsigned:t" --key "$work/cosign.pub" "${mirror[@]}" >"$work/copy-ok.txt" 2>&1 || { cat "$work/copy-ok.txt" >&2; fail "verify of the untampered copy as a mirror (the tamper cases would prove nothing)"; }
+expect_fail copied-repository "$reg/tamper-unsigned:t" "^  - index .*signed for repository $reg/code-server-ray, not $reg/tamper-unsigned"
+grep -q "^FAILED: 3 problem" "$work/tamper-copied-repository.txt" || fail "copy without --allow-repository: want exactly the index and both platform signatures refused"
 "$fu" delete-tag "$reg/tamper-unsigned:sha256-${arm#sha256:}.sig"
-expect_fail unsigned-platform "$reg/tamper-unsigned:t" "^  - linux/arm64 .*${arm#sha256:}.*not signed"
+expect_fail unsigned-platform "$reg/tamper-unsigned:t" "^  - linux/arm64 .*${arm#sha256:}.*not signed" "${mirror[@]}"
 grep -q "^FAILED: 1 problem" "$work/tamper-unsigned-platform.txt" || fail "unsigned arm64 manifest: verify reported more than that one problem"
 # (b) signed with another key (attestations copied, signatures not).
 "$fu" copy -tags att "$ref" "$reg/tamper-otherkey:t"

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/internal/sourcedate"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
@@ -251,21 +251,20 @@ func (f *buildFlags) buildKit(cmd *cobra.Command) (*build.BuildKit, error) {
 	return build.NewBuildKit(opts...), nil
 }
 
-// buildSourceDateEpoch picks the time every timestamp in the image is set to.
+// buildSourceDateEpoch picks the time every timestamp in the image is set
+// to: --source-date-epoch, else SOURCE_DATE_EPOCH, else the time of the git
+// commit, else the Unix epoch.
 func buildSourceDateEpoch(flag string) (time.Time, error) {
-	v := firstNonEmpty(flag, os.Getenv("SOURCE_DATE_EPOCH"))
-	if v == "" {
-		out, err := exec.Command("git", "log", "-1", "--format=%ct").Output()
-		if err != nil {
-			return time.Unix(0, 0).UTC(), nil
-		}
-		v = strings.TrimSpace(string(out))
+	return sourcedate.Resolve("--source-date-epoch", flag, gitCommitTime)
+}
+
+// gitCommitTime is the commit time of HEAD, or "" outside a git checkout.
+func gitCommitTime() (source, value string) {
+	out, err := exec.Command("git", "log", "-1", "--format=%ct").Output()
+	if err != nil {
+		return "", ""
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return time.Time{}, fmt.Errorf("source date epoch %q: want a non-negative Unix time", v)
-	}
-	return time.Unix(n, 0).UTC(), nil
+	return "the git commit time", strings.TrimSpace(string(out))
 }
 
 func gitRevision() string {

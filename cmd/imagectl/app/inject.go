@@ -11,7 +11,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/inject"
+	"github.com/imagectl/imagectl/internal/safefile"
 )
+
+// maxManifestFile bounds inject -f: Kubernetes stores an object of at most
+// about 1.5 MiB, so a few of them fit many times over.
+const maxManifestFile = 16 << 20
 
 func newInjectCommand(g *globals) *cobra.Command {
 	var (
@@ -87,9 +92,9 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 			var data []byte
 			var err error
 			if file == "-" {
-				data, err = io.ReadAll(cmd.InOrStdin())
+				data, err = safefile.ReadAll(cmd.InOrStdin(), "stdin", maxManifestFile)
 			} else {
-				data, err = os.ReadFile(file)
+				data, err = safefile.ReadFile(file, maxManifestFile)
 			}
 			if err != nil {
 				return &exitError{2, fmt.Errorf("reading %s: %w", file, err)}
