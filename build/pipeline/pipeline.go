@@ -65,6 +65,10 @@ type Request struct {
 	// the Marketplace and Open VSX clients at matrix.yaml's upstreams).
 	ExtensionCache *cache.Cache
 	Sources        map[string]extensions.Source
+	// FetchOptions configure the extension Fetcher (archive limits,
+	// WithRequirePins); its warnings (files trusted on first use) go to
+	// Warnings.
+	FetchOptions []extensions.Option
 
 	// Repo is the image repository (default: matrix.yaml's first). With
 	// Push the image is pushed there by digest and tagged with the set's
@@ -202,7 +206,10 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 			matrix.SourceOpenVSX:     openvsx.New(openvsx.WithBaseURL(cfg.Upstreams.OpenVSX)),
 		}
 	}
-	var fopts []extensions.Option
+	fopts := append([]extensions.Option(nil), req.FetchOptions...)
+	if req.Warnings != nil {
+		fopts = append(fopts, extensions.WithWarnings(req.Warnings))
+	}
 	for n, s := range sources {
 		fopts = append(fopts, extensions.WithSource(n, s))
 	}

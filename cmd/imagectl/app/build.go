@@ -14,6 +14,7 @@ import (
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/internal/sourcedate"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
@@ -122,15 +123,18 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 			if err != nil {
 				return err
 			}
-			// The set is resolved here (as the pipeline would) so that
-			// unpinned extension files are named before anything is
-			// fetched: refused with --require-pins, else a warning each.
+			// The set is resolved here, once, so that with --require-pins
+			// unpinned extension files are refused before anything else;
+			// without it the fetcher warns about each file it trusts on
+			// first use, naming the sha256 it accepted.
 			set, _, err := resolve.Resolve(cfg, cat, resolve.Request{Ray: f.ext.ray, Python: f.ext.python, CodeServer: f.ext.codeServer, Platforms: f.ext.platforms})
 			if err != nil {
 				return fmt.Errorf("resolving: %w", err)
 			}
-			if err := f.ext.checkPins(g, set); err != nil {
-				return err
+			if f.ext.requirePins {
+				if err := extensions.CheckPins(set.Extensions, set.Platforms); err != nil {
+					return err
+				}
 			}
 			epoch, err := buildSourceDateEpoch(f.sourceDateEpoch)
 			if err != nil {
@@ -163,6 +167,7 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 				Catalog:         cat,
 				Set:             &set,
 				Sources:         f.ext.sources(cfg, f.ext.httpClient(g)),
+				FetchOptions:    []extensions.Option{extensions.WithLimits(f.ext.limits()), extensions.WithRequirePins(f.ext.requirePins)},
 				ExtensionCache:  c,
 				Definition:      def,
 				Revision:        firstNonEmpty(f.revision, gitRevision()),

@@ -147,20 +147,6 @@ func (f *extensionsFlags) fetcher(g *globals, cfg *matrix.Config, c *cache.Cache
 	return extensions.NewFetcher(c, opts...)
 }
 
-// checkPins is the pin check of commands whose fetch happens elsewhere
-// (build, release): an error naming every unpinned file with
-// --require-pins, else a warning naming them.
-func (f *extensionsFlags) checkPins(g *globals, set resolve.Set) error {
-	err := extensions.CheckPins(set.Extensions, set.Platforms)
-	if err == nil || f.requirePins {
-		return err
-	}
-	for _, u := range err.(*extensions.UnpinnedError).Files {
-		fmt.Fprintf(safetext.Writer(g.stderr), "warning: extension %s is not pinned by sha256 in the catalog: the file downloaded is trusted on first use; pin it with imagectl extensions pin, or refuse unpinned files with --require-pins\n", u)
-	}
-	return nil
-}
-
 func (f *extensionsFlags) openCache(g *globals) (*cache.Cache, error) {
 	dir := f.cacheDir
 	if dir == "" {

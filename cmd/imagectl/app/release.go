@@ -201,6 +201,7 @@ func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetu
 	return pipeline.NewPublisher(bk, pipeline.Request{
 		Matrix:          cfg,
 		Sources:         f.b.ext.sources(cfg, f.b.ext.httpClient(g)),
+		FetchOptions:    []extensions.Option{extensions.WithLimits(f.b.ext.limits()), extensions.WithRequirePins(true)},
 		ExtensionCache:  cache,
 		Definition:      ps.def,
 		Revision:        firstNonEmpty(f.b.revision, gitRevision()),
