@@ -293,7 +293,12 @@ func (f *Fetcher) fetchOne(ctx context.Context, j *job, vscode string) (Fetched,
 		if url == "" {
 			url = j.file.URL
 		}
-		lastErr = fmt.Errorf("%s from %s: %w", where, safetext.URL(url), err)
+		// Name the URL once: an HTTP error already starts with it.
+		if u := safetext.URL(url); strings.Contains(err.Error(), u) {
+			lastErr = fmt.Errorf("%s: %w", where, err)
+		} else {
+			lastErr = fmt.Errorf("%s from %s: %w", where, u, err)
+		}
 		if !retryable(err) || ctx.Err() != nil {
 			break
 		}
