@@ -18,11 +18,14 @@ import (
 
 	"github.com/containerd/platforms"
 	"github.com/docker/cli/cli/config"
+	"github.com/docker/cli/cli/config/credentials"
 	"github.com/moby/buildkit/client"
 	_ "github.com/moby/buildkit/client/connhelper/dockercontainer" // docker-container:// addresses
 	"github.com/moby/buildkit/session"
 	"github.com/moby/buildkit/session/auth/authprovider"
 	"github.com/tonistiigi/fsutil"
+
+	"github.com/imagectl/imagectl/regauth"
 )
 
 // DefaultAddress is buildkitd's standard socket.
@@ -36,7 +39,7 @@ type BuildKit struct {
 	dial     func(ctx context.Context, addr string) (*client.Client, error)
 	// session returns what every solve's client session offers buildkitd;
 	// by default the registry credentials of the docker config.
-	session func() []session.Attachable
+	session func() ([]session.Attachable, error)
 }
 
 // BuildKitOption configures NewBuildKit.
@@ -60,20 +63,28 @@ func WithBuilder(platform, addr string) BuildKitOption {
 // WithSession replaces what the client session offers buildkitd (default:
 // DockerAuth, the docker config's registry credentials).
 func WithSession(attachables ...session.Attachable) BuildKitOption {
-	return func(b *BuildKit) { b.session = func() []session.Attachable { return attachables } }
+	return func(b *BuildKit) { b.session = func() ([]session.Attachable, error) { return attachables, nil } }
 }
 
 // DockerAuth returns BuildKit's docker auth provider over the docker config
 // ($DOCKER_CONFIG/config.json or ~/.docker/config.json: auths, credsStore,
 // credHelpers), as buildctl attaches it. buildkitd pushes and pulls itself
 // but asks the client session for credentials; without this provider every
-// push is anonymous. The file is read when called, so a login made after
-// imagectl started is seen by the next solve.
-func DockerAuth() session.Attachable {
-	cfg := config.LoadDefaultConfigFile(io.Discard)
+// push is anonymous. The file is read when called (from regauth.ConfigDir,
+// the same file go-containerregistry's keychain reads), so a login made
+// after imagectl started is seen by the next solve; a malformed file is an
+// error, not an anonymous push.
+func DockerAuth() (session.Attachable, error) {
+	cfg, err := config.Load(regauth.ConfigDir())
+	if err != nil {
+		return nil, fmt.Errorf("docker config for registry credentials: %w", err)
+	}
+	if !cfg.ContainsAuth() {
+		cfg.CredentialsStore = credentials.DetectDefaultStore(cfg.CredentialsStore)
+	}
 	return authprovider.NewDockerAuthProvider(authprovider.DockerAuthProviderConfig{
 		AuthConfigProvider: authprovider.LoadAuthConfig(cfg),
-	})
+	}), nil
 }
 
 // NewBuildKit returns a BuildKit that talks to DefaultAddress unless told
@@ -81,7 +92,10 @@ func DockerAuth() session.Attachable {
 func NewBuildKit(opts ...BuildKitOption) *BuildKit {
 	b := &BuildKit{addr: DefaultAddress, builders: map[string]string{}, dial: func(ctx context.Context, addr string) (*client.Client, error) {
 		return client.New(ctx, addr)
-	}, session: func() []session.Attachable { return []session.Attachable{DockerAuth()} }}
+	}, session: func() ([]session.Attachable, error) {
+		a, err := DockerAuth()
+		return []session.Attachable{a}, err
+	}}
 	for _, o := range opts {
 		o(b)
 	}
@@ -138,11 +152,15 @@ func (b *BuildKit) Build(ctx context.Context, spec Spec) (*PlatformResult, error
 	if err != nil {
 		return nil, err
 	}
+	attachables, err := b.session()
+	if err != nil {
+		return nil, err
+	}
 	opt, closeOut, err := solveOpt(spec)
 	if err != nil {
 		return nil, err
 	}
-	opt.Session = b.session()
+	opt.Session = attachables
 	res := &PlatformResult{Platform: spec.Platform, Builder: addr, BuildPlatform: native}
 	ch := make(chan *client.SolveStatus)
 	rec := newRecorder()

@@ -39,7 +39,29 @@ const (
 	// packages (<dist>-<version>.dist-info/METADATA of ray and debugpy; the
 	// directory is on PYTHONPATH) and bin/ their console scripts (on PATH).
 	PythonDir = "/opt/imagectl/python"
+	// InterpreterPath is the image's Python interpreter: the runtime's own
+	// bin/python3, or, with the base's python3, a link to it. code-server's
+	// settings name it (SettingInterpreterPath), and the image's environment
+	// makes PythonDir the active environment: VIRTUAL_ENV=PythonDir (the
+	// linuxserver base sets VIRTUAL_ENV=/lsiopy, an empty directory) and
+	// PythonDir/bin first on PATH; bin/python links to python3.
+	InterpreterPath = PythonDir + "/bin/python3"
+	// SettingInterpreterPath is the VS Code Python extension's setting for
+	// the default interpreter.
+	SettingInterpreterPath = "python.defaultInterpreterPath"
 )
+
+// ImageSettings returns code-server's user settings for the image: the
+// matrix.yaml settings with the interpreter path of the image contract
+// (which wins over a matrix.yaml value: it must name the shipped Python).
+func ImageSettings(matrixSettings map[string]any) map[string]any {
+	out := make(map[string]any, len(matrixSettings)+1)
+	for k, v := range matrixSettings {
+		out[k] = v
+	}
+	out[SettingInterpreterPath] = InterpreterPath
+	return out
+}
 
 // How BuildKit's provenance is attached. The pushed index lists only the
 // platform image manifests, so two builds from the same lock give the same
@@ -75,11 +97,10 @@ const (
 	UserDataDir = "/config/data"
 )
 
-// The code-server user settings every image carries (in SettingsPath).
+// The debugger's setting every image carries in SettingsPath (from
+// matrix.yaml; SettingInterpreterPath is above).
 const (
 	// SettingClusterDashboards lists the Ray dashboards the Ray Distributed
 	// Debugger extension polls ({host, localRoot} objects).
 	SettingClusterDashboards = "anyscalecompute.ray-distributed-debugger.clusterDashboards"
-	// SettingInterpreterPath names the interpreter the Python extension uses.
-	SettingInterpreterPath = "python.defaultInterpreterPath"
 )

@@ -29,6 +29,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/imagectl/imagectl/dockerfiles"
+	"github.com/imagectl/imagectl/internal/fakes/authregistry"
+	"github.com/imagectl/imagectl/regauth"
 )
 
 // requireBuildKit returns a BuildKit for $BUILDKIT_HOST, or skips.
@@ -390,5 +392,54 @@ func TestBuildKitCountsEmulatedRun(t *testing.T) {
 	}
 	if got := fileInImage(t, repo.Digest(pub.Platforms["linux/arm64"].Digest.String()), "arch"); strings.TrimSpace(got) != "aarch64" {
 		t.Errorf("uname -m in the arm64 RUN printed %q, want aarch64 (QEMU)", got)
+	}
+}
+
+// TestBuildKitPushesWithDockerLogin: buildkitd pushes by itself but asks the
+// client session for credentials. Against a registry that requires token
+// authentication as Docker Hub does, the push succeeds with the docker
+// config `docker login` writes, and fails without it.
+func TestBuildKitPushesWithDockerLogin(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	private := authregistry.New(registry.New(registry.Logger(nopLogger())), "ci", "s3cret")
+	srv := httptest.NewServer(private)
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	def := []byte("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n")
+	ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), def, nil, t.TempDir(), nil, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Platform: "linux/amd64", Contexts: ctxs, Repo: host + "/team/private", Push: true,
+		BuildArgs: map[string]string{"BASE_IMAGE": f.tools}}
+
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // logged in nowhere
+	if _, err := f.b.Build(ctx, spec); err == nil {
+		t.Fatal("buildkitd pushed to a registry requiring a login without credentials")
+	} else if !strings.Contains(err.Error(), "push access denied") {
+		t.Errorf("push without credentials failed, but not for want of them: %v", err)
+	}
+
+	dir := t.TempDir()
+	if err := authregistry.WriteDockerConfig(dir, host, "ci", "s3cret"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", dir)
+	r, err := f.b.Build(ctx, spec)
+	if err != nil {
+		t.Fatalf("push with docker login credentials: %v (registry: %q)", err, private.Log())
+	}
+	repo, _ := name.NewRepository(spec.Repo)
+	if _, err := remote.Head(repo.Digest(r.Exported), regauth.RemoteOptions(ctx)...); err != nil {
+		t.Errorf("the pushed %s is not in the registry: %v", r.Exported, err)
+	}
+	var issued bool
+	for _, l := range private.Log() {
+		issued = issued || strings.HasPrefix(l, "token user=ci ") && strings.Contains(l, "team/private:pull,push")
+	}
+	if !issued {
+		t.Errorf("no push token was issued to user ci for BuildKit: %q", private.Log())
 	}
 }

@@ -6,7 +6,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export IMAGECTL_TEST_CACHE=${IMAGECTL_TEST_CACHE:-$HOME/.cache/imagectl-test}
 mkdir -p "$IMAGECTL_TEST_CACHE"
-for s in "$here"/deps.d/*.sh; do
+for s in "$here"/deps.d/[0-9]*.sh; do
   [ -e "$s" ] || continue
   echo "== install-deps: $(basename "$s")"
   bash "$s"

@@ -27,17 +27,23 @@ func RemoteOptions(ctx context.Context, extra ...remote.Option) []remote.Option 
 	return append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(Keychain())}, extra...)
 }
 
-// ConfigPath returns the docker config file the keychain reads, for messages.
-func ConfigPath() string {
+// ConfigDir returns the docker config directory, read from the environment
+// now: $DOCKER_CONFIG, else ~/.docker. (docker/cli's config.Dir caches it for
+// the life of the process; go-containerregistry's keychain reads it per call,
+// and so must everything else.)
+func ConfigDir() string {
 	if d := os.Getenv("DOCKER_CONFIG"); d != "" {
-		return filepath.Join(d, "config.json")
+		return d
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "~/.docker/config.json"
+		return "~/.docker"
 	}
-	return filepath.Join(home, ".docker", "config.json")
+	return filepath.Join(home, ".docker")
 }
+
+// ConfigPath returns the docker config file the keychain reads, for messages.
+func ConfigPath() string { return filepath.Join(ConfigDir(), "config.json") }
 
 // CheckPushTimeout bounds CheckPush when ctx has no earlier deadline.
 const CheckPushTimeout = 30 * time.Second

@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/imagectl/imagectl/regauth"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
@@ -45,7 +45,7 @@ func makeOptions(ctx context.Context, opts []Option) *options {
 		opt(o)
 	}
 	// Context and default keychain first; callers' options override them.
-	o.remoteOpts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, o.remoteOpts...)
+	o.remoteOpts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(regauth.Keychain())}, o.remoteOpts...)
 	return o
 }
 

@@ -65,6 +65,7 @@ func (v *verifier) platform(ctx context.Context, mi manifestInfo, img v1.Image, 
 	m.Contents = c
 	checkExtensions(fs, mi.platform, lock, labels, c, func(where, format string, args ...any) { fail(CheckExtensions, where, format, args...) })
 	checkPython(fs, lock, labels, c, func(where, format string, args ...any) { fail(CheckPython, where, format, args...) })
+	checkInterpreter(fs, cf.Config.Env, c, func(where, format string, args ...any) { fail(CheckPython, where, format, args...) })
 	return lock
 }
 
@@ -166,6 +167,10 @@ func scan(ctx context.Context, img v1.Image, maxFile, maxTotal int64) (files, er
 		if !interesting(p) {
 			continue
 		}
+		if presenceOnly(p) {
+			fs[p] = []byte{} // a regular file; its content is not read
+			continue
+		}
 		if h.Size > maxFile {
 			return nil, fmt.Errorf("%s: %d bytes, more than the %d-byte limit", p, h.Size, maxFile)
 		}
@@ -212,7 +217,49 @@ func cleanPath(n string) (string, bool) {
 }
 
 func interesting(p string) bool {
-	return p == extJSON || extDirRe.MatchString(p) || distRe.MatchString(p) || stdlibRe.MatchString(p)
+	return p == extJSON || p == build.SettingsPath || presenceOnly(p) || extDirRe.MatchString(p) || distRe.MatchString(p) || stdlibRe.MatchString(p)
+}
+
+// presenceOnly names the files whose existence, not content, is checked.
+func presenceOnly(p string) bool { return p == build.InterpreterPath }
+
+// checkInterpreter checks that the shipped interpreter is the one code-server
+// and its terminal use: it exists, the user settings name it, VIRTUAL_ENV is
+// its environment and its bin/ comes first on PATH.
+func checkInterpreter(fs files, env []string, c *Contents, fail failFn) {
+	if _, ok := fs[build.InterpreterPath]; !ok {
+		fail(build.InterpreterPath, "missing: the image ships no interpreter there")
+	}
+	raw, ok := fs[build.SettingsPath]
+	switch {
+	case !ok || raw == nil:
+		fail(build.SettingsPath, "missing or not a regular file")
+	default:
+		var settings map[string]any
+		if err := json.Unmarshal(raw, &settings); err != nil {
+			fail(build.SettingsPath, "not a JSON object: %v", err)
+			break
+		}
+		got, _ := settings[build.SettingInterpreterPath].(string)
+		c.InterpreterSetting = got
+		if got != build.InterpreterPath {
+			fail(build.SettingsPath, "%s is %q, want %s", build.SettingInterpreterPath, got, build.InterpreterPath)
+		}
+	}
+	vars := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	c.VirtualEnv = vars["VIRTUAL_ENV"]
+	if c.VirtualEnv != build.PythonDir {
+		fail("config Env", "VIRTUAL_ENV is %q, want %s", c.VirtualEnv, build.PythonDir)
+	}
+	first, _, _ := strings.Cut(vars["PATH"], ":")
+	if first != build.PythonDir+"/bin" {
+		fail("config Env", "PATH %q does not start with %s/bin", vars["PATH"], build.PythonDir)
+	}
 }
 
 // checkExtensions compares installed extensions with the lock and labels.

@@ -77,6 +77,10 @@ type Contents struct {
 	Python     string               `json:"python,omitempty"`
 	Ray        string               `json:"ray,omitempty"`
 	Debugpy    string               `json:"debugpy,omitempty"`
+	// InterpreterSetting is python.defaultInterpreterPath in code-server's
+	// user settings; VirtualEnv the image's VIRTUAL_ENV.
+	InterpreterSetting string `json:"interpreterSetting,omitempty"`
+	VirtualEnv         string `json:"virtualEnv,omitempty"`
 }
 
 // InstalledExtension is one extension directory.

@@ -232,6 +232,30 @@ func TestImage(t *testing.T) {
 			want: [][]string{{"python", "linux/arm64", "ray-2.45.0.dist-info/METADATA", "Version 2.45.0", build.LabelRay, "2.46.0"}},
 		},
 		{
+			name: "interpreter not shipped, not in the settings, not the active environment",
+			spec: func(s *testimage.Spec) {
+				s.EditFiles = func(platform string, files map[string][]byte) {
+					if platform != "linux/arm64" {
+						return
+					}
+					files[build.InterpreterPath] = nil
+					files[build.SettingsPath] = []byte(`{"python.defaultInterpreterPath":"/usr/bin/python3"}`)
+				}
+				s.EditEnv = func(platform string, env []string) []string {
+					if platform != "linux/arm64" {
+						return env
+					}
+					return []string{"PATH=/lsiopy/bin:/usr/bin", "VIRTUAL_ENV=/lsiopy"}
+				}
+			},
+			want: [][]string{
+				{"python", "linux/arm64", build.InterpreterPath + ": missing"},
+				{"python", "linux/arm64", build.SettingsPath + ": python.defaultInterpreterPath is \"/usr/bin/python3\", want " + build.InterpreterPath},
+				{"python", "linux/arm64", `config Env: VIRTUAL_ENV is "/lsiopy", want ` + build.PythonDir},
+				{"python", "linux/arm64", `config Env: PATH "/lsiopy/bin:/usr/bin" does not start with ` + build.PythonDir + "/bin"},
+			},
+		},
+		{
 			name: "ray label disagrees with the lock",
 			spec: func(s *testimage.Spec) {
 				s.EditLabels = func(platform string, l map[string]string) { l[build.LabelRay] = "2.47.0" }

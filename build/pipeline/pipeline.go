@@ -22,7 +22,9 @@ import (
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/internal/safefile"
 	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
 )
@@ -34,6 +36,10 @@ func digests(m map[string]v1.Descriptor) map[string]string {
 	}
 	return out
 }
+
+// maxSettingsFile bounds the settings.json written from matrix.yaml (itself
+// at most 1 MiB).
+const maxSettingsFile = 16 << 20
 
 // Request is one `imagectl build`.
 type Request struct {
@@ -59,6 +65,10 @@ type Request struct {
 	// the Marketplace and Open VSX clients at matrix.yaml's upstreams).
 	ExtensionCache *cache.Cache
 	Sources        map[string]extensions.Source
+	// FetchOptions configure the extension Fetcher (archive limits,
+	// WithRequirePins); its warnings (files trusted on first use) go to
+	// Warnings.
+	FetchOptions []extensions.Option
 
 	// Repo is the image repository (default: matrix.yaml's first). With
 	// Push the image is pushed there by digest and tagged with the set's
@@ -71,6 +81,10 @@ type Request struct {
 	DistDir string
 	// Insecure allows plain HTTP to a registry other than localhost.
 	Insecure bool
+	// RemoteOptions are extra go-containerregistry options for publishing
+	// (a transport); credentials always come from the docker config
+	// keychain (regauth), as BuildKit's own push gets them from its session.
+	RemoteOptions []remote.Option
 
 	Provenance bool
 	SBOM       bool
@@ -167,6 +181,20 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		return nil, err
 	}
 
+	repoName := req.Repo
+	if repoName == "" && len(cfg.Image.Repositories) > 0 {
+		repoName = cfg.Image.Repositories[0]
+	}
+	repo, err := name.NewRepository(repoName, nameOpts(req.Insecure)...)
+	if err != nil {
+		return nil, fmt.Errorf("image repository %q: %w", repoName, err)
+	}
+	// Everything that needs no download is checked before the first one:
+	// every platform's buildkitd answers, and a push may happen.
+	if err := preflight(ctx, b, set.Platforms, repo, req.Push); err != nil {
+		return nil, err
+	}
+
 	// 2. Fetch the extension files.
 	if req.ExtensionCache == nil {
 		return nil, fmt.Errorf("no extension cache")
@@ -178,7 +206,10 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 			matrix.SourceOpenVSX:     openvsx.New(openvsx.WithBaseURL(cfg.Upstreams.OpenVSX)),
 		}
 	}
-	var fopts []extensions.Option
+	fopts := append([]extensions.Option(nil), req.FetchOptions...)
+	if req.Warnings != nil {
+		fopts = append(fopts, extensions.WithWarnings(req.Warnings))
+	}
 	for n, s := range sources {
 		fopts = append(fopts, extensions.WithSource(n, s))
 	}
@@ -211,14 +242,6 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		}
 		defer os.RemoveAll(work)
 	}
-	repoName := req.Repo
-	if repoName == "" && len(cfg.Image.Repositories) > 0 {
-		repoName = cfg.Image.Repositories[0]
-	}
-	repo, err := name.NewRepository(repoName, nameOpts(req.Insecure)...)
-	if err != nil {
-		return nil, fmt.Errorf("image repository %q: %w", repoName, err)
-	}
 	baseRef, err := name.ParseReference(set.CodeServer.Base)
 	if err != nil {
 		return nil, fmt.Errorf("base image %q: %w", set.CodeServer.Base, err)
@@ -234,10 +257,10 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 			return nil, fmt.Errorf("laying out extensions for %s: %w", p, err)
 		}
 		settingsFile := filepath.Join(dir, "settings.json")
-		if err := extensions.WriteSettings(settingsFile, cfg.Settings, epoch); err != nil {
+		if err := extensions.WriteSettings(settingsFile, build.ImageSettings(cfg.Settings), epoch); err != nil {
 			return nil, fmt.Errorf("writing settings.json: %w", err)
 		}
-		settings, err := os.ReadFile(settingsFile)
+		settings, err := safefile.ReadFile(settingsFile, maxSettingsFile)
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +304,7 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		if !req.NoTags {
 			tags = immutableTags(cfg, set)
 		}
-		pub, err := build.Publish(ctx, repo, results, tags, []remote.Option{remote.WithContext(ctx)})
+		pub, err := build.Publish(ctx, repo, results, tags, regauth.RemoteOptions(ctx, req.RemoteOptions...))
 		if err != nil {
 			return nil, err
 		}
@@ -414,6 +437,31 @@ func immutableTags(cfg *matrix.Config, set resolve.Set) []string {
 func nameOpts(insecure bool) []name.Option {
 	if insecure {
 		return []name.Option{name.Insecure}
+	}
+	return nil
+}
+
+// pinger is a builder that can say, before any work, whether the builder of a
+// platform answers (build.BuildKit does).
+type pinger interface {
+	Ping(ctx context.Context, platform string) (string, error)
+}
+
+// preflight fails fast on what needs no download: a buildkitd that does not
+// answer, and, with push, a registry that refuses the credentials of the
+// docker config (or their absence).
+func preflight(ctx context.Context, b build.Interface, platforms []string, repo name.Repository, push bool) error {
+	if p, ok := b.(pinger); ok {
+		for _, pl := range platforms {
+			if _, err := p.Ping(ctx, pl); err != nil {
+				return err
+			}
+		}
+	}
+	if push {
+		if err := regauth.CheckPush(ctx, repo, nil, nil); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -1,12 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages: runc (buildkitd's OCI worker), QEMU user emulation for arm64,
-# mmdebstrap (stand-in base images), debugpy (the real debug adapter).
+# mmdebstrap and arch-test (stand-in base images: mmdebstrap needs arch-test
+# for a foreign architecture, but only recommends it), debugpy (the real debug
+# adapter), and the tools the test scripts call (curl, jq, zstd).
 set -euo pipefail
-pkgs=(runc qemu-user-static binfmt-support mmdebstrap arch-test python3-debugpy zstd)
-missing=()
-for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
-  $sudo_ apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+. "$(dirname "$0")/lib.sh"
+apt_install runc qemu-user-static binfmt-support mmdebstrap arch-test python3-debugpy zstd curl jq ca-certificates

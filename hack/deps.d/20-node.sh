@@ -21,10 +21,10 @@ VSCE_VERSION=${VSCE_VERSION:-3.6.0}
 cache=${IMAGECTL_TEST_CACHE:-$HOME/.cache/imagectl-test}/node
 mkdir -p "$cache"
 
+. "$(dirname "$0")/lib.sh"
 need_node_major=20
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
-  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends nodejs npm
+  apt_install nodejs npm
 fi
 major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$major" -lt "$need_node_major" ]; then
@@ -32,9 +32,8 @@ if [ "$major" -lt "$need_node_major" ]; then
   exit 1
 fi
 # argon2 is compiled from source: it needs a C++ toolchain and python3.
-if ! command -v g++ >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1; then
-  sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
-  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends g++ make python3
+if ! command -v g++ >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1 || ! command -v python3 >/dev/null 2>&1; then
+  apt_install g++ make python3
 fi
 
 # --- @vscode/vsce -------------------------------------------------------------

@@ -56,6 +56,18 @@ type Spec struct {
 	EditFiles func(platform string, files map[string][]byte)
 	// EditLabels, when set, rewrites one platform's labels.
 	EditLabels func(platform string, labels map[string]string)
+	// EditEnv, when set, rewrites one platform's config Env.
+	EditEnv func(platform string, env []string) []string
+}
+
+// Env is the config Env of a correct image: the shipped Python is the
+// active environment (build.PythonDir).
+func Env() []string {
+	return []string{
+		"PATH=" + build.PythonDir + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"VIRTUAL_ENV=" + build.PythonDir,
+		"HOME=/config",
+	}
 }
 
 // Default returns a valid linux/amd64 + linux/arm64 spec.
@@ -206,7 +218,9 @@ func (s Spec) Files(platform string) map[string][]byte {
 	}
 	ej, _ := json.Marshal(entries)
 	files[build.ExtensionsDir+"/extensions.json"] = ej
-	files[build.SettingsPath] = []byte(`{"workbench.startupEditor":"none"}` + "\n")
+	settings, _ := json.Marshal(build.ImageSettings(map[string]any{"workbench.startupEditor": "none"}))
+	files[build.SettingsPath] = append(settings, '\n')
+	files[build.InterpreterPath] = []byte("\x7fELF stand-in\n")
 	sp := strings.ReplaceAll(s.SitePackages, "{py}", s.Python)
 	for _, p := range []struct{ name, version string }{{"ray", s.Ray}, {"debugpy", s.Debugpy}} {
 		di := fmt.Sprintf("%s/%s-%s.dist-info", sp, p.name, p.version)
@@ -305,6 +319,10 @@ func (s Spec) Image(platform string) (v1.Image, error) {
 	cf.OS, cf.Architecture, cf.Variant = p.OS, p.Architecture, p.Variant
 	cf.Config.Labels = labels
 	cf.Config.User = "abc"
+	cf.Config.Env = Env()
+	if s.EditEnv != nil {
+		cf.Config.Env = s.EditEnv(platform, cf.Config.Env)
+	}
 	return mutate.ConfigFile(img, cf)
 }
 

@@ -113,6 +113,9 @@ func (r *platformRun) checkPython(ctx context.Context) (Status, string) {
 	if mm := majorMinor(facts.Version); mm != r.lock.Python {
 		problems = append(problems, fmt.Sprintf("%s on PATH is Python %s (%s), the lock says %s", python, facts.Version, facts.Realpath, r.lock.Python))
 	}
+	if facts.Executable != build.InterpreterPath {
+		problems = append(problems, fmt.Sprintf("%s on the image's PATH (%s) is %s, not the image's interpreter %s", python, facts.PathEnv, facts.Executable, build.InterpreterPath))
+	}
 	if r.lock.PythonRuntime != nil && !strings.HasPrefix(facts.Realpath, build.PythonDir+"/") {
 		problems = append(problems, fmt.Sprintf("%s on the image's PATH is %s, not the shipped runtime under %s", python, facts.Realpath, build.PythonDir))
 	}
@@ -163,8 +166,8 @@ func (r *platformRun) checkPython(ctx context.Context) (Status, string) {
 	if len(problems) > 0 {
 		return Fail, strings.Join(problems, "; ")
 	}
-	return Pass, fmt.Sprintf("%s on the image's PATH is %s (Python %s, %s); %s import from %s at the locked versions; %d distributions, %d ELF files all %s, %d shared objects load",
-		python, facts.Realpath, facts.Version, facts.Machine, strings.Join(imported, " and "), site, len(facts.Dists), len(facts.Compiled), elfName(want.machine), shared)
+	return Pass, fmt.Sprintf("%s on the image's PATH is %s -> %s (Python %s, %s); %s import from %s at the locked versions; %d distributions, %d ELF files all %s, %d shared objects load",
+		python, facts.Executable, facts.Realpath, facts.Version, facts.Machine, strings.Join(imported, " and "), site, len(facts.Dists), len(facts.Compiled), elfName(want.machine), shared)
 }
 
 func majorMinor(v string) string {

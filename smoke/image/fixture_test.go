@@ -280,7 +280,10 @@ func fixtureImage(t *testing.T, arch string, set resolve.Set, o fixtureOpts) v1.
 	bc := map[string][]byte{}
 	copyFollow(t, "/usr/lib/python3/dist-packages/bytecode", "bytecode", bc)
 	b.dist(site, "bytecode", "0.14.0", bc)
+	// The image's interpreter: with the base's python3, a link to it (as
+	// the image definition makes it).
 	b.dir(build.PythonDir+"/bin", 0)
+	b.tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(build.InterpreterPath, "/"), Typeflag: tar.TypeSymlink, Linkname: "/usr/bin/python3.11", Mode: 0o777, ModTime: time.Unix(0, 0)})
 
 	extDir := build.ExtensionsDir + "/" + fixtureExtID + "-" + fixtureExtVer
 	b.dir("/config", 911)
@@ -290,7 +293,7 @@ func fixtureImage(t *testing.T, arch string, set resolve.Set, o fixtureOpts) v1.
 	b.file(build.ExtensionsDir+"/extensions.json", []byte(`[{"identifier":{"id":"`+fixtureExtID+`"},"version":"`+fixtureExtVer+`","location":{"$mid":1,"path":"`+extDir+`","scheme":"file"},"relativeLocation":"`+fixtureExtID+`-`+fixtureExtVer+`","metadata":{"installedTimestamp":0,"source":"vsix"}}]`), 0o644, 911)
 	settings := map[string]any{build.SettingClusterDashboards: []map[string]string{{"host": "127.0.0.1:8265", "localRoot": "/tmp/ray/session_latest/runtime_resources"}}}
 	if !o.noInterpreterSetting {
-		settings[build.SettingInterpreterPath] = fixtureInterp
+		settings[build.SettingInterpreterPath] = build.InterpreterPath
 	}
 	sj, _ := json.Marshal(settings)
 	b.dir(build.UserDataDir, 911)

@@ -57,11 +57,25 @@ imagectl=$work/bin/imagectl
 fu=$work/bin/fakeupstream
 
 # --- 2. Local upstreams ---------------------------------------------------------
-"$fu" registry -port-file "$work/registry.port" -log "$work/registry.log" 2>"$work/registry.err" &
+# The registry requires token authentication the way Docker Hub does (401 +
+# WWW-Authenticate: Bearer realm,service,scope; basic credentials only at the
+# token endpoint). Every step below authenticates with the docker config that
+# `docker login` writes, read through $DOCKER_CONFIG.
+printf 'e2e-%s\n' "$RANDOM$RANDOM" >"$work/registry.password"
+"$fu" registry -port-file "$work/registry.port" -log "$work/registry.log" \
+  -user e2e -password-file "$work/registry.password" 2>"$work/registry.err" &
 pids+=($!)
 wait_file "$work/registry.port" 30
 reg=127.0.0.1:$(cat "$work/registry.port")
-log "registry at $reg"
+export DOCKER_CONFIG=$work/docker
+mkdir -p "$DOCKER_CONFIG"
+# exactly what `docker login $reg -u e2e` writes
+jq -n --arg reg "$reg" --arg auth "$(printf 'e2e:%s' "$(cat "$work/registry.password")" | base64 -w0)" \
+  '{auths: {($reg): {auth: $auth}}}' >"$DOCKER_CONFIG/config.json"
+chmod 600 "$DOCKER_CONFIG/config.json"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://$reg/v2/")
+[ "$code" = 401 ] || fail "the e2e registry answered /v2/ without credentials with $code, want 401"
+log "registry at $reg (token auth; credentials in $DOCKER_CONFIG/config.json)"
 
 python3 tests/e2e/mkwheels.py "$work/pyindex"
 "$fu" serve -dir "$work/pyindex" -port-file "$work/pyindex.port" 2>"$work/pyindex.err" &
@@ -142,7 +156,7 @@ build() { # NAME CFGDIR [extra flags]: runs imagectl build, JSON to $work/NAME.j
   local n=$1 cfg=$2; shift 2
   local start=$SECONDS
   "$imagectl" --matrix "$cfg/matrix.yaml" build --ray 2.46.0 --platform "${PLATFORMS:-linux/amd64,linux/arm64}" \
-    --push --sign --key "$work/cosign.key" --revision "$rev" \
+    --push --sign --key "$work/cosign.key" --revision "$rev" --require-pins \
     --cache-dir "$work/vsix-cache" --progress plain --output json "$@" \
     >"$work/$n.json" 2>"$work/$n.err" || { tail -n 60 "$work/$n.err" >&2; fail "imagectl build ($n)"; }
   echo $((SECONDS - start)) >"$work/$n.seconds"
@@ -176,9 +190,33 @@ tag=$reg/code-server-ray:$(jq -r '.tags[0]' "$j")
 ! grep -q 'warning: tools image' "$work/cold.err" || fail "pinned build warned about the tools image: $(grep 'warning: tools image' "$work/cold.err")"
 log "tools image pinned: $tools_pinned"
 
+# --- 6b. Without credentials: one clear line, before any download, no tag -----------
+mkdir -p "$work/nologin-docker" "$work/nologin-cache"
+echo '{}' >"$work/nologin-docker/config.json"
+if DOCKER_CONFIG=$work/nologin-docker "$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 \
+  --push --repo "$reg/nologin" --revision "$rev" --cache-dir "$work/nologin-cache" --progress quiet \
+  >"$work/nologin.out" 2>"$work/nologin.err"; then
+  fail "imagectl build --push without credentials succeeded"
+fi
+[ "$(wc -l <"$work/nologin.err")" = 1 ] || fail "build without credentials: want exactly one line on stderr, got: $(cat "$work/nologin.err")"
+grep -q "registry $reg refused an anonymous push to $reg/nologin: log in first (docker login $reg" "$work/nologin.err" \
+  || fail "build without credentials: the error does not name the registry and say to log in: $(cat "$work/nologin.err")"
+[ -z "$(find "$work/nologin-cache" -type f)" ] || fail "build without credentials downloaded before failing: $(find "$work/nologin-cache" -type f)"
+tok=$(curl -sf -u "e2e:$(cat "$work/registry.password")" "http://$reg/token?service=imagectl-test-registry&scope=repository:nologin:pull" | jq -r .token)
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" "http://$reg/v2/nologin/tags/list")
+[ "$code" = 404 ] || fail "build without credentials left something in $reg/nologin (tags/list answered $code)"
+log "build --push without credentials: failed before any download: $(cat "$work/nologin.err")"
+
 # --- 7. verify passes ---------------------------------------------------------------
 "$imagectl" verify "$tag" --key "$work/cosign.pub" >"$work/verify.txt" 2>&1 || { cat "$work/verify.txt" >&2; fail "verify of the built image"; }
 log "verify $tag: passed"
+# The interpreter code-server and its terminal use is the shipped one: verify
+# read the settings and the config Env of each platform from the image.
+"$imagectl" verify "$tag" --key "$work/cosign.pub" --output json >"$work/verify.json" 2>"$work/verify-json.err" || { cat "$work/verify-json.err" >&2; fail "verify --output json"; }
+jq -e '[.manifests[] | select(.contents != null)] | length == 2 and all(.[];
+    .contents.interpreterSetting == "/opt/imagectl/python/bin/python3" and .contents.virtualEnv == "/opt/imagectl/python")' \
+  "$work/verify.json" >/dev/null || fail "the image's settings or environment do not name the shipped interpreter: $(jq -c '[.manifests[].contents | {interpreterSetting, virtualEnv}?]' "$work/verify.json")"
+log "interpreter: settings and VIRTUAL_ENV name /opt/imagectl/python on both platforms"
 
 # --- 8. Tampering: verify must fail, each time for the right reason -------------------
 expect_fail() { # NAME REF PATTERN [verify flags]
@@ -192,11 +230,17 @@ expect_fail() { # NAME REF PATTERN [verify flags]
 }
 arm=$(jq -r '.platforms[] | select(.platform == "linux/arm64") | .digest' "$j")
 # (a) one platform manifest unsigned: a copy with every signature and
-# attestation, then the arm64 manifest's signature removed.
+# attestation, then the arm64 manifest's signature removed. The signatures
+# name the repository they were made in ($reg/code-server-ray): a copy
+# verifies only as an accepted mirror of it (--allow-repository), and
+# without that fails for exactly that reason.
 "$fu" copy -tags sig,att "$ref" "$reg/tamper-unsigned:t"
-"$imagectl" verify "$reg/tamper-unsigned:t" --key "$work/cosign.pub" >"$work/copy-ok.txt" 2>&1 || { cat "$work/copy-ok.txt" >&2; fail "verify of the untampered copy (the tamper cases would prove nothing)"; }
+mirror=(--allow-repository "$reg/code-server-ray")
+"$imagectl" verify "$reg/tamper-unsigned:t" --key "$work/cosign.pub" "${mirror[@]}" >"$work/copy-ok.txt" 2>&1 || { cat "$work/copy-ok.txt" >&2; fail "verify of the untampered copy as a mirror (the tamper cases would prove nothing)"; }
+expect_fail copied-repository "$reg/tamper-unsigned:t" "^  - index .*signed for repository $reg/code-server-ray, not $reg/tamper-unsigned"
+grep -q "^FAILED: 3 problem" "$work/tamper-copied-repository.txt" || fail "copy without --allow-repository: want exactly the index and both platform signatures refused"
 "$fu" delete-tag "$reg/tamper-unsigned:sha256-${arm#sha256:}.sig"
-expect_fail unsigned-platform "$reg/tamper-unsigned:t" "^  - linux/arm64 .*${arm#sha256:}.*not signed"
+expect_fail unsigned-platform "$reg/tamper-unsigned:t" "^  - linux/arm64 .*${arm#sha256:}.*not signed" "${mirror[@]}"
 grep -q "^FAILED: 1 problem" "$work/tamper-unsigned-platform.txt" || fail "unsigned arm64 manifest: verify reported more than that one problem"
 # (b) signed with another key (attestations copied, signatures not).
 "$fu" copy -tags att "$ref" "$reg/tamper-otherkey:t"
@@ -385,10 +429,11 @@ if smoke_image broken-arch "$reg/broken-arch:t" --platform linux/arm64; then fai
 [[ $(smoke_line broken-arch linux/arm64 python) == "fail: "*"_json.cpython-311-x86_64-linux-gnu.so"*"is x86-64 code, want AArch64"* ]] \
   || { cat "$work/smoke-broken-arch.json" >&2; fail "smoke image failed the wrong-architecture image, but not on the python line"; }
 log "broken arm64 image: $(smoke_line broken-arch linux/arm64 python | cut -c1-200)"
-# (b) a PATH that misses the interpreter
-"$fu" break-image -platform linux/amd64 -env PATH=/opt/imagectl/python/bin "$ref" "$reg/broken-path:t"
-if smoke_image broken-path "$reg/broken-path:t" --platform linux/amd64; then fail "smoke image passed an image whose PATH misses python3"; fi
-[[ $(smoke_line broken-path linux/amd64 python) == "fail: python3 does not start with the image's environment (PATH=/opt/imagectl/python/bin)"* ]] \
+# (b) a PATH that misses the image's interpreter (the base's PATH: python3 is
+# then the base's /usr/bin/python3, not /opt/imagectl/python/bin/python3)
+"$fu" break-image -platform linux/amd64 -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ref" "$reg/broken-path:t"
+if smoke_image broken-path "$reg/broken-path:t" --platform linux/amd64; then fail "smoke image passed an image whose PATH misses the interpreter"; fi
+[[ $(smoke_line broken-path linux/amd64 python) == "fail: "*"python3 on the image's PATH (/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin) is /usr/bin/python3, not the image's interpreter /opt/imagectl/python/bin/python3"* ]] \
   || { cat "$work/smoke-broken-path.json" >&2; fail "smoke image failed the PATH-broken image, but not on the python line"; }
 log "broken PATH image: $(smoke_line broken-path linux/amd64 python | cut -c1-200)"
 smoke_left

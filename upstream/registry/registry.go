@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/regauth"
 )
 
 // Source lists code-server versions from a base image repository.
@@ -30,7 +31,7 @@ type settings struct {
 }
 
 func newSettings(opts []Option) settings {
-	s := settings{auth: remote.WithAuth(authn.Anonymous)}
+	s := settings{auth: remote.WithAuthFromKeychain(regauth.Keychain())}
 	for _, o := range opts {
 		o(&s)
 	}
@@ -46,7 +47,8 @@ func WithTransport(rt http.RoundTripper) Option {
 	return func(s *settings) { s.opts = append(s.opts, remote.WithTransport(rt)) }
 }
 
-// WithKeychain authenticates with kc instead of anonymously.
+// WithKeychain authenticates with kc instead of the docker config keychain
+// (regauth.Keychain, the default).
 func WithKeychain(kc authn.Keychain) Option {
 	return func(s *settings) { s.auth = remote.WithAuthFromKeychain(kc) }
 }

@@ -6,13 +6,13 @@ import (
 	"os"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/resolve"
 )
@@ -70,7 +70,7 @@ func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSe
 	if err != nil {
 		return nil, fmt.Errorf("image repository %q: %w", repoName, err)
 	}
-	ropts := []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithUserAgent("imagectl/" + Version)}
+	ropts := []remote.Option{remote.WithAuthFromKeychain(regauth.Keychain()), remote.WithUserAgent("imagectl/" + Version)}
 	reg, err := release.NewRegistry(ropts...)
 	if err != nil {
 		return nil, err

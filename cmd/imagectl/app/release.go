@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -13,14 +12,10 @@ import (
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/extensions"
-	"github.com/imagectl/imagectl/extensions/marketplace"
-	"github.com/imagectl/imagectl/extensions/openvsx"
-	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
 	smokeimage "github.com/imagectl/imagectl/smoke/image"
-	"github.com/imagectl/imagectl/upstream/httpx"
 	"github.com/imagectl/imagectl/verify"
 )
 
@@ -53,7 +48,8 @@ func newReleaseCommand(g *globals) *cobra.Command {
 		Long: `release runs the plan (see imagectl plan) and, for each entry: builds the
 planned set with the same BuildKit pipeline as imagectl build and pushes it by
 digest (no tag), signs the index and every platform manifest (and attaches
-the SBOM and provenance attestations), verifies it, and only then writes tags.
+the SBOM and provenance attestations), verifies it, and only then writes tags. Every extension file of an entry it
+builds must be pinned by sha256 in the catalog (--require-pins is always on).
 
 Tags: the versioned tag (the first of matrix.yaml) carries the inputs digest
 and is immutable. The same inputs give the same versioned tag, so a re-run
@@ -81,6 +77,7 @@ nothing. --dry-run prints the actions and writes nothing.`,
 	}
 	f.publishFlags.add(cmd)
 	f.b.ext.addCache(cmd)
+	f.b.ext.addFetch(cmd, pinsAlways)
 	fl := cmd.Flags()
 	fl.StringVar(&f.b.ext.marketplaceURL, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL)")
 	fl.StringVar(&f.b.ext.openvsxURL, "openvsx-url", "", "Open VSX base URL (env IMAGECTL_OPENVSX_URL)")
@@ -112,6 +109,9 @@ nothing. --dry-run prints the actions and writes nothing.`,
 
 func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 	ctx := cmd.Context()
+	if !f.b.ext.requirePins {
+		return errors.New("release always requires pinned extension files: drop --require-pins=false (pin the catalog with imagectl extensions pin)")
+	}
 	ps, err := g.publishSetup(ctx, &f.publishFlags)
 	if err != nil {
 		return err
@@ -122,6 +122,16 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 	}
 	if plan, err = plan.Only(f.only); err != nil {
 		return err
+	}
+	// A release never trusts an extension file on first use: every entry
+	// it builds must have every file pinned by sha256 in the catalog.
+	for _, e := range plan.Entries {
+		if e.Action != release.ActionBuild {
+			continue
+		}
+		if err := extensions.CheckPins(e.Set.Extensions, e.Set.Platforms); err != nil {
+			return fmt.Errorf("release %s: %w", e.Name, err)
+		}
 	}
 	var nopts []name.Option
 	if f.insecure {
@@ -210,7 +220,7 @@ func (f *releaseFlags) smoker(ctx context.Context, g *globals, ropts []remote.Op
 
 // publisher maps the build flags onto the pipeline imagectl build runs.
 func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetup, s *sign.Signer) (*pipeline.Publisher, error) {
-	cache, err := f.b.ext.openCache()
+	cache, err := f.b.ext.openCache(g)
 	if err != nil {
 		return nil, err
 	}
@@ -222,16 +232,11 @@ func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetu
 	if err != nil {
 		return nil, err
 	}
-	hc := httpx.New()
 	cfg := ps.cfg
 	return pipeline.NewPublisher(bk, pipeline.Request{
-		Matrix: cfg,
-		Sources: map[string]extensions.Source{
-			matrix.SourceMarketplace: marketplace.New(marketplace.WithHTTPClient(hc),
-				marketplace.WithBaseURL(firstNonEmpty(f.b.ext.marketplaceURL, os.Getenv("IMAGECTL_MARKETPLACE_URL"), cfg.Upstreams.Marketplace))),
-			matrix.SourceOpenVSX: openvsx.New(openvsx.WithHTTPClient(hc),
-				openvsx.WithBaseURL(firstNonEmpty(f.b.ext.openvsxURL, os.Getenv("IMAGECTL_OPENVSX_URL"), cfg.Upstreams.OpenVSX))),
-		},
+		Matrix:          cfg,
+		Sources:         f.b.ext.sources(cfg, f.b.ext.httpClient(g)),
+		FetchOptions:    []extensions.Option{extensions.WithLimits(f.b.ext.limits()), extensions.WithRequirePins(true)},
 		ExtensionCache:  cache,
 		Definition:      ps.def,
 		Revision:        firstNonEmpty(f.b.revision, gitRevision()),

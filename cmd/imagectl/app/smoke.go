@@ -27,9 +27,12 @@ func newSmokeCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "smoke",
 		Short: "Prove a debugger attaches to a Ray breakpoint from the code-server sidecar (kind + KubeRay)",
-		Long: `smoke creates a kind cluster, loads the image (or lets the node pull it),
-installs the pinned KubeRay operator, applies the smoke RayJob (Ray container
-first, the code-server sidecar under test second, /tmp/ray shared), runs
+		Long: `smoke creates a kind cluster, installs the pinned KubeRay operator (by
+default its newest supported release; "oldest" is the oldest), adds the
+code-server sidecar under test to a plain smoke RayJob with the inject library
+(Ray container first, the sidecar second, /tmp/ray shared) and applies it; the
+node pulls the image by digest from its registry (nothing is loaded into kind;
+a private repository gets an imagePullSecret from the docker config). It runs
 "imagectl smoke attach" inside the sidecar once per paused task, checks the
 RayJob reaches SUCCEEDED with the expected output, collects logs on failure and
 deletes the cluster. It needs a Docker engine, kubectl, git and the network; when
@@ -77,7 +80,7 @@ this one (when it is a static linux build) or --probe-binary.`,
 	f.StringVar(&cfg.RayVersion, "ray", "2.46.0", "Ray version of the rayproject/ray image")
 	f.StringVar(&cfg.Python, "python", "3.12", "Python version of the rayproject/ray image (-pyXY)")
 	f.StringVar(&cfg.KindNodeImage, "kind-image", "", "kindest/node image (default: kind v0.33.0's default)")
-	f.StringVar(&cfg.KubeRayVersion, "kuberay-version", "1.4.2", "KubeRay operator version")
+	f.StringVar(&cfg.KubeRayVersion, "kuberay-version", "newest", "KubeRay operator version: X.Y.Z, oldest ("+kind.KubeRayOldest+") or newest ("+kind.KubeRayNewest+")")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "imagectl-smoke", "kind cluster name")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the kind cluster afterwards")
 	f.StringVar(&cfg.LogDir, "log-dir", "", "where logs are collected on failure (default: a temp dir)")

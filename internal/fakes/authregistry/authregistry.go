@@ -3,10 +3,13 @@ package authregistry
 import (
 	"crypto/rand"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -180,8 +183,8 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, repo, action, e
 	ch := fmt.Sprintf(`Bearer realm=%q,service=%q`, realm, Service)
 	if repo != "" {
 		scope := "repository:" + repo + ":pull"
-		if action == "push" {
-			scope += ",push"
+		if action != "pull" {
+			scope += "," + action
 		}
 		ch += fmt.Sprintf(`,scope=%q`, scope)
 	}
@@ -198,7 +201,8 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, repo, action, e
 }
 
 // required returns the repository a /v2/ request addresses and the action it
-// needs: pull for GET and HEAD, push for everything else. The base /v2/
+// needs: pull for GET and HEAD, delete for deleting a manifest or tag, push
+// for everything else. The base /v2/
 // (version check) addresses no repository.
 func required(r *http.Request) (repo, action string) {
 	p := strings.TrimPrefix(r.URL.Path, "/v2/")
@@ -208,8 +212,11 @@ func required(r *http.Request) (repo, action string) {
 			break
 		}
 	}
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+	switch {
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		return repo, "pull"
+	case r.Method == http.MethodDelete && strings.Contains(r.URL.Path, "/manifests/"):
+		return repo, "delete"
 	}
 	return repo, "push"
 }
@@ -226,4 +233,16 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(v)
+}
+
+// WriteDockerConfig writes dir/config.json the way `docker login host` writes
+// it (auths.HOST.auth = base64(user:password)), for DOCKER_CONFIG=dir.
+func WriteDockerConfig(dir, host, user, password string) error {
+	b, err := json.Marshal(map[string]any{"auths": map[string]any{
+		host: map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(user + ":" + password))},
+	}})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "config.json"), b, 0o600)
 }

@@ -194,9 +194,6 @@ settings:
   anyscalecompute.ray-distributed-debugger.clusterDashboards:
     - host: "127.0.0.1:8265"
       localRoot: /tmp/ray/session_latest/runtime_resources
-  # The interpreter the image ships (the base's python3 here); imagectl
-  # smoke image runs it and compares it with python3 on the image's PATH.
-  python.defaultInterpreterPath: /usr/bin/python3
 build:
   toolsImage: %[6]s
   # The stand-in base ships python3.11 (Debian bookworm).

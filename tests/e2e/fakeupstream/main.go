@@ -42,6 +42,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/imagectl/imagectl/internal/fakes/authregistry"
+	"github.com/imagectl/imagectl/regauth"
 )
 
 func main() {
@@ -119,6 +122,8 @@ func runRegistry(ctx context.Context, args []string) error {
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	portFile := fs.String("port-file", "", "write the port here once listening")
 	logFile := fs.String("log", "", "request log (default: discarded)")
+	user := fs.String("user", "", "require token authentication as Docker Hub does, with this user (and -password-file)")
+	passwordFile := fs.String("password-file", "", "file holding the password of -user")
 	fs.Parse(args)
 	ln, err := listen(*addr, *portFile)
 	if err != nil {
@@ -133,7 +138,14 @@ func runRegistry(ctx context.Context, args []string) error {
 		defer f.Close()
 		lw = f
 	}
-	h := registry.New(registry.Logger(log.New(lw, "", log.LstdFlags)), registry.WithReferrersSupport(true))
+	var h http.Handler = registry.New(registry.Logger(log.New(lw, "", log.LstdFlags)), registry.WithReferrersSupport(true))
+	if *user != "" {
+		pw, err := os.ReadFile(*passwordFile)
+		if err != nil {
+			return fmt.Errorf("-password-file: %w", err)
+		}
+		h = authregistry.New(h, *user, strings.TrimSpace(string(pw)))
+	}
 	return serve(ctx, ln, countBytes(h, lw))
 }
 
@@ -224,14 +236,14 @@ func runPushBase(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := remote.Write(tag.Context().Digest(d.String()), img, remote.WithContext(ctx)); err != nil {
+		if err := remote.Write(tag.Context().Digest(d.String()), img, regauth.RemoteOptions(ctx)...); err != nil {
 			return fmt.Errorf("push %s: %w", p, err)
 		}
 		pl, _ := v1.ParsePlatform(p)
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: pl}})
 		res.Platforms[p] = d.String()
 	}
-	if err := remote.WriteIndex(tag, idx, remote.WithContext(ctx)); err != nil {
+	if err := remote.WriteIndex(tag, idx, regauth.RemoteOptions(ctx)...); err != nil {
 		return fmt.Errorf("push index %s: %w", tag, err)
 	}
 	d, err := idx.Digest()

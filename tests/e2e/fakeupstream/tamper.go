@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -14,6 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/imagectl/imagectl/regauth"
 )
 
 // runCopy copies an image index (and everything it references) to another
@@ -35,12 +36,12 @@ func runCopy(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ro := remote.WithContext(ctx)
-	idx, err := remote.Index(src, ro)
+	ro := regauth.RemoteOptions(ctx)
+	idx, err := remote.Index(src, ro...)
 	if err != nil {
 		return err
 	}
-	if err := remote.WriteIndex(dst, idx, ro); err != nil {
+	if err := remote.WriteIndex(dst, idx, ro...); err != nil {
 		return err
 	}
 	if *tags == "" {
@@ -61,11 +62,11 @@ func runCopy(ctx context.Context, args []string) error {
 	for _, d := range digests {
 		for _, suffix := range strings.Split(*tags, ",") {
 			t := d.Algorithm + "-" + d.Hex + "." + suffix
-			img, err := remote.Image(src.Context().Tag(t), ro)
+			img, err := remote.Image(src.Context().Tag(t), ro...)
 			if err != nil {
 				continue // not signed or attested: nothing to copy
 			}
-			if err := remote.Write(dst.Context().Tag(t), img, ro); err != nil {
+			if err := remote.Write(dst.Context().Tag(t), img, ro...); err != nil {
 				return fmt.Errorf("copying %s: %w", t, err)
 			}
 		}
@@ -83,20 +84,7 @@ func runDeleteTag(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	u := fmt.Sprintf("%s://%s/v2/%s/manifests/%s", t.Scheme(), t.RegistryStr(), t.RepositoryStr(), t.TagStr())
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("DELETE %s: %s", u, resp.Status)
-	}
-	return nil
+	return remote.Delete(t, regauth.RemoteOptions(ctx)...)
 }
 
 // runRelabel copies an index to DST with one platform's image config label
@@ -119,7 +107,7 @@ func runRelabel(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	idx, err := remote.Index(src, remote.WithContext(ctx))
+	idx, err := remote.Index(src, regauth.RemoteOptions(ctx)...)
 	if err != nil {
 		return err
 	}
@@ -155,5 +143,5 @@ func runRelabel(ctx context.Context, args []string) error {
 	if !changed {
 		return fmt.Errorf("no %s manifest in %s", *platform, src)
 	}
-	return remote.WriteIndex(dst, out, remote.WithContext(ctx))
+	return remote.WriteIndex(dst, out, regauth.RemoteOptions(ctx)...)
 }
