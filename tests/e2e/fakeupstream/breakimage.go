@@ -19,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/imagectl/imagectl/regauth"
 )
 
 // runBreakImage copies an index to DST with one platform image broken on
@@ -47,7 +49,7 @@ func runBreakImage(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	idx, err := remote.Index(src, remote.WithContext(ctx))
+	idx, err := remote.Index(src, regauth.RemoteOptions(ctx)...)
 	if err != nil {
 		return err
 	}
@@ -114,7 +116,7 @@ func runBreakImage(ctx context.Context, args []string) error {
 		}
 		out = mutate.AppendManifests(out, mutate.IndexAddendum{Add: add, Descriptor: v1.Descriptor{Platform: d.Platform}})
 	}
-	return remote.WriteIndex(dst, out, remote.WithContext(ctx))
+	return remote.WriteIndex(dst, out, regauth.RemoteOptions(ctx)...)
 }
 
 var sharedObject = regexp.MustCompile(`\.so(\.[0-9]+)*$`)
