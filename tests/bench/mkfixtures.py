@@ -51,7 +51,7 @@ def payload(name, size):
 
 def chunks(prefix, data):
     """data as files of at most CHUNK bytes under prefix/."""
-    return {f"{prefix}/{i:03d}.bin": data[off:off + CHUNK] for i, off in enumerate(range(0, len(data), CHUNK))}
+    return {f"{prefix}/{i:03d}.bin": mkwheels.Stored(data[off:off + CHUNK]) for i, off in enumerate(range(0, len(data), CHUNK))}
 
 
 def dep_sizes():
