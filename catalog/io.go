@@ -44,6 +44,16 @@ func Load(path string) (*Catalog, error) {
 			return nil, fmt.Errorf("catalog %s: pythonRuntimes[%d]: %w", path, i, err)
 		}
 	}
+	lockKeys := map[string]int{}
+	for i, l := range c.PythonLocks {
+		if err := l.check(); err != nil {
+			return nil, fmt.Errorf("catalog %s: pythonLocks[%d] (%s): %w", path, i, l.Key(), err)
+		}
+		if j, dup := lockKeys[l.Key().String()]; dup {
+			return nil, fmt.Errorf("catalog %s: pythonLocks[%d] locks %s again (as pythonLocks[%d])", path, i, l.Key(), j)
+		}
+		lockKeys[l.Key().String()] = i
+	}
 	Normalize(&c)
 	return &c, nil
 }
@@ -107,6 +117,7 @@ func Normalize(c *Catalog) {
 			}
 		}
 	}
+	normalizePythonLocks(c.PythonLocks)
 	slices.SortStableFunc(c.PythonRuntimes, func(a, b PythonRuntime) int { return ComparePythons(a.Python, b.Python) })
 	slices.SortStableFunc(c.Extensions, func(a, b ExtensionRecord) int {
 		if d := strings.Compare(strings.ToLower(a.ID), strings.ToLower(b.ID)); d != 0 {

@@ -8,15 +8,26 @@ Python-version matching is exercised for real:
 
   ray-2.46.0-cp{311,312}-cp{311,312}-manylinux2014_{x86_64,aarch64}.whl
   debugpy-1.8.14-cp{311,312}-cp{311,312}-manylinux_2_5_<arch>.manylinux1_<arch>.manylinux_2_17_<arch>.manylinux2014_<arch>.whl
-  click-8.1.8-py3-none-any.whl       (a requirement of ray)
-  colorful-0.5.6-py2.py3-none-any.whl (stands in for ray's [default] extra)
+  click-8.1.8-py3-none-any.whl        (a requirement of ray)
+  colorful-0.5.6-py2.py3-none-any.whl (ray's [default] extra)
+  aiohttp-3.9.5-py3-none-any.whl      (ray's [default] extra), which requires
+    aiosignal-1.3.1-py3-none-any.whl  (transitive, universal) and
+    frozenlist-1.4.1-cp{311,312}-cp{311,312}-manylinux2014_{x86_64,aarch64}.whl
+                                      (transitive, one platform wheel per architecture)
 
 Each platform wheel carries <pkg>/_fixture_arch.txt naming its architecture,
 so a test can prove the arm64 image got the aarch64 wheel. The real ray
-[default] extra pulls in ~20 projects (aiohttp, grpcio, ...); here the extra
-is declared honestly with one fixture requirement.
+[default] extra pulls in ~60 distributions; here it pulls in five, two of
+them transitive, which is what locking and the SBOM must find.
 
-usage: mkwheels.py OUTDIR   -> OUTDIR/files/*.whl, OUTDIR/simple/<project>/index.html
+usage: mkwheels.py [--add aiosignal==1.3.2] [--swap PROJECT] OUTDIR
+    -> OUTDIR/files/*.whl, OUTDIR/simple/<project>/index.html (with #sha256=)
+
+--add adds another release of a pure fixture project (aiosignal, click,
+colorful, aiohttp): a transitive bump. --swap rebuilds PROJECT's wheels under
+the same file names with different content: a wheel replaced in the index
+after it was locked. Every run rebuilds the whole index (the wheels are
+byte-for-byte reproducible), so a run without --swap restores the originals.
 """
 import base64
 import hashlib
@@ -77,9 +88,23 @@ def wheel(outdir, dist, version, tag, files, requires=(), extras=(), entry_point
     return fname
 
 
-def main(outdir):
-    archs = {"x86_64": "x86_64", "aarch64": "aarch64"}
+PURE = {
+    # project: (version, python tag, requires)
+    "click": ("8.1.8", "py3", []),
+    "colorful": ("0.5.6", "py2.py3", []),
+    "aiohttp": ("3.9.5", "py3", ["aiosignal>=1.1.2", "frozenlist>=1.1.1"]),
+    "aiosignal": ("1.3.1", "py3", []),
+}
+
+
+def main(outdir, adds=(), swaps=()):
+    archs = ("x86_64", "aarch64")
     made = {}
+
+    def extra(project):
+        # A swapped wheel: same name, one more file, so another sha256.
+        return {f"{project}/_swapped.txt": "replaced after locking\n"} if project in swaps else {}
+
     for py in ("311", "312"):
         for arch in archs:
             made.setdefault("ray", []).append(wheel(
@@ -89,9 +114,10 @@ def main(outdir):
                     "ray/_fixture_arch.txt": arch + "\n",
                     "ray/scripts/__init__.py": "",
                     "ray/scripts/scripts.py": "def main():\n    print('ray fixture 2.46.0')\n",
+                    **extra("ray"),
                 },
                 requires=["click>=7.0"],
-                extras=[("default", ["colorful"])],
+                extras=[("default", ["colorful", "aiohttp>=3.7"])],
                 entry_points="[console_scripts]\nray = ray.scripts.scripts:main\n",
             ))
             plat = ".".join(f"{t}_{arch}" for t in ("manylinux_2_5", "manylinux1", "manylinux_2_17", "manylinux2014"))
@@ -100,10 +126,29 @@ def main(outdir):
                 {
                     "debugpy/__init__.py": '__version__ = "1.8.14"\n',
                     "debugpy/_fixture_arch.txt": arch + "\n",
+                    **extra("debugpy"),
                 },
             ))
-    made["click"] = [wheel(outdir, "click", "8.1.8", ("py3", "none", "any"), {"click/__init__.py": '__version__ = "8.1.8"\n'})]
-    made["colorful"] = [wheel(outdir, "colorful", "0.5.6", ("py2.py3", "none", "any"), {"colorful/__init__.py": '__version__ = "0.5.6"\n'})]
+            made.setdefault("frozenlist", []).append(wheel(
+                outdir, "frozenlist", "1.4.1", (f"cp{py}", f"cp{py}", f"manylinux2014_{arch}"),
+                {
+                    "frozenlist/__init__.py": '__version__ = "1.4.1"\n',
+                    "frozenlist/_fixture_arch.txt": arch + "\n",
+                    **extra("frozenlist"),
+                },
+            ))
+    releases = [(p, v, tag, req) for p, (v, tag, req) in PURE.items()]
+    for a in adds:
+        project, _, version = a.partition("==")
+        if project not in PURE or not version:
+            sys.exit(f"--add {a}: want PROJECT==VERSION of one of {', '.join(sorted(PURE))}")
+        releases.append((project, version, PURE[project][1], PURE[project][2]))
+    for project, version, tag, requires in releases:
+        made.setdefault(project, []).append(wheel(
+            outdir, project, version, (tag, "none", "any"),
+            {f"{project}/__init__.py": f'__version__ = "{version}"\n', **extra(project)},
+            requires=requires,
+        ))
 
     simple = os.path.join(outdir, "simple")
     os.makedirs(simple, exist_ok=True)
@@ -115,16 +160,22 @@ def main(outdir):
     for project, files in sorted(made.items()):
         d = os.path.join(simple, project)
         os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "index.html"), "w") as f:
+        tmp = os.path.join(d, "index.html.tmp")
+        with open(tmp, "w") as f:
             f.write("<!DOCTYPE html><html><body>\n")
             for fn in sorted(files):
                 with open(os.path.join(outdir, "files", fn), "rb") as w:
                     h = hashlib.sha256(w.read()).hexdigest()
                 f.write(f'<a href="../../files/{fn}#sha256={h}">{fn}</a>\n')
             f.write("</body></html>\n")
+        os.replace(tmp, os.path.join(d, "index.html"))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    main(sys.argv[1])
+    import argparse
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument("--add", action="append", default=[])
+    ap.add_argument("--swap", action="append", default=[])
+    ap.add_argument("outdir")
+    a = ap.parse_args()
+    main(a.outdir, a.add, a.swap)
