@@ -252,7 +252,11 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		ctxs, err := build.PrepareContexts(filepath.Join(dir, "contexts"), rendered, build.Requirements(set), layout, settings, epoch)
+		reqs, locked := build.Requirements(set, p)
+		if !locked && req.Warnings != nil {
+			fmt.Fprintf(req.Warnings, "warning: no locked Python closure for %s in catalog.json: pip resolves the dependencies of ray %s and debugpy %s at build time, unpinned and unhashed; run imagectl matrix refresh to lock them\n", p, set.Ray, set.Debugpy)
+		}
+		ctxs, err := build.PrepareContexts(filepath.Join(dir, "contexts"), rendered, reqs, layout, settings, epoch)
 		if err != nil {
 			return nil, err
 		}
