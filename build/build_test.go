@@ -650,3 +650,19 @@ func TestHashMismatchLine(t *testing.T) {
 		t.Errorf("no logs: %v", err)
 	}
 }
+
+// The locked closure is an input: another wheel under the same versions
+// gives another inputs digest.
+func TestInputsDigestCoversTheClosure(t *testing.T) {
+	s := testSet()
+	s.PythonLocks = map[string][]resolve.PythonDist{"linux/amd64": {{Name: "aiosignal", Version: "1.3.1", Filename: "aiosignal-1.3.1-py3-none-any.whl", URL: "https://x/a.whl", SHA256: strings.Repeat("a", 64)}}}
+	d1 := InputsDigest(s, []byte("def"), "v1")
+	s.PythonLocks["linux/amd64"][0].SHA256 = strings.Repeat("b", 64)
+	if d2 := InputsDigest(s, []byte("def"), "v1"); d1 == d2 {
+		t.Error("a changed wheel sha256 in the closure did not change the inputs digest")
+	}
+	s.PythonLocks = nil
+	if d3 := InputsDigest(s, []byte("def"), "v1"); d3 == d1 {
+		t.Error("dropping the closure did not change the inputs digest")
+	}
+}
