@@ -21,7 +21,7 @@ import (
 )
 
 // layer is a tar layer of files (path -> content).
-func layer(t *testing.T, files map[string]string) v1.Layer {
+func layer(t testing.TB, files map[string]string) v1.Layer {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -86,7 +86,7 @@ func metadata(name, version string) string {
 // testImage is a small arm64 image shaped like imagectl's: a Debian base,
 // Python distributions under /opt/imagectl/python, code-server's npm
 // packages and two installed extensions, in separate layers.
-func testImage(t *testing.T) v1.Image {
+func testImage(t testing.TB) v1.Image {
 	t.Helper()
 	site := "opt/imagectl/python/lib/python3.12/site-packages/"
 	img, err := mutate.AppendLayers(empty.Image,

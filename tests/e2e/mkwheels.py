@@ -21,7 +21,8 @@ so a test can prove the arm64 image got the aarch64 wheel. The real ray
 them transitive, which is what locking and the SBOM must find.
 
 usage: mkwheels.py [--add aiosignal==1.3.2] [--swap PROJECT] OUTDIR
-    -> OUTDIR/files/*.whl, OUTDIR/simple/<project>/index.html (with #sha256=)
+    -> OUTDIR/files/*.whl, OUTDIR/simple/<project>/index.html (with #sha256=),
+       OUTDIR/pypi/<project>/json (the PyPI JSON API's shape, for matrix refresh)
 
 --add adds another release of a pure fixture project (aiosignal, click,
 colorful, aiohttp): a transitive bump. --swap rebuilds PROJECT's wheels under
@@ -31,6 +32,7 @@ byte-for-byte reproducible), so a run without --swap restores the originals.
 """
 import base64
 import hashlib
+import json
 import os
 import sys
 import zipfile
@@ -169,6 +171,21 @@ def main(outdir, adds=(), swaps=()):
                 f.write(f'<a href="../../files/{fn}#sha256={h}">{fn}</a>\n')
             f.write("</body></html>\n")
         os.replace(tmp, os.path.join(d, "index.html"))
+        # GET /pypi/<project>/json as PyPI answers it (the fields refresh reads).
+        releases = {}
+        for fn in sorted(files):
+            version = fn.split("-")[1]
+            with open(os.path.join(outdir, "files", fn), "rb") as w:
+                h = hashlib.sha256(w.read()).hexdigest()
+            releases.setdefault(version, []).append({
+                "filename": fn, "packagetype": "bdist_wheel", "python_version": fn.split("-")[-3],
+                "requires_python": None, "yanked": False, "digests": {"sha256": h}, "url": "../../files/" + fn,
+            })
+        jd = os.path.join(outdir, "pypi", project)
+        os.makedirs(jd, exist_ok=True)
+        with open(os.path.join(jd, "json.tmp"), "w") as f:
+            json.dump({"info": {"name": project, "requires_python": None}, "releases": releases}, f, indent=1, sort_keys=True)
+        os.replace(os.path.join(jd, "json.tmp"), os.path.join(jd, "json"))
 
 
 if __name__ == "__main__":

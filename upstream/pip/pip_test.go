@@ -212,7 +212,7 @@ func requirePip(t *testing.T) *Locker {
 
 // fixtureIndex builds the e2e's fixture wheels (tests/e2e/mkwheels.py) and
 // serves them as a PEP 503 index.
-func fixtureIndex(t *testing.T, args ...string) (dir, index string) {
+func fixtureIndex(t testing.TB, args ...string) (dir, index string) {
 	t.Helper()
 	dir = t.TempDir()
 	if out, err := exec.Command("python3", append([]string{"../../tests/e2e/mkwheels.py"}, append(args, dir)...)...).CombinedOutput(); err != nil {
