@@ -461,7 +461,7 @@ for p in amd64 arm64; do
     jq -e --arg p "linux/$p" --arg purl "pkg:pypi/${d%@*}@${d#*@}" '[.[$p][] | select(.purl == $purl)] | length == 1' "$work/sbom-packages.json" >/dev/null \
       || fail "linux/$p: the SBOM does not list the fixture wheel $d (purl pkg:pypi/${d%@*}@${d#*@})"
   done
-  log "linux/$p SBOM: $(wc -l <<<"$want") dpkg packages of the base, the 7 fixture wheels, $(jq --arg p "linux/$p" '[.[$p][] | select(.purl | startswith("pkg:generic/"))] | length' "$work/sbom-packages.json") extensions"
+  log "linux/$p SBOM: $(wc -l <<<"$want") dpkg packages of the base, the 7 fixture wheels, $(jq --arg p "linux/$p" '[.[$p][] | select(.purl | contains("type=vscode-extension"))] | length' "$work/sbom-packages.json") extensions, $(jq --arg p "linux/$p" '[.[$p][] | select(.purl | startswith("pkg:npm/"))] | length' "$work/sbom-packages.json") npm packages"
 done
 
 # (b) A wheel swapped in the index after locking: a build that runs the
