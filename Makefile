@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/imagectl/imagectl/cmd/imagectl/app.Version=$(VERSION)
 export IMAGECTL_TEST_CACHE ?= $(HOME)/.cache/imagectl-test
 
-.PHONY: build deps test unit e2e bench lint ci
+.PHONY: build deps test unit fuzz e2e bench lint ci
 
 build: ## Build bin/imagectl (static, so it can be copied into the code-server sidecar)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/imagectl ./cmd/imagectl
@@ -17,9 +17,22 @@ deps: ## Install what the tests need (idempotent; cached under $IMAGECTL_TEST_CA
 unit: ## Go tests only, with whatever tools are already installed
 	$(GO) test ./...
 
-test: deps ## The test command: install what is needed, run every Go test with the real tools required, then the end-to-end test
+test: deps ## The test command: install what is needed, run every Go test with the real tools required, the fuzzers briefly, then the end-to-end test
 	IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 ./...
+	$(MAKE) fuzz
 	bash tests/e2e/run.sh
+
+# FUZZTIME is how long each fuzz target runs in make fuzz (and make test).
+FUZZTIME ?= 10s
+# The decoders of untrusted files, one package at a time (go test -fuzz
+# accepts a single package).
+FUZZ_TARGETS := ./matrix:FuzzParse ./catalog:FuzzParse ./vscode/engine:FuzzAccepts
+
+fuzz: ## Run each fuzz target (matrix.yaml, catalog.json and engines.vscode decoders) for $(FUZZTIME)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 e2e: deps ## End-to-end only: real buildkitd, registry, QEMU and cosign
 	bash tests/e2e/run.sh

@@ -82,3 +82,25 @@ const (
 	// ProvenancePredicateType is the in-toto predicate type BuildKit writes.
 	ProvenancePredicateType = "https://slsa.dev/provenance/v1"
 )
+
+// What the base (linuxserver/code-server) provides and how its entrypoint
+// starts code-server: the s6 service svc-code-server runs CodeServerBin as
+// user abc with --bind-addr [::]:CodeServerPort --user-data-dir UserDataDir
+// --extensions-dir ExtensionsDir. imagectl smoke image boots the image's
+// entrypoint and checks these.
+const (
+	CodeServerBin  = "/app/code-server/bin/code-server"
+	CodeServerPort = 8443
+	// CodeServerUser is the user the service runs code-server as.
+	CodeServerUser = "abc"
+	// UserDataDir is code-server's --user-data-dir; SettingsPath is below it.
+	UserDataDir = "/config/data"
+)
+
+// The debugger's setting every image carries in SettingsPath (from
+// matrix.yaml; SettingInterpreterPath is above).
+const (
+	// SettingClusterDashboards lists the Ray dashboards the Ray Distributed
+	// Debugger extension polls ({host, localRoot} objects).
+	SettingClusterDashboards = "anyscalecompute.ray-distributed-debugger.clusterDashboards"
+)

@@ -6,7 +6,6 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -427,8 +426,7 @@ func TestBuildKitPushesWithDockerLogin(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	cfg := `{"auths":{"` + host + `":{"auth":"` + base64.StdEncoding.EncodeToString([]byte("ci:s3cret")) + `"}}}`
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
+	if err := authregistry.WriteDockerConfig(dir, host, "ci", "s3cret"); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("DOCKER_CONFIG", dir)

@@ -3,86 +3,75 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/imagectl/imagectl/internal/safefile"
 )
 
 // maxCatalogSize bounds catalog.json.
 const maxCatalogSize = 64 << 20
 
-// Load reads a catalog snapshot.
+// Load reads a catalog snapshot: a regular file of at most 64 MiB, read
+// without following it into a FIFO or device, then Parse.
 func Load(path string) (*Catalog, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, maxCatalogSize)
 	if err != nil {
-		return nil, fmt.Errorf("reading catalog: %w (run imagectl matrix refresh to create it)", err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("reading catalog: %w (run imagectl matrix refresh to create it)", err)
+		}
+		return nil, fmt.Errorf("reading catalog: %w", err)
 	}
-	if len(b) > maxCatalogSize {
-		return nil, fmt.Errorf("catalog %s: larger than %d bytes", path, maxCatalogSize)
+	return Parse(path, b)
+}
+
+// Parse decodes and validates catalog.json content; name (usually the
+// path) starts every error, which is an *Error naming the JSON path of the
+// first problem: invalid UTF-8 or JSON, a duplicate or unknown key, a value
+// of the wrong type, data after the document (checkStructure), or a
+// malformed or duplicate entry (Validate). The result is normalized.
+func Parse(name string, data []byte) (*Catalog, error) {
+	if len(data) > maxCatalogSize {
+		return nil, &Error{File: name, Msg: fmt.Sprintf("larger than the limit of %s", safefile.FormatSize(maxCatalogSize))}
+	}
+	if !utf8.Valid(data) {
+		return nil, &Error{File: name, Msg: "not UTF-8 text"}
+	}
+	if err := checkStructure(data, &Catalog{}); err != nil {
+		return nil, withFile(name, err)
 	}
 	var c Catalog
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("catalog %s: %w", path, err)
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, &Error{File: name, Msg: err.Error()} // checkStructure let through something it should not have
 	}
-	if c.SchemaVersion != SchemaVersion {
-		return nil, fmt.Errorf("catalog %s: schemaVersion %d, want %d (run imagectl matrix refresh)", path, c.SchemaVersion, SchemaVersion)
-	}
-	if t := c.ToolsImage; t != nil {
-		if t.Ref == "" {
-			return nil, fmt.Errorf("catalog %s: toolsImage.ref is empty (want matrix.yaml's build.toolsImage)", path)
-		}
-		if t.Digest != "" && !validDigest(t.Digest) {
-			return nil, fmt.Errorf("catalog %s: toolsImage.digest %q: want sha256:<64 hex digits> or nothing", path, t.Digest)
-		}
-	}
-	for i, r := range c.PythonRuntimes {
-		if err := r.check(); err != nil {
-			return nil, fmt.Errorf("catalog %s: pythonRuntimes[%d]: %w", path, i, err)
-		}
-	}
-	lockKeys := map[string]int{}
-	for i, l := range c.PythonLocks {
-		if err := l.check(); err != nil {
-			return nil, fmt.Errorf("catalog %s: pythonLocks[%d] (%s): %w", path, i, l.Key(), err)
-		}
-		if j, dup := lockKeys[l.Key().String()]; dup {
-			return nil, fmt.Errorf("catalog %s: pythonLocks[%d] locks %s again (as pythonLocks[%d])", path, i, l.Key(), j)
-		}
-		lockKeys[l.Key().String()] = i
+	if err := Validate(&c); err != nil {
+		return nil, withFile(name, err)
 	}
 	Normalize(&c)
 	return &c, nil
 }
 
-// check reports the first malformed field of r.
+func withFile(name string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.File = name
+		return e
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// check reports the first malformed field of r (the rules of Validate).
 func (r PythonRuntime) check() error {
-	if _, ok := PythonMinor(r.Python); !ok {
-		return fmt.Errorf("python %q: want a CPython minor version such as 3.12", r.Python)
-	}
-	if !strings.HasPrefix(r.Version, r.Python+".") {
-		return fmt.Errorf("version %q: want a %s.N version", r.Version, r.Python)
-	}
-	if r.Repository == "" || r.Release == "" || r.Flavor == "" {
-		return fmt.Errorf("python %s: repository, release and flavor are required", r.Python)
-	}
-	for _, p := range sortedKeys(runtimeArches) {
-		f, ok := r.Files[p]
-		if !ok {
-			return fmt.Errorf("python %s: no file for %s", r.Python, p)
-		}
-		if !strings.HasPrefix(f.URL, "https://") && !strings.HasPrefix(f.URL, "http://") {
-			return fmt.Errorf("python %s: files[%s].url %q: want an http(s) URL", r.Python, p, f.URL)
-		}
-		if !validHex(f.SHA256) {
-			return fmt.Errorf("python %s: files[%s].sha256 %q: want 64 lowercase hex digits", r.Python, p, f.SHA256)
-		}
-	}
-	if len(r.Files) != len(runtimeArches) {
-		return fmt.Errorf("python %s: files for %d platforms, want linux/amd64 and linux/arm64", r.Python, len(r.Files))
+	v := &validator{}
+	v.runtime("python "+r.Python, r)
+	if v.err != nil {
+		return v.err
 	}
 	return nil
 }
@@ -183,9 +172,13 @@ func PythonMinor(v string) (int, bool) {
 	return n, true
 }
 
-// Marshal encodes c deterministically: normalized (in place), 2-space
+// Marshal validates c (so that nothing writes a catalog Load would
+// refuse) and encodes it deterministically: normalized (in place), 2-space
 // indented, with a trailing newline.
 func Marshal(c *Catalog) ([]byte, error) {
+	if err := Validate(c); err != nil {
+		return nil, fmt.Errorf("encoding catalog: %w", err)
+	}
 	Normalize(c)
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -114,100 +113,101 @@ var (
 	nameRuns = regexp.MustCompile(`[-_.]+`)
 	// distName is a valid distribution name (PEP 508).
 	distName = regexp.MustCompile(`^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$`)
-	// wheelVersion is what a locked version may look like: PEP 440 public
-	// and local versions, no spaces or requirement syntax.
-	wheelVersion = regexp.MustCompile(`^[0-9A-Za-z!+._-]+$`)
 )
 
-// check reports the first malformed field of l.
+// check reports the first malformed field of l (the rules of Validate).
 func (l PythonLock) check() error {
-	if l.Ray == "" || !wheelVersion.MatchString(l.Ray) {
-		return fmt.Errorf("ray %q: want a version", l.Ray)
-	}
-	if l.Debugpy == "" || !wheelVersion.MatchString(l.Debugpy) {
-		return fmt.Errorf("debugpy %q: want a version", l.Debugpy)
-	}
-	for _, e := range l.RayExtras {
-		if !distName.MatchString(e) {
-			return fmt.Errorf("rayExtras %q: want an extra name", e)
-		}
-	}
-	if _, ok := PythonMinor(l.Python); !ok {
-		return fmt.Errorf("python %q: want a CPython minor version such as 3.12", l.Python)
-	}
-	if _, ok := RuntimeArch(l.Platform); !ok {
-		return fmt.Errorf("platform %q: want linux/amd64 or linux/arm64", l.Platform)
-	}
-	if u, err := url.Parse(l.Index); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("index %q: want the http(s) URL of a PEP 503 index", l.Index)
-	}
-	switch {
-	case l.Blocked != nil && len(l.Distributions) > 0:
-		return errors.New("both blocked and distributions: a blocked lock has no closure")
-	case l.Blocked != nil:
-		if l.Blocked.Detail == "" {
-			return errors.New("blocked.detail is empty: want pip's reason")
-		}
-		if d := l.Blocked.Distribution; d != "" && !distName.MatchString(d) {
-			return fmt.Errorf("blocked.distribution %q: want a distribution name", d)
-		}
-		return nil
-	case len(l.Distributions) == 0:
-		return errors.New("no distributions and not blocked: want the closure pip resolved")
-	}
-	seen := map[string]bool{}
-	for i, d := range l.Distributions {
-		if err := d.check(); err != nil {
-			return fmt.Errorf("distributions[%d]: %w", i, err)
-		}
-		n := NormalizeName(d.Name)
-		if seen[n] {
-			return fmt.Errorf("distributions[%d]: %s appears twice", i, d.Name)
-		}
-		seen[n] = true
-	}
-	for _, top := range []string{"ray", "debugpy"} {
-		if !seen[top] {
-			return fmt.Errorf("the closure has no %s (a top-level requirement)", top)
-		}
-	}
-	for _, d := range l.Distributions {
-		switch NormalizeName(d.Name) {
-		case "ray":
-			if d.Version != l.Ray {
-				return fmt.Errorf("ray %s in the closure, want %s", d.Version, l.Ray)
-			}
-		case "debugpy":
-			if d.Version != l.Debugpy {
-				return fmt.Errorf("debugpy %s in the closure, want %s", d.Version, l.Debugpy)
-			}
-		}
+	v := &validator{}
+	v.pythonLock("", l)
+	if v.err != nil {
+		return v.err
 	}
 	return nil
 }
 
-// check reports the first malformed field of d.
-func (d Distribution) check() error {
+// pythonLock checks one lock at JSON path p: its key, its index, and a
+// closure of well-formed wheels (each name once, ray and debugpy at the
+// locked versions) or a reason it is blocked, never both.
+func (v *validator) pythonLock(p string, l PythonLock) {
+	at := func(field string) string {
+		if p == "" {
+			return field
+		}
+		return p + "." + field
+	}
+	v.version(at("ray"), l.Ray)
+	v.version(at("debugpy"), l.Debugpy)
+	for i, e := range l.RayExtras {
+		if !distName.MatchString(e) {
+			v.fail(fmt.Sprintf("%s[%d]", at("rayExtras"), i), "%s: want an extra name such as default", quote(e))
+		}
+	}
+	if _, ok := PythonMinor(l.Python); !ok {
+		v.fail(at("python"), "%s: want a CPython minor version such as 3.12", quote(l.Python))
+	}
+	if _, ok := RuntimeArch(l.Platform); !ok {
+		v.fail(at("platform"), "%s: want linux/amd64 or linux/arm64", quote(l.Platform))
+	}
+	v.url(at("index"), l.Index, false)
+	switch {
+	case l.Blocked != nil && len(l.Distributions) > 0:
+		v.fail(at("blocked"), "set together with distributions: a blocked lock has no closure")
+		return
+	case l.Blocked != nil:
+		if l.Blocked.Detail == "" {
+			v.fail(at("blocked.detail"), "empty: want pip's reason")
+		}
+		if d := l.Blocked.Distribution; d != "" && !distName.MatchString(d) {
+			v.fail(at("blocked.distribution"), "%s: want a distribution name", quote(d))
+		}
+		return
+	case len(l.Distributions) == 0:
+		v.fail(at("distributions"), "empty and not blocked: want the closure pip resolved")
+		return
+	}
+	seen := map[string]int{}
+	for i, d := range l.Distributions {
+		pd := fmt.Sprintf("%s[%d]", at("distributions"), i)
+		v.distribution(pd, d)
+		v.duplicate(seen, NormalizeName(d.Name), pd+".name", at("distributions")+"[%d] (the same normalized name)")
+		switch NormalizeName(d.Name) {
+		case "ray":
+			if d.Version != l.Ray {
+				v.fail(pd+".version", "%s: the closure's ray, want the locked ray %s", quote(d.Version), l.Ray)
+			}
+		case "debugpy":
+			if d.Version != l.Debugpy {
+				v.fail(pd+".version", "%s: the closure's debugpy, want the locked debugpy %s", quote(d.Version), l.Debugpy)
+			}
+		}
+	}
+	for _, top := range []string{"ray", "debugpy"} {
+		if _, ok := seen[top]; !ok {
+			v.fail(at("distributions"), "has no %s: the top-level requirements are part of the closure", top)
+		}
+	}
+}
+
+// distribution checks one locked wheel at JSON path p.
+func (v *validator) distribution(p string, d Distribution) {
 	if !distName.MatchString(d.Name) {
-		return fmt.Errorf("name %q: want a distribution name", d.Name)
+		v.fail(p+".name", "%s: want a distribution name", quote(d.Name))
+		return
 	}
-	if d.Version == "" || !wheelVersion.MatchString(d.Version) {
-		return fmt.Errorf("%s: version %q: want a version", d.Name, d.Version)
-	}
-	if !strings.HasSuffix(d.Filename, ".whl") || strings.ContainsAny(d.Filename, "/\\ ") {
-		return fmt.Errorf("%s: filename %q: want a wheel file name (*.whl)", d.Name, d.Filename)
+	if d.Version == "" || !versionRE.MatchString(d.Version) {
+		v.fail(p+".version", "%s: want a version such as 1.3.1", quote(d.Version))
 	}
 	parts := strings.Split(strings.TrimSuffix(d.Filename, ".whl"), "-")
-	if len(parts) < 5 || NormalizeName(parts[0]) != NormalizeName(d.Name) {
-		return fmt.Errorf("%s: filename %q does not name a wheel of %s", d.Name, d.Filename, d.Name)
+	switch {
+	case !strings.HasSuffix(d.Filename, ".whl") || strings.ContainsAny(d.Filename, "/\\ "):
+		v.fail(p+".filename", "%s: want a wheel file name (*.whl)", quote(d.Filename))
+	case len(parts) < 5 || NormalizeName(parts[0]) != NormalizeName(d.Name) || parts[1] != strings.ReplaceAll(d.Version, "-", "_"):
+		v.fail(p+".filename", "%s: not a wheel of %s %s", quote(d.Filename), d.Name, d.Version)
 	}
-	if u, err := url.Parse(d.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%s: url %q: want an http(s) URL", d.Name, d.URL)
-	}
+	v.url(p+".url", d.URL, false)
 	if !validHex(d.SHA256) {
-		return fmt.Errorf("%s: sha256 %q: want 64 lowercase hex digits", d.Name, d.SHA256)
+		v.fail(p+".sha256", "%s: want 64 lowercase hex digits", quote(d.SHA256))
 	}
-	return nil
 }
 
 // normalizePythonLocks sorts the locks (newest Ray first, then debugpy,

@@ -6,7 +6,9 @@
 // Marketplace or Open VSX (subpackages marketplace and openvsx), validates it
 // (subpackage vsix) and stores it in a content-addressed cache (subpackage
 // cache). A file already cached, and in particular one whose sha256 the lock
-// pins, is served with no network request at all.
+// pins, is served with no network request at all. A file the lock pins no
+// sha256 for is trusted on first use with a warning, or refused with
+// WithRequirePins; RecordPins and CarryPins keep the catalog's pins.
 //
 // Layout writes, for one platform and from the cache only, the directory
 // code-server loads with --extensions-dir: one <publisher>.<name>-<version>/

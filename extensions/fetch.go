@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/resolve"
 )
 
@@ -26,12 +25,14 @@ type Source interface {
 
 // Fetcher fetches extension files into a cache.
 type Fetcher struct {
-	cache    *cache.Cache
-	sources  map[string]Source
-	parallel int
-	attempts int
-	limits   vsix.Limits
-	log      *slog.Logger
+	cache       *cache.Cache
+	sources     map[string]Source
+	parallel    int
+	attempts    int
+	limits      vsix.Limits
+	log         *slog.Logger
+	requirePins bool
+	warnings    io.Writer
 }
 
 // Option configures NewFetcher.
@@ -44,10 +45,21 @@ func WithSource(name string, s Source) Option { return func(f *Fetcher) { f.sour
 // WithParallelism bounds concurrent downloads (default 4).
 func WithParallelism(n int) Option { return func(f *Fetcher) { f.parallel = n } }
 
-// WithAttempts sets how many times a download cut short (connection reset,
-// truncated body) is tried in all (default 4). HTTP-level retries (429, 5xx)
-// happen below this, in the HTTP client.
+// WithAttempts sets how many times a download whose body was cut short
+// (connection reset, truncated body, no data for the idle timeout) is tried
+// in all (default 4). Everything else is retried once, by one policy: a
+// request that fails before its body (connection refused, 429, 5xx) is
+// retried by the HTTP client (upstream/httpx) and not again here.
 func WithAttempts(n int) Option { return func(f *Fetcher) { f.attempts = n } }
+
+// WithRequirePins makes Fetch fail, before any request, when a file of the
+// set carries no sha256 (trust on first use refused).
+func WithRequirePins(on bool) Option { return func(f *Fetcher) { f.requirePins = on } }
+
+// WithWarnings receives a warning for every file fetched or served from the
+// cache without a pinned sha256, naming the digest trusted on first use
+// (default: discarded).
+func WithWarnings(w io.Writer) Option { return func(f *Fetcher) { f.warnings = w } }
 
 // WithLimits sets the archive limits used by validation.
 func WithLimits(l vsix.Limits) Option { return func(f *Fetcher) { f.limits = l } }
@@ -70,7 +82,69 @@ func NewFetcher(c *cache.Cache, opts ...Option) *Fetcher {
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
+	if f.warnings == nil {
+		f.warnings = io.Discard
+	}
 	return f
+}
+
+// UnpinnedFile is a file of a resolved set that carries no sha256: what is
+// downloaded for it is trusted on first use.
+type UnpinnedFile struct {
+	ID             string
+	Version        string
+	TargetPlatform string
+	// Platforms are the OCI platforms that install it.
+	Platforms []string
+}
+
+func (u UnpinnedFile) String() string {
+	return fmt.Sprintf("%s@%s (%s for %s)", u.ID, u.Version, u.TargetPlatform, strings.Join(u.Platforms, ","))
+}
+
+// Unpinned returns the files exts install on platforms that carry no
+// sha256, once per id, version and target platform, in install order. A
+// platform with no file in the set is left to Fetch to report.
+func Unpinned(exts []resolve.Extension, platforms []string) []UnpinnedFile {
+	var out []UnpinnedFile
+	idx := map[cache.Key]int{}
+	for _, e := range exts {
+		for _, p := range platforms {
+			file, ok := e.Files[p]
+			if !ok || file.SHA256 != "" {
+				continue
+			}
+			k := cache.Key{ID: e.ID, Version: e.Version, TargetPlatform: file.TargetPlatform}
+			if i, ok := idx[k]; ok {
+				out[i].Platforms = append(out[i].Platforms, p)
+				continue
+			}
+			idx[k] = len(out)
+			out = append(out, UnpinnedFile{ID: e.ID, Version: e.Version, TargetPlatform: file.TargetPlatform, Platforms: []string{p}})
+		}
+	}
+	return out
+}
+
+// UnpinnedError is CheckPins' refusal: it names every unpinned file.
+type UnpinnedError struct{ Files []UnpinnedFile }
+
+func (e *UnpinnedError) Error() string {
+	names := make([]string, len(e.Files))
+	for i, f := range e.Files {
+		names[i] = f.String()
+	}
+	return fmt.Sprintf("pins required, but %d extension file(s) have no sha256 in the catalog: %s (run imagectl extensions pin where the upstreams are trusted, review the catalog diff, then commit it)",
+		len(e.Files), strings.Join(names, ", "))
+}
+
+// CheckPins returns an *UnpinnedError naming every file exts install on
+// platforms without a sha256, or nil when every one is pinned.
+func CheckPins(exts []resolve.Extension, platforms []string) error {
+	if u := Unpinned(exts, platforms); len(u) > 0 {
+		return &UnpinnedError{Files: u}
+	}
+	return nil
 }
 
 // Fetched is one VSIX in the cache.
@@ -133,7 +207,16 @@ func (f *Fetcher) Fetch(ctx context.Context, set *resolve.Set) ([]Fetched, error
 // once per distinct (id, version, targetPlatform), validated against the VS
 // Code version vscode (empty skips the engine check). The result follows the
 // order of exts (install order), then of platforms.
+//
+// A file without a sha256 in the set is trusted on first use: with
+// WithRequirePins nothing is fetched and the error names every such file;
+// otherwise each one gets a warning naming the digest accepted.
 func (f *Fetcher) FetchExtensions(ctx context.Context, exts []resolve.Extension, platforms []string, vscode string) ([]Fetched, error) {
+	if f.requirePins {
+		if err := CheckPins(exts, platforms); err != nil {
+			return nil, err
+		}
+	}
 	var jobs []*job
 	byKey := map[cache.Key]*job{}
 	for _, e := range exts {
@@ -174,6 +257,13 @@ func (f *Fetcher) FetchExtensions(ctx context.Context, exts []resolve.Extension,
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	for i, j := range jobs {
+		if j.file.SHA256 == "" {
+			r := out[i]
+			fmt.Fprintf(f.warnings, "warning: extension %s@%s (%s for %s) is not pinned by sha256 in the catalog: trusting sha256 %s on first use; pin it with imagectl extensions pin, or refuse unpinned files with --require-pins\n",
+				r.ID, r.Version, r.TargetPlatform, strings.Join(r.Platforms, ","), r.SHA256)
+		}
+	}
 	return out, nil
 }
 
@@ -181,7 +271,7 @@ func (f *Fetcher) fetchOne(ctx context.Context, j *job, vscode string) (Fetched,
 	k := cache.Key{ID: j.ext.ID, Version: j.ext.Version, TargetPlatform: j.file.TargetPlatform}
 	res := Fetched{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, Platforms: j.platforms}
 	where := fmt.Sprintf("extension %s@%s (%s for %s)", k.ID, k.Version, k.TargetPlatform, strings.Join(j.platforms, ","))
-	if e, ok, err := f.cache.Get(k, j.file.SHA256); err != nil {
+	if e, ok, err := f.cache.Get(ctx, k, j.file.SHA256); err != nil {
 		return res, fmt.Errorf("%s: cache: %w", where, err)
 	} else if ok {
 		res.SHA256, res.Size, res.Path, res.URL, res.Cached = e.SHA256, e.Size, e.Path, e.URL, true
@@ -197,17 +287,22 @@ func (f *Fetcher) fetchOne(ctx context.Context, j *job, vscode string) (Fetched,
 		e, url, err := f.download(ctx, src, k, j, vscode)
 		if err == nil {
 			res.SHA256, res.Size, res.Path, res.URL = e.SHA256, e.Size, e.Path, e.URL
-			f.log.Info("fetched", "id", k.ID, "version", k.Version, "target", k.TargetPlatform, "url", url, "sha256", e.SHA256, "bytes", e.Size)
+			f.log.Info("fetched", "id", k.ID, "version", k.Version, "target", k.TargetPlatform, "url", safetext.URL(url), "sha256", e.SHA256, "bytes", e.Size)
 			return res, nil
 		}
 		if url == "" {
 			url = j.file.URL
 		}
-		lastErr = fmt.Errorf("%s from %s: %w", where, url, err)
+		// Name the URL once: an HTTP error already starts with it.
+		if u := safetext.URL(url); strings.Contains(err.Error(), u) {
+			lastErr = fmt.Errorf("%s: %w", where, err)
+		} else {
+			lastErr = fmt.Errorf("%s from %s: %w", where, u, err)
+		}
 		if !retryable(err) || ctx.Err() != nil {
 			break
 		}
-		f.log.Info("retrying", "id", k.ID, "target", k.TargetPlatform, "attempt", attempt, "err", err)
+		f.log.Info("retrying a download cut short", "id", k.ID, "target", k.TargetPlatform, "attempt", attempt, "err", err)
 		select {
 		case <-ctx.Done():
 			return res, errors.Join(lastErr, ctx.Err())
@@ -228,7 +323,10 @@ func (f *Fetcher) download(ctx context.Context, src Source, k cache.Key, j *job,
 	if err != nil {
 		return cache.Entry{}, o.URL, err
 	}
-	if _, err := vsix.Validate(w.File(), w.Size(), vsix.Expect{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, VSCode: vscode}, f.limits); err != nil {
+	if _, err := vsix.Validate(ctx, w.File(), w.Size(), vsix.Expect{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, VSCode: vscode}, f.limits); err != nil {
+		if ctx.Err() != nil {
+			return cache.Entry{}, o.URL, err
+		}
 		return cache.Entry{}, o.URL, &invalidError{err}
 	}
 	e, err := w.Commit(cache.Entry{Key: k, URL: o.URL}, j.file.SHA256)
@@ -243,14 +341,16 @@ type invalidError struct{ err error }
 func (e *invalidError) Error() string { return "invalid VSIX: " + e.err.Error() }
 func (e *invalidError) Unwrap() error { return e.err }
 
-// retryable reports whether a download error is a transfer cut short, worth
-// another attempt (HTTP statuses were already retried by the HTTP client).
+// retryable reports whether a download error is a body cut short after a
+// 200 (vsix.BodyError), worth a new request. Anything that failed before
+// the body (connection errors, statuses) was already retried by the HTTP
+// client under its own policy; retrying it here again would multiply the
+// two policies.
 func retryable(err error) bool {
 	var inv *invalidError
 	if errors.As(err, &inv) {
 		return false
 	}
-	var ne net.Error
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || (errors.As(err, &ne) && !errors.Is(err, context.Canceled))
+	var be *vsix.BodyError
+	return errors.As(err, &be)
 }

@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,7 +104,7 @@ func assertCacheClean(t *testing.T, c *cache.Cache, want []string) {
 			t.Errorf("bad blob %s in the cache (hash %s, %v)", b, d, err)
 		}
 	}
-	ents, err := c.List()
+	ents, err := c.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +277,7 @@ func TestFetchFaults(t *testing.T) {
 				}
 			}
 			// The bad file never reaches the cache; whatever else finished is intact.
-			ents, _ := c.List()
+			ents, _ := c.List(context.Background())
 			for _, e := range ents {
 				if e.ID == "ms-python.python" && e.TargetPlatform == "linux-x64" {
 					t.Errorf("bad file cached: %+v", e)
@@ -398,3 +400,39 @@ func mustBlobs(t *testing.T, c *cache.Cache) []string {
 }
 
 var _ = http.StatusOK
+
+// dnsFailure answers every request as a resolver that knows no such host.
+type dnsFailure struct{ n atomic.Int32 }
+
+func (d *dnsFailure) RoundTrip(r *http.Request) (*http.Response, error) {
+	d.n.Add(1)
+	return nil, &net.DNSError{Err: "no such host", Name: r.URL.Hostname(), IsNotFound: true}
+}
+
+// An unresolvable upstream fails at once: one request per file, no retry
+// under either policy, and each error names its URL once.
+func TestFetchNoSuchHostIsFinalAndNamesTheURLOnce(t *testing.T) {
+	builds := loadBuilds(t)
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &dnsFailure{}
+	hc := httpx.New(httpx.WithTransport(tr), httpx.WithBackoff(time.Millisecond, time.Millisecond))
+	fe := extensions.NewFetcher(c,
+		extensions.WithSource("marketplace", marketplace.New(marketplace.WithBaseURL("http://marketplace.invalid"), marketplace.WithHTTPClient(hc))),
+		extensions.WithSource("openvsx", openvsx.New(openvsx.WithBaseURL("http://openvsx.invalid"), openvsx.WithHTTPClient(hc))),
+		extensions.WithParallelism(1),
+	)
+	set := resolve.Set{Platforms: []string{"linux/amd64"}, CodeServer: resolve.CodeServer{VSCode: testVSCode}, Extensions: testSet(t, builds, true)[:1]}
+	_, err = fe.Fetch(context.Background(), &set)
+	if err == nil {
+		t.Fatal("fetch from an unresolvable host succeeded")
+	}
+	if got := tr.n.Load(); got != 1 {
+		t.Errorf("%d requests for one file, want 1 (no such host is final): %v", got, err)
+	}
+	if n := strings.Count(err.Error(), "marketplace.invalid/"); n != 1 {
+		t.Errorf("the error names the URL %d times, want once: %v", n, err)
+	}
+}

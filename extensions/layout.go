@@ -11,13 +11,14 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/internal/safetext"
+	"github.com/imagectl/imagectl/internal/sourcedate"
 	"github.com/imagectl/imagectl/resolve"
 )
 
@@ -25,18 +26,8 @@ import (
 const ExtensionsJSON = "extensions.json"
 
 // SourceDateEpoch returns the time in $SOURCE_DATE_EPOCH, or the Unix epoch
-// when it is unset.
-func SourceDateEpoch() (time.Time, error) {
-	v := os.Getenv("SOURCE_DATE_EPOCH")
-	if v == "" {
-		return time.Unix(0, 0).UTC(), nil
-	}
-	s, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || s < 0 {
-		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: want a non-negative integer", v)
-	}
-	return time.Unix(s, 0).UTC(), nil
-}
+// when it is unset (sourcedate.FromEnv: the range is checked there).
+func SourceDateEpoch() (time.Time, error) { return sourcedate.FromEnv() }
 
 // LayoutOptions says where and how to lay out one platform.
 type LayoutOptions struct {
@@ -148,19 +139,22 @@ func Layout(ctx context.Context, c *cache.Cache, exts []resolve.Extension, opts 
 		}
 		k := cache.Key{ID: e.ID, Version: e.Version, TargetPlatform: file.TargetPlatform}
 		where := fmt.Sprintf("extension %s@%s (%s for %s)", e.ID, e.Version, file.TargetPlatform, opts.Platform)
-		ce, ok, err := c.Get(k, file.SHA256)
+		ce, ok, err := c.Get(ctx, k, file.SHA256)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		if !ok {
 			return nil, fmt.Errorf("%s: not in the cache %s (run imagectl extensions fetch first)", where, c.Dir())
 		}
-		info, err := layoutOne(ce, k, opts, *t)
+		info, err := layoutOne(ctx, c, ce, k, opts, *t)
 		if info.Dir != "" {
 			wrote = append(wrote, filepath.Join(opts.Dir, info.Dir))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s from %s (%s): %w", where, ce.URL, ce.Path, err)
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			return nil, fmt.Errorf("%s from %s (%s): %w", where, safetext.URL(ce.URL), ce.Path, err)
 		}
 		out = append(out, info)
 		var je extensionsJSONEntry
@@ -194,13 +188,13 @@ func Layout(ctx context.Context, c *cache.Cache, exts []resolve.Extension, opts 
 	return out, nil
 }
 
-func layoutOne(ce cache.Entry, k cache.Key, opts LayoutOptions, t time.Time) (Installed, error) {
-	f, err := os.Open(ce.Path)
+func layoutOne(ctx context.Context, c *cache.Cache, ce cache.Entry, k cache.Key, opts LayoutOptions, t time.Time) (Installed, error) {
+	f, err := c.OpenBlob(ce)
 	if err != nil {
 		return Installed{}, err
 	}
 	defer f.Close()
-	info, err := vsix.Validate(f, ce.Size, vsix.Expect{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, VSCode: opts.VSCode}, opts.Limits)
+	info, err := vsix.Validate(ctx, f, ce.Size, vsix.Expect{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, VSCode: opts.VSCode}, opts.Limits)
 	if err != nil {
 		return Installed{}, err
 	}
@@ -208,7 +202,7 @@ func layoutOne(ce cache.Entry, k cache.Key, opts LayoutOptions, t time.Time) (In
 	if err := vsix.CheckEntryName(dir); err != nil || strings.Contains(dir, "/") {
 		return Installed{}, fmt.Errorf("folder name %q is not a single clean path element", dir)
 	}
-	if err := vsix.Extract(f, ce.Size, filepath.Join(opts.Dir, dir), opts.Limits, t); err != nil {
+	if err := vsix.Extract(ctx, f, ce.Size, filepath.Join(opts.Dir, dir), opts.Limits, t); err != nil {
 		return Installed{}, err
 	}
 	return Installed{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, SHA256: ce.SHA256, Dir: dir}, nil

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/imagectl/imagectl/internal/safefile"
 )
 
 // Default values, applied by applyDefaults and nowhere else.
@@ -56,7 +57,7 @@ const maxFileSize = 1 << 20
 // Load reads and parses the matrix file at path. Errors name path, the line
 // and the field path.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, maxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading matrix: %w", err)
 	}

@@ -53,7 +53,9 @@ func TestLoadInvalid(t *testing.T) {
 		"tag-not-unique":              `invalid-tag-not-unique.yaml:2: tags[0].template: immutable tag "ray{{.Ray}}" does not change with code-server, Ray and Python`,
 		"tag-pattern-bad":             `invalid-tag-pattern-bad.yaml:3: base.tagPattern: bad regular expression`,
 		"tag-pattern-no-group":        `invalid-tag-pattern-no-group.yaml:3: base.tagPattern: "^\\d+\\.\\d+\\.\\d+$" has no group`,
-		"tag-unknown-field":           `invalid-tag-unknown-field.yaml:2: tags[0].template: tag template "{{.CodeServer}}-{{.Ray}}-{{.Pyton}}"`,
+		"tag-unknown-field":           `invalid-tag-unknown-field.yaml:2: tags[0].template: tag template "{{.CodeServer}}-{{.Ray}}-{{.Pyton}}": {{.Pyton}}: unknown field (want one of .CodeServer .VSCode .Ray .RayMinor .Python .Debugpy .Inputs)`,
+		"tag-printf":                  `invalid-tag-printf.yaml:2: tags[0].template: tag template "{{printf \"%999999999d\" 1}}{{.CodeServer}}-{{.Ray}}-{{.Python}}-{"... (74 bytes): "{{printf \"%999999999d\" 1}}" is not allowed: only text and {{.Field}} references`,
+		"tag-control":                 `invalid-tag-control.yaml:2: tags[0].template: tag template "{{.CodeServer}}-{{.Ray}}-{{.Python}}-{{.Inputs}}{{if .Ray}}x{{en"... (67 bytes): "{{if .Ray}}x{{end}}" is not allowed`,
 		"two-docs":                    `invalid-two-docs.yaml:3: more than one YAML document`,
 		"unknown-field":               `invalid-unknown-field.yaml:6: components.ray.extra: unknown field "extra" (want one of build, constraint, exclude, extras)`,
 		"unknown-top":                 `invalid-unknown-top.yaml:3: platform: unknown field "platform"`,
@@ -193,7 +195,20 @@ func TestTagRender(t *testing.T) {
 		{"{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}", "4.101.2-ray2.46.0-py3.12", ""},
 		{"ray{{.RayMinor}}", "ray2.46", ""},
 		{"latest", "latest", ""},
-		{"{{.Nope}}", "", "can't evaluate field Nope"},
+		{"{{.Nope}}", "", "{{.Nope}}: unknown field"},
+		{"{{- .Ray -}}", "2.46.0", ""},
+		{"ray{{/* a comment */}}{{.Ray}}", "ray2.46.0", ""},
+		{`{{printf "%d" 1}}`, "", "is not allowed"},
+		{`{{.Ray | printf "%s"}}`, "", "is not allowed"},
+		{`{{$x := .Ray}}{{$x}}`, "", "is not allowed"},
+		{`{{define "x"}}a{{end}}{{template "x"}}`, "", "{{define}} and {{block}} are not allowed"},
+		{`{{range .Ray}}x{{end}}`, "", "is not allowed"},
+		{`{{len .Ray}}`, "", "is not allowed"},
+		{`{{.Ray.Foo}}`, "", "is not allowed"},
+		{`{{"literal"}}`, "", "is not allowed"},
+		{strings.Repeat("a", 129), "", "renders more than 128 bytes"},
+		{strings.Repeat("a", 128), strings.Repeat("a", 128), ""},
+		{strings.Repeat("{{.Inputs}}", 11), "", "renders more than 128 bytes"},
 		{"-{{.Ray}}", "", "not a valid tag"},
 		{"", "", "not a valid tag"},
 	}
@@ -235,4 +250,29 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted config is not JSON-encodable: %v", err)
 		}
 	})
+}
+
+// Tag templates are bounded: a printf with a huge width (which on its own
+// renders a megabyte, or exhausts memory) is refused before anything is
+// rendered, and errors quote only the start of a long template.
+func TestTagTemplateHostile(t *testing.T) {
+	const head = "image: {name: x, repositories: [ghcr.io/a/b]}\ntags: [{template: '"
+	for _, tc := range []struct {
+		name, tmpl, wantErr string
+	}{
+		{"one megabyte", `{{printf "%1000000d" 1}}{{.CodeServer}}-{{.Ray}}-{{.Python}}-{{.Inputs}}`, "is not allowed"},
+		{"huge width", `{{printf "%0999999999d" 1}}{{.CodeServer}}-{{.Ray}}-{{.Python}}-{{.Inputs}}`, "is not allowed"},
+		{"75 KB of widths", strings.Repeat(`{{printf "%0999999d" 0}}`, 3400), "bytes, want at most 256"},
+		{"75 KB of text", strings.Repeat("a", 75<<10), "bytes, want at most 256"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("m.yaml", []byte(head+tc.tmpl+"'}]\n"))
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Parse = %v, want an error containing %q", err, tc.wantErr)
+			}
+			if len(err.Error()) > 400 {
+				t.Errorf("error is %d bytes long: %.200s...", len(err.Error()), err)
+			}
+		})
+	}
 }

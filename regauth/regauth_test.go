@@ -155,3 +155,14 @@ func TestFakeRefusesAnonymousReads(t *testing.T) {
 		t.Fatalf("anonymous HEAD: got %v, want 401 Unauthorized", err)
 	}
 }
+
+// A registry that allows anonymous pushes (a local one) needs no login.
+func TestCheckPushAnonymousWhereAllowed(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	dockerConfig(t, map[string]any{})
+	repo, _ := name.NewRepository(strings.TrimPrefix(srv.URL, "http://") + "/open/img")
+	if err := regauth.CheckPush(context.Background(), repo, nil, nil); err != nil {
+		t.Fatalf("CheckPush to an open registry without credentials: %v", err)
+	}
+}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
 	"golang.org/x/mod/modfile"
+	"gopkg.in/yaml.v3"
 )
 
 // TestOneHome: the project has one home. The Go module path (what go install

@@ -29,6 +29,20 @@ type Verifier interface {
 	Verify(ctx context.Context, ref name.Digest, set resolve.Set) error
 }
 
+// Smoker runs the image ref names (imagectl smoke image): any error stops
+// the entry before a tag is written.
+type Smoker interface {
+	Smoke(ctx context.Context, ref name.Digest, set resolve.Set) error
+}
+
+// SmokerFunc adapts a function to Smoker.
+type SmokerFunc func(ctx context.Context, ref name.Digest, set resolve.Set) error
+
+// Smoke calls f.
+func (f SmokerFunc) Smoke(ctx context.Context, ref name.Digest, s resolve.Set) error {
+	return f(ctx, ref, s)
+}
+
 // BuilderFunc, SignerFunc and VerifierFunc adapt functions to the interfaces.
 type (
 	BuilderFunc  func(ctx context.Context, set resolve.Set, repo name.Repository) (name.Digest, error)
@@ -56,6 +70,7 @@ type Releaser struct {
 	builder  Builder
 	signer   Signer
 	verifier Verifier
+	smoker   Smoker
 	dryRun   bool
 	floating bool
 	expect   string
@@ -77,6 +92,10 @@ func WithFloating(v bool) ReleaseOption { return func(r *Releaser) { r.floating 
 // WithExpectedDigest makes a promotion refuse any digest but d (the digest a
 // smoke test just passed), so floating tags never move to an untested image.
 func WithExpectedDigest(d string) ReleaseOption { return func(r *Releaser) { r.expect = d } }
+
+// WithSmoker runs s on every image after verify and before any tag is
+// written (nil: no smoke).
+func WithSmoker(s Smoker) ReleaseOption { return func(r *Releaser) { r.smoker = s } }
 
 // WithLog sends one line per step to w.
 func WithLog(w io.Writer) ReleaseOption { return func(r *Releaser) { r.log = w } }
@@ -167,6 +186,9 @@ func (r *Releaser) entry(ctx context.Context, e Entry) (Result, error) {
 				"push by digest to "+r.repo.String(),
 				"sign the index and every platform manifest",
 				"verify signatures, attestations and contents")
+			if r.smoker != nil {
+				res.Steps = append(res.Steps, "smoke image: run every platform as a container (Python, Ray, debugpy attach, code-server)")
+			}
 			return r.tags(ctx, e, res, name.Digest{})
 		}
 		r.logf(e.Name, "building (%s)", reasons(e.Reasons))
@@ -190,6 +212,9 @@ func (r *Releaser) entry(ctx context.Context, e Entry) (Result, error) {
 		res.Digest, res.Image = d.DigestStr(), d.String()
 		if r.dryRun {
 			res.Steps = append(res.Steps, "verify "+d.String())
+			if r.smoker != nil {
+				res.Steps = append(res.Steps, "smoke image "+d.String())
+			}
 			return r.tags(ctx, e, res, d)
 		}
 	default:
@@ -201,6 +226,12 @@ func (r *Releaser) entry(ctx context.Context, e Entry) (Result, error) {
 	r.logf(e.Name, "verifying %s", d.DigestStr())
 	if err := r.verifier.Verify(ctx, d, e.Set); err != nil {
 		return res, fmt.Errorf("verify %s: %w (no tag was written)", d, err)
+	}
+	if r.smoker != nil {
+		r.logf(e.Name, "smoke image %s", d.DigestStr())
+		if err := r.smoker.Smoke(ctx, d, e.Set); err != nil {
+			return res, fmt.Errorf("smoke image %s: %w (no tag was written)", d, err)
+		}
 	}
 	return r.tags(ctx, e, res, d)
 }

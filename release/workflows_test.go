@@ -231,3 +231,43 @@ func TestRebuildWorkflow(t *testing.T) {
 		t.Errorf("release job = uses %q permissions %v: want release.yml with id-token: write", rel.Uses, rel.Permissions)
 	}
 }
+
+// TestWorkflowsRequirePins checks that no workflow trusts an extension file
+// on first use: every step that fetches or builds passes --require-pins, and
+// the weekly refresh pins new files (reviewable in its catalog pull request)
+// right after refreshing, before anything is planned or released.
+func TestWorkflowsRequirePins(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(workflowDir, "*.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetching := regexp.MustCompile(`imagectl\s+(release|build|extensions\s+fetch)\b`)
+	seen := 0
+	for _, f := range files {
+		w := loadWorkflow(t, filepath.Base(f))
+		for name, j := range w.Jobs {
+			for _, s := range j.Steps {
+				if fetching.MatchString(s.Run) {
+					seen++
+					if !strings.Contains(s.Run, "--require-pins") {
+						t.Errorf("%s job %s step %q fetches or builds without --require-pins:\n%s", filepath.Base(f), name, s.Name, s.Run)
+					}
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Error("no workflow step fetches or builds: nothing checked")
+	}
+	var order []string
+	for _, s := range loadWorkflow(t, "rebuild.yml").Jobs["plan"].Steps {
+		for _, cmd := range []string{"imagectl matrix refresh", "imagectl extensions pin", "imagectl plan"} {
+			if strings.Contains(s.Run, cmd) && (len(order) == 0 || order[len(order)-1] != cmd) {
+				order = append(order, cmd)
+			}
+		}
+	}
+	if want := "imagectl matrix refresh,imagectl extensions pin,imagectl plan"; strings.Join(order, ",") != want {
+		t.Errorf("rebuild.yml plan job runs %v, want %s in that order", order, want)
+	}
+}

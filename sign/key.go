@@ -12,6 +12,14 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/imagectl/imagectl/internal/safefile"
+)
+
+// Bounds of the files read by path: a cosign key is a few hundred bytes.
+const (
+	maxKeyFile      = 64 << 10
+	maxPasswordFile = 64 << 10
 )
 
 // PasswordEnv is the environment variable cosign (and imagectl) read the
@@ -25,7 +33,7 @@ type Password func() ([]byte, error)
 // dropped.
 func PasswordFromFile(path string) Password {
 	return func() ([]byte, error) {
-		b, err := os.ReadFile(path)
+		b, err := safefile.ReadFile(path, maxPasswordFile)
 		if err != nil {
 			return nil, fmt.Errorf("reading key password file: %w", err)
 		}
@@ -87,7 +95,7 @@ func LoadKey(ctx context.Context, keyPath string, password Password) (*Signer, e
 	if keyPath == "" {
 		return nil, errors.New("no signing key: pass the path of cosign.key")
 	}
-	raw, err := os.ReadFile(keyPath)
+	raw, err := safefile.ReadFile(keyPath, maxKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading signing key: %w", err)
 	}

@@ -149,6 +149,12 @@ func scan(ctx context.Context, img v1.Image, maxFile, maxTotal int64) (files, er
 		}
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
+			// mutate.Extract ends its tar stream (end-of-archive marker)
+			// before it reports an error on the pipe (a layer whose digest
+			// does not match what the manifest names): read on to get it.
+			if _, err := io.Copy(io.Discard, counted); err != nil {
+				return nil, fmt.Errorf("reading image filesystem: %w", err)
+			}
 			break
 		}
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -20,6 +19,8 @@ import (
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/imagectl/imagectl/internal/safefile"
 )
 
 // BuildKit's attestation-manifest annotations and in-toto predicate types.
@@ -32,6 +33,8 @@ const (
 	predicateCDX    = "https://cyclonedx.org/bom"
 	predicateSLSA   = "https://slsa.dev/provenance/"
 	maxStatementLen = 32 << 20
+	// maxPublicKeyFile bounds cosign.pub (a PEM public key is < 1 KiB).
+	maxPublicKeyFile = 64 << 10
 )
 
 // Option configures Image.
@@ -48,6 +51,9 @@ type options struct {
 	maxFileBytes   int64
 	maxImageBytes  int64
 	trustedRoot    func() (cosign.CheckOpts, error)
+	// allowedRepos are signed repositories accepted besides the verified
+	// one (mirrors).
+	allowedRepos []string
 }
 
 // WithVerifier verifies signatures with a public key.
@@ -104,6 +110,15 @@ func WithSkipAttestations(skip bool) Option {
 	return func(o *options) { o.skipSBOM, o.skipProvenance = skip, skip }
 }
 
+// WithAllowedRepositories accepts signatures whose signed repository
+// (critical.identity.docker-reference in the cosign payload) is one of
+// repos, besides the repository being verified: for a mirror, name the
+// repository the image was signed in. Without it, a copy of an image and
+// its signatures in another repository fails verification.
+func WithAllowedRepositories(repos ...string) Option {
+	return func(o *options) { o.allowedRepos = append(o.allowedRepos, repos...) }
+}
+
 // WithLimits bounds reads: one file of interest (package.json, METADATA...)
 // and the uncompressed bytes of one platform's layers.
 func WithLimits(maxFileBytes, maxImageBytes int64) Option {
@@ -112,7 +127,7 @@ func WithLimits(maxFileBytes, maxImageBytes int64) Option {
 
 // LoadPublicKey reads a PEM public key (cosign.pub).
 func LoadPublicKey(path string) (signature.Verifier, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := safefile.ReadFile(path, maxPublicKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading public key: %w", err)
 	}
@@ -166,8 +181,13 @@ func Image(ctx context.Context, ref string, opts ...Option) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	claims, err := newRepositoryClaims(r.Context(), o.allowedRepos, o.nameOpts)
+	if err != nil {
+		return nil, err
+	}
+	co.ClaimVerifier = claims.verify
 
-	v := &verifier{o: o, co: co, rep: rep, root: root}
+	v := &verifier{o: o, co: co, rep: rep, root: root, claims: claims}
 	if desc.MediaType.IsIndex() {
 		err = v.index(ctx, desc)
 	} else if desc.MediaType.IsImage() {
@@ -216,10 +236,11 @@ func (o *options) checkOpts(ctx context.Context) (*cosign.CheckOpts, error) {
 }
 
 type verifier struct {
-	o    *options
-	co   *cosign.CheckOpts
-	rep  *Report
-	root name.Digest
+	o      *options
+	co     *cosign.CheckOpts
+	rep    *Report
+	root   name.Digest
+	claims *repositoryClaims
 	// sbomDocs are the verified SBOM documents by manifest digest.
 	sbomDocs map[string][]byte
 }
@@ -333,9 +354,13 @@ func (v *verifier) signatures(ctx context.Context, mi manifestInfo) int {
 	f := Failure{Check: CheckSignature, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: tag.String()}
 	var noSigs *cosign.ErrNoSignaturesFound
 	var noMatch *cosign.ErrNoMatchingSignatures
+	signedFor := v.claims.rejected(mi.ref.DigestStr())
 	switch {
 	case errors.As(err, &noSigs):
 		f.Message = "not signed: no signatures found"
+	case errors.As(err, &noMatch) && len(signedFor) > 0:
+		f.Message = fmt.Sprintf("signed for repository %s, not %s: the trusted signature's critical.identity.docker-reference names another repository (to verify a mirror, accept it with --allow-repository %s)",
+			strings.Join(signedFor, ", "), v.claims.verified, signedFor[0])
 	case errors.As(err, &noMatch):
 		f.Message = "no valid signature from the trusted key/identity: " + oneLine(err.Error())
 	default:

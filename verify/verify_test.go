@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -484,5 +485,81 @@ func TestImageSingleManifest(t *testing.T) {
 		if !c.ok && !rep.HasFailure(verify.CheckPlatforms, "not among the lock platforms") {
 			t.Errorf("%s: want a lock platform failure, got %v", c.d, rep.Failures)
 		}
+	}
+}
+
+// A registry that serves other bytes for a layer than the manifest names
+// (the layer is still a valid tar, with a ray of another version) must fail
+// verify: go-containerregistry reports the digest mismatch only after the
+// extracted stream's end-of-archive marker, so the scan must read on.
+func TestImageLayerSwappedByTheRegistry(t *testing.T) {
+	ctx := context.Background()
+	k := newKeys(t)
+	var swap struct {
+		digest string
+		body   []byte
+	}
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if swap.digest != "" && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/blobs/"+swap.digest) {
+			w.Header().Set("Docker-Content-Digest", swap.digest)
+			w.Write(swap.body)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	reg := strings.TrimPrefix(srv.URL, "http://")
+
+	spec := testimage.Default()
+	spec.Platforms = []string{"linux/arm64"}
+	d, err := spec.PushImage(ctx, reg+"/swapped:latest", "linux/arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signAll(t, ctx, d.String(), k.signer, spec)
+	pred := []byte(`{"builder":{"id":"https://github.com/imagectl/imagectl"},"buildType":"https://mobyproject.org/buildkit@v1"}`)
+	if _, err := sign.Attest(ctx, d.String(), k.signer, sign.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := verify.Image(ctx, reg+"/swapped:latest", verify.WithVerifier(k.pub)); err != nil || !rep.OK {
+		t.Fatalf("the untampered image must verify (else this test proves nothing): %v %v", err, rep.Err())
+	}
+
+	img, err := remote.Image(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := layers[len(layers)-1].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := testimage.Default()
+	other.Ray = "2.45.0"
+	files := other.Files("linux/arm64")
+	l, err := testimage.Layer(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swap.digest, swap.body = last.String(), body
+
+	rep, err := verify.Image(ctx, reg+"/swapped:latest", verify.WithVerifier(k.pub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK || !rep.HasFailure(verify.CheckContents, "linux/arm64", "reading image filesystem") {
+		t.Fatalf("a layer swapped by the registry: ok=%v failures=%v", rep.OK, rep.Failures)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/internal/safefile"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
@@ -36,6 +37,10 @@ func digests(m map[string]v1.Descriptor) map[string]string {
 	}
 	return out
 }
+
+// maxSettingsFile bounds the settings.json written from matrix.yaml (itself
+// at most 1 MiB).
+const maxSettingsFile = 16 << 20
 
 // Request is one `imagectl build`.
 type Request struct {
@@ -61,6 +66,10 @@ type Request struct {
 	// the Marketplace and Open VSX clients at matrix.yaml's upstreams).
 	ExtensionCache *cache.Cache
 	Sources        map[string]extensions.Source
+	// FetchOptions configure the extension Fetcher (archive limits,
+	// WithRequirePins); its warnings (files trusted on first use) go to
+	// Warnings.
+	FetchOptions []extensions.Option
 
 	// Repo is the image repository (default: matrix.yaml's first). With
 	// Push the image is pushed there by digest and tagged with the set's
@@ -227,7 +236,10 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 			matrix.SourceOpenVSX:     openvsx.New(openvsx.WithBaseURL(cfg.Upstreams.OpenVSX)),
 		}
 	}
-	var fopts []extensions.Option
+	fopts := append([]extensions.Option(nil), req.FetchOptions...)
+	if req.Warnings != nil {
+		fopts = append(fopts, extensions.WithWarnings(req.Warnings))
+	}
 	for n, s := range sources {
 		fopts = append(fopts, extensions.WithSource(n, s))
 	}
@@ -278,7 +290,7 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		if err := extensions.WriteSettings(settingsFile, build.ImageSettings(cfg.Settings), epoch); err != nil {
 			return nil, fmt.Errorf("writing settings.json: %w", err)
 		}
-		settings, err := os.ReadFile(settingsFile)
+		settings, err := safefile.ReadFile(settingsFile, maxSettingsFile)
 		if err != nil {
 			return nil, err
 		}

@@ -2,13 +2,10 @@ package pipeline
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"io"
 	"log"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -89,23 +86,7 @@ func TestRunRefusesAnUnpinnedBase(t *testing.T) {
 // (a catalog from before refresh recorded them) stops before any work, with
 // the base pinned, and says to run imagectl matrix refresh.
 func TestRunRefusesAnUnlockedPythonRuntime(t *testing.T) {
-	cfg, err := matrix.Load("../../matrix.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Load("../../catalog.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range cat.CodeServer {
-		cat.CodeServer[i].Platforms = map[string]string{
-			"linux/amd64": "sha256:" + strings.Repeat("1", 64), "linux/arm64": "sha256:" + strings.Repeat("2", 64),
-		}
-	}
-	def, err := build.NewDefinition(cfg, build.Overrides{}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, cat, def := pinnedInputs(t)
 	req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}}
 	// With the runtime locked, Run gets past the check (and stops at the
 	// missing extension cache, before any work).
@@ -113,7 +94,7 @@ func TestRunRefusesAnUnlockedPythonRuntime(t *testing.T) {
 		t.Fatalf("Run with the runtime locked: %v, want it to pass the runtime check and stop at the extension cache", err)
 	}
 	cat.PythonRuntimes = nil
-	_, err = Run(context.Background(), nil, req)
+	_, err := Run(context.Background(), nil, req)
 	if err == nil || !strings.Contains(err.Error(), "no python-build-standalone runtime for Python 3.12") || !strings.Contains(err.Error(), "run imagectl matrix refresh") {
 		t.Errorf("Run without a locked runtime: %v, want it to name Python 3.12 and say to run imagectl matrix refresh", err)
 	}
@@ -130,6 +111,38 @@ func (downPinger) Ping(context.Context, string) (string, error) {
 // Run before it touches the extension cache (nil here: reaching it would
 // fail with "no extension cache").
 func TestRunPreflightBeforeAnyDownload(t *testing.T) {
+	cfg, cat, def := pinnedInputs(t)
+	srv := httptest.NewServer(authregistry.New(registry.New(registry.Logger(log.New(io.Discard, "", 0))), "ci", "s3cret"))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials at all
+
+	req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}, Repo: host + "/team/img", Push: true}
+	_, err := Run(context.Background(), downPinger{}, req)
+	if err == nil || !strings.Contains(err.Error(), "unix:///nowhere.sock") {
+		t.Errorf("Run with an unreachable buildkitd: %v, want the buildkitd error", err)
+	}
+	_, err = Run(context.Background(), nil, req)
+	if err == nil || !strings.Contains(err.Error(), "registry "+host+" refused an anonymous push") || !strings.Contains(err.Error(), "docker login "+host) {
+		t.Errorf("Run --push without credentials: %v, want a refusal naming the registry and docker login", err)
+	}
+	// With the login docker writes, the preflight passes and Run goes on to
+	// the extension cache.
+	dir := t.TempDir()
+	if err := authregistry.WriteDockerConfig(dir, host, "ci", "s3cret"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", dir)
+	if _, err = Run(context.Background(), nil, req); err == nil || !strings.Contains(err.Error(), "no extension cache") {
+		t.Errorf("Run --push with credentials: %v, want it past the preflight (stopping at the missing extension cache)", err)
+	}
+}
+
+// pinnedInputs loads the committed matrix.yaml and catalog.json with the
+// base pinned on both platforms (the committed catalog has no digests), and
+// their image definition.
+func pinnedInputs(t *testing.T) (*matrix.Config, *catalog.Catalog, *build.Definition) {
+	t.Helper()
 	cfg, err := matrix.Load("../../matrix.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -147,29 +160,5 @@ func TestRunPreflightBeforeAnyDownload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(authregistry.New(registry.New(registry.Logger(log.New(io.Discard, "", 0))), "ci", "s3cret"))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials at all
-
-	req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}, Repo: host + "/team/img", Push: true}
-	_, err = Run(context.Background(), downPinger{}, req)
-	if err == nil || !strings.Contains(err.Error(), "unix:///nowhere.sock") {
-		t.Errorf("Run with an unreachable buildkitd: %v, want the buildkitd error", err)
-	}
-	_, err = Run(context.Background(), nil, req)
-	if err == nil || !strings.Contains(err.Error(), "registry "+host+" refused an anonymous push") || !strings.Contains(err.Error(), "docker login "+host) {
-		t.Errorf("Run --push without credentials: %v, want a refusal naming the registry and docker login", err)
-	}
-	// With the login docker writes, the preflight passes and Run goes on to
-	// the extension cache.
-	dir := t.TempDir()
-	cfgJSON := `{"auths":{"` + host + `":{"auth":"` + base64.StdEncoding.EncodeToString([]byte("ci:s3cret")) + `"}}}`
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfgJSON), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("DOCKER_CONFIG", dir)
-	if _, err = Run(context.Background(), nil, req); err == nil || !strings.Contains(err.Error(), "no extension cache") {
-		t.Errorf("Run --push with credentials: %v, want it past the preflight (stopping at the missing extension cache)", err)
-	}
+	return cfg, cat, def
 }

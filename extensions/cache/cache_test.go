@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -29,7 +30,7 @@ func digest(b []byte) string {
 
 func open(t *testing.T) *cache.Cache {
 	t.Helper()
-	c, err := cache.Open(t.TempDir())
+	c, err := cache.Open(t.TempDir(), cache.WithIdentify(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +96,9 @@ func withEmpty(paths ...string) []string {
 	return out
 }
 
+// ctx is the context of every cache call in these tests.
+var ctx = context.Background()
+
 var (
 	keyX64  = cache.Key{ID: "ms-python.debugpy", Version: "2025.10.0", TargetPlatform: "linux-x64"}
 	keyArm  = cache.Key{ID: "ms-python.debugpy", Version: "2025.10.0", TargetPlatform: "linux-arm64"}
@@ -141,7 +145,7 @@ func TestPutGetRoundTrip(t *testing.T) {
 		{name: "another extension", key: keyRay, hit: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok, err := c.Get(tc.key, tc.locked)
+			got, ok, err := c.Get(ctx, tc.key, tc.locked)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,11 +164,11 @@ func TestPutGetRoundTrip(t *testing.T) {
 		})
 	}
 	// A second Open of the same directory sees the same content.
-	c2, err := cache.Open(c.Dir())
+	c2, err := cache.Open(c.Dir(), cache.WithIdentify(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok, err := c2.Get(keyX64, d); err != nil || !ok || got.SHA256 != d {
+	if got, ok, err := c2.Get(ctx, keyX64, d); err != nil || !ok || got.SHA256 != d {
 		t.Errorf("reopened Get = %+v, %v, %v", got, ok, err)
 	}
 }
@@ -177,10 +181,10 @@ func TestGetByLockedDigestAcrossKeys(t *testing.T) {
 	d := digest(body)
 	mustPut(t, c, keyUni, body)
 	other := cache.Key{ID: "ms-python.debugpy", Version: "2025.10.0", TargetPlatform: "linux-x64"}
-	if _, ok, err := c.Get(other, ""); err != nil || ok {
+	if _, ok, err := c.Get(ctx, other, ""); err != nil || ok {
 		t.Fatalf("unlocked Get of an unindexed key = %v, %v; want a miss", ok, err)
 	}
-	got, ok, err := c.Get(other, d)
+	got, ok, err := c.Get(ctx, other, d)
 	if err != nil || !ok {
 		t.Fatalf("locked Get = %v, %v; want a hit", ok, err)
 	}
@@ -188,10 +192,10 @@ func TestGetByLockedDigestAcrossKeys(t *testing.T) {
 		t.Errorf("Get differs (-want +got):\n%s", diff)
 	}
 	// Now indexed: found without the lock too, and listed.
-	if _, ok, err := c.Get(other, ""); err != nil || !ok {
+	if _, ok, err := c.Get(ctx, other, ""); err != nil || !ok {
 		t.Errorf("unlocked Get after the locked one = %v, %v; want a hit", ok, err)
 	}
-	list, err := c.List()
+	list, err := c.List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +243,7 @@ func TestCommitRejectsWrongDigest(t *testing.T) {
 			if diff := cmp.Diff(emptyCache, files(t, c)); diff != "" {
 				t.Errorf("cache not clean after a rejected write (-want +got):\n%s", diff)
 			}
-			if _, ok, err := c.Get(keyX64, ""); ok || err != nil {
+			if _, ok, err := c.Get(ctx, keyX64, ""); ok || err != nil {
 				t.Errorf("Get after a rejected write = %v, %v; want a miss", ok, err)
 			}
 		})
@@ -280,10 +284,10 @@ func TestWriterAbortAndReuse(t *testing.T) {
 		t.Errorf("second Commit: err = %v, want already finished", err)
 	}
 	w.Abort() // after Commit: a no-op that must not remove the blob
-	if _, ok, err := c.Get(keyX64, ""); !ok || err != nil {
+	if _, ok, err := c.Get(ctx, keyX64, ""); !ok || err != nil {
 		t.Errorf("Get after Commit+Abort = %v, %v; want a hit", ok, err)
 	}
-	if _, ok, _ := c.Get(keyArm, ""); ok {
+	if _, ok, _ := c.Get(ctx, keyArm, ""); ok {
 		t.Error("the refused second Commit indexed keyArm")
 	}
 }
@@ -335,12 +339,12 @@ func TestCorruptBlobIsAMissAndRemoved(t *testing.T) {
 					if via == "Get locked" {
 						locked = e.SHA256
 					}
-					got, ok, err := c.Get(keyX64, locked)
+					got, ok, err := c.Get(ctx, keyX64, locked)
 					if err != nil || ok {
 						t.Fatalf("Get = %+v, %v, %v; want a miss", got, ok, err)
 					}
 				case "List":
-					list, err := c.List()
+					list, err := c.List(ctx)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -362,7 +366,7 @@ func TestCorruptBlobIsAMissAndRemoved(t *testing.T) {
 				if again := mustPut(t, c, keyX64, body); again.SHA256 != e.SHA256 {
 					t.Errorf("re-put digest %s, want %s", again.SHA256, e.SHA256)
 				}
-				if _, ok, err := c.Get(keyX64, e.SHA256); !ok || err != nil {
+				if _, ok, err := c.Get(ctx, keyX64, e.SHA256); !ok || err != nil {
 					t.Errorf("Get after re-put = %v, %v", ok, err)
 				}
 			})
@@ -403,10 +407,10 @@ func TestMissingBlobOrDamagedIndex(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.damage(t, c, e)
-			if got, ok, err := c.Get(keyX64, ""); ok || err != nil {
+			if got, ok, err := c.Get(ctx, keyX64, ""); ok || err != nil {
 				t.Errorf("Get = %+v, %v, %v; want a miss", got, ok, err)
 			}
-			list, err := c.List()
+			list, err := c.List(ctx)
 			if err != nil || len(list) != 0 {
 				t.Errorf("List = %+v, %v; want empty", list, err)
 			}
@@ -432,7 +436,7 @@ func TestGetRejectsBadInput(t *testing.T) {
 		{key: keyX64, locked: "../../../../etc/passwd", errText: "is not a hex sha256"},
 		{key: cache.Key{ID: "../x.y", Version: "1", TargetPlatform: "universal"}, errText: "bad extension id"},
 	} {
-		_, ok, err := c.Get(tc.key, tc.locked)
+		_, ok, err := c.Get(ctx, tc.key, tc.locked)
 		if ok || err == nil || !strings.Contains(err.Error(), tc.errText) {
 			t.Errorf("Get(%v, %q) = %v, %v; want an error containing %q", tc.key, tc.locked, ok, err, tc.errText)
 		}
@@ -487,7 +491,7 @@ func TestIndexPerPlatform(t *testing.T) {
 		want = append(want, mustPut(t, c, k, bodies[k]))
 	}
 	for k, b := range bodies {
-		got, ok, err := c.Get(k, "")
+		got, ok, err := c.Get(ctx, k, "")
 		if err != nil || !ok {
 			t.Fatalf("Get(%v) = %v, %v", k, ok, err)
 		}
@@ -498,7 +502,7 @@ func TestIndexPerPlatform(t *testing.T) {
 	// Re-caching one platform with new bytes changes only that key.
 	newArm := []byte("PK\x03\x04 linux-arm64, rebuilt")
 	want[1] = mustPut(t, c, keyArm, newArm)
-	list, err := c.List()
+	list, err := c.List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +519,7 @@ func TestIndexPerPlatform(t *testing.T) {
 	if diff := cmp.Diff(want, list); diff != "" {
 		t.Errorf("List differs (-want +got):\n%s", diff)
 	}
-	if got, _, _ := c.Get(keyX64, ""); got.SHA256 != digest(bodies[keyX64]) {
+	if got, _, _ := c.Get(ctx, keyX64, ""); got.SHA256 != digest(bodies[keyX64]) {
 		t.Errorf("x64 key changed to %s", got.SHA256)
 	}
 	// The old arm64 blob stays in the store (content-addressed) and is
@@ -527,7 +531,7 @@ func TestIndexPerPlatform(t *testing.T) {
 	if len(blobs) != 5 {
 		t.Errorf("Blobs = %q, want 5", blobs)
 	}
-	if got, ok, _ := c.Get(keyArm, digest(bodies[keyArm])); !ok || got.SHA256 != digest(bodies[keyArm]) {
+	if got, ok, _ := c.Get(ctx, keyArm, digest(bodies[keyArm])); !ok || got.SHA256 != digest(bodies[keyArm]) {
 		t.Errorf("locked Get of the old arm64 build = %+v, %v", got, ok)
 	}
 }
@@ -557,7 +561,7 @@ func TestListSortedAndSkipsTemps(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(c.Dir(), "index", "a.z", "1.0.0", ".tmp-123.json"), []byte(`{"id":"tmp.tmp","version":"0","targetPlatform":"universal","sha256":"`+digest([]byte("PK\x03\x04 0"))+`"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	list, err := c.List()
+	list, err := c.List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -627,7 +631,7 @@ func TestConcurrentWritersSameKey(t *testing.T) {
 			defer wg.Done()
 			<-start
 			for range 50 {
-				e, ok, err := c.Get(keyX64, d)
+				e, ok, err := c.Get(ctx, keyX64, d)
 				if err != nil {
 					errs <- fmt.Errorf("reader %d: %w", i, err)
 					return
@@ -640,7 +644,7 @@ func TestConcurrentWritersSameKey(t *testing.T) {
 					errs <- fmt.Errorf("reader %d: a hit whose blob is not intact (%v)", i, err)
 					return
 				}
-				list, err := c.List()
+				list, err := c.List(ctx)
 				if err != nil {
 					errs <- fmt.Errorf("reader %d: List: %w", i, err)
 					return
@@ -664,7 +668,7 @@ func TestConcurrentWritersSameKey(t *testing.T) {
 func assertOneEntry(t *testing.T, c *cache.Cache, k cache.Key, body []byte) {
 	t.Helper()
 	d := digest(body)
-	list, err := c.List()
+	list, err := c.List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -701,7 +705,7 @@ func TestConcurrentProcessesSameKey(t *testing.T) {
 			t.Errorf("process %d: %v\n%s", i, errs[i], outs[i].String())
 		}
 	}
-	c, err := cache.Open(dir)
+	c, err := cache.Open(dir, cache.WithIdentify(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -715,7 +719,7 @@ func TestHelperProcessCachePut(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process for TestConcurrentProcessesSameKey (runs only when re-executed by it)")
 	}
-	c, err := cache.Open(dir)
+	c, err := cache.Open(dir, cache.WithIdentify(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -723,7 +727,7 @@ func TestHelperProcessCachePut(t *testing.T) {
 		if _, err := put(t, c, keyArm, helperBody, digest(helperBody)); err != nil {
 			t.Fatal(err)
 		}
-		e, ok, err := c.Get(keyArm, digest(helperBody))
+		e, ok, err := c.Get(ctx, keyArm, digest(helperBody))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -767,7 +771,7 @@ func TestDefaultDirAndOpen(t *testing.T) {
 	if _, err := cache.Open(""); err == nil {
 		t.Error("Open(\"\") succeeded")
 	}
-	c, err := cache.Open(dir)
+	c, err := cache.Open(dir, cache.WithIdentify(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestCorruptBlobReplacedMeanwhileIsKept(t *testing.T) {
 			writeOver(t, e.Path, []byte("PK\x03\x04 damaged"))
 			// A second process with the same cache directory commits the
 			// good bytes just after this one found the blob corrupt.
-			c2, err := cache.Open(c.Dir())
+			c2, err := cache.Open(c.Dir(), cache.WithIdentify(nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,11 +41,11 @@ func TestCorruptBlobReplacedMeanwhileIsKept(t *testing.T) {
 				}
 				// A miss is fine (what this reader hashed was bad); losing
 				// the good blob is not.
-				if _, _, err := c.Get(keyX64, locked); err != nil {
+				if _, _, err := c.Get(ctx, keyX64, locked); err != nil {
 					t.Fatal(err)
 				}
 			case "List":
-				if _, err := c.List(); err != nil {
+				if _, err := c.List(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -56,7 +56,7 @@ func TestCorruptBlobReplacedMeanwhileIsKept(t *testing.T) {
 			if err != nil || got != e.SHA256 || n != int64(len(body)) {
 				t.Fatalf("blob after the race: %s, %d bytes, %v; want the good %s", got, n, err, e.SHA256)
 			}
-			if _, ok, err := c.Get(keyX64, e.SHA256); err != nil || !ok {
+			if _, ok, err := c.Get(ctx, keyX64, e.SHA256); err != nil || !ok {
 				t.Errorf("Get after the race = %v, %v; want a hit", ok, err)
 			}
 			// Nothing set aside is left behind.
@@ -100,7 +100,7 @@ func TestLockedGetDoesNotKeepAnotherFilesURL(t *testing.T) {
 	newer := putURL(keyUni, []byte("PK\x03\x04 new build"), "http://127.0.0.1/new-build.vsix")
 
 	want := cache.Entry{Key: keyX64, SHA256: newer.SHA256, Size: newer.Size, Path: newer.Path}
-	got, ok, err := c.Get(keyX64, newer.SHA256)
+	got, ok, err := c.Get(ctx, keyX64, newer.SHA256)
 	if err != nil || !ok {
 		t.Fatalf("locked Get = %v, %v; want a hit", ok, err)
 	}
@@ -108,7 +108,7 @@ func TestLockedGetDoesNotKeepAnotherFilesURL(t *testing.T) {
 		t.Errorf("locked Get differs (-want +got):\n%s", diff)
 	}
 	// And what was recorded under the key says the same.
-	got, ok, err = c.Get(keyX64, "")
+	got, ok, err = c.Get(ctx, keyX64, "")
 	if err != nil || !ok {
 		t.Fatalf("unlocked Get = %v, %v; want a hit", ok, err)
 	}

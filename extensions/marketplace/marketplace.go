@@ -12,6 +12,7 @@ import (
 
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -194,7 +195,7 @@ func (c *Client) Query(ctx context.Context, id string) (*Extension, error) {
 	defer resp.Body.Close()
 	r, err := vsix.MaybeGunzip(resp.Body, maxQueryBody)
 	if err != nil {
-		return nil, fmt.Errorf("marketplace query %s: POST %s: %w", id, u, err)
+		return nil, fmt.Errorf("marketplace query %s: POST %s: %w", id, safetext.URL(u), err)
 	}
 	b, err := httpx.ReadJSONBody(r, u, maxQueryBody)
 	if err != nil {
@@ -202,7 +203,7 @@ func (c *Client) Query(ctx context.Context, id string) (*Extension, error) {
 	}
 	var qr QueryResponse
 	if err := json.Unmarshal(b, &qr); err != nil {
-		return nil, fmt.Errorf("marketplace query %s: decoding POST %s: %w", id, u, err)
+		return nil, fmt.Errorf("marketplace query %s: decoding POST %s: %w", id, safetext.URL(u), err)
 	}
 	for _, res := range qr.Results {
 		for i := range res.Extensions {
@@ -212,7 +213,7 @@ func (c *Client) Query(ctx context.Context, id string) (*Extension, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("marketplace query %s: POST %s: extension not found", id, u)
+	return nil, fmt.Errorf("marketplace query %s: POST %s: extension not found", id, safetext.URL(u))
 }
 
 // Versions lists every version of id, newest first as the Marketplace orders

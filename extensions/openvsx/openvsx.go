@@ -17,6 +17,7 @@ import (
 
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -123,14 +124,14 @@ func (c *Client) getJSON(ctx context.Context, u string, v any) error {
 	defer resp.Body.Close()
 	r, err := vsix.MaybeGunzip(resp.Body, maxJSON)
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", u, err)
+		return fmt.Errorf("GET %s: %w", safetext.URL(u), err)
 	}
 	b, err := httpx.ReadJSONBody(r, u, maxJSON)
 	if err != nil {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("decoding GET %s: %w", u, err)
+		return fmt.Errorf("decoding GET %s: %w", safetext.URL(u), err)
 	}
 	return nil
 }
@@ -149,7 +150,7 @@ func (c *Client) VersionList(ctx context.Context, id string) ([]string, error) {
 			return nil, fmt.Errorf("open vsx versions of %s: %w", id, err)
 		}
 		if p.Error != "" {
-			return nil, fmt.Errorf("open vsx versions of %s: GET %s: %s", id, u, p.Error)
+			return nil, fmt.Errorf("open vsx versions of %s: GET %s: %s", id, safetext.URL(u), safetext.Sanitize(p.Error))
 		}
 		for v := range p.Versions {
 			seen[v] = true
@@ -203,13 +204,13 @@ func (c *Client) Metadata(ctx context.Context, id, version, targetPlatform strin
 		return nil, u, fmt.Errorf("open vsx %s@%s (%s): %w", id, version, orAny(targetPlatform), err)
 	}
 	if e.Error != "" {
-		return nil, u, fmt.Errorf("open vsx %s@%s (%s): GET %s: %s", id, version, orAny(targetPlatform), u, e.Error)
+		return nil, u, fmt.Errorf("open vsx %s@%s (%s): GET %s: %s", id, version, orAny(targetPlatform), safetext.URL(u), safetext.Sanitize(e.Error))
 	}
 	if !strings.EqualFold(e.Namespace+"."+e.Name, id) || e.Version != version {
-		return nil, u, fmt.Errorf("open vsx %s@%s: GET %s described %s.%s@%s", id, version, u, e.Namespace, e.Name, e.Version)
+		return nil, u, fmt.Errorf("open vsx %s@%s: GET %s described %s", id, version, safetext.URL(u), safetext.Sanitize(e.Namespace+"."+e.Name+"@"+e.Version))
 	}
 	if targetPlatform != "" && e.TargetPlatform != targetPlatform {
-		return nil, u, fmt.Errorf("open vsx %s@%s: GET %s described target platform %q, want %q", id, version, u, e.TargetPlatform, targetPlatform)
+		return nil, u, fmt.Errorf("open vsx %s@%s: GET %s described target platform %q, want %q", id, version, safetext.URL(u), e.TargetPlatform, targetPlatform)
 	}
 	return &e, u, nil
 }
@@ -292,7 +293,7 @@ func (c *Client) Download(ctx context.Context, id, version, targetPlatform strin
 	}
 	dl := e.Files["download"]
 	if dl == "" {
-		return vsix.Origin{URL: mu}, fmt.Errorf("open vsx %s@%s (%s): GET %s: no files.download", id, version, targetPlatform, mu)
+		return vsix.Origin{URL: mu}, fmt.Errorf("open vsx %s@%s (%s): GET %s: no files.download", id, version, targetPlatform, safetext.URL(mu))
 	}
 	o := vsix.Origin{URL: dl}
 	if su := e.Files["sha256"]; su != "" {
@@ -309,7 +310,7 @@ func (c *Client) Download(ctx context.Context, id, version, targetPlatform strin
 		return o, err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); o.SHA256 != "" && got != o.SHA256 {
-		return o, fmt.Errorf("open vsx %s@%s (%s): GET %s: sha256 %s, but Open VSX publishes %s", id, version, targetPlatform, dl, got, o.SHA256)
+		return o, fmt.Errorf("open vsx %s@%s (%s): GET %s: sha256 %s, but Open VSX publishes %s", id, version, targetPlatform, safetext.URL(dl), got, o.SHA256)
 	}
 	return o, nil
 }
@@ -324,15 +325,15 @@ func (c *Client) publishedDigest(ctx context.Context, u string) (string, error) 
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", u, err)
+		return "", fmt.Errorf("reading %s: %w", safetext.URL(u), err)
 	}
 	f := strings.Fields(string(b))
 	if len(f) == 0 {
-		return "", fmt.Errorf("GET %s: empty, expected a sha256 hex digest", u)
+		return "", fmt.Errorf("GET %s: empty, expected a sha256 hex digest", safetext.URL(u))
 	}
 	d := strings.ToLower(f[0])
 	if _, err := hex.DecodeString(d); err != nil || len(d) != 64 {
-		return "", fmt.Errorf("GET %s: %q is not a sha256 hex digest", u, f[0])
+		return "", fmt.Errorf("GET %s: %q is not a sha256 hex digest", safetext.URL(u), f[0])
 	}
 	return d, nil
 }

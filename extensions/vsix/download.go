@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -80,12 +81,35 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// BodyError is a failure to read the body of a 200 answer: the connection
+// was reset, the body ended before its Content-Length, or no data came for
+// the HTTP client's idle timeout. The request itself succeeded, so this is
+// the one download failure a caller retries with a new request (the HTTP
+// client already retried everything that failed earlier).
+type BodyError struct{ Err error }
+
+func (e *BodyError) Error() string { return e.Err.Error() }
+func (e *BodyError) Unwrap() error { return e.Err }
+
+// bodyReader marks every read error of a response body (but io.EOF) as a
+// *BodyError.
+type bodyReader struct{ r io.Reader }
+
+func (b bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = &BodyError{err}
+	}
+	return n, err
+}
+
 // Download GETs url and writes the VSIX to w: a gzip body (by magic bytes) is
 // decompressed, the result must start with the zip magic PK\x03\x04, an HTML
 // page served with status 200 is rejected, and more than maxBytes fails. It
-// returns the number of bytes written. Errors name the URL. A body cut short
-// (connection reset, Content-Length not met) is an error; the caller decides
-// whether to retry.
+// returns the number of bytes written. Errors name the URL (without its
+// userinfo). A body cut short (connection reset, Content-Length not met, no
+// data for the idle timeout) is a *BodyError; the caller decides whether to
+// retry.
 func Download(ctx context.Context, hc *http.Client, url string, w io.Writer, maxBytes int64) (int64, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxDownloadBytes
@@ -95,13 +119,14 @@ func Download(ctx context.Context, hc *http.Client, url string, w io.Writer, max
 		return 0, err
 	}
 	defer resp.Body.Close()
+	url = safetext.URL(url) // for messages
 	if resp.ContentLength > maxBytes {
 		return 0, fmt.Errorf("GET %s: Content-Length %d exceeds the limit of %d bytes", url, resp.ContentLength, maxBytes)
 	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/html" {
-		return 0, fmt.Errorf("GET %s: got an HTML page (Content-Type %s), expected a VSIX", url, resp.Header.Get("Content-Type"))
+		return 0, fmt.Errorf("GET %s: got an HTML page (Content-Type %s), expected a VSIX", url, safetext.Sanitize(resp.Header.Get("Content-Type")))
 	}
-	body, err := MaybeGunzip(&limitedReader{r: resp.Body, n: maxBytes}, maxBytes)
+	body, err := MaybeGunzip(&limitedReader{r: bodyReader{resp.Body}, n: maxBytes}, maxBytes)
 	if err != nil {
 		return 0, fmt.Errorf("GET %s: %w", url, err)
 	}

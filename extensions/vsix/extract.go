@@ -2,6 +2,7 @@ package vsix
 
 import (
 	"archive/zip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/imagectl/imagectl/internal/ctxio"
 )
 
 // InstalledManifestName is where code-server keeps a copy of
@@ -29,13 +32,12 @@ const InstalledManifestName = ".vsixmanifest"
 // When Extract fails after creating dest, it removes dest and the parent
 // directories it created (those only if still empty), so that a retry starts
 // from the same state; a directory that existed before is never touched.
-func Extract(r io.ReaderAt, size int64, dest string, lim Limits, mtime time.Time) (err error) {
+// That includes a cancellation: every read goes through ctx, so Extract
+// stops within one buffer (32 KiB) of ctx being done and cleans up.
+func Extract(ctx context.Context, r io.ReaderAt, size int64, dest string, lim Limits, mtime time.Time) (err error) {
 	lim = lim.withDefaults()
-	zr, err := zip.NewReader(r, size)
+	zr, err := open(ctx, r, size, lim)
 	if err != nil {
-		return fmt.Errorf("not a valid zip: %w", err)
-	}
-	if err := checkEntries(zr.File, lim); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(dest); err == nil {
@@ -62,7 +64,7 @@ func Extract(r io.ReaderAt, size int64, dest string, lim Limits, mtime time.Time
 			}
 		}
 	}()
-	return extractInto(zr, dest, lim, mtime)
+	return extractInto(ctx, zr, size, dest, lim, mtime)
 }
 
 // mkdirExclusive creates dest, failing if it exists, after creating its
@@ -96,7 +98,7 @@ func mkdirExclusive(dest string) ([]string, error) {
 	return missing, nil
 }
 
-func extractInto(zr *zip.Reader, dest string, lim Limits, mtime time.Time) error {
+func extractInto(ctx context.Context, zr *zip.Reader, size int64, dest string, lim Limits, mtime time.Time) error {
 	root, err := os.OpenRoot(dest)
 	if err != nil {
 		return err
@@ -104,6 +106,7 @@ func extractInto(zr *zip.Reader, dest string, lim Limits, mtime time.Time) error
 	defer root.Close()
 
 	remaining := lim.MaxTotalBytes
+	var total uint64
 	var written []string
 	dirs := map[string]bool{".": true}
 	mkdirs := func(dir string) error {
@@ -119,6 +122,9 @@ func extractInto(zr *zip.Reader, dest string, lim Limits, mtime time.Time) error
 		return nil
 	}
 	for _, f := range zr.File {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		var rel string
 		switch {
 		case f.Name == ManifestPath:
@@ -144,12 +150,16 @@ func extractInto(zr *zip.Reader, dest string, lim Limits, mtime time.Time) error
 		if f.Mode()&0o111 != 0 {
 			mode = 0o755
 		}
-		n, err := extractOne(root, f, rel, mode, remaining)
+		n, err := extractOne(ctx, root, f, rel, mode, remaining)
 		if err != nil {
 			return err
 		}
 		remaining -= n
+		total += uint64(n)
 		written = append(written, rel)
+		if err := lim.checkTotal(total, size, f.Name); err != nil {
+			return err
+		}
 	}
 	// Fixed times, children before parents (directories last, deepest first).
 	for _, p := range written {
@@ -181,7 +191,7 @@ func extractInto(zr *zip.Reader, dest string, lim Limits, mtime time.Time) error
 	return os.Chtimes(dest, mtime, mtime)
 }
 
-func extractOne(root *os.Root, f *zip.File, rel string, mode fs.FileMode, remaining int64) (int64, error) {
+func extractOne(ctx context.Context, root *os.Root, f *zip.File, rel string, mode fs.FileMode, remaining int64) (int64, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return 0, fmt.Errorf("entry %q: %w", f.Name, err)
@@ -195,11 +205,14 @@ func extractOne(root *os.Root, f *zip.File, rel string, mode fs.FileMode, remain
 	if limit > remaining {
 		limit = remaining
 	}
-	n, err := io.Copy(out, io.LimitReader(rc, limit+1))
+	n, err := ctxio.Copy(ctx, out, io.LimitReader(rc, limit+1))
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return n, context.Cause(ctx)
+		}
 		return n, fmt.Errorf("entry %q: %w", f.Name, err)
 	}
 	if n > limit {

@@ -3,6 +3,7 @@ package vsix_test
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"hash/crc32"
 	"io/fs"
 	"os"
@@ -19,7 +20,7 @@ import (
 var fixedTime = time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 
 func extract(b []byte, dest string, lim vsix.Limits) error {
-	return vsix.Extract(bytes.NewReader(b), int64(len(b)), dest, lim, fixedTime)
+	return vsix.Extract(context.Background(), bytes.NewReader(b), int64(len(b)), dest, lim, fixedTime)
 }
 
 func TestExtractFixture(t *testing.T) {

@@ -2,14 +2,18 @@ package vsix
 
 import (
 	"archive/zip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path"
 	"strings"
 
+	"github.com/imagectl/imagectl/internal/ctxio"
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/vscode/engine"
 )
 
@@ -24,20 +28,29 @@ const (
 type Limits struct {
 	// MaxEntries bounds the number of zip entries (default 100000).
 	MaxEntries int
-	// MaxTotalBytes bounds the sum of uncompressed sizes (default 2 GiB).
+	// MaxTotalBytes bounds the sum of uncompressed sizes, declared and as
+	// really read (default 512 MiB: ms-python.python, the largest of the
+	// image's extensions, is about 26 MB compressed and a few times that
+	// expanded; VS Code's own built-in extensions are at most 10 MB).
 	MaxTotalBytes int64
 	// MaxRatio bounds uncompressed/compressed size of one entry (default
 	// 200), checked for entries larger than RatioFloor.
 	MaxRatio float64
-	// RatioFloor is the uncompressed size from which MaxRatio applies
-	// (default 1 MiB): small files of repeated bytes compress very well and
-	// are harmless.
+	// RatioFloor is the uncompressed size from which MaxRatio and
+	// MaxTotalRatio apply (default 1 MiB): small files of repeated bytes
+	// compress very well and are harmless.
 	RatioFloor int64
+	// MaxTotalRatio bounds the expansion of the whole archive: the sum of
+	// uncompressed sizes over the size of the VSIX file (default 40; real
+	// extensions expand 2.5-4.5 times, grammar-only ones up to 15), checked
+	// once that sum exceeds RatioFloor. Many entries each just under
+	// RatioFloor cannot add up to a bomb.
+	MaxTotalRatio float64
 }
 
 // DefaultLimits are generous enough for ms-python.python (tens of MB
 // compressed, a few thousand files) and stop archive bombs.
-var DefaultLimits = Limits{MaxEntries: 100000, MaxTotalBytes: 2 << 30, MaxRatio: 200, RatioFloor: 1 << 20}
+var DefaultLimits = Limits{MaxEntries: 100000, MaxTotalBytes: 512 << 20, MaxRatio: 200, RatioFloor: 1 << 20, MaxTotalRatio: 40}
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxEntries <= 0 {
@@ -52,7 +65,24 @@ func (l Limits) withDefaults() Limits {
 	if l.RatioFloor <= 0 {
 		l.RatioFloor = DefaultLimits.RatioFloor
 	}
+	if l.MaxTotalRatio <= 0 {
+		l.MaxTotalRatio = DefaultLimits.MaxTotalRatio
+	}
 	return l
+}
+
+// checkTotal fails when total uncompressed bytes exceed the absolute cap
+// or, past RatioFloor, MaxTotalRatio times the archive's size.
+func (l Limits) checkTotal(total uint64, archiveSize int64, at string) error {
+	if total > uint64(l.MaxTotalBytes) {
+		return fmt.Errorf("uncompressed size exceeds the limit of %d bytes (at entry %q)", l.MaxTotalBytes, at)
+	}
+	if total > uint64(l.RatioFloor) && archiveSize > 0 {
+		if r := float64(total) / float64(archiveSize); r > l.MaxTotalRatio {
+			return fmt.Errorf("the archive of %d bytes expands to more than %d bytes (at entry %q): ratio %.0f exceeds the limit of %.0f", archiveSize, total, at, r, l.MaxTotalRatio)
+		}
+	}
+	return nil
 }
 
 // Expect is what a VSIX must be.
@@ -128,8 +158,9 @@ const (
 	sIFLNK = 0o120000
 )
 
-// checkEntries applies the archive safety rules to every entry.
-func checkEntries(files []*zip.File, lim Limits) error {
+// checkEntries applies the archive safety rules to every entry of an
+// archive of size bytes, by what the entries declare.
+func checkEntries(files []*zip.File, size int64, lim Limits) error {
 	if len(files) > lim.MaxEntries {
 		return fmt.Errorf("%d entries, more than the limit of %d", len(files), lim.MaxEntries)
 	}
@@ -155,10 +186,6 @@ func checkEntries(files []*zip.File, lim Limits) error {
 		if m&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0 {
 			return fmt.Errorf("entry %q: not a regular file or directory (%v)", f.Name, m)
 		}
-		total += f.UncompressedSize64
-		if total > uint64(lim.MaxTotalBytes) {
-			return fmt.Errorf("uncompressed size exceeds the limit of %d bytes (at entry %q)", lim.MaxTotalBytes, f.Name)
-		}
 		if f.UncompressedSize64 >= uint64(lim.RatioFloor) {
 			c := f.CompressedSize64
 			if c == 0 {
@@ -168,17 +195,24 @@ func checkEntries(files []*zip.File, lim Limits) error {
 				return fmt.Errorf("entry %q: compression ratio %.0f exceeds the limit of %.0f", f.Name, r, lim.MaxRatio)
 			}
 		}
+		total += f.UncompressedSize64
+		if total < f.UncompressedSize64 { // wrapped around
+			total = math.MaxUint64
+		}
+		if err := lim.checkTotal(total, size, f.Name); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-func readEntry(f *zip.File, limit int64) ([]byte, error) {
+func readEntry(ctx context.Context, f *zip.File, limit int64) ([]byte, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return nil, fmt.Errorf("entry %q: %w", f.Name, err)
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	b, err := io.ReadAll(io.LimitReader(ctxio.Reader(ctx, rc), limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("entry %q: %w", f.Name, err)
 	}
@@ -197,34 +231,73 @@ func find(files []*zip.File, name string) *zip.File {
 	return nil
 }
 
+// open reads the zip directory of the VSIX in r (size bytes) through ctx and
+// applies the archive safety rules to what the entries declare.
+func open(ctx context.Context, r io.ReaderAt, size int64, lim Limits) (*zip.Reader, error) {
+	zr, err := zip.NewReader(ctxio.ReaderAt(ctx, r), size)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("not a valid zip: %w", err)
+	}
+	if err := checkEntries(zr.File, size, lim); err != nil {
+		return nil, err
+	}
+	return zr, nil
+}
+
+// manifest reads and parses extension.vsixmanifest.
+func manifest(ctx context.Context, zr *zip.Reader) (Info, error) {
+	mf := find(zr.File, ManifestPath)
+	if mf == nil {
+		return Info{}, fmt.Errorf("no %s in the VSIX", ManifestPath)
+	}
+	mb, err := readEntry(ctx, mf, maxMetaFile)
+	if err != nil {
+		return Info{}, err
+	}
+	info, err := ParseManifest(mb)
+	if err != nil {
+		return Info{}, fmt.Errorf("%s: %w", ManifestPath, err)
+	}
+	return info, nil
+}
+
+// Identify returns what the extension.vsixmanifest of the VSIX in r (size
+// bytes) says: identity, version, target platform. It reads the zip
+// directory and the manifest only, after the archive safety checks on what
+// the entries declare (DefaultLimits); it is the cheap check of a cache hit,
+// not a validation (see Validate).
+func Identify(ctx context.Context, r io.ReaderAt, size int64) (Info, error) {
+	zr, err := open(ctx, r, size, DefaultLimits)
+	if err != nil {
+		return Info{}, err
+	}
+	return manifest(ctx, zr)
+}
+
 // Validate checks the VSIX in r (size bytes) against want and the limits, and
 // returns what it says about itself. It checks archive safety first, then the
 // identity and target platform in extension.vsixmanifest, the agreement of
-// extension/package.json, and the engine range against want.VSCode.
-func Validate(r io.ReaderAt, size int64, want Expect, lim Limits) (*Info, error) {
+// extension/package.json, the engine range against want.VSCode, and finally
+// reads every entry in full: an entry whose data is longer or shorter than it
+// declares, fails its CRC-32, or does not decompress, fails the VSIX, and the
+// bytes really read count against the limits. It stops with ctx's error when
+// ctx is done.
+func Validate(ctx context.Context, r io.ReaderAt, size int64, want Expect, lim Limits) (*Info, error) {
 	lim = lim.withDefaults()
-	zr, err := zip.NewReader(r, size)
-	if err != nil {
-		return nil, fmt.Errorf("not a valid zip: %w", err)
-	}
-	if err := checkEntries(zr.File, lim); err != nil {
-		return nil, err
-	}
-	mf := find(zr.File, ManifestPath)
-	if mf == nil {
-		return nil, fmt.Errorf("no %s in the VSIX", ManifestPath)
-	}
-	mb, err := readEntry(mf, maxMetaFile)
+	zr, err := open(ctx, r, size, lim)
 	if err != nil {
 		return nil, err
 	}
-	parsed, err := ParseManifest(mb)
+	parsed, err := manifest(ctx, zr)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ManifestPath, err)
+		return nil, err
 	}
 	info := &parsed
 	if !strings.EqualFold(info.ID(), want.ID) || info.Version != want.Version {
-		return nil, fmt.Errorf("%s Identity is %s@%s, want %s@%s", ManifestPath, info.ID(), info.Version, want.ID, want.Version)
+		return nil, fmt.Errorf("%s Identity is %s, want %s@%s", ManifestPath, safetext.Sanitize(info.ID()+"@"+info.Version), want.ID, want.Version)
 	}
 	wantTP := want.TargetPlatform
 	if wantTP == "" {
@@ -238,7 +311,7 @@ func Validate(r io.ReaderAt, size int64, want Expect, lim Limits) (*Info, error)
 	if pf == nil {
 		return nil, fmt.Errorf("no %s in the VSIX", PackageJSONPath)
 	}
-	pb, err := readEntry(pf, maxMetaFile)
+	pb, err := readEntry(ctx, pf, maxMetaFile)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +320,7 @@ func Validate(r io.ReaderAt, size int64, want Expect, lim Limits) (*Info, error)
 		return nil, fmt.Errorf("%s: %w", PackageJSONPath, err)
 	}
 	if !strings.EqualFold(pj.Publisher, info.Publisher) || !strings.EqualFold(pj.Name, info.Name) || pj.Version != info.Version {
-		return nil, fmt.Errorf("%s says %s.%s@%s, but %s says %s@%s", PackageJSONPath, pj.Publisher, pj.Name, pj.Version, ManifestPath, info.ID(), info.Version)
+		return nil, fmt.Errorf("%s says %s, but %s says %s", PackageJSONPath, safetext.Sanitize(pj.Publisher+"."+pj.Name+"@"+pj.Version), ManifestPath, safetext.Sanitize(info.ID()+"@"+info.Version))
 	}
 	eng := pj.Engines["vscode"]
 	if eng == "" {
@@ -266,8 +339,44 @@ func Validate(r io.ReaderAt, size int64, want Expect, lim Limits) (*Info, error)
 			return nil, fmt.Errorf("%s engines.vscode %q: %w", PackageJSONPath, eng, err)
 		}
 		if !ok {
-			return nil, fmt.Errorf("extension is not compatible with Code %s. Extension requires: %s", want.VSCode, eng)
+			return nil, fmt.Errorf("extension is not compatible with Code %s. Extension requires: %s", want.VSCode, safetext.Sanitize(eng))
 		}
 	}
+	if err := readAll(ctx, zr.File, size, lim); err != nil {
+		return nil, err
+	}
 	return info, nil
+}
+
+// readAll reads every entry to its end through archive/zip's checks (data
+// longer than declared, shorter than declared, CRC-32), counting the bytes
+// really produced against the limits.
+func readAll(ctx context.Context, files []*zip.File, size int64, lim Limits) error {
+	var total uint64
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		if f.FileInfo().IsDir() {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return fmt.Errorf("entry %q: %w", f.Name, err)
+		}
+		budget := lim.MaxTotalBytes - int64(total)
+		n, err := ctxio.Copy(ctx, io.Discard, io.LimitReader(rc, budget+1))
+		rc.Close()
+		total += uint64(n)
+		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return fmt.Errorf("entry %q: %w (its data does not match what it declares)", f.Name, err)
+		}
+		if err := lim.checkTotal(total, size, f.Name); err != nil {
+			return err
+		}
+	}
+	return nil
 }

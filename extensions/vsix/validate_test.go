@@ -2,6 +2,7 @@ package vsix_test
 
 import (
 	"bytes"
+	"context"
 	"io/fs"
 	"strings"
 	"testing"
@@ -12,7 +13,7 @@ import (
 )
 
 func validate(b []byte, want vsix.Expect, lim vsix.Limits) (*vsix.Info, error) {
-	return vsix.Validate(bytes.NewReader(b), int64(len(b)), want, lim)
+	return vsix.Validate(context.Background(), bytes.NewReader(b), int64(len(b)), want, lim)
 }
 
 func TestValidateGoodFixtures(t *testing.T) {

@@ -1,21 +1,29 @@
 // Package kind is the end-to-end smoke harness: it creates a kind cluster
-// (sigs.k8s.io/kind as a library), loads or pulls the image under test,
-// installs a pinned KubeRay operator, applies the smoke RayJob rendered from
-// tests/smoke, runs `imagectl smoke attach` INSIDE the code-server sidecar of
-// the Ray head pod once per paused task (so the attach crosses the network a
+// (sigs.k8s.io/kind as a library), installs a pinned KubeRay operator,
+// renders a plain smoke RayJob (rayjob.yaml.tmpl, no sidecar) and adds the
+// code-server sidecar under test with the inject library — as a user does
+// with `imagectl inject` — applies it, runs `imagectl smoke attach` INSIDE
+// the sidecar once per paused task (so the attach crosses the network a
 // user's would), asserts the RayJob reaches SUCCEEDED with the expected
 // output, collects logs on failure and deletes the cluster.
 //
-// Kubernetes calls shell out to kubectl (with the cluster's own kubeconfig):
-// kubectl cp and exec into the sidecar, server-side apply of the KubeRay
-// kustomization and rollout waits are one line each there, and it keeps
-// client-go's large API surface out of this package.
+// Nothing is loaded into kind: the node pulls the image under test by
+// digest from the registry it was pushed to. When that repository cannot be
+// read anonymously, the harness makes a kubernetes.io/dockerconfigjson
+// imagePullSecret from this machine's docker config (DOCKER_CONFIG or
+// ~/.docker/config.json, as docker login writes it) and injects it.
 //
-// KubeRay is installed from its kustomization at the release tag
-// (github.com/ray-project/kuberay/ray-operator/config/default?ref=vX.Y.Z,
-// server-side apply, then the operator image pinned to
-// quay.io/kuberay/operator:vX.Y.Z) because helm is not assumed present;
-// kubectl fetches it with git.
+// Kubernetes calls shell out to kubectl (with the cluster's own kubeconfig).
+// The commands that README's "Debug a RayJob on KubeRay" shows are the ones
+// in Guide, run exactly so (a test checks the README against Guide):
+// server-side apply of KubeRay's kustomization at the release tag (which
+// installs into namespace default since v1.3.0 and pins the operator image
+// itself), a wait for the operator's Deployment by its labels in any
+// namespace, inject piped into kubectl apply, and the head pod lookup and
+// wait. The KubeRay versions are pinned once, in KubeRayNewest and
+// KubeRayOldest. No command names a namespace: everything goes where the
+// kubeconfig's context points, and the operator is found by
+// OperatorSelectors wherever it runs.
 //
 // When Docker (a running engine), kind's needs, kubectl, git or the network
 // are missing, Run returns a *SkipError saying exactly which.

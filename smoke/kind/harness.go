@@ -3,8 +3,6 @@ package kind
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,11 +16,9 @@ import (
 	"time"
 
 	"sigs.k8s.io/kind/pkg/cluster"
-	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
 
 	"github.com/imagectl/imagectl/smoke/probe"
-	smoketest "github.com/imagectl/imagectl/tests/smoke"
 )
 
 // SkipError says why the harness cannot run on this machine.
@@ -36,7 +32,7 @@ type Config struct {
 	RayVersion     string // e.g. 2.46.0
 	Python         string // e.g. 3.12
 	KindNodeImage  string // kindest/node image; empty: kind's default
-	KubeRayVersion string // e.g. 1.4.2
+	KubeRayVersion string // X.Y.Z, "oldest" or "newest" (default): see KubeRayNewest
 	ProbeBinary    string // static linux imagectl copied into the sidecar
 	ClusterName    string // default imagectl-smoke
 	Keep           bool   // keep the cluster (and print how to reach it)
@@ -69,7 +65,7 @@ func Preflight(ctx context.Context) error {
 			return &SkipError{"no " + tool + " on PATH (kubectl drives the cluster; git fetches the KubeRay kustomization)"}
 		}
 	}
-	for _, hostport := range []string{"registry-1.docker.io:443", "github.com:443", "pypi.org:443"} {
+	for _, hostport := range []string{"registry-1.docker.io:443", "quay.io:443", "github.com:443", "pypi.org:443"} {
 		d := net.Dialer{Timeout: 5 * time.Second}
 		c, err := d.DialContext(ctx, "tcp", hostport)
 		if err != nil {
@@ -98,9 +94,11 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if cfg.ClusterName == "" {
 		cfg.ClusterName = "imagectl-smoke"
 	}
-	if cfg.KubeRayVersion == "" {
-		cfg.KubeRayVersion = "1.4.2"
+	kuberay, err := KubeRayVersion(cfg.KubeRayVersion)
+	if err != nil {
+		return nil, err
 	}
+	cfg.KubeRayVersion = kuberay
 	if cfg.Python == "" {
 		cfg.Python = "3.12"
 	}
@@ -119,6 +117,12 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	log := cfg.Logger
+	// Before any cluster: the image must be readable, by this machine's
+	// docker config when it is private.
+	access, err := ResolvePullAccess(ctx, cfg.Image)
+	if err != nil {
+		return nil, err
+	}
 
 	work, err := os.MkdirTemp("", "imagectl-smoke-")
 	if err != nil {
@@ -127,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if cfg.LogDir == "" {
 		cfg.LogDir = filepath.Join(work, "logs")
 	}
-	h := &harness{cfg: cfg, log: log, kubeconfig: filepath.Join(work, "kubeconfig"),
+	h := &harness{cfg: cfg, log: log, kubeconfig: filepath.Join(work, "kubeconfig"), access: access,
 		provider: cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(kindcmd.NewLogger()))}
 
 	log.Info("creating kind cluster", "name", cfg.ClusterName, "node_image", cfg.KindNodeImage)
@@ -163,30 +167,48 @@ type harness struct {
 	provider   *cluster.Provider
 	headPod    string
 	rayCluster string
+	operator   string // namespace/name of the operator's Deployment
+	manifest   []byte // what was applied
+	access     *PullAccess
 }
 
 const jobName = "imagectl-smoke"
 
 func (h *harness) run(ctx context.Context) (*Result, error) {
-	if err := h.loadImage(ctx); err != nil {
+	guide := Guide(h.cfg.KubeRayVersion)
+	// No image is loaded into kind: the node pulls the image under test by
+	// digest from the registry it was pushed to, with an imagePullSecret
+	// made from this machine's docker config when the repository is private.
+	access := h.access
+	if access == nil {
+		var err error
+		if access, err = ResolvePullAccess(ctx, h.cfg.Image); err != nil {
+			return nil, err
+		}
+	}
+	h.log.Info("the node pulls the image by digest", "image", access.Pinned, "pull_secret", access.Secret != nil)
+	if err := h.installKubeRay(ctx, guide); err != nil {
 		return nil, err
 	}
-	if err := h.installKubeRay(ctx); err != nil {
-		return nil, err
+	args := append(append([]string{}, InjectArgs...), "--image", access.Pinned)
+	if access.Secret != nil {
+		if _, err := h.kubectl(ctx, access.Secret, "apply", "-f", "-"); err != nil {
+			return nil, fmt.Errorf("creating the imagePullSecret %s: %w", PullSecretName, err)
+		}
+		args = append(args, "--image-pull-secret", PullSecretName)
 	}
-	pw := make([]byte, 18)
-	if _, err := rand.Read(pw); err != nil {
-		return nil, err
-	}
-	manifest, err := smoketest.Render(smoketest.Params{Name: jobName, Image: h.cfg.Image, RayVersion: h.cfg.RayVersion,
-		Python: h.cfg.Python, Password: hex.EncodeToString(pw)})
+	manifest, warnings, err := Manifest(ctx, Params{Name: jobName, RayVersion: h.cfg.RayVersion, Python: h.cfg.Python}, args)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("imagectl inject %s: %w", strings.Join(args, " "), err)
 	}
-	if _, err := h.kubectl(ctx, manifest, "apply", "-f", "-"); err != nil {
+	for _, w := range warnings {
+		h.log.Warn("imagectl inject", "warning", w)
+	}
+	h.manifest = manifest
+	if _, err := h.kubectl(ctx, manifest, guide[stepInject].Pipe[1:]...); err != nil {
 		return nil, fmt.Errorf("applying the smoke RayJob: %w", err)
 	}
-	if err := h.waitHeadPod(ctx); err != nil {
+	if err := h.waitHeadPod(ctx, guide); err != nil {
 		return nil, err
 	}
 	if _, err := h.kubectl(ctx, nil, "cp", "-c", "code-server", h.cfg.ProbeBinary, h.headPod+":/tmp/imagectl"); err != nil {
@@ -196,11 +218,11 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{}
-	for i := 1; i <= smoketest.ExpectedPauses; i++ {
-		h.log.Info("attaching from the code-server sidecar", "pause", i, "of", smoketest.ExpectedPauses)
+	for i := 1; i <= ExpectedPauses; i++ {
+		h.log.Info("attaching from the code-server sidecar", "pause", i, "of", ExpectedPauses)
 		out, err := h.kubectl(ctx, nil, "exec", h.headPod, "-c", "code-server", "--", "/tmp/imagectl", "smoke", "attach",
-			"--dashboard", "http://127.0.0.1:8265", "--timeout", "15m", "--task", smoketest.ExpectedFunction,
-			"--expect-function", smoketest.ExpectedFunction, "--expect-file", smoketest.ExpectedFile,
+			"--dashboard", "http://127.0.0.1:8265", "--timeout", "15m", "--task", ExpectedFunction,
+			"--expect-function", ExpectedFunction, "--expect-file", ExpectedFile,
 			"--action", "continue", "--output", "json")
 		var rep probe.Report
 		if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil {
@@ -220,63 +242,52 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("reading the submitter's logs: %w", err)
 	}
-	if !strings.Contains(logs, smoketest.ExpectedOutput) {
-		return res, fmt.Errorf("RayJob %s SUCCEEDED but its output lacks %q:\n%s", jobName, smoketest.ExpectedOutput, tail(logs, 40))
+	if !strings.Contains(logs, ExpectedOutput) {
+		return res, fmt.Errorf("RayJob %s SUCCEEDED but its output lacks %q:\n%s", jobName, ExpectedOutput, tail(logs, 40))
 	}
-	res.Output = smoketest.ExpectedOutput
+	res.Output = ExpectedOutput
 	return res, nil
 }
 
-func (h *harness) loadImage(ctx context.Context) error {
-	if err := exec.CommandContext(ctx, "docker", "image", "inspect", h.cfg.Image).Run(); err != nil {
-		h.log.Info("image not in the local Docker engine; the node will pull it", "image", h.cfg.Image)
-		return nil
+// installKubeRay runs the user guide's install and wait, then finds the
+// operator by its labels, wherever it runs.
+func (h *harness) installKubeRay(ctx context.Context, guide []Command) error {
+	h.log.Info("installing the KubeRay operator", "version", h.cfg.KubeRayVersion, "from", KubeRayKustomization(h.cfg.KubeRayVersion))
+	if _, err := h.kubectl(ctx, nil, guide[stepInstall].Args[1:]...); err != nil {
+		return fmt.Errorf("installing KubeRay %s: %w", h.cfg.KubeRayVersion, err)
 	}
-	h.log.Info("loading the image into kind", "image", h.cfg.Image)
-	tmp, err := os.CreateTemp("", "imagectl-smoke-image-*.tar")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	tmp.Close()
-	if out, err := exec.CommandContext(ctx, "docker", "save", "-o", tmp.Name(), h.cfg.Image).CombinedOutput(); err != nil {
-		return fmt.Errorf("docker save %s: %s", h.cfg.Image, firstLine(out, err))
-	}
-	nodes, err := h.provider.ListInternalNodes(h.cfg.ClusterName)
-	if err != nil {
-		return err
-	}
-	for _, n := range nodes {
-		f, err := os.Open(tmp.Name())
-		if err != nil {
-			return err
-		}
-		err = nodeutils.LoadImageArchive(n, f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("loading %s into node %s: %w", h.cfg.Image, n.String(), err)
-		}
-	}
-	return nil
-}
-
-func (h *harness) installKubeRay(ctx context.Context) error {
-	v := strings.TrimPrefix(h.cfg.KubeRayVersion, "v")
-	h.log.Info("installing the KubeRay operator", "version", v)
-	src := "github.com/ray-project/kuberay/ray-operator/config/default?ref=v" + v
-	if _, err := h.kubectl(ctx, nil, "apply", "--server-side", "-k", src); err != nil {
-		return fmt.Errorf("installing KubeRay %s from %s: %w", v, src, err)
-	}
-	if _, err := h.kubectl(ctx, nil, "-n", "ray-system", "set", "image", "deployment/kuberay-operator", "kuberay-operator=quay.io/kuberay/operator:v"+v); err != nil {
-		return err
-	}
-	if _, err := h.kubectl(ctx, nil, "-n", "ray-system", "rollout", "status", "deployment/kuberay-operator", "--timeout", "5m"); err != nil {
+	if _, err := h.kubectl(ctx, nil, guide[stepWaitOperator].Args[1:]...); err != nil {
 		return fmt.Errorf("KubeRay operator not available: %w", err)
 	}
+	op, err := h.findOperator(ctx)
+	if err != nil {
+		return err
+	}
+	h.operator = op
+	h.log.Info("KubeRay operator running", "deployment", op)
 	return nil
 }
 
-func (h *harness) waitHeadPod(ctx context.Context) error {
+// findOperator is namespace/name of the operator's Deployment, found by
+// OperatorSelectors in every namespace.
+func (h *harness) findOperator(ctx context.Context) (string, error) {
+	for _, sel := range OperatorSelectors {
+		out, err := h.kubectl(ctx, nil, "get", "deployments", "-A", "-l", sel,
+			"-o", `jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{"\n"}{end}`)
+		if err != nil {
+			return "", err
+		}
+		if lines := strings.Fields(out); len(lines) > 0 {
+			if len(lines) > 1 {
+				h.log.Warn("more than one KubeRay operator", "deployments", lines)
+			}
+			return lines[0], nil
+		}
+	}
+	return "", fmt.Errorf("no KubeRay operator Deployment labelled %s in any namespace", strings.Join(OperatorSelectors, " or "))
+}
+
+func (h *harness) waitHeadPod(ctx context.Context, guide []Command) error {
 	h.log.Info("waiting for the Ray head pod (image pulls can take minutes)")
 	for {
 		name, err := h.kubectl(ctx, nil, "get", "rayjob", jobName, "-o", "jsonpath={.status.rayClusterName}")
@@ -288,21 +299,35 @@ func (h *harness) waitHeadPod(ctx context.Context) error {
 			return fmt.Errorf("RayJob %s never reported a RayCluster: %w", jobName, err)
 		}
 	}
-	sel := "ray.io/cluster=" + h.rayCluster + ",ray.io/node-type=head"
 	for {
-		pod, err := h.kubectl(ctx, nil, "get", "pod", "-l", sel, "-o", "jsonpath={.items[0].metadata.name}")
+		pod, err := h.kubectl(ctx, nil, guide[stepHeadPod].Args[1:]...)
 		if err == nil && strings.TrimSpace(pod) != "" {
 			h.headPod = strings.TrimSpace(pod)
 			break
 		}
 		if err := sleep(ctx, 5*time.Second); err != nil {
-			return fmt.Errorf("no head pod with labels %s: %w", sel, err)
+			return fmt.Errorf("no head pod (%s): %w", guide[stepHeadPod], err)
 		}
 	}
-	if _, err := h.kubectl(ctx, nil, "wait", "--for=condition=Ready", "pod/"+h.headPod, "--timeout", "20m"); err != nil {
+	wait := expand(guide[stepWaitHead].Args[1:], map[string]string{"HEAD": h.headPod})
+	if _, err := h.kubectl(ctx, nil, wait...); err != nil {
 		return fmt.Errorf("head pod %s not ready: %w", h.headPod, err)
 	}
 	return nil
+}
+
+// expand replaces $NAME in args.
+func expand(args []string, vars map[string]string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = os.Expand(a, func(k string) string {
+			if v, ok := vars[k]; ok {
+				return v
+			}
+			return "$" + k
+		})
+	}
+	return out
 }
 
 func (h *harness) waitJob(ctx context.Context) (string, error) {
@@ -341,7 +366,9 @@ func (h *harness) collectLogs(ctx context.Context) {
 	save("resources.txt", "get", "all,rayjobs,rayclusters,events", "-A", "-o", "wide")
 	save("rayjob.yaml", "get", "rayjob", jobName, "-o", "yaml")
 	save("submitter.log", "logs", "job/"+jobName, "--tail", "-1")
-	save("operator.log", "-n", "ray-system", "logs", "deployment/kuberay-operator", "--tail", "-1")
+	if ns, name, ok := strings.Cut(h.operator, "/"); ok {
+		save("operator.log", "-n", ns, "logs", "deployment/"+name, "--tail", "-1")
+	}
 	if h.headPod != "" {
 		save("head-ray.log", "logs", h.headPod, "-c", "ray-head", "--tail", "-1")
 		save("head-code-server.log", "logs", h.headPod, "-c", "code-server", "--tail", "-1")
@@ -349,6 +376,12 @@ func (h *harness) collectLogs(ctx context.Context) {
 	}
 	if h.rayCluster != "" {
 		save("workers.log", "logs", "-l", "ray.io/cluster="+h.rayCluster+",ray.io/node-type=worker", "--tail", "-1", "--all-containers")
+	}
+	if h.manifest != nil {
+		os.WriteFile(filepath.Join(dir, "applied.yaml"), redactSecrets(h.manifest), 0o644)
+	}
+	if h.provider == nil {
+		return
 	}
 	if err := h.provider.CollectLogs(h.cfg.ClusterName, filepath.Join(dir, "kind")); err != nil {
 		h.log.Warn("kind export logs", "err", err)
@@ -385,4 +418,21 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
+}
+
+// redactSecrets replaces every Secret document of a manifest with a
+// comment, so logs never carry a password.
+func redactSecrets(manifest []byte) []byte {
+	var b strings.Builder
+	for i, doc := range strings.Split(string(manifest), "\n---") {
+		if i > 0 {
+			b.WriteString("\n---")
+		}
+		if strings.Contains(doc, "\nkind: Secret\n") {
+			b.WriteString("\n# a Secret (redacted)\n")
+			continue
+		}
+		b.WriteString(doc)
+	}
+	return []byte(b.String())
 }

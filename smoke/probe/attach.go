@@ -104,6 +104,9 @@ type attachConfig struct {
 	expect      Expect
 	action      Action
 	clientID    string
+	// dial, when set, replaces net.Dialer (e.g. to reach a port inside a
+	// container's network namespace).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // attach dials addr and runs the DAP attach sequence the VS Code extension
@@ -115,7 +118,15 @@ func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResu
 	start := time.Now()
 
 	dctx, cancel := context.WithTimeout(ctx, cfg.stepTimeout)
-	c, err := dap.Dial(dctx, addr)
+	var c *dap.Client
+	if cfg.dial != nil {
+		var conn net.Conn
+		if conn, err = cfg.dial(dctx, "tcp", addr); err == nil {
+			c = dap.NewClient(conn)
+		}
+	} else {
+		c, err = dap.Dial(dctx, addr)
+	}
 	cancel()
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"context"
 	"errors"
 	"net"
 	"path/filepath"
@@ -162,5 +163,33 @@ func TestExpectMatches(t *testing.T) {
 		if got := tt.e.matches(fr); got != tt.want {
 			t.Errorf("%v.matches(%v) = %v, want %v", tt.e, fr, got, tt.want)
 		}
+	}
+}
+
+// WithDialer replaces the plain dial: the attach goes through it (smoke
+// image dials into a container's network namespace this way), to the
+// address it names, and the name given to Attach is only reported.
+func TestAttachWithDialer(t *testing.T) {
+	requireDebugpy(t)
+	w := startWorker(t, "break")
+	var dialed []string
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dialed = append(dialed, network+" "+addr)
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", w.addr())
+	}
+	res, err := Attach(testCtx(t), "container:5678", WithDialer(dial), WithExpect(Expect{Function: "f"}),
+		WithStepTimeout(20*time.Second), WithStopTimeout(20*time.Second))
+	if err != nil {
+		t.Fatalf("Attach: %v\nworker stderr:\n%s", err, w.stderr)
+	}
+	if diff := cmp.Diff([]string{"tcp container:5678"}, dialed); diff != "" {
+		t.Errorf("dials (-want +got):\n%s", diff)
+	}
+	if res.Address != "container:5678" || res.Frame == nil || res.Frame.Name != "f" {
+		t.Errorf("result %+v", res)
+	}
+	if err := w.wait(t, 30*time.Second); err != nil || !strings.Contains(w.stdout.String(), "RESULT 49\n") {
+		t.Fatalf("worker did not resume: %v\n%s", err, w.stdout)
 	}
 }

@@ -83,6 +83,12 @@ func WithTaskName(name string) Option { return func(c *config) { c.taskName = na
 // WithHTTPClient sets the dashboard HTTP client.
 func WithHTTPClient(h *http.Client) Option { return func(c *config) { c.httpClient = h } }
 
+// WithDialer makes the attach dial debugpy with dial instead of a plain
+// net.Dialer (the dashboard is still reached over HTTP).
+func WithDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) Option {
+	return func(c *config) { c.dial = dial }
+}
+
 // WithLogger logs progress.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 

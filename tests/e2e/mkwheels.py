@@ -16,9 +16,24 @@ Python-version matching is exercised for real:
                                       (transitive, one platform wheel per architecture)
 
 Each platform wheel carries <pkg>/_fixture_arch.txt naming its architecture,
-so a test can prove the arm64 image got the aarch64 wheel. The real ray
-[default] extra pulls in ~60 distributions; here it pulls in five, two of
-them transitive, which is what locking and the SBOM must find.
+so a test can prove the arm64 image got the aarch64 wheel. Where the stand-in
+base tarballs exist ($IMAGECTL_TEST_CACHE/base/base-{amd64,arm64}.tar, made by
+hack/deps.d/35-base-images.sh), each cp311 ray wheel also carries a real
+compiled module of its architecture (ray/_fixture/_json.cpython-311-<arch>-
+linux-gnu.so, CPython's own _json extension taken from that base), so
+imagectl smoke image proves the compiled modules of the right architecture
+load in each platform's container.
+
+Where Debian's python3-debugpy is installed (hack/deps.d/10-apt.sh), each
+debugpy wheel carries its real code instead of a stub: debugpy 1.6.3 with the
+pydevd Debian unbundles (symbolic links followed, so vendored as upstream
+ships it) and pydevd's bytecode dependency, without Debian's x86-64 speedups
+(pure Python runs on every architecture), and _version.py reporting the
+fixture's version (1.8.14). PyPI cannot be reached here; this is the only
+real debugpy, and imagectl smoke image needs a real debug adapter to attach
+to inside the image. Ray stays a stub. The real ray [default] extra pulls in
+~60 distributions; here it pulls in five, two of them transitive, which is
+what locking (imagectl matrix refresh) and the SBOM must find.
 
 usage: mkwheels.py [--add aiosignal==1.3.2] [--swap PROJECT] OUTDIR
     -> OUTDIR/files/*.whl, OUTDIR/simple/<project>/index.html (with #sha256=),
@@ -35,6 +50,7 @@ import hashlib
 import json
 import os
 import sys
+import tarfile
 import zipfile
 
 FIXED = (2020, 1, 1, 0, 0, 0)
@@ -73,7 +89,7 @@ def wheel(outdir, dist, version, tag, files, requires=(), extras=(), entry_point
         content[f"{distinfo}/entry_points.txt"] = entry_points
     record = []
     for path in sorted(content):
-        data = content[path].encode()
+        data = content[path] if isinstance(content[path], bytes) else content[path].encode()
         record.append(f"{path},{record_hash(data)},{len(data)}")
     record.append(f"{distinfo}/RECORD,,")
     content[f"{distinfo}/RECORD"] = "\n".join(record) + "\n"
@@ -85,9 +101,58 @@ def wheel(outdir, dist, version, tag, files, requires=(), extras=(), entry_point
             zi = zipfile.ZipInfo(p, FIXED)
             zi.external_attr = 0o644 << 16
             zi.compress_type = zipfile.ZIP_DEFLATED
+            if p.endswith(".so"):
+                zi.external_attr = 0o755 << 16
             z.writestr(zi, content[p])
     os.replace(tmp, path)
     return fname
+
+
+def compiled_module(arch):
+    """CPython 3.11's _json extension for arch from the stand-in base, or None."""
+    cache = os.environ.get("IMAGECTL_TEST_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "imagectl-test")
+    base = os.path.join(cache, "base", "base-%s.tar" % {"x86_64": "amd64", "aarch64": "arm64"}[arch])
+    name = "_json.cpython-311-%s-linux-gnu.so" % arch
+    if not os.path.exists(base):
+        return None, None
+    with tarfile.open(base) as t:
+        for m in t:
+            if m.name.lstrip("./") == "usr/lib/python3.11/lib-dynload/" + name and m.isfile():
+                return name, t.extractfile(m).read()
+    return None, None
+
+
+DEBIAN_DIST = "/usr/lib/python3/dist-packages"
+
+
+def tree_files(src, rel, out):
+    """Adds the files under src (symbolic links followed) as rel/... to out,
+    skipping caches and compiled code."""
+    for name in sorted(os.listdir(src)):
+        p = os.path.join(src, name)
+        if name == "__pycache__" or name.endswith(".pyc") or ".so" in name:
+            continue
+        if os.path.isdir(p):
+            tree_files(p, rel + "/" + name, out)
+        elif os.path.isfile(p):
+            with open(p, "rb") as f:
+                out[rel + "/" + name] = f.read()
+
+
+def real_debugpy(version):
+    """Debian's debugpy (and bytecode) as wheel files, or None."""
+    src = os.path.join(DEBIAN_DIST, "debugpy")
+    if not os.path.isfile(os.path.join(src, "__init__.py")) or not os.path.isdir(os.path.join(DEBIAN_DIST, "bytecode")):
+        return None
+    files = {}
+    tree_files(src, "debugpy", files)
+    tree_files(os.path.join(DEBIAN_DIST, "bytecode"), "bytecode", files)
+    files["debugpy/_version.py"] = (
+        "# imagectl e2e fixture: Debian's debugpy 1.6.3 code, reporting the fixture's version.\n"
+        "def get_versions():\n"
+        "    return {\"version\": \"%s\", \"full-revisionid\": None, \"dirty\": False, \"error\": None, \"date\": None}\n" % version
+    )
+    return files
 
 
 PURE = {
@@ -100,7 +165,7 @@ PURE = {
 
 
 def main(outdir, adds=(), swaps=()):
-    archs = ("x86_64", "aarch64")
+    archs = {"x86_64": "x86_64", "aarch64": "aarch64"}
     made = {}
 
     def extra(project):
@@ -109,27 +174,30 @@ def main(outdir, adds=(), swaps=()):
 
     for py in ("311", "312"):
         for arch in archs:
+            files = {
+                "ray/__init__.py": '__version__ = "2.46.0"\n',
+                "ray/_fixture_arch.txt": arch + "\n",
+                "ray/scripts/__init__.py": "",
+                "ray/scripts/scripts.py": "def main():\n    print('ray fixture 2.46.0')\n",
+                **extra("ray"),
+            }
+            so_name, so = compiled_module(arch) if py == "311" else (None, None)
+            if so is not None:
+                files["ray/_fixture/__init__.py"] = ""
+                files["ray/_fixture/" + so_name] = so
             made.setdefault("ray", []).append(wheel(
                 outdir, "ray", "2.46.0", (f"cp{py}", f"cp{py}", f"manylinux2014_{arch}"),
-                {
-                    "ray/__init__.py": '__version__ = "2.46.0"\n',
-                    "ray/_fixture_arch.txt": arch + "\n",
-                    "ray/scripts/__init__.py": "",
-                    "ray/scripts/scripts.py": "def main():\n    print('ray fixture 2.46.0')\n",
-                    **extra("ray"),
-                },
+                files,
                 requires=["click>=7.0"],
                 extras=[("default", ["colorful", "aiohttp>=3.7"])],
                 entry_points="[console_scripts]\nray = ray.scripts.scripts:main\n",
             ))
             plat = ".".join(f"{t}_{arch}" for t in ("manylinux_2_5", "manylinux1", "manylinux_2_17", "manylinux2014"))
+            dbg = real_debugpy("1.8.14") or {"debugpy/__init__.py": '__version__ = "1.8.14"\n'}
+            dbg["debugpy/_fixture_arch.txt"] = arch + "\n"
+            dbg.update(extra("debugpy"))
             made.setdefault("debugpy", []).append(wheel(
-                outdir, "debugpy", "1.8.14", (f"cp{py}", f"cp{py}", plat),
-                {
-                    "debugpy/__init__.py": '__version__ = "1.8.14"\n',
-                    "debugpy/_fixture_arch.txt": arch + "\n",
-                    **extra("debugpy"),
-                },
+                outdir, "debugpy", "1.8.14", (f"cp{py}", f"cp{py}", plat), dbg,
             ))
             made.setdefault("frozenlist", []).append(wheel(
                 outdir, "frozenlist", "1.4.1", (f"cp{py}", f"cp{py}", f"manylinux2014_{arch}"),

@@ -156,7 +156,7 @@ build() { # NAME CFGDIR [extra flags]: runs imagectl build, JSON to $work/NAME.j
   local n=$1 cfg=$2; shift 2
   local start=$SECONDS
   "$imagectl" --matrix "$cfg/matrix.yaml" build --ray 2.46.0 --platform "${PLATFORMS:-linux/amd64,linux/arm64}" \
-    --push --sign --key "$work/cosign.key" --revision "$rev" \
+    --push --sign --key "$work/cosign.key" --revision "$rev" --require-pins \
     --cache-dir "$work/vsix-cache" --progress plain --output json "$@" \
     >"$work/$n.json" 2>"$work/$n.err" || { tail -n 60 "$work/$n.err" >&2; fail "imagectl build ($n)"; }
   echo $((SECONDS - start)) >"$work/$n.seconds"
@@ -230,11 +230,17 @@ expect_fail() { # NAME REF PATTERN [verify flags]
 }
 arm=$(jq -r '.platforms[] | select(.platform == "linux/arm64") | .digest' "$j")
 # (a) one platform manifest unsigned: a copy with every signature and
-# attestation, then the arm64 manifest's signature removed.
+# attestation, then the arm64 manifest's signature removed. The signatures
+# name the repository they were made in ($reg/code-server-ray): a copy
+# verifies only as an accepted mirror of it (--allow-repository), and
+# without that fails for exactly that reason.
 "$fu" copy -tags sig,att "$ref" "$reg/tamper-unsigned:t"
-"$imagectl" verify "$reg/tamper-unsigned:t" --key "$work/cosign.pub" >"$work/copy-ok.txt" 2>&1 || { cat "$work/copy-ok.txt" >&2; fail "verify of the untampered copy (the tamper cases would prove nothing)"; }
+mirror=(--allow-repository "$reg/code-server-ray")
+"$imagectl" verify "$reg/tamper-unsigned:t" --key "$work/cosign.pub" "${mirror[@]}" >"$work/copy-ok.txt" 2>&1 || { cat "$work/copy-ok.txt" >&2; fail "verify of the untampered copy as a mirror (the tamper cases would prove nothing)"; }
+expect_fail copied-repository "$reg/tamper-unsigned:t" "^  - index .*signed for repository $reg/code-server-ray, not $reg/tamper-unsigned"
+grep -q "^FAILED: 3 problem" "$work/tamper-copied-repository.txt" || fail "copy without --allow-repository: want exactly the index and both platform signatures refused"
 "$fu" delete-tag "$reg/tamper-unsigned:sha256-${arm#sha256:}.sig"
-expect_fail unsigned-platform "$reg/tamper-unsigned:t" "^  - linux/arm64 .*${arm#sha256:}.*not signed"
+expect_fail unsigned-platform "$reg/tamper-unsigned:t" "^  - linux/arm64 .*${arm#sha256:}.*not signed" "${mirror[@]}"
 grep -q "^FAILED: 1 problem" "$work/tamper-unsigned-platform.txt" || fail "unsigned arm64 manifest: verify reported more than that one problem"
 # (b) signed with another key (attestations copied, signatures not).
 "$fu" copy -tags att "$ref" "$reg/tamper-otherkey:t"
@@ -378,7 +384,61 @@ if [ "${IMAGECTL_E2E_BENCH:-1}" != 0 ]; then
   IMAGECTL_COLD_BUILD_SECONDS=$(secs cold) go test ./release -run '^$' -bench PlanNoChange -benchtime 1x 2>&1 |
     grep -E 'no-change plan of' | sed 's/^ *bench_test.go:[0-9]*: /  /' | tee -a "$work/bench.txt" >&2
 fi
-# --- 12. Python lock and SBOM (issue 13) -----------------------------------------
+# --- 12. smoke image: the built image runs (issue 15) --------------------------------------
+# Every platform of the pushed image runs as a runc container (arm64 under QEMU):
+# python3 with the image's own environment imports ray and debugpy at the locked
+# versions and its compiled modules load, a debugpy attach stops at breakpoint(),
+# and on amd64 (the stand-in base carries code-server) the entrypoint boots
+# code-server with the locked extensions and settings; arm64's code-server line is
+# a skip. Two deliberately broken copies fail on the right line, and nothing
+# (container, unpacked root, mount) is left behind.
+smoke_work=$work/smoke-work
+mkdir -p "$smoke_work"
+smoke_image() { # NAME [smoke image args]: -o json into $work/smoke-NAME.json; returns its exit code
+  local n=$1; shift
+  "$imagectl" smoke image "$@" --runtime runc --work-dir "$smoke_work" -o json >"$work/smoke-$n.json" 2>"$work/smoke-$n.err"
+}
+smoke_line() { # NAME PLATFORM CHECK: "status: detail"
+  jq -r --arg p "$2" --arg c "$3" '.platforms[] | select(.platform == $p) | .lines[] | select(.check == $c) | "\(.status): \(.detail)"' "$work/smoke-$1.json"
+}
+smoke_left() { # nothing of a smoke may remain
+  [ -z "$(ls -A "$smoke_work")" ] || fail "smoke image left $(ls -A "$smoke_work") in $smoke_work"
+  ! runc list -q | grep -q '^imagectl-smoke-' || fail "smoke image left runc containers: $(runc list -q | grep '^imagectl-smoke-')"
+  ! grep -q "$smoke_work" /proc/self/mountinfo || fail "smoke image left a mount below $smoke_work"
+}
+smoke_image built "$tag" || { cat "$work/smoke-built.json" "$work/smoke-built.err" >&2; fail "imagectl smoke image $tag"; }
+for p in linux/amd64 linux/arm64; do
+  for c in container python debugger; do
+    [[ $(smoke_line built "$p" "$c") == pass:* ]] || fail "smoke image $p $c: $(smoke_line built "$p" "$c")"
+  done
+done
+[[ $(smoke_line built linux/amd64 code-server) == pass:* ]] || fail "smoke image linux/amd64 code-server: $(smoke_line built linux/amd64 code-server)"
+[[ $(smoke_line built linux/arm64 code-server) == skip:* ]] || fail "smoke image linux/arm64 code-server: $(smoke_line built linux/arm64 code-server)"
+[[ $(smoke_line built linux/arm64 python) == *"aarch64"*"all AArch64"* ]] || fail "smoke image linux/arm64 python did not run aarch64 code: $(smoke_line built linux/arm64 python)"
+smoke_left
+for p in linux/amd64 linux/arm64; do
+  for c in python debugger code-server; do log "smoke image $p $c: $(smoke_line built "$p" "$c" | cut -c1-160)"; done
+done
+smoke_image archive --archive "$archive" --platform linux/arm64 \
+  || { cat "$work/smoke-archive.json" "$work/smoke-archive.err" >&2; fail "imagectl smoke image --archive $archive"; }
+smoke_left
+log "smoke image --archive $(basename "$archive") (linux/arm64): passed"
+# (a) the amd64 compiled modules grafted into the arm64 image
+"$fu" break-image -platform linux/arm64 -graft-from linux/amd64 "$ref" "$reg/broken-arch:t"
+if smoke_image broken-arch "$reg/broken-arch:t" --platform linux/arm64; then fail "smoke image passed an arm64 image holding amd64 compiled modules"; fi
+[[ $(smoke_line broken-arch linux/arm64 python) == "fail: "*"_json.cpython-311-x86_64-linux-gnu.so"*"is x86-64 code, want AArch64"* ]] \
+  || { cat "$work/smoke-broken-arch.json" >&2; fail "smoke image failed the wrong-architecture image, but not on the python line"; }
+log "broken arm64 image: $(smoke_line broken-arch linux/arm64 python | cut -c1-200)"
+# (b) a PATH that misses the image's interpreter (the base's PATH: python3 is
+# then the base's /usr/bin/python3, not /opt/imagectl/python/bin/python3)
+"$fu" break-image -platform linux/amd64 -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ref" "$reg/broken-path:t"
+if smoke_image broken-path "$reg/broken-path:t" --platform linux/amd64; then fail "smoke image passed an image whose PATH misses the interpreter"; fi
+[[ $(smoke_line broken-path linux/amd64 python) == "fail: "*"python3 on the image's PATH (/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin) is /usr/bin/python3, not the image's interpreter /opt/imagectl/python/bin/python3"* ]] \
+  || { cat "$work/smoke-broken-path.json" >&2; fail "smoke image failed the PATH-broken image, but not on the python line"; }
+log "broken PATH image: $(smoke_line broken-path linux/amd64 python | cut -c1-200)"
+smoke_left
+
+# --- 13. Python lock and SBOM (issue 13) -----------------------------------------
 # A second fixture index of its own (the sections above keep theirs), with
 # the transitive dependencies aiohttp -> aiosignal (py3-none-any) and
 # frozenlist (one platform wheel per architecture), and the PyPI JSON API

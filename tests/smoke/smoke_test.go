@@ -47,7 +47,7 @@ func TestSmoke(t *testing.T) {
 	}
 	res, err := kind.Run(ctx, kind.Config{
 		Image: image, RayVersion: ray, Python: envOr("IMAGECTL_SMOKE_PYTHON", "3.12"),
-		KindNodeImage: os.Getenv("IMAGECTL_SMOKE_KIND_IMAGE"), KubeRayVersion: envOr("IMAGECTL_SMOKE_KUBERAY", "1.4.2"),
+		KindNodeImage: os.Getenv("IMAGECTL_SMOKE_KIND_IMAGE"), KubeRayVersion: os.Getenv("IMAGECTL_SMOKE_KUBERAY"),
 		ProbeBinary: bin, LogDir: os.Getenv("IMAGECTL_SMOKE_LOGDIR"), Timeout: 50 * time.Minute,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	})

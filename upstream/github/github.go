@@ -4,26 +4,35 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
 // DefaultBaseURL is the public GitHub API.
 const DefaultBaseURL = "https://api.github.com"
 
+// DefaultTokenHost is the one host a token is sent to unless WithTokenHost
+// names another.
+const DefaultTokenHost = "api.github.com"
+
 // maxPages bounds pagination (100 releases a page).
 const maxPages = 5
 
 // Client lists coder/code-server releases.
 type Client struct {
-	base, repo string
-	hc         *http.Client
-	overrides  map[string]string
-	token      string
+	base, repo    string
+	hc            *http.Client
+	overrides     map[string]string
+	token         string
+	tokenHost     string
+	loopbackToken bool
 }
 
 // Option configures New.
@@ -41,13 +50,64 @@ func WithVSCodeOverrides(m map[string]string) Option { return func(c *Client) { 
 
 // WithToken authenticates API requests (GitHub allows 60 unauthenticated
 // requests an hour per address, which shared CI runners exhaust). The token is
-// sent only to the API base URL, never with downloads.
+// sent only with API requests, never with downloads, and only when the API
+// base URL is HTTPS on the token host (see WithTokenHost and TokenError): a
+// base URL from matrix.yaml or the environment naming another host, or plain
+// HTTP, gets no token.
 func WithToken(token string) Option { return func(c *Client) { c.token = token } }
 
-// apiHeader is the header of every API request.
+// WithTokenHost sets the one host the token may be sent to (default
+// DefaultTokenHost; a GitHub Enterprise API host for its operator). Empty
+// keeps the default.
+func WithTokenHost(host string) Option {
+	return func(c *Client) {
+		if host != "" {
+			c.tokenHost = host
+		}
+	}
+}
+
+// WithLoopbackToken also sends the token over plain HTTP to a loopback API
+// (127.0.0.1, ::1, localhost): for tests against a local fake only. It is
+// never the default and no flag sets it.
+func WithLoopbackToken() Option { return func(c *Client) { c.loopbackToken = true } }
+
+// TokenError says why the token is not sent to the API base URL, or is nil
+// when it is sent (or there is no token).
+func (c *Client) TokenError() error {
+	if c.token == "" {
+		return nil
+	}
+	u, err := url.Parse(c.base)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("GitHub token not sent: API base URL %q does not parse", safetext.URL(c.base))
+	}
+	host := u.Hostname()
+	if c.loopbackToken && (u.Scheme == "http" || u.Scheme == "https") && isLoopback(host) {
+		return nil
+	}
+	if u.Scheme != "https" {
+		return fmt.Errorf("GitHub token not sent to %s: only over HTTPS", safetext.URL(c.base))
+	}
+	if !strings.EqualFold(u.Host, c.tokenHost) && !strings.EqualFold(host, c.tokenHost) {
+		return fmt.Errorf("GitHub token not sent to %s: only to %s (a GitHub Enterprise API host must be named as the token host)", safetext.URL(c.base), c.tokenHost)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// apiHeader is the header of every API request (all of which go to the
+// base URL): the token only where TokenError allows it.
 func (c *Client) apiHeader() http.Header {
 	h := http.Header{"Accept": {"application/vnd.github+json"}}
-	if c.token != "" {
+	if c.token != "" && c.TokenError() == nil {
 		h.Set("Authorization", "Bearer "+c.token)
 	}
 	return h
@@ -55,7 +115,7 @@ func (c *Client) apiHeader() http.Header {
 
 // New returns a client for coder/code-server releases.
 func New(opts ...Option) *Client {
-	c := &Client{base: DefaultBaseURL, repo: "coder/code-server"}
+	c := &Client{base: DefaultBaseURL, repo: "coder/code-server", tokenHost: DefaultTokenHost}
 	for _, o := range opts {
 		o(c)
 	}

@@ -70,7 +70,7 @@ func TestTokenOnlyForTheAPI(t *testing.T) {
 	as := realisticAssets()
 	srv := serve(t, as, fakegh.Sums(as))
 	rec := &authRecorder{rt: http.DefaultTransport}
-	c := New(WithBaseURL(srv.URL), WithToken("s3cret"), WithHTTPClient(httpx.New(httpx.WithTransport(rec))))
+	c := New(WithBaseURL(srv.URL), WithToken("s3cret"), WithLoopbackToken(), WithHTTPClient(httpx.New(httpx.WithTransport(rec))))
 	if _, err := c.PythonRuntimes(context.Background(), st, keep312); err != nil {
 		t.Fatal(err)
 	}

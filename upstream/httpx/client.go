@@ -14,10 +14,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/imagectl/imagectl/internal/safetext"
 )
 
 type options struct {
 	timeout       time.Duration
+	idleTimeout   time.Duration
 	retries       int
 	minWait       time.Duration
 	maxWait       time.Duration
@@ -30,7 +33,10 @@ type options struct {
 // Option configures New.
 type Option func(*options)
 
-// WithTimeout sets the timeout of one attempt (default 60s).
+// WithTimeout sets how long one attempt may take to get its response
+// headers (default 60s): connecting, TLS and the server's answer. Reading the
+// body is bounded by the idle timeout instead (WithIdleTimeout), so a large
+// file on a slow link is not cut.
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
 // WithRetries sets how many times a failed attempt is retried (default 5).
@@ -63,7 +69,7 @@ var UserAgent = "imagectl"
 // call including retries.
 func New(opts ...Option) *http.Client {
 	o := options{
-		timeout: 60 * time.Second, retries: 5,
+		timeout: 60 * time.Second, idleTimeout: DefaultIdleTimeout, retries: 5,
 		minWait: 500 * time.Millisecond, maxWait: 10 * time.Second,
 		maxRetryAfter: 2 * time.Minute,
 		userAgent:     UserAgent,
@@ -82,7 +88,10 @@ func New(opts ...Option) *http.Client {
 	if base == nil {
 		base = http.DefaultTransport.(*http.Transport).Clone()
 	}
-	rc.HTTPClient = &http.Client{Timeout: o.timeout, Transport: uaTransport{base, o.userAgent}}
+	// No http.Client.Timeout: it would cut a slow but steady body. The
+	// attempt is bounded by timeoutTransport (headers, then idle gaps) and
+	// the whole call by the caller's context.
+	rc.HTTPClient = &http.Client{Transport: timeoutTransport{rt: uaTransport{base, o.userAgent}, header: o.timeout, idle: o.idleTimeout}}
 	rc.Backoff = backoff(o.maxRetryAfter)
 	rc.CheckRetry = checkRetry
 	rc.ErrorHandler = func(resp *http.Response, err error, attempts int) (*http.Response, error) {
@@ -96,6 +105,7 @@ func New(opts ...Option) *http.Client {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
+		err = redactURLError(err)
 		if attempts <= 1 {
 			return nil, err
 		}
@@ -174,7 +184,7 @@ func RetryAfter(v string, now time.Time) (time.Duration, bool) {
 func Get(ctx context.Context, c *http.Client, url string, header http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", url, err)
+		return nil, fmt.Errorf("GET %s: %w", safetext.URL(url), redactURLError(err))
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -192,17 +202,32 @@ func Do(c *http.Client, req *http.Request) (*http.Response, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL, err)
+		return nil, fmt.Errorf("%s %s: %w", req.Method, safetext.URL(req.URL.String()), redactURLError(err))
 	}
 	if resp.StatusCode != http.StatusOK {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		resp.Body.Close()
-		return nil, &StatusError{Method: req.Method, URL: req.URL.String(), Status: resp.StatusCode, Body: string(bytes.TrimSpace(snippet))}
+		// The URL without userinfo, the body (upstream text) with its
+		// control characters escaped: both end up on a terminal.
+		return nil, &StatusError{Method: req.Method, URL: safetext.URL(req.URL.String()), Status: resp.StatusCode, Body: safetext.Sanitize(string(bytes.TrimSpace(snippet)))}
 	}
 	return resp, nil
 }
 
-// StatusError is a non-200 answer.
+// redactURLError removes the userinfo from the URL of every *url.Error in
+// err (net/http masks only the password, as "***"). It must run before err
+// is wrapped with fmt.Errorf, which formats its message at once.
+func redactURLError(err error) error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if ue, ok := e.(*url.Error); ok {
+			ue.URL = safetext.URL(ue.URL)
+		}
+	}
+	return err
+}
+
+// StatusError is a non-200 answer: URL has no userinfo, Body is the start
+// of the body with control characters escaped.
 type StatusError struct {
 	Method, URL string
 	Status      int
@@ -222,6 +247,7 @@ func (e *StatusError) Error() string {
 // served with status 200), empty, or larger than limit.
 func ReadJSONBody(r io.Reader, url string, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	url = safetext.URL(url)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", url, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,12 +15,10 @@ import (
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions"
-	"github.com/imagectl/imagectl/extensions/marketplace"
-	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/internal/sourcedate"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
-	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
 type buildFlags struct {
@@ -124,9 +121,22 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 			if err != nil {
 				return err
 			}
-			c, err := f.ext.openCache()
+			c, err := f.ext.openCache(g)
 			if err != nil {
 				return err
+			}
+			// The set is resolved here, once, so that with --require-pins
+			// unpinned extension files are refused before anything else;
+			// without it the fetcher warns about each file it trusts on
+			// first use, naming the sha256 it accepted.
+			set, _, err := resolve.Resolve(cfg, cat, resolve.Request{Ray: f.ext.ray, Python: f.ext.python, CodeServer: f.ext.codeServer, Platforms: f.ext.platforms})
+			if err != nil {
+				return fmt.Errorf("resolving: %w", err)
+			}
+			if f.ext.requirePins {
+				if err := extensions.CheckPins(set.Extensions, set.Platforms); err != nil {
+					return err
+				}
 			}
 			epoch, err := buildSourceDateEpoch(f.sourceDateEpoch)
 			if err != nil {
@@ -153,18 +163,13 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 			if err != nil {
 				return err
 			}
-			hc := httpx.New()
 			progressOut := g.stderr
 			res, err := pipeline.Run(ctx, bk, pipeline.Request{
-				Matrix:  cfg,
-				Catalog: cat,
-				Resolve: resolve.Request{Ray: f.ext.ray, Python: f.ext.python, CodeServer: f.ext.codeServer, Platforms: f.ext.platforms},
-				Sources: map[string]extensions.Source{
-					matrix.SourceMarketplace: marketplace.New(marketplace.WithHTTPClient(hc),
-						marketplace.WithBaseURL(firstNonEmpty(f.ext.marketplaceURL, os.Getenv("IMAGECTL_MARKETPLACE_URL"), cfg.Upstreams.Marketplace))),
-					matrix.SourceOpenVSX: openvsx.New(openvsx.WithHTTPClient(hc),
-						openvsx.WithBaseURL(firstNonEmpty(f.ext.openvsxURL, os.Getenv("IMAGECTL_OPENVSX_URL"), cfg.Upstreams.OpenVSX))),
-				},
+				Matrix:          cfg,
+				Catalog:         cat,
+				Set:             &set,
+				Sources:         f.ext.sources(cfg, f.ext.httpClient(g)),
+				FetchOptions:    []extensions.Option{extensions.WithLimits(f.ext.limits()), extensions.WithRequirePins(f.ext.requirePins)},
 				ExtensionCache:  c,
 				Definition:      def,
 				Revision:        firstNonEmpty(f.revision, gitRevision()),
@@ -197,6 +202,7 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 	}
 	f.ext.addResolve(cmd, true)
 	f.ext.addCache(cmd)
+	f.ext.addFetch(cmd, pinsOptional)
 	f.def.add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.ext.marketplaceURL, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL)")
@@ -256,21 +262,20 @@ func (f *buildFlags) buildKit(cmd *cobra.Command) (*build.BuildKit, error) {
 	return build.NewBuildKit(opts...), nil
 }
 
-// buildSourceDateEpoch picks the time every timestamp in the image is set to.
+// buildSourceDateEpoch picks the time every timestamp in the image is set
+// to: --source-date-epoch, else SOURCE_DATE_EPOCH, else the time of the git
+// commit, else the Unix epoch.
 func buildSourceDateEpoch(flag string) (time.Time, error) {
-	v := firstNonEmpty(flag, os.Getenv("SOURCE_DATE_EPOCH"))
-	if v == "" {
-		out, err := exec.Command("git", "log", "-1", "--format=%ct").Output()
-		if err != nil {
-			return time.Unix(0, 0).UTC(), nil
-		}
-		v = strings.TrimSpace(string(out))
+	return sourcedate.Resolve("--source-date-epoch", flag, gitCommitTime)
+}
+
+// gitCommitTime is the commit time of HEAD, or "" outside a git checkout.
+func gitCommitTime() (source, value string) {
+	out, err := exec.Command("git", "log", "-1", "--format=%ct").Output()
+	if err != nil {
+		return "", ""
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return time.Time{}, fmt.Errorf("source date epoch %q: want a non-negative Unix time", v)
-	}
-	return time.Unix(n, 0).UTC(), nil
+	return "the git commit time", strings.TrimSpace(string(out))
 }
 
 func gitRevision() string {

@@ -3,9 +3,11 @@ package app
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +17,8 @@ import (
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/upstream/httpx"
@@ -27,6 +31,13 @@ type extensionsFlags struct {
 	marketplaceURL          string
 	openvsxURL              string
 	parallel                int
+	// fetch: HTTP timeouts and trust on first use.
+	timeout     time.Duration
+	idleTimeout time.Duration
+	requirePins bool
+	// validation and extraction limits.
+	maxExpanded int64
+	maxRatio    float64
 }
 
 func newExtensionsCommand(g *globals) *cobra.Command {
@@ -42,7 +53,7 @@ loads with --extensions-dir, from the cache only.`,
   imagectl extensions layout --ray 2.46.0 --platform linux/arm64 --out ./ext-arm64
   imagectl extensions ls`,
 	}
-	cmd.AddCommand(newExtensionsFetchCommand(g), newExtensionsLayoutCommand(g), newExtensionsLsCommand(g))
+	cmd.AddCommand(newExtensionsFetchCommand(g), newExtensionsLayoutCommand(g), newExtensionsLsCommand(g), newExtensionsPinCommand(g))
 	return cmd
 }
 
@@ -60,7 +71,83 @@ func (f *extensionsFlags) addCache(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", "", "extension cache directory (env "+cache.EnvDir+"; default <user cache dir>/imagectl/extensions)")
 }
 
-func (f *extensionsFlags) openCache() (*cache.Cache, error) {
+// pinMode says what --require-pins a command has.
+type pinMode int
+
+const (
+	pinsOptional pinMode = iota // off by default
+	pinsAlways                  // release: on, cannot be turned off
+	pinsNone                    // pin: no such flag (it records pins)
+)
+
+// addFetch registers the flags of every command that downloads extension
+// files: the HTTP timeouts and, but for pinsNone, --require-pins.
+func (f *extensionsFlags) addFetch(cmd *cobra.Command, pins pinMode) {
+	fl := cmd.Flags()
+	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long one HTTP attempt may wait for the response headers")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", httpx.DefaultIdleTimeout, "fail (and retry) a download that receives no byte for this long; a slow but steady one is never cut (0: no limit)")
+	switch pins {
+	case pinsAlways:
+		fl.BoolVar(&f.requirePins, "require-pins", true, "refuse extension files the catalog pins no sha256 for (always on here; --require-pins=false is refused)")
+	case pinsOptional:
+		fl.BoolVar(&f.requirePins, "require-pins", false, "refuse extension files the catalog pins no sha256 for, instead of trusting them on first use with a warning")
+	}
+}
+
+// addLimits registers the archive limits of validation and extraction.
+func (f *extensionsFlags) addLimits(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.Int64Var(&f.maxExpanded, "max-expanded-bytes", vsix.DefaultLimits.MaxTotalBytes, "largest total uncompressed size of one VSIX")
+	fl.Float64Var(&f.maxRatio, "max-expansion-ratio", vsix.DefaultLimits.MaxTotalRatio, "largest uncompressed/compressed ratio of one whole VSIX (past 1 MiB uncompressed)")
+}
+
+func (f *extensionsFlags) limits() vsix.Limits {
+	return vsix.Limits{MaxTotalBytes: f.maxExpanded, MaxTotalRatio: f.maxRatio}
+}
+
+// httpClient is the client of every download: the timeouts of addFetch
+// (every command that calls it registers them) and, with -v, a log that
+// redacts URLs and escapes upstream text.
+func (f *extensionsFlags) httpClient(g *globals) *http.Client {
+	opts := []httpx.Option{httpx.WithIdleTimeout(f.idleTimeout)}
+	if f.timeout > 0 {
+		opts = append(opts, httpx.WithTimeout(f.timeout))
+	}
+	if g.verbose {
+		opts = append(opts, httpx.WithLogger(g.logger(slog.LevelDebug)))
+	}
+	return httpx.New(opts...)
+}
+
+// sources are the Marketplace and Open VSX clients: the flag, else the
+// environment, else matrix.yaml.
+func (f *extensionsFlags) sources(cfg *matrix.Config, hc *http.Client) map[string]extensions.Source {
+	return map[string]extensions.Source{
+		matrix.SourceMarketplace: marketplace.New(marketplace.WithHTTPClient(hc),
+			marketplace.WithBaseURL(firstNonEmpty(f.marketplaceURL, os.Getenv("IMAGECTL_MARKETPLACE_URL"), cfg.Upstreams.Marketplace))),
+		matrix.SourceOpenVSX: openvsx.New(openvsx.WithHTTPClient(hc),
+			openvsx.WithBaseURL(firstNonEmpty(f.openvsxURL, os.Getenv("IMAGECTL_OPENVSX_URL"), cfg.Upstreams.OpenVSX))),
+	}
+}
+
+// fetcher is the Fetcher of extensions fetch and pin.
+func (f *extensionsFlags) fetcher(g *globals, cfg *matrix.Config, c *cache.Cache) *extensions.Fetcher {
+	opts := []extensions.Option{
+		extensions.WithParallelism(f.parallel),
+		extensions.WithLimits(f.limits()),
+		extensions.WithRequirePins(f.requirePins),
+		extensions.WithWarnings(safetext.Writer(g.stderr)),
+	}
+	for name, s := range f.sources(cfg, f.httpClient(g)) {
+		opts = append(opts, extensions.WithSource(name, s))
+	}
+	if g.verbose {
+		opts = append(opts, extensions.WithLogger(g.logger(slog.LevelInfo)))
+	}
+	return extensions.NewFetcher(c, opts...)
+}
+
+func (f *extensionsFlags) openCache(g *globals) (*cache.Cache, error) {
 	dir := f.cacheDir
 	if dir == "" {
 		d, err := cache.DefaultDir()
@@ -69,7 +156,7 @@ func (f *extensionsFlags) openCache() (*cache.Cache, error) {
 		}
 		dir = d
 	}
-	return cache.Open(dir)
+	return cache.Open(dir, cache.WithWarnings(safetext.Writer(g.stderr)))
 }
 
 // resolveSet loads matrix.yaml and the catalog and resolves one set.
@@ -109,36 +196,28 @@ already cached (or pinned by sha256 and present) cost no request. It prints
 one line per file: id, version, target platform, OCI platforms, sha256, and
 whether it was fetched or cached.
 
+A file the catalog pins no sha256 for is trusted on first use: it is still
+validated, and a warning names it and the digest accepted; --require-pins
+refuses such files instead (release always does). A download that receives
+nothing for --idle-timeout is cut and tried again; a slow but steady one is
+never cut.
+
 Base URLs: --marketplace-url / --openvsx-url, else IMAGECTL_MARKETPLACE_URL /
 IMAGECTL_OPENVSX_URL, else matrix.yaml upstreams, else the public services.`,
 		Example: `  imagectl extensions fetch --ray 2.46.0 --platform linux/amd64,linux/arm64
-  imagectl extensions fetch --ray 2.46.0 --marketplace-url http://127.0.0.1:8080 --cache-dir /tmp/vsix`,
+  imagectl extensions fetch --ray 2.46.0 --marketplace-url http://127.0.0.1:8080 --cache-dir /tmp/vsix
+  imagectl extensions fetch --ray 2.46.0 --require-pins --idle-timeout 2m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, set, err := f.resolveSet(g, f.platforms)
 			if err != nil {
 				return err
 			}
-			c, err := f.openCache()
+			c, err := f.openCache(g)
 			if err != nil {
 				return err
 			}
-			var opts []httpx.Option
-			if g.verbose {
-				opts = append(opts, httpx.WithLogger(slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-			}
-			hc := httpx.New(opts...)
-			fopts := []extensions.Option{
-				extensions.WithSource(matrix.SourceMarketplace, marketplace.New(marketplace.WithHTTPClient(hc),
-					marketplace.WithBaseURL(firstNonEmpty(f.marketplaceURL, os.Getenv("IMAGECTL_MARKETPLACE_URL"), cfg.Upstreams.Marketplace)))),
-				extensions.WithSource(matrix.SourceOpenVSX, openvsx.New(openvsx.WithHTTPClient(hc),
-					openvsx.WithBaseURL(firstNonEmpty(f.openvsxURL, os.Getenv("IMAGECTL_OPENVSX_URL"), cfg.Upstreams.OpenVSX)))),
-				extensions.WithParallelism(f.parallel),
-			}
-			if g.verbose {
-				fopts = append(fopts, extensions.WithLogger(slog.New(slog.NewTextHandler(g.stderr, nil))))
-			}
-			got, err := extensions.NewFetcher(c, fopts...).Fetch(cmd.Context(), &set)
+			got, err := f.fetcher(g, cfg, c).Fetch(cmd.Context(), &set)
 			if err != nil {
 				return err
 			}
@@ -159,6 +238,8 @@ IMAGECTL_OPENVSX_URL, else matrix.yaml upstreams, else the public services.`,
 	cmd.Flags().StringVar(&f.marketplaceURL, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL)")
 	cmd.Flags().StringVar(&f.openvsxURL, "openvsx-url", "", "Open VSX base URL (env IMAGECTL_OPENVSX_URL)")
 	cmd.Flags().IntVar(&f.parallel, "parallel", 4, "concurrent downloads")
+	f.addFetch(cmd, pinsOptional)
+	f.addLimits(cmd)
 	return cmd
 }
 
@@ -181,7 +262,7 @@ It reads the cache only: run "imagectl extensions fetch" first. With
 			if err != nil {
 				return err
 			}
-			c, err := f.openCache()
+			c, err := f.openCache(g)
 			if err != nil {
 				return err
 			}
@@ -190,7 +271,7 @@ It reads the cache only: run "imagectl extensions fetch" first. With
 				return err
 			}
 			inst, err := extensions.Layout(cmd.Context(), c, set.Extensions, extensions.LayoutOptions{
-				Dir: out, Platform: platform, InImageDir: inImage, VSCode: set.CodeServer.VSCode, Time: &t,
+				Dir: out, Platform: platform, InImageDir: inImage, VSCode: set.CodeServer.VSCode, Time: &t, Limits: f.limits(),
 			})
 			if err != nil {
 				return err
@@ -212,6 +293,7 @@ It reads the cache only: run "imagectl extensions fetch" first. With
 	cmd.Flags().StringVar(&out, "out", "", "output directory, empty or absent (required)")
 	cmd.Flags().StringVar(&inImage, "in-image-dir", build.ExtensionsDir, "where the directory will live in the image (recorded in extensions.json)")
 	cmd.Flags().StringVar(&settingsOut, "settings", "", "also write code-server's settings.json here")
+	f.addLimits(cmd)
 	_ = cmd.MarkFlagRequired("platform")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
@@ -222,15 +304,15 @@ func newExtensionsLsCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Short:   "List the extension cache (id, version, platform, digest, size)",
-		Long:    "ls lists every cached VSIX, verifying each file's digest as it goes; a corrupt file is removed and not listed.",
+		Long:    "ls lists every cached VSIX, verifying each file's digest and that its manifest names the entry's id, version and target platform; a corrupt file, or an entry naming another extension's file, is removed (with a warning) and not listed.",
 		Example: "  imagectl extensions ls --cache-dir /tmp/vsix",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.openCache()
+			c, err := f.openCache(g)
 			if err != nil {
 				return err
 			}
-			ents, err := c.List()
+			ents, err := c.List(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -243,5 +325,90 @@ func newExtensionsLsCommand(g *globals) *cobra.Command {
 		},
 	}
 	f.addCache(cmd)
+	return cmd
+}
+
+func newExtensionsPinCommand(g *globals) *cobra.Command {
+	var f extensionsFlags
+	cmd := &cobra.Command{
+		Use:   "pin",
+		Short: "Record the sha256 of every extension file the matrix builds in the catalog",
+		Long: `pin fetches (and validates) the extension files of every buildable set
+(or of --ray's set only) into the cache, then writes the sha256 and size of
+each file the catalog does not pin yet into catalog.json. This is the one
+deliberate trust-on-first-use step: run it where the upstreams are trusted,
+review the catalog diff, and commit it; from then on every fetch (and
+release, which requires pins) checks each file against its pin. A file the
+catalog already pins is checked, never re-pinned.`,
+		Example: `  imagectl extensions pin
+  imagectl extensions pin --ray 2.46.0 --platform linux/amd64,linux/arm64`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := matrix.Load(g.matrixPath)
+			if err != nil {
+				return err
+			}
+			cat, err := catalog.Load(g.catalog())
+			if err != nil {
+				return err
+			}
+			var sets []resolve.Set
+			if f.ray != "" {
+				set, _, err := resolve.Resolve(cfg, cat, resolve.Request{Ray: f.ray, Python: f.python, CodeServer: f.codeServer, Platforms: f.platforms})
+				if err != nil {
+					return err
+				}
+				sets = []resolve.Set{set}
+			} else {
+				all, _, err := resolve.All(cfg, cat, f.platforms)
+				if err != nil {
+					return err
+				}
+				sets = all
+			}
+			c, err := f.openCache(g)
+			if err != nil {
+				return err
+			}
+			fe := f.fetcher(g, cfg, c)
+			var fetched []extensions.Fetched
+			for _, set := range sets {
+				got, err := fe.Fetch(cmd.Context(), &set)
+				if err != nil {
+					return err
+				}
+				fetched = append(fetched, got...)
+			}
+			pinned, err := extensions.RecordPins(cat, fetched)
+			if err != nil {
+				return err
+			}
+			if len(pinned) > 0 {
+				if err := catalog.Write(g.catalog(), cat); err != nil {
+					return err
+				}
+			}
+			seen := map[string]bool{}
+			for _, p := range pinned {
+				k := p.ID + "@" + p.Version + " " + p.TargetPlatform
+				if !seen[k] {
+					seen[k] = true
+					fmt.Fprintf(g.stdout, "pinned %s@%s (%s) sha256 %s\n", p.ID, p.Version, p.TargetPlatform, p.SHA256)
+				}
+			}
+			fmt.Fprintf(g.stdout, "%s: %d extension file(s) newly pinned, %d set(s) checked\n", g.catalog(), len(seen), len(sets))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&f.ray, "ray", "", "pin only this Ray version's set (default: every buildable set)")
+	cmd.Flags().StringVar(&f.python, "python", "", "with --ray: pin the CPython minor version (default: the matrix policy)")
+	cmd.Flags().StringVar(&f.codeServer, "code-server", "", "with --ray: pin the code-server version (default: newest compatible)")
+	cmd.Flags().StringSliceVar(&f.platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
+	f.addCache(cmd)
+	cmd.Flags().StringVar(&f.marketplaceURL, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL)")
+	cmd.Flags().StringVar(&f.openvsxURL, "openvsx-url", "", "Open VSX base URL (env IMAGECTL_OPENVSX_URL)")
+	cmd.Flags().IntVar(&f.parallel, "parallel", 4, "concurrent downloads")
+	f.addFetch(cmd, pinsNone)
+	f.addLimits(cmd)
 	return cmd
 }

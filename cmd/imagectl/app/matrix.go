@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -15,8 +17,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/upstream/github"
@@ -270,6 +274,8 @@ type refreshFlags struct {
 	insecure                           bool
 	timeout                            time.Duration
 	retries                            int
+	tokenHost                          string
+	idleTimeout                        time.Duration
 }
 
 // pick returns the flag if set, else the environment variable, else def.
@@ -310,7 +316,14 @@ Each base URL comes from the flag, else the environment variable
 (IMAGECTL_PYPI_URL, IMAGECTL_MARKETPLACE_URL, IMAGECTL_OPENVSX_URL,
 IMAGECTL_GITHUB_URL, IMAGECTL_BASE_IMAGE), else matrix.yaml upstreams / base.
 GITHUB_TOKEN, when set, authenticates GitHub API requests (60 an hour per
-address without it); it is never sent with downloads.`,
+address without it); it is never sent with downloads, and only over HTTPS to
+--github-token-host (api.github.com): a GitHub URL naming another host, or
+plain HTTP, gets no token (with a warning).
+
+Extension files the old catalog pins by sha256 keep their pins (the
+upstreams publish no digest for most files); a file that changed upstream
+since then fails the next fetch. New files are pinned with imagectl
+extensions pin.`,
 		Example: `  imagectl matrix refresh
   imagectl matrix refresh --pypi-url http://127.0.0.1:8080 --base-image localhost:5000/linuxserver/code-server
   IMAGECTL_OPENVSX_URL=https://openvsx.example.com imagectl matrix refresh --catalog /tmp/catalog.json`,
@@ -320,7 +333,7 @@ address without it); it is never sent with downloads.`,
 			if err != nil {
 				return err
 			}
-			hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithRetries(f.retries))
+			hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithIdleTimeout(f.idleTimeout), httpx.WithRetries(f.retries))
 			u := cfg.Upstreams
 			src := catalog.Sources{
 				PyPI: pypi.New(pypi.WithBaseURL(pick(f.pypi, "IMAGECTL_PYPI_URL", u.PyPI)), pypi.WithHTTPClient(hc)),
@@ -339,7 +352,13 @@ address without it); it is never sent with downloads.`,
 			// So is the python-build-standalone release of build.standalone:
 			// its tarballs' URLs and sha256 (GitHub release API, SHA256SUMS).
 			gh := pick(f.github, "IMAGECTL_GITHUB_URL", u.GitHub)
-			src.PythonRuntimes = github.New(github.WithBaseURL(gh), github.WithHTTPClient(hc), github.WithToken(os.Getenv("GITHUB_TOKEN")))
+			ghOpts := []github.Option{github.WithBaseURL(gh), github.WithHTTPClient(hc), github.WithToken(os.Getenv("GITHUB_TOKEN")),
+				github.WithTokenHost(pick(f.tokenHost, "IMAGECTL_GITHUB_TOKEN_HOST", github.DefaultTokenHost))}
+			ghc := github.New(ghOpts...)
+			if err := ghc.TokenError(); err != nil {
+				fmt.Fprintf(safetext.Writer(g.stderr), "warning: %v\n", err)
+			}
+			src.PythonRuntimes = ghc
 			switch versions := pick(f.versions, "IMAGECTL_BASE_VERSIONS", cfg.Base.Versions); versions {
 			case matrix.VersionsRegistryTags:
 				rs, err := registry.New(pick(f.baseImage, "IMAGECTL_BASE_IMAGE", cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, opts...)
@@ -348,7 +367,7 @@ address without it); it is never sent with downloads.`,
 				}
 				src.CodeServer = rs
 			case matrix.VersionsGitHubReleases:
-				src.CodeServer = github.New(github.WithBaseURL(gh), github.WithHTTPClient(hc), github.WithToken(os.Getenv("GITHUB_TOKEN")), github.WithVSCodeOverrides(cfg.Base.VSCodeOverrides))
+				src.CodeServer = github.New(append(ghOpts, github.WithVSCodeOverrides(cfg.Base.VSCodeOverrides))...)
 			default:
 				return fmt.Errorf("--versions %q: want %s or %s", versions, matrix.VersionsRegistryTags, matrix.VersionsGitHubReleases)
 			}
@@ -365,6 +384,13 @@ address without it); it is never sent with downloads.`,
 			c, err := catalog.Refresh(cmd.Context(), cfg, src)
 			if err != nil {
 				return fmt.Errorf("refresh failed, %s left unchanged: %w", g.catalog(), err)
+			}
+			// Keep the extension pins of the snapshot being replaced.
+			kept := 0
+			if old, err := catalog.Load(g.catalog()); err == nil {
+				kept = extensions.CarryPins(old, c)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				fmt.Fprintf(safetext.Writer(g.stderr), "warning: the old catalog does not load, so none of its extension pins are kept: %v\n", err)
 			}
 			locked := "not locked (--no-python-lock)"
 			if locker != nil {
@@ -389,6 +415,9 @@ address without it); it is never sent with downloads.`,
 			}
 			fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions; tools image %s; Python runtimes %s; Python closures %s\n",
 				g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools, runtimes, locked)
+			if kept > 0 {
+				fmt.Fprintf(g.stdout, "kept %d extension file pin(s) of the previous snapshot\n", kept)
+			}
 			return nil
 		},
 	}
@@ -403,8 +432,10 @@ address without it); it is never sent with downloads.`,
 	fl.StringVar(&f.packageIndex, "package-index", "", "PEP 503 index the closures are locked against (env IMAGECTL_PACKAGE_INDEX; default matrix.yaml upstreams.packageIndex)")
 	fl.BoolVar(&f.noPythonLock, "no-python-lock", false, "record no Python closures (builds then let pip resolve dependencies unlocked)")
 	fl.BoolVar(&f.insecure, "insecure-registry", false, "allow plain HTTP to the base and tools image registries")
-	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "timeout of one HTTP attempt")
+	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long one HTTP attempt may wait for the response headers (a body is bounded by the idle timeout instead)")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", httpx.DefaultIdleTimeout, "fail (and retry) a response body that sends no byte for this long (0: no limit)")
 	fl.IntVar(&f.retries, "retries", 5, "retries of a failed HTTP attempt (429/503 honour Retry-After)")
+	fl.StringVar(&f.tokenHost, "github-token-host", "", "the one host GITHUB_TOKEN is sent to, over HTTPS only (env IMAGECTL_GITHUB_TOKEN_HOST; default "+github.DefaultTokenHost+")")
 	return cmd
 }
 

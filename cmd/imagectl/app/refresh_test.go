@@ -443,6 +443,43 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	if diff := cmp.Diff(catIDs, ids); diff != "" {
 		t.Errorf("extensions in the set (-want +got):\n%s", diff)
 	}
+
+	// extensions pin records the set's files; a later refresh keeps them.
+	code, stdout, stderr = runRefreshCLI(t, "--matrix", mpath, "extensions", "pin", "--ray", "2.46.0", "--cache-dir", filepath.Join(dir, "..", "vsix"))
+	if code != 0 || !strings.Contains(stdout, "newly pinned") {
+		t.Fatalf("extensions pin: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	pinned := refresh()
+	if bytes.Equal(pinned, first) {
+		t.Fatal("extensions pin changed nothing in the catalog")
+	}
+	cat, err = catalog.Load(cpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range set.Extensions {
+		for _, p := range set.Platforms {
+			tp := e.Files[p].TargetPlatform
+			for _, b := range builds {
+				if b.ID == e.ID && b.Version == e.Version && b.TargetPlatform == tp {
+					if got := catalogSHA256(cat, e.ID, e.Version, tp); got != b.SHA256() {
+						t.Errorf("after pin and refresh, %s@%s (%s) has sha256 %q, want %s", e.ID, e.Version, tp, got, b.SHA256())
+					}
+				}
+			}
+		}
+	}
+}
+
+func catalogSHA256(cat *catalog.Catalog, id, version, tp string) string {
+	for _, r := range cat.Extensions {
+		for _, v := range r.Versions {
+			if r.ID == id && v.Version == version {
+				return v.Files[tp].SHA256
+			}
+		}
+	}
+	return ""
 }
 
 // galleryRecords is what the catalog should say about the extensions in recs

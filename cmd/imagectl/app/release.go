@@ -4,21 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/extensions"
-	"github.com/imagectl/imagectl/extensions/marketplace"
-	"github.com/imagectl/imagectl/extensions/openvsx"
-	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
-	"github.com/imagectl/imagectl/upstream/httpx"
+	smokeimage "github.com/imagectl/imagectl/smoke/image"
 	"github.com/imagectl/imagectl/verify"
 )
 
@@ -39,6 +36,8 @@ type releaseFlags struct {
 	identityRE   string
 	oidcIssuerRE string
 	skipContents bool
+	smokeImage   bool
+	smoke        smokeImageFlags
 }
 
 func newReleaseCommand(g *globals) *cobra.Command {
@@ -49,7 +48,8 @@ func newReleaseCommand(g *globals) *cobra.Command {
 		Long: `release runs the plan (see imagectl plan) and, for each entry: builds the
 planned set with the same BuildKit pipeline as imagectl build and pushes it by
 digest (no tag), signs the index and every platform manifest (and attaches
-the SBOM and provenance attestations), verifies it, and only then writes tags.
+the SBOM and provenance attestations), verifies it, and only then writes tags. Every extension file of an entry it
+builds must be pinned by sha256 in the catalog (--require-pins is always on).
 
 Tags: the versioned tag (the first of matrix.yaml) carries the inputs digest
 and is immutable. The same inputs give the same versioned tag, so a re-run
@@ -77,6 +77,7 @@ nothing. --dry-run prints the actions and writes nothing.`,
 	}
 	f.publishFlags.add(cmd)
 	f.b.ext.addCache(cmd)
+	f.b.ext.addFetch(cmd, pinsAlways)
 	fl := cmd.Flags()
 	fl.StringVar(&f.b.ext.marketplaceURL, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL)")
 	fl.StringVar(&f.b.ext.openvsxURL, "openvsx-url", "", "Open VSX base URL (env IMAGECTL_OPENVSX_URL)")
@@ -103,11 +104,16 @@ nothing. --dry-run prints the actions and writes nothing.`,
 	fl.StringVar(&f.identityRE, "certificate-identity-regexp", "", "keyless verify: accepted signer identity (regexp)")
 	fl.StringVar(&f.oidcIssuerRE, "certificate-oidc-issuer", "", "keyless verify: accepted OIDC issuer (regexp)")
 	fl.BoolVar(&f.skipContents, "skip-contents", false, "verify signatures, attestations and labels but not the layer contents")
+	fl.BoolVar(&f.smokeImage, "smoke-image", true, "run imagectl smoke image on the image after verify, before any tag is written")
+	f.smoke.add(cmd, "smoke-")
 	return cmd
 }
 
 func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 	ctx := cmd.Context()
+	if !f.b.ext.requirePins {
+		return errors.New("release always requires pinned extension files: drop --require-pins=false (pin the catalog with imagectl extensions pin)")
+	}
 	ps, err := g.publishSetup(ctx, &f.publishFlags)
 	if err != nil {
 		return err
@@ -118,6 +124,16 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 	}
 	if plan, err = plan.Only(f.only); err != nil {
 		return err
+	}
+	// A release never trusts an extension file on first use: every entry
+	// it builds must have every file pinned by sha256 in the catalog.
+	for _, e := range plan.Entries {
+		if e.Action != release.ActionBuild {
+			continue
+		}
+		if err := extensions.CheckPins(e.Set.Extensions, e.Set.Platforms); err != nil {
+			return fmt.Errorf("release %s: %w", e.Name, err)
+		}
 	}
 	var nopts []name.Option
 	if f.insecure {
@@ -161,6 +177,13 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 		verifier = release.Verifiers(release.InputsVerifier(ps.reg, ps.def), cosignVerify)
 	}
 	opts := []release.ReleaseOption{release.WithDryRun(f.dryRun), release.WithFloating(!f.noFloating), release.WithExpectedDigest(f.expectDigest)}
+	if f.smokeImage && !plan.Empty() {
+		smoker, err := f.smoker(ctx, g, ps.ropts, nopts)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, release.WithSmoker(smoker))
+	}
 	if g.verbose {
 		opts = append(opts, release.WithLog(g.stderr))
 	}
@@ -175,9 +198,31 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 	return relErr
 }
 
+// smoker runs imagectl smoke image on a released digest; its report goes
+// to stderr. The runtime is found before anything is built.
+func (f *releaseFlags) smoker(ctx context.Context, g *globals, ropts []remote.Option, nopts []name.Option) (release.Smoker, error) {
+	if f.dryRun {
+		return release.SmokerFunc(func(context.Context, name.Digest, resolve.Set) error { return errors.New("no smoke (dry run)") }), nil
+	}
+	opts, err := f.smoke.options(ctx, g)
+	if err != nil {
+		return nil, &exitError{2, fmt.Errorf("release runs imagectl smoke image (--smoke-image=false skips it): %w", err)}
+	}
+	return release.SmokerFunc(func(ctx context.Context, ref name.Digest, _ resolve.Set) error {
+		rep, err := smokeimage.Image(ctx, ref.String(), append(opts, smokeimage.WithRemoteOptions(ropts...), smokeimage.WithNameOptions(nopts...))...)
+		if rep != nil {
+			rep.WriteText(g.stderr)
+		}
+		if err != nil {
+			return err
+		}
+		return rep.Err()
+	}), nil
+}
+
 // publisher maps the build flags onto the pipeline imagectl build runs.
 func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetup, s *sign.Signer) (*pipeline.Publisher, error) {
-	cache, err := f.b.ext.openCache()
+	cache, err := f.b.ext.openCache(g)
 	if err != nil {
 		return nil, err
 	}
@@ -189,16 +234,11 @@ func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetu
 	if err != nil {
 		return nil, err
 	}
-	hc := httpx.New()
 	cfg := ps.cfg
 	return pipeline.NewPublisher(bk, pipeline.Request{
-		Matrix: cfg,
-		Sources: map[string]extensions.Source{
-			matrix.SourceMarketplace: marketplace.New(marketplace.WithHTTPClient(hc),
-				marketplace.WithBaseURL(firstNonEmpty(f.b.ext.marketplaceURL, os.Getenv("IMAGECTL_MARKETPLACE_URL"), cfg.Upstreams.Marketplace))),
-			matrix.SourceOpenVSX: openvsx.New(openvsx.WithHTTPClient(hc),
-				openvsx.WithBaseURL(firstNonEmpty(f.b.ext.openvsxURL, os.Getenv("IMAGECTL_OPENVSX_URL"), cfg.Upstreams.OpenVSX))),
-		},
+		Matrix:          cfg,
+		Sources:         f.b.ext.sources(cfg, f.b.ext.httpClient(g)),
+		FetchOptions:    []extensions.Option{extensions.WithLimits(f.b.ext.limits()), extensions.WithRequirePins(true)},
 		ExtensionCache:  cache,
 		Definition:      ps.def,
 		Revision:        firstNonEmpty(f.b.revision, gitRevision()),

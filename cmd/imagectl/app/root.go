@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/imagectl/imagectl/internal/safetext"
 )
 
 // Version is set at link time: -ldflags "-X github.com/imagectl/imagectl/cmd/imagectl/app.Version=v0.1.0".
@@ -48,7 +51,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "imagectl: %v\n", err)
+	// The last line of defence: whatever an error carries (an upstream's
+	// error body, a publisher name, a URL with a password) is printed with
+	// control characters escaped and userinfo redacted.
+	fmt.Fprintf(stderr, "imagectl: %s\n", safetext.Text(err.Error()))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
@@ -89,8 +95,15 @@ on KubeRay, and plans scheduled rebuilds.`,
 		newSmokeCommand(g),
 		newPlanCommand(g),
 		newReleaseCommand(g),
+		newInjectCommand(g),
 	)
 	return root
+}
+
+// logger logs to stderr at level through safetext.Handler: URLs redacted,
+// upstream text escaped.
+func (g *globals) logger(level slog.Level) *slog.Logger {
+	return slog.New(safetext.Handler(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level})))
 }
 
 func envOr(key, def string) string {

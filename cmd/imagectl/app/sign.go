@@ -11,8 +11,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"github.com/imagectl/imagectl/internal/safefile"
+	"github.com/imagectl/imagectl/internal/sourcedate"
 	"github.com/imagectl/imagectl/sign"
 )
+
+// maxSBOMFile bounds --sbom: the SBOM goes into one in-toto statement, and
+// verify reads statements of at most 32 MiB.
+const maxSBOMFile = 16 << 20
 
 func newSignCommand(g *globals) *cobra.Command {
 	var (
@@ -105,11 +111,19 @@ any registry.`,
 			}
 			var sbomDoc []byte
 			if sbomFile != "" {
-				b, err := os.ReadFile(sbomFile)
+				b, err := safefile.ReadFile(sbomFile, maxSBOMFile)
 				if err != nil {
 					return &exitError{2, fmt.Errorf("--sbom: %w", err)}
 				}
 				sbomDoc = b
+			}
+			var created time.Time // the SBOM's creation time, checked before anything is signed
+			if sbomFromLabels {
+				t, err := sourcedate.FromEnv()
+				if err != nil {
+					return &exitError{2, err}
+				}
+				created = t
 			}
 
 			var signer *sign.Signer
@@ -151,7 +165,7 @@ any registry.`,
 					return lerr
 				}
 				repo, _ := sign.Repository(ref, nameOpts...)
-				in := sign.SBOMInputFromLock(lock, repo, sourceDateEpoch())
+				in := sign.SBOMInputFromLock(lock, repo, created)
 				out.SBOM, err = sign.AttestSBOM(ctx, ref, signer, in, opts...)
 			}
 			if err != nil {
@@ -197,16 +211,4 @@ func orIndex(platform string) string {
 		return "index"
 	}
 	return platform
-}
-
-// sourceDateEpoch is SOURCE_DATE_EPOCH as a time, or the Unix epoch, so
-// SBOMs are reproducible.
-func sourceDateEpoch() time.Time {
-	var sec int64
-	if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
-		if _, err := fmt.Sscan(v, &sec); err != nil {
-			sec = 0
-		}
-	}
-	return time.Unix(sec, 0).UTC()
 }

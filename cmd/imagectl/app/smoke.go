@@ -1,16 +1,22 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime"
+	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"github.com/imagectl/imagectl/regauth"
+	smokeimage "github.com/imagectl/imagectl/smoke/image"
 	"github.com/imagectl/imagectl/smoke/kind"
 	"github.com/imagectl/imagectl/smoke/probe"
 )
@@ -21,9 +27,12 @@ func newSmokeCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "smoke",
 		Short: "Prove a debugger attaches to a Ray breakpoint from the code-server sidecar (kind + KubeRay)",
-		Long: `smoke creates a kind cluster, loads the image (or lets the node pull it),
-installs the pinned KubeRay operator, applies the smoke RayJob (Ray container
-first, the code-server sidecar under test second, /tmp/ray shared), runs
+		Long: `smoke creates a kind cluster, installs the pinned KubeRay operator (by
+default its newest supported release; "oldest" is the oldest), adds the
+code-server sidecar under test to a plain smoke RayJob with the inject library
+(Ray container first, the sidecar second, /tmp/ray shared) and applies it; the
+node pulls the image by digest from its registry (nothing is loaded into kind;
+a private repository gets an imagePullSecret from the docker config). It runs
 "imagectl smoke attach" inside the sidecar once per paused task, checks the
 RayJob reaches SUCCEEDED with the expected output, collects logs on failure and
 deletes the cluster. It needs a Docker engine, kubectl, git and the network; when
@@ -71,13 +80,13 @@ this one (when it is a static linux build) or --probe-binary.`,
 	f.StringVar(&cfg.RayVersion, "ray", "2.46.0", "Ray version of the rayproject/ray image")
 	f.StringVar(&cfg.Python, "python", "3.12", "Python version of the rayproject/ray image (-pyXY)")
 	f.StringVar(&cfg.KindNodeImage, "kind-image", "", "kindest/node image (default: kind v0.33.0's default)")
-	f.StringVar(&cfg.KubeRayVersion, "kuberay-version", "1.4.2", "KubeRay operator version")
+	f.StringVar(&cfg.KubeRayVersion, "kuberay-version", "newest", "KubeRay operator version: X.Y.Z, oldest ("+kind.KubeRayOldest+") or newest ("+kind.KubeRayNewest+")")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "imagectl-smoke", "kind cluster name")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the kind cluster afterwards")
 	f.StringVar(&cfg.LogDir, "log-dir", "", "where logs are collected on failure (default: a temp dir)")
 	f.DurationVar(&cfg.Timeout, "timeout", 45*time.Minute, "bound on the whole run")
 	f.StringVar(&probeBin, "probe-binary", "", "static linux imagectl copied into the sidecar (default: this binary)")
-	cmd.AddCommand(newSmokeAttachCommand(g))
+	cmd.AddCommand(newSmokeAttachCommand(g), newSmokeImageCommand(g), newSmokeHoldCommand())
 	return cmd
 }
 
@@ -191,4 +200,173 @@ func printAttachText(g *globals, rep *probe.Report) {
 	a := rep.Attach
 	fmt.Fprintf(g.stdout, "attached to %s in %dms; stopped (reason %q) thread %d at %s (%s:%d); %s\n",
 		a.Address, a.AttachMillis, a.StopReason, a.ThreadID, a.Frame.Name, a.Frame.Path, a.Frame.Line, a.Action)
+}
+
+// smokeImageFlags are the flags of `imagectl smoke image`, shared with
+// release (which runs the same smoke on the built digest).
+type smokeImageFlags struct {
+	runtime     string
+	platforms   []string
+	workDir     string
+	bootTimeout time.Duration
+	stepTimeout time.Duration
+}
+
+func (f *smokeImageFlags) add(cmd *cobra.Command, prefix string) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.runtime, prefix+"runtime", "auto", "container runtime: auto (Docker when an engine answers, else runc), runc or docker")
+	fl.StringVar(&f.workDir, prefix+"work-dir", "", "where root filesystems are unpacked (default: $TMPDIR); removed afterwards")
+	fl.DurationVar(&f.bootTimeout, prefix+"boot-timeout", 5*time.Minute, "bound on code-server's boot and on the debug script's start (arm64 runs emulated)")
+	fl.DurationVar(&f.stepTimeout, prefix+"step-timeout", 5*time.Minute, "bound on each process and each debugger request in the container")
+}
+
+// options maps the flags onto smoke/image options.
+func (f *smokeImageFlags) options(ctx context.Context, g *globals) ([]smokeimage.Option, error) {
+	work := f.workDir
+	if work == "" {
+		work = os.TempDir()
+	}
+	opts := []smokeimage.Option{smokeimage.WithWorkDir(work), smokeimage.WithPlatforms(f.platforms...),
+		smokeimage.WithBootTimeout(f.bootTimeout), smokeimage.WithStepTimeout(f.stepTimeout)}
+	level := slog.LevelWarn
+	if g.verbose {
+		level = slog.LevelInfo
+	}
+	opts = append(opts, smokeimage.WithLogger(slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))))
+	switch f.runtime {
+	case "auto":
+		rt, err := smokeimage.DetectRuntime(ctx, work)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, smokeimage.WithRuntime(rt))
+	case "runc":
+		r := smokeimage.NewRunc(smokeimage.WithRuncWorkDir(work))
+		if err := r.Available(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %v", smokeimage.ErrNoRuntime, err)
+		}
+		opts = append(opts, smokeimage.WithRuntime(r))
+	case "docker":
+		d := smokeimage.NewDocker()
+		if err := d.Available(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %v", smokeimage.ErrNoRuntime, err)
+		}
+		opts = append(opts, smokeimage.WithRuntime(d))
+	default:
+		return nil, fmt.Errorf("--runtime %q: want auto, runc or docker", f.runtime)
+	}
+	return opts, nil
+}
+
+func newSmokeImageCommand(g *globals) *cobra.Command {
+	var (
+		f        smokeImageFlags
+		archive  string
+		output   string
+		insecure bool
+		timeout  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "image [REF] [--archive FILE]",
+		Short: "Run each platform of the built image as a container and prove Python, Ray, debugpy, a debugger attach and code-server work inside it",
+		Long: `image runs every platform image of REF (a registry reference, index or single
+manifest; credentials from the docker config) or of --archive (the OCI archive
+imagectl build writes, or an OCI layout directory) as a container: through
+Docker when an engine answers, else through runc on a root filesystem unpacked
+from the image (root needed; its network namespace has only loopback). arm64
+runs under QEMU (binfmt_misc). Per platform it reports, one line each:
+
+  container    the container was created from the image's config
+  python       python3 found on the image's own PATH with the image's own Env
+               is the shipped interpreter at the locked Python version and
+               the platform's machine; ray and debugpy import from the shipped
+               site-packages at the versions of the dev.imagectl.lock label;
+               every ELF file there is of the platform's machine and every
+               shared object loads
+  debugger     a script calling breakpoint() with debugpy listening is
+               attached by the DAP client of "imagectl smoke attach", stops in
+               the right function and line, continues, and exits with its result
+  code-server  the image's entrypoint boots code-server, which answers
+               /healthz on 8443; --list-extensions --show-versions (as the
+               service user) equals the locked extensions; settings.json has
+               the debugger's cluster dashboards and an interpreter path
+               naming the same interpreter (skip when the base has no
+               code-server)
+
+Every container, unpacked root filesystem and loaded image is removed
+afterwards, also on failure and on Ctrl-C. Exit codes: 0 every line passed
+(or skipped); 1 a line failed or the image could not be read; 2 bad usage or
+no container runtime.`,
+		Example: `  imagectl smoke image 127.0.0.1:5000/code-server-ray:4.101.2-ray2.46.0-py3.12
+  imagectl smoke image --archive dist/code-server-ray-4.101.2-ray2.46.0-py3.12.oci.tar --platform linux/arm64
+  imagectl smoke image docker.io/example/code-server-ray@sha256:... --runtime docker -o json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "text", "json"); err != nil {
+				return &exitError{2, err}
+			}
+			if (len(args) == 1) == (archive != "") {
+				return &exitError{2, errors.New("pass an image reference or --archive FILE (one of them)")}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			opts, err := f.options(ctx, g)
+			if errors.Is(err, smokeimage.ErrNoRuntime) {
+				return &exitError{2, fmt.Errorf("smoke image cannot run here: %w", err)}
+			}
+			if err != nil {
+				return &exitError{2, err}
+			}
+			var rep *smokeimage.Report
+			if archive != "" {
+				rep, err = smokeimage.Archive(ctx, archive, opts...)
+			} else {
+				var nopts []name.Option
+				if insecure {
+					nopts = append(nopts, name.Insecure)
+				}
+				rep, err = smokeimage.Image(ctx, args[0], append(opts, smokeimage.WithNameOptions(nopts...),
+					smokeimage.WithRemoteOptions(regauth.RemoteOptions(ctx)...))...)
+			}
+			if rep != nil {
+				if output == "json" {
+					if werr := writeJSON(g.stdout, rep); werr != nil {
+						return werr
+					}
+				} else if werr := rep.WriteText(g.stdout); werr != nil {
+					return werr
+				}
+			}
+			if err != nil {
+				return err
+			}
+			return rep.Err()
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&archive, "archive", "", "OCI archive (imagectl build's .oci.tar) or OCI layout directory instead of a registry reference")
+	fl.StringSliceVar(&f.platforms, "platform", nil, "platforms to run (repeatable or comma separated; default: every platform of the image)")
+	fl.StringVarP(&output, "output", "o", "text", "text or json")
+	fl.BoolVar(&insecure, "insecure", false, "allow plain HTTP to the registry (automatic for localhost and 127.0.0.1)")
+	fl.DurationVar(&timeout, "timeout", 45*time.Minute, "bound on the whole smoke")
+	f.add(cmd, "")
+	return cmd
+}
+
+// newSmokeHoldCommand keeps a Docker container without code-server up: the
+// docker runtime mounts this (static) binary as the container's entrypoint
+// and runs "smoke hold" until it removes the container.
+func newSmokeHoldCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    "hold",
+		Short:  "Sleep until SIGTERM or SIGINT (entrypoint of smoke image's Docker containers)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			<-ctx.Done()
+			return nil
+		},
+	}
 }

@@ -18,6 +18,7 @@ func newVerifyCommand(g *globals) *cobra.Command {
 		output                   string
 		skipContents, skipAttest bool
 		insecure                 bool
+		allowRepos               []string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify IMAGE --key cosign.pub",
@@ -26,7 +27,10 @@ func newVerifyCommand(g *globals) *cobra.Command {
 
   - the index AND every platform manifest carry a valid cosign signature from
     --key (or the keyless --certificate-identity/--certificate-oidc-issuer)
-    whose payload names that exact digest;
+    whose payload names that exact digest and the repository of IMAGE
+    (critical.identity.docker-reference): a copy of an image and its
+    signatures in another repository fails unless the signed repository is
+    accepted with --allow-repository (for a mirror);
   - every platform manifest has a verified SBOM attestation and provenance
     (BuildKit's attestation manifest in the signed index, or a verified cosign
     SLSA provenance attestation);
@@ -44,6 +48,9 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
 1 when it does not (or cannot be checked), 2 for bad usage.`,
 		Example: `  imagectl verify 127.0.0.1:5000/code-server-ray:ray2.46.0 --key cosign.pub
   imagectl verify docker.io/example/code-server-ray@sha256:... --key cosign.pub --output json
+  # a mirror of images signed in docker.io/example/code-server-ray:
+  imagectl verify registry.internal/mirror/code-server-ray:ray2.46.0 --key cosign.pub \
+    --allow-repository docker.io/example/code-server-ray
   imagectl verify ghcr.io/example/code-server-ray:ray2.46.0 \
     --certificate-identity-regexp '^https://github.com/example/' \
     --certificate-oidc-issuer https://token.actions.githubusercontent.com`,
@@ -72,6 +79,12 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
 			if insecure {
 				opts = append(opts, verify.WithNameOptions(name.Insecure))
 			}
+			for _, r := range allowRepos {
+				if _, err := name.NewRepository(r); err != nil {
+					return &exitError{2, fmt.Errorf("--allow-repository %q: %w (want a repository such as docker.io/example/code-server-ray, no tag or digest)", r, err)}
+				}
+			}
+			opts = append(opts, verify.WithAllowedRepositories(allowRepos...))
 			rep, err := verify.Image(cmd.Context(), args[0], opts...)
 			if err != nil {
 				return err
@@ -99,6 +112,7 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
 	f.StringVarP(&output, "output", "o", "text", "text or json")
 	f.BoolVar(&skipContents, "skip-contents", false, "do not read layers (signatures, attestations and labels are still checked)")
 	f.BoolVar(&skipAttest, "skip-attestations", false, "do not require SBOM and provenance attestations")
+	f.StringArrayVar(&allowRepos, "allow-repository", nil, "also accept signatures made for this repository (repeatable): verify a mirror by naming the repository the image was signed in")
 	f.BoolVar(&insecure, "insecure", false, "allow plain HTTP to the registry (automatic for localhost and 127.0.0.1)")
 	return cmd
 }

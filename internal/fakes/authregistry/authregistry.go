@@ -3,10 +3,13 @@ package authregistry
 import (
 	"crypto/rand"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -230,4 +233,16 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(v)
+}
+
+// WriteDockerConfig writes dir/config.json the way `docker login host` writes
+// it (auths.HOST.auth = base64(user:password)), for DOCKER_CONFIG=dir.
+func WriteDockerConfig(dir, host, user, password string) error {
+	b, err := json.Marshal(map[string]any{"auths": map[string]any{
+		host: map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(user + ":" + password))},
+	}})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "config.json"), b, 0o600)
 }

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 
@@ -131,6 +132,17 @@ const (
 	// Replace serves Body instead of the real file (wrong file, zip slip,
 	// zip bomb...).
 	Replace
+	// Hangup closes the connection without answering (before any header),
+	// as a dying proxy does.
+	Hangup
+	// Trickle sends the body Chunk bytes at a time (default 1), one chunk
+	// every Delay: a steady but slow transfer.
+	Trickle
+	// Stall sends the headers and half the body, then nothing for Delay,
+	// then the rest.
+	Stall
+	// Status answers Status (default 500) with Body as the error body.
+	Status
 )
 
 // Fault is applied to downloads of ID (and TargetPlatform, when set).
@@ -145,6 +157,11 @@ type Fault struct {
 	RetryAfter int
 	// Body is served by Replace.
 	Body []byte
+	// Delay and Chunk shape Trickle and Stall.
+	Delay time.Duration
+	Chunk int
+	// StatusCode is the status Status answers.
+	StatusCode int
 }
 
 // Stats counts what the fake served.
@@ -364,6 +381,49 @@ func (f *Fake) serveFile(w http.ResponseWriter, r *http.Request, b Build) {
 			return
 		case Replace:
 			body = ft.Body
+		case Status:
+			code := ft.StatusCode
+			if code == 0 {
+				code = http.StatusInternalServerError
+			}
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(code)
+			w.Write(ft.Body)
+			return
+		case Hangup:
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		case Trickle, Stall:
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.WriteHeader(http.StatusOK)
+			rc := http.NewResponseController(w)
+			if ft.Kind == Stall {
+				w.Write(body[:len(body)/2])
+				rc.Flush()
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(ft.Delay):
+				}
+				w.Write(body[len(body)/2:])
+				return
+			}
+			chunk := max(ft.Chunk, 1)
+			for i := 0; i < len(body); i += chunk {
+				if i > 0 {
+					select {
+					case <-r.Context().Done():
+						return
+					case <-time.After(ft.Delay):
+					}
+				}
+				w.Write(body[i:min(i+chunk, len(body))])
+				rc.Flush()
+			}
+			return
 		case GzipEncoded, GzipSilent:
 			var buf bytes.Buffer
 			zw := gzip.NewWriter(&buf)

@@ -10,11 +10,13 @@
 //	fakeupstream e2e-config -out DIR ...   writes the e2e matrix.yaml and catalog.json
 //	fakeupstream copy SRC DST | delete-tag REPO:TAG | relabel -label K=V SRC DST   tampering
 //	fakeupstream sbom-packages REF   the packages of each platform manifest's SBOM attestation, as JSON
+//	fakeupstream break-image -platform P (-env K=V | -graft-from P2) SRC DST   broken images for smoke image
 //
 // It is test scaffolding, not part of imagectl.
 package main
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,6 +75,8 @@ func main() {
 		err = runPushBase(ctx, os.Args[2:], os.Stdout)
 	case "sbom-packages":
 		err = runSBOMPackages(ctx, os.Args[2:])
+	case "break-image":
+		err = runBreakImage(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -253,6 +257,28 @@ func runPushBase(ctx context.Context, args []string, out io.Writer) error {
 	return json.NewEncoder(out).Encode(res)
 }
 
+// tarHasInit reports whether the root filesystem tarball has /init.
+func tarHasInit(p string) (bool, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", p, err)
+		}
+		if strings.TrimPrefix(h.Name, "./") == "init" {
+			return true, nil
+		}
+	}
+}
+
 // rootfsImage makes a one-layer image from an mmdebstrap root filesystem
 // tarball, configured like linuxserver/code-server where imagectl cares
 // (HOME=/config, files of user abc 911:911 under /config).
@@ -279,6 +305,14 @@ func rootfsImage(path, platform string) (v1.Image, error) {
 	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
 	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/config"}
 	cf.Config.Cmd = []string{"/bin/sh"}
+	// A root filesystem with the code-server stand-in (hack/standin) starts
+	// like linuxserver/code-server: ENTRYPOINT ["/init"], port 8443.
+	if hasInit, err := tarHasInit(path); err != nil {
+		return nil, err
+	} else if hasInit {
+		cf.Config.Entrypoint, cf.Config.Cmd = []string{"/init"}, nil
+		cf.Config.ExposedPorts = map[string]struct{}{"8443/tcp": {}}
+	}
 	cf.Config.Labels = map[string]string{"org.opencontainers.image.title": "imagectl e2e stand-in base (" + filepath.Base(path) + ")"}
 	return mutate.ConfigFile(img, cf)
 }

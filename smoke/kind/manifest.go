@@ -1,13 +1,18 @@
-package smoketest
+package kind
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
+	"flag"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/imagectl/imagectl/inject"
 )
 
 //go:embed rayjob.yaml.tmpl
@@ -27,14 +32,11 @@ const (
 	ExpectedPauses   = 4
 )
 
-// Params are the template's inputs.
+// Params are the plain RayJob's inputs.
 type Params struct {
 	Name                  string // RayJob name (DNS label)
-	Namespace             string
-	Image                 string // the code-server image under test
 	RayVersion            string // e.g. 2.46.0
 	Python                string // e.g. 3.12
-	Password              string // code-server password, put in a Secret
 	ActiveDeadlineSeconds int
 }
 
@@ -52,27 +54,19 @@ var (
 	pyVersion  = regexp.MustCompile(`^3\.\d+$`)
 )
 
-// Render renders the ConfigMap, Secret and RayJob as a multi-document YAML.
-func Render(p Params) ([]byte, error) {
-	if p.Namespace == "" {
-		p.Namespace = "default"
-	}
+// RenderPlain renders the ConfigMap with the task script and the RayJob,
+// without the sidecar: what a user has before imagectl inject.
+func RenderPlain(p Params) ([]byte, error) {
 	if p.ActiveDeadlineSeconds == 0 {
 		p.ActiveDeadlineSeconds = 1800
 	}
 	switch {
 	case !dnsLabel.MatchString(p.Name):
 		return nil, fmt.Errorf("rayjob name %q: expected a DNS label of at most 40 characters", p.Name)
-	case !dnsLabel.MatchString(p.Namespace):
-		return nil, fmt.Errorf("namespace %q: expected a DNS label", p.Namespace)
-	case p.Image == "" || strings.ContainsAny(p.Image, " \n\"'"):
-		return nil, fmt.Errorf("image %q: expected an image reference", p.Image)
 	case !rayVersion.MatchString(p.RayVersion):
 		return nil, fmt.Errorf("ray version %q: expected X.Y.Z", p.RayVersion)
 	case !pyVersion.MatchString(p.Python):
 		return nil, fmt.Errorf("python version %q: expected 3.N", p.Python)
-	case len(p.Password) < 16:
-		return nil, fmt.Errorf("code-server password: expected at least 16 characters")
 	}
 	t, err := template.New("rayjob.yaml.tmpl").Option("missingkey=error").Funcs(template.FuncMap{
 		"quote":  strconv.Quote,
@@ -86,6 +80,58 @@ func Render(p Params) ([]byte, error) {
 		return nil, fmt.Errorf("rendering rayjob.yaml.tmpl: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// InjectArgs are the flags of the user guide's `imagectl inject` step that
+// the harness uses (README: imagectl inject -f FILE --create-secret |
+// kubectl apply -f -). The harness adds --image (the image under test,
+// by digest) and, for a private repository, --image-pull-secret.
+var InjectArgs = []string{"--create-secret"}
+
+// InjectOptions maps `imagectl inject` flags to library options: the
+// harness runs the library with exactly the flags it documents. Only the
+// flags the harness uses are known.
+func InjectOptions(args []string) ([]inject.Option, error) {
+	fs := flag.NewFlagSet("imagectl inject", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	createSecret := fs.Bool("create-secret", false, "")
+	image := fs.String("image", "", "")
+	pullSecret := fs.String("image-pull-secret", "", "")
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("imagectl inject %s: %w", strings.Join(args, " "), err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("imagectl inject: unexpected %q", fs.Args())
+	}
+	var opts []inject.Option
+	if *createSecret {
+		opts = append(opts, inject.WithCreateSecret())
+	}
+	if *image != "" {
+		opts = append(opts, inject.WithImage(*image))
+	}
+	if *pullSecret != "" {
+		opts = append(opts, inject.WithImagePullSecret(*pullSecret))
+	}
+	return opts, nil
+}
+
+// Manifest is the plain RayJob with the sidecar injected by the inject
+// library with args (InjectArgs plus --image ...).
+func Manifest(ctx context.Context, p Params, args []string) ([]byte, []string, error) {
+	plain, err := RenderPlain(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts, err := InjectOptions(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := inject.Apply(ctx, "rayjob.yaml", plain, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res.Output, res.Warnings, nil
 }
 
 func indent(n int, s string) string {

@@ -1,0 +1,660 @@
+package inject
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Result is what Apply or Remove did.
+type Result struct {
+	Output   []byte   // the new stream
+	Targets  []Target // the Ray documents (or the values file) changed
+	Secrets  []string // Secret documents added (namespace/name, or name)
+	Warnings []string // things that will keep the debugger from working
+	Changed  bool     // Output differs from the input
+}
+
+// Target is one document inject changed.
+type Target struct {
+	Document int    `json:"document"` // 1-based index in the stream
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	Image    string `json:"image,omitempty"`
+}
+
+func (t Target) String() string {
+	if t.Name == "" {
+		return fmt.Sprintf("document %d (%s)", t.Document, t.Kind)
+	}
+	return fmt.Sprintf("document %d (%s %s)", t.Document, t.Kind, t.Name)
+}
+
+// Error is a problem with one document of the input.
+type Error struct {
+	File     string
+	Document int // 1-based; 0: the stream as a whole
+	Kind     string
+	Name     string
+	Err      error
+}
+
+func (e *Error) Error() string {
+	where := e.File
+	if where == "" {
+		where = "-"
+	}
+	if e.Document > 0 {
+		where += fmt.Sprintf(": document %d", e.Document)
+		if e.Kind != "" {
+			where += " (" + strings.TrimSpace(e.Kind+" "+e.Name) + ")"
+		}
+	}
+	return where + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrNoRayKind is returned (wrapped) when the input holds no ray.io/v1
+// RayJob, RayCluster or RayService.
+var ErrNoRayKind = errors.New("no ray.io/v1 RayJob, RayCluster or RayService")
+
+var rayKinds = map[string]bool{"RayJob": true, "RayCluster": true, "RayService": true}
+
+// Apply adds the sidecar to the head group of every Ray document of data
+// (named file in errors), or to a ray-cluster Helm values file with
+// WithHelmValues. Documents that already carry it get the same additions
+// again, so applying twice changes nothing.
+func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Result, error) {
+	c := newConfig(opts)
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	chunks := splitDocuments(data)
+	out := make([][]byte, len(chunks))
+	type nsSecret struct{ ns, ours string }
+	var namespaces []string
+	seenNS := map[string]bool{}
+	haveSecret := map[string]bool{}
+	resolved := map[string]string{}
+	found := false
+	for i, chunk := range chunks {
+		docErr := func(kind, name string, err error) error {
+			return &Error{File: file, Document: i + 1, Kind: kind, Name: name, Err: err}
+		}
+		root, err := parseDoc(chunk)
+		if err != nil {
+			return nil, docErr("", "", err)
+		}
+		out[i] = chunk
+		if root == nil {
+			continue
+		}
+		if c.helmValues {
+			if found {
+				return nil, docErr("", "", errors.New("a Helm values file is one YAML document"))
+			}
+			found = true
+			o, tgt, err := c.applyDoc(ctx, chunk, i+1, "", resolved, res)
+			if err != nil {
+				return nil, docErr("Helm values", "", err)
+			}
+			out[i] = o
+			res.Targets = append(res.Targets, tgt)
+			continue
+		}
+		apiVersion, kind := scalarAt(root, "apiVersion"), scalarAt(root, "kind")
+		meta := valueAt(root, "metadata")
+		name, ns := scalarAt(meta, "name"), scalarAt(meta, "namespace")
+		if apiVersion == "v1" && kind == "Secret" && name == c.secretName {
+			haveSecret[ns] = true
+		}
+		if !rayKinds[kind] || !strings.HasPrefix(apiVersion, "ray.io/") {
+			continue
+		}
+		if apiVersion != "ray.io/v1" {
+			return nil, docErr(kind, name, fmt.Errorf("apiVersion %s: expected ray.io/v1 (KubeRay >= 1.0)", apiVersion))
+		}
+		found = true
+		o, tgt, err := c.applyDoc(ctx, chunk, i+1, kind, resolved, res)
+		if err != nil {
+			return nil, docErr(kind, name, err)
+		}
+		out[i] = o
+		res.Targets = append(res.Targets, tgt)
+		if !seenNS[ns] {
+			seenNS[ns] = true
+			namespaces = append(namespaces, ns)
+		}
+	}
+	if !found {
+		if c.helmValues {
+			return nil, &Error{File: file, Err: errors.New("empty Helm values file")}
+		}
+		return nil, &Error{File: file, Err: fmt.Errorf("%w in %d document(s)", ErrNoRayKind, len(chunks))}
+	}
+	var prefix []string
+	eol := "\n"
+	if len(chunks) > 0 && strings.Contains(string(chunks[0]), "\r\n") {
+		eol = "\r\n"
+	}
+	if c.createSecret {
+		for _, ns := range namespaces {
+			if haveSecret[ns] {
+				continue
+			}
+			lines, err := c.secretDoc(ns)
+			if err != nil {
+				return nil, err
+			}
+			if len(prefix) > 0 {
+				prefix = append(prefix, separatorLine)
+			}
+			prefix = append(prefix, lines...)
+			if ns != "" {
+				res.Secrets = append(res.Secrets, ns+"/"+c.secretName)
+			} else {
+				res.Secrets = append(res.Secrets, c.secretName)
+			}
+		}
+	}
+	var b strings.Builder
+	if len(prefix) > 0 {
+		first := ""
+		if len(chunks) > 0 {
+			first, _, _ = strings.Cut(string(chunks[0]), "\n")
+		}
+		if !docStart.MatchString(strings.TrimRight(first, "\r")) {
+			prefix = append(prefix, separatorLine)
+		}
+		for _, l := range prefix {
+			b.WriteString(l + eol)
+		}
+	}
+	for _, o := range out {
+		b.Write(o)
+	}
+	res.Output = []byte(b.String())
+	res.Changed = string(res.Output) != string(data)
+	return res, nil
+}
+
+// Remove takes out everything inject added: the marked items and keys of
+// every document, the Secret documents it created, and the separator it
+// wrote. What is left is the input as it was before Apply.
+func Remove(file string, data []byte) (*Result, error) {
+	res := &Result{}
+	var b strings.Builder
+	for i, chunk := range splitDocuments(data) {
+		s := string(chunk)
+		first, rest, _ := strings.Cut(s, "\n")
+		if strings.TrimRight(first, "\r") == separatorLine {
+			s = rest
+		}
+		if l, _, _ := strings.Cut(s, "\n"); strings.TrimRight(l, "\r") == Marker {
+			res.Secrets = append(res.Secrets, fmt.Sprintf("document %d", i+1))
+			continue
+		}
+		root, err := parseDoc([]byte(s))
+		if err != nil {
+			return nil, &Error{File: file, Document: i + 1, Err: err}
+		}
+		if root != nil {
+			t := newText([]byte(s))
+			if t.removeMarked(root) {
+				s = string(t.render())
+				meta := valueAt(root, "metadata")
+				res.Targets = append(res.Targets, Target{Document: i + 1, Kind: scalarAt(root, "kind"), Name: scalarAt(meta, "name")})
+			}
+		}
+		b.WriteString(s)
+	}
+	res.Output = []byte(b.String())
+	res.Changed = string(res.Output) != string(data)
+	return res, nil
+}
+
+// parseDoc parses one document; nil when it holds no node (only comments).
+func parseDoc(chunk []byte) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(chunk, &doc); err != nil {
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, nil
+	}
+	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return nil, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("expected a mapping at the top, found %s", kindName(root))
+	}
+	return root, nil
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a sequence"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "a scalar"
+}
+
+// lookup returns the key and value nodes of key in the mapping m.
+func lookup(m *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i], m.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+func valueAt(m *yaml.Node, path ...string) *yaml.Node {
+	for _, k := range path {
+		_, m = lookup(m, k)
+	}
+	return m
+}
+
+func scalarAt(m *yaml.Node, path ...string) string {
+	v := valueAt(m, path...)
+	if v == nil || v.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return v.Value
+}
+
+// site is where the additions go in one document.
+type site struct {
+	desc          string     // where, for messages: spec.rayClusterSpec.headGroupSpec.template.spec
+	pod           *yaml.Node // mapping holding volumes and imagePullSecrets (head, for Helm values)
+	containerList *yaml.Node // mapping holding the list the sidecar is added to
+	containerKey  string     // containers, or sidecarContainers
+	mountsOf      *yaml.Node // mapping holding the Ray container's volumeMounts
+	pullSecretsOf *yaml.Node // mapping holding imagePullSecrets
+	rayEnv        *yaml.Node // the Ray container's env list
+	ports         []*yaml.Node
+	containers    []*yaml.Node // every container mapping of the pod, the Ray container first
+	rayImage      string
+	rayVersion    string
+	startParams   *yaml.Node
+	securityCtx   []*yaml.Node // the Ray container's then the pod's securityContext
+}
+
+// applyDoc injects into one document: it removes earlier additions, then
+// adds them anew.
+func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind string, resolved map[string]string, res *Result) ([]byte, Target, error) {
+	t := newText(chunk)
+	root, _ := parseDoc(chunk)
+	if t.removeMarked(root) {
+		chunk = t.render()
+		var err error
+		if root, err = parseDoc(chunk); err != nil {
+			return nil, Target{}, fmt.Errorf("after taking out the earlier sidecar: %w", err)
+		}
+		t = newText(chunk)
+	}
+	tgt := Target{Document: index, Kind: kind, Name: scalarAt(root, "metadata", "name")}
+	if kind == "" {
+		tgt.Kind = "Helm values"
+	}
+	var s *site
+	var err error
+	if c.helmValues {
+		s, err = helmSite(root)
+	} else {
+		s, err = raySite(root, kind)
+	}
+	if err != nil {
+		return nil, tgt, err
+	}
+	warn := func(format string, a ...any) {
+		res.Warnings = append(res.Warnings, tgt.String()+": "+fmt.Sprintf(format, a...))
+	}
+	c.checkDebugger(root, kind, s, warn)
+
+	image := c.image
+	if image == "" {
+		ray := rayVersionOfImage(s.rayImage)
+		if ray == "" {
+			ray = RayVersionOf(s.rayVersion)
+		} else if v := RayVersionOf(s.rayVersion); v != "" && v != ray {
+			warn("rayVersion %s differs from the Ray image %s; the sidecar follows the image", s.rayVersion, s.rayImage)
+		}
+		if ray == "" {
+			return nil, tgt, fmt.Errorf("no Ray version: %s has no rayVersion and the Ray image %q has no X.Y.Z tag; pass the sidecar image (--image)", s.desc, s.rayImage)
+		}
+		if olderThan(ray, MinRay) {
+			warn("Ray %s has no debugpy-based debugger (Ray >= %s): breakpoint() will not show in the Ray Distributed Debugger", ray, MinRay)
+		}
+		if image, err = DefaultImage(c.repository, ray); err != nil {
+			return nil, tgt, err
+		}
+	}
+	if c.resolver != nil {
+		if r, ok := resolved[image]; ok {
+			image = r
+		} else if r, err := c.resolver.Resolve(ctx, image); err != nil {
+			warn("keeping %s by tag: %v", image, err)
+			resolved[image] = image
+		} else {
+			resolved[image] = r
+			image = r
+		}
+	}
+	tgt.Image = image
+
+	for _, ct := range s.containers {
+		if scalarAt(ct, "name") == c.name {
+			return nil, tgt, fmt.Errorf("%s already has a container named %q that imagectl inject did not add (its first line lacks %q): rename it, or pick another name for the sidecar (--name)", s.desc, c.name, Marker)
+		}
+	}
+	for _, p := range s.ports {
+		if scalarAt(p, "containerPort") == strconv.Itoa(c.port) {
+			return nil, tgt, fmt.Errorf("%s: port %d is already used by another container: pick another port (--port)", s.desc, c.port)
+		}
+		if scalarAt(p, "name") == PortName {
+			return nil, tgt, fmt.Errorf("%s: a port is already named %q", s.desc, PortName)
+		}
+	}
+
+	st := detectStyle(root)
+	// The /tmp/ray volume: reuse the Ray container's mount, or add one.
+	volume, subPath := "", ""
+	if mounts := valueAt(s.mountsOf, "volumeMounts"); mounts != nil && mounts.Kind == yaml.SequenceNode {
+		for _, m := range mounts.Content {
+			if strings.TrimRight(scalarAt(m, "mountPath"), "/") == RayTmp {
+				volume, subPath = scalarAt(m, "name"), scalarAt(m, "subPath")
+				break
+			}
+		}
+	}
+	volumes := valueAt(s.pod, "volumes")
+	hasVolume := func(name string) (bool, bool) {
+		if volumes == nil || volumes.Kind != yaml.SequenceNode {
+			return false, false
+		}
+		for _, v := range volumes.Content {
+			if scalarAt(v, "name") == name {
+				_, ed := lookup(v, "emptyDir")
+				return true, ed != nil
+			}
+		}
+		return false, false
+	}
+	addVolume := false
+	if volume == "" {
+		volume = DefaultVolume
+		if exists, emptyDir := hasVolume(volume); exists && !emptyDir {
+			volume = "imagectl-ray-tmp"
+		}
+		if err := appendItem(t, st, s.mountsOf, "volumeMounts", mapOf(pair("name", volume), pair("mountPath", RayTmp)), s.desc+" (Ray container)"); err != nil {
+			return nil, tgt, err
+		}
+	}
+	if exists, _ := hasVolume(volume); !exists {
+		addVolume = true
+	}
+
+	sidecar := c.sidecar(image, volume, subPath, s)
+	if err := appendItem(t, st, s.containerList, s.containerKey, sidecar, s.desc); err != nil {
+		return nil, tgt, err
+	}
+	if addVolume {
+		if err := appendItem(t, st, s.pod, "volumes", mapOf(pair("name", volume), pair("emptyDir", emptyMap())), s.desc); err != nil {
+			return nil, tgt, err
+		}
+	}
+	if c.pullSecret != "" {
+		listed := false
+		if ps := valueAt(s.pullSecretsOf, "imagePullSecrets"); ps != nil {
+			for _, p := range ps.Content {
+				listed = listed || scalarAt(p, "name") == c.pullSecret
+			}
+		}
+		if !listed {
+			if err := appendItem(t, st, s.pullSecretsOf, "imagePullSecrets", mapOf(pair("name", c.pullSecret)), s.desc); err != nil {
+				return nil, tgt, err
+			}
+		}
+	}
+	return t.render(), tgt, nil
+}
+
+// raySite finds the head pod template of a RayJob, RayCluster or RayService.
+func raySite(root *yaml.Node, kind string) (*site, error) {
+	path := []string{"spec"}
+	switch kind {
+	case "RayJob":
+		if valueAt(root, "spec", "rayClusterSpec") == nil && valueAt(root, "spec", "clusterSelector") != nil {
+			return nil, errors.New("no head group: the RayJob runs on an existing cluster (spec.clusterSelector); inject into that RayCluster instead")
+		}
+		path = append(path, "rayClusterSpec")
+	case "RayService":
+		path = append(path, "rayClusterConfig")
+	}
+	cluster := valueAt(root, path...)
+	head := append(append([]string{}, path...), "headGroupSpec", "template", "spec")
+	for i := range head {
+		v := valueAt(root, head[:i+1]...)
+		if v != nil && v.Kind == yaml.AliasNode {
+			return nil, fmt.Errorf("%s is an alias (*%s): inject edits the text in place and cannot follow aliases; write it out", strings.Join(head[:i+1], "."), v.Value)
+		}
+		if v == nil || v.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("no head group: %s is missing or not a mapping", strings.Join(head[:i+1], "."))
+		}
+	}
+	pod := valueAt(root, head...)
+	desc := strings.Join(head, ".")
+	containers := valueAt(pod, "containers")
+	if containers == nil || containers.Kind != yaml.SequenceNode || len(containers.Content) == 0 {
+		return nil, fmt.Errorf("no containers: %s.containers is missing or empty (the Ray container must be containers[0])", desc)
+	}
+	if containers.Style&yaml.FlowStyle != 0 {
+		return nil, fmt.Errorf("%s.containers is a flow sequence ([...]) at line %d; write it as a block sequence (one \"- \" item per line) so inject can add to it", desc, containers.Line)
+	}
+	s := &site{desc: desc, pod: pod, containerList: pod, containerKey: "containers", pullSecretsOf: pod,
+		rayVersion: scalarAt(cluster, "rayVersion"), startParams: valueAt(cluster, "headGroupSpec", "rayStartParams")}
+	for i, ct := range containers.Content {
+		if ct.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("%s.containers[%d] is not a mapping", desc, i)
+		}
+		s.containers = append(s.containers, ct)
+		if ports := valueAt(ct, "ports"); ports != nil {
+			s.ports = append(s.ports, ports.Content...)
+		}
+	}
+	ray := containers.Content[0]
+	s.mountsOf, s.rayEnv, s.rayImage = ray, valueAt(ray, "env"), scalarAt(ray, "image")
+	s.securityCtx = []*yaml.Node{valueAt(ray, "securityContext"), valueAt(pod, "securityContext")}
+	return s, nil
+}
+
+// helmSite finds head: in a values file of the ray-cluster chart; the chart
+// renders head.volumeMounts on the Ray container and head.sidecarContainers
+// after it.
+func helmSite(root *yaml.Node) (*site, error) {
+	head := valueAt(root, "head")
+	if head == nil || head.Kind != yaml.MappingNode || head.Style&yaml.FlowStyle != 0 || len(head.Content) == 0 {
+		return nil, errors.New("no head group: the values file has no block mapping head: (add at least head: {rayStartParams: {}} written as a block)")
+	}
+	s := &site{desc: "head", pod: head, containerList: head, containerKey: "sidecarContainers", mountsOf: head, pullSecretsOf: root,
+		rayEnv: valueAt(head, "containerEnv"), rayVersion: scalarAt(head, "rayVersion"), startParams: valueAt(head, "rayStartParams")}
+	if repo, tag := scalarAt(root, "image", "repository"), scalarAt(root, "image", "tag"); tag != "" {
+		s.rayImage = repo + ":" + tag
+	}
+	if sc := valueAt(head, "sidecarContainers"); sc != nil {
+		for _, ct := range sc.Content {
+			s.containers = append(s.containers, ct)
+			if ports := valueAt(ct, "ports"); ports != nil {
+				s.ports = append(s.ports, ports.Content...)
+			}
+		}
+	}
+	if ports := valueAt(head, "ports"); ports != nil {
+		s.ports = append(s.ports, ports.Content...)
+	}
+	s.securityCtx = []*yaml.Node{valueAt(head, "securityContext"), valueAt(head, "podSecurityContext")}
+	return s, nil
+}
+
+// appendItem appends it to the block sequence under key of the mapping m,
+// adding the key when it is missing and turning an empty "key: []" into a
+// block sequence; every addition carries the marker.
+func appendItem(t *text, st style, m *yaml.Node, key string, it item, where string) error {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return fmt.Errorf("%s: expected a mapping to add %s to", where, key)
+	}
+	if m.Style&yaml.FlowStyle != 0 {
+		return fmt.Errorf("%s is a flow mapping ({...}) at line %d; write it as a block mapping so %s can be added", where, m.Line, key)
+	}
+	k, v := lookup(m, key)
+	switch {
+	case v == nil:
+		// Add "key:" after the mapping's last line, at its keys' column.
+		lines := st.emitPair(m.Column-1, kv{key, listOf(it)}, Marker)
+		t.insertAfter(t.nodeEnd(m), lines...)
+		return nil
+	case v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle == 0:
+		dash := v.Column - 1
+		ist := st
+		if len(v.Content) > 0 && v.Content[0].Column > v.Column {
+			ist.step = v.Content[0].Column - v.Column
+		}
+		t.insertAfter(t.nodeEnd(v), ist.emitItem(dash, it, " "+Marker)...)
+		return nil
+	case (v.Kind == yaml.SequenceNode && len(v.Content) == 0) || (v.Kind == yaml.ScalarNode && v.Tag == "!!null"):
+		// "key: []" or "key:" (null): keep the line in a comment, write a
+		// block sequence.
+		if v.Line != k.Line {
+			return fmt.Errorf("%s.%s at line %d: expected the empty list on the key's line", where, key, k.Line)
+		}
+		l := k.Line - 1
+		pad := t.lines[l][:indentOf(t.lines[l])]
+		t.replaced[l] = pad + replacedPrefix + strings.TrimLeft(t.lines[l], " ") + t.eol +
+			strings.Join(st.emitPair(k.Column-1, kv{key, listOf(it)}, Marker), t.eol)
+		return nil
+	case v.Kind == yaml.SequenceNode:
+		return fmt.Errorf("%s.%s is a flow sequence ([...]) at line %d; write it as a block sequence (one \"- \" item per line) so inject can add to it", where, key, v.Line)
+	}
+	return fmt.Errorf("%s.%s at line %d: expected a list, found %s", where, key, v.Line, kindName(v))
+}
+
+// sidecar is the container inject adds.
+func (c *config) sidecar(image, volume, subPath string, s *site) item {
+	uid, gid := "1000", "1000"
+	for i := len(s.securityCtx) - 1; i >= 0; i-- {
+		if v := scalarAt(s.securityCtx[i], "runAsUser"); v != "" {
+			uid = v
+		}
+		if v := scalarAt(s.securityCtx[i], "runAsGroup"); v != "" {
+			gid = v
+		}
+	}
+	mount := mapOf(pair("name", volume), pair("mountPath", RayTmp))
+	if subPath != "" {
+		mount.kv = append(mount.kv, pair("subPath", subPath))
+	}
+	res := func(m map[string]string) item {
+		r := mapOf()
+		for _, k := range sortedKeys(m) {
+			r.kv = append(r.kv, pair(k, m[k]))
+		}
+		return r
+	}
+	ct := mapOf(
+		pair("name", c.name),
+		pair("image", image),
+		pair("ports", listOf(mapOf(pair("name", PortName), pair("containerPort", c.port)))),
+		pair("env", listOf(
+			// linuxserver/code-server runs code-server as PUID:PGID; the
+			// Ray container's user can then share /tmp/ray with it.
+			mapOf(pair("name", "PUID"), pair("value", uid)),
+			mapOf(pair("name", "PGID"), pair("value", gid)),
+			mapOf(pair("name", "DEFAULT_WORKSPACE"), pair("value", Workspace)),
+			mapOf(pair("name", "PASSWORD"), pair("valueFrom", mapOf(pair("secretKeyRef",
+				mapOf(pair("name", c.secretName), pair("key", c.secretKey)))))),
+		)),
+	)
+	resources := mapOf()
+	if len(c.requests) > 0 {
+		resources.kv = append(resources.kv, pair("requests", res(c.requests)))
+	}
+	if len(c.limits) > 0 {
+		resources.kv = append(resources.kv, pair("limits", res(c.limits)))
+	}
+	if len(resources.kv) > 0 {
+		ct.kv = append(ct.kv, pair("resources", resources))
+	}
+	ct.kv = append(ct.kv, pair("volumeMounts", listOf(mount)))
+	if d := c.dashboardFor(s); d != ImageDashboard {
+		// The image's settings name 127.0.0.1:8265; another dashboard
+		// address is written into them when the container starts.
+		command := listOf(scalar("python3"), scalar("-c"), scalar(settingsScript), scalar(d))
+		exec := mapOf(pair("exec", mapOf(pair("command", command))))
+		ct.kv = append(ct.kv, pair("lifecycle", mapOf(pair("postStart", exec))))
+	}
+	return ct
+}
+
+// SettingsPath is the image's code-server user settings (build.SettingsPath).
+const SettingsPath = "/config/data/User/settings.json"
+
+// DashboardsSetting is the debugger extension's list of clusters.
+const DashboardsSetting = "anyscalecompute.ray-distributed-debugger.clusterDashboards"
+
+// settingsScript rewrites the dashboard in the image's settings (python3 is
+// the image's own, on PATH).
+const settingsScript = `import json, sys; p = "` + SettingsPath + `"; s = json.load(open(p)); ` +
+	`s["` + DashboardsSetting + `"] = [{"host": sys.argv[1], "localRoot": "` + Workspace + `"}]; ` +
+	`json.dump(s, open(p, "w"), indent=2)`
+
+func (c *config) dashboardFor(s *site) string {
+	if c.dashboard != "" {
+		return c.dashboard
+	}
+	port := strconv.Itoa(DefaultRayDashboardPort)
+	if p := scalarAt(s.startParams, "dashboard-port"); p != "" {
+		port = p
+	}
+	return "127.0.0.1:" + port
+}
+
+// secretDoc is a Secret with a random password, marked as inject's.
+func (c *config) secretDoc(ns string) ([]string, error) {
+	pw := make([]byte, 24)
+	if _, err := io.ReadFull(c.random, pw); err != nil {
+		return nil, fmt.Errorf("generating a password: %w", err)
+	}
+	meta := mapOf(pair("name", c.secretName))
+	if ns != "" {
+		meta.kv = append(meta.kv, pair("namespace", ns))
+	}
+	doc := mapOf(
+		pair("apiVersion", "v1"),
+		pair("kind", "Secret"),
+		pair("metadata", meta),
+		pair("type", "Opaque"),
+		pair("stringData", mapOf(pair(c.secretKey, base64.RawURLEncoding.EncodeToString(pw)))),
+	)
+	st := style{step: 2, compact: true}
+	lines := []string{Marker, "# The code-server password (random). Read it with:",
+		fmt.Sprintf("#   kubectl get secret %s -o jsonpath='{.data.%s}' | base64 -d", c.secretName, c.secretKey)}
+	return append(lines, st.emitMap(0, doc)...), nil
+}

@@ -1,0 +1,184 @@
+package inject
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"regexp"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Defaults of what inject writes.
+const (
+	DefaultName       = "code-server"
+	DefaultPort       = 8443
+	DefaultSecretName = "code-server-password"
+	DefaultSecretKey  = "password"
+	// DefaultVolume names the /tmp/ray emptyDir when the manifest has none.
+	DefaultVolume = "ray-tmp"
+	// PortName names the sidecar's port.
+	PortName = "code-server"
+	// RayTmp is where Ray writes its session (logs, runtime_resources) and
+	// where the debugger extension looks for the code of a paused task.
+	RayTmp = "/tmp/ray"
+	// Workspace is the folder code-server opens: the working_dir of the job.
+	Workspace = "/tmp/ray/session_latest/runtime_resources"
+	// ImageDashboard is the dashboard address baked into the image's
+	// debugger settings (matrix.yaml settings:): the head's own dashboard,
+	// seen from a sidecar in the same pod.
+	ImageDashboard = "127.0.0.1:8265"
+	// DefaultRayDashboardPort is Ray's dashboard port unless
+	// rayStartParams.dashboard-port says otherwise.
+	DefaultRayDashboardPort = 8265
+)
+
+// DefaultRequests and DefaultLimits are the sidecar's resources unless
+// WithResources says otherwise.
+var (
+	DefaultRequests = map[string]string{"cpu": "500m", "memory": "1Gi"}
+	DefaultLimits   = map[string]string{"cpu": "2", "memory": "4Gi"}
+)
+
+// Resolver pins an image reference to a digest (repo:tag@sha256:...).
+type Resolver interface {
+	Resolve(ctx context.Context, ref string) (string, error)
+}
+
+// Option configures Apply.
+type Option func(*config)
+
+type config struct {
+	image        string
+	repository   string
+	resolver     Resolver
+	name         string
+	port         int
+	secretName   string
+	secretKey    string
+	createSecret bool
+	random       io.Reader
+	requests     map[string]string
+	limits       map[string]string
+	dashboard    string
+	pullSecret   string
+	helmValues   bool
+}
+
+func newConfig(opts []Option) *config {
+	c := &config{
+		repository: DefaultRepository, name: DefaultName, port: DefaultPort,
+		secretName: DefaultSecretName, secretKey: DefaultSecretKey, random: rand.Reader,
+		requests: DefaultRequests, limits: DefaultLimits,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// WithImage sets the sidecar image instead of the published image for the
+// manifest's Ray version.
+func WithImage(ref string) Option { return func(c *config) { c.image = ref } }
+
+// WithRepository sets the repository the default image is taken from
+// (default DefaultRepository); the tag is still the Ray line tag.
+func WithRepository(repo string) Option { return func(c *config) { c.repository = repo } }
+
+// WithResolver pins the image to a digest with r. When r fails, the image
+// stays as it is and the failure is a warning.
+func WithResolver(r Resolver) Option { return func(c *config) { c.resolver = r } }
+
+// WithName sets the sidecar container's name (default code-server).
+func WithName(name string) Option { return func(c *config) { c.name = name } }
+
+// WithPort sets the sidecar's port (default 8443).
+func WithPort(port int) Option { return func(c *config) { c.port = port } }
+
+// WithPasswordSecret names the Secret and key the code-server PASSWORD is
+// read from (default code-server-password, password).
+func WithPasswordSecret(name, key string) Option {
+	return func(c *config) { c.secretName, c.secretKey = name, key }
+}
+
+// WithCreateSecret adds a Secret document with a random password, once per
+// namespace of the injected manifests, unless the input already has a
+// Secret of that name there.
+func WithCreateSecret() Option { return func(c *config) { c.createSecret = true } }
+
+// WithRandom sets where passwords come from (default crypto/rand).
+func WithRandom(r io.Reader) Option { return func(c *config) { c.random = r } }
+
+// WithResources sets the sidecar's requests and limits ("cpu", "memory",
+// ...: Kubernetes quantities). A nil map keeps the default.
+func WithResources(requests, limits map[string]string) Option {
+	return func(c *config) {
+		if requests != nil {
+			c.requests = requests
+		}
+		if limits != nil {
+			c.limits = limits
+		}
+	}
+}
+
+// WithDashboard sets the dashboard address (host:port) written into the
+// debugger settings. Default: 127.0.0.1 and the head's dashboard-port.
+func WithDashboard(addr string) Option { return func(c *config) { c.dashboard = addr } }
+
+// WithImagePullSecret adds a Secret of that name to the head pod's
+// imagePullSecrets (a private registry).
+func WithImagePullSecret(name string) Option { return func(c *config) { c.pullSecret = name } }
+
+// WithHelmValues reads and writes a values file of KubeRay's ray-cluster
+// Helm chart (head.sidecarContainers, head.volumes, head.volumeMounts)
+// instead of Kubernetes manifests.
+func WithHelmValues() Option { return func(c *config) { c.helmValues = true } }
+
+// ErrInvalidOption wraps every error about an option's value.
+var ErrInvalidOption = errors.New("invalid option")
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+var secretKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+
+func (c *config) validate() error {
+	if err := c.check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return nil
+}
+
+func (c *config) check() error {
+	switch {
+	case len(c.name) > 63 || !dnsLabel.MatchString(c.name):
+		return fmt.Errorf("sidecar name %q: expected a DNS label (lower case letters, digits and '-', at most 63)", c.name)
+	case c.port < 1 || c.port > 65535:
+		return fmt.Errorf("port %d: expected 1-65535", c.port)
+	case len(c.secretName) > 253 || !dnsLabel.MatchString(c.secretName):
+		return fmt.Errorf("password secret name %q: expected a DNS label", c.secretName)
+	case !secretKeyRE.MatchString(c.secretKey):
+		return fmt.Errorf("password secret key %q: expected letters, digits, '-', '_' or '.'", c.secretKey)
+	case c.pullSecret != "" && !dnsLabel.MatchString(c.pullSecret):
+		return fmt.Errorf("image pull secret %q: expected a DNS label", c.pullSecret)
+	case c.helmValues && c.createSecret:
+		return fmt.Errorf("a Secret cannot be created in a Helm values file: create it with kubectl create secret generic %s --from-literal=%s=...", c.secretName, c.secretKey)
+	}
+	for what, m := range map[string]map[string]string{"requests": c.requests, "limits": c.limits} {
+		for _, k := range sortedKeys(m) {
+			if _, err := resource.ParseQuantity(m[k]); err != nil {
+				return fmt.Errorf("%s %s=%q: expected a Kubernetes quantity (500m, 2, 1Gi): %w", what, k, m[k], err)
+			}
+		}
+	}
+	if c.dashboard != "" {
+		host, port, err := net.SplitHostPort(c.dashboard)
+		if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
+			return fmt.Errorf("dashboard %q: expected host:port, e.g. 127.0.0.1:8265", c.dashboard)
+		}
+	}
+	return nil
+}

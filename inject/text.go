@@ -1,0 +1,405 @@
+package inject
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Marker ends the first line of everything inject adds: an item of a
+// sequence, a mapping key, or a whole document. Remove deletes exactly what
+// carries it.
+const Marker = "# added by imagectl inject"
+
+// replacedPrefix starts the comment line that keeps a line inject rewrote
+// (an empty flow sequence "key: []" turned into a block sequence): Remove
+// puts the kept line back.
+const replacedPrefix = "# imagectl inject replaced: "
+
+// separatorLine is the document separator inject writes before the first
+// original document when it adds a document in front of it.
+const separatorLine = "--- " + Marker
+
+var docStart = regexp.MustCompile(`^---(\s.*)?$`)
+
+// splitDocuments splits a YAML stream into documents at "---" lines; each
+// chunk keeps its separator line, so joining the chunks gives the input.
+func splitDocuments(data []byte) [][]byte {
+	var chunks [][]byte
+	start := 0
+	for off := 0; off < len(data); {
+		end := bytes.IndexByte(data[off:], '\n')
+		next := len(data)
+		if end >= 0 {
+			next = off + end + 1
+		}
+		line := strings.TrimRight(string(data[off:next]), "\r\n")
+		if off > start && docStart.MatchString(line) {
+			chunks = append(chunks, data[start:off])
+			start = off
+		}
+		off = next
+	}
+	if start < len(data) || len(chunks) == 0 {
+		chunks = append(chunks, data[start:])
+	}
+	return chunks
+}
+
+// text is one document as lines, with the edits to make to it.
+type text struct {
+	lines    []string // without the line ending
+	eol      string   // "\n" or "\r\n"
+	finalEOL bool     // the last line ends with eol
+	// edits, applied together by render
+	deleted  map[int]bool
+	replaced map[int]string
+	inserts  map[int][]string // lines inserted after line i (-1: before the first)
+}
+
+func newText(chunk []byte) *text {
+	s := string(chunk)
+	t := &text{eol: "\n", deleted: map[int]bool{}, replaced: map[int]string{}, inserts: map[int][]string{}}
+	if strings.Contains(s, "\r\n") {
+		t.eol = "\r\n"
+	}
+	t.finalEOL = strings.HasSuffix(s, "\n")
+	s = strings.TrimSuffix(s, "\n")
+	if s == "" && !t.finalEOL {
+		return t
+	}
+	for _, l := range strings.Split(s, "\n") {
+		t.lines = append(t.lines, strings.TrimSuffix(l, "\r"))
+	}
+	return t
+}
+
+func (t *text) changed() bool {
+	return len(t.deleted)+len(t.replaced)+len(t.inserts) > 0
+}
+
+// render applies the edits.
+func (t *text) render() []byte {
+	var b strings.Builder
+	var out []string
+	out = append(out, t.inserts[-1]...)
+	for i, l := range t.lines {
+		switch r, ok := t.replaced[i]; {
+		case ok:
+			out = append(out, r)
+		case !t.deleted[i]:
+			out = append(out, l)
+		}
+		out = append(out, t.inserts[i]...)
+	}
+	for i, l := range out {
+		b.WriteString(l)
+		if i < len(out)-1 || t.finalEOL {
+			b.WriteString(t.eol)
+		}
+	}
+	return []byte(b.String())
+}
+
+// insertAfter inserts lines after line i (0-based); several inserts after
+// the same line keep the order they were made in.
+func (t *text) insertAfter(i int, lines ...string) {
+	t.inserts[i] = append(t.inserts[i], lines...)
+}
+
+func indentOf(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
+
+func isBlankOrComment(l string) bool {
+	s := strings.TrimSpace(l)
+	return s == "" || strings.HasPrefix(s, "#")
+}
+
+func hasMarker(l string) bool { return strings.HasSuffix(strings.TrimRight(l, " \t"), Marker) }
+
+// lastLine is the index of the last line that belongs to the block that
+// starts on line start (0-based) and whose continuation lines are indented
+// more than indent; with dashes, lines at indent starting with "-" belong
+// too (the items of a sequence whose dashes sit at indent). Comment lines at
+// or left of indent, and blank lines, belong only between content lines.
+func (t *text) lastLine(start, indent int, dashes bool) int {
+	last := start
+	for i := start + 1; i < len(t.lines); i++ {
+		l := t.lines[i]
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		in := indentOf(l)
+		s := strings.TrimSpace(l)
+		if in == 0 && (s == "..." || docStart.MatchString(s)) {
+			break // the document ends
+		}
+		if strings.HasPrefix(s, "#") {
+			if in > indent {
+				last = i
+			}
+			continue
+		}
+		if in > indent || (dashes && in == indent && (s == "-" || strings.HasPrefix(s, "- "))) {
+			last = i
+			continue
+		}
+		break
+	}
+	return last
+}
+
+// nodeEnd is the last line of a block collection node.
+func (t *text) nodeEnd(n *yaml.Node) int {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		if n.Style&yaml.FlowStyle != 0 {
+			return n.Line - 1
+		}
+		return t.lastLine(n.Line-1, n.Column-1, true)
+	case yaml.MappingNode:
+		if n.Style&yaml.FlowStyle != 0 {
+			return n.Line - 1
+		}
+		// Keys sit at Column-1; the first line may start with "- ".
+		return t.lastLine(n.Line-1, n.Column-2, false)
+	}
+	return n.Line - 1
+}
+
+// pairRange is the lines of the key k (at its column) and its value.
+func (t *text) pairRange(k, v *yaml.Node) (int, int) {
+	start := k.Line - 1
+	in := k.Column - 1
+	dashes := v.Kind == yaml.SequenceNode && v.Column == k.Column && v.Style&yaml.FlowStyle == 0
+	return start, t.lastLine(start, in, dashes)
+}
+
+// itemRange is the lines of the sequence item n of seq.
+func (t *text) itemRange(seq, n *yaml.Node) (int, int) {
+	start := n.Line - 1
+	for start > seq.Line-1 && !strings.HasPrefix(strings.TrimSpace(t.lines[start]), "-") {
+		start--
+	}
+	return start, t.lastLine(start, seq.Column-1, false)
+}
+
+// removeMarked deletes every sequence item, mapping pair and replaced line
+// marked by inject under n, and reports whether it found any.
+func (t *text) removeMarked(n *yaml.Node) bool {
+	found := false
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			found = t.removeMarked(c) || found
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if n.Style&yaml.FlowStyle == 0 && hasMarker(t.lines[k.Line-1]) {
+				from, to := t.pairRange(k, v)
+				t.deleteLines(from, to)
+				// A key written in place of "key: []" gets its line back.
+				if p := from - 1; p >= 0 {
+					kept := strings.TrimSpace(t.lines[p])
+					if rest, ok := strings.CutPrefix(kept, replacedPrefix); ok && indentOf(t.lines[p]) == k.Column-1 {
+						t.replaced[p] = t.lines[p][:indentOf(t.lines[p])] + rest
+					}
+				}
+				found = true
+				continue
+			}
+			found = t.removeMarked(v) || found
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			if n.Style&yaml.FlowStyle == 0 {
+				from, to := t.itemRange(n, c)
+				if hasMarker(t.lines[from]) {
+					t.deleteLines(from, to)
+					found = true
+					continue
+				}
+			}
+			found = t.removeMarked(c) || found
+		}
+	}
+	return found
+}
+
+func (t *text) deleteLines(from, to int) {
+	for i := from; i <= to; i++ {
+		t.deleted[i] = true
+	}
+}
+
+// style is how a document lays out block collections.
+type style struct {
+	step    int  // spaces per nesting level of mappings
+	compact bool // sequences under a key start at the key's column
+}
+
+// detectStyle reads the layout from a key whose value is a block sequence
+// of mappings (containers, volumes, ...), else uses 2 and compact.
+func detectStyle(root *yaml.Node) style {
+	st := style{step: 2, compact: true}
+	var found bool
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if found {
+			return
+		}
+		if n.Kind == yaml.MappingNode && n.Style&yaml.FlowStyle == 0 {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle == 0 && len(v.Content) > 0 && v.Line > k.Line {
+					it := v.Content[0]
+					if it.Kind == yaml.MappingNode && it.Style&yaml.FlowStyle == 0 && it.Column > v.Column {
+						st.compact = v.Column == k.Column
+						st.step = it.Column - v.Column
+						if st.step < 2 {
+							st.step = 2
+						}
+						found = true
+						return
+					}
+				}
+				if v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle == 0 && v.Line > k.Line && v.Column > k.Column && len(v.Content) > 0 {
+					st.step = v.Column - k.Column
+				}
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(root)
+	return st
+}
+
+// item is a value inject writes: an ordered mapping, a list or a scalar.
+type item struct {
+	kv     []kv
+	list   []item
+	scalar any
+	isList bool
+	isMap  bool
+}
+
+type kv struct {
+	k string
+	v item
+}
+
+func mapOf(pairs ...kv) item      { return item{kv: pairs, isMap: true} }
+func listOf(items ...item) item   { return item{list: items, isList: true} }
+func scalar(v any) item           { return item{scalar: v} }
+func pair(k string, v any) kv     { return kv{k, toItem(v)} }
+func emptyMap() item              { return item{isMap: true} }
+func (i item) empty() bool        { return (i.isMap && len(i.kv) == 0) || (i.isList && len(i.list) == 0) }
+func (i item) get(k string) *item { return i.lookup(k) }
+
+func (i item) lookup(k string) *item {
+	for j := range i.kv {
+		if i.kv[j].k == k {
+			return &i.kv[j].v
+		}
+	}
+	return nil
+}
+
+func toItem(v any) item {
+	if it, ok := v.(item); ok {
+		return it
+	}
+	return scalar(v)
+}
+
+// scalarText renders a scalar as yaml.v3 would (quoted where needed).
+func scalarText(v any) string {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("inject: marshalling %v: %v", v, err))
+	}
+	return strings.TrimSuffix(string(b), "\n")
+}
+
+// emitValue renders "key: value" lines for a mapping entry at indent.
+func (st style) emitPair(indent int, p kv, comment string) []string {
+	pad := strings.Repeat(" ", indent)
+	c := ""
+	if comment != "" {
+		c = " " + comment
+	}
+	switch {
+	case p.v.empty() && p.v.isMap:
+		return []string{pad + p.k + ": {}" + c}
+	case p.v.empty() && p.v.isList:
+		return []string{pad + p.k + ": []" + c}
+	case p.v.isMap:
+		return append([]string{pad + p.k + ":" + c}, st.emitMap(indent+st.step, p.v)...)
+	case p.v.isList:
+		in := indent
+		if !st.compact {
+			in += st.step
+		}
+		return append([]string{pad + p.k + ":" + c}, st.emitList(in, p.v, "")...)
+	}
+	return []string{pad + p.k + ": " + scalarText(p.v.scalar) + c}
+}
+
+func (st style) emitMap(indent int, m item) []string {
+	var out []string
+	for _, p := range m.kv {
+		out = append(out, st.emitPair(indent, p, "")...)
+	}
+	return out
+}
+
+// emitList renders the items of a list with their dashes at indent; the
+// first line of the first item gets comment.
+func (st style) emitList(indent int, l item, comment string) []string {
+	var out []string
+	for n, it := range l.list {
+		c := ""
+		if n == 0 && comment != "" {
+			c = " " + comment
+		}
+		out = append(out, st.emitItem(indent, it, c)...)
+	}
+	return out
+}
+
+// emitItem renders one sequence item with its dash at indent; comment (with
+// its leading space) ends its first line.
+func (st style) emitItem(indent int, it item, comment string) []string {
+	pad := strings.Repeat(" ", indent)
+	switch {
+	case it.isMap && !it.empty():
+		lines := st.emitMap(indent+st.step, it)
+		lines[0] = pad + "-" + strings.Repeat(" ", st.step-1) + strings.TrimLeft(lines[0], " ")
+		// The comment goes on the first line, after a scalar or a key.
+		lines[0] += comment
+		return lines
+	case it.isList && !it.empty():
+		return append([]string{pad + "-" + comment}, st.emitList(indent+st.step, it, "")...)
+	case it.isMap:
+		return []string{pad + "- {}" + comment}
+	case it.isList:
+		return []string{pad + "- []" + comment}
+	}
+	return []string{pad + "- " + scalarText(it.scalar) + comment}
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,194 @@
+package inject
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MinDebugpy is the debugpy the Ray debugger needs in the worker.
+const MinDebugpy = "1.8.0"
+
+// ImagesWithoutDebugpy are Ray image repositories known not to ship
+// debugpy: Ray's own images install ray[all] without it, so a task's
+// breakpoint() logs "Module 'debugpy>=1.8.0' cannot be loaded" and does not
+// pause unless the runtime env adds it.
+var ImagesWithoutDebugpy = []string{"rayproject/ray", "rayproject/ray-ml"}
+
+// checkDebugger reports what keeps the debugger from pausing tasks.
+func (c *config) checkDebugger(root *yaml.Node, kind string, s *site, warn func(string, ...any)) {
+	checkEnv := func(env *yaml.Node, where string) {
+		if env == nil || env.Kind != yaml.SequenceNode {
+			return
+		}
+		for _, e := range env.Content {
+			if scalarAt(e, "name") == "RAY_DEBUG" {
+				if v, ok := rayDebugProblem(scalarAt(e, "value")); ok {
+					warn("%s sets RAY_DEBUG=%s: %s", where, scalarAt(e, "value"), v)
+				}
+			}
+		}
+	}
+	checkEnv(s.rayEnv, "the head's Ray container")
+	if !c.helmValues {
+		cluster := valueAt(root, "spec")
+		switch kind {
+		case "RayJob":
+			cluster = valueAt(root, "spec", "rayClusterSpec")
+		case "RayService":
+			cluster = valueAt(root, "spec", "rayClusterConfig")
+		}
+		if groups := valueAt(cluster, "workerGroupSpecs"); groups != nil {
+			for _, g := range groups.Content {
+				cs := valueAt(g, "template", "spec", "containers")
+				if cs != nil && cs.Kind == yaml.SequenceNode && len(cs.Content) > 0 {
+					checkEnv(valueAt(cs.Content[0], "env"), fmt.Sprintf("worker group %q's Ray container", scalarAt(g, "groupName")))
+				}
+			}
+		}
+	} else if groups := valueAt(root, "worker"); groups != nil {
+		checkEnv(valueAt(groups, "containerEnv"), "worker.containerEnv")
+	}
+	if kind != "RayJob" {
+		return
+	}
+	renv := map[string]any{}
+	if y := scalarAt(root, "spec", "runtimeEnvYAML"); y != "" {
+		if err := yaml.Unmarshal([]byte(y), &renv); err != nil {
+			warn("spec.runtimeEnvYAML is not valid YAML (%v): Ray will reject the job", err)
+			return
+		}
+	}
+	if env, ok := renv["env_vars"].(map[string]any); ok {
+		if v, ok := env["RAY_DEBUG"]; ok {
+			if p, bad := rayDebugProblem(fmt.Sprint(v)); bad {
+				warn("spec.runtimeEnvYAML sets RAY_DEBUG=%v: %s", v, p)
+			}
+		}
+	}
+	has, known := runtimeEnvHasDebugpy(renv)
+	if known && !has && imageWithoutDebugpy(s.rayImage) {
+		mode := scalarAt(root, "spec", "submissionMode")
+		hint := `add "debugpy>=` + MinDebugpy + `" to pip in spec.runtimeEnvYAML`
+		if mode == "InteractiveMode" {
+			hint = `submit with --runtime-env-json '{"pip":["debugpy>=` + MinDebugpy + `"]}'`
+		}
+		warn("the runtime env lacks debugpy>=%s and the Ray image %s does not ship it: breakpoint() will log \"Module 'debugpy>=%s' cannot be loaded\" and not pause; %s",
+			MinDebugpy, s.rayImage, MinDebugpy, hint)
+	}
+}
+
+// rayDebugProblem says what a RAY_DEBUG value does when it is not the
+// debugpy debugger ("" or "1").
+func rayDebugProblem(v string) (string, bool) {
+	switch strings.TrimSpace(v) {
+	case "", "1":
+		return "", false
+	case "legacy":
+		return "Ray uses the old pdb debugger (ray debug), and the Ray Distributed Debugger will list no paused task", true
+	}
+	return "breakpoint() does nothing, so no task pauses for the debugger", true
+}
+
+func imageWithoutDebugpy(ref string) bool {
+	repo := ref
+	if i := strings.Index(repo, "@"); i >= 0 {
+		repo = repo[:i]
+	}
+	if i := strings.LastIndex(repo, ":"); i >= 0 && !strings.Contains(repo[i:], "/") {
+		repo = repo[:i]
+	}
+	repo = strings.TrimPrefix(strings.TrimPrefix(repo, "docker.io/"), "index.docker.io/")
+	for _, r := range ImagesWithoutDebugpy {
+		if repo == r {
+			return true
+		}
+	}
+	return false
+}
+
+var requirementRE = regexp.MustCompile(`^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$`)
+
+// runtimeEnvHasDebugpy reports whether pip or uv in a runtime env install
+// a debugpy >= 1.8.0; known is false when it cannot tell (a conda env
+// given by name or file).
+func runtimeEnvHasDebugpy(renv map[string]any) (has, known bool) {
+	known = true
+	var reqs []string
+	collect := func(v any) {
+		switch v := v.(type) {
+		case []any:
+			for _, r := range v {
+				if s, ok := r.(string); ok {
+					reqs = append(reqs, s)
+				}
+			}
+		case map[string]any:
+			if p, ok := v["packages"].([]any); ok {
+				for _, r := range p {
+					if s, ok := r.(string); ok {
+						reqs = append(reqs, s)
+					}
+				}
+			}
+		case string:
+			// a requirements file: cannot tell
+			known = false
+		}
+	}
+	collect(renv["pip"])
+	collect(renv["uv"])
+	if conda, ok := renv["conda"]; ok {
+		m, isMap := conda.(map[string]any)
+		if !isMap {
+			known = false
+		} else if deps, ok := m["dependencies"].([]any); ok {
+			for _, d := range deps {
+				switch d := d.(type) {
+				case string:
+					reqs = append(reqs, strings.Replace(d, "=", "==", 1))
+				case map[string]any:
+					collect(d["pip"])
+				}
+			}
+		}
+	}
+	for _, r := range reqs {
+		m := requirementRE.FindStringSubmatch(r)
+		if m == nil || !strings.EqualFold(strings.ReplaceAll(m[1], "_", "-"), "debugpy") {
+			continue
+		}
+		if specAllowsNew(m[3]) {
+			return true, true
+		}
+	}
+	return false, known
+}
+
+var clauseRE = regexp.MustCompile(`^(==|<=|<|>=|>|~=|!=|===)\s*([0-9][0-9.]*)`)
+
+// specAllowsNew reports whether a version specifier admits a debugpy that
+// the Ray debugger accepts: not pinned or capped below 1.8.0.
+func specAllowsNew(spec string) bool {
+	spec, _, _ = strings.Cut(spec, ";")
+	for _, cl := range strings.Split(spec, ",") {
+		m := clauseRE.FindStringSubmatch(strings.TrimSpace(cl))
+		if m == nil {
+			continue
+		}
+		v := m[2] + strings.Repeat(".0", 2-min(2, strings.Count(m[2], ".")))
+		switch m[1] {
+		case "==", "===", "<=", "~=":
+			if olderThan(v, MinDebugpy) {
+				return false
+			}
+		case "<":
+			if !olderThan(MinDebugpy, v) {
+				return false
+			}
+		}
+	}
+	return true
+}

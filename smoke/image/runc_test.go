@@ -1,0 +1,281 @@
+package image
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// Integration tests with the real runc (and QEMU for arm64) on the
+// fixture images of fixture_test.go.
+
+func smokeLayout(t *testing.T, dir string, workDir string, platforms ...string) *Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	rep, err := Archive(ctx, dir, WithRuntime(NewRunc(WithRuncWorkDir(workDir))), WithWorkDir(workDir), WithPlatforms(platforms...),
+		WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))), WithBootTimeout(4*time.Minute), WithStepTimeout(4*time.Minute))
+	if err != nil {
+		t.Fatalf("Archive: %v", err)
+	}
+	var sb strings.Builder
+	rep.WriteText(&sb)
+	t.Logf("report:\n%s", sb.String())
+	assertClean(t, workDir)
+	return rep
+}
+
+// assertClean checks that nothing of a smoke is left: no runc container
+// of ours, nothing in the work directory, no mount below it.
+func assertClean(t *testing.T, workDir string) {
+	t.Helper()
+	out, err := exec.Command("runc", "list", "--quiet").Output()
+	if err != nil {
+		t.Fatalf("runc list: %v", err)
+	}
+	for _, id := range strings.Fields(string(out)) {
+		if strings.HasPrefix(id, "imagectl-smoke-") {
+			t.Errorf("runc container %s left behind", id)
+		}
+	}
+	entries, err := os.ReadDir(workDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("left behind in the work directory: %s", e.Name())
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(mi), workDir) {
+		t.Errorf("a mount below %s is left:\n%s", workDir, mi)
+	}
+}
+
+func line(t *testing.T, rep *Report, platform, check string) Line {
+	t.Helper()
+	for _, p := range rep.Platforms {
+		if p.Platform != platform {
+			continue
+		}
+		for _, l := range p.Lines {
+			if l.Check == check {
+				return l
+			}
+		}
+	}
+	t.Fatalf("no %s line for %s", check, platform)
+	return Line{}
+}
+
+func wantLine(t *testing.T, rep *Report, platform, check string, st Status, detail string) {
+	t.Helper()
+	l := line(t, rep, platform, check)
+	if l.Status != st {
+		t.Errorf("%s %s: status %s, want %s: %s", platform, check, l.Status, st, l.Detail)
+	}
+	if detail != "" && !regexp.MustCompile(detail).MatchString(l.Detail) {
+		t.Errorf("%s %s: detail %q does not match /%s/", platform, check, l.Detail, detail)
+	}
+}
+
+func TestRuncSmokeAmd64(t *testing.T) {
+	requireRunc(t, "amd64")
+	set := fixtureSet(t, "amd64")
+	img := fixtureImage(t, "amd64", set, fixtureOpts{})
+	rep := smokeLayout(t, writeLayout(t, img), t.TempDir())
+	wantLine(t, rep, "linux/amd64", CheckPython, Pass, `python3 on the image's PATH is /opt/imagectl/python/bin/python3 -> /usr/bin/python3\.11 \(Python 3\.11\.\d+, x86_64\); debugpy .* and ray 2\.46\.0 import from /opt/imagectl/python/lib/python3\.11/site-packages at the locked versions; 3 distributions, 1 ELF files all x86-64, 1 shared objects load`)
+	wantLine(t, rep, "linux/amd64", CheckDebugger, Pass, `stopped \(\w+\) in smoke_target at /\.imagectl-smoke/breakpoint\.py:17 \(the line after breakpoint\(\)\), continued; the script printed IMAGECTL-SMOKE-RESULT 49 and exited 0`)
+	need(t, line(t, rep, "linux/amd64", CheckCodeServer).Status != Skip,
+		"no code-server in the amd64 stand-in: run hack/deps.d/20-node.sh and 35-base-images.sh")
+	wantLine(t, rep, "linux/amd64", CheckCodeServer, Pass, `the entrypoint \["/init"\] started code-server, which answered http://127\.0\.0\.1:8443/healthz \(status \w+\); --list-extensions --show-versions as user abc equals the lock \(imagectl-test\.hello@1\.0\.0\)`)
+	if !rep.OK || rep.Err() != nil {
+		t.Errorf("report not OK: %v", rep.Err())
+	}
+}
+
+func TestRuncSmokeArm64(t *testing.T) {
+	requireRunc(t, "arm64")
+	set := fixtureSet(t, "arm64")
+	img := fixtureImage(t, "arm64", set, fixtureOpts{})
+	rep := smokeLayout(t, writeLayout(t, img), t.TempDir())
+	wantLine(t, rep, "linux/arm64", CheckPython, Pass, `\(Python 3\.11\.\d+, aarch64\); .* 1 ELF files all AArch64, 1 shared objects load`)
+	wantLine(t, rep, "linux/arm64", CheckDebugger, Pass, `in smoke_target at /\.imagectl-smoke/breakpoint\.py:17 \(the line after breakpoint\(\)\), continued`)
+	wantLine(t, rep, "linux/arm64", CheckCodeServer, Skip, `the image has no /app/code-server/bin/code-server`)
+	if rep.Err() != nil {
+		t.Errorf("report not OK: %v", rep.Err())
+	}
+}
+
+// The deliberately broken images fail with a clear line: an amd64 wheel's
+// compiled module inside the arm64 image, a PATH that misses the
+// interpreter, settings without the interpreter path.
+func TestRuncSmokeBroken(t *testing.T) {
+	requireRunc(t, "arm64")
+	requireRunc(t, "amd64")
+	set := fixtureSet(t, "amd64", "arm64")
+	wrongArch := fixtureImage(t, "arm64", set, fixtureOpts{soArch: "amd64"})
+	noPath := fixtureImage(t, "amd64", set, fixtureOpts{path: DefaultPath})
+	rep := smokeLayout(t, writeLayout(t, noPath, wrongArch), t.TempDir())
+	wantLine(t, rep, "linux/arm64", CheckPython, Fail, `compiled modules on linux/arm64: ray/_fixture/_json\.cpython-311-x86_64-linux-gnu\.so \(ray\) is x86-64 code, want AArch64`)
+	wantLine(t, rep, "linux/arm64", CheckDebugger, Pass, "")
+	wantLine(t, rep, "linux/amd64", CheckPython, Fail, `^python3 on the image's PATH \(/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\) is /usr/bin/python3, not the image's interpreter /opt/imagectl/python/bin/python3$`)
+	// Only the interpreter on PATH is wrong: the rest of the image works.
+	wantLine(t, rep, "linux/amd64", CheckDebugger, Pass, "")
+	if l := line(t, rep, "linux/amd64", CheckCodeServer); l.Status != Skip {
+		wantLine(t, rep, "linux/amd64", CheckCodeServer, Pass, "")
+	}
+	if rep.OK || rep.Err() == nil {
+		t.Error("the report of broken images is OK")
+	}
+}
+
+// A PATH without any python3 fails the python line with the runtime's
+// message, and (the stand-in's entrypoint needs bash from PATH) the
+// code-server line says the entrypoint exited.
+func TestRuncSmokeNoPython(t *testing.T) {
+	requireRunc(t, "amd64")
+	set := fixtureSet(t, "amd64")
+	rep := smokeLayout(t, writeLayout(t, fixtureImage(t, "amd64", set, fixtureOpts{path: "/usr/local/bin"})), t.TempDir())
+	wantLine(t, rep, "linux/amd64", CheckPython, Fail, `^python3 does not start with the image's environment \(PATH=/usr/local/bin\): .*executable file not found`)
+	wantLine(t, rep, "linux/amd64", CheckDebugger, Fail, `executable file not found`)
+	if l := line(t, rep, "linux/amd64", CheckCodeServer); l.Status != Skip {
+		wantLine(t, rep, "linux/amd64", CheckCodeServer, Fail, `the entrypoint \["/init"\] exited before code-server answered http://127\.0\.0\.1:8443/healthz; its output: .*bash: not found`)
+	}
+}
+
+func TestRuncSmokeNoInterpreterSetting(t *testing.T) {
+	requireRunc(t, "amd64")
+	set := fixtureSet(t, "amd64")
+	rep := smokeLayout(t, writeLayout(t, fixtureImage(t, "amd64", set, fixtureOpts{noInterpreterSetting: true})), t.TempDir())
+	wantLine(t, rep, "linux/amd64", CheckPython, Pass, "")
+	need(t, line(t, rep, "linux/amd64", CheckCodeServer).Status != Skip, "no code-server in the amd64 stand-in: run hack/deps.d/20-node.sh")
+	wantLine(t, rep, "linux/amd64", CheckCodeServer, Fail, `^/config/data/User/settings\.json has no python\.defaultInterpreterPath$`)
+}
+
+// A cancelled smoke (what SIGINT does through the command's context)
+// leaves nothing behind, wherever it stops.
+func TestRuncSmokeCancelCleansUp(t *testing.T) {
+	requireRunc(t, "amd64")
+	set := fixtureSet(t, "amd64")
+	dir := writeLayout(t, fixtureImage(t, "amd64", set, fixtureOpts{}))
+	for _, after := range []string{"create", "exec"} {
+		t.Run(after, func(t *testing.T) {
+			work := t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			rt := &cancelRuntime{Runtime: NewRunc(WithRuncWorkDir(work)), after: after, cancel: cancel}
+			rep, err := Archive(ctx, dir, WithRuntime(rt), WithWorkDir(work))
+			if err == nil {
+				t.Fatalf("cancelled smoke returned no error: %+v", rep)
+			}
+			if !rt.fired {
+				t.Fatal("the cancel point was never reached")
+			}
+			assertClean(t, work)
+		})
+	}
+}
+
+// cancelRuntime cancels the context once the container exists ("create")
+// or during the first exec ("exec").
+type cancelRuntime struct {
+	Runtime
+	after  string
+	cancel context.CancelFunc
+	fired  bool
+}
+
+func (r *cancelRuntime) Create(ctx context.Context, p *Platform, s Spec) (Container, error) {
+	c, err := r.Runtime.Create(ctx, p, s)
+	if err != nil {
+		return nil, err
+	}
+	if r.after == "create" {
+		r.fired = true
+		r.cancel()
+	}
+	return &cancelContainer{Container: c, r: r}, nil
+}
+
+type cancelContainer struct {
+	Container
+	r *cancelRuntime
+}
+
+func (c *cancelContainer) Exec(ctx context.Context, p Process) (*Result, error) {
+	if c.r.after == "exec" && !c.r.fired {
+		c.r.fired = true
+		go func() { time.Sleep(500 * time.Millisecond); c.r.cancel() }()
+	}
+	return c.Container.Exec(ctx, p)
+}
+
+// Keep the compiler honest about the fixture helpers' types.
+var _ v1.Layer = (*fileLayer)(nil)
+
+func TestMain(m *testing.M) {
+	// Integration tests unpack hundreds of MB; keep them out of a small /tmp.
+	if d := os.Getenv("IMAGECTL_SMOKE_WORKDIR"); d != "" {
+		os.Setenv("TMPDIR", filepath.Clean(d))
+	}
+	os.Exit(m.Run())
+}
+
+// SIGINT to `imagectl smoke image` while a container runs leaves nothing
+// behind: the command's context is cancelled and cleanup runs without it.
+func TestSmokeImageCommandSIGINTCleansUp(t *testing.T) {
+	requireRunc(t, "amd64")
+	set := fixtureSet(t, "amd64")
+	dir := writeLayout(t, fixtureImage(t, "amd64", set, fixtureOpts{}))
+	bin := filepath.Join(t.TempDir(), "imagectl")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/imagectl").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v: %s", err, out)
+	}
+	work := t.TempDir()
+	cmd := exec.Command(bin, "smoke", "image", "--archive", dir, "--runtime", "runc", "--work-dir", work)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the container exists.
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		ids, _ := exec.Command("runc", "list", "--quiet").Output()
+		if strings.Contains(string(ids), "imagectl-smoke-amd64-") {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no container appeared: %s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("interrupted smoke exited 0: %s", out.String())
+		}
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("smoke did not exit within 2m of SIGINT: %s", out.String())
+	}
+	t.Logf("output after SIGINT:\n%s", out.String())
+	assertClean(t, work)
+}
