@@ -548,8 +548,10 @@ python3 tests/e2e/mkwheels.py "$lockidx" # the original bytes again
   --progress plain --output json >"$work/lock-promote.json" 2>"$work/lock-promote.err" \
   || { tail -n 40 "$work/lock-promote.err" >&2; fail "imagectl release (promote the locked image)"; }
 python3 tests/e2e/mkwheels.py --add aiosignal==1.3.2 "$lockidx"
+# refresh rewrites the snapshot in place (it keeps the extension file pins
+# of the catalog it replaces); a copy keeps cfg-lock as it was.
 mkdir -p "$work/cfg-lock2"
-cp "$work/cfg-lock/matrix.yaml" "$work/cfg-lock2/matrix.yaml"
+cp "$work/cfg-lock/matrix.yaml" "$work/cfg-lock/catalog.json" "$work/cfg-lock2/"
 refresh "$work/cfg-lock2"
 "$imagectl" --matrix "$work/cfg-lock2/matrix.yaml" plan --output json >"$work/plan-pybump.json" 2>"$work/plan-pybump.err" \
   || { cat "$work/plan-pybump.err" >&2; fail "imagectl plan after the transitive bump"; }
