@@ -2,9 +2,11 @@ package sbom
 
 import (
 	"bytes"
+
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/CycloneDX/cyclonedx-go"
 	"io"
 	"path"
 	"slices"
@@ -17,8 +19,8 @@ import (
 	"github.com/anchore/syft/syft/cataloging"
 	"github.com/anchore/syft/syft/cataloging/pkgcataloging"
 	syftfile "github.com/anchore/syft/syft/file"
+	"github.com/anchore/syft/syft/format/common/cyclonedxhelpers"
 	"github.com/anchore/syft/syft/format/common/spdxhelpers"
-	"github.com/anchore/syft/syft/format/cyclonedxjson"
 	"github.com/anchore/syft/syft/pkg"
 	syftsbom "github.com/anchore/syft/syft/sbom"
 	"github.com/anchore/syft/syft/source"
@@ -141,12 +143,8 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 		}
 		res.PredicateType = PredicateSPDX
 	case FormatCycloneDX:
-		enc, err := cyclonedxjson.NewFormatEncoderWithConfig(cyclonedxjson.DefaultEncoderConfig())
-		if err != nil {
+		if err := writeCycloneDX(&buf, s, o); err != nil {
 			return nil, err
-		}
-		if err := enc.Encode(&buf, *s); err != nil {
-			return nil, fmt.Errorf("encoding CycloneDX: %w", err)
 		}
 		res.PredicateType = PredicateCycloneDX
 	}
@@ -171,10 +169,7 @@ func writeSPDX(w io.Writer, s *syftsbom.SBOM, o Options, digest string) error {
 	}
 	doc.CreationInfo.Created = created.Format(time.RFC3339)
 	doc.DocumentNamespace = "https://imagectl.dev/spdx/" + strings.NewReplacer("/", "-", ":", "-").Replace(o.Name) + "/" + strings.ReplaceAll(o.Platform, "/", "-") + "/" + strings.TrimPrefix(digest, "sha256:")
-	files := map[string]resolve.File{}
-	for _, e := range o.Extensions {
-		files[strings.ToLower(e.ID)+"@"+e.Version] = e.Files[o.Platform]
-	}
+	files := extensionFiles(o)
 	for _, p := range doc.Packages {
 		if !isExtensionPackage(p) {
 			continue
@@ -192,6 +187,61 @@ func writeSPDX(w io.Writer, s *syftsbom.SBOM, o Options, digest string) error {
 		p.PackageComment = "VS Code extension installed under " + ExtensionsDir + " from the VSIX of target platform " + f.TargetPlatform
 	}
 	return spdxjson.Write(doc, w)
+}
+
+// writeCycloneDX encodes s as CycloneDX JSON (syft's default spec
+// version) with the VSIX sha256 of each extension as a component hash.
+func writeCycloneDX(w io.Writer, s *syftsbom.SBOM, o Options) error {
+	bom := cyclonedxhelpers.ToFormatModel(*s)
+	if bom == nil {
+		return fmt.Errorf("converting the SBOM to CycloneDX")
+	}
+	if bom.Metadata != nil {
+		created := o.Created.UTC()
+		if o.Created.IsZero() {
+			created = time.Unix(0, 0).UTC()
+		}
+		bom.Metadata.Timestamp = created.Format(time.RFC3339)
+	}
+	files := extensionFiles(o)
+	if bom.Components != nil {
+		for i, c := range *bom.Components {
+			if !strings.Contains(c.PackageURL, "type=vscode-extension") {
+				continue
+			}
+			f, ok := files[strings.ToLower(c.Name)+"@"+c.Version]
+			if !ok || f.SHA256 == "" {
+				continue
+			}
+			hashes := append([]cyclonedx.Hash(nil), derefHashes(c.Hashes)...)
+			hashes = append(hashes, cyclonedx.Hash{Algorithm: cyclonedx.HashAlgoSHA256, Value: f.SHA256})
+			(*bom.Components)[i].Hashes = &hashes
+		}
+	}
+	enc := cyclonedx.NewBOMEncoder(w, cyclonedx.BOMFileFormatJSON)
+	enc.SetPretty(true)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(bom); err != nil {
+		return fmt.Errorf("encoding CycloneDX: %w", err)
+	}
+	return nil
+}
+
+func derefHashes(h *[]cyclonedx.Hash) []cyclonedx.Hash {
+	if h == nil {
+		return nil
+	}
+	return *h
+}
+
+// extensionFiles maps "id@version" (id lower-cased) to the VSIX installed
+// on o.Platform.
+func extensionFiles(o Options) map[string]resolve.File {
+	files := map[string]resolve.File{}
+	for _, e := range o.Extensions {
+		files[strings.ToLower(e.ID)+"@"+e.Version] = e.Files[o.Platform]
+	}
+	return files
 }
 
 func isExtensionPackage(p *spdx.Package) bool {

@@ -233,6 +233,11 @@ func TestScanCycloneDX(t *testing.T) {
 			t.Errorf("CycloneDX components lack %s: %v", want, names)
 		}
 	}
+	for _, p := range pkgs {
+		if p.Name == "ms-python.python" && !slices.Equal(p.SHA256, []string{strings.Repeat("a", 64)}) {
+			t.Errorf("ms-python.python component hashes %v, want the arm64 VSIX sha256", p.SHA256)
+		}
+	}
 	if _, err := Scan(context.Background(), testImage(t), Options{Format: "xml"}); err == nil {
 		t.Error("format xml accepted")
 	}
