@@ -165,12 +165,14 @@ func (b *BuildKit) Build(ctx context.Context, spec Spec) (*PlatformResult, error
 	res := &PlatformResult{Platform: spec.Platform, Builder: addr, BuildPlatform: native}
 	ch := make(chan *client.SolveStatus)
 	rec := newRecorder()
+	logs := newLogTail()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for ss := range ch {
 			rec.add(ss)
+			logs.add(ss)
 			if spec.Status != nil {
 				spec.Status <- ss
 			}
@@ -184,6 +186,11 @@ func (b *BuildKit) Build(ctx context.Context, spec Spec) (*PlatformResult, error
 		err = cerr
 	}
 	if err != nil {
+		// A locked wheel that is not the locked bytes: pip's multi-line
+		// report becomes one line (distribution, platform, both hashes).
+		if herr := logs.hashMismatch(spec.Platform); herr != nil {
+			err = herr
+		}
 		return nil, fmt.Errorf("building %s on %s: %w", spec.Platform, addr, err)
 	}
 	res.Exported = resp.ExporterResponse["containerimage.digest"]

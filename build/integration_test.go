@@ -31,9 +31,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/moby/buildkit/client"
 
+	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/dockerfiles"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
 	"github.com/imagectl/imagectl/regauth"
+	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/upstream/pip"
 )
 
 // requireBuildKit returns a BuildKit for $BUILDKIT_HOST, or skips.
@@ -162,7 +165,7 @@ func TestBuildKitTwoPlatforms(t *testing.T) {
 	solve := func(cold bool) *Published {
 		var results []*PlatformResult
 		for _, p := range []string{"linux/amd64", "linux/arm64"} {
-			ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: rendered, Requirements: Requirements(set),
+			ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: rendered, Requirements: unlocked(set),
 				Layout: layout(t, p), Extensions: folders, Settings: []byte("{}\n"), Time: epoch})
 			if err != nil {
 				t.Fatal(err)
@@ -491,7 +494,7 @@ func TestBuildKitStandaloneRuntime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: rendered, Requirements: Requirements(set), Time: epoch})
+		ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: rendered, Requirements: unlocked(set), Time: epoch})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -647,5 +650,112 @@ func TestBuildKitPrepareThenPush(t *testing.T) {
 	repo, _ := name.NewRepository(spec.Repo)
 	if _, err := remote.Head(repo.Digest(r.Exported)); err != nil {
 		t.Errorf("the pushed %s is not in the registry: %v", r.Exported, err)
+	}
+}
+
+// unlocked is the requirements file of a set without a locked closure.
+func unlocked(set resolve.Set) []byte {
+	b, _ := Requirements(set, "linux/amd64")
+	return b
+}
+
+// TestBuildKitLockedWheels builds the arm64 wheels stage from a closure
+// locked with the machine's pip against the fixture index: the transitive
+// platform wheel is the aarch64 one; after a wheel is swapped in the index,
+// the build fails with one line naming it, the platform and both hashes.
+func TestBuildKitLockedWheels(t *testing.T) {
+	f := newFixture(t)
+	locker := pip.New(pip.WithTimeout(20*time.Second), pip.WithRetries(0))
+	_, err := locker.Check(context.Background())
+	need(t, "pip for python3 (locks the closure)", err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	srv := httptest.NewServer(http.FileServer(http.Dir(f.pyDir)))
+	defer srv.Close()
+	index := srv.URL + "/simple"
+
+	set := testSet()
+	set.Python, set.Debugpy = "3.11", "1.8.14"
+	const platform = "linux/arm64"
+	ds, err := locker.Lock(ctx, catalog.LockRequest{Requirements: []string{"ray[default]==2.46.0", "debugpy==1.8.14"}, Python: set.Python, Platform: platform, Index: index})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.PythonLocks = map[string][]resolve.PythonDist{}
+	var aiosignal resolve.PythonDist
+	for _, d := range ds {
+		pd := resolve.PythonDist{Name: d.Name, Version: d.Version, Filename: d.Filename, URL: d.URL, SHA256: d.SHA256}
+		set.PythonLocks[platform] = append(set.PythonLocks[platform], pd)
+		if d.Name == "aiosignal" {
+			aiosignal = pd
+		}
+	}
+	reqs, locked := Requirements(set, platform)
+	if !locked || aiosignal.SHA256 == "" {
+		t.Fatalf("no locked requirements (aiosignal %+v):\n%s", aiosignal, reqs)
+	}
+	rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: f.tools, PackageIndex: index, PythonRuntime: PythonRuntimeBase})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := pushImage(t, f.host+"/base", configLayer(t), platform)
+	repo, _ := name.NewRepository(f.host + "/locked")
+	epoch := time.Unix(1752537600, 0).UTC()
+	solve := func(reqs []byte) (*PlatformResult, error) {
+		ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: rendered, Requirements: reqs, Time: epoch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.b.Build(ctx, Spec{Platform: platform, Contexts: ctxs, SourceDateEpoch: epoch, Repo: repo.Name(), Push: true,
+			BuildArgs: map[string]string{"BASE_IMAGE": base, "PYTHON_VERSION": set.Python}})
+	}
+	r, err := solve(reqs)
+	if err != nil {
+		t.Fatalf("locked build: %v", err)
+	}
+	idx, err := remote.Index(repo.Digest(r.Exported))
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var img name.Digest
+	for _, m := range im.Manifests {
+		if m.Platform != nil && m.Platform.Architecture == "arm64" {
+			img = repo.Digest(m.Digest.String())
+		}
+	}
+	if arch := fileInImage(t, img, PythonSitePackages("3.11")[1:]+"/frozenlist/_fixture_arch.txt"); strings.TrimSpace(arch) != "aarch64" {
+		t.Errorf("the transitive platform wheel frozenlist is the %q one, want aarch64", arch)
+	}
+	fileInImage(t, img, PythonSitePackages("3.11")[1:]+"/aiosignal-1.3.1.dist-info/METADATA")
+
+	// The index now serves other bytes under aiosignal's locked name.
+	if out, err := exec.Command("python3", "../tests/e2e/mkwheels.py", "--swap", "aiosignal", f.pyDir).CombinedOutput(); err != nil {
+		t.Fatalf("mkwheels.py --swap: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(f.pyDir, "files", aiosignal.Filename))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	got := hex.EncodeToString(sum[:])
+	// Another comment line: the RUN step is not taken from the cache.
+	_, err = solve(append(append([]byte(nil), reqs...), "# after the swap\n"...))
+	var he *HashMismatchError
+	if !errors.As(err, &he) {
+		t.Fatalf("build after the swap: err = %v, want a HashMismatchError", err)
+	}
+	t.Logf("after the swap: %v", err)
+	msg := he.Error()
+	for _, want := range []string{"aiosignal 1.3.1 on linux/arm64", "locked sha256 " + aiosignal.SHA256, "served sha256 " + got} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("the error is more than one line: %q", err)
 	}
 }

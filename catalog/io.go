@@ -106,6 +106,7 @@ func Normalize(c *Catalog) {
 			}
 		}
 	}
+	normalizePythonLocks(c.PythonLocks)
 	slices.SortStableFunc(c.PythonRuntimes, func(a, b PythonRuntime) int { return ComparePythons(a.Python, b.Python) })
 	slices.SortStableFunc(c.Extensions, func(a, b ExtensionRecord) int {
 		if d := strings.Compare(strings.ToLower(a.ID), strings.ToLower(b.ID)); d != 0 {

@@ -21,6 +21,9 @@ type Catalog struct {
 	Ray            []PythonPackage   `json:"ray"`
 	Debugpy        []PythonPackage   `json:"debugpy"`
 	Extensions     []ExtensionRecord `json:"extensions"`
+	// PythonLocks are the complete Python closures imagectl matrix refresh
+	// locked with pip, one per (set, platform) of matrix list.
+	PythonLocks []PythonLock `json:"pythonLocks,omitempty"`
 }
 
 // CodeServer is one code-server release available as a base image.

@@ -121,6 +121,12 @@ func (v *validator) catalog(c *Catalog) {
 		}
 	}
 	seen = map[string]int{}
+	for i, l := range c.PythonLocks {
+		p := fmt.Sprintf("pythonLocks[%d]", i)
+		v.pythonLock(p, l)
+		v.duplicate(seen, l.Key().String(), p, "pythonLocks[%d] (the same ray, rayExtras, debugpy, python and platform)")
+	}
+	seen = map[string]int{}
 	for i, rec := range c.Extensions {
 		p := fmt.Sprintf("extensions[%d]", i)
 		if !extensionIDRE.MatchString(rec.ID) {

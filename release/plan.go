@@ -37,6 +37,7 @@ const (
 	KindToolsRebuilt  Kind = "tools image rebuilt"
 	KindExtensionBump Kind = "extension bump"
 	KindComponentBump Kind = "component bump"
+	KindPythonDep     Kind = "python dependency bump"
 	KindDefinition    Kind = "definition change"
 	KindInputs        Kind = "inputs digest differs"
 	KindFloatingStale Kind = "floating tag behind"
@@ -369,6 +370,7 @@ func diffSets(old, s resolve.Set) []Reason {
 	if old.Debugpy != s.Debugpy {
 		rs = append(rs, Reason{KindComponentBump, fmt.Sprintf("debugpy %s -> %s", old.Debugpy, s.Debugpy)})
 	}
+	rs = append(rs, diffPythonLocks(old, s)...)
 	oldExt := map[string]resolve.Extension{}
 	for _, e := range old.Extensions {
 		oldExt[strings.ToLower(e.ID)] = e

@@ -134,9 +134,15 @@ func resolveNormalized(cfg *matrix.Config, cat *catalog.Catalog, req Request) (S
 		return Set{}, ex, err
 	}
 
+	locks, err := r.pythonLocks(ray.Version, debugpy, python, ex)
+	if err != nil {
+		return Set{}, ex, err
+	}
+
 	set := Set{
 		ToolsImage:    r.toolsImage(ex),
 		PythonRuntime: r.pythonRuntime(python, ex),
+		PythonLocks:   locks,
 		CodeServer:    cs,
 		Ray:           ray.Version,
 		Python:        python,

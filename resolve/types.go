@@ -26,12 +26,29 @@ type Set struct {
 	// build.pythonRuntime is standalone; nil otherwise, or when the catalog
 	// has none (the explanation then says so and a build fails).
 	PythonRuntime *PythonRuntime `json:"pythonRuntime,omitempty"`
+	// PythonLocks is the complete Python closure of ray[RayExtras]==Ray and
+	// debugpy==Debugpy per OCI platform, as catalog.json locks it (imagectl
+	// matrix refresh, pip's own resolver), sorted by normalized name: what
+	// the build installs with pip install --no-deps --require-hashes. A
+	// platform without a lock is built unlocked (pip resolves the
+	// dependencies at build time); the explanation notes it and the build
+	// warns.
+	PythonLocks map[string][]PythonDist `json:"pythonLocks,omitempty"`
 	// Tags are publishing, not part of the lock: Resolve leaves them empty,
 	// because the versioned tag carries the inputs digest, which is known only
 	// once the image definition is rendered. RenderTags fills them (one per
 	// matrix.yaml tag template, in order) for build and release; they are
 	// never part of the inputs digest.
 	Tags []string `json:"tags,omitempty"`
+}
+
+// PythonDist is one locked wheel of a Python closure.
+type PythonDist struct {
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	Filename string `json:"filename"`
+	URL      string `json:"url"`
+	SHA256   string `json:"sha256"`
 }
 
 // PythonRuntime is one python-build-standalone runtime.

@@ -34,6 +34,9 @@ type SBOMInput struct {
 	Extensions  []SBOMExtension
 	// PythonPackages are pip-installed packages (ray, debugpy, their deps).
 	PythonPackages []SBOMPackage
+	// PythonByPlatform, when set, are the Python packages of each OCI
+	// platform (the locked closure), used instead of PythonPackages.
+	PythonByPlatform map[string][]SBOMPackage
 }
 
 // SBOMExtension is one VS Code extension and its file per platform.
@@ -55,10 +58,14 @@ type SBOMFile struct {
 type SBOMPackage struct {
 	Name    string
 	Version string
+	// URL and SHA256 are the wheel's, when locked.
+	URL    string
+	SHA256 string
 }
 
-// SBOMInputFromLock fills an SBOMInput from the resolved set (the lock);
-// Python packages are ray and debugpy. Add more with PythonPackages.
+// SBOMInputFromLock fills an SBOMInput from the resolved set (the lock):
+// the Python packages are each platform's locked closure, or ray and
+// debugpy when the set has none.
 func SBOMInputFromLock(set resolve.Set, imageName string, created time.Time) SBOMInput {
 	in := SBOMInput{
 		ImageName:   imageName,
@@ -76,6 +83,15 @@ func SBOMInputFromLock(set resolve.Set, imageName string, created time.Time) SBO
 	}
 	if len(set.Tags) > 0 {
 		in.ImageVersion = set.Tags[0]
+	}
+	if len(set.PythonLocks) > 0 {
+		in.PythonPackages = nil
+		in.PythonByPlatform = map[string][]SBOMPackage{}
+		for p, ds := range set.PythonLocks {
+			for _, d := range ds {
+				in.PythonByPlatform[p] = append(in.PythonByPlatform[p], SBOMPackage{Name: d.Name, Version: d.Version, URL: d.URL, SHA256: d.SHA256})
+			}
+		}
 	}
 	for _, e := range set.Extensions {
 		se := SBOMExtension{ID: e.ID, Version: e.Version, Files: map[string]SBOMFile{}}
@@ -232,9 +248,33 @@ func SPDX(in SBOMInput, platform string) ([]byte, error) {
 	if in.Python != "" {
 		add(spdxPackage{SPDXID: spdxID("python", in.Python), Name: "python", VersionInfo: in.Python, DownloadLocation: "NOASSERTION"}, "CONTAINS")
 	}
-	for _, pp := range in.PythonPackages {
-		add(spdxPackage{SPDXID: spdxID("pypi", pp.Name, pp.Version), Name: pp.Name, VersionInfo: pp.Version, DownloadLocation: "NOASSERTION",
-			ExternalRefs: []spdxExtRef{{Category: "PACKAGE-MANAGER", Type: "purl", Locator: "pkg:pypi/" + strings.ToLower(pp.Name) + "@" + pp.Version}}}, "CONTAINS")
+	pys := in.PythonPackages
+	if in.PythonByPlatform != nil {
+		// The closure of every platform the document covers; a wheel of
+		// another platform is another package (another sha256).
+		pys = nil
+		seen := map[string]bool{}
+		for _, p := range platforms {
+			for _, pp := range in.PythonByPlatform[p] {
+				k := pp.Name + "@" + pp.Version + "@" + pp.SHA256
+				if !seen[k] {
+					seen[k] = true
+					pys = append(pys, pp)
+				}
+			}
+		}
+	}
+	for _, pp := range pys {
+		id := spdxID("pypi", pp.Name, pp.Version)
+		if pp.SHA256 != "" {
+			id = spdxID("pypi", pp.Name, pp.Version, pp.SHA256[:12])
+		}
+		sp := spdxPackage{SPDXID: id, Name: pp.Name, VersionInfo: pp.Version, DownloadLocation: noassert(pp.URL),
+			ExternalRefs: []spdxExtRef{{Category: "PACKAGE-MANAGER", Type: "purl", Locator: "pkg:pypi/" + strings.ToLower(pp.Name) + "@" + pp.Version}}}
+		if pp.SHA256 != "" {
+			sp.Checksums = []spdxChecksum{{Algorithm: "SHA256", Value: pp.SHA256}}
+		}
+		add(sp, "CONTAINS")
 	}
 	for i := range pkgs {
 		pkgs[i].LicenseConcluded, pkgs[i].LicenseDeclared, pkgs[i].CopyrightText = "NOASSERTION", "NOASSERTION", "NOASSERTION"

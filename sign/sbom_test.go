@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -74,5 +76,61 @@ func TestAttestSBOMFileRejectsNonSBOM(t *testing.T) {
 	s, _, _ := newKey(t)
 	if _, err := sign.AttestSBOMFile(context.Background(), "127.0.0.1:1/x:y", s, []byte(`{"hello":"world"}`)); err == nil {
 		t.Error("AttestSBOMFile accepted a document that is neither SPDX nor CycloneDX")
+	}
+}
+
+// With a locked closure, each platform's SBOM lists that platform's wheels
+// (with sha256 and URL); the index's lists every platform's.
+func TestSPDXFromLockWithClosure(t *testing.T) {
+	set := testimage.Default().Lock()
+	wheel := func(name, version, file string, c byte) resolve.PythonDist {
+		return resolve.PythonDist{Name: name, Version: version, Filename: file, URL: "https://files.example/" + file, SHA256: strings.Repeat(string(c), 64)}
+	}
+	set.PythonLocks = map[string][]resolve.PythonDist{
+		"linux/amd64": {wheel("aiosignal", "1.3.1", "aiosignal-1.3.1-py3-none-any.whl", 'a'), wheel("frozenlist", "1.4.1", "frozenlist-1.4.1-cp312-cp312-manylinux2014_x86_64.whl", '1')},
+		"linux/arm64": {wheel("aiosignal", "1.3.1", "aiosignal-1.3.1-py3-none-any.whl", 'a'), wheel("frozenlist", "1.4.1", "frozenlist-1.4.1-cp312-cp312-manylinux2014_aarch64.whl", '2')},
+	}
+	in := sign.SBOMInputFromLock(set, "docker.io/example/code-server-ray", time.Unix(1748736000, 0))
+	pyPackages := func(platform string) []string {
+		t.Helper()
+		b, err := sign.SPDX(in, platform)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Packages []struct {
+				Name      string `json:"name"`
+				Version   string `json:"versionInfo"`
+				Download  string `json:"downloadLocation"`
+				Checksums []struct {
+					Value string `json:"checksumValue"`
+				} `json:"checksums"`
+				Refs []struct {
+					Locator string `json:"referenceLocator"`
+				} `json:"externalRefs"`
+			} `json:"packages"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range doc.Packages {
+			if len(p.Refs) == 0 || !strings.HasPrefix(p.Refs[0].Locator, "pkg:pypi/") {
+				continue
+			}
+			sum := ""
+			if len(p.Checksums) > 0 {
+				sum = p.Checksums[0].Value[:1]
+			}
+			out = append(out, p.Name+"@"+p.Version+" "+sum+" "+p.Download)
+		}
+		return out
+	}
+	want := []string{"aiosignal@1.3.1 a https://files.example/aiosignal-1.3.1-py3-none-any.whl", "frozenlist@1.4.1 2 https://files.example/frozenlist-1.4.1-cp312-cp312-manylinux2014_aarch64.whl"}
+	if diff := cmp.Diff(want, pyPackages("linux/arm64")); diff != "" {
+		t.Errorf("arm64 SBOM python packages (-want +got):\n%s", diff)
+	}
+	if got := pyPackages(""); len(got) != 3 {
+		t.Errorf("index SBOM python packages %v, want aiosignal once and frozenlist per platform", got)
 	}
 }

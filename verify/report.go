@@ -66,7 +66,10 @@ type Manifest struct {
 	Signatures int `json:"signatures"`
 	// SBOM and Provenance name where they were found ("cosign attestation
 	// <predicateType>", "buildkit attestation manifest sha256:...").
-	SBOM       string    `json:"sbom,omitempty"`
+	SBOM string `json:"sbom,omitempty"`
+	// SBOMLocked counts the locked Python distributions and extensions
+	// found in the SBOM with the locked version.
+	SBOMLocked int       `json:"sbomLocked,omitempty"`
 	Provenance string    `json:"provenance,omitempty"`
 	Contents   *Contents `json:"contents,omitempty"`
 }
@@ -157,6 +160,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  %-12s %s  signatures: %d", what, m.Digest, m.Signatures)
 		if m.SBOM != "" {
 			fmt.Fprintf(&b, "  sbom: %s", m.SBOM)
+			if m.SBOMLocked > 0 {
+				fmt.Fprintf(&b, " (%d locked packages listed)", m.SBOMLocked)
+			}
 		}
 		if m.Provenance != "" {
 			fmt.Fprintf(&b, "  provenance: %s", m.Provenance)

@@ -241,6 +241,8 @@ type verifier struct {
 	rep    *Report
 	root   name.Digest
 	claims *repositoryClaims
+	// sbomDocs are the verified SBOM documents by manifest digest.
+	sbomDocs map[string][]byte
 }
 
 func (v *verifier) fail(f Failure) { v.rep.Failures = append(v.rep.Failures, f) }
@@ -297,6 +299,7 @@ func (v *verifier) index(ctx context.Context, desc *remote.Descriptor) error {
 		}
 		v.attestations(ctx, mi, &m, idx, attFor[mi.ref.DigestStr()])
 		lock := v.platform(ctx, mi, img, &m)
+		v.checkSBOMContents(mi, &m, lock, v.sbomDocs[mi.ref.DigestStr()])
 		if lock != nil && lockPlatforms == nil {
 			lockPlatforms, lockFrom = sortedCopy(lock.Platforms), mi.platform
 		}
@@ -331,6 +334,7 @@ func (v *verifier) single(ctx context.Context, desc *remote.Descriptor) error {
 	m.Signatures = v.signatures(ctx, mi)
 	v.attestations(ctx, mi, &m, nil, nil)
 	lock := v.platform(ctx, mi, img, &m)
+	v.checkSBOMContents(mi, &m, lock, v.sbomDocs[mi.ref.DigestStr()])
 	if lock != nil && !contains(lock.Platforms, mi.platform) {
 		v.fail(Failure{Check: CheckPlatforms, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: "label " + labelLock,
 			Message: fmt.Sprintf("image platform %s is not among the lock platforms %s", mi.platform, strings.Join(lock.Platforms, ","))})
@@ -391,6 +395,12 @@ func (v *verifier) attestations(ctx context.Context, mi manifestInfo, m *Manifes
 		switch {
 		case (pt == predicateSPDX || pt == predicateCDX) && m.SBOM == "":
 			m.SBOM = "cosign attestation " + pt
+			if _, doc, err := statementPredicate(a); err == nil {
+				if v.sbomDocs == nil {
+					v.sbomDocs = map[string][]byte{}
+				}
+				v.sbomDocs[mi.ref.DigestStr()] = doc
+			}
 		case strings.HasPrefix(pt, predicateSLSA) && m.Provenance == "":
 			m.Provenance = "cosign attestation " + pt
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -90,9 +91,17 @@ type Request struct {
 	RemoteOptions []remote.Option
 
 	Provenance bool
-	SBOM       bool
-	CacheFrom  []string
-	CacheTo    []string
+	// SBOM asks buildkitd for its own SBOM attestation (its scanner image
+	// must be pullable); the signed SBOM below is made either way.
+	SBOM bool
+	// SBOMFormat is the format of the signed SBOM attached to each platform
+	// manifest: sbom.FormatSPDX (default, SPDX 2.3) or sbom.FormatCycloneDX.
+	SBOMFormat string
+	// SBOMFromLock attaches an SBOM written from the lock (the resolved set)
+	// instead of one scanned from each platform image's content.
+	SBOMFromLock bool
+	CacheFrom    []string
+	CacheTo      []string
 
 	// Signer, if set, signs the pushed index and every platform manifest.
 	Signer *sign.Signer
@@ -152,12 +161,30 @@ type Result struct {
 	provenance map[string]build.Statement
 	repo       name.Repository
 	epoch      time.Time
+	remoteOpts []remote.Option
+	sbomFormat string
+	sbomLock   bool
 }
 
 // PlatformOutput is one platform's manifest and how it was built.
 type PlatformOutput struct {
 	Digest string `json:"digest"`
 	build.PlatformResult
+	// SBOM says how the platform's signed SBOM was made (with --sign).
+	SBOM *SBOMOutput `json:"sbom,omitempty"`
+}
+
+// SBOMOutput is one platform's SBOM as attached.
+type SBOMOutput struct {
+	// Source is "image" (scanned from the image's content with syft) or
+	// "lock" (written from the resolved set).
+	Source string `json:"source"`
+	Format string `json:"format"`
+	// Packages counts the packages found per type (deb, python, npm,
+	// vscode-extension, ...), for Source image.
+	Packages map[string]int `json:"packages,omitempty"`
+	// Duration is the scan's (pulling and reading the layers included).
+	Duration build.Duration `json:"duration"`
 }
 
 // Run builds one image from start to finish, in this order:
@@ -180,6 +207,9 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 
 	if req.Definition == nil {
 		return nil, fmt.Errorf("no image definition (build.NewDefinition)")
+	}
+	if f := req.SBOMFormat; f != "" && f != sbom.FormatSPDX && f != sbom.FormatCycloneDX {
+		return nil, fmt.Errorf("SBOM format %q: want %s or %s", f, sbom.FormatSPDX, sbom.FormatCycloneDX)
 	}
 
 	// 1. Resolve.
@@ -316,7 +346,8 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	}
 
 	// 7. Publish: push the index and tags, or write the archive.
-	res := &Result{InputsDigest: inputs, ToolsImage: set.ToolsImage, Set: set, repo: repo, epoch: epoch}
+	res := &Result{InputsDigest: inputs, ToolsImage: set.ToolsImage, Set: set, repo: repo, epoch: epoch,
+		remoteOpts: regauth.RemoteOptions(ctx, req.RemoteOptions...), sbomFormat: req.SBOMFormat, sbomLock: req.SBOMFromLock}
 	var plats map[string]string
 	if req.Push {
 		pub, err := build.Publish(ctx, repo, results, tags, regauth.RemoteOptions(ctx, req.RemoteOptions...))
@@ -416,8 +447,12 @@ func platformSpec(ctx context.Context, req Request, set resolve.Set, p, dir stri
 	if err != nil {
 		return build.Spec{}, err
 	}
+	reqs, locked := build.Requirements(set, p)
+	if !locked && req.Warnings != nil {
+		fmt.Fprintf(req.Warnings, "warning: no locked Python closure for %s in catalog.json: pip resolves the dependencies of ray %s and debugpy %s at build time, unpinned and unhashed; run imagectl matrix refresh to lock them\n", p, set.Ray, set.Debugpy)
+	}
 	ctxs, err := build.PrepareContexts(filepath.Join(dir, "contexts"), build.ContextInput{
-		Definition: rendered, Requirements: build.Requirements(set), Settings: settings,
+		Definition: rendered, Requirements: reqs, Settings: settings,
 		Layout: layout, Extensions: folders, Time: epoch,
 	})
 	if err != nil {
@@ -446,8 +481,10 @@ func platformSpec(ctx context.Context, req Request, set resolve.Set, p, dir stri
 }
 
 // sign signs the pushed index and every platform manifest with s, and
-// attaches the SBOM (from the lock) and BuildKit's provenance of each
-// platform as signed attestations.
+// attaches as signed attestations: to each platform manifest the SBOM
+// scanned from that image's content (or written from the lock), to the
+// index an SBOM written from the lock (every platform's closure), and
+// BuildKit's provenance of each platform.
 func (res *Result) sign(ctx context.Context, s *sign.Signer, insecure bool) error {
 	sopts := []sign.Option{sign.WithNameOptions(nameOpts(insecure)...)}
 	sres, err := sign.Image(ctx, res.Ref, s, sopts...)
@@ -455,8 +492,38 @@ func (res *Result) sign(ctx context.Context, s *sign.Signer, insecure bool) erro
 		return fmt.Errorf("signing %s: %w", res.Ref, err)
 	}
 	res.Signed = sres
-	if _, err := sign.AttestSBOM(ctx, res.Ref, s, sign.SBOMInputFromLock(res.Set, res.repo.Name(), res.epoch), sopts...); err != nil {
+	in := sign.SBOMInputFromLock(res.Set, res.repo.Name(), res.epoch)
+	if _, err := sign.AttestSBOM(ctx, res.Ref, s, in, append(sopts, sign.WithAllManifests(res.sbomLock))...); err != nil {
 		return fmt.Errorf("attaching the SBOM to %s: %w", res.Ref, err)
+	}
+	for i, p := range res.Platforms {
+		if res.sbomLock {
+			res.Platforms[i].SBOM = &SBOMOutput{Source: "lock", Format: sbom.FormatSPDX}
+			continue
+		}
+		ref := res.repo.Digest(p.Digest)
+		start := time.Now()
+		img, err := remote.Image(ref, res.remoteOpts...)
+		if err != nil {
+			return fmt.Errorf("reading %s (%s) for its SBOM: %w", ref, p.Platform, err)
+		}
+		version := ""
+		if len(res.Set.Tags) > 0 {
+			version = res.Set.Tags[0]
+		}
+		scan, err := sbom.Scan(ctx, img, sbom.Options{Name: res.repo.Name(), Version: version, Platform: p.Platform,
+			Created: res.epoch, Extensions: res.Set.Extensions, Format: res.sbomFormat})
+		if err != nil {
+			return fmt.Errorf("SBOM of %s (%s): %w", ref, p.Platform, err)
+		}
+		if _, err := sign.Attest(ctx, ref.String(), s, scan.PredicateType, func(string) ([]byte, error) { return scan.Document, nil }, sopts...); err != nil {
+			return fmt.Errorf("attaching %s's SBOM to %s: %w", p.Platform, ref, err)
+		}
+		format := res.sbomFormat
+		if format == "" {
+			format = sbom.FormatSPDX
+		}
+		res.Platforms[i].SBOM = &SBOMOutput{Source: "image", Format: format, Packages: scan.Counts, Duration: build.Duration(time.Since(start))}
 	}
 	for _, p := range res.Platforms {
 		st, ok := res.provenance[p.Platform]

@@ -8,8 +8,12 @@ Python-version matching is exercised for real:
 
   ray-2.46.0-cp{311,312}-cp{311,312}-manylinux2014_{x86_64,aarch64}.whl
   debugpy-1.8.14-cp{311,312}-cp{311,312}-manylinux_2_5_<arch>.manylinux1_<arch>.manylinux_2_17_<arch>.manylinux2014_<arch>.whl
-  click-8.1.8-py3-none-any.whl       (a requirement of ray)
-  colorful-0.5.6-py2.py3-none-any.whl (stands in for ray's [default] extra)
+  click-8.1.8-py3-none-any.whl        (a requirement of ray)
+  colorful-0.5.6-py2.py3-none-any.whl (ray's [default] extra)
+  aiohttp-3.9.5-py3-none-any.whl      (ray's [default] extra), which requires
+    aiosignal-1.3.1-py3-none-any.whl  (transitive, universal) and
+    frozenlist-1.4.1-cp{311,312}-cp{311,312}-manylinux2014_{x86_64,aarch64}.whl
+                                      (transitive, one platform wheel per architecture)
 
 Each platform wheel carries <pkg>/_fixture_arch.txt naming its architecture,
 so a test can prove the arm64 image got the aarch64 wheel. Where the stand-in
@@ -27,11 +31,19 @@ ships it) and pydevd's bytecode dependency, without Debian's x86-64 speedups
 (pure Python runs on every architecture), and _version.py reporting the
 fixture's version (1.8.14). PyPI cannot be reached here; this is the only
 real debugpy, and imagectl smoke image needs a real debug adapter to attach
-to inside the image. Ray stays a stub. The real ray
-[default] extra pulls in ~20 projects (aiohttp, grpcio, ...); here the extra
-is declared honestly with one fixture requirement.
+to inside the image. Ray stays a stub. The real ray [default] extra pulls in
+~60 distributions; here it pulls in five, two of them transitive, which is
+what locking (imagectl matrix refresh) and the SBOM must find.
 
-usage: mkwheels.py OUTDIR   -> OUTDIR/files/*.whl, OUTDIR/simple/<project>/index.html
+usage: mkwheels.py [--add aiosignal==1.3.2] [--swap PROJECT] OUTDIR
+    -> OUTDIR/files/*.whl, OUTDIR/simple/<project>/index.html (with #sha256=),
+       OUTDIR/pypi/<project>/json (the PyPI JSON API's shape, for matrix refresh)
+
+--add adds another release of a pure fixture project (aiosignal, click,
+colorful, aiohttp): a transitive bump. --swap rebuilds PROJECT's wheels under
+the same file names with different content: a wheel replaced in the index
+after it was locked. Every run rebuilds the whole index (the wheels are
+byte-for-byte reproducible), so a run without --swap restores the originals.
 
 tests/bench/mkfixtures.py imports wheel() and write_index() for the
 realistic-size benchmark fixtures (file contents given as Stored bytes are
@@ -39,6 +51,7 @@ stored uncompressed).
 """
 import base64
 import hashlib
+import json
 import os
 import sys
 import tarfile
@@ -153,9 +166,23 @@ def real_debugpy(version):
     return files
 
 
-def main(outdir):
+PURE = {
+    # project: (version, python tag, requires)
+    "click": ("8.1.8", "py3", []),
+    "colorful": ("0.5.6", "py2.py3", []),
+    "aiohttp": ("3.9.5", "py3", ["aiosignal>=1.1.2", "frozenlist>=1.1.1"]),
+    "aiosignal": ("1.3.1", "py3", []),
+}
+
+
+def main(outdir, adds=(), swaps=()):
     archs = {"x86_64": "x86_64", "aarch64": "aarch64"}
     made = {}
+
+    def extra(project):
+        # A swapped wheel: same name, one more file, so another sha256.
+        return {f"{project}/_swapped.txt": "replaced after locking\n"} if project in swaps else {}
+
     for py in ("311", "312"):
         for arch in archs:
             files = {
@@ -163,6 +190,7 @@ def main(outdir):
                 "ray/_fixture_arch.txt": arch + "\n",
                 "ray/scripts/__init__.py": "",
                 "ray/scripts/scripts.py": "def main():\n    print('ray fixture 2.46.0')\n",
+                **extra("ray"),
             }
             so_name, so = compiled_module(arch) if py == "311" else (None, None)
             if so is not None:
@@ -172,22 +200,42 @@ def main(outdir):
                 outdir, "ray", "2.46.0", (f"cp{py}", f"cp{py}", f"manylinux2014_{arch}"),
                 files,
                 requires=["click>=7.0"],
-                extras=[("default", ["colorful"])],
+                extras=[("default", ["colorful", "aiohttp>=3.7"])],
                 entry_points="[console_scripts]\nray = ray.scripts.scripts:main\n",
             ))
             plat = ".".join(f"{t}_{arch}" for t in ("manylinux_2_5", "manylinux1", "manylinux_2_17", "manylinux2014"))
             dbg = real_debugpy("1.8.14") or {"debugpy/__init__.py": '__version__ = "1.8.14"\n'}
             dbg["debugpy/_fixture_arch.txt"] = arch + "\n"
+            dbg.update(extra("debugpy"))
             made.setdefault("debugpy", []).append(wheel(
                 outdir, "debugpy", "1.8.14", (f"cp{py}", f"cp{py}", plat), dbg,
             ))
-    made["click"] = [wheel(outdir, "click", "8.1.8", ("py3", "none", "any"), {"click/__init__.py": '__version__ = "8.1.8"\n'})]
-    made["colorful"] = [wheel(outdir, "colorful", "0.5.6", ("py2.py3", "none", "any"), {"colorful/__init__.py": '__version__ = "0.5.6"\n'})]
+            made.setdefault("frozenlist", []).append(wheel(
+                outdir, "frozenlist", "1.4.1", (f"cp{py}", f"cp{py}", f"manylinux2014_{arch}"),
+                {
+                    "frozenlist/__init__.py": '__version__ = "1.4.1"\n',
+                    "frozenlist/_fixture_arch.txt": arch + "\n",
+                    **extra("frozenlist"),
+                },
+            ))
+    releases = [(p, v, tag, req) for p, (v, tag, req) in PURE.items()]
+    for a in adds:
+        project, _, version = a.partition("==")
+        if project not in PURE or not version:
+            sys.exit(f"--add {a}: want PROJECT==VERSION of one of {', '.join(sorted(PURE))}")
+        releases.append((project, version, PURE[project][1], PURE[project][2]))
+    for project, version, tag, requires in releases:
+        made.setdefault(project, []).append(wheel(
+            outdir, project, version, (tag, "none", "any"),
+            {f"{project}/__init__.py": f'__version__ = "{version}"\n', **extra(project)},
+            requires=requires,
+        ))
     write_index(outdir, made)
 
 
 def write_index(outdir, made):
-    """Writes the PEP 503 index of made ({project: [wheel file names]})."""
+    """Writes the PEP 503 index of made ({project: [wheel file names]}) and
+    the PyPI JSON API's /pypi/<project>/json."""
     simple = os.path.join(outdir, "simple")
     os.makedirs(simple, exist_ok=True)
     with open(os.path.join(simple, "index.html"), "w") as f:
@@ -198,16 +246,37 @@ def write_index(outdir, made):
     for project, files in sorted(made.items()):
         d = os.path.join(simple, project)
         os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "index.html"), "w") as f:
+        tmp = os.path.join(d, "index.html.tmp")
+        with open(tmp, "w") as f:
             f.write("<!DOCTYPE html><html><body>\n")
             for fn in sorted(files):
                 with open(os.path.join(outdir, "files", fn), "rb") as w:
                     h = hashlib.sha256(w.read()).hexdigest()
                 f.write(f'<a href="../../files/{fn}#sha256={h}">{fn}</a>\n')
             f.write("</body></html>\n")
+        os.replace(tmp, os.path.join(d, "index.html"))
+        # GET /pypi/<project>/json as PyPI answers it (the fields refresh reads).
+        releases = {}
+        for fn in sorted(files):
+            version = fn.split("-")[1]
+            with open(os.path.join(outdir, "files", fn), "rb") as w:
+                h = hashlib.sha256(w.read()).hexdigest()
+            releases.setdefault(version, []).append({
+                "filename": fn, "packagetype": "bdist_wheel", "python_version": fn.split("-")[-3],
+                "requires_python": None, "yanked": False, "digests": {"sha256": h}, "url": "../../files/" + fn,
+            })
+        jd = os.path.join(outdir, "pypi", project)
+        os.makedirs(jd, exist_ok=True)
+        with open(os.path.join(jd, "json.tmp"), "w") as f:
+            json.dump({"info": {"name": project, "requires_python": None}, "releases": releases}, f, indent=1, sort_keys=True)
+        os.replace(os.path.join(jd, "json.tmp"), os.path.join(jd, "json"))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    main(sys.argv[1])
+    import argparse
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument("--add", action="append", default=[])
+    ap.add_argument("--swap", action="append", default=[])
+    ap.add_argument("outdir")
+    a = ap.parse_args()
+    main(a.outdir, a.add, a.swap)

@@ -371,4 +371,153 @@ if smoke_image broken-path "$reg/broken-path:t" --platform linux/amd64; then fai
 log "broken PATH image: $(smoke_line broken-path linux/amd64 python | cut -c1-200)"
 smoke_left
 
+# --- 13. Python lock and SBOM (issue 13) -----------------------------------------
+# A second fixture index of its own (the sections above keep theirs), with
+# the transitive dependencies aiohttp -> aiosignal (py3-none-any) and
+# frozenlist (one platform wheel per architecture), and the PyPI JSON API
+# refresh reads. matrix refresh locks the closure with pip against it; the
+# build installs exactly that; each platform's SBOM is scanned from the image;
+# a wheel swapped after locking fails the build in one line; a transitive
+# bump gives exactly one plan reason and one rebuilt entry. Its own
+# repository, so plan compares with this section's images only.
+lockidx=$work/pyindex-lock
+python3 tests/e2e/mkwheels.py "$lockidx"
+"$fu" serve -dir "$lockidx" -port-file "$work/pyindex-lock.port" 2>"$work/pyindex-lock.err" &
+pids+=($!)
+wait_file "$work/pyindex-lock.port" 30
+lockurl=http://127.0.0.1:$(cat "$work/pyindex-lock.port")
+lockcfg() { # DIR: the e2e matrix.yaml with this section's repository and index
+  config "$1" >/dev/null
+  sed -i -e "s|^    - $reg/code-server-ray\$|    - $reg/code-server-ray-lock|" \
+    -e "s|^  pypi: .*|  pypi: $lockurl|" -e "s|^  packageIndex: .*|  packageIndex: $lockurl/simple|" "$1/matrix.yaml"
+  grep -q "code-server-ray-lock" "$1/matrix.yaml" || fail "lockcfg: could not point $1/matrix.yaml at its own repository"
+}
+refresh() { # DIR [flags]: imagectl matrix refresh into DIR/catalog.json, seconds to DIR/refresh.seconds
+  local d=$1 start; shift
+  start=$(date +%s.%N)
+  "$imagectl" --matrix "$d/matrix.yaml" matrix refresh --insecure-registry --retries 1 --timeout 30s "$@" >"$d/refresh.out" 2>"$d/refresh.err" \
+    || { cat "$d/refresh.err" >&2; fail "imagectl matrix refresh ($d)"; }
+  awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b - a}' >"$d/refresh.seconds"
+  log "refresh $(basename "$d") in $(cat "$d/refresh.seconds") s: $(cat "$d/refresh.out")"
+}
+lockcfg "$work/cfg-nolock"
+refresh "$work/cfg-nolock" --no-python-lock
+lockcfg "$work/cfg-lock"
+refresh "$work/cfg-lock"
+lockcat=$work/cfg-lock/catalog.json
+[ "$(jq '.pythonLocks | length' "$lockcat")" = 2 ] || fail "refresh recorded $(jq '.pythonLocks | length' "$lockcat") Python locks, want one per platform: $(jq -c .pythonLocks "$lockcat")"
+fixture_names='["aiohttp","aiosignal","click","colorful","debugpy","frozenlist","ray"]'
+for p in linux/amd64 linux/arm64; do
+  arch=x86_64; [ "$p" = linux/arm64 ] && arch=aarch64
+  l=$(jq -c --arg p "$p" '.pythonLocks[] | select(.platform == $p)' "$lockcat")
+  jq -e --argjson want "$fixture_names" '[.distributions[].name] == $want and .python == "3.11" and .ray == "2.46.0" and .debugpy == "1.8.14"' <<<"$l" >/dev/null \
+    || fail "$p: locked closure $(jq -c '[.distributions[] | .name + "==" + .version]' <<<"$l"), want $fixture_names for CPython 3.11"
+  jq -e --arg a "$arch" '.distributions[] | select(.name == "frozenlist") | .filename | endswith("manylinux2014_" + $a + ".whl")' <<<"$l" >/dev/null \
+    || fail "$p: the transitive platform wheel frozenlist is not the $arch one: $(jq -c '.distributions[] | select(.name == "frozenlist")' <<<"$l")"
+  while read -r f sum; do
+    [ "$(sha256sum "$lockidx/files/$f" | cut -d' ' -f1)" = "$sum" ] || fail "$p: locked sha256 of $f is not the file's"
+  done < <(jq -r '.distributions[] | .filename + " " + .sha256' <<<"$l")
+done
+log "refresh locked the closure per platform: $(jq -c '[.pythonLocks[] | {platform, wheels: [.distributions[].filename]}]' "$lockcat")"
+"$imagectl" --matrix "$work/cfg-lock/matrix.yaml" matrix resolve --ray 2.46.0 --explain >"$work/lock-explain.txt" 2>&1 || { cat "$work/lock-explain.txt" >&2; fail "matrix resolve --explain"; }
+grep -q "python closure 7 distributions on linux/amd64, 7 on linux/arm64 chosen" "$work/lock-explain.txt" || fail "resolve --explain does not give the closure size: $(cat "$work/lock-explain.txt")"
+
+lockref=$reg/code-server-ray-lock
+buildlock() { # NAME CFGDIR [flags]: imagectl build --push --sign of the locked set, JSON to $work/NAME.json
+  local n=$1 cfg=$2; shift 2
+  "$imagectl" --matrix "$cfg/matrix.yaml" build --ray 2.46.0 --push --sign --key "$work/cosign.key" --revision "$rev" \
+    --cache-dir "$work/vsix-cache" --progress plain --output json "$@" >"$work/$n.json" 2>"$work/$n.err" \
+    || { tail -n 60 "$work/$n.err" >&2; fail "imagectl build ($n)"; }
+  log "build $n: $(jq -r .ref "$work/$n.json") in $(jq -r .duration "$work/$n.json") s; SBOMs: $(jq -c '[.platforms[] | {platform, sbom: .sbom.packages, seconds: .sbom.duration}]' "$work/$n.json")"
+}
+buildlock lock-cold "$work/cfg-lock"
+grep -q "warning: no locked Python closure" "$work/lock-cold.err" && fail "the locked build warned that it is unlocked"
+lj=$work/lock-cold.json
+jq -e 'all(.platforms[]; .sbom.source == "image" and .sbom.format == "spdx" and .sbom.packages.deb > 0 and .sbom.packages.python >= 7 and .sbom.packages["vscode-extension"] == 3)' "$lj" >/dev/null \
+  || fail "the build's SBOMs were not scanned from the images: $(jq -c '[.platforms[].sbom]' "$lj")"
+locktag=$lockref:$(jq -r '.tags[0]' "$lj")
+"$imagectl" verify "$locktag" --key "$work/cosign.pub" --output json >"$work/verify-lock.json" 2>"$work/verify-lock.err" \
+  || { jq . "$work/verify-lock.json" >&2; cat "$work/verify-lock.err" >&2; fail "verify of the locked image"; }
+jq -e '[.manifests[] | select(.platform != null and .platform != "")] | length == 2 and all(.[]; .sbomLocked == 10)' "$work/verify-lock.json" >/dev/null \
+  || fail "verify did not find the 7 locked distributions and 3 extensions in each platform's SBOM: $(jq -c '[.manifests[] | {platform, sbom, sbomLocked}]' "$work/verify-lock.json")"
+# (a) Each platform's SBOM lists the stand-in base's dpkg packages (exactly
+# those the base's dpkg database says are installed) and every fixture wheel.
+"$fu" sbom-packages "$(jq -r .ref "$lj")" >"$work/sbom-packages.json" || fail "reading the SBOM attestations"
+dpkg_status() { tar -xOf "$1" ./var/lib/dpkg/status 2>/dev/null || tar -xOf "$1" var/lib/dpkg/status; }
+for p in amd64 arm64; do
+  want=$(dpkg_status "$base/base-$p.tar" |
+    awk '/^Package:/{n=$2} /^Status:/{s=$0} /^Version:/{v=$2} /^$/{if (n != "" && s ~ / installed$/) print n" "v; n=""; s=""; v=""} END{if (n != "" && s ~ / installed$/) print n" "v}' | sort -u)
+  got=$(jq -r --arg p "linux/$p" '.[$p][] | select(.purl | startswith("pkg:deb/")) | .name + " " + .version' "$work/sbom-packages.json" | sort -u)
+  [ -n "$want" ] || fail "the stand-in base's dpkg status lists no installed package"
+  [ "$want" = "$got" ] || fail "linux/$p: the SBOM's dpkg packages differ from the base's dpkg status: $(diff <(echo "$want") <(echo "$got") | head -20)"
+  for d in $(jq -r --arg p "linux/$p" '.pythonLocks[] | select(.platform == $p) | .distributions[] | .name + "@" + .version' "$lockcat"); do
+    jq -e --arg p "linux/$p" --arg purl "pkg:pypi/${d%@*}@${d#*@}" '[.[$p][] | select(.purl == $purl)] | length == 1' "$work/sbom-packages.json" >/dev/null \
+      || fail "linux/$p: the SBOM does not list the fixture wheel $d (purl pkg:pypi/${d%@*}@${d#*@})"
+  done
+  log "linux/$p SBOM: $(wc -l <<<"$want") dpkg packages of the base, the 7 fixture wheels, $(jq --arg p "linux/$p" '[.[$p][] | select(.purl | contains("type=vscode-extension"))] | length' "$work/sbom-packages.json") extensions, $(jq --arg p "linux/$p" '[.[$p][] | select(.purl | startswith("pkg:npm/"))] | length' "$work/sbom-packages.json") npm packages"
+done
+
+# (b) A wheel swapped in the index after locking: a build that runs the
+# wheels step (empty BuildKit cache) fails with one line naming it, the
+# platform and both hashes, and pushes nothing.
+locked_sum=$(jq -r '.pythonLocks[0].distributions[] | select(.name == "aiosignal") | .sha256' "$lockcat")
+python3 tests/e2e/mkwheels.py --swap aiosignal "$lockidx"
+swapped_sum=$(sha256sum "$lockidx/files/aiosignal-1.3.1-py3-none-any.whl" | cut -d' ' -f1)
+[ "$swapped_sum" != "$locked_sum" ] || fail "mkwheels --swap did not change aiosignal's bytes"
+"$bkbin/buildctl" --addr "$sock" prune --all >/dev/null
+if "$imagectl" --matrix "$work/cfg-lock/matrix.yaml" build --ray 2.46.0 --revision "$rev" --cache-dir "$work/vsix-cache" \
+  --progress quiet --dist "$work/dist-swapped" >"$work/swapped.out" 2>"$work/swapped.err"; then
+  fail "the build succeeded with a wheel that is not the locked one"
+fi
+hashline=$(grep -E "python lock: wheel hash mismatch: aiosignal 1\.3\.1 on linux/(amd64|arm64): locked sha256 $locked_sum, the index served sha256 $swapped_sum" "$work/swapped.err" || true)
+[ -n "$hashline" ] && [ "$(wc -l <"$work/swapped.err")" = 1 ] || fail "swapped wheel: want one error line naming aiosignal 1.3.1, the platform and both hashes; stderr: $(cat "$work/swapped.err")"
+log "swapped wheel: $(cut -c1-220 <<<"$hashline")"
+python3 tests/e2e/mkwheels.py "$lockidx" # the original bytes again
+
+# (c) A transitive bump in the index: release promotes the locked image, a
+# new aiosignal appears, refresh locks it, and plan gives exactly that reason
+# for exactly one entry, which release rebuilds.
+"$imagectl" --matrix "$work/cfg-lock/matrix.yaml" release --key "$work/cosign.key" --revision "$rev" --cache-dir "$work/vsix-cache" \
+  --progress plain --output json >"$work/lock-promote.json" 2>"$work/lock-promote.err" \
+  || { tail -n 40 "$work/lock-promote.err" >&2; fail "imagectl release (promote the locked image)"; }
+python3 tests/e2e/mkwheels.py --add aiosignal==1.3.2 "$lockidx"
+# refresh rewrites the snapshot in place (it keeps the extension file pins
+# of the catalog it replaces); a copy keeps cfg-lock as it was.
+mkdir -p "$work/cfg-lock2"
+cp "$work/cfg-lock/matrix.yaml" "$work/cfg-lock/catalog.json" "$work/cfg-lock2/"
+refresh "$work/cfg-lock2"
+"$imagectl" --matrix "$work/cfg-lock2/matrix.yaml" plan --output json >"$work/plan-pybump.json" 2>"$work/plan-pybump.err" \
+  || { cat "$work/plan-pybump.err" >&2; fail "imagectl plan after the transitive bump"; }
+jq -e '(.entries | length) == 1 and .entries[0].action == "build"
+    and .entries[0].reasons == [{"kind": "python dependency bump", "detail": "aiosignal 1.3.1 -> 1.3.2"}]' "$work/plan-pybump.json" >/dev/null \
+  || fail "plan after the transitive bump: $(jq -c '[.entries[] | {name, action, reasons}]' "$work/plan-pybump.json")"
+log "plan after the bump: $(jq -c '[.entries[] | {name, action, reasons: [.reasons[] | .kind + ": " + .detail]}]' "$work/plan-pybump.json")"
+"$imagectl" --matrix "$work/cfg-lock2/matrix.yaml" release --key "$work/cosign.key" --revision "$rev" --cache-dir "$work/vsix-cache" \
+  --progress plain --output json >"$work/release-pybump.json" 2>"$work/release-pybump.err" \
+  || { tail -n 40 "$work/release-pybump.err" >&2; fail "imagectl release after the transitive bump"; }
+[ "$(jq '[.results[] | select(.built)] | length' "$work/release-pybump.json")" = 1 ] || fail "release after the bump: $(jq -c . "$work/release-pybump.json")"
+"$imagectl" verify "$lockref:latest" --key "$work/cosign.pub" --output json >"$work/verify-pybump.json" 2>&1 \
+  || { jq . "$work/verify-pybump.json" >&2; fail "verify after the transitive bump release"; }
+"$fu" sbom-packages "$lockref:latest" | jq -e 'all(.[]; any(.[]; .purl == "pkg:pypi/aiosignal@1.3.2"))' >/dev/null \
+  || fail "the rebuilt image's SBOM does not list aiosignal 1.3.2"
+log "transitive bump: plan gave 1 entry (python dependency bump: aiosignal 1.3.1 -> 1.3.2), release rebuilt it, its SBOM lists aiosignal 1.3.2"
+
+if [ "${IMAGECTL_E2E_BENCH:-1}" != 0 ]; then
+  cold=$(jq -r .duration "$work/cold.json")
+  ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", (b > 0 ? a / b : 0)}'; }
+  added=$(awk -v a="$(cat "$work/cfg-lock/refresh.seconds")" -v b="$(cat "$work/cfg-nolock/refresh.seconds")" 'BEGIN{printf "%.2f", a - b}')
+  {
+    echo "benchmark: Python lock and SBOM, as a ratio of the cold build above ($cold s)"
+    printf '  %-34s %8s s  %s x cold  (refresh %s s with the lock, %s s without)\n' "locking 2 closures (refresh)" "$added" "$(ratio "$added" "$cold")" \
+      "$(cat "$work/cfg-lock/refresh.seconds")" "$(cat "$work/cfg-nolock/refresh.seconds")"
+    for p in linux/amd64 linux/arm64; do
+      s=$(jq -r --arg p "$p" '.platforms[] | select(.platform == $p) | .sbom.duration' "$lj")
+      printf '  %-34s %8s s  %s x cold\n' "SBOM scan $p (pull + syft)" "$s" "$(ratio "$s" "$cold")"
+    done
+  } | tee -a "$work/bench.txt" >&2
+  # The same, measured by the Go benchmarks that make bench runs.
+  IMAGECTL_COLD_BUILD_SECONDS=$cold go test ./upstream/pip ./sbom -run '^$' -bench 'LockClosure|ScanImage' -benchtime 1x 2>&1 |
+    grep -E 'x-cold-build|of one cold build' | sed 's/^ *[a-z_]*_test.go:[0-9]*: /  /' | tee -a "$work/bench.txt" >&2
+fi
+
 log "PASS in $((SECONDS - t0)) s"

@@ -40,6 +40,8 @@ type buildFlags struct {
 	progress        string
 	provenance      bool
 	sbom            bool
+	sbomFormat      string
+	sbomFromLock    bool
 	insecure        bool
 	sign            bool
 	key             string
@@ -225,6 +227,8 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 				Insecure:        f.insecure,
 				Provenance:      f.provenance,
 				SBOM:            f.sbom,
+				SBOMFormat:      f.sbomFormat,
+				SBOMFromLock:    f.sbomFromLock,
 				CacheFrom:       f.cacheFrom,
 				CacheTo:         f.cacheTo,
 				LoadSigner:      loadSigner,
@@ -265,6 +269,8 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 	fl.StringVar(&f.progress, "progress", "auto", "auto, tty, plain or quiet (on stderr)")
 	fl.BoolVar(&f.provenance, "provenance", true, "attach buildkitd's SLSA provenance to each platform manifest (as an OCI referrer)")
 	fl.BoolVar(&f.sbom, "buildkit-sbom", false, "also ask buildkitd for its SBOM (runs docker/buildkit-syft-scanner, which must be pullable)")
+	fl.StringVar(&f.sbomFormat, "sbom-format", "spdx", "format of the signed SBOM scanned from each platform image with syft (with --sign): spdx (SPDX 2.3) or cyclonedx")
+	fl.BoolVar(&f.sbomFromLock, "sbom-from-lock", false, "sign an SBOM written from the lock instead of scanning each platform image")
 	fl.BoolVar(&f.insecure, "insecure-registry", false, "allow plain HTTP to a registry other than localhost")
 	fl.BoolVar(&f.sign, "sign", false, "sign the index and every platform manifest (needs --push and --key)")
 	fl.StringVar(&f.key, "key", "", "cosign private key file")

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +25,7 @@ import (
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/upstream/github"
 	"github.com/imagectl/imagectl/upstream/httpx"
+	"github.com/imagectl/imagectl/upstream/pip"
 	"github.com/imagectl/imagectl/upstream/pypi"
 	"github.com/imagectl/imagectl/upstream/registry"
 )
@@ -166,6 +169,20 @@ func writeSetText(w io.Writer, s resolve.Set, tags string) {
 	fmt.Fprintf(tw, "ray\t%s\n", ray)
 	fmt.Fprintf(tw, "python\t%s (Ray wheels on every platform: %s)\n", s.Python, strings.Join(s.RayPythons, ", "))
 	fmt.Fprintf(tw, "debugpy\t%s\n", s.Debugpy)
+	// The Python closure: locked wheels per platform.
+	var closure []string
+	for _, p := range s.Platforms {
+		if ds, ok := s.PythonLocks[p]; ok {
+			closure = append(closure, fmt.Sprintf("%d locked on %s", len(ds), p))
+		} else {
+			closure = append(closure, "unlocked on "+p)
+		}
+	}
+	wheels := strings.Join(closure, ", ")
+	if len(s.PythonLocks) < len(s.Platforms) {
+		wheels += " (pip resolves at build time; run imagectl matrix refresh)"
+	}
+	fmt.Fprintf(tw, "wheels\t%s\n", wheels)
 	fmt.Fprintf(tw, "platforms\t%s\n", strings.Join(s.Platforms, ", "))
 	fmt.Fprintf(tw, "tags\t%s\n", tags)
 	fmt.Fprintf(tw, "extensions\t(install order)\n")
@@ -252,6 +269,8 @@ reason (and under "skipped" in JSON).`,
 type refreshFlags struct {
 	pypi, marketplace, openvsx, github string
 	baseImage, versions                string
+	pip, packageIndex                  string
+	noPythonLock                       bool
 	insecure                           bool
 	timeout                            time.Duration
 	retries                            int
@@ -283,6 +302,15 @@ sha256 from the GitHub release (SHA256SUMS) when build.pythonRuntime is
 standalone, Ray and debugpy from the PyPI JSON API, extensions from the VS
 Marketplace or Open VSX) and writes catalog.json atomically: on any error the
 old snapshot is left as it was.
+
+Then it locks the complete Python closure of every set matrix list would
+build, per platform: pip's own resolver (pip install --dry-run --report, run
+here with the build's --platform, --python-version and --only-binary flags
+against upstreams.packageIndex) gives the name, version, wheel, URL and
+sha256 of every distribution that ray[<extras>]==X and debugpy==Y pull in.
+The build installs exactly that closure (pip install --no-deps
+--require-hashes). A closure with no installable wheel on a platform is
+recorded as blocked by the distribution pip names.
 
 Each base URL comes from the flag, else the environment variable
 (IMAGECTL_PYPI_URL, IMAGECTL_MARKETPLACE_URL, IMAGECTL_OPENVSX_URL,
@@ -343,6 +371,16 @@ extensions pin.`,
 			default:
 				return fmt.Errorf("--versions %q: want %s or %s", versions, matrix.VersionsRegistryTags, matrix.VersionsGitHubReleases)
 			}
+			var locker *pip.Locker
+			if !f.noPythonLock {
+				// pip must run here before anything is queried: a missing
+				// pip fails in one line, not after minutes of refresh.
+				locker = pip.New(pip.WithCommand(strings.Fields(pick(f.pip, "IMAGECTL_PIP", strings.Join(pip.DefaultCommand, " ")))...),
+					pip.WithTimeout(f.timeout), pip.WithRetries(f.retries), pip.WithHTTPClient(hc))
+				if _, err := locker.Check(cmd.Context()); err != nil {
+					return fmt.Errorf("refresh failed, %s left unchanged: python lock: %w (or pass --no-python-lock)", g.catalog(), err)
+				}
+			}
 			c, err := catalog.Refresh(cmd.Context(), cfg, src)
 			if err != nil {
 				return fmt.Errorf("refresh failed, %s left unchanged: %w", g.catalog(), err)
@@ -353,6 +391,12 @@ extensions pin.`,
 				kept = extensions.CarryPins(old, c)
 			} else if !errors.Is(err, fs.ErrNotExist) {
 				fmt.Fprintf(safetext.Writer(g.stderr), "warning: the old catalog does not load, so none of its extension pins are kept: %v\n", err)
+			}
+			locked := "not locked (--no-python-lock)"
+			if locker != nil {
+				if locked, err = lockPython(cmd.Context(), cfg, c, pick(f.packageIndex, "IMAGECTL_PACKAGE_INDEX", u.PackageIndex), locker); err != nil {
+					return fmt.Errorf("refresh failed, %s left unchanged: %w", g.catalog(), err)
+				}
 			}
 			if err := catalog.Write(g.catalog(), c); err != nil {
 				return err
@@ -369,8 +413,8 @@ extensions pin.`,
 			if len(pys) > 0 {
 				runtimes = strings.Join(pys, ", ")
 			}
-			fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions; tools image %s; Python runtimes %s\n",
-				g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools, runtimes)
+			fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions; tools image %s; Python runtimes %s; Python closures %s\n",
+				g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools, runtimes, locked)
 			if kept > 0 {
 				fmt.Fprintf(g.stdout, "kept %d extension file pin(s) of the previous snapshot\n", kept)
 			}
@@ -384,10 +428,40 @@ extensions pin.`,
 	fl.StringVar(&f.github, "github-url", "", "GitHub API base URL (env IMAGECTL_GITHUB_URL; default matrix.yaml upstreams.github)")
 	fl.StringVar(&f.baseImage, "base-image", "", "base image repository to list tags of (env IMAGECTL_BASE_IMAGE; default matrix.yaml base.image)")
 	fl.StringVar(&f.versions, "versions", "", "code-server version source: registry-tags or github-releases (env IMAGECTL_BASE_VERSIONS; default matrix.yaml base.versions)")
+	fl.StringVar(&f.pip, "pip", "", "the pip command that locks the Python closures (env IMAGECTL_PIP; default \"python3 -m pip\"; pip >= 22.2)")
+	fl.StringVar(&f.packageIndex, "package-index", "", "PEP 503 index the closures are locked against (env IMAGECTL_PACKAGE_INDEX; default matrix.yaml upstreams.packageIndex)")
+	fl.BoolVar(&f.noPythonLock, "no-python-lock", false, "record no Python closures (builds then let pip resolve dependencies unlocked)")
 	fl.BoolVar(&f.insecure, "insecure-registry", false, "allow plain HTTP to the base and tools image registries")
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long one HTTP attempt may wait for the response headers (a body is bounded by the idle timeout instead)")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", httpx.DefaultIdleTimeout, "fail (and retry) a response body that sends no byte for this long (0: no limit)")
 	fl.IntVar(&f.retries, "retries", 5, "retries of a failed HTTP attempt (429/503 honour Retry-After)")
 	fl.StringVar(&f.tokenHost, "github-token-host", "", "the one host GITHUB_TOKEN is sent to, over HTTPS only (env IMAGECTL_GITHUB_TOKEN_HOST; default "+github.DefaultTokenHost+")")
 	return cmd
+}
+
+// lockPython locks the Python closure of every set matrix list resolves
+// from c (every platform of matrix.yaml) against index, into c, and
+// summarizes it for the refresh line.
+func lockPython(ctx context.Context, cfg *matrix.Config, c *catalog.Catalog, index string, l catalog.PythonLocker) (string, error) {
+	sets, _, err := resolve.All(cfg, c, nil)
+	if err != nil {
+		return "", fmt.Errorf("python lock: resolving the sets to lock: %w", err)
+	}
+	keys := resolve.LockKeys(sets)
+	if err := catalog.LockPython(ctx, c, keys, index, l, 2); err != nil {
+		return "", err
+	}
+	n, blocked := 0, []string{}
+	for _, lk := range c.PythonLocks {
+		if lk.Blocked != nil {
+			blocked = append(blocked, fmt.Sprintf("%s (by %s)", lk.Key(), cmp.Or(lk.Blocked.Distribution, "a conflict")))
+			continue
+		}
+		n += len(lk.Distributions)
+	}
+	s := fmt.Sprintf("%d locked (%d wheels)", len(c.PythonLocks)-len(blocked), n)
+	if len(blocked) > 0 {
+		s += fmt.Sprintf(", %d blocked: %s", len(blocked), strings.Join(blocked, "; "))
+	}
+	return s, nil
 }

@@ -29,6 +29,7 @@ import (
 	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/upstream/pip"
 )
 
 // refreshRepoMatrix is the committed matrix.yaml, read at test time.
@@ -130,18 +131,39 @@ func startFakeBase(t *testing.T) fakeBase {
 // fakePyPIProjects is ray and debugpy as the fake PyPI serves them: Ray
 // 2.46.0 has wheels for CPython 3.9-3.12 on amd64 but only 3.9-3.11 on arm64
 // (so the common Python is 3.11, unlike the committed catalog), and debugpy
-// 1.8.15 is newer than anything the committed catalog knows.
+// 1.8.15 is newer than anything the committed catalog knows. Ray requires
+// click (pure) and its [default] extra aiohttp (pure), which requires
+// aiosignal (pure) and frozenlist (a platform wheel per architecture):
+// the closure refresh locks with pip.
 func fakePyPIProjects() []fakepypi.Project {
-	var ray []fakepypi.File
+	rayWheel := func(name string) fakepypi.File {
+		f := fakepypi.Wheel(name)
+		f.Requires = []string{"click>=7.0", `aiohttp>=3.7; extra == "default"`}
+		f.Extras = []string{"default"}
+		return f
+	}
+	var ray, frozenlist []fakepypi.File
 	for _, py := range []string{"39", "310", "311", "312"} {
 		ray = append(ray,
-			fakepypi.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_x86_64.whl", py, py)),
-			fakepypi.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-macosx_12_0_arm64.whl", py, py)))
+			rayWheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_x86_64.whl", py, py)),
+			rayWheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-macosx_12_0_arm64.whl", py, py)))
 		if py != "312" {
-			ray = append(ray, fakepypi.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_aarch64.whl", py, py)))
+			ray = append(ray, rayWheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_aarch64.whl", py, py)))
+		}
+		for _, arch := range []string{"x86_64", "aarch64"} {
+			frozenlist = append(frozenlist, fakepypi.Wheel(fmt.Sprintf("frozenlist-1.4.1-cp%s-cp%s-manylinux2014_%s.whl", py, py, arch)))
 		}
 	}
+	aiohttp := fakepypi.Wheel("aiohttp-3.9.5-py3-none-any.whl")
+	aiohttp.Requires = []string{"aiosignal>=1.1.2", "frozenlist>=1.1.1"}
 	return []fakepypi.Project{
+		{Name: "click", Releases: map[string][]fakepypi.File{"8.1.8": {fakepypi.Wheel("click-8.1.8-py3-none-any.whl")}}},
+		{Name: "aiohttp", Releases: map[string][]fakepypi.File{"3.9.5": {aiohttp}}},
+		{Name: "aiosignal", Releases: map[string][]fakepypi.File{
+			"1.3.1": {fakepypi.Wheel("aiosignal-1.3.1-py3-none-any.whl")},
+			"1.3.2": {fakepypi.Yanked("aiosignal-1.3.2-py3-none-any.whl")},
+		}},
+		{Name: "frozenlist", Releases: map[string][]fakepypi.File{"1.4.1": frozenlist}},
 		{Name: "ray", RequiresPython: ">=3.9", Releases: map[string][]fakepypi.File{
 			"2.46.0":    ray,
 			"2.47.0rc1": {fakepypi.Wheel("ray-2.47.0rc1-cp312-cp312-manylinux2014_x86_64.whl")},
@@ -229,7 +251,9 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	}
 	gal := gallery.New(builds)
 	t.Cleanup(gal.Close)
-	pypiSrv := httptest.NewServer(fakepypi.New(fakePyPIProjects()))
+	requirePip(t)
+	pypiFake := fakepypi.New(fakePyPIProjects())
+	pypiSrv := httptest.NewServer(pypiFake)
 	t.Cleanup(pypiSrv.Close)
 	base := startFakeBase(t)
 
@@ -323,6 +347,33 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	if diff := cmp.Diff(wantDebugpy, cat.Debugpy); diff != "" {
 		t.Errorf("debugpy in the catalog (-want +got):\n%s", diff)
 	}
+	// The closure of the one set matrix list builds (Ray 2.46.0 [default],
+	// debugpy 1.8.15, CPython 3.11), per platform, as pip resolved it from
+	// the fake index: the platform's own wheels, the universal ones, the
+	// yanked aiosignal 1.3.2 left out, every sha256 that of the bytes served.
+	var wantLocks []catalog.PythonLock
+	for _, p := range []struct{ platform, arch string }{{"linux/amd64", "x86_64"}, {"linux/arm64", "aarch64"}} {
+		files := []string{
+			"aiohttp-3.9.5-py3-none-any.whl", "aiosignal-1.3.1-py3-none-any.whl", "click-8.1.8-py3-none-any.whl",
+			"debugpy-1.8.15-py2.py3-none-any.whl", "frozenlist-1.4.1-cp311-cp311-manylinux2014_" + p.arch + ".whl",
+			"ray-2.46.0-cp311-cp311-manylinux2014_" + p.arch + ".whl",
+		}
+		if p.arch == "x86_64" {
+			files[3] = "debugpy-1.8.15-cp311-cp311-manylinux_2_5_x86_64.manylinux1_x86_64.manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+		}
+		l := catalog.PythonLock{Ray: "2.46.0", RayExtras: []string{"default"}, Debugpy: "1.8.15", Python: "3.11", Platform: p.platform, Index: pypiSrv.URL + "/simple"}
+		for _, f := range files {
+			parts := strings.Split(f, "-")
+			sum := pypiFake.SHA256(f)
+			l.Distributions = append(l.Distributions, catalog.Distribution{Name: parts[0], Version: parts[1], Filename: f,
+				URL: pypiSrv.URL + "/packages/" + sum[:4] + "/" + f, SHA256: sum})
+		}
+		wantLocks = append(wantLocks, l)
+	}
+	if diff := cmp.Diff(wantLocks, cat.PythonLocks); diff != "" {
+		t.Errorf("pythonLocks in the catalog (-want +got):\n%s", diff)
+	}
+
 	wantExt := galleryRecords(t, builds, cat.Extensions)
 	gotExt := stripURLs(t, cat.Extensions, gal.MarketplaceURL()+"/")
 	if diff := cmp.Diff(wantExt, gotExt); diff != "" {
@@ -354,6 +405,15 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	}
 	if rt := set.PythonRuntime; rt == nil || rt.Version != "3.11.13" || rt.Files["linux/arm64"].SHA256 != pbsSum("3.11.13", "aarch64") || rt.Files["linux/amd64"].URL != pbsURL(gh, "3.11.13", "x86_64") {
 		t.Errorf("set pythonRuntime %+v, want the catalog's 3.11.13 (the set's Python)", rt)
+	}
+	for _, l := range wantLocks {
+		var want []resolve.PythonDist
+		for _, d := range l.Distributions {
+			want = append(want, resolve.PythonDist{Name: d.Name, Version: d.Version, Filename: d.Filename, URL: d.URL, SHA256: d.SHA256})
+		}
+		if diff := cmp.Diff(want, set.PythonLocks[l.Platform]); diff != "" {
+			t.Errorf("the set's Python closure on %s (-want +got):\n%s", l.Platform, diff)
+		}
 	}
 	if set.Ray != "2.46.0" || set.Python != "3.11" || set.Debugpy != "1.8.15" {
 		t.Errorf("ray %s python %s debugpy %s; want 2.46.0, 3.11 (no arm64 3.12 wheel), 1.8.15", set.Ray, set.Python, set.Debugpy)
@@ -540,4 +600,38 @@ func catalogURL(cat *catalog.Catalog, id, version, tp string) string {
 		}
 	}
 	return ""
+}
+
+// requirePip skips (fails with IMAGECTL_REQUIRE_TOOLS=1) when the pip that
+// refresh runs is missing.
+func requirePip(t *testing.T) {
+	t.Helper()
+	if _, err := pip.New().Check(context.Background()); err != nil {
+		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
+			t.Fatalf("refresh locks Python closures with pip: %v", err)
+		}
+		t.Skipf("refresh locks Python closures with pip: %v", err)
+	}
+}
+
+// A missing pip fails refresh in one line before any upstream is asked,
+// and leaves the catalog as it was.
+func TestMatrixRefreshWithoutPip(t *testing.T) {
+	for _, env := range []string{"IMAGECTL_PIP", "IMAGECTL_CATALOG", "IMAGECTL_MATRIX"} {
+		t.Setenv(env, "")
+	}
+	cpath := filepath.Join(t.TempDir(), "catalog.json")
+	if err := os.WriteFile(cpath, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runRefreshCLI(t, "--matrix", refreshRepoMatrix, "--catalog", cpath, "matrix", "refresh", "--pip", filepath.Join(t.TempDir(), "no-python")+" -m pip")
+	if code == 0 {
+		t.Fatal("refresh succeeded without pip")
+	}
+	if !strings.Contains(stderr, "python lock: pip") || !strings.Contains(stderr, "python3-pip") || !strings.Contains(stderr, "--no-python-lock") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("stderr = %q, want one line saying pip is missing, how to install it, and --no-python-lock", stderr)
+	}
+	if b, _ := os.ReadFile(cpath); string(b) != "old\n" {
+		t.Errorf("the catalog was rewritten: %q", b)
+	}
 }

@@ -88,6 +88,8 @@ nothing. --dry-run prints the actions and writes nothing.`,
 	fl.StringArrayVar(&f.b.cacheTo, "cache-to", nil, "registry cache to export (mode=max), REGISTRY/NAME[:TAG]")
 	fl.StringVar(&f.b.progress, "progress", "auto", "BuildKit progress: auto, tty, plain or quiet (on stderr)")
 	fl.BoolVar(&f.b.provenance, "provenance", true, "attach buildkitd's SLSA provenance to each platform manifest")
+	fl.StringVar(&f.b.sbomFormat, "sbom-format", "spdx", "format of the signed SBOM scanned from each platform image with syft: spdx (SPDX 2.3) or cyclonedx")
+	fl.BoolVar(&f.b.sbomFromLock, "sbom-from-lock", false, "sign an SBOM written from the lock instead of scanning each platform image")
 	fl.StringVar(&f.b.sourceDateEpoch, "source-date-epoch", "", "Unix time for every timestamp in the image (default: env SOURCE_DATE_EPOCH, else the git commit time, else 0)")
 	fl.StringVar(&f.b.revision, "revision", "", "source revision label (default: git rev-parse HEAD)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print what would be built, signed and tagged; write nothing")
@@ -243,6 +245,8 @@ func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetu
 		SourceDateEpoch: epoch,
 		Insecure:        f.insecure,
 		Provenance:      f.b.provenance,
+		SBOMFormat:      f.b.sbomFormat,
+		SBOMFromLock:    f.b.sbomFromLock,
 		CacheFrom:       f.b.cacheFrom,
 		CacheTo:         f.b.cacheTo,
 		Progress:        g.stderr,

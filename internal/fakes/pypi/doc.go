@@ -6,7 +6,16 @@
 //
 // where a file is {"filename", "packagetype", "python_version",
 // "requires_python", "digests": {"sha256"}, "url", "yanked", "yanked_reason"}
-// as PyPI sends it. Unknown projects and versions get PyPI's 404 answer
+// as PyPI sends it, and the simple API and the files, so that pip itself can
+// resolve and download from the fake:
+//
+//	GET /simple/                        PEP 503 project list
+//	GET /simple/{project}/              PEP 503 HTML (<a href="URL#sha256=...">), or PEP 691
+//	                                    JSON with Accept: application/vnd.pypi.simple.v1+json
+//	GET /packages/{xx}/{filename}       the file: a valid minimal wheel whose METADATA
+//	                                    carries File.Requires and File.Extras
+//
+// Every sha256 is that of the bytes served; Replace swaps a file's bytes. Unknown projects and versions get PyPI's 404 answer
 // {"message": "Not Found"}. A fault hook can answer any request first, and
 // every request is recorded with its time.
 //

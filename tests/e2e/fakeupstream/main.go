@@ -9,6 +9,7 @@
 //	fakeupstream gallery -urls-file F   fake Marketplace + Open VSX serving the VSIX fixtures
 //	fakeupstream e2e-config -out DIR ...   writes the e2e matrix.yaml and catalog.json
 //	fakeupstream copy SRC DST | delete-tag REPO:TAG | relabel -label K=V SRC DST   tampering
+//	fakeupstream sbom-packages REF   the packages of each platform manifest's SBOM attestation, as JSON
 //	fakeupstream break-image -platform P (-env K=V | -graft-from P2) SRC DST   broken images for smoke image
 //
 // It is test scaffolding, not part of imagectl.
@@ -72,6 +73,8 @@ func main() {
 		err = runRelabel(ctx, os.Args[2:])
 	case "push-base":
 		err = runPushBase(ctx, os.Args[2:], os.Stdout)
+	case "sbom-packages":
+		err = runSBOMPackages(ctx, os.Args[2:])
 	case "break-image":
 		err = runBreakImage(ctx, os.Args[2:])
 	default:

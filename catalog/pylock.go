@@ -1,0 +1,348 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// PythonLock is the complete closure of Python distributions that pip's own
+// resolver chose for one set's top-level requirements
+// (ray[<extras>]==Ray, debugpy==Debugpy) for CPython Python on one OCI
+// platform, with the exact wheel of each: what the build installs with
+// pip install --no-deps --require-hashes. imagectl matrix refresh records one
+// per (set, platform) of matrix list.
+type PythonLock struct {
+	Ray       string   `json:"ray"`
+	RayExtras []string `json:"rayExtras,omitempty"`
+	Debugpy   string   `json:"debugpy"`
+	// Python is the CPython minor version, e.g. "3.12".
+	Python string `json:"python"`
+	// Platform is the OCI platform, e.g. linux/arm64.
+	Platform string `json:"platform"`
+	// Index is the PEP 503 index pip resolved against
+	// (matrix.yaml upstreams.packageIndex).
+	Index string `json:"index"`
+	// Distributions is the closure, sorted by normalized name; empty when
+	// Blocked.
+	Distributions []Distribution `json:"distributions,omitempty"`
+	// Blocked says why pip found no installable closure on this platform,
+	// e.g. a dependency with no wheel for it.
+	Blocked *LockBlocked `json:"blocked,omitempty"`
+}
+
+// Distribution is one locked wheel.
+type Distribution struct {
+	// Name is the distribution name as its metadata spells it.
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Filename is the wheel's file name.
+	Filename string `json:"filename"`
+	// URL is where pip found the wheel.
+	URL string `json:"url"`
+	// SHA256 is the wheel's hex sha256.
+	SHA256 string `json:"sha256"`
+}
+
+// LockBlocked is why a closure could not be locked on a platform.
+type LockBlocked struct {
+	// Distribution is the distribution that has no installable wheel
+	// (normalized name), or empty when pip reported a conflict instead.
+	Distribution string `json:"distribution,omitempty"`
+	// Detail is pip's own one-line reason.
+	Detail string `json:"detail"`
+}
+
+// LockKey identifies what a PythonLock locks.
+type LockKey struct {
+	Ray       string
+	RayExtras []string
+	Debugpy   string
+	Python    string
+	Platform  string
+}
+
+// Key returns what l locks.
+func (l PythonLock) Key() LockKey {
+	return LockKey{Ray: l.Ray, RayExtras: l.RayExtras, Debugpy: l.Debugpy, Python: l.Python, Platform: l.Platform}
+}
+
+// Matches reports whether l locks k (extras compared as sets).
+func (l PythonLock) Matches(k LockKey) bool {
+	a, b := slices.Clone(l.RayExtras), slices.Clone(k.RayExtras)
+	slices.Sort(a)
+	slices.Sort(b)
+	return l.Ray == k.Ray && l.Debugpy == k.Debugpy && l.Python == k.Python && l.Platform == k.Platform && slices.Equal(a, b)
+}
+
+// Requirements are the top-level requirements of k, as pip takes them.
+func (k LockKey) Requirements() []string {
+	ray := "ray"
+	if len(k.RayExtras) > 0 {
+		ex := slices.Clone(k.RayExtras)
+		slices.Sort(ex)
+		ray += "[" + strings.Join(ex, ",") + "]"
+	}
+	return []string{ray + "==" + k.Ray, "debugpy==" + k.Debugpy}
+}
+
+func (k LockKey) String() string {
+	return fmt.Sprintf("%s and debugpy==%s for CPython %s on %s", k.Requirements()[0], k.Debugpy, k.Python, k.Platform)
+}
+
+// FindPythonLock returns the lock of k in c, if any.
+func (c *Catalog) FindPythonLock(k LockKey) (PythonLock, bool) {
+	for _, l := range c.PythonLocks {
+		if l.Matches(k) {
+			return l, true
+		}
+	}
+	return PythonLock{}, false
+}
+
+// NormalizeName is the PEP 503 normalized form of a distribution name.
+func NormalizeName(name string) string {
+	return strings.ToLower(nameRuns.ReplaceAllString(name, "-"))
+}
+
+var (
+	nameRuns = regexp.MustCompile(`[-_.]+`)
+	// distName is a valid distribution name (PEP 508).
+	distName = regexp.MustCompile(`^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$`)
+)
+
+// check reports the first malformed field of l (the rules of Validate).
+func (l PythonLock) check() error {
+	v := &validator{}
+	v.pythonLock("", l)
+	if v.err != nil {
+		return v.err
+	}
+	return nil
+}
+
+// pythonLock checks one lock at JSON path p: its key, its index, and a
+// closure of well-formed wheels (each name once, ray and debugpy at the
+// locked versions) or a reason it is blocked, never both.
+func (v *validator) pythonLock(p string, l PythonLock) {
+	at := func(field string) string {
+		if p == "" {
+			return field
+		}
+		return p + "." + field
+	}
+	v.version(at("ray"), l.Ray)
+	v.version(at("debugpy"), l.Debugpy)
+	for i, e := range l.RayExtras {
+		if !distName.MatchString(e) {
+			v.fail(fmt.Sprintf("%s[%d]", at("rayExtras"), i), "%s: want an extra name such as default", quote(e))
+		}
+	}
+	if _, ok := PythonMinor(l.Python); !ok {
+		v.fail(at("python"), "%s: want a CPython minor version such as 3.12", quote(l.Python))
+	}
+	if _, ok := RuntimeArch(l.Platform); !ok {
+		v.fail(at("platform"), "%s: want linux/amd64 or linux/arm64", quote(l.Platform))
+	}
+	v.url(at("index"), l.Index, false)
+	switch {
+	case l.Blocked != nil && len(l.Distributions) > 0:
+		v.fail(at("blocked"), "set together with distributions: a blocked lock has no closure")
+		return
+	case l.Blocked != nil:
+		if l.Blocked.Detail == "" {
+			v.fail(at("blocked.detail"), "empty: want pip's reason")
+		}
+		if d := l.Blocked.Distribution; d != "" && !distName.MatchString(d) {
+			v.fail(at("blocked.distribution"), "%s: want a distribution name", quote(d))
+		}
+		return
+	case len(l.Distributions) == 0:
+		v.fail(at("distributions"), "empty and not blocked: want the closure pip resolved")
+		return
+	}
+	seen := map[string]int{}
+	for i, d := range l.Distributions {
+		pd := fmt.Sprintf("%s[%d]", at("distributions"), i)
+		v.distribution(pd, d)
+		v.duplicate(seen, NormalizeName(d.Name), pd+".name", at("distributions")+"[%d] (the same normalized name)")
+		switch NormalizeName(d.Name) {
+		case "ray":
+			if d.Version != l.Ray {
+				v.fail(pd+".version", "%s: the closure's ray, want the locked ray %s", quote(d.Version), l.Ray)
+			}
+		case "debugpy":
+			if d.Version != l.Debugpy {
+				v.fail(pd+".version", "%s: the closure's debugpy, want the locked debugpy %s", quote(d.Version), l.Debugpy)
+			}
+		}
+	}
+	for _, top := range []string{"ray", "debugpy"} {
+		if _, ok := seen[top]; !ok {
+			v.fail(at("distributions"), "has no %s: the top-level requirements are part of the closure", top)
+		}
+	}
+}
+
+// distribution checks one locked wheel at JSON path p.
+func (v *validator) distribution(p string, d Distribution) {
+	if !distName.MatchString(d.Name) {
+		v.fail(p+".name", "%s: want a distribution name", quote(d.Name))
+		return
+	}
+	if d.Version == "" || !versionRE.MatchString(d.Version) {
+		v.fail(p+".version", "%s: want a version such as 1.3.1", quote(d.Version))
+	}
+	parts := strings.Split(strings.TrimSuffix(d.Filename, ".whl"), "-")
+	switch {
+	case !strings.HasSuffix(d.Filename, ".whl") || strings.ContainsAny(d.Filename, "/\\ "):
+		v.fail(p+".filename", "%s: want a wheel file name (*.whl)", quote(d.Filename))
+	case len(parts) < 5 || NormalizeName(parts[0]) != NormalizeName(d.Name) || parts[1] != strings.ReplaceAll(d.Version, "-", "_"):
+		v.fail(p+".filename", "%s: not a wheel of %s %s", quote(d.Filename), d.Name, d.Version)
+	}
+	v.url(p+".url", d.URL, false)
+	if !validHex(d.SHA256) {
+		v.fail(p+".sha256", "%s: want 64 lowercase hex digits", quote(d.SHA256))
+	}
+}
+
+// normalizePythonLocks sorts the locks (newest Ray first, then debugpy,
+// Python, platform) and each closure by normalized name.
+func normalizePythonLocks(ls []PythonLock) {
+	for i := range ls {
+		slices.Sort(ls[i].RayExtras)
+		slices.SortStableFunc(ls[i].Distributions, func(a, b Distribution) int {
+			return strings.Compare(NormalizeName(a.Name), NormalizeName(b.Name))
+		})
+	}
+	slices.SortStableFunc(ls, func(a, b PythonLock) int {
+		if d := CompareVersions(b.Ray, a.Ray); d != 0 {
+			return d
+		}
+		if d := CompareVersions(b.Debugpy, a.Debugpy); d != 0 {
+			return d
+		}
+		if d := ComparePythons(a.Python, b.Python); d != 0 {
+			return d
+		}
+		if d := strings.Compare(a.Platform, b.Platform); d != 0 {
+			return d
+		}
+		return strings.Compare(strings.Join(a.RayExtras, ","), strings.Join(b.RayExtras, ","))
+	})
+}
+
+// LockRequest is one closure for a PythonLocker to resolve.
+type LockRequest struct {
+	// Requirements are the top-level requirements, e.g. "ray[default]==2.46.0".
+	Requirements []string
+	// Python is the target CPython minor version and Platform the OCI platform.
+	Python   string
+	Platform string
+	// Index is the PEP 503 index URL.
+	Index string
+}
+
+// BlockedError is returned by a PythonLocker when the closure has no
+// installable wheel on the platform (recorded as PythonLock.Blocked, not a
+// refresh failure).
+type BlockedError struct {
+	Blocked LockBlocked
+}
+
+func (e *BlockedError) Error() string {
+	if e.Blocked.Distribution != "" {
+		return fmt.Sprintf("blocked by %s: %s", e.Blocked.Distribution, e.Blocked.Detail)
+	}
+	return "blocked: " + e.Blocked.Detail
+}
+
+// PythonLocker resolves the complete closure of a LockRequest with pip's
+// own resolver (upstream/pip).
+type PythonLocker interface {
+	Lock(ctx context.Context, req LockRequest) ([]Distribution, error)
+}
+
+// LockPython resolves the closure of every key with l against index and
+// records the locks in c, replacing any earlier lock of the same key; keys
+// are locked at most parallel at a time (at least 1). A closure with no
+// installable wheel is recorded as blocked; any other error fails the whole
+// call and leaves c untouched.
+func LockPython(ctx context.Context, c *Catalog, keys []LockKey, index string, l PythonLocker, parallel int) error {
+	if l == nil {
+		return errors.New("python lock: no locker")
+	}
+	if parallel < 1 {
+		parallel = 1
+	}
+	var uniq []LockKey
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if s := k.String(); !seen[s] {
+			seen[s] = true
+			uniq = append(uniq, k)
+		}
+	}
+	locks := make([]PythonLock, len(uniq))
+	errs := make([]error, len(uniq))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, k := range uniq {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			lock := PythonLock{Ray: k.Ray, RayExtras: slices.Clone(k.RayExtras), Debugpy: k.Debugpy, Python: k.Python, Platform: k.Platform, Index: index}
+			ds, err := l.Lock(ctx, LockRequest{Requirements: k.Requirements(), Python: k.Python, Platform: k.Platform, Index: index})
+			var be *BlockedError
+			switch {
+			case errors.As(err, &be):
+				b := be.Blocked
+				lock.Blocked = &b
+			case err != nil:
+				errs[i] = fmt.Errorf("python lock of %s: %w", k, err)
+				cancel()
+				return
+			default:
+				lock.Distributions = ds
+			}
+			normalizePythonLocks([]PythonLock{lock})
+			if err := lock.check(); err != nil {
+				errs[i] = fmt.Errorf("python lock of %s: %w", k, err)
+				cancel()
+				return
+			}
+			locks[i] = lock
+		}()
+	}
+	wg.Wait()
+	// The first real failure, not the cancellations it caused.
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	for _, lock := range locks {
+		c.PythonLocks = slices.DeleteFunc(c.PythonLocks, func(o PythonLock) bool { return o.Matches(lock.Key()) })
+		c.PythonLocks = append(c.PythonLocks, lock)
+	}
+	normalizePythonLocks(c.PythonLocks)
+	return nil
+}

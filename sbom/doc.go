@@ -1,0 +1,15 @@
+// Package sbom makes the SBOM of an image from its content: it scans one
+// platform image with syft as a Go library (github.com/anchore/syft) — the
+// base's dpkg packages, the Python distributions (every *.dist-info under
+// /opt/imagectl/python), code-server's npm packages (package.json under
+// node_modules) — and adds the VS Code extensions installed under
+// /config/extensions as packages with their versions, the sha256 of the
+// VSIX they were installed from (from the lock) and its URL. The result is
+// an SPDX 2.3 JSON document (or CycloneDX JSON), reproducible for the same
+// image: its creation time is the build's SOURCE_DATE_EPOCH and its
+// namespace derives from the image digest.
+//
+// Packages reads the packages of an SPDX or CycloneDX JSON document back
+// (name, version, purl, sha256), for imagectl verify's check that every
+// locked distribution and extension is in the SBOM with the locked version.
+package sbom

@@ -1,0 +1,112 @@
+package sbom
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Package is one package of an SBOM document.
+type Package struct {
+	Name    string
+	Version string
+	// PURL is the package URL, if the document gives one.
+	PURL string
+	// SHA256 are the package's sha256 checksums.
+	SHA256 []string
+}
+
+// Packages reads the packages of an SPDX 2.x JSON or CycloneDX JSON
+// document.
+func Packages(doc []byte) ([]Package, error) {
+	var probe struct {
+		SPDXVersion string `json:"spdxVersion"`
+		BOMFormat   string `json:"bomFormat"`
+	}
+	if err := json.Unmarshal(doc, &probe); err != nil {
+		return nil, fmt.Errorf("SBOM is not JSON: %w", err)
+	}
+	switch {
+	case probe.SPDXVersion != "":
+		var d struct {
+			Packages []struct {
+				Name         string `json:"name"`
+				VersionInfo  string `json:"versionInfo"`
+				ExternalRefs []struct {
+					Type    string `json:"referenceType"`
+					Locator string `json:"referenceLocator"`
+				} `json:"externalRefs"`
+				Checksums []struct {
+					Algorithm string `json:"algorithm"`
+					Value     string `json:"checksumValue"`
+				} `json:"checksums"`
+			} `json:"packages"`
+		}
+		if err := json.Unmarshal(doc, &d); err != nil {
+			return nil, fmt.Errorf("SPDX document: %w", err)
+		}
+		out := make([]Package, 0, len(d.Packages))
+		for _, p := range d.Packages {
+			q := Package{Name: p.Name, Version: p.VersionInfo}
+			for _, r := range p.ExternalRefs {
+				if r.Type == "purl" && q.PURL == "" {
+					q.PURL = r.Locator
+				}
+			}
+			for _, c := range p.Checksums {
+				if strings.EqualFold(c.Algorithm, "SHA256") {
+					q.SHA256 = append(q.SHA256, strings.ToLower(c.Value))
+				}
+			}
+			out = append(out, q)
+		}
+		return out, nil
+	case probe.BOMFormat == "CycloneDX":
+		var d struct {
+			Components []struct {
+				Name    string `json:"name"`
+				Group   string `json:"group"`
+				Version string `json:"version"`
+				PURL    string `json:"purl"`
+				Hashes  []struct {
+					Alg     string `json:"alg"`
+					Content string `json:"content"`
+				} `json:"hashes"`
+			} `json:"components"`
+		}
+		if err := json.Unmarshal(doc, &d); err != nil {
+			return nil, fmt.Errorf("CycloneDX document: %w", err)
+		}
+		out := make([]Package, 0, len(d.Components))
+		for _, c := range d.Components {
+			q := Package{Name: c.Name, Version: c.Version, PURL: c.PURL}
+			for _, h := range c.Hashes {
+				if strings.EqualFold(strings.ReplaceAll(h.Alg, "-", ""), "SHA256") {
+					q.SHA256 = append(q.SHA256, strings.ToLower(h.Content))
+				}
+			}
+			out = append(out, q)
+		}
+		return out, nil
+	}
+	return nil, errors.New("SBOM is neither SPDX JSON (spdxVersion) nor CycloneDX JSON (bomFormat)")
+}
+
+// PyPIName returns the normalized distribution name of a pkg:pypi purl.
+func PyPIName(purl string) (name, version string, ok bool) {
+	rest, ok := strings.CutPrefix(purl, "pkg:pypi/")
+	if !ok {
+		return "", "", false
+	}
+	rest, _, _ = strings.Cut(rest, "?")
+	rest, _, _ = strings.Cut(rest, "#")
+	name, version, _ = strings.Cut(rest, "@")
+	return NormalizeName(name), version, true
+}
+
+// NormalizeName is the PEP 503 normalized form of a distribution name.
+func NormalizeName(n string) string {
+	n = strings.ToLower(n)
+	return strings.Join(strings.FieldsFunc(n, func(r rune) bool { return r == '-' || r == '_' || r == '.' }), "-")
+}

@@ -1,0 +1,337 @@
+package sbom
+
+import (
+	"bytes"
+
+	"context"
+	"encoding/json"
+	"fmt"
+	"github.com/CycloneDX/cyclonedx-go"
+	"io"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anchore/stereoscope/pkg/file"
+	"github.com/anchore/stereoscope/pkg/image"
+	"github.com/anchore/syft/syft"
+	"github.com/anchore/syft/syft/cataloging"
+	"github.com/anchore/syft/syft/cataloging/pkgcataloging"
+	syftfile "github.com/anchore/syft/syft/file"
+	"github.com/anchore/syft/syft/format/common/cyclonedxhelpers"
+	"github.com/anchore/syft/syft/format/common/spdxhelpers"
+	"github.com/anchore/syft/syft/pkg"
+	syftsbom "github.com/anchore/syft/syft/sbom"
+	"github.com/anchore/syft/syft/source"
+	"github.com/anchore/syft/syft/source/stereoscopesource"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	spdxjson "github.com/spdx/tools-golang/json"
+	"github.com/spdx/tools-golang/spdx"
+
+	"github.com/imagectl/imagectl/resolve"
+)
+
+// Formats of the document Scan writes.
+const (
+	FormatSPDX      = "spdx"
+	FormatCycloneDX = "cyclonedx"
+)
+
+// In-toto predicate types of the formats (the same as package sign's).
+const (
+	PredicateSPDX      = "https://spdx.dev/Document"
+	PredicateCycloneDX = "https://cyclonedx.org/bom"
+)
+
+// ExtensionType is the package type of a VS Code extension in the SBOM.
+const ExtensionType = pkg.Type("vscode-extension")
+
+// ExtensionsDir is where the image has its VS Code extensions.
+const ExtensionsDir = "/config/extensions"
+
+// Options say what the document is about.
+type Options struct {
+	// Name is the image repository and Version its primary tag.
+	Name, Version string
+	// Platform is the OCI platform of the image.
+	Platform string
+	// Created is the document's creation time (SOURCE_DATE_EPOCH).
+	Created time.Time
+	// Extensions are the set's extensions: their VSIX sha256 and URL for
+	// Platform go into the SBOM beside what the image has installed.
+	Extensions []resolve.Extension
+	// Format is FormatSPDX (default) or FormatCycloneDX.
+	Format string
+	// Parallelism of syft's catalogers (default 2).
+	Parallelism int
+}
+
+// Result is one platform's SBOM.
+type Result struct {
+	// Document is the SBOM (SPDX 2.3 JSON or CycloneDX JSON) and
+	// PredicateType its in-toto predicate type.
+	Document      []byte
+	PredicateType string
+	// Counts are the packages found per type (deb, python, npm,
+	// vscode-extension, ...).
+	Counts map[string]int
+	// Duration is how long the scan took.
+	Duration time.Duration
+}
+
+// Scan catalogues img (one platform image) with syft's image catalogers,
+// adds the VS Code extensions, and encodes the SBOM.
+func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
+	start := time.Now()
+	if o.Format == "" {
+		o.Format = FormatSPDX
+	}
+	if o.Format != FormatSPDX && o.Format != FormatCycloneDX {
+		return nil, fmt.Errorf("sbom format %q: want %s or %s", o.Format, FormatSPDX, FormatCycloneDX)
+	}
+	if o.Parallelism <= 0 {
+		o.Parallelism = 2
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("image digest: %w", err)
+	}
+	tmp := file.NewTempDirGenerator("imagectl-sbom")
+	defer tmp.Cleanup()
+	cache, err := tmp.NewDirectory("layers")
+	if err != nil {
+		return nil, fmt.Errorf("sbom scratch directory: %w", err)
+	}
+	simg := image.New(img, tmp, cache)
+	if err := simg.Read(ctx); err != nil {
+		return nil, fmt.Errorf("reading the %s image's layers: %w", o.Platform, err)
+	}
+	defer simg.Cleanup()
+	ref := o.Name
+	if o.Version != "" {
+		ref += ":" + o.Version
+	}
+	src := stereoscopesource.New(simg, stereoscopesource.ImageConfig{Reference: ref + "@" + digest.String(), Alias: source.Alias{Name: o.Name, Version: o.Version}})
+	cfg := syft.DefaultCreateSBOMConfig().
+		WithTool("imagectl", "").
+		WithParallelism(o.Parallelism).
+		WithoutFiles().
+		// The image catalogers (installed packages), without the RPM
+		// database one: it needs a sqlite driver linked in, and the bases
+		// imagectl builds on are Debian and Ubuntu.
+		WithCatalogerSelection(cataloging.NewSelectionRequest().WithDefaults(pkgcataloging.ImageTag).WithRemovals("rpm-db-cataloger"))
+	s, err := syft.CreateSBOM(ctx, src, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cataloguing the %s image with syft: %w", o.Platform, err)
+	}
+	exts, err := extensionPackages(src, o)
+	if err != nil {
+		return nil, err
+	}
+	s.Artifacts.Packages.Add(exts...)
+
+	res := &Result{Counts: map[string]int{}}
+	for p := range s.Artifacts.Packages.Enumerate() {
+		res.Counts[string(p.Type)]++
+	}
+	var buf bytes.Buffer
+	switch o.Format {
+	case FormatSPDX:
+		if err := writeSPDX(&buf, s, o, digest.String()); err != nil {
+			return nil, err
+		}
+		res.PredicateType = PredicateSPDX
+	case FormatCycloneDX:
+		if err := writeCycloneDX(&buf, s, o); err != nil {
+			return nil, err
+		}
+		res.PredicateType = PredicateCycloneDX
+	}
+	res.Document = buf.Bytes()
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// writeSPDX encodes s as SPDX 2.3 with the VSIX sha256 and URL of each
+// extension, a fixed creation time and a namespace from the image digest.
+func writeSPDX(w io.Writer, s *syftsbom.SBOM, o Options, digest string) error {
+	doc := spdxhelpers.ToFormatModel(*s)
+	if doc == nil {
+		return fmt.Errorf("converting the SBOM to SPDX")
+	}
+	created := o.Created.UTC()
+	if o.Created.IsZero() {
+		created = time.Unix(0, 0).UTC()
+	}
+	if doc.CreationInfo == nil {
+		doc.CreationInfo = &spdx.CreationInfo{}
+	}
+	doc.CreationInfo.Created = created.Format(time.RFC3339)
+	doc.DocumentNamespace = "https://imagectl.dev/spdx/" + strings.NewReplacer("/", "-", ":", "-").Replace(o.Name) + "/" + strings.ReplaceAll(o.Platform, "/", "-") + "/" + strings.TrimPrefix(digest, "sha256:")
+	files := extensionFiles(o)
+	for _, p := range doc.Packages {
+		if !isExtensionPackage(p) {
+			continue
+		}
+		f, ok := files[strings.ToLower(p.PackageName)+"@"+p.PackageVersion]
+		if !ok {
+			continue
+		}
+		if f.SHA256 != "" {
+			p.PackageChecksums = append(p.PackageChecksums, spdx.Checksum{Algorithm: spdx.SHA256, Value: f.SHA256})
+		}
+		if f.URL != "" {
+			p.PackageDownloadLocation = f.URL
+		}
+		p.PackageComment = "VS Code extension installed under " + ExtensionsDir + " from the VSIX of target platform " + f.TargetPlatform
+	}
+	return spdxjson.Write(doc, w)
+}
+
+// writeCycloneDX encodes s as CycloneDX JSON (syft's default spec
+// version) with the VSIX sha256 of each extension as a component hash.
+func writeCycloneDX(w io.Writer, s *syftsbom.SBOM, o Options) error {
+	bom := cyclonedxhelpers.ToFormatModel(*s)
+	if bom == nil {
+		return fmt.Errorf("converting the SBOM to CycloneDX")
+	}
+	if bom.Metadata != nil {
+		created := o.Created.UTC()
+		if o.Created.IsZero() {
+			created = time.Unix(0, 0).UTC()
+		}
+		bom.Metadata.Timestamp = created.Format(time.RFC3339)
+	}
+	files := extensionFiles(o)
+	if bom.Components != nil {
+		for i, c := range *bom.Components {
+			if !strings.Contains(c.PackageURL, "type=vscode-extension") {
+				continue
+			}
+			f, ok := files[strings.ToLower(c.Name)+"@"+c.Version]
+			if !ok || f.SHA256 == "" {
+				continue
+			}
+			hashes := append([]cyclonedx.Hash(nil), derefHashes(c.Hashes)...)
+			hashes = append(hashes, cyclonedx.Hash{Algorithm: cyclonedx.HashAlgoSHA256, Value: f.SHA256})
+			(*bom.Components)[i].Hashes = &hashes
+		}
+	}
+	enc := cyclonedx.NewBOMEncoder(w, cyclonedx.BOMFileFormatJSON)
+	enc.SetPretty(true)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(bom); err != nil {
+		return fmt.Errorf("encoding CycloneDX: %w", err)
+	}
+	return nil
+}
+
+func derefHashes(h *[]cyclonedx.Hash) []cyclonedx.Hash {
+	if h == nil {
+		return nil
+	}
+	return *h
+}
+
+// extensionFiles maps "id@version" (id lower-cased) to the VSIX installed
+// on o.Platform.
+func extensionFiles(o Options) map[string]resolve.File {
+	files := map[string]resolve.File{}
+	for _, e := range o.Extensions {
+		files[strings.ToLower(e.ID)+"@"+e.Version] = e.Files[o.Platform]
+	}
+	return files
+}
+
+func isExtensionPackage(p *spdx.Package) bool {
+	for _, r := range p.PackageExternalReferences {
+		if r.RefType == "purl" && strings.HasPrefix(r.Locator, "pkg:generic/") && strings.Contains(r.Locator, "vscode-extension") {
+			return true
+		}
+	}
+	return false
+}
+
+// installedExtension is one entry of extensions.json.
+type installedExtension struct {
+	Identifier struct {
+		ID string `json:"id"`
+	} `json:"identifier"`
+	Version          string `json:"version"`
+	RelativeLocation string `json:"relativeLocation"`
+}
+
+// extensionPackages reads /config/extensions/extensions.json and each
+// extension's package.json from the image.
+func extensionPackages(src source.Source, o Options) ([]pkg.Package, error) {
+	res, err := src.FileResolver(source.SquashedScope)
+	if err != nil {
+		return nil, err
+	}
+	read := func(p string) ([]byte, *syftfile.Location, error) {
+		locs, err := res.FilesByPath(p)
+		if err != nil || len(locs) == 0 {
+			return nil, nil, err
+		}
+		rc, err := res.FileContentsByLocation(locs[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(io.LimitReader(rc, 16<<20))
+		return b, &locs[0], err
+	}
+	raw, _, err := read(path.Join(ExtensionsDir, "extensions.json"))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s/extensions.json from the %s image: %w", ExtensionsDir, o.Platform, err)
+	}
+	if raw == nil {
+		return nil, nil // no extensions installed
+	}
+	var installed []installedExtension
+	if err := json.Unmarshal(raw, &installed); err != nil {
+		return nil, fmt.Errorf("%s/extensions.json of the %s image: %w", ExtensionsDir, o.Platform, err)
+	}
+	var out []pkg.Package
+	for _, ie := range installed {
+		dir := ie.RelativeLocation
+		if dir == "" || strings.Contains(dir, "/") {
+			dir = ie.Identifier.ID + "-" + ie.Version
+		}
+		manifest := path.Join(ExtensionsDir, dir, "package.json")
+		b, loc, err := read(manifest)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s from the %s image: %w", manifest, o.Platform, err)
+		}
+		if b == nil {
+			return nil, fmt.Errorf("extensions.json of the %s image lists %s %s, but %s is missing", o.Platform, ie.Identifier.ID, ie.Version, manifest)
+		}
+		var pj struct {
+			Name, Publisher, Version, License string
+		}
+		if err := json.Unmarshal(b, &pj); err != nil {
+			return nil, fmt.Errorf("%s of the %s image: %w", manifest, o.Platform, err)
+		}
+		id := pj.Publisher + "." + pj.Name
+		if pj.Publisher == "" || pj.Name == "" {
+			id = ie.Identifier.ID
+		}
+		p := pkg.Package{
+			Name:      id,
+			Version:   pj.Version,
+			Type:      ExtensionType,
+			FoundBy:   "imagectl-vscode-extensions",
+			Language:  pkg.JavaScript,
+			Locations: syftfile.NewLocationSet(*loc),
+			PURL:      "pkg:generic/" + strings.ToLower(id) + "@" + pj.Version + "?type=vscode-extension",
+		}
+		if pj.License != "" {
+			p.Licenses = pkg.NewLicenseSet(pkg.NewLicense(pj.License))
+		}
+		p.SetID()
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b pkg.Package) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}

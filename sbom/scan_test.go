@@ -1,0 +1,254 @@
+package sbom
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/imagectl/imagectl/resolve"
+)
+
+// layer is a tar layer of files (path -> content).
+func layer(t testing.TB, files map[string]string) v1.Layer {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	dirs := map[string]bool{}
+	for _, n := range names {
+		parts := strings.Split(n, "/")
+		for i := 1; i < len(parts); i++ {
+			d := strings.Join(parts[:i], "/") + "/"
+			if !dirs[d] {
+				dirs[d] = true
+				if err := tw.WriteHeader(&tar.Header{Name: d, Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: n, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(files[n]))}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(files[n]))
+	}
+	tw.Close()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+const dpkgStatus = `Package: libc6
+Status: install ok installed
+Priority: optional
+Section: libs
+Installed-Size: 12345
+Maintainer: GNU Libc Maintainers <debian-glibc@lists.debian.org>
+Architecture: arm64
+Multi-Arch: same
+Source: glibc
+Version: 2.36-9+deb12u7
+Description: GNU C Library: Shared libraries
+
+Package: python3.11-minimal
+Status: install ok installed
+Priority: optional
+Section: python
+Installed-Size: 5000
+Maintainer: Matthias Klose <doko@debian.org>
+Architecture: arm64
+Version: 3.11.2-6+deb12u2
+Description: Minimal subset of the Python language
+
+`
+
+func metadata(name, version string) string {
+	return "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\nSummary: x\n\n"
+}
+
+// testImage is a small arm64 image shaped like imagectl's: a Debian base,
+// Python distributions under /opt/imagectl/python, code-server's npm
+// packages and two installed extensions, in separate layers.
+func testImage(t testing.TB) v1.Image {
+	t.Helper()
+	site := "opt/imagectl/python/lib/python3.12/site-packages/"
+	img, err := mutate.AppendLayers(empty.Image,
+		layer(t, map[string]string{
+			"etc/os-release":                                   "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nNAME=\"Debian GNU/Linux\"\nVERSION_ID=\"12\"\nID=debian\n",
+			"var/lib/dpkg/status":                              dpkgStatus,
+			"app/code-server/package.json":                     `{"name":"code-server","version":"4.101.2"}`,
+			"app/code-server/node_modules/argon2/package.json": `{"name":"argon2","version":"0.31.2","license":"MIT"}`,
+		}),
+		layer(t, map[string]string{
+			site + "ray-2.46.0.dist-info/METADATA":       metadata("ray", "2.46.0"),
+			site + "debugpy-1.8.14.dist-info/METADATA":   metadata("debugpy", "1.8.14"),
+			site + "aiosignal-1.3.1.dist-info/METADATA":  metadata("aiosignal", "1.3.1"),
+			site + "frozenlist-1.4.1.dist-info/METADATA": metadata("frozenlist", "1.4.1"),
+		}),
+		layer(t, map[string]string{
+			"config/extensions/extensions.json": `[{"identifier":{"id":"ms-python.python"},"version":"2025.10.0","relativeLocation":"ms-python.python-2025.10.0"},
+ {"identifier":{"id":"anyscalecompute.ray-distributed-debugger"},"version":"0.1.4","relativeLocation":"anyscalecompute.ray-distributed-debugger-0.1.4"}]`,
+			"config/extensions/ms-python.python-2025.10.0/package.json":                     `{"name":"python","publisher":"ms-python","version":"2025.10.0","license":"MIT"}`,
+			"config/extensions/anyscalecompute.ray-distributed-debugger-0.1.4/package.json": `{"name":"ray-distributed-debugger","publisher":"anyscalecompute","version":"0.1.4"}`,
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, _ := img.ConfigFile()
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "arm64"
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func testExtensions() []resolve.Extension {
+	return []resolve.Extension{
+		{ID: "ms-python.python", Version: "2025.10.0", Files: map[string]resolve.File{
+			"linux/arm64": {TargetPlatform: "linux-arm64", URL: "https://gallery.example/python-arm64.vsix", SHA256: strings.Repeat("a", 64)},
+			"linux/amd64": {TargetPlatform: "linux-x64", URL: "https://gallery.example/python-x64.vsix", SHA256: strings.Repeat("b", 64)},
+		}},
+		{ID: "anyscalecompute.ray-distributed-debugger", Version: "0.1.4", Files: map[string]resolve.File{
+			"linux/arm64": {TargetPlatform: "universal", URL: "https://gallery.example/ray.vsix", SHA256: strings.Repeat("c", 64)},
+		}},
+	}
+}
+
+func TestScanSPDX(t *testing.T) {
+	img := testImage(t)
+	o := Options{Name: "registry.example/code-server-ray", Version: "4.101.2-ray2.46.0-py3.12", Platform: "linux/arm64",
+		Created: time.Unix(1752537600, 0), Extensions: testExtensions()}
+	res, err := Scan(context.Background(), img, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PredicateType != PredicateSPDX {
+		t.Errorf("predicate type %s", res.PredicateType)
+	}
+	var head struct {
+		SPDXVersion  string `json:"spdxVersion"`
+		Namespace    string `json:"documentNamespace"`
+		CreationInfo struct {
+			Created string `json:"created"`
+		} `json:"creationInfo"`
+	}
+	if err := json.Unmarshal(res.Document, &head); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	if head.SPDXVersion != "SPDX-2.3" || head.CreationInfo.Created != "2025-07-15T00:00:00Z" || !strings.HasSuffix(head.Namespace, "/linux-arm64/"+d.Hex) {
+		t.Errorf("document header %+v: want SPDX-2.3, created at SOURCE_DATE_EPOCH, namespace from the digest", head)
+	}
+	pkgs, err := Packages(res.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
+	find := func(name, version string) *Package {
+		for i, p := range pkgs {
+			if p.Name == name && p.Version == version {
+				return &pkgs[i]
+			}
+		}
+		return nil
+	}
+	for _, w := range []struct{ name, version, purlPrefix string }{
+		{"libc6", "2.36-9+deb12u7", "pkg:deb/debian/libc6@2.36-9%2Bdeb12u7"},
+		{"python3.11-minimal", "3.11.2-6+deb12u2", "pkg:deb/debian/python3.11-minimal@"},
+		{"ray", "2.46.0", "pkg:pypi/ray@2.46.0"},
+		{"debugpy", "1.8.14", "pkg:pypi/debugpy@1.8.14"},
+		{"aiosignal", "1.3.1", "pkg:pypi/aiosignal@1.3.1"},
+		{"frozenlist", "1.4.1", "pkg:pypi/frozenlist@1.4.1"},
+		{"argon2", "0.31.2", "pkg:npm/argon2@0.31.2"},
+		{"ms-python.python", "2025.10.0", "pkg:generic/ms-python.python@2025.10.0"},
+		{"anyscalecompute.ray-distributed-debugger", "0.1.4", "pkg:generic/anyscalecompute.ray-distributed-debugger@0.1.4"},
+	} {
+		p := find(w.name, w.version)
+		if p == nil {
+			t.Errorf("SBOM lacks %s %s", w.name, w.version)
+			continue
+		}
+		if !strings.HasPrefix(p.PURL, w.purlPrefix) {
+			t.Errorf("%s %s: purl %q, want %s...", w.name, w.version, p.PURL, w.purlPrefix)
+		}
+	}
+	// The arm64 VSIX sha256, not the x64 one.
+	if p := find("ms-python.python", "2025.10.0"); p != nil {
+		if diff := cmp.Diff([]string{strings.Repeat("a", 64)}, p.SHA256); diff != "" {
+			t.Errorf("ms-python.python sha256 (-want +got):\n%s", diff)
+		}
+	}
+	for typ, n := range map[string]int{"deb": 2, "python": 4, "vscode-extension": 2} {
+		if res.Counts[typ] != n {
+			t.Errorf("%d %s packages counted, want %d (%v)", res.Counts[typ], typ, n, res.Counts)
+		}
+	}
+	// Reproducible: the same image gives the same bytes.
+	again, err := Scan(context.Background(), img, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(res.Document, again.Document) {
+		t.Error("two scans of the same image differ")
+	}
+}
+
+func TestScanCycloneDX(t *testing.T) {
+	res, err := Scan(context.Background(), testImage(t), Options{Name: "r/x", Platform: "linux/arm64", Format: FormatCycloneDX, Extensions: testExtensions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PredicateType != PredicateCycloneDX {
+		t.Errorf("predicate type %s", res.PredicateType)
+	}
+	pkgs, err := Packages(res.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pkgs {
+		names = append(names, p.Name+"@"+p.Version)
+	}
+	for _, want := range []string{"libc6@2.36-9+deb12u7", "aiosignal@1.3.1", "ms-python.python@2025.10.0"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("CycloneDX components lack %s: %v", want, names)
+		}
+	}
+	for _, p := range pkgs {
+		if p.Name == "ms-python.python" && !slices.Equal(p.SHA256, []string{strings.Repeat("a", 64)}) {
+			t.Errorf("ms-python.python component hashes %v, want the arm64 VSIX sha256", p.SHA256)
+		}
+	}
+	if _, err := Scan(context.Background(), testImage(t), Options{Format: "xml"}); err == nil {
+		t.Error("format xml accepted")
+	}
+}
+
+func TestPyPIName(t *testing.T) {
+	n, v, ok := PyPIName("pkg:pypi/Aio_Signal@1.3.1?x=y")
+	if !ok || n != "aio-signal" || v != "1.3.1" {
+		t.Errorf("PyPIName = %q %q %v", n, v, ok)
+	}
+	if _, _, ok := PyPIName("pkg:npm/x@1"); ok {
+		t.Error("npm purl read as pypi")
+	}
+}

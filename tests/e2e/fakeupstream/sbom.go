@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+
+	"github.com/imagectl/imagectl/regauth"
+	"github.com/imagectl/imagectl/sbom"
+)
+
+// runSBOMPackages prints, for every platform manifest of an image index,
+// the packages of the SBOM attestation attached to it (cosign's .att tag):
+// {"linux/amd64": [{"name", "version", "purl", "sha256"}], ...}. It does
+// not verify signatures (imagectl verify does); it shows what the SBOM says.
+func runSBOMPackages(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("sbom-packages", flag.ExitOnError)
+	fs.Parse(args)
+	if fs.NArg() != 1 {
+		return errors.New("usage: sbom-packages REF")
+	}
+	ref, err := name.ParseReference(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	ro := regauth.RemoteOptions(ctx)
+	idx, err := remote.Index(ref, ro...)
+	if err != nil {
+		return err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	out := map[string][]map[string]any{}
+	for _, d := range im.Manifests {
+		if d.Platform == nil || d.Platform.OS == "unknown" {
+			continue
+		}
+		p := d.Platform.String()
+		se, err := ociremote.SignedImage(ref.Context().Digest(d.Digest.String()), ociremote.WithRemoteOptions(ro...))
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		atts, err := se.Attestations()
+		if err != nil {
+			return fmt.Errorf("%s attestations: %w", p, err)
+		}
+		sigs, err := atts.Get()
+		if err != nil {
+			return fmt.Errorf("%s attestations: %w", p, err)
+		}
+		found := false
+		for _, s := range sigs {
+			payload, err := s.Payload()
+			if err != nil {
+				return err
+			}
+			var env struct {
+				Payload string `json:"payload"`
+			}
+			if err := json.Unmarshal(payload, &env); err != nil {
+				return err
+			}
+			st, err := base64.StdEncoding.DecodeString(env.Payload)
+			if err != nil {
+				return err
+			}
+			var stmt struct {
+				PredicateType string          `json:"predicateType"`
+				Predicate     json.RawMessage `json:"predicate"`
+			}
+			if err := json.Unmarshal(st, &stmt); err != nil {
+				return err
+			}
+			if stmt.PredicateType != sbom.PredicateSPDX && stmt.PredicateType != sbom.PredicateCycloneDX {
+				continue
+			}
+			pkgs, err := sbom.Packages(stmt.Predicate)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			list := []map[string]any{}
+			for _, pk := range pkgs {
+				list = append(list, map[string]any{"name": pk.Name, "version": pk.Version, "purl": pk.PURL, "sha256": pk.SHA256})
+			}
+			out[p] = list
+			found = true
+		}
+		if !found {
+			return fmt.Errorf("%s (%s) has no SBOM attestation", p, d.Digest)
+		}
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

@@ -1,0 +1,399 @@
+package pip
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/upstream/httpx"
+)
+
+// MinVersion is the oldest pip with --dry-run --report.
+const MinVersion = "22.2"
+
+// DefaultCommand runs pip.
+var DefaultCommand = []string{"python3", "-m", "pip"}
+
+// Locker runs pip to lock closures.
+type Locker struct {
+	cmd     []string
+	timeout time.Duration
+	retries int
+	hc      *http.Client
+	stderr  io.Writer
+}
+
+// Option configures New.
+type Option func(*Locker)
+
+// WithCommand sets the pip command (default DefaultCommand), e.g.
+// {"/opt/venv/bin/pip"}.
+func WithCommand(argv ...string) Option {
+	return func(l *Locker) {
+		if len(argv) > 0 {
+			l.cmd = append([]string(nil), argv...)
+		}
+	}
+}
+
+// WithTimeout bounds one network operation of pip (its --timeout, default
+// 60s) and, times 20, one whole pip run.
+func WithTimeout(d time.Duration) Option { return func(l *Locker) { l.timeout = d } }
+
+// WithRetries sets pip's --retries (default 5).
+func WithRetries(n int) Option { return func(l *Locker) { l.retries = n } }
+
+// WithHTTPClient sets the client that downloads a wheel whose index gave no
+// sha256 (default httpx.New()).
+func WithHTTPClient(hc *http.Client) Option { return func(l *Locker) { l.hc = hc } }
+
+// New returns a Locker.
+func New(opts ...Option) *Locker {
+	l := &Locker{cmd: DefaultCommand, timeout: 60 * time.Second, retries: 5}
+	for _, o := range opts {
+		o(l)
+	}
+	if l.hc == nil {
+		l.hc = httpx.New()
+	}
+	return l
+}
+
+// Command returns the pip command line as configured.
+func (l *Locker) Command() []string { return append([]string(nil), l.cmd...) }
+
+var pipVersion = regexp.MustCompile(`^pip (\d+)\.(\d+)(?:\.(\d+))?\S* from `)
+
+// Check runs pip --version and returns the version, or an error saying
+// what to install when pip is missing or older than MinVersion.
+func (l *Locker) Check(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, l.cmd[0], append(l.cmd[1:], "--version")...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("pip (%s) does not run: %v: %s: install pip for python3 (Debian: apt-get install python3-pip) or name one with --pip", strings.Join(l.cmd, " "), err, firstLine(out))
+	}
+	m := pipVersion.FindStringSubmatch(strings.TrimSpace(string(out)))
+	if m == nil {
+		return "", fmt.Errorf("pip (%s) --version printed %q, not \"pip X.Y from ...\"", strings.Join(l.cmd, " "), firstLine(out))
+	}
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2])
+	v := m[1] + "." + m[2]
+	if m[3] != "" {
+		v += "." + m[3]
+	}
+	if major < 22 || (major == 22 && minor < 2) {
+		return v, fmt.Errorf("pip %s (%s) has no --dry-run --report: want pip >= %s", v, strings.Join(l.cmd, " "), MinVersion)
+	}
+	return v, nil
+}
+
+// PlatformTags are the --platform values pip is given for an OCI platform:
+// exactly those of the build (dockerfiles/Dockerfile, wheels stage).
+func PlatformTags(platform string) ([]string, error) {
+	arch, ok := catalog.RuntimeArch(platform)
+	if !ok {
+		return nil, fmt.Errorf("platform %q: want linux/amd64 or linux/arm64", platform)
+	}
+	return []string{"manylinux_2_28_" + arch, "manylinux2014_" + arch}, nil
+}
+
+// Args returns pip's arguments (after the command) that lock req, writing
+// the report to report; target is an empty scratch directory.
+func (l *Locker) Args(req catalog.LockRequest, report, target string) ([]string, error) {
+	if _, ok := catalog.PythonMinor(req.Python); !ok {
+		return nil, fmt.Errorf("python %q: want a CPython minor version such as 3.12", req.Python)
+	}
+	tags, err := PlatformTags(req.Platform)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(req.Index)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("package index %q is not an http(s) URL", req.Index)
+	}
+	if len(req.Requirements) == 0 {
+		return nil, errors.New("no requirements to lock")
+	}
+	args := []string{
+		"--isolated", "--no-input", "--disable-pip-version-check", "--quiet",
+		"--timeout", strconv.Itoa(int(l.timeout.Seconds())), "--retries", strconv.Itoa(l.retries),
+		"install", "--dry-run", "--report", report, "--ignore-installed", "--target", target, "--no-cache-dir",
+		"--only-binary=:all:", "--implementation", "cp", "--python-version", req.Python,
+	}
+	for _, t := range tags {
+		args = append(args, "--platform", t)
+	}
+	args = append(args, "--index-url", req.Index)
+	if u.Scheme == "http" {
+		args = append(args, "--trusted-host", u.Hostname())
+	}
+	for _, r := range req.Requirements {
+		if strings.HasPrefix(r, "-") {
+			return nil, fmt.Errorf("requirement %q looks like an option", r)
+		}
+	}
+	return append(args, req.Requirements...), nil
+}
+
+// Lock runs pip for req and returns the closure, sorted by normalized name.
+func (l *Locker) Lock(ctx context.Context, req catalog.LockRequest) ([]catalog.Distribution, error) {
+	dir, err := os.MkdirTemp("", "imagectl-pip-lock-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	report := filepath.Join(dir, "report.json")
+	args, err := l.Args(req, report, filepath.Join(dir, "target"))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*l.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, l.cmd[0], append(l.cmd[1:], args...)...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("pip (%s) for %s: %w", strings.Join(l.cmd, " "), req.Platform, ctx.Err())
+		}
+		if b, ok := Blocked(stderr.String()); ok {
+			// pip says "from versions: none" also when the index did not
+			// answer (with --retries 0 it does not even warn): ask the
+			// index for the project before calling it blocked.
+			if err := l.probe(ctx, req.Index, &b); err != nil {
+				return nil, err
+			}
+			return nil, &catalog.BlockedError{Blocked: b}
+		}
+		return nil, fmt.Errorf("pip (%s) for %s, CPython %s: %v: %s", strings.Join(l.cmd, " "), req.Platform, req.Python, err, lastLines(stderr.String(), 6))
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		return nil, fmt.Errorf("pip wrote no report: %w (pip >= %s is required)", err, MinVersion)
+	}
+	ds, missing, err := ParseReport(raw)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range missing {
+		sum, err := l.sha256(ctx, ds[i].URL)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: the index gave no sha256 and downloading the wheel failed: %w", ds[i].Name, ds[i].Version, err)
+		}
+		ds[i].SHA256 = sum
+	}
+	return ds, nil
+}
+
+// probe asks the index for b's project page: a page or a 404 confirms b
+// (the project has no installable wheel, or does not exist there); any
+// other answer means pip's "no matching distribution" may only be the index
+// failing, which is an error.
+func (l *Locker) probe(ctx context.Context, index string, b *catalog.LockBlocked) error {
+	if b.Distribution == "" {
+		return nil
+	}
+	u := strings.TrimRight(index, "/") + "/" + url.PathEscape(b.Distribution) + "/"
+	resp, err := httpx.Get(ctx, l.hc, u, nil)
+	var se *httpx.StatusError
+	switch {
+	case errors.As(err, &se) && se.Status == http.StatusNotFound:
+		b.Detail += " (the index has no project " + b.Distribution + ")"
+		return nil
+	case err != nil:
+		return fmt.Errorf("pip found no %s, but the package index did not answer for it: %w", b.Distribution, err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+func (l *Locker) sha256(ctx context.Context, u string) (string, error) {
+	resp, err := httpx.Get(ctx, l.hc, u, nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, resp.Body); err != nil {
+		return "", fmt.Errorf("reading %s: %w", u, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// report is the part of pip's installation report (format version 1) read
+// here: https://pip.pypa.io/en/stable/reference/installation-report/
+type report struct {
+	Version string `json:"version"`
+	Install []struct {
+		DownloadInfo struct {
+			URL         string `json:"url"`
+			ArchiveInfo *struct {
+				Hash   string            `json:"hash"`
+				Hashes map[string]string `json:"hashes"`
+			} `json:"archive_info"`
+		} `json:"download_info"`
+		Metadata struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"metadata"`
+	} `json:"install"`
+}
+
+// ParseReport reads pip's installation report. missing lists the indexes of
+// distributions whose sha256 the index did not give (the caller downloads
+// and hashes them).
+func ParseReport(b []byte) (ds []catalog.Distribution, missing []int, err error) {
+	var r report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, nil, fmt.Errorf("pip report: %w", err)
+	}
+	if r.Version != "1" {
+		return nil, nil, fmt.Errorf("pip report version %q, want \"1\"", r.Version)
+	}
+	if len(r.Install) == 0 {
+		return nil, nil, errors.New("pip report: nothing to install")
+	}
+	for i, in := range r.Install {
+		u := in.DownloadInfo.URL
+		if u == "" || in.DownloadInfo.ArchiveInfo == nil {
+			return nil, nil, fmt.Errorf("pip report: %s %s is not an archive from an index (url %q)", in.Metadata.Name, in.Metadata.Version, u)
+		}
+		pu, err := url.Parse(u)
+		if err != nil {
+			return nil, nil, fmt.Errorf("pip report: %s %s: url %q: %w", in.Metadata.Name, in.Metadata.Version, u, err)
+		}
+		file, err := url.PathUnescape(path.Base(pu.Path))
+		if err != nil || !strings.HasSuffix(file, ".whl") {
+			return nil, nil, fmt.Errorf("pip report: %s %s: %s is not a wheel", in.Metadata.Name, in.Metadata.Version, u)
+		}
+		pu.Fragment = ""
+		ai := in.DownloadInfo.ArchiveInfo
+		sum := strings.ToLower(ai.Hashes["sha256"])
+		if sum == "" {
+			if alg, v, ok := strings.Cut(ai.Hash, "="); ok && alg == "sha256" {
+				sum = strings.ToLower(v)
+			}
+		}
+		d := catalog.Distribution{Name: in.Metadata.Name, Version: in.Metadata.Version, Filename: file, URL: pu.String(), SHA256: sum}
+		if d.Name == "" || d.Version == "" {
+			return nil, nil, fmt.Errorf("pip report: install[%d] (%s) has no metadata name or version", i, u)
+		}
+		if sum == "" {
+			missing = append(missing, len(ds))
+		}
+		ds = append(ds, d)
+	}
+	return ds, missing, nil
+}
+
+var (
+	noMatch      = regexp.MustCompile(`(?m)^ERROR: No matching distribution found for (\S+)`)
+	couldNotFind = regexp.MustCompile(`(?m)^ERROR: (Could not find a version that satisfies the requirement .*)$`)
+	conflict     = regexp.MustCompile(`(?m)^ERROR: (Cannot install .*|ResolutionImpossible.*)$`)
+	// networkTrouble marks pip output where "no matching distribution"
+	// may only mean the index did not answer.
+	networkTrouble = regexp.MustCompile(`(?m)^WARNING: Retrying |NewConnectionError|Max retries exceeded|ConnectTimeoutError|ReadTimeoutError|HTTP error \d+|SSLError|ProxyError`)
+	reqName        = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*`)
+)
+
+// Blocked reads pip's stderr of a failed run: a requirement without an
+// installable wheel ("No matching distribution found for X") or a
+// dependency conflict. A run that shows network trouble is never blocked.
+func Blocked(stderr string) (catalog.LockBlocked, bool) {
+	if networkTrouble.MatchString(stderr) {
+		return catalog.LockBlocked{}, false
+	}
+	if m := noMatch.FindStringSubmatch(stderr); m != nil {
+		detail := "no matching distribution found for " + m[1]
+		if c := couldNotFind.FindStringSubmatch(stderr); c != nil {
+			detail = strings.TrimSpace(c[1])
+		}
+		return catalog.LockBlocked{Distribution: catalog.NormalizeName(reqName.FindString(m[1])), Detail: detail}, true
+	}
+	if m := conflict.FindStringSubmatch(stderr); m != nil {
+		return catalog.LockBlocked{Detail: strings.TrimSpace(m[1])}, true
+	}
+	return catalog.LockBlocked{}, false
+}
+
+// Mismatch is one entry of pip's hash-mismatch report.
+type Mismatch struct {
+	// Requirement is what the requirements file said, e.g. click==8.1.8.
+	Requirement string
+	// URL is the file pip downloaded.
+	URL string
+	// Expected are the sha256 the requirements file allows; Got is the
+	// downloaded file's.
+	Expected []string
+	Got      string
+}
+
+var (
+	mismatchHeader = regexp.MustCompile(`THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE`)
+	mismatchFrom   = regexp.MustCompile(`^\s+(\S+) from (\S+?)(?:#\S*)?(?: \(.*\))?:\s*$`)
+	// pip writes "Expected sha256 X", then "Expected     or Y" for each
+	// further allowed hash.
+	mismatchExp = regexp.MustCompile(`^\s+Expected\s+(?:sha256|or)\s+([0-9a-f]{64})\s*$`)
+	mismatchGot = regexp.MustCompile(`^\s+Got\s+([0-9a-f]{64})\s*$`)
+)
+
+// HashMismatches reads pip's output for its hash-mismatch report
+// ("THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE", then
+// per file "REQ from URL:", "Expected sha256 X", "Got Y").
+func HashMismatches(out string) []Mismatch {
+	if !mismatchHeader.MatchString(out) {
+		return nil
+	}
+	var ms []Mismatch
+	var cur *Mismatch
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if m := mismatchFrom.FindStringSubmatch(line); m != nil {
+			ms = append(ms, Mismatch{Requirement: m[1], URL: m[2]})
+			cur = &ms[len(ms)-1]
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		if m := mismatchExp.FindStringSubmatch(line); m != nil {
+			cur.Expected = append(cur.Expected, m[1])
+		} else if m := mismatchGot.FindStringSubmatch(line); m != nil {
+			cur.Got = m[1]
+		}
+	}
+	return ms
+}
+
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return s
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
