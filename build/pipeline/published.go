@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -104,27 +105,79 @@ func published(ctx context.Context, req *Request, tag name.Tag, inputs string, p
 		}
 		keyName = s.String()
 	}
+	// Signatures are verified; the attestations are only looked for (their
+	// predicate types, from the attestation image's manifest): verifying
+	// them downloads every SBOM document, megabytes per platform, which is
+	// imagectl verify's job. A build that stopped between signing and
+	// attesting is found all the same.
 	rep, err := verify.Image(ctx, ref.String(), verify.WithVerifier(pk), verify.WithSkipContents(true),
-		verify.WithSkipAttestations(!req.Provenance), verify.WithRemoteOptions(req.RemoteOptions...), verify.WithNameOptions(nameOpts(req.Insecure)...))
+		verify.WithSkipAttestations(true), verify.WithRemoteOptions(req.RemoteOptions...), verify.WithNameOptions(nameOpts(req.Insecure)...))
 	if err != nil {
 		return nil, fmt.Errorf("verifying the published %s: %w", ref, err)
 	}
-	if !rep.OK {
-		if req.Warnings != nil {
-			first := "verification failed"
-			if len(rep.Failures) > 0 {
-				first = rep.Failures[0].String()
+	problem := ""
+	switch {
+	case !rep.OK && len(rep.Failures) > 0:
+		problem = fmt.Sprintf("it does not verify with %s (%d problems, first: %s)", keyName, len(rep.Failures), rep.Failures[0])
+	case !rep.OK:
+		problem = fmt.Sprintf("it does not verify with %s", keyName)
+	default:
+		for _, p := range out.platforms {
+			missing, err := missingAttestations(ctx, tag.Context().Digest(p.Digest), req.Provenance, ropts)
+			if err != nil {
+				return nil, err
 			}
-			fmt.Fprintf(req.Warnings, "%s names %s of these inputs, but it does not verify with %s (%d problems, first: %s): rebuilding, pushing and signing it\n", tag, pub.Digest, keyName, max(1, len(rep.Failures)), first)
+			if missing != "" {
+				problem = fmt.Sprintf("its %s manifest %s has no %s attestation", p.Platform, p.Digest, missing)
+				break
+			}
+		}
+	}
+	if problem != "" {
+		if req.Warnings != nil {
+			fmt.Fprintf(req.Warnings, "%s names %s of these inputs, but %s: rebuilding, pushing and signing it\n", tag, pub.Digest, problem)
 		}
 		return nil, nil
 	}
-	what := "signatures and attestations"
+	what := "signatures verify with %s and its SBOM and provenance attestations are there"
 	if !req.Provenance {
-		what = "signatures"
+		what = "signatures verify with %s and its SBOM attestations are there"
 	}
-	out.why += fmt.Sprintf(" and its %s verify with %s; nothing built, pushed or signed (--force rebuilds)", what, keyName)
+	out.why += fmt.Sprintf(" and its "+what+"; nothing built, pushed or signed (--force rebuilds)", keyName)
 	return out, nil
+}
+
+// missingAttestations names the attestation kind the manifest d lacks
+// ("SBOM", "provenance"; "" when none), read from the predicateType
+// annotations of its cosign attestation image (tag sha256-<hex>.att) without
+// downloading the attestations.
+func missingAttestations(ctx context.Context, d name.Digest, provenance bool, ropts []remote.Option) (string, error) {
+	att := d.Context().Tag(strings.Replace(d.DigestStr(), ":", "-", 1) + ".att")
+	var types []string
+	desc, err := remote.Get(att, ropts...)
+	switch {
+	case release.IsNotFound(err):
+	case err != nil:
+		return "", fmt.Errorf("reading the attestations of %s: %w", d, err)
+	default:
+		m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
+		if err != nil {
+			return "", fmt.Errorf("reading the attestations of %s: %w", d, err)
+		}
+		for _, l := range m.Layers {
+			types = append(types, l.Annotations["predicateType"])
+		}
+	}
+	has := func(pred func(string) bool) bool { return slices.ContainsFunc(types, pred) }
+	if !has(func(t string) bool {
+		return strings.HasPrefix(t, "https://spdx.dev/") || strings.HasPrefix(t, "https://cyclonedx.org/")
+	}) {
+		return "SBOM", nil
+	}
+	if provenance && !has(func(t string) bool { return strings.HasPrefix(t, "https://slsa.dev/provenance/") }) {
+		return "provenance", nil
+	}
+	return "", nil
 }
 
 // refused reports whether the registry refused to read (401, 403): the

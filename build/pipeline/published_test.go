@@ -179,6 +179,18 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 		}
 		return v
 	}
+	// signed signs the index d and every platform manifest with s and
+	// attaches the SBOM attestations, as build --sign does.
+	signed := func(t *testing.T, repo name.Repository, d v1.Hash, s *sign.Signer) v1.Hash {
+		ref := repo.Digest(d.String()).String()
+		if _, err := sign.Image(ctx, ref, s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sign.AttestSBOM(ctx, ref, s, sign.SBOMInputFromLock(r.Set, repo.Name(), time.Unix(0, 0)), sign.WithAllManifests(true)); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
 	cases := []struct {
 		name    string
 		publish func(t *testing.T, repo name.Repository) v1.Hash // what the registry holds
@@ -209,34 +221,25 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 			return pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...)
 		}},
 		{name: "published, signed with another key", signer: key, warn: "does not verify with test key", publish: func(t *testing.T, repo name.Repository) v1.Hash {
-			d := pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...)
-			if _, err := sign.Image(ctx, repo.Digest(d.String()).String(), other); err != nil {
-				t.Fatal(err)
-			}
-			return d
+			return signed(t, repo, pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...), other)
 		}},
-		{name: "published and signed with the key", signer: key, skip: true, publish: func(t *testing.T, repo name.Repository) v1.Hash {
+		{name: "published and signed, but not attested (a build that stopped after signing)", signer: key, warn: "has no SBOM attestation", publish: func(t *testing.T, repo name.Repository) v1.Hash {
 			d := pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...)
 			if _, err := sign.Image(ctx, repo.Digest(d.String()).String(), key); err != nil {
 				t.Fatal(err)
 			}
 			return d
 		}},
+		{name: "published and signed with the key", signer: key, skip: true, publish: func(t *testing.T, repo name.Repository) v1.Hash {
+			return signed(t, repo, pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...), key)
+		}},
 		{name: "published and signed, checked with the verify key: the signer is not loaded", signer: key, lazy: true, noLoad: true, verifyKey: key, skip: true,
 			publish: func(t *testing.T, repo name.Repository) v1.Hash {
-				d := pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...)
-				if _, err := sign.Image(ctx, repo.Digest(d.String()).String(), key); err != nil {
-					t.Fatal(err)
-				}
-				return d
+				return signed(t, repo, pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...), key)
 			}},
 		{name: "published and signed, checked by loading the signer", signer: key, lazy: true, skip: true,
 			publish: func(t *testing.T, repo name.Repository) v1.Hash {
-				d := pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...)
-				if _, err := sign.Image(ctx, repo.Digest(d.String()).String(), key); err != nil {
-					t.Fatal(err)
-				}
-				return d
+				return signed(t, repo, pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...), key)
 			}},
 	}
 	for i, c := range cases {
@@ -288,7 +291,7 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 			if !strings.Contains(res.Published, versioned) || !strings.Contains(res.Published, "--force") {
 				t.Errorf("Published = %q, want it to name the tag %s and --force", res.Published, versioned)
 			}
-			if c.verifyKey != nil && !strings.Contains(res.Published, "verify with the verify key") {
+			if c.verifyKey != nil && !strings.Contains(res.Published, "verify with the verify key and its SBOM attestations are there") {
 				t.Errorf("Published = %q, want it to name the verify key", res.Published)
 			}
 			if c.signer != nil && c.verifyKey == nil && !strings.Contains(res.Published, "verify with test key") {

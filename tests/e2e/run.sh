@@ -164,7 +164,7 @@ same cold again
 [ "$(writes "$r0")" = 0 ] || fail "a build of published inputs wrote to the registry: $(tail -n +"$((r0 + 1))" "$work/registry.log" | grep -E ' (PUT|POST|PATCH|DELETE) ')"
 [ "$(uploaded "$r0")" = 0 ] || fail "a build of published inputs uploaded $(uploaded "$r0") bytes"
 hist "$sock" | cmp -s - "$work/hist-before-again.txt" || fail "a build of published inputs ran a solve on buildkitd"
-jq -e --arg t "$(jq -r '.tags[0]' "$j")" '.published | contains($t) and contains("signatures and attestations verify") and contains("--force")' "$work/again.json" >/dev/null \
+jq -e --arg t "$(jq -r '.tags[0]' "$j")" '.published | contains($t) and contains("signatures verify with") and contains("SBOM and provenance attestations are there") and contains("--force")' "$work/again.json" >/dev/null \
   || fail "a build of published inputs does not say why it built nothing: $(jq -c .published "$work/again.json")"
 log "no-change build: nothing solved, pushed or signed ($(requests "$r0") registry requests, $(cat "$work/again.ms") ms): $(jq -r .published "$work/again.json")"
 r0=$(reglines)
