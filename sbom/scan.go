@@ -2,16 +2,18 @@ package sbom
 
 import (
 	"bytes"
-
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/CycloneDX/cyclonedx-go"
 	"io"
 	"path"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/CycloneDX/cyclonedx-go"
 
 	"github.com/anchore/stereoscope/pkg/file"
 	"github.com/anchore/stereoscope/pkg/image"
@@ -43,6 +45,77 @@ const (
 	PredicateSPDX      = "https://spdx.dev/Document"
 	PredicateCycloneDX = "https://cyclonedx.org/bom"
 )
+
+// ToolName is the tool an SBOM Scan writes names in the document
+// (SPDX creators "Tool: imagectl-syft-<ToolVersion>", CycloneDX
+// metadata.tools).
+const ToolName = "imagectl-syft"
+
+// scannerConfig says how Scan catalogues, besides the syft version: the
+// catalogers, what is left out, how extensions are added. Change it with
+// any change that makes Scan find or write something else, so that
+// ToolVersion changes and a build attaches a new SBOM instead of keeping
+// one made the old way.
+const scannerConfig = "syft image catalogers without rpm-db-cataloger; no file catalogers; no package-file ownership relationships; vscode extensions from extensions.json with the lock's VSIX sha256 and URL (1)"
+
+// ToolVersion is the syft version Scan links and a digest of its
+// configuration: two documents of the same image with the same
+// ToolVersion have the same content.
+func ToolVersion() string {
+	sum := sha256.Sum256([]byte(scannerConfig))
+	return syftVersion() + "-" + hex.EncodeToString(sum[:4])
+}
+
+// syftVersion is the version of github.com/anchore/syft in go.mod (a test
+// checks they agree).
+const syftModuleVersion = "v1.52.0"
+
+func syftVersion() string { return syftModuleVersion }
+
+// MadeByThisScanner returns nil when doc (an SPDX or CycloneDX JSON SBOM)
+// names ToolName at ToolVersion as its tool, else what it names: an SBOM
+// written from the lock, or by another scanner or configuration, is not
+// what Scan would write.
+func MadeByThisScanner(doc []byte) error {
+	var d struct {
+		CreationInfo struct {
+			Creators []string `json:"creators"`
+		} `json:"creationInfo"`
+		Metadata struct {
+			Tools json.RawMessage `json:"tools"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return fmt.Errorf("is not JSON: %w", err)
+	}
+	want := ToolName + "-" + ToolVersion()
+	var tools []string
+	for _, c := range d.CreationInfo.Creators {
+		if t, ok := strings.CutPrefix(c, "Tool: "); ok {
+			tools = append(tools, t)
+		}
+	}
+	if len(d.Metadata.Tools) > 0 {
+		// CycloneDX 1.5+: {"components": [...]}; older: [...].
+		var comps struct {
+			Components []struct{ Name, Version string } `json:"components"`
+		}
+		var legacy []struct{ Name, Version string }
+		if json.Unmarshal(d.Metadata.Tools, &comps) != nil {
+			_ = json.Unmarshal(d.Metadata.Tools, &legacy)
+		}
+		for _, c := range append(comps.Components, legacy...) {
+			tools = append(tools, c.Name+"-"+c.Version)
+		}
+	}
+	if slices.Contains(tools, want) {
+		return nil
+	}
+	if len(tools) == 0 {
+		return fmt.Errorf("names no tool (want %s)", want)
+	}
+	return fmt.Errorf("was made by %s, not %s", strings.Join(tools, ", "), want)
+}
 
 // ExtensionType is the package type of a VS Code extension in the SBOM.
 const ExtensionType = pkg.Type("vscode-extension")
@@ -114,9 +187,16 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 	}
 	src := stereoscopesource.New(simg, stereoscopesource.ImageConfig{Reference: ref + "@" + digest.String(), Alias: source.Alias{Name: o.Name, Version: o.Version}})
 	cfg := syft.DefaultCreateSBOMConfig().
-		WithTool("imagectl", "").
+		WithTool(ToolName, ToolVersion()).
 		WithParallelism(o.Parallelism).
 		WithoutFiles().
+		// No package-to-file CONTAINS relationships: without file
+		// cataloguing they name every file a dpkg or Python package owns
+		// with an all-zero SHA1 (no digest was taken), 85-95% of the
+		// document and nothing a verifier can check; the image's own
+		// package databases list them. Packages, their evidence and the
+		// package-to-package relationships are unchanged.
+		WithRelationshipsConfig(cataloging.DefaultRelationshipsConfig().WithPackageFileOwnership(false)).
 		// The image catalogers (installed packages), without the RPM
 		// database one: it needs a sqlite driver linked in, and the bases
 		// imagectl builds on are Debian and Ubuntu.

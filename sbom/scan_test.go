@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -250,5 +251,63 @@ func TestPyPIName(t *testing.T) {
 	}
 	if _, _, ok := PyPIName("pkg:npm/x@1"); ok {
 		t.Error("npm purl read as pypi")
+	}
+}
+
+// The document names this scanner (so a build can keep an SBOM already
+// attached by the same scanner) and has no package-to-file ownership
+// relationships, only packages, their evidence and package relationships.
+func TestScanToolAndNoFileOwnership(t *testing.T) {
+	for _, format := range []string{FormatSPDX, FormatCycloneDX} {
+		res, err := Scan(context.Background(), testImage(t), Options{Name: "r/x", Platform: "linux/arm64", Format: format, Extensions: testExtensions()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := MadeByThisScanner(res.Document); err != nil {
+			t.Errorf("%s: MadeByThisScanner: %v", format, err)
+		}
+		if !strings.Contains(ToolVersion(), "v1.") {
+			t.Errorf("ToolVersion %q lacks the syft version", ToolVersion())
+		}
+		if format != FormatSPDX {
+			continue
+		}
+		var d struct {
+			Relationships []struct {
+				From string `json:"spdxElementId"`
+				To   string `json:"relatedSpdxElement"`
+				Type string `json:"relationshipType"`
+			} `json:"relationships"`
+		}
+		if err := json.Unmarshal(res.Document, &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range d.Relationships {
+			if r.Type == "CONTAINS" && strings.HasPrefix(r.From, "SPDXRef-Package-") && strings.HasPrefix(r.To, "SPDXRef-File-") {
+				t.Errorf("file ownership relationship %s CONTAINS %s", r.From, r.To)
+			}
+		}
+	}
+	for _, c := range []struct{ name, doc string }{
+		{"lock SBOM", `{"spdxVersion":"SPDX-2.3","creationInfo":{"creators":["Tool: imagectl"]}}`},
+		{"older scanner", `{"spdxVersion":"SPDX-2.3","creationInfo":{"creators":["Tool: ` + ToolName + `-v0.0.1-00000000"]}}`},
+		{"CycloneDX of another tool", `{"bomFormat":"CycloneDX","metadata":{"tools":{"components":[{"name":"syft","version":"1.0.0"}]}}}`},
+		{"no tool", `{"spdxVersion":"SPDX-2.3"}`},
+		{"not JSON", `<spdx/>`},
+	} {
+		if err := MadeByThisScanner([]byte(c.doc)); err == nil {
+			t.Errorf("%s: MadeByThisScanner accepted %s", c.name, c.doc)
+		}
+	}
+}
+
+func TestSyftVersionIsGoMod(t *testing.T) {
+	mod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "github.com/anchore/syft " + syftModuleVersion + "\n"
+	if !strings.Contains(string(mod), want) {
+		t.Errorf("go.mod does not require %q: update syftModuleVersion", strings.TrimSpace(want))
 	}
 }

@@ -185,6 +185,9 @@ type SBOMOutput struct {
 	Packages map[string]int `json:"packages,omitempty"`
 	// Duration is the scan's (pulling and reading the layers included).
 	Duration build.Duration `json:"duration"`
+	// Reused says why the manifest's SBOM attestation was kept: it already
+	// carried this SBOM signed by the key (nothing scanned or uploaded).
+	Reused string `json:"reused,omitempty"`
 }
 
 // Run builds one image from start to finish, in this order:
@@ -484,7 +487,8 @@ func platformSpec(ctx context.Context, req Request, set resolve.Set, p, dir stri
 // attaches as signed attestations: to each platform manifest the SBOM
 // scanned from that image's content (or written from the lock), to the
 // index an SBOM written from the lock (every platform's closure), and
-// BuildKit's provenance of each platform.
+// BuildKit's provenance of each platform. SBOMs already attached are kept
+// (attachSBOMs).
 func (res *Result) sign(ctx context.Context, s *sign.Signer, insecure bool) error {
 	sopts := []sign.Option{sign.WithNameOptions(nameOpts(insecure)...)}
 	sres, err := sign.Image(ctx, res.Ref, s, sopts...)
@@ -492,38 +496,8 @@ func (res *Result) sign(ctx context.Context, s *sign.Signer, insecure bool) erro
 		return fmt.Errorf("signing %s: %w", res.Ref, err)
 	}
 	res.Signed = sres
-	in := sign.SBOMInputFromLock(res.Set, res.repo.Name(), res.epoch)
-	if _, err := sign.AttestSBOM(ctx, res.Ref, s, in, append(sopts, sign.WithAllManifests(res.sbomLock))...); err != nil {
-		return fmt.Errorf("attaching the SBOM to %s: %w", res.Ref, err)
-	}
-	for i, p := range res.Platforms {
-		if res.sbomLock {
-			res.Platforms[i].SBOM = &SBOMOutput{Source: "lock", Format: sbom.FormatSPDX}
-			continue
-		}
-		ref := res.repo.Digest(p.Digest)
-		start := time.Now()
-		img, err := remote.Image(ref, res.remoteOpts...)
-		if err != nil {
-			return fmt.Errorf("reading %s (%s) for its SBOM: %w", ref, p.Platform, err)
-		}
-		version := ""
-		if len(res.Set.Tags) > 0 {
-			version = res.Set.Tags[0]
-		}
-		scan, err := sbom.Scan(ctx, img, sbom.Options{Name: res.repo.Name(), Version: version, Platform: p.Platform,
-			Created: res.epoch, Extensions: res.Set.Extensions, Format: res.sbomFormat})
-		if err != nil {
-			return fmt.Errorf("SBOM of %s (%s): %w", ref, p.Platform, err)
-		}
-		if _, err := sign.Attest(ctx, ref.String(), s, scan.PredicateType, func(string) ([]byte, error) { return scan.Document, nil }, sopts...); err != nil {
-			return fmt.Errorf("attaching %s's SBOM to %s: %w", p.Platform, ref, err)
-		}
-		format := res.sbomFormat
-		if format == "" {
-			format = sbom.FormatSPDX
-		}
-		res.Platforms[i].SBOM = &SBOMOutput{Source: "image", Format: format, Packages: scan.Counts, Duration: build.Duration(time.Since(start))}
+	if err := res.attachSBOMs(ctx, s, sopts); err != nil {
+		return err
 	}
 	for _, p := range res.Platforms {
 		st, ok := res.provenance[p.Platform]
