@@ -24,7 +24,7 @@ func TestNewer(t *testing.T) {
 		{"ray pre-release of a later minor", set("2.10.0rc1", "4.101.2", "3.12"), set("2.9.0", "4.101.2", "3.12"), true}, // old: false
 		{"ray post-release", set("2.46.0.post1", "4.101.2", "3.12"), set("2.46.0", "4.101.2", "3.12"), true},
 		{"ray post-releases by number", set("2.46.0.post10", "4.101.2", "3.12"), set("2.46.0.post9", "4.101.2", "3.12"), true}, // old: false
-		{"ray dev before pre-release", set("2.47.0a1", "4.101.2", "3.12"), set("2.47.0.dev0", "4.101.2", "3.12"), true},        // old: false
+		{"ray dev before pre-release", set("2.47.0a1", "4.101.2", "3.12"), set("2.47.0.dev0", "4.101.2", "3.12"), true},
 		{"code-server breaks a tie", set("2.46.0", "4.101.2", "3.11"), set("2.46.0", "4.99.4", "3.12"), true},
 		{"python breaks a tie", set("2.46.0", "4.101.2", "3.12"), set("2.46.0", "4.101.2", "3.9"), true},
 		{"equal", set("2.46.0", "4.101.2", "3.12"), set("2.46.0", "4.101.2", "3.12"), false},
