@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/internal/pep440"
 	"github.com/imagectl/imagectl/matrix"
 )
 
@@ -183,9 +184,10 @@ func RenderTags(cfg *matrix.Config, set Set, inputs string) ([]string, error) {
 	return tags, nil
 }
 
+// minorOf is the MAJOR.MINOR of a Ray version (PEP 440), or v itself.
 func minorOf(v string) string {
-	if sv, err := catalog.ParseVersion(v); err == nil {
-		return fmt.Sprintf("%d.%d", sv.Major(), sv.Minor())
+	if m, ok := pep440.Minor(v); ok {
+		return m
 	}
 	return v
 }

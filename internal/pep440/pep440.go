@@ -172,3 +172,20 @@ func PythonSatisfies(spec, py string) (bool, error) {
 	}
 	return false, nil
 }
+
+// Minor returns the MAJOR.MINOR of the release segment of version v
+// ("2.46" for 2.46.0, 2.46.0rc1 and 2.46.0.post1; "2.0" for 2), with the
+// epoch when there is one ("1!2.46"); ok is false when v is not PEP 440.
+func Minor(v string) (minor string, ok bool) {
+	pv, err := Parse(v)
+	if err != nil {
+		return "", false
+	}
+	base := pv.BaseVersion()
+	epoch := ""
+	if i := strings.Index(base, "!"); i >= 0 {
+		epoch, base = base[:i+1], base[i+1:]
+	}
+	segs := append(strings.Split(base, "."), "0")
+	return epoch + segs[0] + "." + segs[1], true
+}

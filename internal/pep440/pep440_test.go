@@ -157,3 +157,21 @@ func FuzzSpecifier(f *testing.F) {
 		_, _ = PythonSatisfies(spec, "3.12")
 	})
 }
+
+func TestMinor(t *testing.T) {
+	got := map[string]string{}
+	for _, v := range []string{"2.46.0", "2.46.0rc1", "2.46.0.post1", "2.46.0.1", "2", "1!2.46.3", "v2.46.0", "bogus"} {
+		m, ok := Minor(v)
+		if !ok {
+			m = "(not PEP 440)"
+		}
+		got[v] = m
+	}
+	want := map[string]string{
+		"2.46.0": "2.46", "2.46.0rc1": "2.46", "2.46.0.post1": "2.46", "2.46.0.1": "2.46",
+		"2": "2.0", "1!2.46.3": "1!2.46", "v2.46.0": "2.46", "bogus": "(not PEP 440)",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Minor (-want +got):\n%s", d)
+	}
+}
