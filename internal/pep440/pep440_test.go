@@ -175,3 +175,28 @@ func TestMinor(t *testing.T) {
 		t.Errorf("Minor (-want +got):\n%s", d)
 	}
 }
+
+// TestCompareIsTotalOrder checks that Compare is antisymmetric and
+// transitive over versions mixing epochs, release lengths, trailing zeros,
+// pre, post, dev and local segments, and unparseable strings: sorting with
+// it (catalog.Normalize) must be deterministic.
+func TestCompareIsTotalOrder(t *testing.T) {
+	var vs []string
+	for _, rel := range []string{"1", "1.0", "1.0.0", "1.0.1", "1.1", "2.0.0.0", "10"} {
+		for _, suf := range []string{"", "a1", "rc1", ".post1", ".dev0", "rc1.dev1", ".post1.dev2", "+local.7", "+Local.a"} {
+			vs = append(vs, rel+suf)
+		}
+	}
+	vs = append(vs, "1!0.1", "1!1.0", "bogus", "~", "")
+	// Sorted, every pair must be in order: the relation is then exactly
+	// that linear order (antisymmetric and transitive).
+	slices.SortFunc(vs, Compare)
+	for i, a := range vs {
+		for j, b := range vs {
+			got := Compare(a, b)
+			if (i < j && got >= 0) || (i > j && got <= 0) || (i == j && got != 0) {
+				t.Fatalf("Compare(%q, %q) = %d, but sorting put them at %d and %d: not a total order", a, b, got, i, j)
+			}
+		}
+	}
+}
