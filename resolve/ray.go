@@ -30,12 +30,16 @@ func (r *resolver) ray(want string, ex *Explanation) (catalog.PythonPackage, err
 	ok, err := pySatisfies(c.Constraint, found.Version)
 	switch {
 	case err != nil:
+		//lint:ignore ST1005 the message starts with the product name Ray
 		return catalog.PythonPackage{}, fmt.Errorf("Ray %s: %w", found.Version, err)
 	case !ok:
+		//lint:ignore ST1005 the message starts with the product name Ray
 		return catalog.PythonPackage{}, fmt.Errorf("Ray %s is outside matrix.yaml components.ray.constraint %q", found.Version, c.Constraint)
 	case isPyExcluded(found.Version, c.Exclude):
+		//lint:ignore ST1005 the message starts with the product name Ray
 		return catalog.PythonPackage{}, fmt.Errorf("Ray %s is excluded in matrix.yaml components.ray.exclude", found.Version)
 	case found.Yanked:
+		//lint:ignore ST1005 the message starts with the product name Ray
 		return catalog.PythonPackage{}, fmt.Errorf("Ray %s is yanked on PyPI", found.Version)
 	}
 	ex.add(Decision{Component: "ray", Chosen: found.Version,
