@@ -120,8 +120,9 @@ func markRequired(cmd *cobra.Command, names ...string) {
 }
 
 // aliasFlag registers old as a hidden, deprecated spelling of the flag name
-// of cmd: both set the same value, and using old prints a warning. Scripts
-// written against the old name keep working.
+// of cmd: both set the same value, and using old prints a warning
+// (prepareFlags; pflag's own Deprecated would print its notice around the
+// command's writers). Scripts written against the old name keep working.
 func aliasFlag(cmd *cobra.Command, old, name string) {
 	fl := cmd.Flags()
 	f := fl.Lookup(name)
@@ -135,7 +136,6 @@ func aliasFlag(cmd *cobra.Command, old, name string) {
 		DefValue:    f.DefValue,
 		NoOptDefVal: f.NoOptDefVal,
 		Hidden:      true,
-		Deprecated:  "use --" + name,
 		Annotations: map[string][]string{annotationAliasOf: {name}},
 	})
 }
@@ -225,17 +225,24 @@ func walkCommands(c *cobra.Command, fn func(*cobra.Command)) {
 // environmentHelp lists the environment variables the flags of the tree
 // fall back to, for the root command's help.
 func environmentHelp(root *cobra.Command) string {
-	uses := map[string]map[string]bool{} // env -> "--flag" set
+	uses := map[string]map[string]map[string]bool{} // env -> "--flag" -> verbs
 	walkCommands(root, func(c *cobra.Command) {
+		verb := strings.TrimPrefix(strings.TrimPrefix(c.CommandPath(), root.Name()), " ")
 		visit := func(f *pflag.Flag) {
 			envs := f.Annotations[annotationEnv]
 			if len(envs) == 0 {
 				return
 			}
 			if uses[envs[0]] == nil {
-				uses[envs[0]] = map[string]bool{}
+				uses[envs[0]] = map[string]map[string]bool{}
 			}
-			uses[envs[0]]["--"+f.Name] = true
+			flag := "--" + f.Name
+			if uses[envs[0]][flag] == nil {
+				uses[envs[0]][flag] = map[string]bool{}
+			}
+			if verb != "" {
+				uses[envs[0]][flag][verb] = true
+			}
 		}
 		c.Flags().VisitAll(visit)
 		c.PersistentFlags().VisitAll(visit)
@@ -243,10 +250,17 @@ func environmentHelp(root *cobra.Command) string {
 	var b strings.Builder
 	b.WriteString("Environment: each variable stands in for its flag when the flag is not given.\n")
 	for _, env := range sortedKeys(uses) {
-		fmt.Fprintf(&b, "  %-30s %s\n", env, strings.Join(sortedKeys(uses[env]), ", "))
+		var flags []string
+		for _, flag := range sortedKeys(uses[env]) {
+			if verbs := sortedKeys(uses[env][flag]); len(verbs) > 0 {
+				flag += " (" + strings.Join(verbs, ", ") + ")"
+			}
+			flags = append(flags, flag)
+		}
+		fmt.Fprintf(&b, "  %-30s %s\n", env, strings.Join(flags, "; "))
 	}
 	b.WriteString(`Read by the libraries, with no flag: COSIGN_PASSWORD (key password),
 SOURCE_DATE_EPOCH (image timestamps), GITHUB_TOKEN (GitHub API),
-DOCKER_CONFIG (registry credentials), IMAGECTL_CACHE_DIR (extension cache).`)
+DOCKER_CONFIG (registry credentials), IMAGECTL_CACHE_DIR (--cache-dir).`)
 	return b.String()
 }
