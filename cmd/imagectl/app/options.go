@@ -116,8 +116,16 @@ func (o *certificateOptions) AddFlags(cmd *cobra.Command) {
 	fl.StringVar(&o.OIDCIssuerRegexp, "certificate-oidc-issuer-regexp", "", "keyless: a regular expression for the OIDC issuer")
 }
 
-// Validate refuses half an identity.
+// Validate refuses half an identity, and a regular expression given as an
+// exact value: release took --certificate-oidc-issuer as a regular
+// expression before it meant what it means on verify (and cosign), so an old
+// script fails here, at once, instead of at the verify after the build.
 func (o *certificateOptions) Validate() error {
+	for _, f := range []struct{ flag, v string }{{"certificate-identity", o.Identity}, {"certificate-oidc-issuer", o.OIDCIssuer}} {
+		if strings.ContainsAny(f.v, `^$\`) {
+			return fmt.Errorf("--%s %q looks like a regular expression: it is matched exactly; use --%s-regexp", f.flag, f.v, f.flag)
+		}
+	}
 	if o.Set() && !o.Complete() {
 		return fmt.Errorf("keyless verification needs an identity (--certificate-identity[-regexp]) and an OIDC issuer (--certificate-oidc-issuer[-regexp])")
 	}

@@ -137,6 +137,8 @@ func TestInvalidCombinationsExitTwo(t *testing.T) {
 		{"pass --key cosign.pub, or --certificate-identity", []string{"verify", img}},
 		{"not both", []string{"verify", img, "--key", missing, "--certificate-identity", "x", "--certificate-oidc-issuer", "y"}},
 		{"keyless verification needs an identity", []string{"verify", img, "--certificate-identity", "x"}},
+		{"looks like a regular expression: it is matched exactly; use --certificate-oidc-issuer-regexp", []string{"release", "--matrix", missing, "--keyless",
+			"--certificate-identity-regexp", "^https://github.com/", "--certificate-oidc-issuer", `^https://token\.actions\.githubusercontent\.com$`}},
 		{`--allow-repository "a/b:latest"`, []string{"verify", img, "--key", missing, "--allow-repository", "a/b:latest"}},
 		{"--keyless and --key are exclusive", []string{"release", "--matrix", missing, "--keyless", "--key", missing}},
 		{"--keyless needs an identity", []string{"release", "--matrix", missing, "--keyless"}},
@@ -182,6 +184,8 @@ func TestFailuresExitOne(t *testing.T) {
 		{"--matrix", missing, "plan"},
 		{"--matrix", missing, "release", "--dry-run"},
 		{"sign", "127.0.0.1:1/x:t", "--key", missing},
+		// The keyless flags of .github/workflows/release.yml pass the checks.
+		{"--matrix", missing, "release", "--keyless", "--certificate-identity-regexp", "^https://github\\.com/x/", "--certificate-oidc-issuer-regexp", "^https://token\\.actions\\.githubusercontent\\.com$"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			want := "missing.yaml"
