@@ -68,6 +68,11 @@ func TestCopyTree(t *testing.T) {
 	if diff := cmp.Diff(tree(t, src), tree(t, dst)); diff != "" {
 		t.Errorf("copy (-src +dst):\n%s", diff)
 	}
+	// An executable stays executable, as when os.Rename moves it, so
+	// normalizeTree gives it 0755 whichever way it was moved.
+	if fi, err := os.Stat(filepath.Join(dst, "bin/tool")); err != nil || fi.Mode()&0o100 == 0 {
+		t.Errorf("bin/tool copied without its execute bit: %v %v", fi.Mode(), err)
+	}
 
 	for name, make := range map[string]func(p string) error{
 		"symlink out of the tree": func(p string) error { return os.Symlink("/etc/passwd", p) },
