@@ -73,3 +73,34 @@ func TestSPDXContent(t *testing.T) {
 		})
 	}
 }
+
+// The base image's purl names its repository without tag or digest, and its
+// last path element.
+func TestSPDXBasePURL(t *testing.T) {
+	d := "sha256:" + strings.Repeat("2", 64)
+	for base, want := range map[string]string{
+		"lscr.io/linuxserver/code-server:4.101.2": "pkg:oci/code-server@sha256%3A" + strings.Repeat("2", 64) + "?repository_url=lscr.io/linuxserver/code-server&platform=linux%2Farm64",
+		"ubuntu:22.04":               "pkg:oci/ubuntu@sha256%3A" + strings.Repeat("2", 64) + "?repository_url=ubuntu&platform=linux%2Farm64",
+		"localhost:5000/code-server": "pkg:oci/code-server@sha256%3A" + strings.Repeat("2", 64) + "?repository_url=localhost:5000/code-server&platform=linux%2Farm64",
+		"localhost:5000/cs:4.101.2@sha256:" + strings.Repeat("9", 64): "pkg:oci/cs@sha256%3A" + strings.Repeat("2", 64) + "?repository_url=localhost:5000/cs&platform=linux%2Farm64",
+	} {
+		in := sign.SBOMInput{ImageName: "r.example/x", BaseName: base, BaseDigests: map[string]string{"linux/arm64": d}}
+		b, err := sign.SPDX(in, "linux/arm64")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Packages []struct {
+				Refs []struct {
+					Locator string `json:"referenceLocator"`
+				} `json:"externalRefs"`
+			} `json:"packages"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Packages) < 2 || len(doc.Packages[1].Refs) != 1 || doc.Packages[1].Refs[0].Locator != want {
+			t.Errorf("base %s: packages %+v, want the base's purl %s", base, doc.Packages, want)
+		}
+	}
+}
