@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,8 +69,9 @@ func TestReferrerBytesPinned(t *testing.T) {
 
 // ociPart writes a per-platform OCI layout tarball as BuildKit's oci
 // exporter does: index.json naming one exported index, which lists the
-// image manifest and an attestation manifest. It returns the path and the
-// image manifest's descriptor.
+// image manifest and an attestation manifest (with big, a layer above
+// maxIndexBytes, which WriteArchive copies from the part). It returns the
+// tarball's path.
 func ociPart(t *testing.T, dir, platform string, big bool) string {
 	t.Helper()
 	p, err := v1.ParsePlatform(platform)
@@ -136,7 +138,7 @@ func ociPart(t *testing.T, dir, platform string, big bool) string {
 	return path
 }
 
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+func itoa(n int) string { return strconv.Itoa(n) }
 
 func sortedBlobNames(m map[string][]byte) []string {
 	var out []string
