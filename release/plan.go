@@ -416,8 +416,8 @@ func diffTools(old, cur string) (Reason, bool) {
 	if old == cur {
 		return Reason{}, false
 	}
-	oldName, oldDigest, _ := strings.Cut(old, "@")
-	curName, curDigest, _ := strings.Cut(cur, "@")
+	oldName, oldDigest := splitDigest(old)
+	curName, curDigest := splitDigest(cur)
 	switch {
 	case old == "":
 		return Reason{KindDefinition, fmt.Sprintf("tools image %s (the published lock records none)", cur)}, true
@@ -427,6 +427,18 @@ func diffTools(old, cur string) (Reason, bool) {
 		return Reason{KindDefinition, fmt.Sprintf("tools image %s now pinned to %s", curName, short(curDigest))}, true
 	}
 	return Reason{KindDefinition, fmt.Sprintf("tools image %s -> %s", old, cur)}, true
+}
+
+// splitDigest splits a reference pinned by digest (name[:tag]@digest) into
+// its name with the tag and its digest; anything else (no digest, or not a
+// reference) is all name. go-containerregistry's name.Digest keeps no tag,
+// so the name is the reference without "@digest".
+func splitDigest(ref string) (string, string) {
+	d, err := name.NewDigest(ref)
+	if err != nil {
+		return ref, ""
+	}
+	return strings.TrimSuffix(ref, "@"+d.DigestStr()), d.DigestStr()
 }
 
 func sortedKeys[V any](ms ...map[string]V) []string {
