@@ -4,8 +4,10 @@
 // code-server settings to pre-seed, and the tag templates.
 //
 // Load reads a file (through internal/safefile, at most 1 MiB); Parse decodes
-// bytes. Decoding is strict, and every error names the file, the line and the
-// field path ("matrix.yaml:6: components.ray.extra: unknown field ..."):
+// bytes. Decoding is strict: an unknown field, a wrong type or a bad version
+// constraint (semver for code-server and extensions, a PEP 440 specifier for
+// Ray and debugpy) is an error naming the file, the line and the field path
+// ("matrix.yaml:6: components.ray.extra: unknown field ..."):
 //
 //   - yaml.go parses the single YAML document into a yaml.v3 node tree and
 //     enforces the limits on hostile input: the file size, a nesting depth
