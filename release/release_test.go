@@ -29,13 +29,17 @@ type fakeBuilder struct {
 	during func(name.Digest)
 }
 
-func (b *fakeBuilder) Build(ctx context.Context, s resolve.Set, repo name.Repository) (name.Digest, error) {
+func (b *fakeBuilder) Build(ctx context.Context, e Entry, repo name.Repository) (name.Digest, error) {
 	b.mu.Lock()
 	b.calls++
 	b.mu.Unlock()
+	s := e.Set
 	in, err := b.digest(s)
 	if err != nil {
 		return name.Digest{}, err
+	}
+	if in != e.InputsDigest {
+		return name.Digest{}, fmt.Errorf("entry %s carries inputs digest %s, want the plan's %s", e.Name, e.InputsDigest, in)
 	}
 	d := pushByDigest(ctx, b.t, repo, imageFor(b.t, s, in))
 	if b.during != nil {
@@ -65,7 +69,8 @@ type labelVerifier struct {
 	fail   error
 }
 
-func (v *labelVerifier) Verify(ctx context.Context, ref name.Digest, s resolve.Set) error {
+func (v *labelVerifier) Verify(ctx context.Context, ref name.Digest, e Entry) error {
+	s := e.Set
 	if v.fail != nil {
 		return v.fail
 	}
@@ -373,11 +378,12 @@ func TestInputsVerifier(t *testing.T) {
 	in, _ := r.digest(a)
 	good := publish(t, r.repo, a, in)
 	bad := publish(t, r.repo, a, "sha256:"+strings.Repeat("3", 64))
-	v := Verifiers(InputsVerifier(r.reg.reg, r.digest))
-	if err := v.Verify(context.Background(), good, a); err != nil {
+	v := Verifiers(InputsVerifier(r.reg.reg))
+	e := Entry{Name: "a", Set: a, InputsDigest: in}
+	if err := v.Verify(context.Background(), good, e); err != nil {
 		t.Errorf("matching image: %v", err)
 	}
-	if err := v.Verify(context.Background(), bad, a); err == nil || !strings.Contains(err.Error(), "carries inputs digest") {
+	if err := v.Verify(context.Background(), bad, e); err == nil || !strings.Contains(err.Error(), "carries inputs digest") {
 		t.Errorf("mismatching image: err = %v", err)
 	}
 }

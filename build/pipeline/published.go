@@ -32,16 +32,16 @@ type publishedImage struct {
 // change nothing: the tag exists, its image carries the inputs digest
 // (dev.imagectl.inputs.digest, read as imagectl plan reads it) and holds
 // exactly the set's platforms, and, when req signs, it passes imagectl
-// verify with req.VerifyKey or else the signer's public key without reading
+// verify with req.Sign.VerifyKey or else the signer's public key without reading
 // layers
 // (signatures of the index and of every platform manifest; the SBOM and,
-// when req.Provenance, the provenance attestations; the labels). It returns
+// when req.Solve.Provenance, the provenance attestations; the labels). It returns
 // nil when the build must run: the tag is absent or names other inputs, or
 // the registry refuses to let these credentials read it (the push preflight
 // then says so), or a signature does not verify (a line on req.Warnings
 // says which). Only manifests and config blobs are read.
 func published(ctx context.Context, req *Request, tag name.Tag, inputs string, platforms []string) (*publishedImage, error) {
-	ropts := regauth.RemoteOptions(ctx, req.RemoteOptions...)
+	ropts := regauth.RemoteOptions(ctx, req.Publish.RemoteOptions...)
 	reg, err := release.NewRegistry(ropts...)
 	if err != nil {
 		return nil, err
@@ -80,9 +80,7 @@ func published(ctx context.Context, req *Request, tag name.Tag, inputs string, p
 	}
 	want := slices.Sorted(slices.Values(platforms))
 	if slices.Sort(got); !slices.Equal(got, want) {
-		if req.Warnings != nil {
-			fmt.Fprintf(req.Warnings, "%s names %s with platforms %s, want %s: rebuilding\n", tag, pub.Digest, strings.Join(got, ","), strings.Join(want, ","))
-		}
+		fmt.Fprintf(req.Warnings, "%s names %s with platforms %s, want %s: rebuilding\n", tag, pub.Digest, strings.Join(got, ","), strings.Join(want, ","))
 		return nil, nil
 	}
 	out.why = fmt.Sprintf("%s already names %s, built from inputs %s", tag, pub.Digest, inputs)
@@ -90,7 +88,7 @@ func published(ctx context.Context, req *Request, tag name.Tag, inputs string, p
 		out.why += "; nothing built or pushed (--force rebuilds)"
 		return out, nil
 	}
-	pk, keyName := req.VerifyKey, req.VerifyKeyName
+	pk, keyName := req.Sign.VerifyKey, req.Sign.VerifyKeyName
 	if pk == nil {
 		s, err := req.signer(ctx)
 		if err != nil {
@@ -111,7 +109,7 @@ func published(ctx context.Context, req *Request, tag name.Tag, inputs string, p
 	// imagectl verify's job. A build that stopped between signing and
 	// attesting is found all the same.
 	rep, err := verify.Image(ctx, ref.String(), verify.WithVerifier(pk), verify.WithSkipContents(true),
-		verify.WithSkipAttestations(true), verify.WithRemoteOptions(req.RemoteOptions...), verify.WithNameOptions(nameOpts(req.Insecure)...))
+		verify.WithSkipAttestations(true), verify.WithRemoteOptions(req.Publish.RemoteOptions...), verify.WithNameOptions(nameOpts(req.Publish.Insecure)...))
 	if err != nil {
 		return nil, fmt.Errorf("verifying the published %s: %w", ref, err)
 	}
@@ -123,7 +121,7 @@ func published(ctx context.Context, req *Request, tag name.Tag, inputs string, p
 		problem = fmt.Sprintf("it does not verify with %s", keyName)
 	default:
 		for _, p := range out.platforms {
-			missing, err := missingAttestations(ctx, tag.Context().Digest(p.Digest), req.Provenance, ropts)
+			missing, err := missingAttestations(ctx, tag.Context().Digest(p.Digest), req.Solve.Provenance, ropts)
 			if err != nil {
 				return nil, err
 			}
@@ -134,13 +132,11 @@ func published(ctx context.Context, req *Request, tag name.Tag, inputs string, p
 		}
 	}
 	if problem != "" {
-		if req.Warnings != nil {
-			fmt.Fprintf(req.Warnings, "%s names %s of these inputs, but %s: rebuilding, pushing and signing it\n", tag, pub.Digest, problem)
-		}
+		fmt.Fprintf(req.Warnings, "%s names %s of these inputs, but %s: rebuilding, pushing and signing it\n", tag, pub.Digest, problem)
 		return nil, nil
 	}
 	what := "signatures verify with %s and its SBOM and provenance attestations are there"
-	if !req.Provenance {
+	if !req.Solve.Provenance {
 		what = "signatures verify with %s and its SBOM attestations are there"
 	}
 	out.why += fmt.Sprintf(" and its "+what+"; nothing built, pushed or signed (--force rebuilds)", keyName)

@@ -210,34 +210,36 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 			if err != nil {
 				return err
 			}
-			progressOut := g.stderr
 			res, err := pipeline.Run(ctx, bk, pipeline.Request{
 				Matrix:          cfg,
-				Catalog:         cat,
-				Set:             &set,
-				Sources:         f.ext.sources(cfg, f.ext.httpClient(g)),
-				FetchOptions:    []extensions.Option{extensions.WithLimits(f.ext.limits()), extensions.WithRequirePins(f.ext.requirePins)},
-				ExtensionCache:  c,
 				Definition:      def,
+				Set:             &set,
 				Revision:        firstNonEmpty(f.revision, gitRevision()),
 				SourceDateEpoch: epoch,
-				Repo:            f.repo,
-				Push:            f.push,
-				DistDir:         f.dist,
-				Insecure:        f.insecure,
-				Provenance:      f.provenance,
-				SBOM:            f.sbom,
-				SBOMFormat:      f.sbomFormat,
-				SBOMFromLock:    f.sbomFromLock,
-				CacheFrom:       f.cacheFrom,
-				CacheTo:         f.cacheTo,
-				LoadSigner:      loadSigner,
-				VerifyKey:       verifyKey,
-				VerifyKeyName:   "--verify-key " + f.verifyKey,
 				Force:           f.force,
-				Progress:        progressOut,
-				ProgressMode:    f.progress,
 				Warnings:        g.stderr,
+				Extensions: pipeline.ExtensionOptions{
+					Cache:   c,
+					Sources: f.ext.sources(cfg, f.ext.httpClient(g)),
+					Limits:  f.ext.limits(),
+					Options: []extensions.Option{extensions.WithRequirePins(f.ext.requirePins)},
+				},
+				Solve: pipeline.SolveOptions{
+					Provenance:   f.provenance,
+					SBOM:         f.sbom,
+					CacheFrom:    f.cacheFrom,
+					CacheTo:      f.cacheTo,
+					Progress:     g.stderr,
+					ProgressMode: f.progress,
+				},
+				Publish: pipeline.PublishOptions{Repo: f.repo, Push: f.push, DistDir: f.dist, Insecure: f.insecure},
+				Sign: pipeline.SignOptions{
+					LoadSigner:    loadSigner,
+					VerifyKey:     verifyKey,
+					VerifyKeyName: "--verify-key " + f.verifyKey,
+					SBOMFormat:    f.sbomFormat,
+					SBOMFromLock:  f.sbomFromLock,
+				},
 			})
 			if err != nil {
 				return err

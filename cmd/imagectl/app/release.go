@@ -118,7 +118,7 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 	if err != nil {
 		return err
 	}
-	plan, err := release.NewPlanner(ps.reg, ps.def, ps.repo).Plan(ctx, ps.targets)
+	plan, err := release.NewPlanner(ps.reg, ps.repo).Plan(ctx, ps.targets)
 	if err != nil {
 		return err
 	}
@@ -140,11 +140,11 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 		nopts = append(nopts, name.Insecure)
 	}
 	var (
-		builder release.Builder = release.BuilderFunc(func(context.Context, resolve.Set, name.Repository) (name.Digest, error) {
+		builder release.Builder = release.BuilderFunc(func(context.Context, release.Entry, name.Repository) (name.Digest, error) {
 			return name.Digest{}, errors.New("no builder (dry run)")
 		})
 		signer   release.Signer   = release.SignerFunc(func(context.Context, name.Digest) error { return errors.New("no signer (dry run)") })
-		verifier release.Verifier = release.VerifierFunc(func(context.Context, name.Digest, resolve.Set) error { return errors.New("no verifier (dry run)") })
+		verifier release.Verifier = release.VerifierFunc(func(context.Context, name.Digest, release.Entry) error { return errors.New("no verifier (dry run)") })
 	)
 	if !f.dryRun && !plan.Empty() {
 		s, vopt, err := f.signerAndVerifyOption(ctx)
@@ -152,9 +152,9 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 			return err
 		}
 		if plan.NeedsBuild() {
-			// Build and sign: the pipeline of imagectl build (same definition
-			// as the plan), pushing by digest with no tag; the Publisher signs
-			// in release's sign step, once.
+			// Build and sign: the pipeline of imagectl build (from the
+			// plan's render of each set), pushing by digest with no tag; the
+			// ReleaseBuilder signs in release's sign step, once.
 			pub, err := f.publisher(cmd, g, ps, s)
 			if err != nil {
 				return err
@@ -165,7 +165,7 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 				return errors.New("promotion signs nothing")
 			})
 		}
-		cosignVerify := release.VerifierFunc(func(ctx context.Context, ref name.Digest, _ resolve.Set) error {
+		cosignVerify := release.VerifierFunc(func(ctx context.Context, ref name.Digest, _ release.Entry) error {
 			rep, err := verify.Image(ctx, ref.String(), vopt, verify.WithRemoteOptions(ps.ropts...), verify.WithNameOptions(nopts...), verify.WithSkipContents(f.skipContents))
 			if err != nil {
 				return err
@@ -174,7 +174,7 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 		})
 		// The one place the release pipeline is composed: the image must
 		// carry the planned inputs, then pass imagectl verify.
-		verifier = release.Verifiers(release.InputsVerifier(ps.reg, ps.def), cosignVerify)
+		verifier = release.Verifiers(release.InputsVerifier(ps.reg), cosignVerify)
 	}
 	opts := []release.ReleaseOption{release.WithDryRun(f.dryRun), release.WithFloating(!f.noFloating), release.WithExpectedDigest(f.expectDigest)}
 	if f.smokeImage && !plan.Empty() {
@@ -221,7 +221,7 @@ func (f *releaseFlags) smoker(ctx context.Context, g *globals, ropts []remote.Op
 }
 
 // publisher maps the build flags onto the pipeline imagectl build runs.
-func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetup, s *sign.Signer) (*pipeline.Publisher, error) {
+func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetup, s *sign.Signer) (*pipeline.ReleaseBuilder, error) {
 	cache, err := f.b.ext.openCache(g)
 	if err != nil {
 		return nil, err
@@ -235,24 +235,28 @@ func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetu
 		return nil, err
 	}
 	cfg := ps.cfg
-	return pipeline.NewPublisher(bk, pipeline.Request{
+	return pipeline.NewReleaseBuilder(bk, pipeline.Request{
 		Matrix:          cfg,
-		Sources:         f.b.ext.sources(cfg, f.b.ext.httpClient(g)),
-		FetchOptions:    []extensions.Option{extensions.WithLimits(f.b.ext.limits()), extensions.WithRequirePins(true)},
-		ExtensionCache:  cache,
 		Definition:      ps.def,
 		Revision:        firstNonEmpty(f.b.revision, gitRevision()),
 		SourceDateEpoch: epoch,
-		Insecure:        f.insecure,
-		Provenance:      f.b.provenance,
-		SBOMFormat:      f.b.sbomFormat,
-		SBOMFromLock:    f.b.sbomFromLock,
-		CacheFrom:       f.b.cacheFrom,
-		CacheTo:         f.b.cacheTo,
-		Progress:        g.stderr,
 		Warnings:        g.stderr,
-		ProgressMode:    f.b.progress,
-	}, s), nil
+		Extensions: pipeline.ExtensionOptions{
+			Cache:   cache,
+			Sources: f.b.ext.sources(cfg, f.b.ext.httpClient(g)),
+			Limits:  f.b.ext.limits(),
+			Options: []extensions.Option{extensions.WithRequirePins(true)},
+		},
+		Solve: pipeline.SolveOptions{
+			Provenance:   f.b.provenance,
+			CacheFrom:    f.b.cacheFrom,
+			CacheTo:      f.b.cacheTo,
+			Progress:     g.stderr,
+			ProgressMode: f.b.progress,
+		},
+		Publish: pipeline.PublishOptions{Insecure: f.insecure},
+		Sign:    pipeline.SignOptions{SBOMFormat: f.b.sbomFormat, SBOMFromLock: f.b.sbomFromLock},
+	}, ps.renders, s)
 }
 
 // signerAndVerifyOption loads the signer and the matching verify option.
