@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -117,13 +118,17 @@ any registry.`,
 				}
 				sbomDoc = b
 			}
-			var created time.Time // the SBOM's creation time, checked before anything is signed
+			// The SBOM's creation time is the image's (its config's created,
+			// set by the build from SOURCE_DATE_EPOCH), as imagectl build
+			// --sign gives it; SOURCE_DATE_EPOCH, checked before anything is
+			// signed, stands in only for an image whose config has none.
+			var envTime time.Time
 			if sbomFromLabels {
 				t, err := sourcedate.FromEnv()
 				if err != nil {
 					return &exitError{2, err}
 				}
-				created = t
+				envTime = t
 			}
 
 			var signer *sign.Signer
@@ -160,12 +165,12 @@ any registry.`,
 				if insecure {
 					nameOpts = append(nameOpts, name.Insecure)
 				}
-				lock, lerr := sign.LockFromImage(ctx, ref, opts...)
+				lock, built, lerr := sign.LockFromImage(ctx, ref, opts...)
 				if lerr != nil {
 					return lerr
 				}
 				repo, _ := sign.Repository(ref, nameOpts...)
-				in := sign.SBOMInputFromLock(lock, repo, created)
+				in := sign.SBOMInputFromLock(lock, repo, sbomCreated(built, envTime, g.stderr))
 				out.SBOM, err = sign.AttestSBOM(ctx, ref, signer, in, opts...)
 			}
 			if err != nil {
@@ -204,6 +209,20 @@ any registry.`,
 	f.StringVarP(&output, "output", "o", "text", "text or json")
 	f.StringVar(&generateKey, "generate-key", "", "write a new key pair to PREFIX.key and PREFIX.pub and exit")
 	return cmd
+}
+
+// sbomCreated is the creation time of an SBOM of an image built at built
+// (its config's created): built, or env (SOURCE_DATE_EPOCH, else 0) when
+// the config has none. A SOURCE_DATE_EPOCH set to another time is named on
+// warn: the image's time wins.
+func sbomCreated(built, env time.Time, warn io.Writer) time.Time {
+	if built.IsZero() {
+		return env
+	}
+	if os.Getenv(sourcedate.Env) != "" && !env.Equal(built) {
+		fmt.Fprintf(warn, "warning: %s=%d is not the image's creation time %s; the SBOM uses the image's\n", sourcedate.Env, env.Unix(), built.Format(time.RFC3339))
+	}
+	return built
 }
 
 func orIndex(platform string) string {
