@@ -387,3 +387,50 @@ func TestInputsVerifier(t *testing.T) {
 		t.Errorf("mismatching image: err = %v", err)
 	}
 }
+
+// The inputs digest (a full render in imagectl) is computed once per set,
+// by Targets: the plan, the build (the entry carries it) and the inputs
+// check of a release all read it from there.
+func TestInputsDigestComputedOncePerSet(t *testing.T) {
+	a, b, _ := baseSets()
+	r := newRig(t, a, b)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	counting := DigestFunc(func(s resolve.Set) (string, error) {
+		mu.Lock()
+		calls[s.Ray+"/"+s.CodeServer.Version]++
+		mu.Unlock()
+		return r.digest(s)
+	})
+	var ts []Target
+	for _, s := range []resolve.Set{a, b} {
+		got, err := Targets(testTags, []resolve.Set{s}, counting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, got...)
+	}
+	owned, err := OwnFloating(ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := NewPlanner(r.reg.reg, r.repo).Plan(context.Background(), owned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Verifiers(InputsVerifier(r.reg.reg), r.verifier)
+	if _, err := NewReleaser(r.reg.reg, r.repo, r.builder, r.signer, v).Release(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	if r.builder.calls != 2 {
+		t.Fatalf("built %d entries, want 2", r.builder.calls)
+	}
+	for k, n := range calls {
+		if n != 1 {
+			t.Errorf("inputs digest of %s computed %d times, want once", k, n)
+		}
+	}
+	if len(calls) != 2 {
+		t.Errorf("inputs digests computed for %v, want both sets", calls)
+	}
+}

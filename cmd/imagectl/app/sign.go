@@ -55,8 +55,10 @@ Keyless mode (--keyless) is for CI with an OIDC identity (GitHub Actions with
 certified by Fulcio and every signature is recorded in Rekor.
 
 --sbom FILE attaches an SPDX or CycloneDX JSON document, and --sbom-from-labels
-an SPDX 2.3 SBOM built from the image's dev.imagectl.lock label, as signed
-in-toto attestations (sha256-<hex>.att) on the index and every platform.
+an SPDX 2.3 SBOM built from the image's dev.imagectl.lock label and dated with
+the image's creation time (as imagectl build --sign dates it; SOURCE_DATE_EPOCH
+only for an image without one), as signed in-toto attestations
+(sha256-<hex>.att) on the index and every platform.
 
 --generate-key PREFIX writes PREFIX.key and PREFIX.pub (like
 'cosign generate-key-pair'), the key encrypted with COSIGN_PASSWORD or the
