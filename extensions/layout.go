@@ -216,35 +216,46 @@ func Layout(ctx context.Context, c *cache.Cache, exts []resolve.Extension, opts 
 			return nil, fmt.Errorf("%s from %s (%s): %w", where, safetext.URL(vf.Entry.URL), vf.Entry.Path, err)
 		}
 		out = append(out, info)
-		var je extensionsJSONEntry
-		je.Identifier.ID = strings.ToLower(e.ID)
-		je.Version = e.Version
-		je.Location.Mid, je.Location.Path, je.Location.Scheme = 1, path.Join(inImage, info.Dir), "file"
-		je.RelativeLocation = info.Dir
-		je.Metadata.InstalledTimestamp = t.UnixMilli()
-		je.Metadata.Pinned, je.Metadata.Source, je.Metadata.TargetPlatform = true, "vsix", file.TargetPlatform
-		entries = append(entries, je)
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Identifier.ID < entries[j].Identifier.ID })
-	if entries == nil {
-		entries = []extensionsJSONEntry{}
-	}
-	b, err := json.Marshal(entries)
-	if err != nil {
-		return nil, err
+		entries = append(entries, jsonEntry(e, info, file.TargetPlatform, inImage, *t))
 	}
 	p := filepath.Join(opts.Dir, ExtensionsJSON)
 	wrote = append(wrote, p)
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.Chtimes(p, *t, *t); err != nil {
+	if err := writeExtensionsJSON(p, entries, *t); err != nil {
 		return nil, err
 	}
 	if err := os.Chtimes(opts.Dir, *t, *t); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// jsonEntry is extensions.json's entry of e, installed as info from its
+// file for targetPlatform, in inImage, at t.
+func jsonEntry(e resolve.Extension, info Installed, targetPlatform, inImage string, t time.Time) extensionsJSONEntry {
+	var je extensionsJSONEntry
+	je.Identifier.ID = strings.ToLower(e.ID)
+	je.Version = e.Version
+	je.Location.Mid, je.Location.Path, je.Location.Scheme = 1, path.Join(inImage, info.Dir), "file"
+	je.RelativeLocation = info.Dir
+	je.Metadata.InstalledTimestamp = t.UnixMilli()
+	je.Metadata.Pinned, je.Metadata.Source, je.Metadata.TargetPlatform = true, "vsix", targetPlatform
+	return je
+}
+
+// writeExtensionsJSON writes entries, sorted by id, to p with mtime t.
+func writeExtensionsJSON(p string, entries []extensionsJSONEntry, t time.Time) error {
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Identifier.ID < entries[j].Identifier.ID })
+	if entries == nil {
+		entries = []extensionsJSONEntry{}
+	}
+	b, err := json.Marshal(entries)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		return err
+	}
+	return os.Chtimes(p, t, t)
 }
 
 // file returns the validated file k (sha256 want, when pinned): from Files
