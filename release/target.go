@@ -13,6 +13,9 @@ import (
 type Target struct {
 	// Set has its Tags rendered (Targets).
 	Set resolve.Set
+	// Inputs is the set's inputs digest, computed once by Targets; plan and
+	// release use it from here.
+	Inputs string
 	// Versioned is the immutable tag; it carries the inputs digest, so the
 	// same inputs always give the same versioned tag and new inputs a new one.
 	Versioned string
@@ -49,7 +52,7 @@ func Targets(cfg *matrix.Config, sets []resolve.Set, d InputsDigester) ([]Target
 		if s.Tags, err = resolve.RenderTags(cfg, s, in); err != nil {
 			return nil, fmt.Errorf("ray %s, code-server %s: %w", s.Ray, s.CodeServer.Version, err)
 		}
-		t := Target{Set: s, Versioned: s.Tags[0]}
+		t := Target{Set: s, Inputs: in, Versioned: s.Tags[0]}
 		for j := 1; j < len(s.Tags); j++ {
 			if cfg.Tags[j].Floating {
 				t.Floating = append(t.Floating, s.Tags[j])
