@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -114,7 +115,8 @@ func (v *validator) base(c *Config) error {
 			return v.errf("base.tagPattern", "%q has no group (want the first group to capture the code-server version)", c.Base.TagPattern)
 		}
 	}
-	for cs, vs := range c.Base.VSCodeOverrides {
+	for _, cs := range slices.Sorted(maps.Keys(c.Base.VSCodeOverrides)) {
+		vs := c.Base.VSCodeOverrides[cs]
 		path := fmt.Sprintf("base.vscodeOverrides[%q]", cs)
 		if _, err := semver.StrictNewVersion(cs); err != nil {
 			return v.errf(path, "bad code-server version %q: %v", cs, err)
