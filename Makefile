@@ -18,7 +18,7 @@ unit: ## Go tests only, with whatever tools are already installed
 	$(GO) test ./...
 
 test: deps ## The test command: install what is needed, run every Go test with the real tools required, the fuzzers briefly, then the end-to-end test
-	IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 ./...
+	bash tests/e2e/with-buildkitd.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 ./...
 	$(MAKE) fuzz
 	bash tests/e2e/run.sh
 
@@ -41,8 +41,18 @@ bench: deps ## Benchmarks: the Go ones (ratios, request counts), then the realis
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 	bash tests/bench/run.sh
 
-lint: ## gofmt and go vet
+# STATICCHECK_VERSION is the pinned staticcheck (honnef.co/go/tools) make lint
+# installs into $(IMAGECTL_TEST_CACHE)/bin (its default checks).
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(IMAGECTL_TEST_CACHE)/bin/staticcheck-$(STATICCHECK_VERSION)
+
+$(STATICCHECK):
+	@mkdir -p $(IMAGECTL_TEST_CACHE)/bin
+	d=$$(mktemp -d) && GOBIN=$$d $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && mv "$$d/staticcheck" $@ && rmdir "$$d"
+
+lint: $(STATICCHECK) ## gofmt, go vet and staticcheck (pinned: STATICCHECK_VERSION)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
 
 ci: lint test ## What .ci/run runs

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/imagectl/imagectl/internal/pep440"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/regauth"
 )
@@ -39,14 +40,21 @@ func RayVersionOf(s string) string {
 
 // rayVersionOfImage is the Ray version in an image reference's tag.
 func rayVersionOfImage(ref string) string {
-	if i := strings.Index(ref, "@"); i >= 0 {
-		ref = ref[:i]
+	return RayVersionOf(imageTag(ref))
+}
+
+// imageTag is the tag of an image reference (name[:tag][@digest]); "" when
+// it has none or ref is no image reference. go-containerregistry's
+// name.Digest keeps no tag, so the digest is cut off first.
+func imageTag(ref string) string {
+	if d, err := name.NewDigest(ref); err == nil {
+		ref = strings.TrimSuffix(ref, "@"+d.DigestStr())
 	}
-	i := strings.LastIndex(ref, ":")
-	if i < 0 || strings.Contains(ref[i:], "/") {
+	t, err := name.NewTag(ref, name.WithDefaultTag(""))
+	if err != nil {
 		return ""
 	}
-	return RayVersionOf(ref[i+1:])
+	return t.TagStr()
 }
 
 // DefaultImage is the published image for a Ray version X.Y.Z, by its
@@ -67,28 +75,8 @@ func DefaultImage(repo, ray string) (string, error) {
 	return repo + ":" + tag, nil
 }
 
-// olderThan reports whether X.Y.Z a is older than b.
-func olderThan(a, b string) bool {
-	pa, pb := rayVersionRE.FindStringSubmatch(a), rayVersionRE.FindStringSubmatch(b)
-	if pa == nil || pb == nil {
-		return false
-	}
-	for i := 1; i <= 3; i++ {
-		x, y := atoi(pa[i]), atoi(pb[i])
-		if x != y {
-			return x < y
-		}
-	}
-	return false
-}
-
-func atoi(s string) int {
-	n := 0
-	for _, r := range s {
-		n = n*10 + int(r-'0')
-	}
-	return n
-}
+// olderThan reports whether version a is older than b by PEP 440.
+func olderThan(a, b string) bool { return pep440.Compare(a, b) < 0 }
 
 // RegistryResolver pins a tag to the digest the registry reports, with the
 // docker config credentials (DOCKER_CONFIG, ~/.docker/config.json).

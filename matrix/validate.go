@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
 	"gopkg.in/yaml.v3"
+
+	"github.com/imagectl/imagectl/internal/pep440"
 )
 
 var (
@@ -18,20 +21,22 @@ var (
 	extraRE       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 )
 
+// validator checks a decoded Config; lines holds the line of each field path.
 type validator struct {
-	d    *decoder
-	root *yaml.Node
+	file  string
+	lines map[string]int
+	root  *yaml.Node
 }
 
 // errf reports an error at path, using the line of path or of its nearest
 // recorded ancestor.
 func (v *validator) errf(path, format string, args ...any) error {
-	return &Error{File: v.d.file, Line: v.line(path), Path: path, Msg: fmt.Sprintf(format, args...)}
+	return &Error{File: v.file, Line: v.line(path), Path: path, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (v *validator) line(path string) int {
 	for p := path; p != ""; {
-		if l, ok := v.d.lines[p]; ok {
+		if l, ok := v.lines[p]; ok {
 			return l
 		}
 		i := strings.LastIndexAny(p, ".[")
@@ -110,7 +115,8 @@ func (v *validator) base(c *Config) error {
 			return v.errf("base.tagPattern", "%q has no group (want the first group to capture the code-server version)", c.Base.TagPattern)
 		}
 	}
-	for cs, vs := range c.Base.VSCodeOverrides {
+	for _, cs := range slices.Sorted(maps.Keys(c.Base.VSCodeOverrides)) {
+		vs := c.Base.VSCodeOverrides[cs]
 		path := fmt.Sprintf("base.vscodeOverrides[%q]", cs)
 		if _, err := semver.StrictNewVersion(cs); err != nil {
 			return v.errf(path, "bad code-server version %q: %v", cs, err)
@@ -138,6 +144,25 @@ func (v *validator) excludes(path string, xs []string) error {
 	return nil
 }
 
+// pyConstraint checks the constraint of a Python package (Ray, debugpy): a
+// PEP 440 specifier such as ">=2.39.0" or "~=1.8, !=1.8.5".
+func (v *validator) pyConstraint(path, s string) error {
+	if _, err := pep440.ParseSpecifier(s); err != nil {
+		return v.errf(path, "bad version specifier %q: %v", s, err)
+	}
+	return nil
+}
+
+// pyExcludes checks the excluded versions of a Python package: PEP 440.
+func (v *validator) pyExcludes(path string, xs []string) error {
+	for i, x := range xs {
+		if _, err := pep440.Parse(x); err != nil {
+			return v.errf(fmt.Sprintf("%s[%d]", path, i), "bad version %q: %v", x, err)
+		}
+	}
+	return nil
+}
+
 func (v *validator) components(c *Config) error {
 	k := c.Components
 	if err := v.constraint("components.codeServer.constraint", k.CodeServer.Constraint); err != nil {
@@ -146,10 +171,10 @@ func (v *validator) components(c *Config) error {
 	if err := v.excludes("components.codeServer.exclude", k.CodeServer.Exclude); err != nil {
 		return err
 	}
-	if err := v.constraint("components.ray.constraint", k.Ray.Constraint); err != nil {
+	if err := v.pyConstraint("components.ray.constraint", k.Ray.Constraint); err != nil {
 		return err
 	}
-	if err := v.excludes("components.ray.exclude", k.Ray.Exclude); err != nil {
+	if err := v.pyExcludes("components.ray.exclude", k.Ray.Exclude); err != nil {
 		return err
 	}
 	for i, e := range k.Ray.Extras {
@@ -182,10 +207,10 @@ func (v *validator) components(c *Config) error {
 	if k.Python.Min != "" && k.Python.Max != "" && lo > hi {
 		return v.errf("components.python.min", "min %s is above max %s", k.Python.Min, k.Python.Max)
 	}
-	if err := v.constraint("components.debugpy.constraint", k.Debugpy.Constraint); err != nil {
+	if err := v.pyConstraint("components.debugpy.constraint", k.Debugpy.Constraint); err != nil {
 		return err
 	}
-	return v.excludes("components.debugpy.exclude", k.Debugpy.Exclude)
+	return v.pyExcludes("components.debugpy.exclude", k.Debugpy.Exclude)
 }
 
 func (v *validator) extensions(c *Config) error {

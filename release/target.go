@@ -3,10 +3,8 @@ package release
 import (
 	"fmt"
 	"sort"
-	"strings"
 
-	"github.com/Masterminds/semver/v3"
-
+	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 )
@@ -15,6 +13,9 @@ import (
 type Target struct {
 	// Set has its Tags rendered (Targets).
 	Set resolve.Set
+	// Inputs is the set's inputs digest, computed once by Targets; plan and
+	// release use it from here.
+	Inputs string
 	// Versioned is the immutable tag; it carries the inputs digest, so the
 	// same inputs always give the same versioned tag and new inputs a new one.
 	Versioned string
@@ -51,7 +52,7 @@ func Targets(cfg *matrix.Config, sets []resolve.Set, d InputsDigester) ([]Target
 		if s.Tags, err = resolve.RenderTags(cfg, s, in); err != nil {
 			return nil, fmt.Errorf("ray %s, code-server %s: %w", s.Ray, s.CodeServer.Version, err)
 		}
-		t := Target{Set: s, Versioned: s.Tags[0]}
+		t := Target{Set: s, Inputs: in, Versioned: s.Tags[0]}
 		for j := 1; j < len(s.Tags); j++ {
 			if cfg.Tags[j].Floating {
 				t.Floating = append(t.Floating, s.Tags[j])
@@ -106,21 +107,17 @@ func OwnFloating(ts []Target) ([]Target, error) {
 	return out, nil
 }
 
-// newer reports whether a sorts after b by Ray, code-server, then Python.
+// newer reports whether a sorts after b by Ray (PEP 440), code-server
+// (semver), then Python (CPython minor).
 func newer(a, b resolve.Set) bool {
-	for _, p := range [][2]string{{a.Ray, b.Ray}, {a.CodeServer.Version, b.CodeServer.Version}, {a.Python, b.Python}} {
-		if c := compareVersions(p[0], p[1]); c != 0 {
+	for _, c := range []int{
+		catalog.ComparePythonVersions(a.Ray, b.Ray),
+		catalog.CompareVersions(a.CodeServer.Version, b.CodeServer.Version),
+		catalog.ComparePythons(a.Python, b.Python),
+	} {
+		if c != 0 {
 			return c > 0
 		}
 	}
 	return false
-}
-
-func compareVersions(a, b string) int {
-	va, ea := semver.NewVersion(a)
-	vb, eb := semver.NewVersion(b)
-	if ea == nil && eb == nil {
-		return va.Compare(vb)
-	}
-	return strings.Compare(a, b)
 }

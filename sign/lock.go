@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -13,14 +14,16 @@ import (
 )
 
 // LockFromImage reads the resolved set from the lock label of the image's
-// first platform manifest (or of the image itself), for building an SBOM of
-// an image built earlier.
-func LockFromImage(ctx context.Context, ref string, opts ...Option) (resolve.Set, error) {
+// first platform manifest (or of the image itself), and the time the image
+// was built at (its config's created, which the build sets to
+// SOURCE_DATE_EPOCH; zero when the config has none), for building an SBOM
+// of an image built earlier with the time imagectl build --sign gives it.
+func LockFromImage(ctx context.Context, ref string, opts ...Option) (resolve.Set, time.Time, error) {
 	o := makeOptions(ctx, opts)
 	o.allManifests = true
 	targets, root, err := resolveTargets(ref, o)
 	if err != nil {
-		return resolve.Set{}, err
+		return resolve.Set{}, time.Time{}, err
 	}
 	t := targets[0]
 	if len(targets) > 1 {
@@ -29,21 +32,21 @@ func LockFromImage(ctx context.Context, ref string, opts ...Option) (resolve.Set
 	d := root.Context().Digest(t.Digest)
 	img, err := remote.Image(d, o.remoteOpts...)
 	if err != nil {
-		return resolve.Set{}, fmt.Errorf("reading %s: %w", d, err)
+		return resolve.Set{}, time.Time{}, fmt.Errorf("reading %s: %w", d, err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return resolve.Set{}, fmt.Errorf("reading config of %s: %w", d, err)
+		return resolve.Set{}, time.Time{}, fmt.Errorf("reading config of %s: %w", d, err)
 	}
 	raw := cf.Config.Labels[build.LabelLock]
 	if raw == "" {
-		return resolve.Set{}, fmt.Errorf("%s has no %s label", d, build.LabelLock)
+		return resolve.Set{}, time.Time{}, fmt.Errorf("%s has no %s label", d, build.LabelLock)
 	}
 	var set resolve.Set
 	if err := json.Unmarshal([]byte(raw), &set); err != nil {
-		return resolve.Set{}, fmt.Errorf("label %s of %s: %w", build.LabelLock, d, err)
+		return resolve.Set{}, time.Time{}, fmt.Errorf("label %s of %s: %w", build.LabelLock, d, err)
 	}
-	return set, nil
+	return set, cf.Created.UTC(), nil
 }
 
 // Repository returns the repository of ref (for SBOM names).

@@ -50,7 +50,6 @@ type options struct {
 	skipProvenance bool
 	maxFileBytes   int64
 	maxImageBytes  int64
-	trustedRoot    func() (cosign.CheckOpts, error)
 	// allowedRepos are signed repositories accepted besides the verified
 	// one (mirrors).
 	allowedRepos []string

@@ -26,7 +26,7 @@ const maxConcurrentScans = 2
 // it: nothing is scanned or uploaded for it, and its output says so. The
 // platforms are scanned concurrently (at most maxConcurrentScans).
 func (res *Result) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign.Option) error {
-	in := sign.SBOMInputFromLock(res.Set, res.repo.Name(), res.epoch)
+	in := sign.SBOMInputFromLock(res.Set, res.signing.repo.Name(), res.signing.epoch)
 	doc, err := sign.SPDX(in, "")
 	if err != nil {
 		return fmt.Errorf("SBOM of %s from the lock: %w", res.Ref, err)
@@ -38,7 +38,7 @@ func (res *Result) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 			return fmt.Errorf("attaching the SBOM to %s: %w", res.Ref, err)
 		}
 	}
-	format := res.sbomFormat
+	format := res.signing.sbomFormat
 	if format == "" {
 		format = sbom.FormatSPDX
 	}
@@ -50,13 +50,13 @@ func (res *Result) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 	g.SetLimit(maxConcurrentScans)
 	for i := range res.Platforms {
 		p := res.Platforms[i]
-		ref := res.repo.Digest(p.Digest)
+		ref := res.signing.repo.Digest(p.Digest)
 		g.Go(func() error {
 			start := time.Now()
 			out := &SBOMOutput{Source: "image", Format: format}
 			predicateType, match := sbom.PredicateSPDX, sbom.MadeByThisScanner
 			var lockDoc []byte
-			if res.sbomLock {
+			if res.signing.sbomLock {
 				out.Source, out.Format = "lock", sbom.FormatSPDX
 				var err error
 				if lockDoc, err = sign.SPDX(in, p.Platform); err != nil {
@@ -77,13 +77,13 @@ func (res *Result) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 				return nil
 			}
 			doc := lockDoc
-			if !res.sbomLock {
-				img, err := remote.Image(ref, res.remoteOpts...)
+			if !res.signing.sbomLock {
+				img, err := remote.Image(ref, res.signing.remoteOpts...)
 				if err != nil {
 					return fmt.Errorf("reading %s (%s) for its SBOM: %w", ref, p.Platform, err)
 				}
-				scan, err := sbom.Scan(gctx, img, sbom.Options{Name: res.repo.Name(), Version: version, Platform: p.Platform,
-					Created: res.epoch, Extensions: res.Set.Extensions, Format: format})
+				scan, err := sbom.Scan(gctx, img, sbom.Options{Name: res.signing.repo.Name(), Version: version, Platform: p.Platform,
+					Created: res.signing.epoch, Extensions: res.Set.Extensions, Format: format})
 				if err != nil {
 					return fmt.Errorf("SBOM of %s (%s): %w", ref, p.Platform, err)
 				}

@@ -43,7 +43,7 @@ func TestAttachSBOMsKeepsWhatIsThere(t *testing.T) {
 	}
 	set := spec.Lock()
 	set.Tags = []string{"t"}
-	res := &Result{Ref: root.String(), Set: set, repo: root.Context(), epoch: time.Unix(1752537600, 0)}
+	res := &Result{Ref: root.String(), Set: set, signing: signing{repo: root.Context(), epoch: time.Unix(1752537600, 0)}}
 	for _, d := range im.Manifests {
 		if d.Platform != nil && d.Platform.OS != "unknown" {
 			res.Platforms = append(res.Platforms, PlatformOutput{Digest: d.Digest.String()})
@@ -69,7 +69,7 @@ func TestAttachSBOMsKeepsWhatIsThere(t *testing.T) {
 	}
 	run := func(t *testing.T, s *sign.Signer, format string, lock, wantReused bool) {
 		t.Helper()
-		res.sbomFormat, res.sbomLock = format, lock
+		res.signing.sbomFormat, res.signing.sbomLock = format, lock
 		for i := range res.Platforms {
 			res.Platforms[i].SBOM = nil
 		}

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -11,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/matrix"
-	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/resolve"
 )
@@ -22,26 +21,40 @@ import (
 // section that imagectl build takes).
 type publishFlags struct {
 	registryOverride string
-	insecure         bool
+	reg              registryOptions
 	platforms        []string
-	def              definitionFlags
+	def              definitionOptions
 }
 
-func (f *publishFlags) add(cmd *cobra.Command) {
+var _ options = (*publishFlags)(nil)
+
+func (f *publishFlags) AddFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.registryOverride, "registry-override", os.Getenv("IMAGECTL_REGISTRY_OVERRIDE"),
-		"publish to another registry: HOST[:PORT] replaces the registry of matrix.yaml's first repository, HOST/PATH replaces the whole repository (env IMAGECTL_REGISTRY_OVERRIDE)")
-	fl.BoolVar(&f.insecure, "insecure", false, "allow plain HTTP to the registry (localhost is always allowed)")
+	fl.StringVar(&f.registryOverride, "registry-override", "",
+		"publish to another registry: HOST[:PORT] replaces the registry of matrix.yaml's first repository, HOST/PATH replaces the whole repository")
+	bindEnv(cmd, "registry-override", "IMAGECTL_REGISTRY_OVERRIDE")
+	f.reg.AddFlags(cmd)
 	fl.StringSliceVar(&f.platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
-	f.def.add(cmd)
+	f.def.AddFlags(cmd)
+}
+
+func (f *publishFlags) Validate() error {
+	if err := f.reg.Validate(); err != nil {
+		return err
+	}
+	return f.def.Validate()
 }
 
 // publishSetup is everything plan and release share.
 type publishSetup struct {
-	cfg     *matrix.Config
-	repo    name.Repository
-	reg     *release.Registry
-	def     *build.Definition
+	cfg  *matrix.Config
+	repo name.Repository
+	reg  *release.Registry
+	def  *build.Definition
+	// renders holds the one render of each target's set (its inputs
+	// digest and definition), made by release.Targets; plan, the builds
+	// and release's inputs check use it.
+	renders *pipeline.Renders
 	targets []release.Target
 	ropts   []remote.Option
 }
@@ -62,15 +75,11 @@ func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSe
 	if err != nil {
 		return nil, err
 	}
-	var nopts []name.Option
-	if f.insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	repo, err := name.NewRepository(repoName, nopts...)
+	repo, err := name.NewRepository(repoName, f.reg.NameOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("image repository %q: %w", repoName, err)
 	}
-	ropts := []remote.Option{remote.WithAuthFromKeychain(regauth.Keychain()), remote.WithUserAgent("imagectl/" + Version)}
+	ropts := f.reg.RemoteOptions()
 	reg, err := release.NewRegistry(ropts...)
 	if err != nil {
 		return nil, err
@@ -93,14 +102,15 @@ func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSe
 	for i := range sets {
 		sets[i] = def.Set(sets[i])
 	}
-	targets, err := release.Targets(cfg, sets, def)
+	renders := pipeline.NewRenders(def)
+	targets, err := release.Targets(cfg, sets, renders)
 	if err != nil {
 		return nil, err
 	}
 	if targets, err = release.OwnFloating(targets); err != nil {
 		return nil, err
 	}
-	return &publishSetup{cfg: cfg, repo: repo, reg: reg, def: def, targets: targets, ropts: ropts}, nil
+	return &publishSetup{cfg: cfg, repo: repo, reg: reg, def: def, renders: renders, targets: targets, ropts: ropts}, nil
 }
 
 // overrideRegistry applies --registry-override to repo.
@@ -119,10 +129,8 @@ func overrideRegistry(repo, override string) (string, error) {
 }
 
 func newPlanCommand(g *globals) *cobra.Command {
-	var (
-		pf     publishFlags
-		output string
-	)
+	pf := publishFlags{}
+	out := newOutputOptions(release.OutputText, release.OutputJSON, release.OutputGitHub)
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Say which images need rebuilding and why (reads manifests and labels only)",
@@ -149,23 +157,19 @@ for fromJSON. Nothing changed: an empty plan.`,
   echo "matrix=$(imagectl plan --output github)" >> "$GITHUB_OUTPUT"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, release.OutputText, release.OutputJSON, release.OutputGitHub); err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			ps, err := g.publishSetup(ctx, &pf)
 			if err != nil {
 				return err
 			}
-			p, err := release.NewPlanner(ps.reg, ps.def, ps.repo).Plan(ctx, ps.targets)
+			p, err := release.NewPlanner(ps.reg, ps.repo).Plan(ctx, ps.targets)
 			if err != nil {
 				return err
 			}
-			return p.Write(g.stdout, output)
+			return p.Write(g.stdout, out.Format)
 		},
 	}
-	pf.add(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", release.OutputText, "output format: text, json or github")
+	addOptions(cmd, &pf, &out)
 	return cmd
 }
 
