@@ -11,6 +11,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // exported is what one platform's solve exported: BuildKit's index of the
@@ -27,7 +29,7 @@ func splitExported(im *v1.IndexManifest, platform string) (exported, error) {
 	var e exported
 	var images []v1.Descriptor
 	for _, d := range im.Manifests {
-		if d.Annotations[AnnotationReferenceType] == ReferenceTypeAttestation {
+		if d.Annotations[imagespec.AnnotationReferenceType] == imagespec.ReferenceTypeAttestation {
 			e.attestations = append(e.attestations, d)
 			continue
 		}
@@ -74,7 +76,7 @@ func referrer(raw []byte, subject v1.Descriptor) ([]byte, error) {
 		return nil, fmt.Errorf("decoding attestation manifest: %w", err)
 	}
 	m["subject"] = v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
-	m["artifactType"] = ProvenanceArtifactType
+	m["artifactType"] = imagespec.ProvenanceArtifactType
 	return json.Marshal(m)
 }
 

@@ -14,12 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/internal/sourcedate"
-	"github.com/imagectl/imagectl/resolve"
 )
 
 // ExtensionsJSON is the name of code-server's list of installed extensions.
@@ -85,13 +84,13 @@ type extensionsJSONEntry struct {
 // When Layout fails, it removes what it wrote (the extension folders,
 // extensions.json, and opts.Dir itself when it created it), so the next run
 // does not find a non-empty directory.
-func Layout(ctx context.Context, c *cache.Cache, exts []resolve.Extension, opts LayoutOptions) (_ []Installed, err error) {
+func Layout(ctx context.Context, c *cache.Cache, exts []imagespec.Extension, opts LayoutOptions) (_ []Installed, err error) {
 	if opts.Dir == "" || opts.Platform == "" {
 		return nil, fmt.Errorf("layout: Dir and Platform are required")
 	}
 	inImage := opts.InImageDir
 	if inImage == "" {
-		inImage = build.ExtensionsDir
+		inImage = imagespec.ExtensionsDir
 	}
 	if !path.IsAbs(inImage) {
 		return nil, fmt.Errorf("layout: in-image directory %q must be absolute", inImage)

@@ -6,12 +6,12 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Verifiers runs every verifier in order and stops at the first failure.
 func Verifiers(vs ...Verifier) Verifier {
-	return VerifierFunc(func(ctx context.Context, ref name.Digest, s resolve.Set) error {
+	return VerifierFunc(func(ctx context.Context, ref name.Digest, s imagespec.Set) error {
 		for _, v := range vs {
 			if err := v.Verify(ctx, ref, s); err != nil {
 				return err
@@ -25,7 +25,7 @@ func Verifiers(vs ...Verifier) Verifier {
 // computed for s, so a tag never moves to an image built from other inputs
 // (a stale cache, a concurrent run).
 func InputsVerifier(reg *Registry, d InputsDigester) Verifier {
-	return VerifierFunc(func(ctx context.Context, ref name.Digest, s resolve.Set) error {
+	return VerifierFunc(func(ctx context.Context, ref name.Digest, s imagespec.Set) error {
 		want, err := d.InputsDigest(s)
 		if err != nil {
 			return fmt.Errorf("inputs digest: %w", err)

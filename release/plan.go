@@ -9,21 +9,21 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // InputsDigester computes the digest of every input of a set's build (the
 // value build writes into the dev.imagectl.inputs.digest label). The build
 // package provides the real one.
 type InputsDigester interface {
-	InputsDigest(set resolve.Set) (string, error)
+	InputsDigest(set imagespec.Set) (string, error)
 }
 
 // DigestFunc adapts a function to InputsDigester.
-type DigestFunc func(resolve.Set) (string, error)
+type DigestFunc func(imagespec.Set) (string, error)
 
 // InputsDigest calls f.
-func (f DigestFunc) InputsDigest(s resolve.Set) (string, error) { return f(s) }
+func (f DigestFunc) InputsDigest(s imagespec.Set) (string, error) { return f(s) }
 
 // Kind classifies why an entry needs work.
 type Kind string
@@ -82,8 +82,8 @@ type Entry struct {
 	Published string `json:"published,omitempty"`
 	// Blocked says why release will refuse this entry (the versioned tag
 	// already holds a different build and is never overwritten).
-	Blocked string      `json:"blocked,omitempty"`
-	Set     resolve.Set `json:"set"`
+	Blocked string        `json:"blocked,omitempty"`
+	Set     imagespec.Set `json:"set"`
 }
 
 // Plan is the outcome: Entries need work, UpToDate names the others.
@@ -326,7 +326,7 @@ func (p *Planner) observe(ctx context.Context, t Target) (observed, error) {
 }
 
 // explain compares the lock recorded in a published image with the new set.
-func explain(pub *Published, s resolve.Set) []Reason {
+func explain(pub *Published, s imagespec.Set) []Reason {
 	if pub.Lock == nil {
 		return []Reason{{KindInputs, fmt.Sprintf("%s -> new inputs (no readable lock label on %s)", orNone(short(pub.Inputs)), short(pub.Digest.String()))}}
 	}
@@ -337,7 +337,7 @@ func explain(pub *Published, s resolve.Set) []Reason {
 	return rs
 }
 
-func diffSets(old, s resolve.Set) []Reason {
+func diffSets(old, s imagespec.Set) []Reason {
 	var rs []Reason
 	if old.Ray != s.Ray {
 		rs = append(rs, Reason{KindNewRay, fmt.Sprintf("ray %s -> %s", old.Ray, s.Ray)})
@@ -371,7 +371,7 @@ func diffSets(old, s resolve.Set) []Reason {
 		rs = append(rs, Reason{KindComponentBump, fmt.Sprintf("debugpy %s -> %s", old.Debugpy, s.Debugpy)})
 	}
 	rs = append(rs, diffPythonLocks(old, s)...)
-	oldExt := map[string]resolve.Extension{}
+	oldExt := map[string]imagespec.Extension{}
 	for _, e := range old.Extensions {
 		oldExt[strings.ToLower(e.ID)] = e
 	}

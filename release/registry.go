@@ -12,8 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
-	"github.com/imagectl/imagectl/build"
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Published is what plan reads back from a published image: its digest and the
@@ -24,7 +23,7 @@ type Published struct {
 	// Inputs is the dev.imagectl.inputs.digest label ("" when absent).
 	Inputs string `json:"inputs,omitempty"`
 	// Lock is the dev.imagectl.lock label decoded, nil when absent or invalid.
-	Lock *resolve.Set `json:"-"`
+	Lock *imagespec.Set `json:"-"`
 }
 
 // Registry reads and writes manifests through go-containerregistry. It never
@@ -124,9 +123,9 @@ func (r *Registry) Inspect(ctx context.Context, ref name.Reference) (*Published,
 		return nil, fmt.Errorf("reading config of %s: %w", ref, err)
 	}
 	labels := cf.Config.Labels
-	p.Inputs = labels[build.LabelInputs]
-	if raw := labels[build.LabelLock]; raw != "" {
-		var s resolve.Set
+	p.Inputs = labels[imagespec.LabelInputs]
+	if raw := labels[imagespec.LabelLock]; raw != "" {
+		var s imagespec.Set
 		if json.Unmarshal([]byte(raw), &s) == nil {
 			p.Lock = &s
 		}

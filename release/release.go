@@ -9,13 +9,13 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Builder builds a set for all its platforms and pushes the result to repo by
 // digest only, writing no tag. It returns the digest of the pushed index.
 type Builder interface {
-	Build(ctx context.Context, set resolve.Set, repo name.Repository) (name.Digest, error)
+	Build(ctx context.Context, set imagespec.Set, repo name.Repository) (name.Digest, error)
 }
 
 // Signer signs the index ref names and every platform manifest in it.
@@ -26,32 +26,32 @@ type Signer interface {
 // Verifier proves the image ref names is signed and matches set; any error
 // stops the entry before a tag is written.
 type Verifier interface {
-	Verify(ctx context.Context, ref name.Digest, set resolve.Set) error
+	Verify(ctx context.Context, ref name.Digest, set imagespec.Set) error
 }
 
 // Smoker runs the image ref names (imagectl smoke image): any error stops
 // the entry before a tag is written.
 type Smoker interface {
-	Smoke(ctx context.Context, ref name.Digest, set resolve.Set) error
+	Smoke(ctx context.Context, ref name.Digest, set imagespec.Set) error
 }
 
 // SmokerFunc adapts a function to Smoker.
-type SmokerFunc func(ctx context.Context, ref name.Digest, set resolve.Set) error
+type SmokerFunc func(ctx context.Context, ref name.Digest, set imagespec.Set) error
 
 // Smoke calls f.
-func (f SmokerFunc) Smoke(ctx context.Context, ref name.Digest, s resolve.Set) error {
+func (f SmokerFunc) Smoke(ctx context.Context, ref name.Digest, s imagespec.Set) error {
 	return f(ctx, ref, s)
 }
 
 // BuilderFunc, SignerFunc and VerifierFunc adapt functions to the interfaces.
 type (
-	BuilderFunc  func(ctx context.Context, set resolve.Set, repo name.Repository) (name.Digest, error)
+	BuilderFunc  func(ctx context.Context, set imagespec.Set, repo name.Repository) (name.Digest, error)
 	SignerFunc   func(ctx context.Context, ref name.Digest) error
-	VerifierFunc func(ctx context.Context, ref name.Digest, set resolve.Set) error
+	VerifierFunc func(ctx context.Context, ref name.Digest, set imagespec.Set) error
 )
 
 // Build calls f.
-func (f BuilderFunc) Build(ctx context.Context, s resolve.Set, r name.Repository) (name.Digest, error) {
+func (f BuilderFunc) Build(ctx context.Context, s imagespec.Set, r name.Repository) (name.Digest, error) {
 	return f(ctx, s, r)
 }
 
@@ -59,7 +59,7 @@ func (f BuilderFunc) Build(ctx context.Context, s resolve.Set, r name.Repository
 func (f SignerFunc) Sign(ctx context.Context, ref name.Digest) error { return f(ctx, ref) }
 
 // Verify calls f.
-func (f VerifierFunc) Verify(ctx context.Context, ref name.Digest, s resolve.Set) error {
+func (f VerifierFunc) Verify(ctx context.Context, ref name.Digest, s imagespec.Set) error {
 	return f(ctx, ref, s)
 }
 

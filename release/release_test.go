@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // fakeBuilder stands in for BuildKit only: it "builds" by pushing, by digest,
@@ -29,7 +29,7 @@ type fakeBuilder struct {
 	during func(name.Digest)
 }
 
-func (b *fakeBuilder) Build(ctx context.Context, s resolve.Set, repo name.Repository) (name.Digest, error) {
+func (b *fakeBuilder) Build(ctx context.Context, s imagespec.Set, repo name.Repository) (name.Digest, error) {
 	b.mu.Lock()
 	b.calls++
 	b.mu.Unlock()
@@ -65,7 +65,7 @@ type labelVerifier struct {
 	fail   error
 }
 
-func (v *labelVerifier) Verify(ctx context.Context, ref name.Digest, s resolve.Set) error {
+func (v *labelVerifier) Verify(ctx context.Context, ref name.Digest, s imagespec.Set) error {
 	if v.fail != nil {
 		return v.fail
 	}
@@ -91,7 +91,7 @@ type rig struct {
 	verifier *labelVerifier
 }
 
-func newRig(t *testing.T, sets ...resolve.Set) *rig {
+func newRig(t *testing.T, sets ...imagespec.Set) *rig {
 	w := newWorld(t, sets...)
 	return &rig{
 		world:    w,

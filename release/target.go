@@ -7,6 +7,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 )
@@ -14,7 +15,7 @@ import (
 // Target is one buildable set with its tags split by promise.
 type Target struct {
 	// Set has its Tags rendered (Targets).
-	Set resolve.Set
+	Set imagespec.Set
 	// Versioned is the immutable tag; it carries the inputs digest, so the
 	// same inputs always give the same versioned tag and new inputs a new one.
 	Versioned string
@@ -35,7 +36,7 @@ func (t Target) Name() string {
 // versioned or floating as matrix.yaml marks them. A first template that is
 // floating is an error: plan could not tell which tag is the promise that
 // may never move.
-func Targets(cfg *matrix.Config, sets []resolve.Set, d InputsDigester) ([]Target, error) {
+func Targets(cfg *matrix.Config, sets []imagespec.Set, d InputsDigester) ([]Target, error) {
 	if len(cfg.Tags) == 0 {
 		return nil, fmt.Errorf("matrix: no tag templates (tags:), cannot name what to publish")
 	}
@@ -107,7 +108,7 @@ func OwnFloating(ts []Target) ([]Target, error) {
 }
 
 // newer reports whether a sorts after b by Ray, code-server, then Python.
-func newer(a, b resolve.Set) bool {
+func newer(a, b imagespec.Set) bool {
 	for _, p := range [][2]string{{a.Ray, b.Ray}, {a.CodeServer.Version, b.CodeServer.Version}, {a.Python, b.Python}} {
 		if c := compareVersions(p[0], p[1]); c != 0 {
 			return c > 0

@@ -10,6 +10,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/vscode/engine"
 )
@@ -84,10 +85,10 @@ type resolver struct {
 
 // Resolve picks the newest compatible set for req from cfg and cat, and
 // explains the choice. It never touches the network.
-func Resolve(cfg *matrix.Config, cat *catalog.Catalog, req Request) (Set, *Explanation, error) {
+func Resolve(cfg *matrix.Config, cat *catalog.Catalog, req Request) (imagespec.Set, *Explanation, error) {
 	norm, err := normalized(cat)
 	if err != nil {
-		return Set{}, nil, err
+		return imagespec.Set{}, nil, err
 	}
 	return resolveNormalized(cfg, norm, req)
 }
@@ -107,10 +108,10 @@ func normalized(cat *catalog.Catalog) (*catalog.Catalog, error) {
 	return &c, nil
 }
 
-func resolveNormalized(cfg *matrix.Config, cat *catalog.Catalog, req Request) (Set, *Explanation, error) {
+func resolveNormalized(cfg *matrix.Config, cat *catalog.Catalog, req Request) (imagespec.Set, *Explanation, error) {
 	platforms, err := normalizePlatforms(req.Platforms, cfg.Platforms)
 	if err != nil {
-		return Set{}, nil, err
+		return imagespec.Set{}, nil, err
 	}
 	req.Platforms = platforms
 	r := &resolver{cfg: cfg, cat: cat, platforms: platforms}
@@ -118,28 +119,28 @@ func resolveNormalized(cfg *matrix.Config, cat *catalog.Catalog, req Request) (S
 
 	ray, err := r.ray(req.Ray, ex)
 	if err != nil {
-		return Set{}, ex, err
+		return imagespec.Set{}, ex, err
 	}
 	r.ctx = fmt.Sprintf("Ray %s on %s", ray.Version, strings.Join(platforms, ", "))
 	rayPythons, python, err := r.python(ray, req.Python, ex)
 	if err != nil {
-		return Set{}, ex, err
+		return imagespec.Set{}, ex, err
 	}
 	debugpy, err := r.debugpy(python, ex)
 	if err != nil {
-		return Set{}, ex, err
+		return imagespec.Set{}, ex, err
 	}
 	cs, exts, err := r.codeServerAndExtensions(req.CodeServer, ex)
 	if err != nil {
-		return Set{}, ex, err
+		return imagespec.Set{}, ex, err
 	}
 
 	locks, err := r.pythonLocks(ray.Version, debugpy, python, ex)
 	if err != nil {
-		return Set{}, ex, err
+		return imagespec.Set{}, ex, err
 	}
 
-	set := Set{
+	set := imagespec.Set{
 		ToolsImage:    r.toolsImage(ex),
 		PythonRuntime: r.pythonRuntime(python, ex),
 		PythonLocks:   locks,
@@ -180,7 +181,7 @@ func (r *resolver) toolsImage(ex *Explanation) string {
 // pythonRuntime returns the catalog's python-build-standalone runtime of
 // python for matrix.yaml's build.standalone, when build.pythonRuntime is
 // standalone; otherwise, or when the catalog has none, nil (with a note).
-func (r *resolver) pythonRuntime(python string, ex *Explanation) *PythonRuntime {
+func (r *resolver) pythonRuntime(python string, ex *Explanation) *imagespec.PythonRuntime {
 	if r.cfg.Build.PythonRuntime != matrix.PythonRuntimeStandalone {
 		return nil
 	}
@@ -194,9 +195,9 @@ func (r *resolver) pythonRuntime(python string, ex *Explanation) *PythonRuntime 
 			other = append(other, fmt.Sprintf("%s release %s (%s)", rt.Repository, rt.Release, rt.Flavor))
 			continue
 		}
-		out := &PythonRuntime{Version: rt.Version, Release: rt.Release, Files: map[string]RuntimeFile{}}
+		out := &imagespec.PythonRuntime{Version: rt.Version, Release: rt.Release, Files: map[string]imagespec.RuntimeFile{}}
 		for p, f := range rt.Files {
-			out.Files[p] = RuntimeFile{URL: f.URL, SHA256: f.SHA256}
+			out.Files[p] = imagespec.RuntimeFile{URL: f.URL, SHA256: f.SHA256}
 		}
 		ex.add(Decision{Component: "python runtime", Chosen: rt.Version,
 			Reason: fmt.Sprintf("python-build-standalone %s of %s release %s, as catalog.json locks it (sha256 linux/amd64 %s, linux/arm64 %s)",
@@ -222,7 +223,7 @@ func short(sum string) string {
 // the inputs digest inputs ("sha256:<64 hex>", build.InputsDigest): the
 // first InputsLen hex digits become {{.Inputs}}. The result lines up with
 // cfg.Tags. It is the only place tags are rendered.
-func RenderTags(cfg *matrix.Config, set Set, inputs string) ([]string, error) {
+func RenderTags(cfg *matrix.Config, set imagespec.Set, inputs string) ([]string, error) {
 	hex, ok := strings.CutPrefix(inputs, "sha256:")
 	if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
 		return nil, fmt.Errorf("rendering tags: inputs digest %q is not sha256:<64 hex digits>", inputs)
@@ -482,7 +483,7 @@ func (r *resolver) wheelProblem(p catalog.PythonPackage, py string) string {
 	return ""
 }
 
-func (r *resolver) codeServerAndExtensions(pin string, ex *Explanation) (CodeServer, []Extension, error) {
+func (r *resolver) codeServerAndExtensions(pin string, ex *Explanation) (imagespec.CodeServer, []imagespec.Extension, error) {
 	c := r.cfg.Components.CodeServer
 	var rejected []Rejection
 	var lastErr error
@@ -534,7 +535,7 @@ func (r *resolver) codeServerAndExtensions(pin string, ex *Explanation) (CodeSer
 		if pin != "" {
 			why = fmt.Sprintf("requested; bundles VS Code %s, which accepts every extension", vscode)
 		}
-		out := CodeServer{
+		out := imagespec.CodeServer{
 			Version: cs.Version, VSCode: vscode,
 			Base:        r.cfg.Base.Image + ":" + tagOf(cs),
 			IndexDigest: cs.IndexDigest,
@@ -567,9 +568,9 @@ func (r *resolver) codeServerAndExtensions(pin string, ex *Explanation) (CodeSer
 	}
 	if len(rejected) == 1 && lastErr != nil {
 		// One candidate failed on its extensions: that conflict is the story.
-		return CodeServer{}, nil, fmt.Errorf("code-server %s: %w", rejected[0].Version, lastErr)
+		return imagespec.CodeServer{}, nil, fmt.Errorf("code-server %s: %w", rejected[0].Version, lastErr)
 	}
-	return CodeServer{}, nil, &ConflictError{Component: "code-server", Context: r.ctx, Detail: detail, Rejected: rejected}
+	return imagespec.CodeServer{}, nil, &ConflictError{Component: "code-server", Context: r.ctx, Detail: detail, Rejected: rejected}
 }
 
 func tagOf(cs catalog.CodeServer) string {
@@ -581,8 +582,8 @@ func tagOf(cs catalog.CodeServer) string {
 
 // extensions resolves every matrix.yaml extension against VS Code vscode and
 // orders dependencies before dependents.
-func (r *resolver) extensions(vscode string, ex *Explanation) ([]Extension, error) {
-	chosen := map[string]Extension{}
+func (r *resolver) extensions(vscode string, ex *Explanation) ([]imagespec.Extension, error) {
+	chosen := map[string]imagespec.Extension{}
 	meta := map[string]catalog.ExtensionVersion{}
 	for _, want := range r.cfg.Extensions {
 		rec := r.record(want)
@@ -615,7 +616,7 @@ func (r *resolver) extensions(vscode string, ex *Explanation) ([]Extension, erro
 		}
 	}
 	// Order: dependencies first, otherwise matrix.yaml order.
-	var out []Extension
+	var out []imagespec.Extension
 	state := map[string]int{} // 1 visiting, 2 done
 	var visit func(id string, chain []string) error
 	visit = func(id string, chain []string) error {
@@ -653,7 +654,7 @@ func (r *resolver) record(want matrix.Extension) *catalog.ExtensionRecord {
 	return nil
 }
 
-func (r *resolver) extension(want matrix.Extension, rec *catalog.ExtensionRecord, vscode string, ex *Explanation) (Extension, catalog.ExtensionVersion, error) {
+func (r *resolver) extension(want matrix.Extension, rec *catalog.ExtensionRecord, vscode string, ex *Explanation) (imagespec.Extension, catalog.ExtensionVersion, error) {
 	var rejected []Rejection
 	for _, v := range rec.Versions { // newest first
 		reason := ""
@@ -679,7 +680,7 @@ func (r *resolver) extension(want matrix.Extension, rec *catalog.ExtensionRecord
 				reason = fmt.Sprintf("engines %s not satisfied by VS Code %s", v.Engine, vscode)
 			}
 		}
-		var files map[string]File
+		var files map[string]imagespec.File
 		if reason == "" {
 			files, reason = r.files(v)
 		}
@@ -698,9 +699,9 @@ func (r *resolver) extension(want matrix.Extension, rec *catalog.ExtensionRecord
 		ex.add(Decision{Component: want.ID, Chosen: v.Version, Rejected: rejected,
 			Reason: fmt.Sprintf("newest %s on %s%s; engines %s accepts VS Code %s; files %s",
 				stabilityOf(v), want.Source, constraint, v.Engine, vscode, strings.Join(targets, ", "))})
-		return Extension{ID: want.ID, Version: v.Version, Source: want.Source, Engine: v.Engine, Files: files}, v, nil
+		return imagespec.Extension{ID: want.ID, Version: v.Version, Source: want.Source, Engine: v.Engine, Files: files}, v, nil
 	}
-	return Extension{}, catalog.ExtensionVersion{}, &ConflictError{
+	return imagespec.Extension{}, catalog.ExtensionVersion{}, &ConflictError{
 		Component: want.ID, Context: fmt.Sprintf("VS Code %s on %s", vscode, strings.Join(r.platforms, ", ")), Rejected: rejected}
 }
 
@@ -713,17 +714,17 @@ func stabilityOf(v catalog.ExtensionVersion) string {
 
 // files picks, per requested platform, the platform build or else the
 // universal one.
-func (r *resolver) files(v catalog.ExtensionVersion) (map[string]File, string) {
-	out := map[string]File{}
+func (r *resolver) files(v catalog.ExtensionVersion) (map[string]imagespec.File, string) {
+	out := map[string]imagespec.File{}
 	var missing []string
 	for _, p := range r.platforms {
 		target := ociToVSCode[p]
 		if f, ok := v.Files[target]; ok {
-			out[p] = File{TargetPlatform: target, URL: f.URL, SHA256: f.SHA256}
+			out[p] = imagespec.File{TargetPlatform: target, URL: f.URL, SHA256: f.SHA256}
 			continue
 		}
 		if f, ok := v.Files["universal"]; ok {
-			out[p] = File{TargetPlatform: "universal", URL: f.URL, SHA256: f.SHA256}
+			out[p] = imagespec.File{TargetPlatform: "universal", URL: f.URL, SHA256: f.SHA256}
 			continue
 		}
 		missing = append(missing, target)

@@ -6,12 +6,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/CycloneDX/cyclonedx-go"
 	"io"
 	"path"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/CycloneDX/cyclonedx-go"
+
+	"github.com/imagectl/imagectl/imagespec"
 
 	"github.com/anchore/stereoscope/pkg/file"
 	"github.com/anchore/stereoscope/pkg/image"
@@ -28,8 +31,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	spdxjson "github.com/spdx/tools-golang/json"
 	"github.com/spdx/tools-golang/spdx"
-
-	"github.com/imagectl/imagectl/resolve"
 )
 
 // Formats of the document Scan writes.
@@ -60,7 +61,7 @@ type Options struct {
 	Created time.Time
 	// Extensions are the set's extensions: their VSIX sha256 and URL for
 	// Platform go into the SBOM beside what the image has installed.
-	Extensions []resolve.Extension
+	Extensions []imagespec.Extension
 	// Format is FormatSPDX (default) or FormatCycloneDX.
 	Format string
 	// Parallelism of syft's catalogers (default 2).
@@ -236,8 +237,8 @@ func derefHashes(h *[]cyclonedx.Hash) []cyclonedx.Hash {
 
 // extensionFiles maps "id@version" (id lower-cased) to the VSIX installed
 // on o.Platform.
-func extensionFiles(o Options) map[string]resolve.File {
-	files := map[string]resolve.File{}
+func extensionFiles(o Options) map[string]imagespec.File {
+	files := map[string]imagespec.File{}
 	for _, e := range o.Extensions {
 		files[strings.ToLower(e.ID)+"@"+e.Version] = e.Files[o.Platform]
 	}

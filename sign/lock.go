@@ -8,19 +8,18 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/imagectl/imagectl/build"
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // LockFromImage reads the resolved set from the lock label of the image's
 // first platform manifest (or of the image itself), for building an SBOM of
 // an image built earlier.
-func LockFromImage(ctx context.Context, ref string, opts ...Option) (resolve.Set, error) {
+func LockFromImage(ctx context.Context, ref string, opts ...Option) (imagespec.Set, error) {
 	o := makeOptions(ctx, opts)
 	o.allManifests = true
 	targets, root, err := resolveTargets(ref, o)
 	if err != nil {
-		return resolve.Set{}, err
+		return imagespec.Set{}, err
 	}
 	t := targets[0]
 	if len(targets) > 1 {
@@ -29,19 +28,19 @@ func LockFromImage(ctx context.Context, ref string, opts ...Option) (resolve.Set
 	d := root.Context().Digest(t.Digest)
 	img, err := remote.Image(d, o.remoteOpts...)
 	if err != nil {
-		return resolve.Set{}, fmt.Errorf("reading %s: %w", d, err)
+		return imagespec.Set{}, fmt.Errorf("reading %s: %w", d, err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return resolve.Set{}, fmt.Errorf("reading config of %s: %w", d, err)
+		return imagespec.Set{}, fmt.Errorf("reading config of %s: %w", d, err)
 	}
-	raw := cf.Config.Labels[build.LabelLock]
+	raw := cf.Config.Labels[imagespec.LabelLock]
 	if raw == "" {
-		return resolve.Set{}, fmt.Errorf("%s has no %s label", d, build.LabelLock)
+		return imagespec.Set{}, fmt.Errorf("%s has no %s label", d, imagespec.LabelLock)
 	}
-	var set resolve.Set
+	var set imagespec.Set
 	if err := json.Unmarshal([]byte(raw), &set); err != nil {
-		return resolve.Set{}, fmt.Errorf("label %s of %s: %w", build.LabelLock, d, err)
+		return imagespec.Set{}, fmt.Errorf("label %s of %s: %w", imagespec.LabelLock, d, err)
 	}
 	return set, nil
 }

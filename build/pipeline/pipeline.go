@@ -25,6 +25,7 @@ import (
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safefile"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/regauth"
@@ -54,7 +55,7 @@ type Request struct {
 
 	// Set, if not nil, is built as is instead of resolving Resolve (release
 	// builds exactly the set it planned).
-	Set *resolve.Set
+	Set *imagespec.Set
 
 	// Definition renders the image definition and computes the inputs
 	// digest (build.NewDefinition of Matrix with the command line's
@@ -155,7 +156,7 @@ type Result struct {
 	Published string         `json:"published,omitempty"`
 	Signed    *sign.Result   `json:"signed,omitempty"`
 	Duration  build.Duration `json:"duration"`
-	Set       resolve.Set    `json:"set"`
+	Set       imagespec.Set  `json:"set"`
 
 	// What signing needs after the build (sign).
 	provenance map[string]build.Statement
@@ -213,7 +214,7 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	}
 
 	// 1. Resolve.
-	var set resolve.Set
+	var set imagespec.Set
 	if req.Set != nil {
 		set = *req.Set
 	} else {
@@ -426,7 +427,7 @@ func (req *Request) signer(ctx context.Context) (*sign.Signer, error) {
 
 // platformSpec lays out one platform's contexts in dir and returns its
 // solve.
-func platformSpec(ctx context.Context, req Request, set resolve.Set, p, dir string, rendered []byte, inputs string, baseRef name.Reference, repo name.Repository, epoch time.Time) (build.Spec, error) {
+func platformSpec(ctx context.Context, req Request, set imagespec.Set, p, dir string, rendered []byte, inputs string, baseRef name.Reference, repo name.Repository, epoch time.Time) (build.Spec, error) {
 	cfg := req.Matrix
 	layout := filepath.Join(dir, "layout")
 	installed, err := extensions.Layout(ctx, req.ExtensionCache, set.Extensions, extensions.LayoutOptions{
@@ -440,7 +441,7 @@ func platformSpec(ctx context.Context, req Request, set resolve.Set, p, dir stri
 		folders[i] = build.ExtensionFolder{ID: in.ID, Folder: in.Dir}
 	}
 	settingsFile := filepath.Join(dir, "settings.json")
-	if err := extensions.WriteSettings(settingsFile, build.ImageSettings(cfg.Settings), epoch); err != nil {
+	if err := extensions.WriteSettings(settingsFile, imagespec.ImageSettings(cfg.Settings), epoch); err != nil {
 		return build.Spec{}, fmt.Errorf("writing settings.json: %w", err)
 	}
 	settings, err := safefile.ReadFile(settingsFile, maxSettingsFile)
@@ -617,7 +618,7 @@ func solvePhases(ctx context.Context, b build.Interface, specs []build.Spec, sta
 // immutableTags are the set's tags whose matrix.yaml template is not
 // floating: build pushes only those; floating tags (ray2.46.0, latest) move
 // to a verified build through imagectl release.
-func immutableTags(cfg *matrix.Config, set resolve.Set) []string {
+func immutableTags(cfg *matrix.Config, set imagespec.Set) []string {
 	if len(cfg.Tags) != len(set.Tags) {
 		// Tags not rendered from this matrix: the first is the versioned one.
 		return set.Tags[:min(1, len(set.Tags))]

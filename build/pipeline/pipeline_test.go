@@ -17,6 +17,7 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
@@ -29,15 +30,15 @@ func TestImmutableTags(t *testing.T) {
 		{Template: "ray{{.Ray}}", Floating: true},
 		{Template: "latest", Floating: true},
 	}}
-	set := resolve.Set{Tags: []string{"4.101.2-ray2.46.0-py3.12", "ray2.46.0", "latest"}}
+	set := imagespec.Set{Tags: []string{"4.101.2-ray2.46.0-py3.12", "ray2.46.0", "latest"}}
 	if diff := cmp.Diff([]string{"4.101.2-ray2.46.0-py3.12"}, immutableTags(cfg, set)); diff != "" {
 		t.Errorf("immutableTags (-want +got):\n%s", diff)
 	}
 	// Tags not rendered from this matrix: only the first (versioned) one.
-	if diff := cmp.Diff([]string{"a"}, immutableTags(&matrix.Config{}, resolve.Set{Tags: []string{"a", "b"}})); diff != "" {
+	if diff := cmp.Diff([]string{"a"}, immutableTags(&matrix.Config{}, imagespec.Set{Tags: []string{"a", "b"}})); diff != "" {
 		t.Errorf("mismatched tags (-want +got):\n%s", diff)
 	}
-	if got := immutableTags(&matrix.Config{}, resolve.Set{}); len(got) != 0 {
+	if got := immutableTags(&matrix.Config{}, imagespec.Set{}); len(got) != 0 {
 		t.Errorf("no tags gave %v", got)
 	}
 }

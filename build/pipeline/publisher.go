@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/imagectl/imagectl/build"
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -36,7 +36,7 @@ func NewPublisher(b build.Interface, req Request, s *sign.Signer) *Publisher {
 }
 
 // Build builds set and pushes it to repo by digest only.
-func (p *Publisher) Build(ctx context.Context, set resolve.Set, repo name.Repository) (name.Digest, error) {
+func (p *Publisher) Build(ctx context.Context, set imagespec.Set, repo name.Repository) (name.Digest, error) {
 	req := p.req
 	req.Set = &set
 	req.Repo = repo.Name()

@@ -12,8 +12,8 @@ import (
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/extensions"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/release"
-	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
 	smokeimage "github.com/imagectl/imagectl/smoke/image"
 	"github.com/imagectl/imagectl/verify"
@@ -140,11 +140,11 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 		nopts = append(nopts, name.Insecure)
 	}
 	var (
-		builder release.Builder = release.BuilderFunc(func(context.Context, resolve.Set, name.Repository) (name.Digest, error) {
+		builder release.Builder = release.BuilderFunc(func(context.Context, imagespec.Set, name.Repository) (name.Digest, error) {
 			return name.Digest{}, errors.New("no builder (dry run)")
 		})
 		signer   release.Signer   = release.SignerFunc(func(context.Context, name.Digest) error { return errors.New("no signer (dry run)") })
-		verifier release.Verifier = release.VerifierFunc(func(context.Context, name.Digest, resolve.Set) error { return errors.New("no verifier (dry run)") })
+		verifier release.Verifier = release.VerifierFunc(func(context.Context, name.Digest, imagespec.Set) error { return errors.New("no verifier (dry run)") })
 	)
 	if !f.dryRun && !plan.Empty() {
 		s, vopt, err := f.signerAndVerifyOption(ctx)
@@ -165,7 +165,7 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 				return errors.New("promotion signs nothing")
 			})
 		}
-		cosignVerify := release.VerifierFunc(func(ctx context.Context, ref name.Digest, _ resolve.Set) error {
+		cosignVerify := release.VerifierFunc(func(ctx context.Context, ref name.Digest, _ imagespec.Set) error {
 			rep, err := verify.Image(ctx, ref.String(), vopt, verify.WithRemoteOptions(ps.ropts...), verify.WithNameOptions(nopts...), verify.WithSkipContents(f.skipContents))
 			if err != nil {
 				return err
@@ -202,13 +202,13 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 // to stderr. The runtime is found before anything is built.
 func (f *releaseFlags) smoker(ctx context.Context, g *globals, ropts []remote.Option, nopts []name.Option) (release.Smoker, error) {
 	if f.dryRun {
-		return release.SmokerFunc(func(context.Context, name.Digest, resolve.Set) error { return errors.New("no smoke (dry run)") }), nil
+		return release.SmokerFunc(func(context.Context, name.Digest, imagespec.Set) error { return errors.New("no smoke (dry run)") }), nil
 	}
 	opts, err := f.smoke.options(ctx, g)
 	if err != nil {
 		return nil, &exitError{2, fmt.Errorf("release runs imagectl smoke image (--smoke-image=false skips it): %w", err)}
 	}
-	return release.SmokerFunc(func(ctx context.Context, ref name.Digest, _ resolve.Set) error {
+	return release.SmokerFunc(func(ctx context.Context, ref name.Digest, _ imagespec.Set) error {
 		rep, err := smokeimage.Image(ctx, ref.String(), append(opts, smokeimage.WithRemoteOptions(ropts...), smokeimage.WithNameOptions(nopts...))...)
 		if rep != nil {
 			rep.WriteText(g.stderr)

@@ -1,4 +1,4 @@
-package build
+package imagespec
 
 // The image contract: what every image imagectl builds carries, and what
 // verify and plan read back. Change these only together with dockerfiles/.
@@ -104,3 +104,9 @@ const (
 	// Debugger extension polls ({host, localRoot} objects).
 	SettingClusterDashboards = "anyscalecompute.ray-distributed-debugger.clusterDashboards"
 )
+
+// PythonSitePackages is where the Python packages of a set with CPython
+// version (X.Y) live in the image.
+func PythonSitePackages(version string) string {
+	return PythonDir + "/lib/python" + version + "/site-packages"
+}
