@@ -177,7 +177,7 @@ func (d *Definition) InputsDigest(set imagespec.Set) (string, error) {
 
 // Tags renders matrix.yaml's tag templates for set (resolve.RenderTags with
 // set's inputs digest).
-func (d *Definition) Tags(set imagespec.Set) ([]string, error) {
+func (d *Definition) Tags(set imagespec.Set) (imagespec.Tags, error) {
 	in, err := d.InputsDigest(set)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ func splitExported(im *v1.IndexManifest, platform string) (exported, error) {
 	var e exported
 	var images []v1.Descriptor
 	for _, d := range im.Manifests {
-		if d.Annotations[imagespec.AnnotationReferenceType] == imagespec.ReferenceTypeAttestation {
+		if imagespec.IsAttestationManifest(d) {
 			e.attestations = append(e.attestations, d)
 			continue
 		}

@@ -162,27 +162,10 @@ type Fetched struct {
 	Cached bool
 }
 
-// PlatformTargets maps an OCI platform to the VS Code target platform of its
-// platform-specific builds.
-var platformTargets = map[string]string{
-	"linux/amd64":  "linux-x64",
-	"linux/arm64":  "linux-arm64",
-	"linux/arm/v7": "linux-armhf",
-}
-
-// TargetFor returns the VS Code target platform for an OCI platform.
-func TargetFor(ociPlatform string) (string, error) {
-	t, ok := platformTargets[ociPlatform]
-	if !ok {
-		return "", fmt.Errorf("platform %q: no VS Code target platform known (want linux/amd64 or linux/arm64)", ociPlatform)
-	}
-	return t, nil
-}
-
 // checkFileFor fails unless file may be installed on ociPlatform: its target
 // must be the platform's own or universal.
 func checkFileFor(e imagespec.Extension, ociPlatform string, file imagespec.File) error {
-	want, err := TargetFor(ociPlatform)
+	want, err := imagespec.VSCodeTarget(ociPlatform)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safefile"
 )
 
@@ -46,7 +47,7 @@ const (
 )
 
 // SupportedPlatforms are the OCI platforms imagectl builds.
-var supportedPlatforms = []string{"linux/amd64", "linux/arm64"}
+var supportedPlatforms = imagespec.Platforms()
 
 // SupportedPlatforms returns the OCI platforms imagectl can build.
 func SupportedPlatforms() []string { return append([]string(nil), supportedPlatforms...) }

@@ -40,6 +40,7 @@ const (
 	KindPythonDep     Kind = "python dependency bump"
 	KindDefinition    Kind = "definition change"
 	KindInputs        Kind = "inputs digest differs"
+	KindTagMissing    Kind = "immutable tag missing"
 	KindFloatingStale Kind = "floating tag behind"
 )
 
@@ -75,8 +76,10 @@ type Entry struct {
 	Reasons []Reason `json:"reasons"`
 	// InputsDigest is the digest the new build will carry.
 	InputsDigest string `json:"inputsDigest"`
-	// Versioned is the immutable tag; Floating the tags this entry owns.
+	// Versioned is the first immutable tag, Immutable the other immutable
+	// tags; Floating the tags this entry owns.
 	Versioned string   `json:"versioned"`
+	Immutable []string `json:"immutable,omitempty"`
 	Floating  []string `json:"floating,omitempty"`
 	// Published is the digest the versioned tag names today, if any.
 	Published string `json:"published,omitempty"`
@@ -187,6 +190,7 @@ func NewPlanner(reg *Registry, d InputsDigester, repo name.Repository, opts ...P
 type observed struct {
 	inputs    string
 	versioned *Published
+	immutable map[string]string // tag -> digest, for Target.Immutable ("" when absent)
 	floating  map[string]string // tag -> digest ("" when absent)
 	previous  *Published        // image at the first existing floating tag, when versioned is absent
 }
@@ -199,14 +203,15 @@ type observed struct {
 // digest's first 12 hex digits, so its existence alone already says "these
 // inputs were published", and the label check guards against a prefix
 // collision or another tag scheme. It is up to date when, in addition, every
-// floating tag it owns names that image; otherwise it is promoted (verify,
-// move the lagging floating tags). The versioned tag, not a floating one, is
-// the test because it is the one that can never move: a floating tag may lag
+// other immutable tag and every floating tag it owns names that image;
+// otherwise it is promoted (verify, write the missing immutable tags, move
+// the lagging floating tags). The versioned tag, not a floating one, is the
+// test because it is the one that can never move: a floating tag may lag
 // after a promotion failed, which is exactly the promote case.
 //
 // Per target it costs the versioned tag's manifest and config (three GETs)
-// plus one HEAD per owned floating tag; a target whose inputs were not
-// published yet instead reads its first existing floating tag (the
+// plus one HEAD per other immutable tag and per owned floating tag; a target
+// whose inputs were not published yet instead reads its first existing floating tag (the
 // combination tag, the previous build of this line) to explain what changed.
 func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 	obs := make([]observed, len(targets))
@@ -238,10 +243,22 @@ func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 	plan := &Plan{Repository: p.repo.String(), Entries: []Entry{}, UpToDate: []string{}, current: map[string]string{}, versioned: map[string]string{}}
 	for i, t := range targets {
 		o := obs[i]
-		e := Entry{Name: t.Name(), InputsDigest: o.inputs, Versioned: t.Versioned, Floating: t.Floating, Set: t.Set}
+		e := Entry{Name: t.Name(), InputsDigest: o.inputs, Versioned: t.Versioned, Immutable: t.Immutable, Floating: t.Floating, Set: t.Set}
 		switch {
 		case o.versioned != nil && o.versioned.Inputs == o.inputs:
 			e.Published = o.versioned.Digest.String()
+			for _, im := range t.Immutable {
+				switch have := o.immutable[im]; have {
+				case e.Published:
+				case "":
+					e.Action = ActionPromote
+					e.Reasons = append(e.Reasons, Reason{KindTagMissing, im})
+				default:
+					e.Action = ActionPromote
+					e.Reasons = append(e.Reasons, Reason{KindTagMissing, fmt.Sprintf("%s names %s, want %s", im, short(have), short(e.Published))})
+					e.Blocked = fmt.Sprintf("immutable tag %s already names %s, not %s; immutable tags are never overwritten", im, short(have), short(e.Published))
+				}
+			}
 			for _, f := range t.Floating {
 				if have := o.floating[f]; have != e.Published {
 					e.Action = ActionPromote
@@ -295,6 +312,22 @@ func (p *Planner) observe(ctx context.Context, t Target) (observed, error) {
 	vt := p.repo.Tag(t.Versioned)
 	if o.versioned, err = p.reg.Inspect(ctx, vt); err != nil {
 		return o, err
+	}
+	o.immutable = map[string]string{}
+	for _, im := range t.Immutable {
+		if _, err := name.NewTag("example.com/x:"+im, name.StrictValidation); err != nil {
+			return o, fmt.Errorf("immutable tag %q: %w", im, err)
+		}
+		if o.versioned == nil {
+			continue
+		}
+		d, err := p.reg.Head(ctx, p.repo.Tag(im))
+		if err != nil {
+			return o, err
+		}
+		if d != nil {
+			o.immutable[im] = d.Digest.String()
+		}
 	}
 	o.floating = map[string]string{}
 	for _, f := range t.Floating {

@@ -332,7 +332,8 @@ func TestTargets(t *testing.T) {
 	versioned := "4.101.2-ray2.46.0-py3.12-" + in[7:19]
 	rendered := s
 	rendered.Tags = []string{versioned, "ray2.46", "4.101.2-ray2.46.0-" + in[7:19], "latest"}
-	want := []Target{{Set: rendered, Versioned: versioned, Floating: []string{"ray2.46", "latest"}}}
+	// The second immutable template is written too (as build --push does).
+	want := []Target{{Set: rendered, Versioned: versioned, Immutable: []string{"4.101.2-ray2.46.0-" + in[7:19]}, Floating: []string{"ray2.46", "latest"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Targets (-want +got):\n%s", diff)
 	}

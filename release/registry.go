@@ -2,7 +2,6 @@ package release
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -98,7 +97,7 @@ func (r *Registry) Inspect(ctx context.Context, ref name.Reference) (*Published,
 		var child *v1.Descriptor
 		for i := range im.Manifests {
 			m := &im.Manifests[i]
-			if m.Platform != nil && m.Platform.OS != "unknown" && m.MediaType.IsImage() {
+			if m.Platform != nil && !imagespec.IsAttestationManifest(*m) && m.MediaType.IsImage() {
 				child = m
 				break
 			}
@@ -125,8 +124,9 @@ func (r *Registry) Inspect(ctx context.Context, ref name.Reference) (*Published,
 	labels := cf.Config.Labels
 	p.Inputs = labels[imagespec.LabelInputs]
 	if raw := labels[imagespec.LabelLock]; raw != "" {
-		var s imagespec.Set
-		if json.Unmarshal([]byte(raw), &s) == nil {
+		// A lock that does not decode is no lock: plan then explains the
+		// entry without it.
+		if s, err := imagespec.DecodeLock(raw); err == nil {
 			p.Lock = &s
 		}
 	}

@@ -16,9 +16,15 @@ import (
 type Target struct {
 	// Set has its Tags rendered (Targets).
 	Set imagespec.Set
-	// Versioned is the immutable tag; it carries the inputs digest, so the
-	// same inputs always give the same versioned tag and new inputs a new one.
+	// Versioned is the first immutable tag; it carries the inputs digest, so
+	// the same inputs always give the same versioned tag and new inputs a new
+	// one. Plan reads the image it names.
 	Versioned string
+	// Immutable are the other immutable tags (matrix.yaml templates after the
+	// first that are not floating), in template order: release writes them
+	// like Versioned, and never moves them. build --push writes the same
+	// (imagespec.Tags.Immutable).
+	Immutable []string
 	// Floating are the movable tags rendered for the set, most specific first.
 	Floating []string
 }
@@ -32,10 +38,10 @@ func (t Target) Name() string {
 
 // Targets renders the tags of every set with resolve.RenderTags, from the
 // set's inputs digest as d computes it (the definition build uses), and
-// splits them by promise: the first is the versioned tag, the others are
-// versioned or floating as matrix.yaml marks them. A first template that is
-// floating is an error: plan could not tell which tag is the promise that
-// may never move.
+// splits them by promise with imagespec.Tags, as build does: the first is
+// the versioned tag, the others are immutable or floating as matrix.yaml
+// marks them. A first template that is floating is an error: plan could not
+// tell which tag is the promise that may never move.
 func Targets(cfg *matrix.Config, sets []imagespec.Set, d InputsDigester) ([]Target, error) {
 	if len(cfg.Tags) == 0 {
 		return nil, fmt.Errorf("matrix: no tag templates (tags:), cannot name what to publish")
@@ -49,14 +55,14 @@ func Targets(cfg *matrix.Config, sets []imagespec.Set, d InputsDigester) ([]Targ
 		if err != nil {
 			return nil, fmt.Errorf("ray %s, code-server %s: inputs digest: %w", s.Ray, s.CodeServer.Version, err)
 		}
-		if s.Tags, err = resolve.RenderTags(cfg, s, in); err != nil {
+		tags, err := resolve.RenderTags(cfg, s, in)
+		if err != nil {
 			return nil, fmt.Errorf("ray %s, code-server %s: %w", s.Ray, s.CodeServer.Version, err)
 		}
-		t := Target{Set: s, Versioned: s.Tags[0]}
-		for j := 1; j < len(s.Tags); j++ {
-			if cfg.Tags[j].Floating {
-				t.Floating = append(t.Floating, s.Tags[j])
-			}
+		s.Tags = tags.Names()
+		t := Target{Set: s, Versioned: tags.Versioned(), Floating: tags.Floating()}
+		if im := tags.Immutable(); len(im) > 1 {
+			t.Immutable = im[1:]
 		}
 		out = append(out, t)
 	}

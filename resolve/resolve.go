@@ -67,15 +67,6 @@ func (e *ConflictError) Error() string {
 	return b.String()
 }
 
-// ociToVSCode maps OCI platforms to VS Code target platforms.
-var ociToVSCode = map[string]string{"linux/amd64": "linux-x64", "linux/arm64": "linux-arm64"}
-
-// TargetPlatform returns the VS Code target platform of an OCI platform.
-func TargetPlatform(oci string) (string, bool) {
-	t, ok := ociToVSCode[oci]
-	return t, ok
-}
-
 type resolver struct {
 	cfg       *matrix.Config
 	cat       *catalog.Catalog
@@ -219,38 +210,6 @@ func short(sum string) string {
 	return sum
 }
 
-// RenderTags renders matrix.yaml's tag templates for set, whose image has
-// the inputs digest inputs ("sha256:<64 hex>", build.InputsDigest): the
-// first InputsLen hex digits become {{.Inputs}}. The result lines up with
-// cfg.Tags. It is the only place tags are rendered.
-func RenderTags(cfg *matrix.Config, set imagespec.Set, inputs string) ([]string, error) {
-	hex, ok := strings.CutPrefix(inputs, "sha256:")
-	if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
-		return nil, fmt.Errorf("rendering tags: inputs digest %q is not sha256:<64 hex digits>", inputs)
-	}
-	d := matrix.TagData{
-		CodeServer: set.CodeServer.Version, VSCode: set.CodeServer.VSCode,
-		Ray: set.Ray, RayMinor: minorOf(set.Ray), Python: set.Python, Debugpy: set.Debugpy,
-		Inputs: hex[:matrix.InputsLen],
-	}
-	tags := make([]string, 0, len(cfg.Tags))
-	for _, t := range cfg.Tags {
-		s, err := t.Render(d)
-		if err != nil {
-			return nil, err
-		}
-		tags = append(tags, s)
-	}
-	return tags, nil
-}
-
-func minorOf(v string) string {
-	if sv, err := catalog.ParseVersion(v); err == nil {
-		return fmt.Sprintf("%d.%d", sv.Major(), sv.Minor())
-	}
-	return v
-}
-
 func normalizePlatforms(req, def []string) ([]string, error) {
 	if len(req) == 0 {
 		req = def
@@ -261,7 +220,7 @@ func normalizePlatforms(req, def []string) ([]string, error) {
 	out := make([]string, 0, len(req))
 	for _, p := range req {
 		p = strings.TrimSpace(p)
-		if _, ok := ociToVSCode[p]; !ok {
+		if !slices.Contains(imagespec.Platforms(), p) {
 			return nil, fmt.Errorf("unsupported platform %q (want %s)", p, strings.Join(matrix.SupportedPlatforms(), " or "))
 		}
 		out = append(out, p)
@@ -718,13 +677,15 @@ func (r *resolver) files(v catalog.ExtensionVersion) (map[string]imagespec.File,
 	out := map[string]imagespec.File{}
 	var missing []string
 	for _, p := range r.platforms {
-		target := ociToVSCode[p]
+		// r.platforms are imagespec.Platforms (normalizePlatforms), which all
+		// have a target.
+		target, _ := imagespec.VSCodeTarget(p)
 		if f, ok := v.Files[target]; ok {
 			out[p] = imagespec.File{TargetPlatform: target, URL: f.URL, SHA256: f.SHA256}
 			continue
 		}
-		if f, ok := v.Files["universal"]; ok {
-			out[p] = imagespec.File{TargetPlatform: "universal", URL: f.URL, SHA256: f.SHA256}
+		if f, ok := v.Files[imagespec.VSCodeUniversal]; ok {
+			out[p] = imagespec.File{TargetPlatform: imagespec.VSCodeUniversal, URL: f.URL, SHA256: f.SHA256}
 			continue
 		}
 		missing = append(missing, target)

@@ -166,14 +166,20 @@ func TestRenderTags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"4.101.2-ray2.46.0-py3.12-3f2a9c0b1d4e", "4.101.2-ray2.46.0-py3.12", "ray2.46", "ray2.46.0", "latest"}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got.Names()); diff != "" {
 		t.Errorf("RenderTags (-want +got):\n%s", diff)
 	}
+	// Each tag is floating as its template is.
+	wantTags := imagespec.Tags{{Name: want[0]}, {Name: want[1], Floating: true}, {Name: want[2], Floating: true}, {Name: want[3], Floating: true}, {Name: want[4], Floating: true}}
+	if diff := cmp.Diff(wantTags, got); diff != "" {
+		t.Errorf("RenderTags flags (-want +got):\n%s", diff)
+	}
 	// Other inputs move the versioned tag only.
-	other, err := RenderTags(cfg, set, "sha256:"+strings.Repeat("0", 64))
+	otherTags, err := RenderTags(cfg, set, "sha256:"+strings.Repeat("0", 64))
 	if err != nil {
 		t.Fatal(err)
 	}
+	other := otherTags.Names()
 	if other[0] != "4.101.2-ray2.46.0-py3.12-000000000000" || !cmp.Equal(other[1:], want[1:]) {
 		t.Errorf("RenderTags with other inputs = %v", other)
 	}

@@ -48,9 +48,6 @@ const (
 // ExtensionType is the package type of a VS Code extension in the SBOM.
 const ExtensionType = pkg.Type("vscode-extension")
 
-// ExtensionsDir is where the image has its VS Code extensions.
-const ExtensionsDir = "/config/extensions"
-
 // Options say what the document is about.
 type Options struct {
 	// Name is the image repository and Version its primary tag.
@@ -185,7 +182,7 @@ func writeSPDX(w io.Writer, s *syftsbom.SBOM, o Options, digest string) error {
 		if f.URL != "" {
 			p.PackageDownloadLocation = f.URL
 		}
-		p.PackageComment = "VS Code extension installed under " + ExtensionsDir + " from the VSIX of target platform " + f.TargetPlatform
+		p.PackageComment = "VS Code extension installed under " + imagespec.ExtensionsDir + " from the VSIX of target platform " + f.TargetPlatform
 	}
 	return spdxjson.Write(doc, w)
 }
@@ -283,16 +280,16 @@ func extensionPackages(src source.Source, o Options) ([]pkg.Package, error) {
 		b, err := io.ReadAll(io.LimitReader(rc, 16<<20))
 		return b, &locs[0], err
 	}
-	raw, _, err := read(path.Join(ExtensionsDir, "extensions.json"))
+	raw, _, err := read(path.Join(imagespec.ExtensionsDir, "extensions.json"))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s/extensions.json from the %s image: %w", ExtensionsDir, o.Platform, err)
+		return nil, fmt.Errorf("reading %s/extensions.json from the %s image: %w", imagespec.ExtensionsDir, o.Platform, err)
 	}
 	if raw == nil {
 		return nil, nil // no extensions installed
 	}
 	var installed []installedExtension
 	if err := json.Unmarshal(raw, &installed); err != nil {
-		return nil, fmt.Errorf("%s/extensions.json of the %s image: %w", ExtensionsDir, o.Platform, err)
+		return nil, fmt.Errorf("%s/extensions.json of the %s image: %w", imagespec.ExtensionsDir, o.Platform, err)
 	}
 	var out []pkg.Package
 	for _, ie := range installed {
@@ -300,7 +297,7 @@ func extensionPackages(src source.Source, o Options) ([]pkg.Package, error) {
 		if dir == "" || strings.Contains(dir, "/") {
 			dir = ie.Identifier.ID + "-" + ie.Version
 		}
-		manifest := path.Join(ExtensionsDir, dir, "package.json")
+		manifest := path.Join(imagespec.ExtensionsDir, dir, "package.json")
 		b, loc, err := read(manifest)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s from the %s image: %w", manifest, o.Platform, err)

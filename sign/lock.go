@@ -2,7 +2,6 @@ package sign
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -38,8 +37,8 @@ func LockFromImage(ctx context.Context, ref string, opts ...Option) (imagespec.S
 	if raw == "" {
 		return imagespec.Set{}, fmt.Errorf("%s has no %s label", d, imagespec.LabelLock)
 	}
-	var set imagespec.Set
-	if err := json.Unmarshal([]byte(raw), &set); err != nil {
+	set, err := imagespec.DecodeLock(raw)
+	if err != nil {
 		return imagespec.Set{}, fmt.Errorf("label %s of %s: %w", imagespec.LabelLock, d, err)
 	}
 	return set, nil

@@ -21,21 +21,6 @@ import (
 	"github.com/imagectl/imagectl/imagespec"
 )
 
-const labelLock = imagespec.LabelLock
-
-// vscodeTarget maps an OCI platform to the VS Code target platform.
-func vscodeTarget(platform string) string {
-	switch platform {
-	case "linux/amd64":
-		return "linux-x64"
-	case "linux/arm64", "linux/arm64/v8":
-		return "linux-arm64"
-	case "linux/arm/v7":
-		return "linux-armhf"
-	}
-	return ""
-}
-
 // platform checks one platform image: config platform, labels, and (unless
 // skipped) its contents. It returns the parsed lock, or nil.
 func (v *verifier) platform(ctx context.Context, mi manifestInfo, img v1.Image, m *Manifest) *imagespec.Set {
@@ -82,10 +67,8 @@ func checkLabels(labels map[string]string, fail failFn) *imagespec.Set {
 	if raw == "" {
 		return nil
 	}
-	var set imagespec.Set
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&set); err != nil {
+	set, err := imagespec.DecodeLock(raw)
+	if err != nil {
 		fail("label "+imagespec.LabelLock, "not a resolved set: %v", err)
 		return nil
 	}
@@ -269,8 +252,8 @@ func checkInterpreter(fs files, env []string, c *Contents, fail failFn) {
 
 // checkExtensions compares installed extensions with the lock and labels.
 func checkExtensions(fs files, platform string, lock *imagespec.Set, labels map[string]string, c *Contents, fail failFn) {
-	want := vscodeTarget(platform)
-	if want == "" {
+	want, err := imagespec.VSCodeTarget(platform)
+	if err != nil {
 		fail("platform", "no VS Code target platform for %s", platform)
 	}
 	// Installed extension directories.
@@ -335,21 +318,21 @@ func checkExtensions(fs files, platform string, lock *imagespec.Set, labels map[
 			}
 			f, ok := le.Files[platform]
 			if !ok {
-				fail("label "+labelLock, "%s has no file for %s", le.ID, platform)
+				fail("label "+imagespec.LabelLock, "%s has no file for %s", le.ID, platform)
 				continue
 			}
 			if e.TargetPlatform == "" {
 				continue // .vsixmanifest failure already reported
 			}
 			switch {
-			case f.TargetPlatform == "universal":
-				if e.TargetPlatform != "universal" && e.TargetPlatform != want {
+			case f.TargetPlatform == imagespec.VSCodeUniversal:
+				if e.TargetPlatform != imagespec.VSCodeUniversal && e.TargetPlatform != want {
 					fail(e.Dir+"/.vsixmanifest", "TargetPlatform %s, want %s or universal", e.TargetPlatform, want)
 				}
 			case e.TargetPlatform != want:
 				fail(e.Dir+"/.vsixmanifest", "TargetPlatform %s, want %s", e.TargetPlatform, want)
 			case f.TargetPlatform != want:
-				fail("label "+labelLock, "%s file for %s has target %s, want %s", le.ID, platform, f.TargetPlatform, want)
+				fail("label "+imagespec.LabelLock, "%s file for %s has target %s, want %s", le.ID, platform, f.TargetPlatform, want)
 			}
 		}
 		for _, e := range c.Extensions {
@@ -360,7 +343,7 @@ func checkExtensions(fs files, platform string, lock *imagespec.Set, labels map[
 	} else {
 		// Without a lock, at least every installed extension must fit the architecture.
 		for _, e := range c.Extensions {
-			if e.TargetPlatform != "" && e.TargetPlatform != "universal" && e.TargetPlatform != want {
+			if e.TargetPlatform != "" && e.TargetPlatform != imagespec.VSCodeUniversal && e.TargetPlatform != want {
 				fail(e.Dir+"/.vsixmanifest", "TargetPlatform %s, want %s", e.TargetPlatform, want)
 			}
 		}

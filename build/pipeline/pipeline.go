@@ -253,16 +253,18 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	if !build.ToolsImagePinned(set.ToolsImage) && req.Warnings != nil {
 		fmt.Fprintf(req.Warnings, "warning: tools image %s is not pinned by digest: the build uses whatever the tag names now, and a moved tag does not change the inputs digest %s; run imagectl matrix refresh to record its digest in the catalog (or give --tools-image NAME@sha256:...)\n", set.ToolsImage, inputs)
 	}
-	if set.Tags, err = resolve.RenderTags(cfg, set, inputs); err != nil {
+	rtags, err := resolve.RenderTags(cfg, set, inputs)
+	if err != nil {
 		return nil, err
 	}
+	set.Tags = rtags.Names()
 
 	// 3. Inputs already published: the versioned tag names an image of
 	// exactly these inputs (and, when signing, its signatures verify with
 	// the key). Then there is nothing to solve, push or sign.
 	var tags []string
 	if req.Push && !req.NoTags {
-		tags = immutableTags(cfg, set)
+		tags = rtags.Immutable()
 	}
 	if len(tags) > 0 && !req.Force {
 		pub, err := published(ctx, &req, repo.Tag(tags[0]), inputs, set.Platforms)
@@ -613,23 +615,6 @@ func solvePhases(ctx context.Context, b build.Interface, specs []build.Spec, sta
 		results[i] = r
 	}
 	return results, nil
-}
-
-// immutableTags are the set's tags whose matrix.yaml template is not
-// floating: build pushes only those; floating tags (ray2.46.0, latest) move
-// to a verified build through imagectl release.
-func immutableTags(cfg *matrix.Config, set imagespec.Set) []string {
-	if len(cfg.Tags) != len(set.Tags) {
-		// Tags not rendered from this matrix: the first is the versioned one.
-		return set.Tags[:min(1, len(set.Tags))]
-	}
-	var out []string
-	for i, t := range cfg.Tags {
-		if !t.Floating {
-			out = append(out, set.Tags[i])
-		}
-	}
-	return out
 }
 
 func nameOpts(insecure bool) []name.Option {

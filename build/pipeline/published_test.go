@@ -164,8 +164,8 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Set.Tags = tags
-	versioned := immutableTags(cfg, r.Set)[0]
+	r.Set.Tags = tags.Names()
+	versioned := tags.Immutable()[0]
 	key, other := signerForTest(t), signerForTest(t)
 
 	ctx := context.Background()

@@ -88,15 +88,12 @@ func Default() Spec {
 	}
 }
 
-// TargetPlatform maps an OCI platform to the VS Code target platform.
+// TargetPlatform maps an OCI platform to the VS Code target platform
+// (imagespec.VSCodeTarget), or "unknown" for a platform without one, so a
+// test can build an image of such a platform.
 func TargetPlatform(platform string) string {
-	switch platform {
-	case "linux/amd64":
-		return "linux-x64"
-	case "linux/arm64", "linux/arm64/v8":
-		return "linux-arm64"
-	case "linux/arm/v7":
-		return "linux-armhf"
+	if t, err := imagespec.VSCodeTarget(platform); err == nil {
+		return t
 	}
 	return "unknown"
 }
@@ -118,7 +115,7 @@ func (s Spec) Lock() imagespec.Set {
 		for _, p := range s.Platforms {
 			tp := TargetPlatform(p)
 			if e.Universal {
-				tp = "universal"
+				tp = imagespec.VSCodeUniversal
 			}
 			ext.Files[p] = imagespec.File{TargetPlatform: tp, SHA256: strings.Repeat("ab", 32)}
 		}
@@ -190,7 +187,7 @@ func (s Spec) Files(platform string) map[string][]byte {
 		dir := path.Join(imagespec.ExtensionsDir, ExtensionDir(e, platform))
 		tp := TargetPlatform(platform)
 		if e.Universal {
-			tp = "universal"
+			tp = imagespec.VSCodeUniversal
 		}
 		pkg, _ := json.MarshalIndent(map[string]any{
 			"name": nm, "publisher": pub, "version": e.Version, "engines": map[string]string{"vscode": "^1.95.0"},
@@ -383,8 +380,8 @@ func (s Spec) Index() (v1.ImageIndex, error) {
 			atts = append(atts, mutate.IndexAddendum{Add: att, Descriptor: v1.Descriptor{
 				Platform: &v1.Platform{OS: "unknown", Architecture: "unknown"},
 				Annotations: map[string]string{
-					"vnd.docker.reference.digest": d.String(),
-					"vnd.docker.reference.type":   "attestation-manifest",
+					imagespec.AnnotationReferenceDigest: d.String(),
+					imagespec.AnnotationReferenceType:   imagespec.ReferenceTypeAttestation,
 				},
 			}})
 		}

@@ -176,9 +176,9 @@ for fromJSON. Nothing changed: an empty plan.`,
 func setTags(cfg *matrix.Config, s imagespec.Set) string {
 	def, err := build.NewDefinition(cfg, build.Overrides{}, Version)
 	if err == nil {
-		var tags []string
+		var tags imagespec.Tags
 		if tags, err = def.Tags(s); err == nil {
-			return strings.Join(tags, ", ")
+			return strings.Join(tags.Names(), ", ")
 		}
 	}
 	return "(not rendered: " + err.Error() + ")"
