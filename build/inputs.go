@@ -73,7 +73,7 @@ type LabelSource struct {
 }
 
 // Labels returns the image labels for one platform of set: the OCI
-// annotations-as-labels and imagectl's own (contract.go).
+// annotations-as-labels and imagectl's own (imagespec).
 func Labels(set imagespec.Set, platform, inputsDigest string, created time.Time, src LabelSource) map[string]string {
 	ext := make([]string, 0, len(set.Extensions))
 	for _, e := range set.Extensions {
@@ -112,7 +112,7 @@ func imageVersion(set imagespec.Set) string {
 }
 
 // Requirements is the pip requirements file for one platform of set. With
-// the set's locked closure for the platform (resolve.Set.PythonLocks) it is
+// the set's locked closure for the platform (imagespec.Set.PythonLocks) it is
 // every distribution as name==version --hash=sha256:<sum>, sorted by
 // normalized name: the build installs it with --no-deps --require-hashes, so
 // exactly those wheels. Without one it is the top-level pins (ray with its

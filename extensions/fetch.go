@@ -38,7 +38,7 @@ type Fetcher struct {
 // Option configures NewFetcher.
 type Option func(*Fetcher)
 
-// WithSource registers the Source used for extensions whose resolve.Extension
+// WithSource registers the Source used for extensions whose imagespec.Extension
 // Source is name ("marketplace" or "openvsx").
 func WithSource(name string, s Source) Option { return func(f *Fetcher) { f.sources[name] = s } }
 

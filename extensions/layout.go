@@ -35,7 +35,7 @@ type LayoutOptions struct {
 	// Platform is the OCI platform, e.g. linux/arm64.
 	Platform string
 	// InImageDir is where Dir will be in the image (extensions.json records
-	// absolute paths); default build.ExtensionsDir.
+	// absolute paths); default imagespec.ExtensionsDir.
 	InImageDir string
 	// VSCode, when set, is the VS Code version each engine must accept.
 	VSCode string

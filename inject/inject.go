@@ -613,7 +613,7 @@ func (c *config) sidecar(image, volume, subPath string, s *site) item {
 	return ct
 }
 
-// SettingsPath is the image's code-server user settings (build.SettingsPath).
+// SettingsPath is the image's code-server user settings (imagespec.SettingsPath).
 const SettingsPath = "/config/data/User/settings.json"
 
 // DashboardsSetting is the debugger extension's list of clusters.

@@ -267,7 +267,7 @@ func TestDefaultImageFollowsMatrix(t *testing.T) {
 		t.Error("DefaultImage accepted 2.46")
 	}
 	if SettingsPath != imagespec.SettingsPath {
-		t.Errorf("inject.SettingsPath %q != build.SettingsPath %q", SettingsPath, imagespec.SettingsPath)
+		t.Errorf("inject.SettingsPath %q != imagespec.SettingsPath %q", SettingsPath, imagespec.SettingsPath)
 	}
 	if !strings.Contains(string(mustRead(t, "../matrix.yaml")), DashboardsSetting+":\n    - host: \""+ImageDashboard+"\"") {
 		t.Errorf("matrix.yaml's settings no longer name %s for %s", ImageDashboard, DashboardsSetting)

@@ -60,7 +60,7 @@ type Spec struct {
 }
 
 // Env is the config Env of a correct image: the shipped Python is the
-// active environment (build.PythonDir).
+// active environment (imagespec.PythonDir).
 func Env() []string {
 	return []string{
 		"PATH=" + imagespec.PythonDir + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -98,7 +98,7 @@ func TargetPlatform(platform string) string {
 	return "unknown"
 }
 
-// Lock returns the resolve.Set the spec's images claim to be built from.
+// Lock returns the imagespec.Set the spec's images claim to be built from.
 func (s Spec) Lock() imagespec.Set {
 	set := imagespec.Set{
 		CodeServer: imagespec.CodeServer{Version: s.CodeServer, VSCode: s.VSCode, Base: "lscr.io/linuxserver/code-server:" + s.CodeServer},

@@ -34,7 +34,7 @@ import (
 // python3 3.11), plus code-server laid out as linuxserver's
 // (hack/standin/code-server.sh) when the base does not already carry it
 // (amd64 only), plus a layer shaped like the one imagectl build adds:
-// site-packages under build.PythonDir with a ray stand-in (a real compiled
+// site-packages under imagespec.PythonDir with a ray stand-in (a real compiled
 // module of the platform inside, from the base's own lib-dynload) and the
 // real debugpy from Debian's python3-debugpy, one extension in
 // /config/extensions, and settings.json. The config carries the labels of
