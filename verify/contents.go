@@ -106,7 +106,7 @@ func extensionsLabel(exts []imagespec.Extension) string {
 type files map[string][]byte
 
 var (
-	extDirRe  = regexp.MustCompile(`^/config/extensions/([^/]+)/(package\.json|\.vsixmanifest)$`)
+	extDirRe  = regexp.MustCompile(`^` + regexp.QuoteMeta(imagespec.ExtensionsDir) + `/([^/]+)/(package\.json|\.vsixmanifest)$`)
 	distRe    = regexp.MustCompile(`^(.*/(python[0-9][0-9.]*)/(?:site|dist)-packages)/([^/]+)\.dist-info/METADATA$`)
 	stdlibRe  = regexp.MustCompile(`^/(?:usr/(?:local/)?)?lib/(python[0-9]+\.[0-9]+)/os\.py$`)
 	extJSON   = imagespec.ExtensionsDir + "/extensions.json"
