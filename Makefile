@@ -41,8 +41,18 @@ bench: deps ## Benchmarks: the Go ones (ratios, request counts), then the realis
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 	bash tests/bench/run.sh
 
-lint: ## gofmt and go vet
+# STATICCHECK_VERSION is the pinned staticcheck (honnef.co/go/tools) make lint
+# installs into $(IMAGECTL_TEST_CACHE)/bin (its default checks).
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(IMAGECTL_TEST_CACHE)/bin/staticcheck-$(STATICCHECK_VERSION)
+
+$(STATICCHECK):
+	@mkdir -p $(IMAGECTL_TEST_CACHE)/bin
+	GOBIN=$$(mktemp -d) && $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && mv "$$GOBIN/staticcheck" $@ && rmdir "$$GOBIN"
+
+lint: $(STATICCHECK) ## gofmt, go vet and staticcheck (pinned: STATICCHECK_VERSION)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
 
 ci: lint test ## What .ci/run runs

@@ -93,12 +93,32 @@ func validDigest(d string) bool {
 	return ok && validHex(hex)
 }
 
+// NewestCodeServerFirst orders code-server versions newest first (semver),
+// as Normalize sorts them.
+func NewestCodeServerFirst(a, b CodeServer) int { return CompareVersions(b.Version, a.Version) }
+
+// NewestPythonPackageFirst orders Ray or debugpy releases newest first
+// (PEP 440), as Normalize sorts them.
+func NewestPythonPackageFirst(a, b PythonPackage) int {
+	return ComparePythonVersions(b.Version, a.Version)
+}
+
+// NewestExtensionVersionFirst orders extension versions newest first
+// (semver), a release before a pre-release of the same version, as
+// Normalize sorts them.
+func NewestExtensionVersionFirst(a, b ExtensionVersion) int {
+	if d := CompareVersions(b.Version, a.Version); d != 0 {
+		return d
+	}
+	return boolCmp(a.PreRelease, b.PreRelease)
+}
+
 // Normalize sorts everything in c so that equal catalogs encode identically:
 // versions newest first, extensions by id then source, string lists sorted.
 func Normalize(c *Catalog) {
-	slices.SortStableFunc(c.CodeServer, func(a, b CodeServer) int { return CompareVersions(b.Version, a.Version) })
+	slices.SortStableFunc(c.CodeServer, NewestCodeServerFirst)
 	for _, ps := range [][]PythonPackage{c.Ray, c.Debugpy} {
-		slices.SortStableFunc(ps, func(a, b PythonPackage) int { return CompareVersions(b.Version, a.Version) })
+		slices.SortStableFunc(ps, NewestPythonPackageFirst)
 		for _, p := range ps {
 			for k := range p.Pythons {
 				slices.SortFunc(p.Pythons[k], ComparePythons)
@@ -116,13 +136,7 @@ func Normalize(c *Catalog) {
 	})
 	for i := range c.Extensions {
 		vs := c.Extensions[i].Versions
-		slices.SortStableFunc(vs, func(a, b ExtensionVersion) int {
-			if d := CompareVersions(b.Version, a.Version); d != 0 {
-				return d
-			}
-			// Same version as release and pre-release: release first.
-			return boolCmp(a.PreRelease, b.PreRelease)
-		})
+		slices.SortStableFunc(vs, NewestExtensionVersionFirst)
 		for j := range vs {
 			slices.Sort(vs[j].Dependencies)
 			slices.Sort(vs[j].ExtensionPack)

@@ -135,8 +135,8 @@ func (v *validator) pythonLock(p string, l PythonLock) {
 		}
 		return p + "." + field
 	}
-	v.version(at("ray"), l.Ray)
-	v.version(at("debugpy"), l.Debugpy)
+	v.pythonVersion(at("ray"), l.Ray)
+	v.pythonVersion(at("debugpy"), l.Debugpy)
 	for i, e := range l.RayExtras {
 		if !distName.MatchString(e) {
 			v.fail(fmt.Sprintf("%s[%d]", at("rayExtras"), i), "%s: want an extra name such as default", quote(e))
@@ -220,10 +220,10 @@ func normalizePythonLocks(ls []PythonLock) {
 		})
 	}
 	slices.SortStableFunc(ls, func(a, b PythonLock) int {
-		if d := CompareVersions(b.Ray, a.Ray); d != 0 {
+		if d := ComparePythonVersions(b.Ray, a.Ray); d != 0 {
 			return d
 		}
-		if d := CompareVersions(b.Debugpy, a.Debugpy); d != 0 {
+		if d := ComparePythonVersions(b.Debugpy, a.Debugpy); d != 0 {
 			return d
 		}
 		if d := ComparePythons(a.Python, b.Python); d != 0 {

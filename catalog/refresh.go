@@ -8,6 +8,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/imagectl/imagectl/internal/pep440"
 	"github.com/imagectl/imagectl/matrix"
 )
 
@@ -165,8 +166,21 @@ func keeper(constraint string) (func(string) bool, error) {
 	}, nil
 }
 
+// pep440Keeper accepts the versions a PEP 440 specifier allows (a
+// pre-release only when the specifier names one).
+func pep440Keeper(spec string) (func(string) bool, error) {
+	s, err := pep440.ParseSpecifier(spec)
+	if err != nil {
+		return nil, err
+	}
+	return func(v string) bool {
+		pv, err := pep440.Parse(v)
+		return err == nil && s.Allows(pv)
+	}, nil
+}
+
 func pythonReleases(ctx context.Context, s PythonSource, project, constraint string) ([]PythonPackage, error) {
-	keep, err := keeper(constraint)
+	keep, err := pep440Keeper(constraint)
 	if err != nil {
 		return nil, fmt.Errorf("%s constraint: %w", project, err)
 	}

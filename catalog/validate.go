@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/imagectl/imagectl/internal/pep440"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/vscode/engine"
 )
@@ -155,15 +156,28 @@ func (v *validator) duplicate(seen map[string]int, key, path, first string) {
 	seen[key] = len(seen)
 }
 
-// version checks a release version (semver or PEP 440) that also ends up in
-// file names, tags and labels.
+// version checks a code-server or extension version (semver, or failing
+// that PEP 440) that also ends up in file names, tags and labels.
 func (v *validator) version(path, s string) {
 	if !versionRE.MatchString(s) {
 		v.fail(path, "%s: want a version such as 2.46.0 (letters, digits, . + _ - only)", quote(s))
 		return
 	}
-	if _, err := ParseVersion(s); err != nil {
+	_, errSemver := ParseVersion(s)
+	_, errPEP440 := pep440.Parse(s)
+	if errSemver != nil && errPEP440 != nil {
 		v.fail(path, "%s: want a semver or PEP 440 version", quote(s))
+	}
+}
+
+// pythonVersion checks a Python package version (Ray, debugpy): PEP 440.
+func (v *validator) pythonVersion(path, s string) {
+	if !versionRE.MatchString(s) {
+		v.fail(path, "%s: want a version such as 2.46.0 (letters, digits, . + _ - only)", quote(s))
+		return
+	}
+	if _, err := pep440.Parse(s); err != nil {
+		v.fail(path, "%s: want a PEP 440 version", quote(s))
 	}
 }
 
@@ -229,9 +243,9 @@ func (v *validator) runtime(p string, r PythonRuntime) {
 }
 
 func (v *validator) pythonPackage(p string, pp PythonPackage) {
-	v.version(p+".version", pp.Version)
+	v.pythonVersion(p+".version", pp.Version)
 	if pp.RequiresPython != "" {
-		if _, err := PythonSatisfies(pp.RequiresPython, "3.12"); err != nil {
+		if _, err := pep440.PythonSatisfies(pp.RequiresPython, "3.12"); err != nil {
 			v.fail(p+".requiresPython", "%s: want a PEP 440 specifier such as >=3.9", quote(pp.RequiresPython))
 		}
 	}

@@ -9,7 +9,7 @@ const (
 	// the extension file digests, the base digest per platform, the image
 	// definition and the imagectl version); plan compares it with a fresh one.
 	LabelInputs = LabelPrefix + "inputs.digest"
-	// LabelLock is the resolved set (resolve.Set as compact JSON).
+	// LabelLock is the resolved set (Set as compact JSON, EncodeLock).
 	LabelLock       = LabelPrefix + "lock"
 	LabelCodeServer = LabelPrefix + "code-server.version"
 	LabelVSCode     = LabelPrefix + "vscode.version"

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/imagectl/imagectl/internal/pep440"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/regauth"
 )
@@ -67,28 +68,8 @@ func DefaultImage(repo, ray string) (string, error) {
 	return repo + ":" + tag, nil
 }
 
-// olderThan reports whether X.Y.Z a is older than b.
-func olderThan(a, b string) bool {
-	pa, pb := rayVersionRE.FindStringSubmatch(a), rayVersionRE.FindStringSubmatch(b)
-	if pa == nil || pb == nil {
-		return false
-	}
-	for i := 1; i <= 3; i++ {
-		x, y := atoi(pa[i]), atoi(pb[i])
-		if x != y {
-			return x < y
-		}
-	}
-	return false
-}
-
-func atoi(s string) int {
-	n := 0
-	for _, r := range s {
-		n = n*10 + int(r-'0')
-	}
-	return n
-}
+// olderThan reports whether version a is older than b by PEP 440.
+func olderThan(a, b string) bool { return pep440.Compare(a, b) < 0 }
 
 // RegistryResolver pins a tag to the digest the registry reports, with the
 // docker config credentials (DOCKER_CONFIG, ~/.docker/config.json).

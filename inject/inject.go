@@ -81,7 +81,6 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 	res := &Result{}
 	chunks := splitDocuments(data)
 	out := make([][]byte, len(chunks))
-	type nsSecret struct{ ns, ours string }
 	var namespaces []string
 	seenNS := map[string]bool{}
 	haveSecret := map[string]bool{}

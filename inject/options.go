@@ -167,7 +167,7 @@ func (c *config) check() error {
 	case c.pullSecret != "" && !dnsLabel.MatchString(c.pullSecret):
 		return fmt.Errorf("image pull secret %q: expected a DNS label", c.pullSecret)
 	case c.helmValues && c.createSecret:
-		return fmt.Errorf("a Secret cannot be created in a Helm values file: create it with kubectl create secret generic %s --from-literal=%s=...", c.secretName, c.secretKey)
+		return fmt.Errorf("a Secret cannot be created in a Helm values file: create it with kubectl create secret generic %s --from-literal=%s=<password>", c.secretName, c.secretKey)
 	}
 	for what, m := range map[string]map[string]string{"requests": c.requests, "limits": c.limits} {
 		for _, k := range sortedKeys(m) {

@@ -78,10 +78,6 @@ func newText(chunk []byte) *text {
 	return t
 }
 
-func (t *text) changed() bool {
-	return len(t.deleted)+len(t.replaced)+len(t.inserts) > 0
-}
-
 // render applies the edits.
 func (t *text) render() []byte {
 	var b strings.Builder
@@ -112,11 +108,6 @@ func (t *text) insertAfter(i int, lines ...string) {
 }
 
 func indentOf(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
-
-func isBlankOrComment(l string) bool {
-	s := strings.TrimSpace(l)
-	return s == "" || strings.HasPrefix(s, "#")
-}
 
 func hasMarker(l string) bool { return strings.HasSuffix(strings.TrimRight(l, " \t"), Marker) }
 
@@ -294,23 +285,12 @@ type kv struct {
 	v item
 }
 
-func mapOf(pairs ...kv) item      { return item{kv: pairs, isMap: true} }
-func listOf(items ...item) item   { return item{list: items, isList: true} }
-func scalar(v any) item           { return item{scalar: v} }
-func pair(k string, v any) kv     { return kv{k, toItem(v)} }
-func emptyMap() item              { return item{isMap: true} }
-func (i item) empty() bool        { return (i.isMap && len(i.kv) == 0) || (i.isList && len(i.list) == 0) }
-func (i item) get(k string) *item { return i.lookup(k) }
-
-func (i item) lookup(k string) *item {
-	for j := range i.kv {
-		if i.kv[j].k == k {
-			return &i.kv[j].v
-		}
-	}
-	return nil
-}
-
+func mapOf(pairs ...kv) item    { return item{kv: pairs, isMap: true} }
+func listOf(items ...item) item { return item{list: items, isList: true} }
+func scalar(v any) item         { return item{scalar: v} }
+func pair(k string, v any) kv   { return kv{k, toItem(v)} }
+func emptyMap() item            { return item{isMap: true} }
+func (i item) empty() bool      { return (i.isMap && len(i.kv) == 0) || (i.isList && len(i.list) == 0) }
 func toItem(v any) item {
 	if it, ok := v.(item); ok {
 		return it

@@ -3,9 +3,12 @@ package inject
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/imagectl/imagectl/internal/pep440"
 )
 
 // MinDebugpy is the debugpy the Ray debugger needs in the worker.
@@ -167,28 +170,48 @@ func runtimeEnvHasDebugpy(renv map[string]any) (has, known bool) {
 	return false, known
 }
 
-var clauseRE = regexp.MustCompile(`^(==|<=|<|>=|>|~=|!=|===)\s*([0-9][0-9.]*)`)
+// clauseVersionRE finds the version of each clause of a specifier.
+var clauseVersionRE = regexp.MustCompile(`(?:===|==|!=|<=|>=|~=|<|>)\s*([^,\s;]+)`)
 
-// specAllowsNew reports whether a version specifier admits a debugpy that
-// the Ray debugger accepts: not pinned or capped below 1.8.0.
+// specAllowsNew reports whether a PEP 440 version specifier (with an
+// optional environment marker after ";") admits a debugpy the Ray debugger
+// accepts, one at or above MinDebugpy. It probes MinDebugpy and, for each
+// version a clause names at or above it, that version and the next release
+// after it (">1.9" admits 1.10, "!=1.8.0" admits 1.8.1): a specifier that
+// admits one of them admits a new enough debugpy. A specifier that does not
+// parse is taken to allow it (pip would refuse it; no warning to give here).
 func specAllowsNew(spec string) bool {
 	spec, _, _ = strings.Cut(spec, ";")
-	for _, cl := range strings.Split(spec, ",") {
-		m := clauseRE.FindStringSubmatch(strings.TrimSpace(cl))
-		if m == nil {
-			continue
-		}
-		v := m[2] + strings.Repeat(".0", 2-min(2, strings.Count(m[2], ".")))
-		switch m[1] {
-		case "==", "===", "<=", "~=":
-			if olderThan(v, MinDebugpy) {
-				return false
-			}
-		case "<":
-			if !olderThan(MinDebugpy, v) {
-				return false
-			}
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return true
+	}
+	sp, err := pep440.ParseSpecifier(spec)
+	if err != nil {
+		return true
+	}
+	minimum, _ := pep440.Parse(MinDebugpy)
+	probes := []string{MinDebugpy}
+	for _, m := range clauseVersionRE.FindAllStringSubmatch(spec, -1) {
+		v := strings.TrimSuffix(m[1], ".*")
+		if pv, err := pep440.Parse(v); err == nil && pv.Compare(minimum) >= 0 {
+			probes = append(probes, pv.BaseVersion(), nextRelease(pv.BaseVersion()))
 		}
 	}
-	return true
+	for _, p := range probes {
+		if v, err := pep440.Parse(p); err == nil && sp.Allows(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// nextRelease is the release after X.Y...Z: its last segment plus one.
+func nextRelease(v string) string {
+	i := strings.LastIndex(v, ".")
+	n, err := strconv.Atoi(v[i+1:])
+	if err != nil {
+		return v
+	}
+	return v[:i+1] + strconv.Itoa(n+1)
 }

@@ -4,6 +4,7 @@
 // code-server settings to pre-seed, and the tag templates.
 //
 // Load reads a file; Parse decodes bytes. Decoding is strict: an unknown field, a
-// wrong type or a bad semver constraint is an error naming the file, the line and
-// the field path.
+// wrong type or a bad version constraint (semver for code-server and extensions,
+// a PEP 440 specifier for Ray and debugpy) is an error naming the file, the line
+// and the field path.
 package matrix

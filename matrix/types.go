@@ -63,7 +63,8 @@ type Components struct {
 	Debugpy    Constraint   `json:"debugpy" yaml:"debugpy"`
 }
 
-// Constraint is a semver constraint such as ">=4.96.0".
+// Constraint is a version constraint such as ">=4.96.0": a semver
+// constraint for code-server, a PEP 440 specifier for debugpy.
 type Constraint struct {
 	Constraint string `json:"constraint" yaml:"constraint"`
 	// Exclude lists versions never to pick (known broken).
@@ -72,6 +73,7 @@ type Constraint struct {
 
 // Ray is the Ray constraint plus the extras installed with it.
 type Ray struct {
+	// Constraint is a PEP 440 specifier such as ">=2.39.0".
 	Constraint string   `json:"constraint" yaml:"constraint"`
 	Exclude    []string `json:"exclude,omitempty" yaml:"exclude,omitempty"`
 	Extras     []string `json:"extras,omitempty" yaml:"extras,omitempty"`

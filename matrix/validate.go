@@ -10,6 +10,8 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
 	"gopkg.in/yaml.v3"
+
+	"github.com/imagectl/imagectl/internal/pep440"
 )
 
 var (
@@ -138,6 +140,25 @@ func (v *validator) excludes(path string, xs []string) error {
 	return nil
 }
 
+// pyConstraint checks the constraint of a Python package (Ray, debugpy): a
+// PEP 440 specifier such as ">=2.39.0" or "~=1.8, !=1.8.5".
+func (v *validator) pyConstraint(path, s string) error {
+	if _, err := pep440.ParseSpecifier(s); err != nil {
+		return v.errf(path, "bad version specifier %q: %v", s, err)
+	}
+	return nil
+}
+
+// pyExcludes checks the excluded versions of a Python package: PEP 440.
+func (v *validator) pyExcludes(path string, xs []string) error {
+	for i, x := range xs {
+		if _, err := pep440.Parse(x); err != nil {
+			return v.errf(fmt.Sprintf("%s[%d]", path, i), "bad version %q: %v", x, err)
+		}
+	}
+	return nil
+}
+
 func (v *validator) components(c *Config) error {
 	k := c.Components
 	if err := v.constraint("components.codeServer.constraint", k.CodeServer.Constraint); err != nil {
@@ -146,10 +167,10 @@ func (v *validator) components(c *Config) error {
 	if err := v.excludes("components.codeServer.exclude", k.CodeServer.Exclude); err != nil {
 		return err
 	}
-	if err := v.constraint("components.ray.constraint", k.Ray.Constraint); err != nil {
+	if err := v.pyConstraint("components.ray.constraint", k.Ray.Constraint); err != nil {
 		return err
 	}
-	if err := v.excludes("components.ray.exclude", k.Ray.Exclude); err != nil {
+	if err := v.pyExcludes("components.ray.exclude", k.Ray.Exclude); err != nil {
 		return err
 	}
 	for i, e := range k.Ray.Extras {
@@ -182,10 +203,10 @@ func (v *validator) components(c *Config) error {
 	if k.Python.Min != "" && k.Python.Max != "" && lo > hi {
 		return v.errf("components.python.min", "min %s is above max %s", k.Python.Min, k.Python.Max)
 	}
-	if err := v.constraint("components.debugpy.constraint", k.Debugpy.Constraint); err != nil {
+	if err := v.pyConstraint("components.debugpy.constraint", k.Debugpy.Constraint); err != nil {
 		return err
 	}
-	return v.excludes("components.debugpy.exclude", k.Debugpy.Exclude)
+	return v.pyExcludes("components.debugpy.exclude", k.Debugpy.Exclude)
 }
 
 func (v *validator) extensions(c *Config) error {

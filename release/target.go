@@ -3,10 +3,8 @@ package release
 import (
 	"fmt"
 	"sort"
-	"strings"
 
-	"github.com/Masterminds/semver/v3"
-
+	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
@@ -113,21 +111,17 @@ func OwnFloating(ts []Target) ([]Target, error) {
 	return out, nil
 }
 
-// newer reports whether a sorts after b by Ray, code-server, then Python.
+// newer reports whether a sorts after b by Ray (PEP 440), code-server
+// (semver), then Python (CPython minor).
 func newer(a, b imagespec.Set) bool {
-	for _, p := range [][2]string{{a.Ray, b.Ray}, {a.CodeServer.Version, b.CodeServer.Version}, {a.Python, b.Python}} {
-		if c := compareVersions(p[0], p[1]); c != 0 {
+	for _, c := range []int{
+		catalog.ComparePythonVersions(a.Ray, b.Ray),
+		catalog.CompareVersions(a.CodeServer.Version, b.CodeServer.Version),
+		catalog.ComparePythons(a.Python, b.Python),
+	} {
+		if c != 0 {
 			return c > 0
 		}
 	}
 	return false
-}
-
-func compareVersions(a, b string) int {
-	va, ea := semver.NewVersion(a)
-	vb, eb := semver.NewVersion(b)
-	if ea == nil && eb == nil {
-		return va.Compare(vb)
-	}
-	return strings.Compare(a, b)
 }

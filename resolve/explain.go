@@ -2,12 +2,7 @@ package resolve
 
 import (
 	"fmt"
-	"slices"
 	"strings"
-
-	"github.com/imagectl/imagectl/catalog"
-	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/matrix"
 )
 
 // Explanation says why each chosen version won and why each newer candidate
@@ -65,57 +60,4 @@ func (e *Explanation) String() string {
 		}
 	}
 	return b.String()
-}
-
-// Skipped is a Ray version that All could not build, and why.
-type Skipped struct {
-	Ray    string `json:"ray"`
-	Reason string `json:"reason"`
-}
-
-// All resolves every buildable combination for platforms (empty: matrix.yaml
-// platforms): for each buildable Ray version, newest first, the newest
-// compatible set. Buildable Ray versions satisfy components.ray.constraint,
-// are not excluded, yanked or pre-releases, and with build: latest-patch only
-// the newest patch of each minor counts. Ray versions whose resolution fails
-// are returned in skipped.
-func All(cfg *matrix.Config, cat *catalog.Catalog, platforms []string) (sets []imagespec.Set, skipped []Skipped, err error) {
-	if _, err := normalizePlatforms(platforms, cfg.Platforms); err != nil {
-		return nil, nil, err
-	}
-	cat, err = normalized(cat)
-	if err != nil {
-		return nil, nil, err
-	}
-	c := cfg.Components.Ray
-	var rays []string
-	for _, p := range cat.Ray {
-		ok, err := satisfies(c.Constraint, p.Version, false)
-		if err != nil || !ok || p.Yanked || p.PreRelease || catalog.IsPreRelease(p.Version) || isExcluded(p.Version, c.Exclude) {
-			continue
-		}
-		rays = append(rays, p.Version)
-	}
-	slices.SortFunc(rays, func(a, b string) int { return catalog.CompareVersions(b, a) })
-	rays = slices.Compact(rays)
-	if c.Build != matrix.RayBuildAll {
-		seen := map[string]bool{}
-		rays = slices.DeleteFunc(rays, func(v string) bool {
-			m := minorOf(v)
-			if seen[m] {
-				return true
-			}
-			seen[m] = true
-			return false
-		})
-	}
-	for _, v := range rays {
-		set, _, err := resolveNormalized(cfg, cat, Request{Ray: v, Platforms: platforms})
-		if err != nil {
-			skipped = append(skipped, Skipped{Ray: v, Reason: err.Error()})
-			continue
-		}
-		sets = append(sets, set)
-	}
-	return sets, skipped, nil
 }

@@ -70,6 +70,10 @@ func (r *resolver) pythonLocks(ray, debugpy, python string, ex *Explanation) (ma
 		for _, d := range l.Distributions {
 			ds = append(ds, imagespec.PythonDist{Name: d.Name, Version: d.Version, Filename: d.Filename, URL: d.URL, SHA256: d.SHA256})
 		}
+		// By normalized name, as catalog.Normalize sorts a closure.
+		slices.SortStableFunc(ds, func(a, b imagespec.PythonDist) int {
+			return strings.Compare(catalog.NormalizeName(a.Name), catalog.NormalizeName(b.Name))
+		})
 		out[p] = ds
 		index = l.Index
 		if len(sizes) == 0 {

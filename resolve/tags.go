@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 )
@@ -35,11 +34,4 @@ func RenderTags(cfg *matrix.Config, set imagespec.Set, inputs string) (imagespec
 		tags = append(tags, imagespec.Tag{Name: s, Floating: t.Floating})
 	}
 	return tags, nil
-}
-
-func minorOf(v string) string {
-	if sv, err := catalog.ParseVersion(v); err == nil {
-		return fmt.Sprintf("%d.%d", sv.Major(), sv.Minor())
-	}
-	return v
 }

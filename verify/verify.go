@@ -49,7 +49,6 @@ type options struct {
 	skipProvenance bool
 	maxFileBytes   int64
 	maxImageBytes  int64
-	trustedRoot    func() (cosign.CheckOpts, error)
 	// allowedRepos are signed repositories accepted besides the verified
 	// one (mirrors).
 	allowedRepos []string

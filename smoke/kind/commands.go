@@ -2,8 +2,9 @@ package kind
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/Masterminds/semver/v3"
 )
 
 // The KubeRay versions the smoke test runs against. This is the one place
@@ -18,8 +19,6 @@ const (
 	KubeRayOldest = "1.3.2"
 )
 
-var semverRE = regexp.MustCompile(`^v?(\d+\.\d+\.\d+)$`)
-
 // KubeRayVersion resolves "", "newest", "oldest" or X.Y.Z (a leading v is
 // dropped) to X.Y.Z.
 func KubeRayVersion(s string) (string, error) {
@@ -29,33 +28,21 @@ func KubeRayVersion(s string) (string, error) {
 	case "oldest":
 		return KubeRayOldest, nil
 	}
-	m := semverRE.FindStringSubmatch(s)
-	if m == nil {
+	v, err := semver.StrictNewVersion(strings.TrimPrefix(s, "v"))
+	if err != nil || v.Prerelease() != "" || v.Metadata() != "" {
 		return "", fmt.Errorf("KubeRay version %q: expected X.Y.Z, oldest or newest", s)
 	}
-	if older(m[1], "1.3.0") {
-		return "", fmt.Errorf("KubeRay %s: older than 1.3.0 has no InteractiveMode and installs into ray-system; the oldest supported is %s", m[1], KubeRayOldest)
+	if older(v.String(), "1.3.0") {
+		return "", fmt.Errorf("KubeRay %s: older than 1.3.0 has no InteractiveMode and installs into ray-system; the oldest supported is %s", v, KubeRayOldest)
 	}
-	return m[1], nil
+	return v.String(), nil
 }
 
+// older reports whether KubeRay version a is older than b (both X.Y.Z).
 func older(a, b string) bool {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < 3; i++ {
-		x, y := atoi(pa[i]), atoi(pb[i])
-		if x != y {
-			return x < y
-		}
-	}
-	return false
-}
-
-func atoi(s string) int {
-	n := 0
-	for _, r := range s {
-		n = n*10 + int(r-'0')
-	}
-	return n
+	va, errA := semver.StrictNewVersion(a)
+	vb, errB := semver.StrictNewVersion(b)
+	return errA == nil && errB == nil && va.LessThan(vb)
 }
 
 // KubeRayKustomization is what kubectl installs the operator from: KubeRay's

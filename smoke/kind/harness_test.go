@@ -295,10 +295,13 @@ func TestKubeRayVersion(t *testing.T) {
 			t.Errorf("KubeRayVersion(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"1.2.2", "latest", "1.4"} {
+	for _, bad := range []string{"1.2.2", "latest", "1.4", "1.4.0-rc.1", "1.4.0+meta", "v1.2.9", "0.10.0"} {
 		if _, err := KubeRayVersion(bad); err == nil {
 			t.Errorf("KubeRayVersion(%q) accepted", bad)
 		}
+	}
+	if !older("1.9.0", "1.10.0") || older("1.10.0", "1.9.0") || older("1.3.0", "1.3.0") {
+		t.Errorf("older does not compare X.Y.Z numerically")
 	}
 	if older(KubeRayNewest, KubeRayOldest) {
 		t.Errorf("newest %s is older than oldest %s", KubeRayNewest, KubeRayOldest)

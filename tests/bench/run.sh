@@ -126,33 +126,33 @@ for i in $(seq 1 "$runs"); do
   export SOURCE_DATE_EPOCH=$((epoch0 + 10 * i))
   prune
   r0=$(reglines)
-  VSIX_CACHE=$work/vsix-$i build "cold-$i" "$work/cfg" --repo "$repo"
+  VSIX_CACHE=$work/vsix-$i build "cold-$i" "$work/cfg" --repository "$repo"
   row "$i" cold "$(cat "$work/cold-$i.ms")" "$(uploaded "$r0")" "$(layers "cold-$i" | sum)" - "$(requests "$r0")"
 
   r0=$(reglines)
-  VSIX_CACHE=$work/vsix-$i build "same-$i" "$work/cfg" --repo "$repo"
+  VSIX_CACHE=$work/vsix-$i build "same-$i" "$work/cfg" --repository "$repo"
   [ -n "$(jq -r '.published // empty' "$work/same-$i.json")" ] || fail "the no-change build built: $(jq -c . "$work/same-$i.json" | head -c 400)"
   [ "$(writes "$r0")" = 0 ] || fail "the no-change build wrote to the registry"
   row "$i" nochange "$(cat "$work/same-$i.ms")" "$(uploaded "$r0")" 0 - "$(requests "$r0")"
 
   r0=$(reglines)
-  VSIX_CACHE=$work/vsix-$i build "samevk-$i" "$work/cfg" --repo "$repo" --verify-key "$work/cosign.pub"
+  VSIX_CACHE=$work/vsix-$i build "samevk-$i" "$work/cfg" --repository "$repo" --verify-key "$work/cosign.pub"
   [ -n "$(jq -r '.published // empty' "$work/samevk-$i.json")" ] || fail "the no-change build with --verify-key built"
   row "$i" nochangevk "$(cat "$work/samevk-$i.ms")" "$(uploaded "$r0")" 0 - "$(requests "$r0")"
 
   r0=$(reglines)
-  VSIX_CACHE=$work/vsix-$i build "forced-$i" "$work/cfg" --repo "$repo" --force
+  VSIX_CACHE=$work/vsix-$i build "forced-$i" "$work/cfg" --repository "$repo" --force
   [ "$(jq -r .index "$work/forced-$i.json")" = "$(jq -r .index "$work/cold-$i.json")" ] || fail "the forced rebuild gave another index"
   row "$i" forced "$(cat "$work/forced-$i.ms")" "$(uploaded "$r0")" "$(newlayers "cold-$i" "forced-$i" | sum)" - "$(requests "$r0")"
 
   r0=$(reglines)
-  VSIX_CACHE=$work/vsix-$i build "universal-$i" "$work/cfg-universal" --repo "$repo"
+  VSIX_CACHE=$work/vsix-$i build "universal-$i" "$work/cfg-universal" --repository "$repo"
   ext=$(extlayers "bench-$i" "cold-$i" "universal-$i" anyscalecompute.ray-distributed-debugger)
   [ "$(printf '%s\n' "$ext" | grep -c .)" = 1 ] || fail "universal bump: want one new layer of the debugger shared by both platforms, got: $ext"
   row "$i" universal "$(cat "$work/universal-$i.ms")" "$(uploaded "$r0")" "$(newlayers "cold-$i" "universal-$i" | sum)" "$(printf '%s\n' "$ext" | sum)" "$(requests "$r0")"
 
   r0=$(reglines)
-  VSIX_CACHE=$work/vsix-$i build "platform-$i" "$work/cfg-platform" --repo "$repo"
+  VSIX_CACHE=$work/vsix-$i build "platform-$i" "$work/cfg-platform" --repository "$repo"
   ext=$(extlayers "bench-$i" "universal-$i" "platform-$i" ms-python.python)
   [ "$(printf '%s\n' "$ext" | grep -c .)" = 2 ] || fail "platform bump: want one new ms-python.python layer per platform, got: $ext"
   row "$i" platform "$(cat "$work/platform-$i.ms")" "$(uploaded "$r0")" "$(newlayers "universal-$i" "platform-$i" | sum)" "$(printf '%s\n' "$ext" | sum)" "$(requests "$r0")"
@@ -162,7 +162,7 @@ for i in $(seq 1 "$runs"); do
   # new layer is uploaded.
   prune
   r0=$(reglines)
-  SOURCE_DATE_EPOCH=$((SOURCE_DATE_EPOCH + 1)) PLATFORMS=linux/amd64 VSIX_CACHE=$work/vsix-solo-$i build "solo-$i" "$work/cfg" --repo "$reg/bench-solo-$i"
+  SOURCE_DATE_EPOCH=$((SOURCE_DATE_EPOCH + 1)) PLATFORMS=linux/amd64 VSIX_CACHE=$work/vsix-solo-$i build "solo-$i" "$work/cfg" --repository "$reg/bench-solo-$i"
   row "$i" solo "$(cat "$work/solo-$i.ms")" "$(uploaded "$r0")" "$(layers "solo-$i" | sum)" - "$(requests "$r0")"
 
   prune

@@ -87,7 +87,7 @@ log "tools image pinned: $tools_pinned"
 mkdir -p "$work/nologin-docker" "$work/nologin-cache"
 echo '{}' >"$work/nologin-docker/config.json"
 if DOCKER_CONFIG=$work/nologin-docker "$imagectl" --matrix "$work/cfg/matrix.yaml" build --ray 2.46.0 \
-  --push --repo "$reg/nologin" --revision "$rev" --cache-dir "$work/nologin-cache" --progress quiet \
+  --push --repository "$reg/nologin" --revision "$rev" --cache-dir "$work/nologin-cache" --progress quiet \
   >"$work/nologin.out" 2>"$work/nologin.err"; then
   fail "imagectl build --push without credentials succeeded"
 fi
@@ -298,7 +298,7 @@ if [ "${IMAGECTL_E2E_BENCH:-1}" != 0 ]; then
   # One platform at a time from an empty cache, for the arm64/amd64 ratio.
   for p in amd64 arm64; do
     "$bkbin/buildctl" --addr "$sock" prune --all >/dev/null
-    PLATFORMS=linux/$p build "solo-$p" "$work/cfg" --repo "$reg/bench-$p"
+    PLATFORMS=linux/$p build "solo-$p" "$work/cfg" --repository "$reg/bench-$p"
   done
   secs() { jq -r .duration "$work/$1.json"; }
   ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", (b > 0 ? a / b : 0)}'; }
@@ -395,7 +395,7 @@ lockcfg() { # DIR: the e2e matrix.yaml with this section's repository and index
 refresh() { # DIR [flags]: imagectl matrix refresh into DIR/catalog.json, seconds to DIR/refresh.seconds
   local d=$1 start; shift
   start=$(date +%s.%N)
-  "$imagectl" --matrix "$d/matrix.yaml" matrix refresh --insecure-registry --retries 1 --timeout 30s "$@" >"$d/refresh.out" 2>"$d/refresh.err" \
+  "$imagectl" --matrix "$d/matrix.yaml" matrix refresh --insecure --retries 1 --timeout 30s "$@" >"$d/refresh.out" 2>"$d/refresh.err" \
     || { cat "$d/refresh.err" >&2; fail "imagectl matrix refresh ($d)"; }
   awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b - a}' >"$d/refresh.seconds"
   log "refresh $(basename "$d") in $(cat "$d/refresh.seconds") s: $(cat "$d/refresh.out")"

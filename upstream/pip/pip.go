@@ -36,7 +36,6 @@ type Locker struct {
 	timeout time.Duration
 	retries int
 	hc      *http.Client
-	stderr  io.Writer
 }
 
 // Option configures New.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/internal/pep440"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -91,18 +92,18 @@ func (c *Client) Releases(ctx context.Context, project string) ([]catalog.Python
 		if len(files) == 0 {
 			continue
 		}
-		if _, err := catalog.ParseVersion(version); err != nil {
-			continue // not a version imagectl can order; never picked
+		if _, err := pep440.Parse(version); err != nil {
+			continue // not a PEP 440 version imagectl can order; never picked
 		}
 		out = append(out, release(version, files))
 	}
-	sort.Slice(out, func(i, j int) bool { return catalog.CompareVersions(out[i].Version, out[j].Version) > 0 })
+	sort.Slice(out, func(i, j int) bool { return catalog.ComparePythonVersions(out[i].Version, out[j].Version) > 0 })
 	return out, nil
 }
 
 func release(version string, files []fileJSON) catalog.PythonPackage {
 	sort.Slice(files, func(i, j int) bool { return files[i].Filename < files[j].Filename })
-	r := catalog.PythonPackage{Version: version, PreRelease: catalog.IsPreRelease(version), Yanked: true}
+	r := catalog.PythonPackage{Version: version, PreRelease: catalog.IsPythonPreRelease(version), Yanked: true}
 	pythons := map[string]map[string]bool{}
 	for _, f := range files {
 		if !f.Yanked {

@@ -3,6 +3,8 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -12,37 +14,61 @@ import (
 	"github.com/imagectl/imagectl/build"
 )
 
-func TestBuildKitFlags(t *testing.T) {
-	cmd := &cobra.Command{}
-	cmd.SetContext(context.Background())
+// parseOptions registers opts on a command and parses args as imagectl
+// does: flags, then the environment fallbacks, then Validate.
+func parseOptions(t *testing.T, args []string, opts ...options) error {
+	t.Helper()
+	cmd := &cobra.Command{Use: "test", RunE: func(*cobra.Command, []string) error { return nil }}
+	addOptions(cmd, opts...)
+	if err := cmd.ParseFlags(args); err != nil {
+		return err
+	}
+	if err := prepareFlags(cmd, io.Discard); err != nil {
+		return err
+	}
+	return cmd.PreRunE(cmd, nil)
+}
+
+func TestBuildKitOptions(t *testing.T) {
 	tests := []struct {
 		name    string
-		f       buildFlags
+		args    []string
 		env     string
 		want    map[string]string // platform -> address
 		wantErr string
 	}{
-		{name: "default", f: buildFlags{driver: "remote"}, want: map[string]string{"linux/amd64": build.DefaultAddress}},
-		{name: "env", f: buildFlags{driver: "remote"}, env: "tcp://bk:1234", want: map[string]string{"linux/arm64": "tcp://bk:1234"}},
-		{name: "flag beats env", f: buildFlags{driver: "remote", addr: "unix:///x.sock"}, env: "tcp://bk:1234", want: map[string]string{"linux/amd64": "unix:///x.sock"}},
-		{name: "per-platform builder", f: buildFlags{driver: "remote", addr: "unix:///x.sock", builders: []string{"linux/arm64=tcp://arm:1234"}},
+		{name: "default", want: map[string]string{"linux/amd64": build.DefaultAddress}},
+		{name: "env", env: "tcp://bk:1234", want: map[string]string{"linux/arm64": "tcp://bk:1234"}},
+		{name: "flag beats env", args: []string{"--buildkit-addr", "unix:///x.sock"}, env: "tcp://bk:1234", want: map[string]string{"linux/amd64": "unix:///x.sock"}},
+		{name: "per-platform builder", args: []string{"--buildkit-addr", "unix:///x.sock", "--builder", "linux/arm64=tcp://arm:1234"},
 			want: map[string]string{"linux/amd64": "unix:///x.sock", "linux/arm64": "tcp://arm:1234"}},
-		{name: "builder without address", f: buildFlags{driver: "remote", builders: []string{"linux/arm64="}}, wantErr: "want PLATFORM=ADDRESS"},
-		{name: "builder without platform", f: buildFlags{driver: "remote", builders: []string{"tcp://arm:1234"}}, wantErr: "want PLATFORM=ADDRESS"},
-		{name: "builder bad platform", f: buildFlags{driver: "remote", builders: []string{"arm64=tcp://arm:1234"}}, wantErr: "linux/arm64"},
-		{name: "unknown driver", f: buildFlags{driver: "kubernetes"}, wantErr: "want remote or docker-container"},
-		{name: "docker-container with an address", f: buildFlags{driver: "docker-container", addr: "tcp://x:1"}, wantErr: "starts its own buildkitd"},
+		{name: "builder without address", args: []string{"--builder", "linux/arm64="}, wantErr: "want PLATFORM=ADDRESS"},
+		{name: "builder without platform", args: []string{"--builder", "tcp://arm:1234"}, wantErr: "want PLATFORM=ADDRESS"},
+		{name: "builder bad platform", args: []string{"--builder", "arm64=tcp://arm:1234"}, wantErr: "linux/arm64"},
+		{name: "unknown driver", args: []string{"--driver", "kubernetes"}, wantErr: "want remote or docker-container"},
+		{name: "docker-container with an address", args: []string{"--driver", "docker-container", "--buildkit-addr", "tcp://x:1"}, wantErr: "starts its own buildkitd"},
+		{name: "docker-container with BUILDKIT_HOST", args: []string{"--driver", "docker-container"}, env: "tcp://x:1", wantErr: "starts its own buildkitd"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("BUILDKIT_HOST", tc.env)
-			bk, err := tc.f.buildKit(cmd)
+			var o buildKitOptions
+			err := parseOptions(t, tc.args, &o)
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				var ee *exitError
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &ee) || ee.code != exitUsage {
+					t.Fatalf("err = %v, want a usage error containing %q", err, tc.wantErr)
+				}
+				// Called directly, BuildKit refuses the same flags.
+				if _, err := o.BuildKit(context.Background()); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("BuildKit: err = %v, want one containing %q", err, tc.wantErr)
 				}
 				return
 			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			bk, err := o.BuildKit(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,4 +2,12 @@
 // calls of the library packages (matrix, resolve, extensions, build, sign,
 // verify, smoke, release) and nothing else. Run is the only entry point; errors
 // are printed once, by Run.
+//
+// Flags that several verbs share are option groups (options.go: registry,
+// key, keyless identity, output, BuildKit, image, upstreams, definition),
+// each with AddFlags and Validate, registered with addOptions. usage.go holds
+// the rules every verb follows: usage errors (unknown flag, bad value, wrong
+// arguments, missing required flag, invalid combination) exit 2 and failures
+// exit 1; bindEnv is the one environment fallback of a flag; aliasFlag keeps
+// a renamed flag's old spelling working, hidden and with a warning.
 package app

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,8 +13,6 @@ import (
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/cache"
-	"github.com/imagectl/imagectl/extensions/marketplace"
-	"github.com/imagectl/imagectl/extensions/openvsx"
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
@@ -28,8 +25,7 @@ type extensionsFlags struct {
 	ray, python, codeServer string
 	platforms               []string
 	cacheDir                string
-	marketplaceURL          string
-	openvsxURL              string
+	upstream                upstreamOptions
 	parallel                int
 	// fetch: HTTP timeouts and trust on first use.
 	timeout     time.Duration
@@ -64,7 +60,7 @@ func (f *extensionsFlags) addResolve(cmd *cobra.Command, multiPlatform bool) {
 	if multiPlatform {
 		cmd.Flags().StringSliceVar(&f.platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
 	}
-	_ = cmd.MarkFlagRequired("ray")
+	markRequired(cmd, "ray")
 }
 
 func (f *extensionsFlags) addCache(cmd *cobra.Command) {
@@ -122,12 +118,7 @@ func (f *extensionsFlags) httpClient(g *globals) *http.Client {
 // sources are the Marketplace and Open VSX clients: the flag, else the
 // environment, else matrix.yaml.
 func (f *extensionsFlags) sources(cfg *matrix.Config, hc *http.Client) map[string]extensions.Source {
-	return map[string]extensions.Source{
-		matrix.SourceMarketplace: marketplace.New(marketplace.WithHTTPClient(hc),
-			marketplace.WithBaseURL(firstNonEmpty(f.marketplaceURL, os.Getenv("IMAGECTL_MARKETPLACE_URL"), cfg.Upstreams.Marketplace))),
-		matrix.SourceOpenVSX: openvsx.New(openvsx.WithHTTPClient(hc),
-			openvsx.WithBaseURL(firstNonEmpty(f.openvsxURL, os.Getenv("IMAGECTL_OPENVSX_URL"), cfg.Upstreams.OpenVSX))),
-	}
+	return f.upstream.sources(cfg, hc)
 }
 
 // fetcher is the Fetcher of extensions fetch and pin.
@@ -187,6 +178,7 @@ func firstNonEmpty(v ...string) string {
 
 func newExtensionsFetchCommand(g *globals) *cobra.Command {
 	var f extensionsFlags
+	out := newOutputOptions("text", "json")
 	cmd := &cobra.Command{
 		Use:   "fetch",
 		Short: "Fetch the exact extension file of each platform into the cache",
@@ -206,7 +198,7 @@ Base URLs: --marketplace-url / --openvsx-url, else IMAGECTL_MARKETPLACE_URL /
 IMAGECTL_OPENVSX_URL, else matrix.yaml upstreams, else the public services.`,
 		Example: `  imagectl extensions fetch --ray 2.46.0 --platform linux/amd64,linux/arm64
   imagectl extensions fetch --ray 2.46.0 --marketplace-url http://127.0.0.1:8080 --cache-dir /tmp/vsix
-  imagectl extensions fetch --ray 2.46.0 --require-pins --idle-timeout 2m`,
+  imagectl extensions fetch --ray 2.46.0 --require-pins --idle-timeout 2m -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, set, err := f.resolveSet(g, f.platforms)
@@ -220,6 +212,9 @@ IMAGECTL_OPENVSX_URL, else matrix.yaml upstreams, else the public services.`,
 			got, err := f.fetcher(g, cfg, c).Fetch(cmd.Context(), &set)
 			if err != nil {
 				return err
+			}
+			if out.JSON() {
+				return writeJSON(g.stdout, fetchedViews(got))
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tVERSION\tTARGET\tPLATFORMS\tSHA256\tSIZE\tSTATUS")
@@ -235,8 +230,7 @@ IMAGECTL_OPENVSX_URL, else matrix.yaml upstreams, else the public services.`,
 	}
 	f.addResolve(cmd, true)
 	f.addCache(cmd)
-	cmd.Flags().StringVar(&f.marketplaceURL, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL)")
-	cmd.Flags().StringVar(&f.openvsxURL, "openvsx-url", "", "Open VSX base URL (env IMAGECTL_OPENVSX_URL)")
+	addOptions(cmd, &f.upstream, &out)
 	cmd.Flags().IntVar(&f.parallel, "parallel", 4, "concurrent downloads")
 	f.addFetch(cmd, pinsOptional)
 	f.addLimits(cmd)
@@ -245,7 +239,8 @@ IMAGECTL_OPENVSX_URL, else matrix.yaml upstreams, else the public services.`,
 
 func newExtensionsLayoutCommand(g *globals) *cobra.Command {
 	var f extensionsFlags
-	var platform, out, inImage, settingsOut string
+	var platform, dir, inImage, settingsOut string
+	out := newOutputOptions("text", "json")
 	cmd := &cobra.Command{
 		Use:   "layout",
 		Short: "Write the extensions directory code-server loads, for one platform, from the cache",
@@ -271,41 +266,51 @@ It reads the cache only: run "imagectl extensions fetch" first. With
 				return err
 			}
 			inst, err := extensions.Layout(cmd.Context(), c, set.Extensions, extensions.LayoutOptions{
-				Dir: out, Platform: platform, InImageDir: inImage, VSCode: set.CodeServer.VSCode, Time: &t, Limits: f.limits(),
+				Dir: dir, Platform: platform, InImageDir: inImage, VSCode: set.CodeServer.VSCode, Time: &t, Limits: f.limits(),
 			})
 			if err != nil {
 				return err
 			}
-			for _, i := range inst {
-				fmt.Fprintf(g.stdout, "%s\t%s\t%s\n", i.Dir, i.TargetPlatform, i.SHA256)
+			if !out.JSON() {
+				for _, i := range inst {
+					fmt.Fprintf(g.stdout, "%s\t%s\t%s\n", i.Dir, i.TargetPlatform, i.SHA256)
+				}
 			}
 			if settingsOut != "" {
 				if err := extensions.WriteSettings(settingsOut, imagespec.ImageSettings(cfg.Settings), t); err != nil {
 					return err
 				}
 			}
+			if out.JSON() {
+				views := make([]installedView, 0, len(inst))
+				for _, i := range inst {
+					views = append(views, installedView{ID: i.ID, Version: i.Version, TargetPlatform: i.TargetPlatform, SHA256: i.SHA256, Dir: i.Dir})
+				}
+				return writeJSON(g.stdout, views)
+			}
 			return nil
 		},
 	}
 	f.addResolve(cmd, false)
 	f.addCache(cmd)
-	cmd.Flags().StringVar(&platform, "platform", "", "one OCI platform, e.g. linux/arm64 (required)")
-	cmd.Flags().StringVar(&out, "out", "", "output directory, empty or absent (required)")
+	cmd.Flags().StringVar(&platform, "platform", "", "one OCI platform, e.g. linux/arm64")
+	cmd.Flags().StringVar(&dir, "out", "", "output directory, empty or absent")
 	cmd.Flags().StringVar(&inImage, "in-image-dir", imagespec.ExtensionsDir, "where the directory will live in the image (recorded in extensions.json)")
 	cmd.Flags().StringVar(&settingsOut, "settings", "", "also write code-server's settings.json here")
 	f.addLimits(cmd)
-	_ = cmd.MarkFlagRequired("platform")
-	_ = cmd.MarkFlagRequired("out")
+	addOptions(cmd, &out)
+	markRequired(cmd, "platform", "out")
 	return cmd
 }
 
 func newExtensionsLsCommand(g *globals) *cobra.Command {
 	var f extensionsFlags
+	out := newOutputOptions("text", "json")
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Short:   "List the extension cache (id, version, platform, digest, size)",
 		Long:    "ls lists every cached VSIX, verifying each file's digest and that its manifest names the entry's id, version and target platform; a corrupt file, or an entry naming another extension's file, is removed (with a warning) and not listed.",
-		Example: "  imagectl extensions ls --cache-dir /tmp/vsix",
+		Example: "  imagectl extensions ls --cache-dir /tmp/vsix\n  imagectl extensions ls -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.openCache(g)
@@ -316,6 +321,12 @@ func newExtensionsLsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if out.JSON() {
+				if ents == nil {
+					ents = []cache.Entry{}
+				}
+				return writeJSON(g.stdout, ents)
+			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tVERSION\tTARGET\tSHA256\tSIZE")
 			for _, e := range ents {
@@ -325,11 +336,13 @@ func newExtensionsLsCommand(g *globals) *cobra.Command {
 		},
 	}
 	f.addCache(cmd)
+	addOptions(cmd, &out)
 	return cmd
 }
 
 func newExtensionsPinCommand(g *globals) *cobra.Command {
 	var f extensionsFlags
+	out := newOutputOptions("text", "json")
 	cmd := &cobra.Command{
 		Use:   "pin",
 		Short: "Record the sha256 of every extension file the matrix builds in the catalog",
@@ -389,12 +402,23 @@ catalog already pins is checked, never re-pinned.`,
 				}
 			}
 			seen := map[string]bool{}
+			var files []fetchedFile
 			for _, p := range pinned {
 				k := p.ID + "@" + p.Version + " " + p.TargetPlatform
 				if !seen[k] {
 					seen[k] = true
-					fmt.Fprintf(g.stdout, "pinned %s@%s (%s) sha256 %s\n", p.ID, p.Version, p.TargetPlatform, p.SHA256)
+					files = append(files, fetchedView(p))
 				}
+			}
+			if out.JSON() {
+				return writeJSON(g.stdout, struct {
+					Catalog string        `json:"catalog"`
+					Pinned  []fetchedFile `json:"pinned"`
+					Sets    int           `json:"sets"`
+				}{g.catalog(), append([]fetchedFile{}, files...), len(sets)})
+			}
+			for _, p := range files {
+				fmt.Fprintf(g.stdout, "pinned %s@%s (%s) sha256 %s\n", p.ID, p.Version, p.TargetPlatform, p.SHA256)
 			}
 			fmt.Fprintf(g.stdout, "%s: %d extension file(s) newly pinned, %d set(s) checked\n", g.catalog(), len(seen), len(sets))
 			return nil
@@ -405,10 +429,46 @@ catalog already pins is checked, never re-pinned.`,
 	cmd.Flags().StringVar(&f.codeServer, "code-server", "", "with --ray: pin the code-server version (default: newest compatible)")
 	cmd.Flags().StringSliceVar(&f.platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
 	f.addCache(cmd)
-	cmd.Flags().StringVar(&f.marketplaceURL, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL)")
-	cmd.Flags().StringVar(&f.openvsxURL, "openvsx-url", "", "Open VSX base URL (env IMAGECTL_OPENVSX_URL)")
+	addOptions(cmd, &f.upstream, &out)
 	cmd.Flags().IntVar(&f.parallel, "parallel", 4, "concurrent downloads")
 	f.addFetch(cmd, pinsNone)
 	f.addLimits(cmd)
 	return cmd
+}
+
+// fetchedFile is the JSON form of one extension file of fetch and pin.
+type fetchedFile struct {
+	ID             string   `json:"id"`
+	Version        string   `json:"version"`
+	TargetPlatform string   `json:"targetPlatform"`
+	Platforms      []string `json:"platforms"`
+	SHA256         string   `json:"sha256"`
+	Size           int64    `json:"size"`
+	Status         string   `json:"status"`
+}
+
+func fetchedView(r extensions.Fetched) fetchedFile {
+	status := "fetched"
+	if r.Cached {
+		status = "cached"
+	}
+	return fetchedFile{ID: r.ID, Version: r.Version, TargetPlatform: r.TargetPlatform, Platforms: r.Platforms, SHA256: r.SHA256, Size: r.Size, Status: status}
+}
+
+func fetchedViews(rs []extensions.Fetched) []fetchedFile {
+	views := make([]fetchedFile, 0, len(rs))
+	for _, r := range rs {
+		views = append(views, fetchedView(r))
+	}
+	return views
+}
+
+// installedView is the JSON form of one extension of layout.
+type installedView struct {
+	ID             string `json:"id"`
+	Version        string `json:"version"`
+	TargetPlatform string `json:"targetPlatform"`
+	SHA256         string `json:"sha256"`
+	// Dir is the folder name under --out.
+	Dir string `json:"dir"`
 }

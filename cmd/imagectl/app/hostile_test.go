@@ -51,6 +51,7 @@ func TestHostileInputFiles(t *testing.T) {
 		{"sign key sparse", []string{"sign", img, "--key", sparse}, sparse + ": larger than the limit of 64 KiB"},
 		{"sign password file FIFO", []string{"sign", img, "--key", key + ".key", "--password-file", fifo}, fifo + ": not a regular file (a FIFO)"},
 		{"sign password file /dev/zero", []string{"sign", img, "--key", key + ".key", "--password-file", "/dev/zero"}, "/dev/zero: not a regular file"},
+		{"sign key password file FIFO", []string{"sign", img, "--key", key + ".key", "--key-password-file", fifo}, fifo + ": not a regular file (a FIFO)"},
 		{"inject /dev/zero", []string{"inject", "-f", "/dev/zero"}, "/dev/zero: not a regular file (a character device)"},
 		{"inject FIFO", []string{"inject", "-f", fifo}, fifo + ": not a regular file (a FIFO)"},
 		{"inject sparse", []string{"inject", "-f", sparse}, sparse + ": larger than the limit of 16 MiB"},

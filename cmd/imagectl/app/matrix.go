@@ -62,21 +62,12 @@ func (g *globals) loadMatrixAndCatalog() (*matrix.Config, *catalog.Catalog, erro
 	return cfg, cat, nil
 }
 
-func checkOutput(v string, allowed ...string) error {
-	for _, a := range allowed {
-		if v == a {
-			return nil
-		}
-	}
-	return fmt.Errorf("--output %q: want %s", v, strings.Join(allowed, " or "))
-}
-
 func newMatrixResolveCommand(g *globals) *cobra.Command {
 	var (
 		req     resolve.Request
-		output  string
 		explain bool
 	)
+	out := newOutputOptions("text", "json")
 	cmd := &cobra.Command{
 		Use:   "resolve --ray VERSION",
 		Short: "Pick the newest compatible set for a Ray version",
@@ -95,11 +86,8 @@ version lists the Ray versions the catalog knows.`,
   imagectl matrix resolve --ray 2.46.0 --code-server 4.101.2 --output json --explain`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, "text", "json"); err != nil {
-				return err
-			}
 			if req.Ray == "" {
-				return fmt.Errorf("--ray is required (e.g. --ray 2.46.0)")
+				return usagef("--ray is required (e.g. --ray 2.46.0)")
 			}
 			cfg, cat, err := g.loadMatrixAndCatalog()
 			if err != nil {
@@ -112,7 +100,7 @@ version lists the Ray versions the catalog knows.`,
 				}
 				return err
 			}
-			if output == "json" {
+			if out.JSON() {
 				var v any = set
 				if explain {
 					v = struct {
@@ -135,7 +123,7 @@ version lists the Ray versions the catalog knows.`,
 	f.StringVar(&req.CodeServer, "code-server", "", "pin the code-server version, e.g. 4.101.2 (default: newest compatible)")
 	f.StringVar(&req.Python, "python", "", "pin the CPython version, e.g. 3.11 (default: matrix.yaml python policy)")
 	f.StringSliceVar(&req.Platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
-	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	addOptions(cmd, &out)
 	f.BoolVar(&explain, "explain", false, "explain why each version won and why each newer candidate lost")
 	return cmd
 }
@@ -211,10 +199,8 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func newMatrixListCommand(g *globals) *cobra.Command {
-	var (
-		output    string
-		platforms []string
-	)
+	var platforms []string
+	out := newOutputOptions("table", "json")
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "Print every buildable combination (what CI builds)",
@@ -226,9 +212,6 @@ reason (and under "skipped" in JSON).`,
   imagectl matrix list --output json | jq -r '.sets[].tags[0]'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, "table", "json"); err != nil {
-				return err
-			}
 			cfg, cat, err := g.loadMatrixAndCatalog()
 			if err != nil {
 				return err
@@ -240,7 +223,7 @@ reason (and under "skipped" in JSON).`,
 			if sets == nil {
 				sets = []imagespec.Set{}
 			}
-			if output == "json" {
+			if out.JSON() {
 				return writeJSON(g.stdout, struct {
 					Sets    []imagespec.Set   `json:"sets"`
 					Skipped []resolve.Skipped `json:"skipped,omitempty"`
@@ -261,37 +244,29 @@ reason (and under "skipped" in JSON).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	addOptions(cmd, &out)
 	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
 	return cmd
 }
 
-// refreshFlags are the upstream overrides of matrix refresh.
+// refreshFlags are the upstream overrides of matrix refresh: each is the
+// flag, else its environment variable (bindEnv), else matrix.yaml.
 type refreshFlags struct {
-	pypi, marketplace, openvsx, github string
-	baseImage, versions                string
-	pip, packageIndex                  string
-	noPythonLock                       bool
-	insecure                           bool
-	timeout                            time.Duration
-	retries                            int
-	tokenHost                          string
-	idleTimeout                        time.Duration
-}
-
-// pick returns the flag if set, else the environment variable, else def.
-func pick(flag, env, def string) string {
-	if flag != "" {
-		return flag
-	}
-	if v := os.Getenv(env); v != "" {
-		return v
-	}
-	return def
+	upstream            upstreamOptions
+	reg                 registryOptions
+	pypi, github        string
+	baseImage, versions string
+	pip, packageIndex   string
+	noPythonLock        bool
+	timeout             time.Duration
+	retries             int
+	tokenHost           string
+	idleTimeout         time.Duration
 }
 
 func newMatrixRefreshCommand(g *globals) *cobra.Command {
-	var f refreshFlags
+	f := refreshFlags{reg: registryOptions{usage: "allow plain HTTP to the base and tools image registries"}}
+	out := newOutputOptions("text", "json")
 	cmd := &cobra.Command{
 		Use:   "refresh",
 		Short: "Query the upstreams and rewrite the catalog snapshot",
@@ -327,7 +302,7 @@ since then fails the next fetch. New files are pinned with imagectl
 extensions pin.`,
 		Example: `  imagectl matrix refresh
   imagectl matrix refresh --pypi-url http://127.0.0.1:8080 --base-image localhost:5000/linuxserver/code-server
-  IMAGECTL_OPENVSX_URL=https://openvsx.example.com imagectl matrix refresh --catalog /tmp/catalog.json`,
+  IMAGECTL_OPENVSX_URL=https://openvsx.example.com imagectl matrix refresh --catalog /tmp/catalog.json -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := matrix.Load(g.matrixPath)
@@ -337,14 +312,14 @@ extensions pin.`,
 			hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithIdleTimeout(f.idleTimeout), httpx.WithRetries(f.retries))
 			u := cfg.Upstreams
 			src := catalog.Sources{
-				PyPI: pypi.New(pypi.WithBaseURL(pick(f.pypi, "IMAGECTL_PYPI_URL", u.PyPI)), pypi.WithHTTPClient(hc)),
+				PyPI: pypi.New(pypi.WithBaseURL(firstNonEmpty(f.pypi, u.PyPI)), pypi.WithHTTPClient(hc)),
 				Extensions: map[string]catalog.ExtensionSource{
-					matrix.SourceMarketplace: marketplace.New(marketplace.WithBaseURL(pick(f.marketplace, "IMAGECTL_MARKETPLACE_URL", u.Marketplace)), marketplace.WithHTTPClient(hc)),
-					matrix.SourceOpenVSX:     openvsx.New(openvsx.WithBaseURL(pick(f.openvsx, "IMAGECTL_OPENVSX_URL", u.OpenVSX)), openvsx.WithHTTPClient(hc)),
+					matrix.SourceMarketplace: marketplace.New(marketplace.WithBaseURL(f.upstream.marketplaceURL(cfg)), marketplace.WithHTTPClient(hc)),
+					matrix.SourceOpenVSX:     openvsx.New(openvsx.WithBaseURL(f.upstream.openVSXURL(cfg)), openvsx.WithHTTPClient(hc)),
 				},
 			}
 			var opts []registry.Option
-			if f.insecure {
+			if f.reg.Insecure {
 				opts = append(opts, registry.WithInsecure())
 			}
 			// build.toolsImage is locked like the base image: its digest
@@ -352,17 +327,17 @@ extensions pin.`,
 			src.Images = registry.NewImages(opts...)
 			// So is the python-build-standalone release of build.standalone:
 			// its tarballs' URLs and sha256 (GitHub release API, SHA256SUMS).
-			gh := pick(f.github, "IMAGECTL_GITHUB_URL", u.GitHub)
+			gh := firstNonEmpty(f.github, u.GitHub)
 			ghOpts := []github.Option{github.WithBaseURL(gh), github.WithHTTPClient(hc), github.WithToken(os.Getenv("GITHUB_TOKEN")),
-				github.WithTokenHost(pick(f.tokenHost, "IMAGECTL_GITHUB_TOKEN_HOST", github.DefaultTokenHost))}
+				github.WithTokenHost(f.tokenHost)}
 			ghc := github.New(ghOpts...)
 			if err := ghc.TokenError(); err != nil {
 				fmt.Fprintf(safetext.Writer(g.stderr), "warning: %v\n", err)
 			}
 			src.PythonRuntimes = ghc
-			switch versions := pick(f.versions, "IMAGECTL_BASE_VERSIONS", cfg.Base.Versions); versions {
+			switch versions := firstNonEmpty(f.versions, cfg.Base.Versions); versions {
 			case matrix.VersionsRegistryTags:
-				rs, err := registry.New(pick(f.baseImage, "IMAGECTL_BASE_IMAGE", cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, opts...)
+				rs, err := registry.New(firstNonEmpty(f.baseImage, cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, opts...)
 				if err != nil {
 					return err
 				}
@@ -376,7 +351,7 @@ extensions pin.`,
 			if !f.noPythonLock {
 				// pip must run here before anything is queried: a missing
 				// pip fails in one line, not after minutes of refresh.
-				locker = pip.New(pip.WithCommand(strings.Fields(pick(f.pip, "IMAGECTL_PIP", strings.Join(pip.DefaultCommand, " ")))...),
+				locker = pip.New(pip.WithCommand(strings.Fields(f.pip)...),
 					pip.WithTimeout(f.timeout), pip.WithRetries(f.retries), pip.WithHTTPClient(hc))
 				if _, err := locker.Check(cmd.Context()); err != nil {
 					return fmt.Errorf("refresh failed, %s left unchanged: python lock: %w (or pass --no-python-lock)", g.catalog(), err)
@@ -395,7 +370,7 @@ extensions pin.`,
 			}
 			locked := "not locked (--no-python-lock)"
 			if locker != nil {
-				if locked, err = lockPython(cmd.Context(), cfg, c, pick(f.packageIndex, "IMAGECTL_PACKAGE_INDEX", u.PackageIndex), locker); err != nil {
+				if locked, err = lockPython(cmd.Context(), cfg, c, firstNonEmpty(f.packageIndex, u.PackageIndex), locker); err != nil {
 					return fmt.Errorf("refresh failed, %s left unchanged: %w", g.catalog(), err)
 				}
 			}
@@ -410,6 +385,12 @@ extensions pin.`,
 			for _, r := range c.PythonRuntimes {
 				pys = append(pys, r.Version)
 			}
+			if out.JSON() {
+				return writeJSON(g.stdout, refreshSummary{
+					Catalog: g.catalog(), CodeServer: len(c.CodeServer), Ray: len(c.Ray), Debugpy: len(c.Debugpy), Extensions: len(c.Extensions),
+					ToolsImage: c.ToolsImage, PythonRuntimes: pys, PythonClosures: locked, KeptPins: kept,
+				})
+			}
 			runtimes := "none recorded"
 			if len(pys) > 0 {
 				runtimes = strings.Join(pys, ", ")
@@ -423,21 +404,48 @@ extensions pin.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.pypi, "pypi-url", "", "PyPI base URL (env IMAGECTL_PYPI_URL; default matrix.yaml upstreams.pypi)")
-	fl.StringVar(&f.marketplace, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL; default matrix.yaml upstreams.marketplace)")
-	fl.StringVar(&f.openvsx, "openvsx-url", "", "Open VSX base URL (env IMAGECTL_OPENVSX_URL; default matrix.yaml upstreams.openvsx)")
-	fl.StringVar(&f.github, "github-url", "", "GitHub API base URL (env IMAGECTL_GITHUB_URL; default matrix.yaml upstreams.github)")
-	fl.StringVar(&f.baseImage, "base-image", "", "base image repository to list tags of (env IMAGECTL_BASE_IMAGE; default matrix.yaml base.image)")
-	fl.StringVar(&f.versions, "versions", "", "code-server version source: registry-tags or github-releases (env IMAGECTL_BASE_VERSIONS; default matrix.yaml base.versions)")
-	fl.StringVar(&f.pip, "pip", "", "the pip command that locks the Python closures (env IMAGECTL_PIP; default \"python3 -m pip\"; pip >= 22.2)")
-	fl.StringVar(&f.packageIndex, "package-index", "", "PEP 503 index the closures are locked against (env IMAGECTL_PACKAGE_INDEX; default matrix.yaml upstreams.packageIndex)")
+	fl.StringVar(&f.pypi, "pypi-url", "", "PyPI base URL (default matrix.yaml upstreams.pypi)")
+	bindEnv(cmd, "pypi-url", "IMAGECTL_PYPI_URL")
+	fl.StringVar(&f.github, "github-url", "", "GitHub API base URL (default matrix.yaml upstreams.github)")
+	bindEnv(cmd, "github-url", "IMAGECTL_GITHUB_URL")
+	fl.StringVar(&f.baseImage, "base-image", "", "base image repository to list tags of (default matrix.yaml base.image)")
+	bindEnv(cmd, "base-image", "IMAGECTL_BASE_IMAGE")
+	fl.StringVar(&f.versions, "versions", "", "code-server version source: registry-tags or github-releases (default matrix.yaml base.versions)")
+	bindEnv(cmd, "versions", "IMAGECTL_BASE_VERSIONS")
+	fl.StringVar(&f.pip, "pip", strings.Join(pip.DefaultCommand, " "), "the pip command that locks the Python closures (pip >= 22.2)")
+	bindEnv(cmd, "pip", "IMAGECTL_PIP")
+	addPackageIndexFlag(cmd, &f.packageIndex, "PEP 503 index the closures are locked against (default matrix.yaml upstreams.packageIndex)")
 	fl.BoolVar(&f.noPythonLock, "no-python-lock", false, "record no Python closures (builds then let pip resolve dependencies unlocked)")
-	fl.BoolVar(&f.insecure, "insecure-registry", false, "allow plain HTTP to the base and tools image registries")
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long one HTTP attempt may wait for the response headers (a body is bounded by the idle timeout instead)")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", httpx.DefaultIdleTimeout, "fail (and retry) a response body that sends no byte for this long (0: no limit)")
 	fl.IntVar(&f.retries, "retries", 5, "retries of a failed HTTP attempt (429/503 honour Retry-After)")
-	fl.StringVar(&f.tokenHost, "github-token-host", "", "the one host GITHUB_TOKEN is sent to, over HTTPS only (env IMAGECTL_GITHUB_TOKEN_HOST; default "+github.DefaultTokenHost+")")
+	fl.StringVar(&f.tokenHost, "github-token-host", github.DefaultTokenHost, "the one host GITHUB_TOKEN is sent to, over HTTPS only")
+	bindEnv(cmd, "github-token-host", "IMAGECTL_GITHUB_TOKEN_HOST")
+	addOptions(cmd, &f.upstream, &f.reg, &out, check(f.Validate))
 	return cmd
+}
+
+// Validate refuses a --versions (or IMAGECTL_BASE_VERSIONS) refresh does
+// not know; matrix.yaml's base.versions is checked when matrix.yaml loads.
+func (f *refreshFlags) Validate() error {
+	switch f.versions {
+	case "", matrix.VersionsRegistryTags, matrix.VersionsGitHubReleases:
+		return nil
+	}
+	return fmt.Errorf("--versions %q: want %s or %s", f.versions, matrix.VersionsRegistryTags, matrix.VersionsGitHubReleases)
+}
+
+// refreshSummary is matrix refresh's -o json.
+type refreshSummary struct {
+	Catalog        string              `json:"catalog"`
+	CodeServer     int                 `json:"codeServerVersions"`
+	Ray            int                 `json:"rayVersions"`
+	Debugpy        int                 `json:"debugpyVersions"`
+	Extensions     int                 `json:"extensions"`
+	ToolsImage     *catalog.ToolsImage `json:"toolsImage,omitempty"`
+	PythonRuntimes []string            `json:"pythonRuntimes"`
+	PythonClosures string              `json:"pythonClosures"`
+	KeptPins       int                 `json:"keptPins"`
 }
 
 // lockPython locks the Python closure of every set matrix list resolves

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -13,7 +12,6 @@ import (
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
-	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/resolve"
 )
@@ -23,18 +21,28 @@ import (
 // section that imagectl build takes).
 type publishFlags struct {
 	registryOverride string
-	insecure         bool
+	reg              registryOptions
 	platforms        []string
-	def              definitionFlags
+	def              definitionOptions
 }
 
-func (f *publishFlags) add(cmd *cobra.Command) {
+var _ options = (*publishFlags)(nil)
+
+func (f *publishFlags) AddFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.registryOverride, "registry-override", os.Getenv("IMAGECTL_REGISTRY_OVERRIDE"),
-		"publish to another registry: HOST[:PORT] replaces the registry of matrix.yaml's first repository, HOST/PATH replaces the whole repository (env IMAGECTL_REGISTRY_OVERRIDE)")
-	fl.BoolVar(&f.insecure, "insecure", false, "allow plain HTTP to the registry (localhost is always allowed)")
+	fl.StringVar(&f.registryOverride, "registry-override", "",
+		"publish to another registry: HOST[:PORT] replaces the registry of matrix.yaml's first repository, HOST/PATH replaces the whole repository")
+	bindEnv(cmd, "registry-override", "IMAGECTL_REGISTRY_OVERRIDE")
+	f.reg.AddFlags(cmd)
 	fl.StringSliceVar(&f.platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
-	f.def.add(cmd)
+	f.def.AddFlags(cmd)
+}
+
+func (f *publishFlags) Validate() error {
+	if err := f.reg.Validate(); err != nil {
+		return err
+	}
+	return f.def.Validate()
 }
 
 // publishSetup is everything plan and release share.
@@ -63,15 +71,11 @@ func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSe
 	if err != nil {
 		return nil, err
 	}
-	var nopts []name.Option
-	if f.insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	repo, err := name.NewRepository(repoName, nopts...)
+	repo, err := name.NewRepository(repoName, f.reg.NameOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("image repository %q: %w", repoName, err)
 	}
-	ropts := []remote.Option{remote.WithAuthFromKeychain(regauth.Keychain()), remote.WithUserAgent("imagectl/" + Version)}
+	ropts := f.reg.RemoteOptions()
 	reg, err := release.NewRegistry(ropts...)
 	if err != nil {
 		return nil, err
@@ -120,10 +124,8 @@ func overrideRegistry(repo, override string) (string, error) {
 }
 
 func newPlanCommand(g *globals) *cobra.Command {
-	var (
-		pf     publishFlags
-		output string
-	)
+	pf := publishFlags{}
+	out := newOutputOptions(release.OutputText, release.OutputJSON, release.OutputGitHub)
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Say which images need rebuilding and why (reads manifests and labels only)",
@@ -150,9 +152,6 @@ for fromJSON. Nothing changed: an empty plan.`,
   echo "matrix=$(imagectl plan --output github)" >> "$GITHUB_OUTPUT"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, release.OutputText, release.OutputJSON, release.OutputGitHub); err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			ps, err := g.publishSetup(ctx, &pf)
 			if err != nil {
@@ -162,11 +161,10 @@ for fromJSON. Nothing changed: an empty plan.`,
 			if err != nil {
 				return err
 			}
-			return p.Write(g.stdout, output)
+			return p.Write(g.stdout, out.Format)
 		},
 	}
-	pf.add(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", release.OutputText, "output format: text, json or github")
+	addOptions(cmd, &pf, &out)
 	return cmd
 }
 

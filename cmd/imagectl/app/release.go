@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
-	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/imagespec"
@@ -21,27 +20,45 @@ import (
 
 type releaseFlags struct {
 	publishFlags
-	// b holds the BuildKit, extension and image flags of imagectl build
-	// (its definition flags are publishFlags.def).
-	b            buildFlags
+	// The extension, BuildKit and image flags of imagectl build (its
+	// definition flags are publishFlags.def).
+	ext          extensionsFlags
+	bk           buildKitOptions
+	img          imageOptions
+	key          keyOptions
+	cert         certificateOptions
+	out          outputOptions
 	dryRun       bool
 	only         []string
 	noFloating   bool
 	expectDigest string
-	output       string
-	key          string
-	passwordFile string
 	keyless      bool
-	verifyKey    string
-	identityRE   string
-	oidcIssuerRE string
 	skipContents bool
 	smokeImage   bool
 	smoke        smokeImageFlags
 }
 
+// Validate refuses what release cannot do whatever the plan says.
+func (f *releaseFlags) Validate() error {
+	switch {
+	case !f.ext.requirePins:
+		return errors.New("release always requires pinned extension files: drop --require-pins=false (pin the catalog with imagectl extensions pin)")
+	case f.keyless && f.key.Key != "":
+		return errors.New("--keyless and --key are exclusive")
+	case f.keyless && !f.cert.Complete():
+		return errors.New("--keyless needs an identity (--certificate-identity[-regexp]) and an OIDC issuer (--certificate-oidc-issuer[-regexp]) to verify what it signs")
+	case f.smokeImage:
+		return f.smoke.Validate()
+	}
+	return nil
+}
+
 func newReleaseCommand(g *globals) *cobra.Command {
-	var f releaseFlags
+	f := releaseFlags{
+		key: keyOptions{keyUsage: "cosign private key (password from --key-password-file or " + sign.PasswordEnv + ")",
+			verifyKeyUsage: "public key to verify with (default: the public half of --key)"},
+		out: newOutputOptions("text", "json"),
+	}
 	cmd := &cobra.Command{
 		Use:   "release",
 		Short: "Build what the plan asks for, push by digest, sign, verify, then move tags",
@@ -66,43 +83,20 @@ nothing. --dry-run prints the actions and writes nothing.`,
   imagectl release --key cosign.key --buildkit-addr tcp://buildkitd:1234
   imagectl release --only 4.101.2-ray2.46.0-py3.12 --no-floating --key cosign.key --output json
   imagectl release --only 4.101.2-ray2.46.0-py3.12 --expect-digest sha256:... --key cosign.key
-  imagectl release --keyless --certificate-identity-regexp '^https://github.com/imagectl/' --certificate-oidc-issuer https://token.actions.githubusercontent.com`,
+  imagectl release --keyless --certificate-identity-regexp '^https://github.com/imagectl/' --certificate-oidc-issuer https://token.actions.githubusercontent.com
+  imagectl release --dry-run -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(f.output, "text", "json"); err != nil {
-				return err
-			}
-			return g.runRelease(cmd, &f)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return g.runRelease(cmd, &f) },
 	}
-	f.publishFlags.add(cmd)
-	f.b.ext.addCache(cmd)
-	f.b.ext.addFetch(cmd, pinsAlways)
+	f.ext.addCache(cmd)
+	f.ext.addFetch(cmd, pinsAlways)
+	addOptions(cmd, &f.publishFlags, &f.ext.upstream, &f.bk, &f.img, &f.key, &f.cert, &f.out, check(f.Validate))
 	fl := cmd.Flags()
-	fl.StringVar(&f.b.ext.marketplaceURL, "marketplace-url", "", "VS Marketplace base URL (env IMAGECTL_MARKETPLACE_URL)")
-	fl.StringVar(&f.b.ext.openvsxURL, "openvsx-url", "", "Open VSX base URL (env IMAGECTL_OPENVSX_URL)")
-	fl.StringVar(&f.b.addr, "buildkit-addr", "", "buildkitd address (env BUILDKIT_HOST; default "+build.DefaultAddress+")")
-	fl.StringVar(&f.b.driver, "driver", "remote", "remote (connect to --buildkit-addr) or docker-container (start a moby/buildkit container)")
-	fl.StringArrayVar(&f.b.builders, "builder", nil, "PLATFORM=ADDR: build that platform on another buildkitd (repeatable)")
-	fl.StringArrayVar(&f.b.cacheFrom, "cache-from", nil, "registry cache to import, REGISTRY/NAME[:TAG]")
-	fl.StringArrayVar(&f.b.cacheTo, "cache-to", nil, "registry cache to export (mode=max), REGISTRY/NAME[:TAG]")
-	fl.StringVar(&f.b.progress, "progress", "auto", "BuildKit progress: auto, tty, plain or quiet (on stderr)")
-	fl.BoolVar(&f.b.provenance, "provenance", true, "attach buildkitd's SLSA provenance to each platform manifest")
-	fl.StringVar(&f.b.sbomFormat, "sbom-format", "spdx", "format of the signed SBOM scanned from each platform image with syft: spdx (SPDX 2.3) or cyclonedx")
-	fl.BoolVar(&f.b.sbomFromLock, "sbom-from-lock", false, "sign an SBOM written from the lock instead of scanning each platform image")
-	fl.StringVar(&f.b.sourceDateEpoch, "source-date-epoch", "", "Unix time for every timestamp in the image (default: env SOURCE_DATE_EPOCH, else the git commit time, else 0)")
-	fl.StringVar(&f.b.revision, "revision", "", "source revision label (default: git rev-parse HEAD)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print what would be built, signed and tagged; write nothing")
 	fl.StringSliceVar(&f.only, "only", nil, "release only these entries: <code-server>-ray<ray>-py<python> as imagectl plan prints them, or their versioned tag")
 	fl.BoolVar(&f.noFloating, "no-floating", false, "write the versioned tag only; leave floating tags for a later promotion")
 	fl.StringVar(&f.expectDigest, "expect-digest", "", "refuse to tag any image but this digest (the one a smoke test passed)")
-	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
-	fl.StringVar(&f.key, "key", "", "cosign private key (password from --key-password-file or "+sign.PasswordEnv+")")
-	fl.StringVar(&f.passwordFile, "key-password-file", "", "file holding the key password")
 	fl.BoolVar(&f.keyless, "keyless", false, "sign keylessly (Fulcio + Rekor, OIDC identity from the environment, e.g. GitHub Actions with id-token: write)")
-	fl.StringVar(&f.verifyKey, "verify-key", "", "public key to verify with (default: the public half of --key)")
-	fl.StringVar(&f.identityRE, "certificate-identity-regexp", "", "keyless verify: accepted signer identity (regexp)")
-	fl.StringVar(&f.oidcIssuerRE, "certificate-oidc-issuer", "", "keyless verify: accepted OIDC issuer (regexp)")
 	fl.BoolVar(&f.skipContents, "skip-contents", false, "verify signatures, attestations and labels but not the layer contents")
 	fl.BoolVar(&f.smokeImage, "smoke-image", true, "run imagectl smoke image on the image after verify, before any tag is written")
 	f.smoke.add(cmd, "smoke-")
@@ -111,9 +105,6 @@ nothing. --dry-run prints the actions and writes nothing.`,
 
 func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 	ctx := cmd.Context()
-	if !f.b.ext.requirePins {
-		return errors.New("release always requires pinned extension files: drop --require-pins=false (pin the catalog with imagectl extensions pin)")
-	}
 	ps, err := g.publishSetup(ctx, &f.publishFlags)
 	if err != nil {
 		return err
@@ -135,10 +126,7 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 			return fmt.Errorf("release %s: %w", e.Name, err)
 		}
 	}
-	var nopts []name.Option
-	if f.insecure {
-		nopts = append(nopts, name.Insecure)
-	}
+	nopts := f.reg.NameOptions()
 	var (
 		builder release.Builder = release.BuilderFunc(func(context.Context, imagespec.Set, name.Repository) (name.Digest, error) {
 			return name.Digest{}, errors.New("no builder (dry run)")
@@ -188,7 +176,7 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 		opts = append(opts, release.WithLog(g.stderr))
 	}
 	rep, relErr := release.NewReleaser(ps.reg, ps.repo, builder, signer, verifier, opts...).Release(ctx, plan)
-	if f.output == "json" {
+	if f.out.JSON() {
 		if err := writeJSON(g.stdout, rep); err != nil {
 			return err
 		}
@@ -222,64 +210,58 @@ func (f *releaseFlags) smoker(ctx context.Context, g *globals, ropts []remote.Op
 
 // publisher maps the build flags onto the pipeline imagectl build runs.
 func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetup, s *sign.Signer) (*pipeline.Publisher, error) {
-	cache, err := f.b.ext.openCache(g)
+	cache, err := f.ext.openCache(g)
 	if err != nil {
 		return nil, err
 	}
-	epoch, err := buildSourceDateEpoch(f.b.sourceDateEpoch)
+	epoch, err := buildSourceDateEpoch(f.img.SourceDateEpoch)
 	if err != nil {
 		return nil, err
 	}
-	bk, err := f.b.buildKit(cmd)
+	bk, err := f.bk.BuildKit(cmd.Context())
 	if err != nil {
 		return nil, err
 	}
 	cfg := ps.cfg
 	return pipeline.NewPublisher(bk, pipeline.Request{
 		Matrix:          cfg,
-		Sources:         f.b.ext.sources(cfg, f.b.ext.httpClient(g)),
-		FetchOptions:    []extensions.Option{extensions.WithLimits(f.b.ext.limits()), extensions.WithRequirePins(true)},
+		Sources:         f.ext.sources(cfg, f.ext.httpClient(g)),
+		FetchOptions:    []extensions.Option{extensions.WithLimits(f.ext.limits()), extensions.WithRequirePins(true)},
 		ExtensionCache:  cache,
 		Definition:      ps.def,
-		Revision:        firstNonEmpty(f.b.revision, gitRevision()),
+		Revision:        firstNonEmpty(f.img.Revision, gitRevision()),
 		SourceDateEpoch: epoch,
-		Insecure:        f.insecure,
-		Provenance:      f.b.provenance,
-		SBOMFormat:      f.b.sbomFormat,
-		SBOMFromLock:    f.b.sbomFromLock,
-		CacheFrom:       f.b.cacheFrom,
-		CacheTo:         f.b.cacheTo,
+		Insecure:        f.reg.Insecure,
+		Provenance:      f.img.Provenance,
+		SBOMFormat:      f.img.SBOMFormat,
+		SBOMFromLock:    f.img.SBOMFromLock,
+		CacheFrom:       f.img.CacheFrom,
+		CacheTo:         f.img.CacheTo,
 		Progress:        g.stderr,
 		Warnings:        g.stderr,
-		ProgressMode:    f.b.progress,
+		ProgressMode:    f.img.Progress,
 	}, s), nil
 }
 
 // signerAndVerifyOption loads the signer and the matching verify option.
 func (f *releaseFlags) signerAndVerifyOption(ctx context.Context) (*sign.Signer, verify.Option, error) {
+	if err := f.Validate(); err != nil {
+		return nil, nil, usageError(err)
+	}
 	switch {
-	case f.keyless && f.key != "":
-		return nil, nil, errors.New("--keyless and --key are exclusive")
 	case f.keyless:
-		if f.identityRE == "" || f.oidcIssuerRE == "" {
-			return nil, nil, errors.New("--keyless needs --certificate-identity-regexp and --certificate-oidc-issuer to verify what it signs")
-		}
 		s, err := sign.KeylessSigner(ctx, sign.KeylessOptions{})
 		if err != nil {
 			return nil, nil, err
 		}
-		return s, verify.WithKeylessRegexp(f.identityRE, f.oidcIssuerRE), nil
-	case f.key != "":
-		var pw sign.Password
-		if f.passwordFile != "" {
-			pw = sign.PasswordFromFile(f.passwordFile)
-		}
-		s, err := sign.LoadKey(ctx, f.key, pw)
+		return s, f.cert.VerifyOption(), nil
+	case f.key.Key != "":
+		s, err := sign.LoadKey(ctx, f.key.Key, f.key.Password())
 		if err != nil {
 			return nil, nil, err
 		}
-		if f.verifyKey != "" {
-			v, err := verify.LoadPublicKey(f.verifyKey)
+		if f.key.VerifyKey != "" {
+			v, err := verify.LoadPublicKey(f.key.VerifyKey)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -287,7 +269,7 @@ func (f *releaseFlags) signerAndVerifyOption(ctx context.Context) (*sign.Signer,
 		}
 		pem, err := s.PublicKeyPEM()
 		if err != nil {
-			return nil, nil, fmt.Errorf("public key of %s: %w", f.key, err)
+			return nil, nil, fmt.Errorf("public key of %s: %w", f.key.Key, err)
 		}
 		v, err := verify.PublicKeyFromPEM(pem)
 		if err != nil {
@@ -295,6 +277,6 @@ func (f *releaseFlags) signerAndVerifyOption(ctx context.Context) (*sign.Signer,
 		}
 		return s, verify.WithVerifier(v), nil
 	default:
-		return nil, nil, errors.New("no signer: pass --key cosign.key or --keyless")
+		return nil, nil, usagef("no signer: pass --key cosign.key or --keyless")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -34,15 +33,6 @@ func (g *globals) catalog() string {
 	return filepath.Join(filepath.Dir(g.matrixPath), "catalog.json")
 }
 
-// exitError carries a specific exit code.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
 // Run executes imagectl with args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := NewRootCommand(stdout, stderr)
@@ -59,7 +49,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	return 1
+	return exitFailure
 }
 
 // NewRootCommand returns the imagectl command tree.
@@ -81,9 +71,17 @@ on KubeRay, and plans scheduled rebuilds.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentFlags().StringVar(&g.matrixPath, "matrix", envOr("IMAGECTL_MATRIX", "matrix.yaml"), "path to matrix.yaml (env IMAGECTL_MATRIX)")
-	root.PersistentFlags().StringVar(&g.catalogPath, "catalog", os.Getenv("IMAGECTL_CATALOG"), "path to the catalog snapshot (default: catalog.json beside matrix.yaml; env IMAGECTL_CATALOG)")
-	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log progress and retries to stderr")
+	// The hook of every verb: the environment fallbacks, deprecated
+	// spellings and required flags (see prepareFlags).
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return prepareFlags(cmd, stderr) }
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.matrixPath, "matrix", "matrix.yaml", "path to matrix.yaml")
+	pf.StringVar(&g.catalogPath, "catalog", "", "path to the catalog snapshot (default: catalog.json beside matrix.yaml)")
+	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log progress and retries to stderr")
+	for name, env := range map[string]string{"matrix": "IMAGECTL_MATRIX", "catalog": "IMAGECTL_CATALOG"} {
+		pf.Lookup(name).Usage += " (env " + env + ")"
+		_ = pf.SetAnnotation(name, annotationEnv, []string{env})
+	}
 
 	root.AddCommand(
 		newVersionCommand(g),
@@ -97,6 +95,10 @@ on KubeRay, and plans scheduled rebuilds.`,
 		newReleaseCommand(g),
 		newInjectCommand(g),
 	)
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	enforceUsage(root)
+	root.Long += "\n\n" + environmentHelp(root)
 	return root
 }
 
@@ -104,11 +106,4 @@ on KubeRay, and plans scheduled rebuilds.`,
 // upstream text escaped.
 func (g *globals) logger(level slog.Level) *slog.Logger {
 	return slog.New(safetext.Handler(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level})))
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }

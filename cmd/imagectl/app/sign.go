@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/internal/safefile"
@@ -22,18 +20,39 @@ const maxSBOMFile = 16 << 20
 
 func newSignCommand(g *globals) *cobra.Command {
 	var (
-		keyPath, passwordFile string
-		allManifests          bool
-		attestManifests       bool
-		sbomFile              string
-		sbomFromLabels        bool
-		keyless               bool
-		fulcioURL, rekorURL   string
-		insecure              bool
-		annotations           []string
-		output                string
-		generateKey           string
+		allManifests        bool
+		attestManifests     bool
+		sbomFile            string
+		sbomFromLabels      bool
+		keyless             bool
+		fulcioURL, rekorURL string
+		annotations         []string
+		generateKey         string
+		ann                 map[string]string
 	)
+	key := keyOptions{keyUsage: "cosign private key file", keyEnv: "COSIGN_KEY"}
+	var reg registryOptions
+	output := newOutputOptions("text", "json")
+	validate := func() error {
+		ann = map[string]string{}
+		for _, a := range annotations {
+			k, v, ok := strings.Cut(a, "=")
+			if !ok || k == "" {
+				return fmt.Errorf("--annotation %q: expected key=value", a)
+			}
+			ann[k] = v
+		}
+		if generateKey != "" {
+			return nil
+		}
+		if keyless == (key.Key != "") {
+			return errors.New("pass exactly one of --key cosign.key and --keyless")
+		}
+		if sbomFile != "" && sbomFromLabels {
+			return errors.New("pass at most one of --sbom and --sbom-from-labels")
+		}
+		return nil
+	}
 	cmd := &cobra.Command{
 		Use:   "sign IMAGE --key cosign.key",
 		Short: "Sign an image index and every platform manifest with cosign (key or keyless)",
@@ -45,7 +64,7 @@ are not signed by default: their digests are inside the signed index
 (--attestation-manifests signs them too).
 
 Key mode (--key) loads an encrypted cosign private key; the password comes from
---password-file or COSIGN_PASSWORD and is never printed. Nothing is sent to a
+--key-password-file or COSIGN_PASSWORD and is never printed. Nothing is sent to a
 transparency log: verify with 'cosign verify --key cosign.pub
 --insecure-ignore-tlog' or 'imagectl verify --key cosign.pub'.
 
@@ -59,14 +78,14 @@ in-toto attestations (sha256-<hex>.att) on the index and every platform.
 
 --generate-key PREFIX writes PREFIX.key and PREFIX.pub (like
 'cosign generate-key-pair'), the key encrypted with COSIGN_PASSWORD or the
---password-file password, and signs nothing.
+--key-password-file password, and signs nothing.
 
 Registry credentials come from the Docker config (docker login). localhost and
 127.0.0.1 registries are spoken to over plain HTTP; --insecure allows it for
 any registry.`,
 		Example: `  imagectl sign --generate-key cosign            # writes cosign.key, cosign.pub
   COSIGN_PASSWORD=... imagectl sign 127.0.0.1:5000/code-server-ray:ray2.46.0 --key cosign.key --sbom-from-labels
-  imagectl sign docker.io/example/code-server-ray@sha256:... --key cosign.key --password-file pw.txt --sbom sbom.spdx.json
+  imagectl sign docker.io/example/code-server-ray@sha256:... --key cosign.key --key-password-file pw.txt --sbom sbom.spdx.json
   imagectl sign ghcr.io/example/code-server-ray:ray2.46.0 --keyless   # in GitHub Actions`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if generateKey != "" {
@@ -76,13 +95,7 @@ any registry.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if output != "text" && output != "json" {
-				return &exitError{2, fmt.Errorf("--output %q: expected text or json", output)}
-			}
-			password := sign.PasswordFromEnv()
-			if passwordFile != "" {
-				password = sign.PasswordFromFile(passwordFile)
-			}
+			password := key.Password()
 			if generateKey != "" {
 				pw, err := password()
 				if err != nil {
@@ -94,20 +107,6 @@ any registry.`,
 				}
 				fmt.Fprintf(g.stdout, "Private key written to %s\nPublic key written to %s\n", k, p)
 				return nil
-			}
-			if keyless == (keyPath != "") {
-				return &exitError{2, errors.New("pass exactly one of --key cosign.key and --keyless")}
-			}
-			if sbomFile != "" && sbomFromLabels {
-				return &exitError{2, errors.New("pass at most one of --sbom and --sbom-from-labels")}
-			}
-			ann := map[string]string{}
-			for _, a := range annotations {
-				k, v, ok := strings.Cut(a, "=")
-				if !ok || k == "" {
-					return &exitError{2, fmt.Errorf("--annotation %q: expected key=value", a)}
-				}
-				ann[k] = v
 			}
 			var sbomDoc []byte
 			if sbomFile != "" {
@@ -131,7 +130,7 @@ any registry.`,
 			if keyless {
 				signer, err = sign.KeylessSigner(ctx, sign.KeylessOptions{FulcioURL: fulcioURL, RekorURL: rekorURL})
 			} else {
-				signer, err = sign.LoadKey(ctx, keyPath, password)
+				signer, err = sign.LoadKey(ctx, key.Key, password)
 			}
 			if err != nil {
 				return err
@@ -140,8 +139,8 @@ any registry.`,
 			if len(ann) > 0 {
 				opts = append(opts, sign.WithAnnotations(ann))
 			}
-			if insecure {
-				opts = append(opts, sign.WithNameOptions(name.Insecure))
+			if nopts := reg.NameOptions(); len(nopts) > 0 {
+				opts = append(opts, sign.WithNameOptions(nopts...))
 			}
 			out := struct {
 				Signed *sign.Result `json:"signed"`
@@ -156,22 +155,18 @@ any registry.`,
 			case sbomDoc != nil:
 				out.SBOM, err = sign.AttestSBOMFile(ctx, ref, signer, sbomDoc, opts...)
 			case sbomFromLabels:
-				var nameOpts []name.Option
-				if insecure {
-					nameOpts = append(nameOpts, name.Insecure)
-				}
 				lock, lerr := sign.LockFromImage(ctx, ref, opts...)
 				if lerr != nil {
 					return lerr
 				}
-				repo, _ := sign.Repository(ref, nameOpts...)
+				repo, _ := sign.Repository(ref, reg.NameOptions()...)
 				in := sign.SBOMInputFromLock(lock, repo, created)
 				out.SBOM, err = sign.AttestSBOM(ctx, ref, signer, in, opts...)
 			}
 			if err != nil {
 				return err
 			}
-			if output == "json" {
+			if output.JSON() {
 				enc := json.NewEncoder(g.stdout)
 				enc.SetIndent("", "  ")
 				return enc.Encode(out)
@@ -190,8 +185,6 @@ any registry.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&keyPath, "key", os.Getenv("COSIGN_KEY"), "cosign private key file (env COSIGN_KEY)")
-	f.StringVar(&passwordFile, "password-file", "", "file holding the key password (default: env COSIGN_PASSWORD)")
 	f.BoolVar(&allManifests, "all-manifests", true, "also sign every platform manifest of an index")
 	f.BoolVar(&attestManifests, "attestation-manifests", false, "also sign BuildKit's attestation manifests (unknown/unknown)")
 	f.StringVar(&sbomFile, "sbom", "", "attach this SPDX or CycloneDX JSON file as a signed SBOM attestation")
@@ -199,10 +192,9 @@ any registry.`,
 	f.BoolVar(&keyless, "keyless", false, "keyless signing with the CI's OIDC identity (Fulcio + Rekor; needs network)")
 	f.StringVar(&fulcioURL, "fulcio-url", sign.DefaultFulcioURL, "Fulcio for --keyless")
 	f.StringVar(&rekorURL, "rekor-url", sign.DefaultRekorURL, "Rekor for --keyless")
-	f.BoolVar(&insecure, "insecure", false, "allow plain HTTP to the registry (automatic for localhost and 127.0.0.1)")
 	f.StringArrayVarP(&annotations, "annotation", "a", nil, "key=value added to the signed payload (repeatable)")
-	f.StringVarP(&output, "output", "o", "text", "text or json")
 	f.StringVar(&generateKey, "generate-key", "", "write a new key pair to PREFIX.key and PREFIX.pub and exit")
+	addOptions(cmd, &key, &reg, &output, check(validate))
 	return cmd
 }
 

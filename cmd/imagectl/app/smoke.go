@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/regauth"
@@ -24,6 +23,7 @@ import (
 func newSmokeCommand(g *globals) *cobra.Command {
 	var cfg kind.Config
 	var probeBin string
+	out := newOutputOptions("json", "text")
 	cmd := &cobra.Command{
 		Use:   "smoke",
 		Short: "Prove a debugger attaches to a Ray breakpoint from the code-server sidecar (kind + KubeRay)",
@@ -70,6 +70,10 @@ this one (when it is a static linux build) or --probe-binary.`,
 			if err != nil {
 				return err
 			}
+			if !out.JSON() {
+				printKindResult(g, res)
+				return nil
+			}
 			enc := json.NewEncoder(g.stdout)
 			enc.SetIndent("", "  ")
 			return enc.Encode(res)
@@ -86,8 +90,22 @@ this one (when it is a static linux build) or --probe-binary.`,
 	f.StringVar(&cfg.LogDir, "log-dir", "", "where logs are collected on failure (default: a temp dir)")
 	f.DurationVar(&cfg.Timeout, "timeout", 45*time.Minute, "bound on the whole run")
 	f.StringVar(&probeBin, "probe-binary", "", "static linux imagectl copied into the sidecar (default: this binary)")
+	addOptions(cmd, &out)
 	cmd.AddCommand(newSmokeAttachCommand(g), newSmokeImageCommand(g), newSmokeHoldCommand())
 	return cmd
+}
+
+// printKindResult is smoke's -o text.
+func printKindResult(g *globals, res *kind.Result) {
+	fmt.Fprintf(g.stdout, "RayJob %s: %s\n", res.JobStatus, res.Output)
+	for _, rep := range res.Attaches {
+		if rep.Attach != nil {
+			fmt.Fprintf(g.stdout, "attached to %s: stopped at %s (%s:%d)\n", rep.Attach.Address, rep.Attach.Frame.Name, rep.Attach.Frame.Path, rep.Attach.Frame.Line)
+		}
+	}
+	if res.LogDir != "" {
+		fmt.Fprintf(g.stdout, "logs in %s\n", res.LogDir)
+	}
 }
 
 // Exit codes of `imagectl smoke attach`.
@@ -108,8 +126,13 @@ func newSmokeAttachCommand(g *globals) *cobra.Command {
 		fn, file     string
 		task         string
 		action       string
-		output       string
+		act          probe.Action
 	)
+	out := newOutputOptions("text", "json")
+	parseAction := func() (err error) {
+		act, err = probe.ParseAction(action)
+		return err
+	}
 	cmd := &cobra.Command{
 		Use:   "attach",
 		Short: "Find a Ray task paused at breakpoint() and attach to it over DAP, as the VS Code extension does",
@@ -132,13 +155,6 @@ usably; 1 anything else. --output json prints the report in every case.`,
   imagectl smoke attach --dashboard 127.0.0.1:8265 --expect-file sample_code.py --action disconnect --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			act, err := probe.ParseAction(action)
-			if err != nil {
-				return &exitError{2, err}
-			}
-			if output != "text" && output != "json" {
-				return &exitError{2, fmt.Errorf("--output %q: expected text or json", output)}
-			}
 			level := slog.LevelWarn
 			if g.verbose {
 				level = slog.LevelDebug
@@ -149,7 +165,7 @@ usably; 1 anything else. --output json prints the report in every case.`,
 				probe.WithStepTimeout(stepTimeout), probe.WithStopTimeout(stopTimeout),
 				probe.WithExpect(probe.Expect{Function: fn, File: file}), probe.WithTaskName(task),
 				probe.WithAction(act), probe.WithLogger(logger))
-			if output == "json" {
+			if out.JSON() {
 				enc := json.NewEncoder(g.stdout)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(rep); err != nil {
@@ -174,7 +190,7 @@ usably; 1 anything else. --output json prints the report in every case.`,
 	f.StringVar(&file, "expect-file", "", "a frame of the stopped thread must be in this file (base name or path suffix)")
 	f.StringVar(&task, "task", "", "attach only to a worker running a task of this name")
 	f.StringVar(&action, "action", "continue", "after the check: continue (then disconnect) or disconnect")
-	f.StringVarP(&output, "output", "o", "text", "text or json")
+	addOptions(cmd, &out, check(parseAction))
 	return cmd
 }
 
@@ -205,6 +221,7 @@ func printAttachText(g *globals, rep *probe.Report) {
 // smokeImageFlags are the flags of `imagectl smoke image`, shared with
 // release (which runs the same smoke on the built digest).
 type smokeImageFlags struct {
+	prefix      string // of the flag names: "smoke-" on release
 	runtime     string
 	platforms   []string
 	workDir     string
@@ -213,11 +230,21 @@ type smokeImageFlags struct {
 }
 
 func (f *smokeImageFlags) add(cmd *cobra.Command, prefix string) {
+	f.prefix = prefix
 	fl := cmd.Flags()
 	fl.StringVar(&f.runtime, prefix+"runtime", "auto", "container runtime: auto (Docker when an engine answers, else runc), runc or docker")
 	fl.StringVar(&f.workDir, prefix+"work-dir", "", "where root filesystems are unpacked (default: $TMPDIR); removed afterwards")
 	fl.DurationVar(&f.bootTimeout, prefix+"boot-timeout", 5*time.Minute, "bound on code-server's boot and on the debug script's start (arm64 runs emulated)")
 	fl.DurationVar(&f.stepTimeout, prefix+"step-timeout", 5*time.Minute, "bound on each process and each debugger request in the container")
+}
+
+// Validate refuses an unknown runtime.
+func (f *smokeImageFlags) Validate() error {
+	switch f.runtime {
+	case "auto", "runc", "docker":
+		return nil
+	}
+	return fmt.Errorf("--%sruntime %q: want auto, runc or docker", f.prefix, f.runtime)
 }
 
 // options maps the flags onto smoke/image options.
@@ -253,19 +280,19 @@ func (f *smokeImageFlags) options(ctx context.Context, g *globals) ([]smokeimage
 		}
 		opts = append(opts, smokeimage.WithRuntime(d))
 	default:
-		return nil, fmt.Errorf("--runtime %q: want auto, runc or docker", f.runtime)
+		return nil, usageError(f.Validate())
 	}
 	return opts, nil
 }
 
 func newSmokeImageCommand(g *globals) *cobra.Command {
 	var (
-		f        smokeImageFlags
-		archive  string
-		output   string
-		insecure bool
-		timeout  time.Duration
+		f       smokeImageFlags
+		archive string
+		reg     registryOptions
+		timeout time.Duration
 	)
+	out := newOutputOptions("text", "json")
 	cmd := &cobra.Command{
 		Use:   "image [REF] [--archive FILE]",
 		Short: "Run each platform of the built image as a container and prove Python, Ray, debugpy, a debugger attach and code-server work inside it",
@@ -302,9 +329,6 @@ no container runtime.`,
   imagectl smoke image docker.io/example/code-server-ray@sha256:... --runtime docker -o json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "text", "json"); err != nil {
-				return &exitError{2, err}
-			}
 			if (len(args) == 1) == (archive != "") {
 				return &exitError{2, errors.New("pass an image reference or --archive FILE (one of them)")}
 			}
@@ -321,15 +345,11 @@ no container runtime.`,
 			if archive != "" {
 				rep, err = smokeimage.Archive(ctx, archive, opts...)
 			} else {
-				var nopts []name.Option
-				if insecure {
-					nopts = append(nopts, name.Insecure)
-				}
-				rep, err = smokeimage.Image(ctx, args[0], append(opts, smokeimage.WithNameOptions(nopts...),
+				rep, err = smokeimage.Image(ctx, args[0], append(opts, smokeimage.WithNameOptions(reg.NameOptions()...),
 					smokeimage.WithRemoteOptions(regauth.RemoteOptions(ctx)...))...)
 			}
 			if rep != nil {
-				if output == "json" {
+				if out.JSON() {
 					if werr := writeJSON(g.stdout, rep); werr != nil {
 						return werr
 					}
@@ -346,10 +366,9 @@ no container runtime.`,
 	fl := cmd.Flags()
 	fl.StringVar(&archive, "archive", "", "OCI archive (imagectl build's .oci.tar) or OCI layout directory instead of a registry reference")
 	fl.StringSliceVar(&f.platforms, "platform", nil, "platforms to run (repeatable or comma separated; default: every platform of the image)")
-	fl.StringVarP(&output, "output", "o", "text", "text or json")
-	fl.BoolVar(&insecure, "insecure", false, "allow plain HTTP to the registry (automatic for localhost and 127.0.0.1)")
 	fl.DurationVar(&timeout, "timeout", 45*time.Minute, "bound on the whole smoke")
 	f.add(cmd, "")
+	addOptions(cmd, &out, &reg, check(f.Validate))
 	return cmd
 }
 

@@ -13,13 +13,23 @@ import (
 func newVerifyCommand(g *globals) *cobra.Command {
 	var (
 		keyPath                  string
-		identity, issuer         string
-		identityRE, issuerRE     string
-		output                   string
+		cert                     certificateOptions
+		reg                      registryOptions
 		skipContents, skipAttest bool
-		insecure                 bool
 		allowRepos               []string
 	)
+	out := newOutputOptions("text", "json")
+	validate := func() error {
+		if cert.Set() == (keyPath != "") {
+			return errors.New("pass --key cosign.pub, or --certificate-identity[-regexp] with --certificate-oidc-issuer[-regexp] for keyless signatures (not both)")
+		}
+		for _, r := range allowRepos {
+			if _, err := name.NewRepository(r); err != nil {
+				return fmt.Errorf("--allow-repository %q: %w (want a repository such as docker.io/example/code-server-ray, no tag or digest)", r, err)
+			}
+		}
+		return nil
+	}
 	cmd := &cobra.Command{
 		Use:   "verify IMAGE --key cosign.pub",
 		Short: "Prove an image is signed, attested and contains what its labels say",
@@ -56,13 +66,6 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
     --certificate-oidc-issuer https://token.actions.githubusercontent.com`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{2, fmt.Errorf("--output %q: expected text or json", output)}
-			}
-			keylessSet := identity != "" || identityRE != "" || issuer != "" || issuerRE != ""
-			if keylessSet == (keyPath != "") {
-				return &exitError{2, errors.New("pass --key cosign.pub, or --certificate-identity[-regexp] with --certificate-oidc-issuer[-regexp] for keyless signatures (not both)")}
-			}
 			opts := []verify.Option{verify.WithSkipContents(skipContents), verify.WithSkipAttestations(skipAttest)}
 			if keyPath != "" {
 				v, err := verify.LoadPublicKey(keyPath)
@@ -71,25 +74,17 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
 				}
 				opts = append(opts, verify.WithVerifier(v))
 			} else {
-				if (identity == "" && identityRE == "") || (issuer == "" && issuerRE == "") {
-					return &exitError{2, errors.New("keyless verification needs an identity (--certificate-identity[-regexp]) and an OIDC issuer (--certificate-oidc-issuer[-regexp])")}
-				}
-				opts = append(opts, verify.WithKeylessIdentity(verify.Identity{Subject: identity, SubjectRegExp: identityRE, Issuer: issuer, IssuerRegExp: issuerRE}))
+				opts = append(opts, cert.VerifyOption())
 			}
-			if insecure {
-				opts = append(opts, verify.WithNameOptions(name.Insecure))
-			}
-			for _, r := range allowRepos {
-				if _, err := name.NewRepository(r); err != nil {
-					return &exitError{2, fmt.Errorf("--allow-repository %q: %w (want a repository such as docker.io/example/code-server-ray, no tag or digest)", r, err)}
-				}
+			if nopts := reg.NameOptions(); len(nopts) > 0 {
+				opts = append(opts, verify.WithNameOptions(nopts...))
 			}
 			opts = append(opts, verify.WithAllowedRepositories(allowRepos...))
 			rep, err := verify.Image(cmd.Context(), args[0], opts...)
 			if err != nil {
 				return err
 			}
-			if output == "json" {
+			if out.JSON() {
 				err = rep.WriteJSON(g.stdout)
 			} else {
 				err = rep.WriteText(g.stdout)
@@ -98,21 +93,16 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
 				return err
 			}
 			if verr := rep.Err(); verr != nil {
-				return &exitError{1, verr}
+				return &exitError{exitFailure, verr}
 			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&keyPath, "key", "", "cosign public key (cosign.pub)")
-	f.StringVar(&identity, "certificate-identity", "", "keyless: the signer identity (e.g. the workflow URL)")
-	f.StringVar(&identityRE, "certificate-identity-regexp", "", "keyless: a regular expression for the signer identity")
-	f.StringVar(&issuer, "certificate-oidc-issuer", "", "keyless: the OIDC issuer (https://token.actions.githubusercontent.com)")
-	f.StringVar(&issuerRE, "certificate-oidc-issuer-regexp", "", "keyless: a regular expression for the OIDC issuer")
-	f.StringVarP(&output, "output", "o", "text", "text or json")
 	f.BoolVar(&skipContents, "skip-contents", false, "do not read layers (signatures, attestations and labels are still checked)")
 	f.BoolVar(&skipAttest, "skip-attestations", false, "do not require SBOM and provenance attestations")
 	f.StringArrayVar(&allowRepos, "allow-repository", nil, "also accept signatures made for this repository (repeatable): verify a mirror by naming the repository the image was signed in")
-	f.BoolVar(&insecure, "insecure", false, "allow plain HTTP to the registry (automatic for localhost and 127.0.0.1)")
+	addOptions(cmd, &cert, &reg, &out, check(validate))
 	return cmd
 }

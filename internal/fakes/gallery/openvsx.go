@@ -111,13 +111,11 @@ func (f *Fake) ovsxVersions(w http.ResponseWriter, r *http.Request, base string,
 func (f *Fake) ovsxMeta(w http.ResponseWriter, base string, builds []Build, ver, tp string) {
 	var b *Build
 	downloads := map[string]string{}
-	var targets []string
 	for i := range builds {
 		if builds[i].Version != ver {
 			continue
 		}
 		downloads[builds[i].TargetPlatform] = fileURL(base, builds[i])
-		targets = append(targets, builds[i].TargetPlatform)
 		if b == nil && (tp == "" || builds[i].TargetPlatform == tp) {
 			b = &builds[i]
 		}

@@ -1,0 +1,387 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/spf13/cobra"
+
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/extensions"
+	"github.com/imagectl/imagectl/extensions/marketplace"
+	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/regauth"
+	"github.com/imagectl/imagectl/sbom"
+	"github.com/imagectl/imagectl/sign"
+	"github.com/imagectl/imagectl/verify"
+)
+
+// registryOptions say how a verb talks to image registries. Credentials
+// always come from the Docker config (DOCKER_CONFIG, else ~/.docker;
+// docker login); localhost and 127.0.0.1 are always spoken to over plain
+// HTTP.
+type registryOptions struct {
+	// Insecure allows plain HTTP to any registry.
+	Insecure bool
+	// usage overrides the help of --insecure.
+	usage string
+}
+
+var _ options = (*registryOptions)(nil)
+
+func (o *registryOptions) AddFlags(cmd *cobra.Command) {
+	usage := o.usage
+	if usage == "" {
+		usage = "allow plain HTTP to the registry (automatic for localhost and 127.0.0.1)"
+	}
+	cmd.Flags().BoolVar(&o.Insecure, "insecure", false, usage)
+	aliasFlag(cmd, "insecure-registry", "insecure")
+}
+
+func (o *registryOptions) Validate() error { return nil }
+
+// NameOptions are the go-containerregistry name options of the flags.
+func (o *registryOptions) NameOptions() []name.Option {
+	if o.Insecure {
+		return []name.Option{name.Insecure}
+	}
+	return nil
+}
+
+// RemoteOptions authenticate with the Docker config and name imagectl as
+// the user agent.
+func (o *registryOptions) RemoteOptions() []remote.Option {
+	return []remote.Option{remote.WithAuthFromKeychain(regauth.Keychain()), remote.WithUserAgent("imagectl/" + Version)}
+}
+
+// keyOptions name a cosign key pair: the private key that signs, the file
+// holding its password, and (where a verb checks what it signed) the
+// public key.
+type keyOptions struct {
+	Key          string
+	PasswordFile string
+	VerifyKey    string
+
+	keyUsage       string // help of --key
+	keyEnv         string // the environment variable --key falls back to, if any
+	verifyKeyUsage string // help of --verify-key; empty: no such flag
+}
+
+var _ options = (*keyOptions)(nil)
+
+func (o *keyOptions) AddFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.Key, "key", "", o.keyUsage)
+	if o.keyEnv != "" {
+		bindEnv(cmd, "key", o.keyEnv)
+	}
+	fl.StringVar(&o.PasswordFile, "key-password-file", "", "file holding the key password (default: env "+sign.PasswordEnv+")")
+	aliasFlag(cmd, "password-file", "key-password-file")
+	if o.verifyKeyUsage != "" {
+		fl.StringVar(&o.VerifyKey, "verify-key", "", o.verifyKeyUsage)
+	}
+}
+
+func (o *keyOptions) Validate() error { return nil }
+
+// Password is where the key password comes from: --key-password-file, else
+// COSIGN_PASSWORD.
+func (o *keyOptions) Password() sign.Password {
+	if o.PasswordFile != "" {
+		return sign.PasswordFromFile(o.PasswordFile)
+	}
+	return sign.PasswordFromEnv()
+}
+
+// certificateOptions are the keyless signer identity a verb accepts: exact
+// values or regular expressions, as cosign verify takes them.
+type certificateOptions struct {
+	Identity, IdentityRegexp     string
+	OIDCIssuer, OIDCIssuerRegexp string
+}
+
+var _ options = (*certificateOptions)(nil)
+
+func (o *certificateOptions) AddFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.Identity, "certificate-identity", "", "keyless: the signer identity (e.g. the workflow URL)")
+	fl.StringVar(&o.IdentityRegexp, "certificate-identity-regexp", "", "keyless: a regular expression for the signer identity")
+	fl.StringVar(&o.OIDCIssuer, "certificate-oidc-issuer", "", "keyless: the OIDC issuer (https://token.actions.githubusercontent.com)")
+	fl.StringVar(&o.OIDCIssuerRegexp, "certificate-oidc-issuer-regexp", "", "keyless: a regular expression for the OIDC issuer")
+}
+
+// Validate refuses half an identity, and a regular expression given as an
+// exact value: release took --certificate-oidc-issuer as a regular
+// expression before it meant what it means on verify (and cosign), so an old
+// script fails here, at once, instead of at the verify after the build.
+func (o *certificateOptions) Validate() error {
+	for _, f := range []struct{ flag, v string }{{"certificate-identity", o.Identity}, {"certificate-oidc-issuer", o.OIDCIssuer}} {
+		if strings.ContainsAny(f.v, `^$\`) {
+			return fmt.Errorf("--%s %q looks like a regular expression: it is matched exactly; use --%s-regexp", f.flag, f.v, f.flag)
+		}
+	}
+	if o.Set() && !o.Complete() {
+		return fmt.Errorf("keyless verification needs an identity (--certificate-identity[-regexp]) and an OIDC issuer (--certificate-oidc-issuer[-regexp])")
+	}
+	return nil
+}
+
+// Set reports whether any of the flags is given.
+func (o *certificateOptions) Set() bool {
+	return o.Identity != "" || o.IdentityRegexp != "" || o.OIDCIssuer != "" || o.OIDCIssuerRegexp != ""
+}
+
+// Complete reports whether an identity and an issuer are given.
+func (o *certificateOptions) Complete() bool {
+	return (o.Identity != "" || o.IdentityRegexp != "") && (o.OIDCIssuer != "" || o.OIDCIssuerRegexp != "")
+}
+
+// VerifyOption accepts the identity.
+func (o *certificateOptions) VerifyOption() verify.Option {
+	return verify.WithKeylessIdentity(verify.Identity{Subject: o.Identity, SubjectRegExp: o.IdentityRegexp, Issuer: o.OIDCIssuer, IssuerRegExp: o.OIDCIssuerRegexp})
+}
+
+// outputOptions are -o/--output of a verb that prints results.
+type outputOptions struct {
+	Format  string
+	formats []string // the first is the default
+}
+
+var _ options = (*outputOptions)(nil)
+
+// newOutputOptions takes the formats a verb prints, its default first.
+func newOutputOptions(formats ...string) outputOptions {
+	return outputOptions{formats: formats}
+}
+
+func (o *outputOptions) AddFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&o.Format, "output", "o", o.formats[0], "output format: "+orList(o.formats))
+}
+
+func (o *outputOptions) Validate() error { return checkOutput(o.Format, o.formats...) }
+
+// JSON reports whether the output is JSON.
+func (o *outputOptions) JSON() bool { return o.Format == "json" }
+
+func checkOutput(v string, allowed ...string) error {
+	if slices.Contains(allowed, v) {
+		return nil
+	}
+	return usagef("--output %q: want %s", v, orList(allowed))
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// buildKitOptions say which buildkitd solves each platform.
+type buildKitOptions struct {
+	Addr     string
+	Driver   string
+	Builders []string
+}
+
+var _ options = (*buildKitOptions)(nil)
+
+const (
+	driverRemote          = "remote"
+	driverDockerContainer = "docker-container"
+)
+
+func (o *buildKitOptions) AddFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.Addr, "buildkit-addr", "", "buildkitd address (default "+build.DefaultAddress+")")
+	bindEnv(cmd, "buildkit-addr", "BUILDKIT_HOST")
+	fl.StringVar(&o.Driver, "driver", driverRemote, "remote (connect to --buildkit-addr) or docker-container (start a moby/buildkit container)")
+	fl.StringArrayVar(&o.Builders, "builder", nil, "PLATFORM=ADDR: build that platform on another buildkitd (repeatable)")
+}
+
+func (o *buildKitOptions) Validate() error {
+	switch o.Driver {
+	case driverRemote:
+	case driverDockerContainer:
+		if o.Addr != "" {
+			return fmt.Errorf("--driver docker-container starts its own buildkitd; drop --buildkit-addr/BUILDKIT_HOST")
+		}
+	default:
+		return fmt.Errorf("--driver %q: want remote or docker-container", o.Driver)
+	}
+	for _, b := range o.Builders {
+		p, a, ok := strings.Cut(b, "=")
+		if !ok || p == "" || a == "" {
+			return fmt.Errorf("--builder %q: want PLATFORM=ADDRESS, e.g. linux/arm64=tcp://arm64-host:1234", b)
+		}
+		if !strings.HasPrefix(p, "linux/") {
+			return fmt.Errorf("--builder %q: platform must look like linux/arm64", b)
+		}
+	}
+	return nil
+}
+
+// BuildKit maps the flags onto a build.BuildKit; with docker-container it
+// starts (or reuses) the moby/buildkit container.
+func (o *buildKitOptions) BuildKit(ctx context.Context) (*build.BuildKit, error) {
+	if err := o.Validate(); err != nil {
+		return nil, usageError(err)
+	}
+	addr := o.Addr
+	if o.Driver == driverDockerContainer {
+		a, err := build.EnsureDockerContainer(ctx, "imagectl-buildkit", "")
+		if err != nil {
+			return nil, err
+		}
+		addr = a
+	}
+	opts := []build.BuildKitOption{build.WithAddress(addr)}
+	for _, b := range o.Builders {
+		p, a, _ := strings.Cut(b, "=")
+		opts = append(opts, build.WithBuilder(p, a))
+	}
+	return build.NewBuildKit(opts...), nil
+}
+
+// imageOptions are what build and release put into (and alongside) the
+// image besides the definition: the registry cache, BuildKit's progress
+// display, provenance, the signed SBOM, the timestamps and the revision.
+type imageOptions struct {
+	CacheFrom, CacheTo []string
+	Progress           string
+	Provenance         bool
+	SBOMFormat         string
+	SBOMFromLock       bool
+	SourceDateEpoch    string
+	Revision           string
+}
+
+var _ options = (*imageOptions)(nil)
+
+func (o *imageOptions) AddFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringArrayVar(&o.CacheFrom, "cache-from", nil, "registry cache to import, REGISTRY/NAME[:TAG] (a per-platform suffix is added)")
+	fl.StringArrayVar(&o.CacheTo, "cache-to", nil, "registry cache to export (mode=max), REGISTRY/NAME[:TAG]")
+	fl.StringVar(&o.Progress, "progress", "auto", "BuildKit progress: auto, tty, plain or quiet (on stderr)")
+	fl.BoolVar(&o.Provenance, "provenance", true, "attach buildkitd's SLSA provenance to each platform manifest (as an OCI referrer)")
+	fl.StringVar(&o.SBOMFormat, "sbom-format", sbom.FormatSPDX, "format of the signed SBOM scanned from each platform image with syft: spdx (SPDX 2.3) or cyclonedx")
+	fl.BoolVar(&o.SBOMFromLock, "sbom-from-lock", false, "sign an SBOM written from the lock instead of scanning each platform image")
+	fl.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "Unix time for every timestamp in the image (default: env SOURCE_DATE_EPOCH, else the git commit time, else 0)")
+	fl.StringVar(&o.Revision, "revision", "", "source revision label (default: git rev-parse HEAD)")
+}
+
+func (o *imageOptions) Validate() error {
+	switch o.Progress {
+	case "auto", "tty", "plain", "quiet", "rawjson":
+	default:
+		return fmt.Errorf("--progress %q: want auto, tty, plain or quiet", o.Progress)
+	}
+	if o.SBOMFormat != sbom.FormatSPDX && o.SBOMFormat != sbom.FormatCycloneDX {
+		return fmt.Errorf("--sbom-format %q: want %s or %s", o.SBOMFormat, sbom.FormatSPDX, sbom.FormatCycloneDX)
+	}
+	return nil
+}
+
+// upstreamOptions override the extension galleries of matrix.yaml's
+// upstreams.
+type upstreamOptions struct {
+	Marketplace, OpenVSX string
+}
+
+var _ options = (*upstreamOptions)(nil)
+
+func (o *upstreamOptions) AddFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.Marketplace, "marketplace-url", "", "VS Marketplace base URL (default matrix.yaml upstreams.marketplace)")
+	bindEnv(cmd, "marketplace-url", "IMAGECTL_MARKETPLACE_URL")
+	fl.StringVar(&o.OpenVSX, "openvsx-url", "", "Open VSX base URL (default matrix.yaml upstreams.openvsx)")
+	bindEnv(cmd, "openvsx-url", "IMAGECTL_OPENVSX_URL")
+}
+
+func (o *upstreamOptions) Validate() error { return nil }
+
+// marketplaceURL and openVSXURL are the flag (or its environment variable),
+// else matrix.yaml.
+func (o *upstreamOptions) marketplaceURL(cfg *matrix.Config) string {
+	return firstNonEmpty(o.Marketplace, cfg.Upstreams.Marketplace)
+}
+
+func (o *upstreamOptions) openVSXURL(cfg *matrix.Config) string {
+	return firstNonEmpty(o.OpenVSX, cfg.Upstreams.OpenVSX)
+}
+
+// sources are the Marketplace and Open VSX clients.
+func (o *upstreamOptions) sources(cfg *matrix.Config, hc *http.Client) map[string]extensions.Source {
+	return map[string]extensions.Source{
+		matrix.SourceMarketplace: marketplace.New(marketplace.WithHTTPClient(hc), marketplace.WithBaseURL(o.marketplaceURL(cfg))),
+		matrix.SourceOpenVSX:     openvsx.New(openvsx.WithHTTPClient(hc), openvsx.WithBaseURL(o.openVSXURL(cfg))),
+	}
+}
+
+// definitionOptions override matrix.yaml's build: section and
+// upstreams.packageIndex. build, plan and release register the same flags
+// and hand them to build.NewDefinition, so all three compute the same inputs
+// digest.
+type definitionOptions struct {
+	toolsImage    string
+	packageIndex  string
+	pythonRuntime string
+	standaloneURL string
+	standaloneSHA []string
+}
+
+var _ options = (*definitionOptions)(nil)
+
+func (o *definitionOptions) AddFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.toolsImage, "tools-image", "", "override matrix.yaml build.toolsImage and the catalog's digest for it: the build-platform image with python3 and pip that cross-installs the wheels, used as given (pin it: NAME@sha256:...)")
+	bindEnv(cmd, "tools-image", "IMAGECTL_TOOLS_IMAGE")
+	addPackageIndexFlag(cmd, &o.packageIndex, "override matrix.yaml upstreams.packageIndex: the PEP 503 index for pip")
+	fl.StringVar(&o.pythonRuntime, "python-runtime", "", "override matrix.yaml build.pythonRuntime: standalone (python-build-standalone, unpacked on the build platform) or base (the base image's own python3)")
+	fl.StringVar(&o.standaloneURL, "python-standalone-url", "", "override matrix.yaml build.standalone for the set's Python: install_only .tar.gz URL, {arch} becomes x86_64 or aarch64 (needs --python-standalone-sha256)")
+	bindEnv(cmd, "python-standalone-url", "IMAGECTL_PYTHON_STANDALONE_URL")
+	fl.StringArrayVar(&o.standaloneSHA, "python-standalone-sha256", nil, "ARCH=HEX sha256 of each --python-standalone-url tarball (x86_64=..., aarch64=...)")
+}
+
+// addPackageIndexFlag registers --package-index, the one name (and
+// environment variable) of the PEP 503 index on every verb.
+func addPackageIndexFlag(cmd *cobra.Command, p *string, usage string) {
+	cmd.Flags().StringVar(p, "package-index", "", usage)
+	bindEnv(cmd, "package-index", "IMAGECTL_PACKAGE_INDEX", "IMAGECTL_PACKAGE_INDEX_URL")
+}
+
+func (o *definitionOptions) Validate() error {
+	_, err := o.standaloneSHA256()
+	return err
+}
+
+func (o *definitionOptions) standaloneSHA256() (map[string]string, error) {
+	var m map[string]string
+	for _, kv := range o.standaloneSHA {
+		arch, sum, ok := strings.Cut(kv, "=")
+		if !ok || (arch != "x86_64" && arch != "aarch64") {
+			return nil, fmt.Errorf("--python-standalone-sha256 %q: want x86_64=HEX or aarch64=HEX", kv)
+		}
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[arch] = sum
+	}
+	return m, nil
+}
+
+// definition maps the flags onto build.NewDefinition.
+func (o *definitionOptions) definition(cfg *matrix.Config) (*build.Definition, error) {
+	sums, err := o.standaloneSHA256()
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return build.NewDefinition(cfg, build.Overrides{ToolsImage: o.toolsImage, PackageIndex: o.packageIndex, PythonRuntime: o.pythonRuntime, StandaloneURL: o.standaloneURL, StandaloneSHA256: sums}, Version)
+}

@@ -1,0 +1,246 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// verbs walks the command tree and returns the path (without "imagectl")
+// of every command, the root's included as nil.
+func verbs(t *testing.T) map[string]*cobra.Command {
+	t.Helper()
+	out := map[string]*cobra.Command{}
+	root := NewRootCommand(io.Discard, io.Discard)
+	walkCommands(root, func(c *cobra.Command) {
+		out[strings.TrimSpace(strings.TrimPrefix(c.CommandPath(), root.Name()))] = c
+	})
+	if len(out) < 20 {
+		t.Fatalf("walked %d commands, want every verb (at least 20)", len(out))
+	}
+	return out
+}
+
+func runArgs(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// expectExit runs imagectl and wants exit code want, nothing on stdout
+// when it fails, and the error printed once, on one line.
+func expectExit(t *testing.T, want int, wantErr string, args ...string) {
+	t.Helper()
+	code, out, errOut := runArgs(t, args...)
+	if code != want {
+		t.Errorf("imagectl %s: exit %d, want %d\nstderr: %s", strings.Join(args, " "), code, want, errOut)
+		return
+	}
+	if want == 0 {
+		return
+	}
+	if out != "" {
+		t.Errorf("imagectl %s: wrote to stdout on a failure: %q", strings.Join(args, " "), out)
+	}
+	if n := strings.Count(errOut, "imagectl: "); n != 1 {
+		t.Errorf("imagectl %s: stderr has %d lines starting with imagectl:, want the error once:\n%s", strings.Join(args, " "), n, errOut)
+	}
+	if !strings.Contains(errOut, wantErr) {
+		t.Errorf("imagectl %s: stderr %q lacks %q", strings.Join(args, " "), errOut, wantErr)
+	}
+}
+
+func split(path string) []string {
+	if path == "" {
+		return nil
+	}
+	return strings.Fields(path)
+}
+
+// Every verb, found by walking the command tree, exits 2 with one error
+// line on an unknown flag, a bad flag value, a wrong number of arguments,
+// a missing required flag and a bad -o.
+func TestEveryVerbExitsTwoOnUsageErrors(t *testing.T) {
+	t.Setenv("IMAGECTL_MATRIX", "")
+	for path, c := range verbs(t) {
+		args := split(path)
+		t.Run("unknown flag/"+path, func(t *testing.T) {
+			expectExit(t, exitUsage, "unknown flag: --no-such-flag", append(args, "--no-such-flag")...)
+		})
+		if c.Name() != "help" {
+			// help takes any topic; every other command takes at most one
+			// argument.
+			t.Run("wrong args/"+path, func(t *testing.T) {
+				expectExit(t, exitUsage, "", append(args, "arg1", "arg2", "arg3")...)
+			})
+		}
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			switch f.Value.Type() {
+			case "bool", "int", "int64", "float64", "duration", "stringToString":
+				t.Run("bad value/"+path+"/--"+f.Name, func(t *testing.T) {
+					expectExit(t, exitUsage, `invalid argument "not-a-value" for "`, append(args, "--"+f.Name+"=not-a-value")...)
+				})
+			}
+			if f.Annotations[annotationRequired] != nil {
+				t.Run("missing required/"+path+"/--"+f.Name, func(t *testing.T) {
+					expectExit(t, exitUsage, `required flag(s) "`, args...)
+				})
+			}
+		})
+		if o := c.Flags().Lookup("output"); o != nil {
+			t.Run("bad output/"+path, func(t *testing.T) {
+				// Otherwise correct: the required flags and an argument
+				// where one is needed.
+				args := append([]string{}, args...)
+				if c.Args != nil && c.Args(c, nil) != nil {
+					args = append(args, "127.0.0.1:1/x:t")
+				}
+				c.Flags().VisitAll(func(f *pflag.Flag) {
+					if f.Annotations[annotationRequired] != nil {
+						args = append(args, "--"+f.Name+"=x")
+					}
+				})
+				want := `--output "no-such-format": want `
+				if c.Name() == "inject" { // its formats are yaml and diff, and -f comes first
+					args = append(args, "-f", "-")
+					want = `--output "no-such-format": expected yaml or diff`
+				}
+				expectExit(t, exitUsage, want, append(args, "-o", "no-such-format")...)
+			})
+		}
+	}
+}
+
+// Combinations that cannot work exit 2 before anything is read, built or
+// signed.
+func TestInvalidCombinationsExitTwo(t *testing.T) {
+	t.Setenv("BUILDKIT_HOST", "")
+	missing := filepath.Join(t.TempDir(), "missing")
+	img := "127.0.0.1:1/x:t"
+	for _, tc := range []struct {
+		want string
+		args []string
+	}{
+		{"pass exactly one of --key cosign.key and --keyless", []string{"sign", img, "--keyless", "--key", missing}},
+		{"pass exactly one of --key cosign.key and --keyless", []string{"sign", img}},
+		{"pass at most one of --sbom and --sbom-from-labels", []string{"sign", img, "--key", missing, "--sbom", missing, "--sbom-from-labels"}},
+		{`--annotation "novalue": expected key=value`, []string{"sign", img, "--key", missing, "-a", "novalue"}},
+		{"pass --key cosign.pub, or --certificate-identity", []string{"verify", img}},
+		{"not both", []string{"verify", img, "--key", missing, "--certificate-identity", "x", "--certificate-oidc-issuer", "y"}},
+		{"keyless verification needs an identity", []string{"verify", img, "--certificate-identity", "x"}},
+		{"looks like a regular expression: it is matched exactly; use --certificate-oidc-issuer-regexp", []string{"release", "--matrix", missing, "--keyless",
+			"--certificate-identity-regexp", "^https://github.com/", "--certificate-oidc-issuer", `^https://token\.actions\.githubusercontent\.com$`}},
+		{`--allow-repository "a/b:latest"`, []string{"verify", img, "--key", missing, "--allow-repository", "a/b:latest"}},
+		{"--keyless and --key are exclusive", []string{"release", "--matrix", missing, "--keyless", "--key", missing}},
+		{"--keyless needs an identity", []string{"release", "--matrix", missing, "--keyless"}},
+		{"release always requires pinned extension files", []string{"release", "--matrix", missing, "--require-pins=false"}},
+		{`--smoke-runtime "podman": want auto, runc or docker`, []string{"release", "--matrix", missing, "--smoke-runtime", "podman"}},
+		{`--progress "fancy"`, []string{"release", "--matrix", missing, "--progress", "fancy"}},
+		{`--sbom-format "spdx-tag"`, []string{"build", "--matrix", missing, "--ray", "2.46.0", "--sbom-format", "spdx-tag"}},
+		{"--verify-key is the public key of the --sign --key: add --sign", []string{"build", "--matrix", missing, "--ray", "2.46.0", "--verify-key", missing}},
+		{"--sign needs --key", []string{"build", "--matrix", missing, "--ray", "2.46.0", "--sign"}},
+		{"starts its own buildkitd", []string{"build", "--matrix", missing, "--ray", "2.46.0", "--driver", "docker-container", "--buildkit-addr", "tcp://x:1"}},
+		{`--driver "kubernetes"`, []string{"release", "--matrix", missing, "--driver", "kubernetes"}},
+		{`--builder "arm64"`, []string{"build", "--matrix", missing, "--ray", "2.46.0", "--builder", "arm64"}},
+		{`--python-standalone-sha256 "sha"`, []string{"plan", "--matrix", missing, "--python-standalone-sha256", "sha"}},
+		{`--versions "tarballs"`, []string{"matrix", "refresh", "--matrix", missing, "--versions", "tarballs"}},
+		{"--ray is required", []string{"matrix", "resolve", "--matrix", missing}},
+		{`action "pause"`, []string{"smoke", "attach", "--action", "pause"}},
+		{"pass an image reference or --archive FILE", []string{"smoke", "image"}},
+		{"-i (in place) needs a file", []string{"inject", "-f", "-", "-i"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) { expectExit(t, exitUsage, tc.want, tc.args...) })
+	}
+}
+
+// A verb that is used correctly but fails (here: a file it must read is
+// missing) exits 1, printing the error once.
+func TestFailuresExitOne(t *testing.T) {
+	t.Setenv("BUILDKIT_HOST", "")
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.yaml")
+	notDir := filepath.Join(dir, "file")
+	if err := os.WriteFile(notDir, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--matrix", missing, "matrix", "resolve", "--ray", "2.46.0"},
+		{"--matrix", missing, "matrix", "list"},
+		{"--matrix", missing, "matrix", "refresh", "--no-python-lock"},
+		{"--matrix", missing, "extensions", "fetch", "--ray", "2.46.0"},
+		{"--matrix", missing, "extensions", "layout", "--ray", "2.46.0", "--platform", "linux/amd64", "--out", filepath.Join(dir, "out")},
+		{"--matrix", missing, "extensions", "pin"},
+		{"extensions", "ls", "--cache-dir", filepath.Join(notDir, "cache")},
+		{"--matrix", missing, "build", "--ray", "2.46.0"},
+		{"--matrix", missing, "plan"},
+		{"--matrix", missing, "release", "--dry-run"},
+		{"sign", "127.0.0.1:1/x:t", "--key", missing},
+		// The keyless flags of .github/workflows/release.yml pass the checks.
+		{"--matrix", missing, "release", "--keyless", "--certificate-identity-regexp", "^https://github\\.com/x/", "--certificate-oidc-issuer-regexp", "^https://token\\.actions\\.githubusercontent\\.com$"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			want := "missing.yaml"
+			if args[0] == "extensions" {
+				want = notDir
+			}
+			expectExit(t, exitFailure, want, args...)
+		})
+	}
+}
+
+// The old spellings of renamed flags and environment variables still set
+// the same value, with a warning; an environment variable never overrides
+// a flag given under its old name.
+func TestDeprecatedSpellings(t *testing.T) {
+	t.Setenv("IMAGECTL_PACKAGE_INDEX", "")
+	t.Setenv("IMAGECTL_PACKAGE_INDEX_URL", "https://old.example/simple")
+	var reg registryOptions
+	var key keyOptions
+	var def definitionOptions
+	if err := parseOptions(t, []string{"--insecure-registry", "--password-file", "pw.txt"}, &reg, &key, &def); err != nil {
+		t.Fatal(err)
+	}
+	got := []string{boolString(reg.Insecure), key.PasswordFile, def.packageIndex}
+	if diff := cmp.Diff([]string{"true", "pw.txt", "https://old.example/simple"}, got); diff != "" {
+		t.Errorf("old spellings (-want +got):\n%s", diff)
+	}
+
+	var v string
+	cmd := &cobra.Command{Use: "x", Run: func(*cobra.Command, []string) {}}
+	cmd.Flags().StringVar(&v, "new", "", "")
+	bindEnv(cmd, "new", "IMAGECTL_TEST_NEW")
+	aliasFlag(cmd, "old", "new")
+	t.Setenv("IMAGECTL_TEST_NEW", "from-env")
+	if err := cmd.ParseFlags([]string{"--old", "from-flag"}); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if err := prepareFlags(cmd, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if v != "from-flag" {
+		t.Errorf("--old from-flag with IMAGECTL_TEST_NEW set: value %q, want from-flag", v)
+	}
+	if want := "imagectl: warning: --old is deprecated, use --new\n"; stderr.String() != want {
+		t.Errorf("warning %q, want %q", stderr.String(), want)
+	}
+	if strings.Contains(cmd.UsageString(), "--old") {
+		t.Errorf("--old is listed in the help:\n%s", cmd.UsageString())
+	}
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
