@@ -211,8 +211,9 @@ type observed struct {
 //
 // Per target it costs the versioned tag's manifest and config (three GETs)
 // plus one HEAD per other immutable tag and per owned floating tag; a target
-// whose inputs were not published yet instead reads its first existing floating tag (the
-// combination tag, the previous build of this line) to explain what changed.
+// whose inputs were not published yet instead reads its first existing
+// floating tag (the combination tag, the previous build of this line) to
+// explain what changed.
 func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 	obs := make([]observed, len(targets))
 	g, gctx := errgroup.WithContext(ctx)

@@ -180,6 +180,16 @@ func (r *Releaser) entry(ctx context.Context, e Entry) (Result, error) {
 		if cur != nil {
 			return res, fmt.Errorf("versioned tag %s already names %s; versioned tags are never overwritten, nothing was built or tagged", vt, cur.Digest)
 		}
+		// So are the other immutable tags.
+		for _, im := range e.Immutable {
+			cur, err := r.reg.Head(ctx, r.repo.Tag(im))
+			if err != nil {
+				return res, err
+			}
+			if cur != nil {
+				return res, fmt.Errorf("immutable tag %s already names %s; immutable tags are never overwritten, nothing was built or tagged", r.repo.Tag(im), cur.Digest)
+			}
+		}
 		if r.dryRun {
 			res.Steps = append(res.Steps,
 				fmt.Sprintf("build ray %s, code-server %s, python %s for %s", e.Set.Ray, e.Set.CodeServer.Version, e.Set.Python, strings.Join(e.Set.Platforms, ", ")),

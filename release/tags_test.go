@@ -153,3 +153,32 @@ func TestImmutableTagNeverMoves(t *testing.T) {
 		t.Errorf("%s -> %s, want it left at %s", tg.Immutable[0], got, squatter.DigestStr())
 	}
 }
+
+// TestReleaseRefusesTakenImmutableTagBeforeBuilding: a new build whose
+// second immutable tag already names another image is refused before the
+// build, like one whose versioned tag does.
+func TestReleaseRefusesTakenImmutableTagBeforeBuilding(t *testing.T) {
+	a, b, _ := baseSets()
+	r := newRig(t)
+	r.targets = twoImmutableTargets(t, r.digest, a)
+	tg := r.targets[0]
+	inB, _ := r.digest(b)
+	squatter := publish(t, r.repo, b, inB, tg.Immutable[0])
+	p := r.plan()
+	if len(p.Entries) != 1 || p.Entries[0].Action != ActionBuild {
+		t.Fatalf("plan %+v, want one build", summarize(p))
+	}
+	_, err := r.release(p)
+	if err == nil || !strings.Contains(err.Error(), "immutable tags are never overwritten, nothing was built or tagged") {
+		t.Fatalf("release: %v, want a refusal before the build", err)
+	}
+	if r.builder.calls != 0 {
+		t.Errorf("%d builds, want none", r.builder.calls)
+	}
+	if got := headDigest(t, r.repo, tg.Versioned); got != "" {
+		t.Errorf("versioned tag %s -> %s, want it unwritten", tg.Versioned, got)
+	}
+	if got := headDigest(t, r.repo, tg.Immutable[0]); got != squatter.DigestStr() {
+		t.Errorf("%s -> %s, want it left at %s", tg.Immutable[0], got, squatter.DigestStr())
+	}
+}
