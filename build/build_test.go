@@ -531,8 +531,11 @@ func TestDefinitionFromMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wantTags := []string{"4.101.2-ray2.46.0-py3.12-" + r.Inputs[7:19], "ray2.46.0"}; !cmp.Equal(wantTags, tags) {
+	if wantTags := []string{"4.101.2-ray2.46.0-py3.12-" + r.Inputs[7:19], "ray2.46.0"}; !cmp.Equal(wantTags, tags.Names()) {
 		t.Errorf("Tags = %v, want %v", tags, wantTags)
+	}
+	if wantImmutable := []string{"4.101.2-ray2.46.0-py3.12-" + r.Inputs[7:19]}; !cmp.Equal(wantImmutable, tags.Immutable()) {
+		t.Errorf("Tags.Immutable = %v, want %v", tags.Immutable(), wantImmutable)
 	}
 
 	// Every override changes the parameters and so the inputs digest; an
