@@ -18,7 +18,7 @@ unit: ## Go tests only, with whatever tools are already installed
 	$(GO) test ./...
 
 test: deps ## The test command: install what is needed, run every Go test with the real tools required, the fuzzers briefly, then the end-to-end test
-	IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 ./...
+	bash tests/e2e/with-buildkitd.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 ./...
 	$(MAKE) fuzz
 	bash tests/e2e/run.sh
 
@@ -48,7 +48,7 @@ STATICCHECK := $(IMAGECTL_TEST_CACHE)/bin/staticcheck-$(STATICCHECK_VERSION)
 
 $(STATICCHECK):
 	@mkdir -p $(IMAGECTL_TEST_CACHE)/bin
-	GOBIN=$$(mktemp -d) && $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && mv "$$GOBIN/staticcheck" $@ && rmdir "$$GOBIN"
+	d=$$(mktemp -d) && GOBIN=$$d $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && mv "$$d/staticcheck" $@ && rmdir "$$d"
 
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck (pinned: STATICCHECK_VERSION)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

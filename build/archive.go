@@ -14,6 +14,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -29,6 +31,16 @@ const (
 // (the same bytes a push would create), annotated with the image name so
 // `docker load` tags it. It returns the index digest and the platform
 // manifests.
+//
+// The indexes are go-containerregistry's (newIndex, topIndex); the tarball
+// is read and written here, not through its layout package, because
+// layout writes a directory, not a tarball (every layer would be unpacked
+// to disk and packed again, where this copies each blob from BuildKit's
+// tarball straight into the new one), and its oci-layout file
+// ("{\n    \"imageLayoutVersion\": ...}") and index.json
+// (json.MarshalIndent on AppendIndex) are not the bytes of the archives
+// written so far (compact JSON; TestWriteArchiveBytesPinned). ggcr's
+// tarball package writes `docker save` tarballs, not OCI layouts.
 func WriteArchive(dst string, parts []string, results []*PlatformResult, repoName, tag string) (v1.Hash, map[string]v1.Descriptor, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return v1.Hash{}, nil, err
@@ -70,14 +82,7 @@ func WriteArchive(dst string, parts []string, results []*PlatformResult, repoNam
 	if tag != "" {
 		ref += ":" + tag
 	}
-	top := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{{
-		MediaType: types.OCIImageIndex, Digest: h, Size: int64(len(raw)),
-		Annotations: map[string]string{
-			"io.containerd.image.name":          ref,
-			"org.opencontainers.image.ref.name": tag,
-		},
-	}}}
-	topRaw, err := json.Marshal(top)
+	topRaw, err := topIndex(raw, h, repoName, tag)
 	if err != nil {
 		return v1.Hash{}, nil, err
 	}
@@ -100,6 +105,23 @@ func WriteArchive(dst string, parts []string, results []*PlatformResult, repoNam
 		return v1.Hash{}, nil, err
 	}
 	return h, plats, nil
+}
+
+// topIndex is the archive's index.json: empty.Index naming the
+// multi-platform index (raw, digest h) with the image name, so `docker
+// load` and containerd tag it.
+func topIndex(raw []byte, h v1.Hash, repoName, tag string) ([]byte, error) {
+	ref := repoName
+	if tag != "" {
+		ref += ":" + tag
+	}
+	idx := described{v1.Descriptor{MediaType: types.OCIImageIndex, Digest: h, Size: int64(len(raw))}}
+	return mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: idx, Descriptor: v1.Descriptor{
+		Annotations: map[string]string{
+			"io.containerd.image.name":          ref,
+			"org.opencontainers.image.ref.name": tag,
+		},
+	}}).RawManifest()
 }
 
 func blobPath(h v1.Hash) string { return "blobs/" + h.Algorithm + "/" + h.Hex }

@@ -18,6 +18,7 @@ import (
 	"github.com/containerd/platforms"
 	"github.com/docker/cli/cli/config"
 	"github.com/docker/cli/cli/config/credentials"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/moby/buildkit/client"
 	_ "github.com/moby/buildkit/client/connhelper/dockercontainer" // docker-container:// addresses
 	_ "github.com/moby/buildkit/client/connhelper/kubepod"         // kube-pod://POD?namespace=NS (kubectl exec)
@@ -363,7 +364,7 @@ func (nopCloser) Close() error { return nil }
 // repo:tag-arm64, so two platforms' exports do not overwrite each other.
 func platformCacheRef(ref, platform string) string {
 	arch := strings.ReplaceAll(strings.TrimPrefix(platform, "linux/"), "/", "-")
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+	if t, err := name.NewTag(ref, name.WithDefaultTag("")); err == nil && t.TagStr() != "" {
 		return ref + "-" + arch
 	}
 	return ref + ":buildcache-" + arch

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -237,43 +236,31 @@ func move(src, dst string) error {
 }
 
 // copyTree copies the regular files and directories of src into dst,
-// refusing anything else.
+// refusing anything else. The copy is os.CopyFS over an os.Root of src, so
+// nothing outside src is read even if an entry changes under it; CopyFS
+// would copy a symbolic link as a link, so the tree is checked first.
+// Files keep their execute bits (as os.Rename does; normalizeTree then
+// sets every mode).
 func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	root, err := os.OpenRoot(src)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	fsys := root.FS()
+	err = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
+		if !d.IsDir() && !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file or directory (%s)", filepath.Join(src, filepath.FromSlash(p)), d.Type())
 		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case d.Type().IsRegular():
-			return copyFile(p, target)
-		default:
-			return fmt.Errorf("%s: not a regular file or directory (%s)", p, d.Type())
-		}
+		return nil
 	})
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return os.CopyFS(dst, fsys)
 }
 
 // normalizeTree sets modes (0755 directories and executables, 0644 other

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/imagectl/imagectl/dockerfiles"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
@@ -91,8 +93,8 @@ func (d *Definition) Set(set imagespec.Set) imagespec.Set {
 // by digest (name[:tag]@sha256:...), so that the image cannot change under
 // the same inputs digest.
 func ToolsImagePinned(ref string) bool {
-	_, d, ok := strings.Cut(ref, "@")
-	return ok && strings.HasPrefix(d, "sha256:")
+	d, err := name.NewDigest(ref)
+	return err == nil && strings.HasPrefix(d.DigestStr(), "sha256:")
 }
 
 // Params returns the render parameters for set: the set's tools image

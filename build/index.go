@@ -3,12 +3,15 @@ package build
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -54,22 +57,48 @@ func splitExported(im *v1.IndexManifest, platform string) (exported, error) {
 
 // newIndex is the multi-platform index: the image manifests only, in the
 // given order, without annotations, so its bytes depend on nothing but the
-// platform manifests.
+// platform manifests. It is go-containerregistry's empty.Index with the
+// manifests appended (mutate.AppendManifests), whose bytes are
+// json.Marshal of the v1.IndexManifest.
 func newIndex(images []v1.Descriptor) ([]byte, v1.Hash, error) {
-	im := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex}
-	for _, d := range images {
-		im.Manifests = append(im.Manifests, v1.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size, Platform: d.Platform})
+	if len(images) == 0 {
+		// empty.Index lists "manifests":[]; an index of no image is never
+		// what a build means.
+		return nil, v1.Hash{}, errors.New("no platform image to index")
 	}
-	raw, err := json.Marshal(im)
+	adds := make([]mutate.IndexAddendum, len(images))
+	for i, d := range images {
+		adds[i] = mutate.IndexAddendum{Add: described{v1.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size, Platform: d.Platform}}}
+	}
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+	raw, err := idx.RawManifest()
 	if err != nil {
 		return nil, v1.Hash{}, err
 	}
-	h, _, err := v1.SHA256(bytesReader(raw))
+	h, err := idx.Digest()
 	return raw, h, err
 }
 
+// described is a manifest known by its descriptor only, appended to an
+// index with mutate.AppendManifests: the index never needs its content.
+// Its Descriptor is used as is (partial.Descriptor), so nothing is added
+// to it (no artifactType read from a manifest).
+type described struct{ d v1.Descriptor }
+
+func (d described) Digest() (v1.Hash, error)            { return d.d.Digest, nil }
+func (d described) Size() (int64, error)                { return d.d.Size, nil }
+func (d described) MediaType() (types.MediaType, error) { return d.d.MediaType, nil }
+func (d described) Descriptor() (*v1.Descriptor, error) { c := d.d; return &c, nil }
+
 // referrer turns a BuildKit attestation manifest into an OCI referrer of
 // subject: the same manifest plus subject and artifactType.
+//
+// Hand-written on purpose: go-containerregistry's mutate.Subject re-encodes
+// the manifest through v1.Manifest (its field order, unknown fields
+// dropped) and has no artifactType for an image, while the referrers
+// published so far are the manifest decoded into a map and re-encoded
+// (keys sorted), with both fields added; the same bytes keep the same
+// referrer digests (TestReferrerBytesPinned).
 func referrer(raw []byte, subject v1.Descriptor) ([]byte, error) {
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {

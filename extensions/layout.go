@@ -18,15 +18,10 @@ import (
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
-	"github.com/imagectl/imagectl/internal/sourcedate"
 )
 
 // ExtensionsJSON is the name of code-server's list of installed extensions.
 const ExtensionsJSON = "extensions.json"
-
-// SourceDateEpoch returns the time in $SOURCE_DATE_EPOCH, or the Unix epoch
-// when it is unset (sourcedate.FromEnv: the range is checked there).
-func SourceDateEpoch() (time.Time, error) { return sourcedate.FromEnv() }
 
 // LayoutOptions says where and how to lay out one platform.
 type LayoutOptions struct {
@@ -39,10 +34,81 @@ type LayoutOptions struct {
 	InImageDir string
 	// VSCode, when set, is the VS Code version each engine must accept.
 	VSCode string
-	// Time is the installedTimestamp and every file's mtime (default:
-	// SOURCE_DATE_EPOCH or the Unix epoch).
+	// Time is the installedTimestamp and every file's mtime (required: the
+	// caller resolves SOURCE_DATE_EPOCH with internal/sourcedate).
 	Time   *time.Time
 	Limits vsix.Limits
+	// Files, when set, are the set's files as ValidateFiles checked them:
+	// Layout extracts each one without reading the cache index or
+	// validating it again (a file installed on several platforms is
+	// validated once per build, not once per platform). Without it, Layout
+	// finds and validates every file itself.
+	Files Files
+}
+
+// File is one cached VSIX validated against the lock (ValidateFiles): its
+// cache entry (the sha256 checked) and what its manifest says.
+type File struct {
+	Entry cache.Entry
+	Info  vsix.Info
+}
+
+// Files are validated files by cache key.
+type Files map[cache.Key]File
+
+// ValidateFiles finds in c, and validates once, every file exts install on
+// platforms: once per distinct (id, version, target platform), against
+// what the lock asks for each platform and the VS Code version vscode
+// (empty skips the engine check), within lim. The result is LayoutOptions.Files.
+func ValidateFiles(ctx context.Context, c *cache.Cache, exts []imagespec.Extension, platforms []string, vscode string, lim vsix.Limits) (Files, error) {
+	out := Files{}
+	for _, e := range exts {
+		for _, p := range platforms {
+			file, ok := e.Files[p]
+			if !ok {
+				return nil, fmt.Errorf("extension %s@%s: no file for %s in the resolved set", e.ID, e.Version, p)
+			}
+			if err := checkFileFor(e, p, file); err != nil {
+				return nil, err
+			}
+			k := cache.Key{ID: e.ID, Version: e.Version, TargetPlatform: file.TargetPlatform}
+			if _, done := out[k]; done {
+				continue
+			}
+			f, err := validateCached(ctx, c, k, file.SHA256, p, vscode, lim)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = f
+		}
+	}
+	return out, nil
+}
+
+// validateCached finds the file k (sha256 want, when pinned) in c and
+// validates it; platform names where it is installed, for messages.
+func validateCached(ctx context.Context, c *cache.Cache, k cache.Key, want, platform, vscode string, lim vsix.Limits) (File, error) {
+	where := fmt.Sprintf("extension %s@%s (%s for %s)", k.ID, k.Version, k.TargetPlatform, platform)
+	ce, ok, err := c.Get(ctx, k, want)
+	if err != nil {
+		return File{}, fmt.Errorf("%s: %w", where, err)
+	}
+	if !ok {
+		return File{}, fmt.Errorf("%s: not in the cache %s (run imagectl extensions fetch first)", where, c.Dir())
+	}
+	f, err := c.OpenBlob(ce)
+	if err != nil {
+		return File{}, fmt.Errorf("%s from %s (%s): %w", where, safetext.URL(ce.URL), ce.Path, err)
+	}
+	defer f.Close()
+	info, err := vsix.Validate(ctx, f, ce.Size, vsix.Expect{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, VSCode: vscode}, lim)
+	if err != nil {
+		if ctx.Err() != nil {
+			return File{}, fmt.Errorf("%s: %w", where, err)
+		}
+		return File{}, fmt.Errorf("%s from %s (%s): %w", where, safetext.URL(ce.URL), ce.Path, err)
+	}
+	return File{Entry: ce, Info: *info}, nil
 }
 
 // Installed is one extension in a layout.
@@ -97,11 +163,7 @@ func Layout(ctx context.Context, c *cache.Cache, exts []imagespec.Extension, opt
 	}
 	t := opts.Time
 	if t == nil {
-		sde, err := SourceDateEpoch()
-		if err != nil {
-			return nil, err
-		}
-		t = &sde
+		return nil, fmt.Errorf("layout: Time is required (SOURCE_DATE_EPOCH, internal/sourcedate)")
 	}
 	ents, rerr := os.ReadDir(opts.Dir)
 	if rerr == nil && len(ents) > 0 {
@@ -137,48 +199,27 @@ func Layout(ctx context.Context, c *cache.Cache, exts []imagespec.Extension, opt
 			return nil, err
 		}
 		k := cache.Key{ID: e.ID, Version: e.Version, TargetPlatform: file.TargetPlatform}
-		where := fmt.Sprintf("extension %s@%s (%s for %s)", e.ID, e.Version, file.TargetPlatform, opts.Platform)
-		ce, ok, err := c.Get(ctx, k, file.SHA256)
+		vf, err := opts.file(ctx, c, k, file.SHA256)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
+			return nil, err
 		}
-		if !ok {
-			return nil, fmt.Errorf("%s: not in the cache %s (run imagectl extensions fetch first)", where, c.Dir())
-		}
-		info, err := layoutOne(ctx, c, ce, k, opts, *t)
+		info, err := extractOne(ctx, c, k, vf, opts, *t)
 		if info.Dir != "" {
 			wrote = append(wrote, filepath.Join(opts.Dir, info.Dir))
 		}
 		if err != nil {
+			where := fmt.Sprintf("extension %s@%s (%s for %s)", e.ID, e.Version, file.TargetPlatform, opts.Platform)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("%s: %w", where, err)
 			}
-			return nil, fmt.Errorf("%s from %s (%s): %w", where, safetext.URL(ce.URL), ce.Path, err)
+			return nil, fmt.Errorf("%s from %s (%s): %w", where, safetext.URL(vf.Entry.URL), vf.Entry.Path, err)
 		}
 		out = append(out, info)
-		var je extensionsJSONEntry
-		je.Identifier.ID = strings.ToLower(e.ID)
-		je.Version = e.Version
-		je.Location.Mid, je.Location.Path, je.Location.Scheme = 1, path.Join(inImage, info.Dir), "file"
-		je.RelativeLocation = info.Dir
-		je.Metadata.InstalledTimestamp = t.UnixMilli()
-		je.Metadata.Pinned, je.Metadata.Source, je.Metadata.TargetPlatform = true, "vsix", file.TargetPlatform
-		entries = append(entries, je)
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Identifier.ID < entries[j].Identifier.ID })
-	if entries == nil {
-		entries = []extensionsJSONEntry{}
-	}
-	b, err := json.Marshal(entries)
-	if err != nil {
-		return nil, err
+		entries = append(entries, jsonEntry(e, info, file.TargetPlatform, inImage, *t))
 	}
 	p := filepath.Join(opts.Dir, ExtensionsJSON)
 	wrote = append(wrote, p)
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.Chtimes(p, *t, *t); err != nil {
+	if err := writeExtensionsJSON(p, entries, *t); err != nil {
 		return nil, err
 	}
 	if err := os.Chtimes(opts.Dir, *t, *t); err != nil {
@@ -187,30 +228,75 @@ func Layout(ctx context.Context, c *cache.Cache, exts []imagespec.Extension, opt
 	return out, nil
 }
 
-func layoutOne(ctx context.Context, c *cache.Cache, ce cache.Entry, k cache.Key, opts LayoutOptions, t time.Time) (Installed, error) {
-	f, err := c.OpenBlob(ce)
+// jsonEntry is extensions.json's entry of e, installed as info from its
+// file for targetPlatform, in inImage, at t.
+func jsonEntry(e imagespec.Extension, info Installed, targetPlatform, inImage string, t time.Time) extensionsJSONEntry {
+	var je extensionsJSONEntry
+	je.Identifier.ID = strings.ToLower(e.ID)
+	je.Version = e.Version
+	je.Location.Mid, je.Location.Path, je.Location.Scheme = 1, path.Join(inImage, info.Dir), "file"
+	je.RelativeLocation = info.Dir
+	je.Metadata.InstalledTimestamp = t.UnixMilli()
+	je.Metadata.Pinned, je.Metadata.Source, je.Metadata.TargetPlatform = true, "vsix", targetPlatform
+	return je
+}
+
+// writeExtensionsJSON writes entries, sorted by id, to p with mtime t.
+func writeExtensionsJSON(p string, entries []extensionsJSONEntry, t time.Time) error {
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Identifier.ID < entries[j].Identifier.ID })
+	if entries == nil {
+		entries = []extensionsJSONEntry{}
+	}
+	b, err := json.Marshal(entries)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		return err
+	}
+	return os.Chtimes(p, t, t)
+}
+
+// file returns the validated file k (sha256 want, when pinned): from Files
+// when set, else found in c and validated now.
+func (opts LayoutOptions) file(ctx context.Context, c *cache.Cache, k cache.Key, want string) (File, error) {
+	if opts.Files == nil {
+		return validateCached(ctx, c, k, want, opts.Platform, opts.VSCode, opts.Limits)
+	}
+	f, ok := opts.Files[k]
+	if !ok {
+		return File{}, fmt.Errorf("extension %s: not among the validated files (ValidateFiles of another set?)", k)
+	}
+	if want != "" && !strings.EqualFold(f.Entry.SHA256, want) {
+		return File{}, fmt.Errorf("extension %s: validated file has sha256 %s, the lock pins %s", k, f.Entry.SHA256, want)
+	}
+	return f, nil
+}
+
+// extractOne extracts the validated file vf of k into its folder under
+// opts.Dir.
+func extractOne(ctx context.Context, c *cache.Cache, k cache.Key, vf File, opts LayoutOptions, t time.Time) (Installed, error) {
+	dir := strings.ToLower(vf.Info.ID()) + "-" + vf.Info.Version
+	if err := vsix.CheckEntryName(dir); err != nil || strings.Contains(dir, "/") {
+		return Installed{}, fmt.Errorf("folder name %q is not a single clean path element", dir)
+	}
+	f, err := c.OpenBlob(vf.Entry)
 	if err != nil {
 		return Installed{}, err
 	}
 	defer f.Close()
-	info, err := vsix.Validate(ctx, f, ce.Size, vsix.Expect{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, VSCode: opts.VSCode}, opts.Limits)
-	if err != nil {
+	// Extract removes what it wrote when it fails.
+	if err := vsix.Extract(ctx, f, vf.Entry.Size, filepath.Join(opts.Dir, dir), opts.Limits, t); err != nil {
 		return Installed{}, err
 	}
-	dir := strings.ToLower(info.ID()) + "-" + info.Version
-	if err := vsix.CheckEntryName(dir); err != nil || strings.Contains(dir, "/") {
-		return Installed{}, fmt.Errorf("folder name %q is not a single clean path element", dir)
-	}
-	if err := vsix.Extract(ctx, f, ce.Size, filepath.Join(opts.Dir, dir), opts.Limits, t); err != nil {
-		return Installed{}, err
-	}
-	return Installed{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, SHA256: ce.SHA256, Dir: dir}, nil
+	return Installed{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, SHA256: vf.Entry.SHA256, Dir: dir}, nil
 }
 
-// WriteSettings writes code-server's User/settings.json at p from the
-// matrix.yaml settings: deterministic JSON (keys sorted, two-space indent,
-// trailing newline), written atomically, with mtime t.
-func WriteSettings(p string, settings map[string]any, t time.Time) error {
+// SettingsJSON is code-server's User/settings.json for the matrix.yaml
+// settings: deterministic JSON (keys sorted, two-space indent, trailing
+// newline). A build computes it once and hands the bytes to every
+// platform's contexts.
+func SettingsJSON(settings map[string]any) ([]byte, error) {
 	if settings == nil {
 		settings = map[string]any{}
 	}
@@ -219,6 +305,16 @@ func WriteSettings(p string, settings map[string]any, t time.Time) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(settings); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteSettings writes SettingsJSON(settings) at p, atomically, with mtime
+// t.
+func WriteSettings(p string, settings map[string]any, t time.Time) error {
+	b, err := SettingsJSON(settings)
+	if err != nil {
 		return fmt.Errorf("settings for %s: %w", p, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -229,7 +325,7 @@ func WriteSettings(p string, settings map[string]any, t time.Time) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
+	if _, err := tmp.Write(b); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/extensions"
+	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
 )
 
@@ -252,5 +254,69 @@ func TestRealCodeServerLoadsLayout(t *testing.T) {
 				t.Errorf("code-server --list-extensions (-want +got):\n%s\nstderr:\n%s", diff, stderr.String())
 			}
 		})
+	}
+}
+
+// ValidateFiles checks each distinct file once (four files for two
+// platforms: the universal ones serve both), and Layout given them lays
+// out from the validated files without validating again: with a VS Code
+// version no extension accepts, Layout alone refuses, Layout with the
+// files validated for the real version does not look again, and the two
+// platforms' layouts equal those Layout makes by itself.
+func TestLayoutFromValidatedFiles(t *testing.T) {
+	builds := loadBuilds(t)
+	f := gallery.New(builds)
+	t.Cleanup(f.Close)
+	fe, c := newFetcher(t, f, t.TempDir())
+	set := testSet(t, builds, true)
+	ctx := context.Background()
+	if _, err := fe.FetchExtensions(ctx, set, platforms, testVSCode); err != nil {
+		t.Fatal(err)
+	}
+	files, err := extensions.ValidateFiles(ctx, c, set, platforms, testVSCode, vsix.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k, vf := range files {
+		keys = append(keys, k.String())
+		if vf.Info.Version != k.Version || vf.Entry.SHA256 == "" {
+			t.Errorf("%s: validated %+v", k, vf)
+		}
+	}
+	sort.Strings(keys)
+	want := []string{
+		"anyscalecompute.ray-distributed-debugger@0.1.4 (universal)",
+		"ms-python.debugpy@2025.10.0 (universal)",
+		"ms-python.python@2025.6.1 (linux-arm64)",
+		"ms-python.python@2025.6.1 (linux-x64)",
+	}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("validated files (-want +got):\n%s", diff)
+	}
+	ts := time.Unix(1700000000, 0)
+	for _, p := range platforms {
+		opts := extensions.LayoutOptions{Dir: filepath.Join(t.TempDir(), "x"), Platform: p, VSCode: "1.0.0", Time: &ts}
+		if _, err := extensions.Layout(ctx, c, set, opts); err == nil || !strings.Contains(err.Error(), "not compatible with Code 1.0.0") {
+			t.Fatalf("Layout validating for Code 1.0.0: %v, want the engine refused", err)
+		}
+		opts.Files = files
+		if _, err := extensions.Layout(ctx, c, set, opts); err != nil {
+			t.Fatalf("Layout from validated files: %v", err)
+		}
+		self := extensions.LayoutOptions{Dir: filepath.Join(t.TempDir(), "y"), Platform: p, VSCode: testVSCode, Time: &ts}
+		if _, err := extensions.Layout(ctx, c, set, self); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(snapshot(t, self.Dir), snapshot(t, opts.Dir)); diff != "" {
+			t.Errorf("%s: layout from validated files differs (-self +files):\n%s", p, diff)
+		}
+	}
+	// A file the validated set lacks, or pinned to another digest, is refused.
+	other := testSet(t, builds, true)
+	other[0].Files["linux/amd64"] = imagespec.File{TargetPlatform: "linux-x64", SHA256: strings.Repeat("0", 64)}
+	opts := extensions.LayoutOptions{Dir: filepath.Join(t.TempDir(), "z"), Platform: "linux/amd64", Time: &ts, Files: files}
+	if _, err := extensions.Layout(ctx, c, other, opts); err == nil || !strings.Contains(err.Error(), "the lock pins "+strings.Repeat("0", 64)) {
+		t.Errorf("Layout of a file pinned to another digest: %v", err)
 	}
 }

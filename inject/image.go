@@ -40,14 +40,21 @@ func RayVersionOf(s string) string {
 
 // rayVersionOfImage is the Ray version in an image reference's tag.
 func rayVersionOfImage(ref string) string {
-	if i := strings.Index(ref, "@"); i >= 0 {
-		ref = ref[:i]
+	return RayVersionOf(imageTag(ref))
+}
+
+// imageTag is the tag of an image reference (name[:tag][@digest]); "" when
+// it has none or ref is no image reference. go-containerregistry's
+// name.Digest keeps no tag, so the digest is cut off first.
+func imageTag(ref string) string {
+	if d, err := name.NewDigest(ref); err == nil {
+		ref = strings.TrimSuffix(ref, "@"+d.DigestStr())
 	}
-	i := strings.LastIndex(ref, ":")
-	if i < 0 || strings.Contains(ref[i:], "/") {
+	t, err := name.NewTag(ref, name.WithDefaultTag(""))
+	if err != nil {
 		return ""
 	}
-	return RayVersionOf(ref[i+1:])
+	return t.TagStr()
 }
 
 // DefaultImage is the published image for a Ray version X.Y.Z, by its

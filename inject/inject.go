@@ -293,6 +293,7 @@ type site struct {
 	ports         []*yaml.Node
 	containers    []*yaml.Node // every container mapping of the pod, the Ray container first
 	rayImage      string
+	rayTag        string // the Ray image's tag when given apart (Helm values' image.tag)
 	rayVersion    string
 	startParams   *yaml.Node
 	securityCtx   []*yaml.Node // the Ray container's then the pod's securityContext
@@ -332,7 +333,10 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 
 	image := c.image
 	if image == "" {
-		ray := rayVersionOfImage(s.rayImage)
+		ray := RayVersionOf(s.rayTag)
+		if s.rayTag == "" {
+			ray = rayVersionOfImage(s.rayImage)
+		}
 		if ray == "" {
 			ray = RayVersionOf(s.rayVersion)
 		} else if v := RayVersionOf(s.rayVersion); v != "" && v != ray {
@@ -498,7 +502,7 @@ func helmSite(root *yaml.Node) (*site, error) {
 	s := &site{desc: "head", pod: head, containerList: head, containerKey: "sidecarContainers", mountsOf: head, pullSecretsOf: root,
 		rayEnv: valueAt(head, "containerEnv"), rayVersion: scalarAt(head, "rayVersion"), startParams: valueAt(head, "rayStartParams")}
 	if repo, tag := scalarAt(root, "image", "repository"), scalarAt(root, "image", "tag"); tag != "" {
-		s.rayImage = repo + ":" + tag
+		s.rayImage, s.rayTag = repo+":"+tag, tag
 	}
 	if sc := valueAt(head, "sidecarContainers"); sc != nil {
 		for _, ct := range sc.Content {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"gopkg.in/yaml.v3"
 
 	"github.com/imagectl/imagectl/internal/pep440"
@@ -95,17 +96,15 @@ func rayDebugProblem(v string) (string, bool) {
 	return "breakpoint() does nothing, so no task pauses for the debugger", true
 }
 
+// imageWithoutDebugpy reports whether ref names one of ImagesWithoutDebugpy
+// (on Docker Hub, with any tag or digest).
 func imageWithoutDebugpy(ref string) bool {
-	repo := ref
-	if i := strings.Index(repo, "@"); i >= 0 {
-		repo = repo[:i]
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return false
 	}
-	if i := strings.LastIndex(repo, ":"); i >= 0 && !strings.Contains(repo[i:], "/") {
-		repo = repo[:i]
-	}
-	repo = strings.TrimPrefix(strings.TrimPrefix(repo, "docker.io/"), "index.docker.io/")
-	for _, r := range ImagesWithoutDebugpy {
-		if repo == r {
+	for _, w := range ImagesWithoutDebugpy {
+		if wr, err := name.NewRepository(w); err == nil && wr.Name() == r.Context().Name() {
 			return true
 		}
 	}

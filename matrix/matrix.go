@@ -1,13 +1,7 @@
 package matrix
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"reflect"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safefile"
@@ -68,39 +62,20 @@ func Load(path string) (*Config, error) {
 // Parse decodes matrix.yaml content strictly, applies defaults and validates
 // it. name is used in error messages (usually the file path).
 func Parse(name string, data []byte) (*Config, error) {
-	d := &decoder{file: name, lines: map[string]int{}}
-	if len(data) > maxFileSize {
-		return nil, &Error{File: name, Msg: fmt.Sprintf("larger than %d bytes", maxFileSize)}
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &Error{File: name, Msg: "empty document"}
-		}
-		return nil, &Error{File: name, Msg: fmt.Sprintf("invalid YAML: %v", err)}
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, &Error{File: name, Line: extra.Line, Msg: "more than one YAML document"}
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		return nil, &Error{File: name, Msg: "empty document"}
-	}
-	root := doc.Content[0]
-	if err := d.checkNoAliases(root, 0); err != nil {
+	root, err := parseDocument(name, data)
+	if err != nil {
 		return nil, err
 	}
-	var cfg Config
-	if err := d.decode(root, reflect.ValueOf(&cfg).Elem(), ""); err != nil {
+	cfg, lines, err := decode(name, data, root)
+	if err != nil {
 		return nil, err
 	}
-	applyDefaults(&cfg)
-	v := &validator{d: d, root: root}
-	if err := v.config(&cfg); err != nil {
+	applyDefaults(cfg)
+	v := &validator{file: name, lines: lines, root: root}
+	if err := v.config(cfg); err != nil {
 		return nil, err
 	}
-	return &cfg, nil
+	return cfg, nil
 }
 
 // applyDefaults fills every optional field left empty. It is the only place

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -274,5 +276,80 @@ func TestTagTemplateHostile(t *testing.T) {
 				t.Errorf("error is %d bytes long: %.200s...", len(err.Error()), err)
 			}
 		})
+	}
+}
+
+// The limits hold against hostile input, and what yaml.v3 would accept
+// leniently is refused with the line and field path.
+func TestParseLimitsAndStrictness(t *testing.T) {
+	const head = "image: {name: x, repositories: [ghcr.io/a/b]}\ntags: [{template: '{{.CodeServer}}-{{.Ray}}-{{.Python}}-{{.Inputs}}'}]\n"
+	keys := func(n int, key func(int) string) string {
+		var b strings.Builder
+		b.WriteString(head + "settings:\n")
+		for i := range n {
+			b.WriteString("  " + key(i) + ": 1\n")
+		}
+		return b.String()
+	}
+	distinct := func(i int) string { return "k" + strconv.Itoa(i) }
+	tests := []struct {
+		name, in, wantErr string
+	}{
+		{"too large", head + "# " + strings.Repeat("x", maxFileSize), "m.yaml: larger than 1048576 bytes"},
+		{"too deep", head + "settings: {a: " + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + "}", "m.yaml:3: nested deeper than 64 levels"},
+		{"anchor", head + "settings: {a: &x 1}", "m.yaml:3: YAML anchors and aliases are not supported"},
+		{"merge key", head + "settings: {<<: {a: 1}}", "m.yaml:3: YAML merge keys (<<) are not supported"},
+		{"too many keys", keys(maxMappingKeys+1, distinct), "m.yaml:4: a mapping with 1001 keys (want at most 1000)"},
+		{"one key repeated", keys(maxMappingKeys, func(int) string { return "k" }), `m.yaml:5: settings["k"]: duplicate key`},
+		{"duplicate nested field", head + "build: {standalone: {flavor: a, flavor: b}}", `m.yaml:3: build.standalone.flavor: duplicate field "flavor"`},
+		{"string written as true", head + "base: {image: true}", `m.yaml:3: base.image: want a string, got the boolean true`},
+		{"boolean written as on", head + "extensions: [{id: a.b, source: openvsx, preRelease: on}]", `m.yaml:3: extensions[0].preRelease: want true or false, got the string "on"`},
+		{"null list item", head + "platforms: [linux/amd64, ~]", "m.yaml:3: platforms[1]: want a string, got null"},
+		{"null extension", head + "extensions:\n  -\n", "m.yaml:4: extensions[0]: want a mapping, got null"},
+		{"tag that does not fit", head + "components: {python: {max: !!int abc}}", "m.yaml:3: components.python.max: bad !!int \"abc\""},
+		{"binary key", head + "!!binary cGxhdGZvcm1z: [linux/amd64]", `m.yaml:3: want a string key, got !!binary "cGxhdGZvcm1z"`},
+		{"binary value", head + "base: {image: !!binary eA==}", `m.yaml:3: base.image: want a string, got !!binary "eA=="`},
+		{"timestamp", head + "settings: {a: 2025-08-08}", `m.yaml:3: settings["a"]: unsupported YAML tag !!timestamp`},
+		{"integer beyond int64", head + "settings: {a: 18446744073709551615}", `m.yaml:3: settings["a"]: bad integer "18446744073709551615"`},
+		{"unknown before duplicate", head + "s: 1\nplatforms: 0\ns: 2", `m.yaml:3: s: unknown field "s"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			cfg, err := Parse("m.yaml", []byte(tc.in))
+			if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
+				t.Fatalf("Parse = %+v, %v; want an error starting %q", cfg, err, tc.wantErr)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("Parse took %v", d)
+			}
+		})
+	}
+}
+
+// Settings keep the literal text of every key, as JSON needs string keys,
+// and the most keys a mapping may have still load.
+func TestParseSettingsKeys(t *testing.T) {
+	const head = "image: {name: x, repositories: [ghcr.io/a/b]}\ntags: [{template: '{{.CodeServer}}-{{.Ray}}-{{.Python}}-{{.Inputs}}'}]\n"
+	cfg, err := Parse("m.yaml", []byte(head+"settings: {1: a, b: {0x10: c, true: d, 1.0: e, ~x: [1, 2.5, null, f]}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(cfg.Settings)
+	if err != nil {
+		t.Fatalf("settings are not JSON-encodable: %v", err)
+	}
+	const want = `{"1":"a","b":{"0x10":"c","1.0":"e","true":"d","~x":[1,2.5,null,"f"]}}`
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("settings JSON (-want +got):\n%s", diff)
+	}
+	var b strings.Builder
+	b.WriteString(head + "settings:\n")
+	for i := range maxMappingKeys {
+		b.WriteString("  k" + strconv.Itoa(i) + ": 1\n")
+	}
+	cfg, err = Parse("m.yaml", []byte(b.String()))
+	if err != nil || len(cfg.Settings) != maxMappingKeys {
+		t.Fatalf("Parse(%d settings) = %v; want them all", maxMappingKeys, err)
 	}
 }

@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -20,20 +21,22 @@ var (
 	extraRE       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 )
 
+// validator checks a decoded Config; lines holds the line of each field path.
 type validator struct {
-	d    *decoder
-	root *yaml.Node
+	file  string
+	lines map[string]int
+	root  *yaml.Node
 }
 
 // errf reports an error at path, using the line of path or of its nearest
 // recorded ancestor.
 func (v *validator) errf(path, format string, args ...any) error {
-	return &Error{File: v.d.file, Line: v.line(path), Path: path, Msg: fmt.Sprintf(format, args...)}
+	return &Error{File: v.file, Line: v.line(path), Path: path, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (v *validator) line(path string) int {
 	for p := path; p != ""; {
-		if l, ok := v.d.lines[p]; ok {
+		if l, ok := v.lines[p]; ok {
 			return l
 		}
 		i := strings.LastIndexAny(p, ".[")
@@ -112,7 +115,8 @@ func (v *validator) base(c *Config) error {
 			return v.errf("base.tagPattern", "%q has no group (want the first group to capture the code-server version)", c.Base.TagPattern)
 		}
 	}
-	for cs, vs := range c.Base.VSCodeOverrides {
+	for _, cs := range slices.Sorted(maps.Keys(c.Base.VSCodeOverrides)) {
+		vs := c.Base.VSCodeOverrides[cs]
 		path := fmt.Sprintf("base.vscodeOverrides[%q]", cs)
 		if _, err := semver.StrictNewVersion(cs); err != nil {
 			return v.errf(path, "bad code-server version %q: %v", cs, err)

@@ -31,7 +31,7 @@ func BenchmarkPlanNoChange(b *testing.B) {
 			}
 			w := newWorld(b, sets...)
 			w.publishAll()
-			planner := NewPlanner(w.reg.reg, w.digest, w.repo)
+			planner := NewPlanner(w.reg.reg, w.repo)
 			ctx := context.Background()
 			// Warm the transport (one ping per registry), as one process does.
 			if _, err := planner.Plan(ctx, w.targets); err != nil {

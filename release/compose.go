@@ -5,15 +5,13 @@ import (
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/name"
-
-	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Verifiers runs every verifier in order and stops at the first failure.
 func Verifiers(vs ...Verifier) Verifier {
-	return VerifierFunc(func(ctx context.Context, ref name.Digest, s imagespec.Set) error {
+	return VerifierFunc(func(ctx context.Context, ref name.Digest, e Entry) error {
 		for _, v := range vs {
-			if err := v.Verify(ctx, ref, s); err != nil {
+			if err := v.Verify(ctx, ref, e); err != nil {
 				return err
 			}
 		}
@@ -22,13 +20,14 @@ func Verifiers(vs ...Verifier) Verifier {
 }
 
 // InputsVerifier checks that the image carries the inputs digest the plan
-// computed for s, so a tag never moves to an image built from other inputs
-// (a stale cache, a concurrent run).
-func InputsVerifier(reg *Registry, d InputsDigester) Verifier {
-	return VerifierFunc(func(ctx context.Context, ref name.Digest, s imagespec.Set) error {
-		want, err := d.InputsDigest(s)
-		if err != nil {
-			return fmt.Errorf("inputs digest: %w", err)
+// computed for the entry (e.InputsDigest, not computed again), so a tag
+// never moves to an image built from other inputs (a stale cache, a
+// concurrent run).
+func InputsVerifier(reg *Registry) Verifier {
+	return VerifierFunc(func(ctx context.Context, ref name.Digest, e Entry) error {
+		want := e.InputsDigest
+		if want == "" {
+			return fmt.Errorf("%s: the plan computed no inputs digest", e.Name)
 		}
 		pub, err := reg.Inspect(ctx, ref)
 		if err != nil {

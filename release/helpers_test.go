@@ -306,7 +306,7 @@ func (w *world) publishAll() map[string]name.Digest {
 
 func (w *world) plan() *Plan {
 	w.t.Helper()
-	p, err := NewPlanner(w.reg.reg, w.digest, w.repo).Plan(context.Background(), w.targets)
+	p, err := NewPlanner(w.reg.reg, w.repo).Plan(context.Background(), w.targets)
 	if err != nil {
 		w.t.Fatal(err)
 	}

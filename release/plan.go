@@ -158,10 +158,10 @@ func (p *Plan) NeedsBuild() bool {
 // Empty reports whether nothing needs to be done.
 func (p *Plan) Empty() bool { return len(p.Entries) == 0 }
 
-// Planner compares sets with what a repository publishes.
+// Planner compares targets (their inputs digests computed by Targets) with
+// what a repository publishes.
 type Planner struct {
 	reg      *Registry
-	digester InputsDigester
 	repo     name.Repository
 	parallel int
 }
@@ -179,8 +179,8 @@ func WithParallelism(n int) PlanOption {
 }
 
 // NewPlanner returns a Planner reading repo through reg.
-func NewPlanner(reg *Registry, d InputsDigester, repo name.Repository, opts ...PlanOption) *Planner {
-	p := &Planner{reg: reg, digester: d, repo: repo, parallel: 8}
+func NewPlanner(reg *Registry, repo name.Repository, opts ...PlanOption) *Planner {
+	p := &Planner{reg: reg, repo: repo, parallel: 8}
 	for _, o := range opts {
 		o(p)
 	}
@@ -300,17 +300,16 @@ func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 }
 
 func (p *Planner) observe(ctx context.Context, t Target) (observed, error) {
-	var o observed
-	in, err := p.digester.InputsDigest(t.Set)
-	if err != nil {
-		return o, fmt.Errorf("inputs digest: %w", err)
+	o := observed{inputs: t.Inputs}
+	if o.inputs == "" {
+		return o, fmt.Errorf("no inputs digest (Targets computes it)")
 	}
-	o.inputs = in
 	if _, err := name.NewTag("example.com/x:"+t.Versioned, name.StrictValidation); err != nil {
 		return o, fmt.Errorf("versioned tag %q: %w", t.Versioned, err)
 	}
 	// repo.Tag keeps the repository's options (an insecure registry).
 	vt := p.repo.Tag(t.Versioned)
+	var err error
 	if o.versioned, err = p.reg.Inspect(ctx, vt); err != nil {
 		return o, err
 	}
@@ -450,8 +449,8 @@ func diffTools(old, cur string) (Reason, bool) {
 	if old == cur {
 		return Reason{}, false
 	}
-	oldName, oldDigest, _ := strings.Cut(old, "@")
-	curName, curDigest, _ := strings.Cut(cur, "@")
+	oldName, oldDigest := splitDigest(old)
+	curName, curDigest := splitDigest(cur)
 	switch {
 	case old == "":
 		return Reason{KindDefinition, fmt.Sprintf("tools image %s (the published lock records none)", cur)}, true
@@ -461,6 +460,18 @@ func diffTools(old, cur string) (Reason, bool) {
 		return Reason{KindDefinition, fmt.Sprintf("tools image %s now pinned to %s", curName, short(curDigest))}, true
 	}
 	return Reason{KindDefinition, fmt.Sprintf("tools image %s -> %s", old, cur)}, true
+}
+
+// splitDigest splits a reference pinned by digest (name[:tag]@digest) into
+// its name with the tag and its digest; anything else (no digest, or not a
+// reference) is all name. go-containerregistry's name.Digest keeps no tag,
+// so the name is the reference without "@digest".
+func splitDigest(ref string) (string, string) {
+	d, err := name.NewDigest(ref)
+	if err != nil {
+		return ref, ""
+	}
+	return strings.TrimSuffix(ref, "@"+d.DigestStr()), d.DigestStr()
 }
 
 func sortedKeys[V any](ms ...map[string]V) []string {

@@ -66,6 +66,8 @@ func TestDiffTools(t *testing.T) {
 		{"tag moved", testTools + "@" + d1, testTools + "@" + d2, &Reason{KindToolsRebuilt, testTools + ": " + short(d1) + " -> " + short(d2)}},
 		{"now pinned", testTools, testTools + "@" + d2, &Reason{KindDefinition, "tools image " + testTools + " now pinned to " + short(d2)}},
 		{"pin dropped", testTools + "@" + d1, testTools, &Reason{KindDefinition, "tools image " + testTools + "@" + d1 + " -> " + testTools}},
+		{"tag moved on a registry with a port", "localhost:5000/tools:dev@" + d1, "localhost:5000/tools:dev@" + d2, &Reason{KindToolsRebuilt, "localhost:5000/tools:dev: " + short(d1) + " -> " + short(d2)}},
+		{"another tag", testTools + "@" + d1, "docker.io/library/python:3.13-slim@" + d2, &Reason{KindDefinition, "tools image " + testTools + "@" + d1 + " -> docker.io/library/python:3.13-slim@" + d2}},
 		{"old lock without one", "", testTools, &Reason{KindDefinition, "tools image " + testTools + " (the published lock records none)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -333,7 +335,7 @@ func TestTargets(t *testing.T) {
 	rendered := s
 	rendered.Tags = []string{versioned, "ray2.46", "4.101.2-ray2.46.0-" + in[7:19], "latest"}
 	// The second immutable template is written too (as build --push does).
-	want := []Target{{Set: rendered, Versioned: versioned, Immutable: []string{"4.101.2-ray2.46.0-" + in[7:19]}, Floating: []string{"ray2.46", "latest"}}}
+	want := []Target{{Set: rendered, Inputs: in, Versioned: versioned, Immutable: []string{"4.101.2-ray2.46.0-" + in[7:19]}, Floating: []string{"ray2.46", "latest"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Targets (-want +got):\n%s", diff)
 	}

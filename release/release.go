@@ -12,10 +12,12 @@ import (
 	"github.com/imagectl/imagectl/imagespec"
 )
 
-// Builder builds a set for all its platforms and pushes the result to repo by
-// digest only, writing no tag. It returns the digest of the pushed index.
+// Builder builds a planned entry's set (e.Set, whose inputs digest the
+// plan computed: e.InputsDigest) for all its platforms and pushes the
+// result to repo by digest only, writing no tag. It returns the digest of
+// the pushed index.
 type Builder interface {
-	Build(ctx context.Context, set imagespec.Set, repo name.Repository) (name.Digest, error)
+	Build(ctx context.Context, e Entry, repo name.Repository) (name.Digest, error)
 }
 
 // Signer signs the index ref names and every platform manifest in it.
@@ -23,10 +25,11 @@ type Signer interface {
 	Sign(ctx context.Context, ref name.Digest) error
 }
 
-// Verifier proves the image ref names is signed and matches set; any error
-// stops the entry before a tag is written.
+// Verifier proves the image ref names is signed and matches the planned
+// entry e (its set and inputs digest); any error stops the entry before a
+// tag is written.
 type Verifier interface {
-	Verify(ctx context.Context, ref name.Digest, set imagespec.Set) error
+	Verify(ctx context.Context, ref name.Digest, e Entry) error
 }
 
 // Smoker runs the image ref names (imagectl smoke image): any error stops
@@ -45,22 +48,22 @@ func (f SmokerFunc) Smoke(ctx context.Context, ref name.Digest, s imagespec.Set)
 
 // BuilderFunc, SignerFunc and VerifierFunc adapt functions to the interfaces.
 type (
-	BuilderFunc  func(ctx context.Context, set imagespec.Set, repo name.Repository) (name.Digest, error)
+	BuilderFunc  func(ctx context.Context, e Entry, repo name.Repository) (name.Digest, error)
 	SignerFunc   func(ctx context.Context, ref name.Digest) error
-	VerifierFunc func(ctx context.Context, ref name.Digest, set imagespec.Set) error
+	VerifierFunc func(ctx context.Context, ref name.Digest, e Entry) error
 )
 
 // Build calls f.
-func (f BuilderFunc) Build(ctx context.Context, s imagespec.Set, r name.Repository) (name.Digest, error) {
-	return f(ctx, s, r)
+func (f BuilderFunc) Build(ctx context.Context, e Entry, r name.Repository) (name.Digest, error) {
+	return f(ctx, e, r)
 }
 
 // Sign calls f.
 func (f SignerFunc) Sign(ctx context.Context, ref name.Digest) error { return f(ctx, ref) }
 
 // Verify calls f.
-func (f VerifierFunc) Verify(ctx context.Context, ref name.Digest, s imagespec.Set) error {
-	return f(ctx, ref, s)
+func (f VerifierFunc) Verify(ctx context.Context, ref name.Digest, e Entry) error {
+	return f(ctx, ref, e)
 }
 
 // Releaser publishes planned entries.
@@ -202,7 +205,7 @@ func (r *Releaser) entry(ctx context.Context, e Entry) (Result, error) {
 			return r.tags(ctx, e, res, name.Digest{})
 		}
 		r.logf(e.Name, "building (%s)", reasons(e.Reasons))
-		d, err = r.builder.Build(ctx, e.Set, r.repo)
+		d, err = r.builder.Build(ctx, e, r.repo)
 		if err != nil {
 			return res, fmt.Errorf("build: %w", err)
 		}
@@ -234,7 +237,7 @@ func (r *Releaser) entry(ctx context.Context, e Entry) (Result, error) {
 		return res, fmt.Errorf("image is %s, but the expected (smoke-tested) digest is %s; no tag was written", d.DigestStr(), r.expect)
 	}
 	r.logf(e.Name, "verifying %s", d.DigestStr())
-	if err := r.verifier.Verify(ctx, d, e.Set); err != nil {
+	if err := r.verifier.Verify(ctx, d, e); err != nil {
 		return res, fmt.Errorf("verify %s: %w (no tag was written)", d, err)
 	}
 	if r.smoker != nil {

@@ -29,13 +29,17 @@ type fakeBuilder struct {
 	during func(name.Digest)
 }
 
-func (b *fakeBuilder) Build(ctx context.Context, s imagespec.Set, repo name.Repository) (name.Digest, error) {
+func (b *fakeBuilder) Build(ctx context.Context, e Entry, repo name.Repository) (name.Digest, error) {
 	b.mu.Lock()
 	b.calls++
 	b.mu.Unlock()
+	s := e.Set
 	in, err := b.digest(s)
 	if err != nil {
 		return name.Digest{}, err
+	}
+	if in != e.InputsDigest {
+		return name.Digest{}, fmt.Errorf("entry %s carries inputs digest %s, want the plan's %s", e.Name, e.InputsDigest, in)
 	}
 	d := pushByDigest(ctx, b.t, repo, imageFor(b.t, s, in))
 	if b.during != nil {
@@ -65,7 +69,8 @@ type labelVerifier struct {
 	fail   error
 }
 
-func (v *labelVerifier) Verify(ctx context.Context, ref name.Digest, s imagespec.Set) error {
+func (v *labelVerifier) Verify(ctx context.Context, ref name.Digest, e Entry) error {
+	s := e.Set
 	if v.fail != nil {
 		return v.fail
 	}
@@ -373,11 +378,59 @@ func TestInputsVerifier(t *testing.T) {
 	in, _ := r.digest(a)
 	good := publish(t, r.repo, a, in)
 	bad := publish(t, r.repo, a, "sha256:"+strings.Repeat("3", 64))
-	v := Verifiers(InputsVerifier(r.reg.reg, r.digest))
-	if err := v.Verify(context.Background(), good, a); err != nil {
+	v := Verifiers(InputsVerifier(r.reg.reg))
+	e := Entry{Name: "a", Set: a, InputsDigest: in}
+	if err := v.Verify(context.Background(), good, e); err != nil {
 		t.Errorf("matching image: %v", err)
 	}
-	if err := v.Verify(context.Background(), bad, a); err == nil || !strings.Contains(err.Error(), "carries inputs digest") {
+	if err := v.Verify(context.Background(), bad, e); err == nil || !strings.Contains(err.Error(), "carries inputs digest") {
 		t.Errorf("mismatching image: err = %v", err)
+	}
+}
+
+// The inputs digest (a full render in imagectl) is computed once per set,
+// by Targets: the plan, the build (the entry carries it) and the inputs
+// check of a release all read it from there.
+func TestInputsDigestComputedOncePerSet(t *testing.T) {
+	a, b, _ := baseSets()
+	r := newRig(t, a, b)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	counting := DigestFunc(func(s imagespec.Set) (string, error) {
+		mu.Lock()
+		calls[s.Ray+"/"+s.CodeServer.Version]++
+		mu.Unlock()
+		return r.digest(s)
+	})
+	var ts []Target
+	for _, s := range []imagespec.Set{a, b} {
+		got, err := Targets(testTags, []imagespec.Set{s}, counting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, got...)
+	}
+	owned, err := OwnFloating(ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := NewPlanner(r.reg.reg, r.repo).Plan(context.Background(), owned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Verifiers(InputsVerifier(r.reg.reg), r.verifier)
+	if _, err := NewReleaser(r.reg.reg, r.repo, r.builder, r.signer, v).Release(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	if r.builder.calls != 2 {
+		t.Fatalf("built %d entries, want 2", r.builder.calls)
+	}
+	for k, n := range calls {
+		if n != 1 {
+			t.Errorf("inputs digest of %s computed %d times, want once", k, n)
+		}
+	}
+	if len(calls) != 2 {
+		t.Errorf("inputs digests computed for %v, want both sets", calls)
 	}
 }

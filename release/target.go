@@ -14,6 +14,9 @@ import (
 type Target struct {
 	// Set has its Tags rendered (Targets).
 	Set imagespec.Set
+	// Inputs is the set's inputs digest, computed once by Targets; plan and
+	// release use it from here.
+	Inputs string
 	// Versioned is the first immutable tag; it carries the inputs digest, so
 	// the same inputs always give the same versioned tag and new inputs a new
 	// one. Plan reads the image it names.
@@ -58,7 +61,7 @@ func Targets(cfg *matrix.Config, sets []imagespec.Set, d InputsDigester) ([]Targ
 			return nil, fmt.Errorf("ray %s, code-server %s: %w", s.Ray, s.CodeServer.Version, err)
 		}
 		s.Tags = tags.Names()
-		t := Target{Set: s, Versioned: tags.Versioned(), Floating: tags.Floating()}
+		t := Target{Set: s, Inputs: in, Versioned: tags.Versioned(), Floating: tags.Floating()}
 		if im := tags.Immutable(); len(im) > 1 {
 			t.Immutable = im[1:]
 		}

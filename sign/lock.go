@@ -3,6 +3,7 @@ package sign
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -11,14 +12,16 @@ import (
 )
 
 // LockFromImage reads the resolved set from the lock label of the image's
-// first platform manifest (or of the image itself), for building an SBOM of
-// an image built earlier.
-func LockFromImage(ctx context.Context, ref string, opts ...Option) (imagespec.Set, error) {
+// first platform manifest (or of the image itself), and the time the image
+// was built at (its config's created, which the build sets to
+// SOURCE_DATE_EPOCH; zero when the config has none), for building an SBOM
+// of an image built earlier with the time imagectl build --sign gives it.
+func LockFromImage(ctx context.Context, ref string, opts ...Option) (imagespec.Set, time.Time, error) {
 	o := makeOptions(ctx, opts)
 	o.allManifests = true
 	targets, root, err := resolveTargets(ref, o)
 	if err != nil {
-		return imagespec.Set{}, err
+		return imagespec.Set{}, time.Time{}, err
 	}
 	t := targets[0]
 	if len(targets) > 1 {
@@ -27,21 +30,21 @@ func LockFromImage(ctx context.Context, ref string, opts ...Option) (imagespec.S
 	d := root.Context().Digest(t.Digest)
 	img, err := remote.Image(d, o.remoteOpts...)
 	if err != nil {
-		return imagespec.Set{}, fmt.Errorf("reading %s: %w", d, err)
+		return imagespec.Set{}, time.Time{}, fmt.Errorf("reading %s: %w", d, err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return imagespec.Set{}, fmt.Errorf("reading config of %s: %w", d, err)
+		return imagespec.Set{}, time.Time{}, fmt.Errorf("reading config of %s: %w", d, err)
 	}
 	raw := cf.Config.Labels[imagespec.LabelLock]
 	if raw == "" {
-		return imagespec.Set{}, fmt.Errorf("%s has no %s label", d, imagespec.LabelLock)
+		return imagespec.Set{}, time.Time{}, fmt.Errorf("%s has no %s label", d, imagespec.LabelLock)
 	}
 	set, err := imagespec.DecodeLock(raw)
 	if err != nil {
-		return imagespec.Set{}, fmt.Errorf("label %s of %s: %w", imagespec.LabelLock, d, err)
+		return imagespec.Set{}, time.Time{}, fmt.Errorf("label %s of %s: %w", imagespec.LabelLock, d, err)
 	}
-	return set, nil
+	return set, cf.Created.UTC(), nil
 }
 
 // Repository returns the repository of ref (for SBOM names).

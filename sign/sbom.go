@@ -1,15 +1,22 @@
 package sign
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	spdxjson "github.com/spdx/tools-golang/json"
+	"github.com/spdx/tools-golang/spdx/v2/common"
+	spdx "github.com/spdx/tools-golang/spdx/v2/v2_3"
 
 	"github.com/imagectl/imagectl/imagespec"
 )
@@ -103,58 +110,12 @@ func SBOMInputFromLock(set imagespec.Set, imageName string, created time.Time) S
 	return in
 }
 
-type spdxDoc struct {
-	SPDXVersion       string             `json:"spdxVersion"`
-	DataLicense       string             `json:"dataLicense"`
-	SPDXID            string             `json:"SPDXID"`
-	Name              string             `json:"name"`
-	DocumentNamespace string             `json:"documentNamespace"`
-	CreationInfo      spdxCreation       `json:"creationInfo"`
-	Packages          []spdxPackage      `json:"packages"`
-	Relationships     []spdxRelationship `json:"relationships"`
-}
-
-type spdxCreation struct {
-	Created  string   `json:"created"`
-	Creators []string `json:"creators"`
-}
-
-type spdxPackage struct {
-	SPDXID           string         `json:"SPDXID"`
-	Name             string         `json:"name"`
-	VersionInfo      string         `json:"versionInfo,omitempty"`
-	DownloadLocation string         `json:"downloadLocation"`
-	FilesAnalyzed    bool           `json:"filesAnalyzed"`
-	PrimaryPurpose   string         `json:"primaryPackagePurpose,omitempty"`
-	Checksums        []spdxChecksum `json:"checksums,omitempty"`
-	ExternalRefs     []spdxExtRef   `json:"externalRefs,omitempty"`
-	Comment          string         `json:"comment,omitempty"`
-	LicenseConcluded string         `json:"licenseConcluded"`
-	LicenseDeclared  string         `json:"licenseDeclared"`
-	CopyrightText    string         `json:"copyrightText"`
-}
-
-type spdxChecksum struct {
-	Algorithm string `json:"algorithm"`
-	Value     string `json:"checksumValue"`
-}
-
-type spdxExtRef struct {
-	Category string `json:"referenceCategory"`
-	Type     string `json:"referenceType"`
-	Locator  string `json:"referenceLocator"`
-}
-
-type spdxRelationship struct {
-	Element string `json:"spdxElementId"`
-	Type    string `json:"relationshipType"`
-	Related string `json:"relatedSpdxElement"`
-}
-
 var spdxIDRe = regexp.MustCompile(`[^A-Za-z0-9.-]+`)
 
-func spdxID(parts ...string) string {
-	return "SPDXRef-" + spdxIDRe.ReplaceAllString(strings.Join(parts, "-"), "-")
+// spdxID is an SPDX element id (without its "SPDXRef-" prefix, which the
+// encoder adds) made of parts.
+func spdxID(parts ...string) common.ElementID {
+	return common.ElementID(spdxIDRe.ReplaceAllString(strings.Join(parts, "-"), "-"))
 }
 
 func noassert(s string) string {
@@ -164,8 +125,33 @@ func noassert(s string) string {
 	return s
 }
 
+func purl(locator string) []*spdx.PackageExternalReference {
+	return []*spdx.PackageExternalReference{{Category: common.CategoryPackageManager, RefType: common.TypePackageManagerPURL, Locator: locator}}
+}
+
+func sha256Checksum(hexd string) []common.Checksum {
+	return []common.Checksum{{Algorithm: common.SHA256, Value: hexd}}
+}
+
+// ociPURL is the purl of a base image's platform manifest: its repository
+// (the reference without tag or digest) and its last path element.
+func ociPURL(ref, digest, platform string) string {
+	repo, last := ref, ref
+	if d, err := name.NewDigest(repo); err == nil {
+		repo = strings.TrimSuffix(repo, "@"+d.DigestStr())
+	}
+	if t, err := name.NewTag(repo, name.WithDefaultTag("")); err == nil {
+		if t.TagStr() != "" {
+			repo = strings.TrimSuffix(repo, ":"+t.TagStr())
+		}
+		last = t.RepositoryStr()
+	}
+	return fmt.Sprintf("pkg:oci/%s@%s?repository_url=%s&platform=%s", path.Base(last), strings.ReplaceAll(digest, ":", "%3A"), repo, strings.ReplaceAll(platform, "/", "%2F"))
+}
+
 // SPDX renders the SBOM for one platform ("" = the index: every platform) as
-// SPDX 2.3 JSON. The same input gives the same bytes.
+// SPDX 2.3 JSON (spdx/tools-golang's model and encoder). The same input
+// gives the same bytes.
 func SPDX(in SBOMInput, platform string) ([]byte, error) {
 	if in.ImageName == "" {
 		return nil, errors.New("SBOM input has no image name")
@@ -186,50 +172,47 @@ func SPDX(in SBOMInput, platform string) ([]byte, error) {
 	if in.Created.IsZero() {
 		created = time.Unix(0, 0).UTC()
 	}
-	doc := spdxDoc{
-		SPDXVersion:  "SPDX-2.3",
-		DataLicense:  "CC0-1.0",
-		SPDXID:       "SPDXRef-DOCUMENT",
-		Name:         docName,
-		CreationInfo: spdxCreation{Created: created.Format(time.RFC3339), Creators: []string{"Tool: imagectl"}},
+	doc := &spdx.Document{
+		SPDXVersion:    spdx.Version,
+		DataLicense:    spdx.DataLicense,
+		SPDXIdentifier: "DOCUMENT",
+		DocumentName:   docName,
+		CreationInfo: &spdx.CreationInfo{
+			Created:  created.Format(time.RFC3339),
+			Creators: []common.Creator{{CreatorType: "Tool", Creator: "imagectl"}},
+		},
 	}
-	img := spdxPackage{
-		SPDXID: "SPDXRef-Image", Name: in.ImageName, VersionInfo: in.ImageVersion,
-		DownloadLocation: "NOASSERTION", PrimaryPurpose: "CONTAINER",
+	img := &spdx.Package{
+		PackageSPDXIdentifier: "Image", PackageName: in.ImageName, PackageVersion: in.ImageVersion,
+		PackageDownloadLocation: "NOASSERTION", PrimaryPackagePurpose: "CONTAINER",
 	}
-	pkgs := []spdxPackage{img}
-	rels := []spdxRelationship{{Element: "SPDXRef-DOCUMENT", Type: "DESCRIBES", Related: img.SPDXID}}
-	add := func(p spdxPackage, rel string) {
+	pkgs := []*spdx.Package{img}
+	rel := func(a common.ElementID, typ string, b common.ElementID) *spdx.Relationship {
+		return &spdx.Relationship{RefA: common.MakeDocElementID("", string(a)), Relationship: typ, RefB: common.MakeDocElementID("", string(b))}
+	}
+	rels := []*spdx.Relationship{rel(doc.SPDXIdentifier, common.TypeRelationshipDescribe, img.PackageSPDXIdentifier)}
+	add := func(p *spdx.Package, typ string) {
 		pkgs = append(pkgs, p)
-		if rel == "DESCENDANT_OF" {
-			rels = append(rels, spdxRelationship{Element: img.SPDXID, Type: rel, Related: p.SPDXID})
-		} else {
-			rels = append(rels, spdxRelationship{Element: img.SPDXID, Type: "CONTAINS", Related: p.SPDXID})
-		}
+		rels = append(rels, rel(img.PackageSPDXIdentifier, typ, p.PackageSPDXIdentifier))
 	}
 	for _, p := range platforms {
 		if in.BaseName == "" {
 			break
 		}
-		bp := spdxPackage{SPDXID: spdxID("Base", p), Name: in.BaseName, DownloadLocation: "NOASSERTION", PrimaryPurpose: "CONTAINER", Comment: "base image for " + p}
+		bp := &spdx.Package{PackageSPDXIdentifier: spdxID("Base", p), PackageName: in.BaseName, PackageDownloadLocation: "NOASSERTION", PrimaryPackagePurpose: "CONTAINER", PackageComment: "base image for " + p}
 		if d := in.BaseDigests[p]; d != "" {
-			bp.VersionInfo = d
+			bp.PackageVersion = d
 			if alg, hexd, ok := strings.Cut(d, ":"); ok && alg == "sha256" {
-				bp.Checksums = []spdxChecksum{{Algorithm: "SHA256", Value: hexd}}
+				bp.PackageChecksums = sha256Checksum(hexd)
 			}
-			repo := in.BaseName
-			if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-				repo = repo[:i]
-			}
-			bp.ExternalRefs = []spdxExtRef{{Category: "PACKAGE-MANAGER", Type: "purl",
-				Locator: fmt.Sprintf("pkg:oci/%s@%s?repository_url=%s&platform=%s", repo[strings.LastIndex(repo, "/")+1:], strings.ReplaceAll(d, ":", "%3A"), repo, strings.ReplaceAll(p, "/", "%2F"))}}
+			bp.PackageExternalReferences = purl(ociPURL(in.BaseName, d, p))
 		}
-		add(bp, "DESCENDANT_OF")
+		add(bp, common.TypeRelationshipDescendantOf)
 	}
 	if in.CodeServer != "" {
-		add(spdxPackage{SPDXID: spdxID("code-server", in.CodeServer), Name: "code-server", VersionInfo: in.CodeServer,
-			DownloadLocation: "https://github.com/coder/code-server", Comment: "VS Code " + in.VSCode,
-			ExternalRefs: []spdxExtRef{{Category: "PACKAGE-MANAGER", Type: "purl", Locator: "pkg:npm/code-server@" + in.CodeServer}}}, "CONTAINS")
+		add(&spdx.Package{PackageSPDXIdentifier: spdxID("code-server", in.CodeServer), PackageName: "code-server", PackageVersion: in.CodeServer,
+			PackageDownloadLocation: "https://github.com/coder/code-server", PackageComment: "VS Code " + in.VSCode,
+			PackageExternalReferences: purl("pkg:npm/code-server@" + in.CodeServer)}, common.TypeRelationshipContains)
 	}
 	for _, e := range in.Extensions {
 		for _, p := range platforms {
@@ -237,16 +220,16 @@ func SPDX(in SBOMInput, platform string) ([]byte, error) {
 			if !ok {
 				return nil, fmt.Errorf("extension %s@%s has no file for %s", e.ID, e.Version, p)
 			}
-			ep := spdxPackage{SPDXID: spdxID("vsix", e.ID, e.Version, p), Name: e.ID, VersionInfo: e.Version,
-				DownloadLocation: noassert(f.URL), Comment: "VS Code extension, target platform " + f.TargetPlatform + ", installed on " + p}
+			ep := &spdx.Package{PackageSPDXIdentifier: spdxID("vsix", e.ID, e.Version, p), PackageName: e.ID, PackageVersion: e.Version,
+				PackageDownloadLocation: noassert(f.URL), PackageComment: "VS Code extension, target platform " + f.TargetPlatform + ", installed on " + p}
 			if f.SHA256 != "" {
-				ep.Checksums = []spdxChecksum{{Algorithm: "SHA256", Value: f.SHA256}}
+				ep.PackageChecksums = sha256Checksum(f.SHA256)
 			}
-			add(ep, "CONTAINS")
+			add(ep, common.TypeRelationshipContains)
 		}
 	}
 	if in.Python != "" {
-		add(spdxPackage{SPDXID: spdxID("python", in.Python), Name: "python", VersionInfo: in.Python, DownloadLocation: "NOASSERTION"}, "CONTAINS")
+		add(&spdx.Package{PackageSPDXIdentifier: spdxID("python", in.Python), PackageName: "python", PackageVersion: in.Python, PackageDownloadLocation: "NOASSERTION"}, common.TypeRelationshipContains)
 	}
 	pys := in.PythonPackages
 	if in.PythonByPlatform != nil {
@@ -269,15 +252,15 @@ func SPDX(in SBOMInput, platform string) ([]byte, error) {
 		if pp.SHA256 != "" {
 			id = spdxID("pypi", pp.Name, pp.Version, pp.SHA256[:12])
 		}
-		sp := spdxPackage{SPDXID: id, Name: pp.Name, VersionInfo: pp.Version, DownloadLocation: noassert(pp.URL),
-			ExternalRefs: []spdxExtRef{{Category: "PACKAGE-MANAGER", Type: "purl", Locator: "pkg:pypi/" + strings.ToLower(pp.Name) + "@" + pp.Version}}}
+		sp := &spdx.Package{PackageSPDXIdentifier: id, PackageName: pp.Name, PackageVersion: pp.Version, PackageDownloadLocation: noassert(pp.URL),
+			PackageExternalReferences: purl("pkg:pypi/" + strings.ToLower(pp.Name) + "@" + pp.Version)}
 		if pp.SHA256 != "" {
-			sp.Checksums = []spdxChecksum{{Algorithm: "SHA256", Value: pp.SHA256}}
+			sp.PackageChecksums = sha256Checksum(pp.SHA256)
 		}
-		add(sp, "CONTAINS")
+		add(sp, common.TypeRelationshipContains)
 	}
-	for i := range pkgs {
-		pkgs[i].LicenseConcluded, pkgs[i].LicenseDeclared, pkgs[i].CopyrightText = "NOASSERTION", "NOASSERTION", "NOASSERTION"
+	for _, p := range pkgs {
+		p.PackageLicenseConcluded, p.PackageLicenseDeclared, p.PackageCopyrightText = "NOASSERTION", "NOASSERTION", "NOASSERTION"
 	}
 	doc.Packages, doc.Relationships = pkgs, rels
 	// The namespace must be unique per document: derive it from the content.
@@ -287,5 +270,9 @@ func SPDX(in SBOMInput, platform string) ([]byte, error) {
 	}
 	sum := sha256.Sum256(body)
 	doc.DocumentNamespace = "https://imagectl.dev/spdx/" + spdxIDRe.ReplaceAllString(in.ImageName, "-") + "-" + hex.EncodeToString(sum[:8])
-	return json.MarshalIndent(doc, "", "  ")
+	var buf bytes.Buffer
+	if err := spdxjson.Write(doc, &buf, spdxjson.Indent("  ")); err != nil {
+		return nil, fmt.Errorf("encoding SPDX: %w", err)
+	}
+	return buf.Bytes(), nil
 }

@@ -22,16 +22,23 @@ import (
 	"github.com/imagectl/imagectl/sign"
 )
 
-func TestPublisherSignsOnlyWhatItBuilt(t *testing.T) {
+func TestReleaseBuilderSignsOnlyWhatItBuilt(t *testing.T) {
 	repo, err := name.NewRepository("localhost:5000/x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := repo.Digest("sha256:" + strings.Repeat("a", 64))
-	if err := NewPublisher(nil, Request{}, nil).Sign(context.Background(), ref); err == nil || !strings.Contains(err.Error(), "no signer") {
+	newBuilder := func(s *sign.Signer) *ReleaseBuilder {
+		rb, err := NewReleaseBuilder(nil, Request{Matrix: &matrix.Config{}}, nil, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rb
+	}
+	if err := newBuilder(nil).Sign(context.Background(), ref); err == nil || !strings.Contains(err.Error(), "no signer") {
 		t.Errorf("Sign without a signer: %v", err)
 	}
-	err = NewPublisher(nil, Request{}, &sign.Signer{}).Sign(context.Background(), ref)
+	err = newBuilder(&sign.Signer{}).Sign(context.Background(), ref)
 	if err == nil || !strings.Contains(err.Error(), "was not built by this run") {
 		t.Errorf("Sign of an image the publisher did not build: %v", err)
 	}
@@ -99,7 +106,7 @@ func TestRunPreflightBeforeAnyDownload(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials at all
 
-	req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}, Repo: host + "/team/img", Push: true}
+	req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}, Publish: PublishOptions{Repo: host + "/team/img", Push: true}}
 	_, err := Run(context.Background(), downPinger{}, req)
 	if err == nil || !strings.Contains(err.Error(), "unix:///nowhere.sock") {
 		t.Errorf("Run with an unreachable buildkitd: %v, want the buildkitd error", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/verify"
@@ -32,16 +33,16 @@ type publishedImage struct {
 // change nothing: the tag exists, its image carries the inputs digest
 // (dev.imagectl.inputs.digest, read as imagectl plan reads it) and holds
 // exactly the set's platforms, and, when req signs, it passes imagectl
-// verify with req.VerifyKey or else the signer's public key without reading
+// verify with req.Sign.VerifyKey or else the signer's public key without reading
 // layers
 // (signatures of the index and of every platform manifest; the SBOM and,
-// when req.Provenance, the provenance attestations; the labels). It returns
+// when req.Solve.Provenance, the provenance attestations; the labels). It returns
 // nil when the build must run: the tag is absent or names other inputs, or
 // the registry refuses to let these credentials read it (the push preflight
 // then says so), or a signature does not verify (a line on req.Warnings
 // says which). Only manifests and config blobs are read.
 func published(ctx context.Context, req *Request, tag name.Tag, inputs string, platforms []string) (*publishedImage, error) {
-	ropts := regauth.RemoteOptions(ctx, req.RemoteOptions...)
+	ropts := regauth.RemoteOptions(ctx, req.Publish.RemoteOptions...)
 	reg, err := release.NewRegistry(ropts...)
 	if err != nil {
 		return nil, err
@@ -57,18 +58,52 @@ func published(ctx context.Context, req *Request, tag name.Tag, inputs string, p
 		return nil, nil
 	}
 	ref := tag.Context().Digest(pub.Digest.String())
+	out, got, err := publishedPlatforms(ref, ropts)
+	if err != nil {
+		return nil, err
+	}
+	out.index = pub.Digest
+	want := slices.Sorted(slices.Values(platforms))
+	if slices.Sort(got); !slices.Equal(got, want) {
+		fmt.Fprintf(req.Warnings, "%s names %s with platforms %s, want %s: rebuilding\n", tag, pub.Digest, strings.Join(got, ","), strings.Join(want, ","))
+		return nil, nil
+	}
+	out.why = fmt.Sprintf("%s already names %s, built from inputs %s", tag, pub.Digest, inputs)
+	if !req.signing() {
+		out.why += "; nothing built or pushed (--force rebuilds)"
+		return out, nil
+	}
+	keyName, problem, err := publishedSignatures(ctx, req, ref, out.platforms, ropts)
+	if err != nil {
+		return nil, err
+	}
+	if problem != "" {
+		fmt.Fprintf(req.Warnings, "%s names %s of these inputs, but %s: rebuilding, pushing and signing it\n", tag, pub.Digest, problem)
+		return nil, nil
+	}
+	what := "signatures verify with %s and its SBOM and provenance attestations are there"
+	if !req.Solve.Provenance {
+		what = "signatures verify with %s and its SBOM attestations are there"
+	}
+	out.why += fmt.Sprintf(" and its "+what+"; nothing built, pushed or signed (--force rebuilds)", keyName)
+	return out, nil
+}
+
+// publishedPlatforms reads the published index ref: its platform images
+// (attestation manifests left out) and their platforms.
+func publishedPlatforms(ref name.Digest, ropts []remote.Option) (*publishedImage, []string, error) {
 	idx, err := remote.Index(ref, ropts...)
 	if err != nil {
-		return nil, fmt.Errorf("reading the published index %s: %w", ref, err)
+		return nil, nil, fmt.Errorf("reading the published index %s: %w", ref, err)
 	}
 	im, err := idx.IndexManifest()
 	if err != nil {
-		return nil, fmt.Errorf("reading the published index %s: %w", ref, err)
+		return nil, nil, fmt.Errorf("reading the published index %s: %w", ref, err)
 	}
-	out := &publishedImage{index: pub.Digest}
+	out := &publishedImage{}
 	var got []string
 	for _, m := range im.Manifests {
-		if m.Platform == nil || m.Platform.OS == "unknown" || !m.MediaType.IsImage() {
+		if m.Platform == nil || imagespec.IsAttestationManifest(m) || !m.MediaType.IsImage() {
 			continue
 		}
 		p := m.Platform.OS + "/" + m.Platform.Architecture
@@ -78,30 +113,26 @@ func published(ctx context.Context, req *Request, tag name.Tag, inputs string, p
 		got = append(got, p)
 		out.platforms = append(out.platforms, PlatformOutput{Digest: m.Digest.String(), PlatformResult: build.PlatformResult{Platform: p}})
 	}
-	want := slices.Sorted(slices.Values(platforms))
-	if slices.Sort(got); !slices.Equal(got, want) {
-		if req.Warnings != nil {
-			fmt.Fprintf(req.Warnings, "%s names %s with platforms %s, want %s: rebuilding\n", tag, pub.Digest, strings.Join(got, ","), strings.Join(want, ","))
-		}
-		return nil, nil
-	}
-	out.why = fmt.Sprintf("%s already names %s, built from inputs %s", tag, pub.Digest, inputs)
-	if !req.signing() {
-		out.why += "; nothing built or pushed (--force rebuilds)"
-		return out, nil
-	}
-	pk, keyName := req.VerifyKey, req.VerifyKeyName
+	return out, got, nil
+}
+
+// publishedSignatures checks the published image ref with req.Sign.VerifyKey,
+// or else the signer's public key (named keyName): its signatures verify
+// and every platform manifest has its attestations. problem says what is
+// wrong ("" when nothing is).
+func publishedSignatures(ctx context.Context, req *Request, ref name.Digest, platforms []PlatformOutput, ropts []remote.Option) (keyName, problem string, err error) {
+	pk, keyName := req.Sign.VerifyKey, req.Sign.VerifyKeyName
 	if pk == nil {
 		s, err := req.signer(ctx)
 		if err != nil {
-			return nil, err
+			return "", "", err
 		}
 		pem, err := s.PublicKeyPEM()
 		if err != nil {
-			return nil, fmt.Errorf("public key of %s: %w", s, err)
+			return "", "", fmt.Errorf("public key of %s: %w", s, err)
 		}
 		if pk, err = verify.PublicKeyFromPEM(pem); err != nil {
-			return nil, err
+			return "", "", err
 		}
 		keyName = s.String()
 	}
@@ -111,40 +142,26 @@ func published(ctx context.Context, req *Request, tag name.Tag, inputs string, p
 	// imagectl verify's job. A build that stopped between signing and
 	// attesting is found all the same.
 	rep, err := verify.Image(ctx, ref.String(), verify.WithVerifier(pk), verify.WithSkipContents(true),
-		verify.WithSkipAttestations(true), verify.WithRemoteOptions(req.RemoteOptions...), verify.WithNameOptions(nameOpts(req.Insecure)...))
+		verify.WithSkipAttestations(true), verify.WithRemoteOptions(req.Publish.RemoteOptions...), verify.WithNameOptions(nameOpts(req.Publish.Insecure)...))
 	if err != nil {
-		return nil, fmt.Errorf("verifying the published %s: %w", ref, err)
+		return "", "", fmt.Errorf("verifying the published %s: %w", ref, err)
 	}
-	problem := ""
 	switch {
 	case !rep.OK && len(rep.Failures) > 0:
-		problem = fmt.Sprintf("it does not verify with %s (%d problems, first: %s)", keyName, len(rep.Failures), rep.Failures[0])
+		return keyName, fmt.Sprintf("it does not verify with %s (%d problems, first: %s)", keyName, len(rep.Failures), rep.Failures[0]), nil
 	case !rep.OK:
-		problem = fmt.Sprintf("it does not verify with %s", keyName)
-	default:
-		for _, p := range out.platforms {
-			missing, err := missingAttestations(ctx, tag.Context().Digest(p.Digest), req.Provenance, ropts)
-			if err != nil {
-				return nil, err
-			}
-			if missing != "" {
-				problem = fmt.Sprintf("its %s manifest %s has no %s attestation", p.Platform, p.Digest, missing)
-				break
-			}
+		return keyName, fmt.Sprintf("it does not verify with %s", keyName), nil
+	}
+	for _, p := range platforms {
+		missing, err := missingAttestations(ctx, ref.Context().Digest(p.Digest), req.Solve.Provenance, ropts)
+		if err != nil {
+			return "", "", err
+		}
+		if missing != "" {
+			return keyName, fmt.Sprintf("its %s manifest %s has no %s attestation", p.Platform, p.Digest, missing), nil
 		}
 	}
-	if problem != "" {
-		if req.Warnings != nil {
-			fmt.Fprintf(req.Warnings, "%s names %s of these inputs, but %s: rebuilding, pushing and signing it\n", tag, pub.Digest, problem)
-		}
-		return nil, nil
-	}
-	what := "signatures verify with %s and its SBOM and provenance attestations are there"
-	if !req.Provenance {
-		what = "signatures verify with %s and its SBOM attestations are there"
-	}
-	out.why += fmt.Sprintf(" and its "+what+"; nothing built, pushed or signed (--force rebuilds)", keyName)
-	return out, nil
+	return keyName, "", nil
 }
 
 // missingAttestations names the attestation kind the manifest d lacks

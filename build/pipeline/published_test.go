@@ -255,11 +255,11 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 			}
 			reg.reset()
 			var warnings bytes.Buffer
-			req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}, Repo: repo.Name(),
-				Push: true, Signer: c.signer, Force: c.force, Warnings: &warnings}
+			req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}, Publish: PublishOptions{Repo: repo.Name(),
+				Push: true}, Sign: SignOptions{Signer: c.signer}, Force: c.force, Warnings: &warnings}
 			if c.lazy {
-				req.Signer = nil
-				req.LoadSigner = func(context.Context) (*sign.Signer, error) {
+				req.Sign.Signer = nil
+				req.Sign.LoadSigner = func(context.Context) (*sign.Signer, error) {
 					if c.noLoad {
 						t.Error("the signer was loaded")
 					}
@@ -267,7 +267,7 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 				}
 			}
 			if c.verifyKey != nil {
-				req.VerifyKey, req.VerifyKeyName = verifier(c.verifyKey), "the verify key"
+				req.Sign.VerifyKey, req.Sign.VerifyKeyName = verifier(c.verifyKey), "the verify key"
 			}
 			res, err := Run(ctx, failBuilder{t}, req)
 			if !c.skip {
@@ -324,11 +324,11 @@ func TestSignerChecksVerifyKey(t *testing.T) {
 		return v
 	}
 	loads := 0
-	req := Request{LoadSigner: func(context.Context) (*sign.Signer, error) { loads++; return key, nil }, VerifyKey: pub(other), VerifyKeyName: "other.pub"}
+	req := Request{Sign: SignOptions{LoadSigner: func(context.Context) (*sign.Signer, error) { loads++; return key, nil }, VerifyKey: pub(other), VerifyKeyName: "other.pub"}}
 	if _, err := req.signer(context.Background()); err == nil || !strings.Contains(err.Error(), "other.pub is not the public key of test key") {
 		t.Errorf("signer with another key's public half: %v", err)
 	}
-	req.VerifyKey = pub(key)
+	req.Sign.VerifyKey = pub(key)
 	for range 2 {
 		if s, err := req.signer(context.Background()); err != nil || s != key {
 			t.Errorf("signer with its own public half: %v, %v", s, err)

@@ -75,7 +75,7 @@ func TestBuildAndReleaseTagTheSame(t *testing.T) {
 
 	pushIndex(t, repo.Tag(targets[0].Versioned), r.Set, r.Inputs, set.Platforms...)
 	res, err := Run(context.Background(), failBuilder{t}, Request{Matrix: cfg, Catalog: cat, Definition: def,
-		Resolve: resolve.Request{Ray: "2.46.0"}, Repo: repo.Name(), Push: true})
+		Resolve: resolve.Request{Ray: "2.46.0"}, Publish: PublishOptions{Repo: repo.Name(), Push: true}})
 	if err != nil {
 		t.Fatalf("Run of published inputs: %v", err)
 	}

@@ -169,34 +169,36 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 			if err != nil {
 				return err
 			}
-			progressOut := g.stderr
 			res, err := pipeline.Run(ctx, bk, pipeline.Request{
 				Matrix:          cfg,
-				Catalog:         cat,
-				Set:             &set,
-				Sources:         f.ext.sources(cfg, f.ext.httpClient(g)),
-				FetchOptions:    []extensions.Option{extensions.WithLimits(f.ext.limits()), extensions.WithRequirePins(f.ext.requirePins)},
-				ExtensionCache:  c,
 				Definition:      def,
+				Set:             &set,
 				Revision:        firstNonEmpty(f.img.Revision, gitRevision()),
 				SourceDateEpoch: epoch,
-				Repo:            f.repo,
-				Push:            f.push,
-				DistDir:         f.dist,
-				Insecure:        f.reg.Insecure,
-				Provenance:      f.img.Provenance,
-				SBOM:            f.sbom,
-				SBOMFormat:      f.img.SBOMFormat,
-				SBOMFromLock:    f.img.SBOMFromLock,
-				CacheFrom:       f.img.CacheFrom,
-				CacheTo:         f.img.CacheTo,
-				LoadSigner:      loadSigner,
-				VerifyKey:       verifyKey,
-				VerifyKeyName:   "--verify-key " + f.key.VerifyKey,
 				Force:           f.force,
-				Progress:        progressOut,
-				ProgressMode:    f.img.Progress,
 				Warnings:        g.stderr,
+				Extensions: pipeline.ExtensionOptions{
+					Cache:   c,
+					Sources: f.ext.sources(cfg, f.ext.httpClient(g)),
+					Limits:  f.ext.limits(),
+					Options: []extensions.Option{extensions.WithRequirePins(f.ext.requirePins)},
+				},
+				Solve: pipeline.SolveOptions{
+					Provenance:   f.img.Provenance,
+					SBOM:         f.sbom,
+					CacheFrom:    f.img.CacheFrom,
+					CacheTo:      f.img.CacheTo,
+					Progress:     g.stderr,
+					ProgressMode: f.img.Progress,
+				},
+				Publish: pipeline.PublishOptions{Repo: f.repo, Push: f.push, DistDir: f.dist, Insecure: f.reg.Insecure},
+				Sign: pipeline.SignOptions{
+					LoadSigner:    loadSigner,
+					VerifyKey:     verifyKey,
+					VerifyKeyName: "--verify-key " + f.key.VerifyKey,
+					SBOMFormat:    f.img.SBOMFormat,
+					SBOMFromLock:  f.img.SBOMFromLock,
+				},
 			})
 			if err != nil {
 				return err

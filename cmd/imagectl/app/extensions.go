@@ -16,6 +16,7 @@ import (
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
+	"github.com/imagectl/imagectl/internal/sourcedate"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/upstream/httpx"
@@ -261,7 +262,7 @@ It reads the cache only: run "imagectl extensions fetch" first. With
 			if err != nil {
 				return err
 			}
-			t, err := extensions.SourceDateEpoch()
+			t, err := sourcedate.FromEnv()
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/catalog"
@@ -147,7 +148,7 @@ func writeSetText(w io.Writer, s imagespec.Set, tags string) {
 		fmt.Fprintf(tw, "\t%s %s\n", p, s.CodeServer.Platforms[p])
 	}
 	tools := s.ToolsImage
-	if !strings.Contains(tools, "@") {
+	if _, err := name.NewDigest(tools); err != nil {
 		tools += " (digest unknown: run imagectl matrix refresh)"
 	}
 	fmt.Fprintf(tw, "tools image\t%s\n", tools)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/release"
@@ -47,10 +48,14 @@ func (f *publishFlags) Validate() error {
 
 // publishSetup is everything plan and release share.
 type publishSetup struct {
-	cfg     *matrix.Config
-	repo    name.Repository
-	reg     *release.Registry
-	def     *build.Definition
+	cfg  *matrix.Config
+	repo name.Repository
+	reg  *release.Registry
+	def  *build.Definition
+	// renders holds the one render of each target's set (its inputs
+	// digest and definition), made by release.Targets; plan, the builds
+	// and release's inputs check use it.
+	renders *pipeline.Renders
 	targets []release.Target
 	ropts   []remote.Option
 }
@@ -98,14 +103,15 @@ func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSe
 	for i := range sets {
 		sets[i] = def.Set(sets[i])
 	}
-	targets, err := release.Targets(cfg, sets, def)
+	renders := pipeline.NewRenders(def)
+	targets, err := release.Targets(cfg, sets, renders)
 	if err != nil {
 		return nil, err
 	}
 	if targets, err = release.OwnFloating(targets); err != nil {
 		return nil, err
 	}
-	return &publishSetup{cfg: cfg, repo: repo, reg: reg, def: def, targets: targets, ropts: ropts}, nil
+	return &publishSetup{cfg: cfg, repo: repo, reg: reg, def: def, renders: renders, targets: targets, ropts: ropts}, nil
 }
 
 // overrideRegistry applies --registry-override to repo.
@@ -157,7 +163,7 @@ for fromJSON. Nothing changed: an empty plan.`,
 			if err != nil {
 				return err
 			}
-			p, err := release.NewPlanner(ps.reg, ps.def, ps.repo).Plan(ctx, ps.targets)
+			p, err := release.NewPlanner(ps.reg, ps.repo).Plan(ctx, ps.targets)
 			if err != nil {
 				return err
 			}

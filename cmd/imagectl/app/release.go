@@ -109,7 +109,7 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 	if err != nil {
 		return err
 	}
-	plan, err := release.NewPlanner(ps.reg, ps.def, ps.repo).Plan(ctx, ps.targets)
+	plan, err := release.NewPlanner(ps.reg, ps.repo).Plan(ctx, ps.targets)
 	if err != nil {
 		return err
 	}
@@ -128,11 +128,11 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 	}
 	nopts := f.reg.NameOptions()
 	var (
-		builder release.Builder = release.BuilderFunc(func(context.Context, imagespec.Set, name.Repository) (name.Digest, error) {
+		builder release.Builder = release.BuilderFunc(func(context.Context, release.Entry, name.Repository) (name.Digest, error) {
 			return name.Digest{}, errors.New("no builder (dry run)")
 		})
 		signer   release.Signer   = release.SignerFunc(func(context.Context, name.Digest) error { return errors.New("no signer (dry run)") })
-		verifier release.Verifier = release.VerifierFunc(func(context.Context, name.Digest, imagespec.Set) error { return errors.New("no verifier (dry run)") })
+		verifier release.Verifier = release.VerifierFunc(func(context.Context, name.Digest, release.Entry) error { return errors.New("no verifier (dry run)") })
 	)
 	if !f.dryRun && !plan.Empty() {
 		s, vopt, err := f.signerAndVerifyOption(ctx)
@@ -140,9 +140,9 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 			return err
 		}
 		if plan.NeedsBuild() {
-			// Build and sign: the pipeline of imagectl build (same definition
-			// as the plan), pushing by digest with no tag; the Publisher signs
-			// in release's sign step, once.
+			// Build and sign: the pipeline of imagectl build (from the
+			// plan's render of each set), pushing by digest with no tag; the
+			// ReleaseBuilder signs in release's sign step, once.
 			pub, err := f.publisher(cmd, g, ps, s)
 			if err != nil {
 				return err
@@ -153,7 +153,7 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 				return errors.New("promotion signs nothing")
 			})
 		}
-		cosignVerify := release.VerifierFunc(func(ctx context.Context, ref name.Digest, _ imagespec.Set) error {
+		cosignVerify := release.VerifierFunc(func(ctx context.Context, ref name.Digest, _ release.Entry) error {
 			rep, err := verify.Image(ctx, ref.String(), vopt, verify.WithRemoteOptions(ps.ropts...), verify.WithNameOptions(nopts...), verify.WithSkipContents(f.skipContents))
 			if err != nil {
 				return err
@@ -162,7 +162,7 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 		})
 		// The one place the release pipeline is composed: the image must
 		// carry the planned inputs, then pass imagectl verify.
-		verifier = release.Verifiers(release.InputsVerifier(ps.reg, ps.def), cosignVerify)
+		verifier = release.Verifiers(release.InputsVerifier(ps.reg), cosignVerify)
 	}
 	opts := []release.ReleaseOption{release.WithDryRun(f.dryRun), release.WithFloating(!f.noFloating), release.WithExpectedDigest(f.expectDigest)}
 	if f.smokeImage && !plan.Empty() {
@@ -209,7 +209,7 @@ func (f *releaseFlags) smoker(ctx context.Context, g *globals, ropts []remote.Op
 }
 
 // publisher maps the build flags onto the pipeline imagectl build runs.
-func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetup, s *sign.Signer) (*pipeline.Publisher, error) {
+func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetup, s *sign.Signer) (*pipeline.ReleaseBuilder, error) {
 	cache, err := f.ext.openCache(g)
 	if err != nil {
 		return nil, err
@@ -223,24 +223,28 @@ func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetu
 		return nil, err
 	}
 	cfg := ps.cfg
-	return pipeline.NewPublisher(bk, pipeline.Request{
+	return pipeline.NewReleaseBuilder(bk, pipeline.Request{
 		Matrix:          cfg,
-		Sources:         f.ext.sources(cfg, f.ext.httpClient(g)),
-		FetchOptions:    []extensions.Option{extensions.WithLimits(f.ext.limits()), extensions.WithRequirePins(true)},
-		ExtensionCache:  cache,
 		Definition:      ps.def,
 		Revision:        firstNonEmpty(f.img.Revision, gitRevision()),
 		SourceDateEpoch: epoch,
-		Insecure:        f.reg.Insecure,
-		Provenance:      f.img.Provenance,
-		SBOMFormat:      f.img.SBOMFormat,
-		SBOMFromLock:    f.img.SBOMFromLock,
-		CacheFrom:       f.img.CacheFrom,
-		CacheTo:         f.img.CacheTo,
-		Progress:        g.stderr,
 		Warnings:        g.stderr,
-		ProgressMode:    f.img.Progress,
-	}, s), nil
+		Extensions: pipeline.ExtensionOptions{
+			Cache:   cache,
+			Sources: f.ext.sources(cfg, f.ext.httpClient(g)),
+			Limits:  f.ext.limits(),
+			Options: []extensions.Option{extensions.WithRequirePins(true)},
+		},
+		Solve: pipeline.SolveOptions{
+			Provenance:   f.img.Provenance,
+			CacheFrom:    f.img.CacheFrom,
+			CacheTo:      f.img.CacheTo,
+			Progress:     g.stderr,
+			ProgressMode: f.img.Progress,
+		},
+		Publish: pipeline.PublishOptions{Insecure: f.reg.Insecure},
+		Sign:    pipeline.SignOptions{SBOMFormat: f.img.SBOMFormat, SBOMFromLock: f.img.SBOMFromLock},
+	}, ps.renders, s)
 }
 
 // signerAndVerifyOption loads the signer and the matching verify option.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -73,8 +75,10 @@ Keyless mode (--keyless) is for CI with an OIDC identity (GitHub Actions with
 certified by Fulcio and every signature is recorded in Rekor.
 
 --sbom FILE attaches an SPDX or CycloneDX JSON document, and --sbom-from-labels
-an SPDX 2.3 SBOM built from the image's dev.imagectl.lock label, as signed
-in-toto attestations (sha256-<hex>.att) on the index and every platform.
+an SPDX 2.3 SBOM built from the image's dev.imagectl.lock label and dated with
+the image's creation time (as imagectl build --sign dates it; SOURCE_DATE_EPOCH
+only for an image without one), as signed in-toto attestations
+(sha256-<hex>.att) on the index and every platform.
 
 --generate-key PREFIX writes PREFIX.key and PREFIX.pub (like
 'cosign generate-key-pair'), the key encrypted with COSIGN_PASSWORD or the
@@ -116,13 +120,17 @@ any registry.`,
 				}
 				sbomDoc = b
 			}
-			var created time.Time // the SBOM's creation time, checked before anything is signed
+			// The SBOM's creation time is the image's (its config's created,
+			// set by the build from SOURCE_DATE_EPOCH), as imagectl build
+			// --sign gives it; SOURCE_DATE_EPOCH, checked before anything is
+			// signed, stands in only for an image whose config has none.
+			var envTime time.Time
 			if sbomFromLabels {
 				t, err := sourcedate.FromEnv()
 				if err != nil {
 					return &exitError{2, err}
 				}
-				created = t
+				envTime = t
 			}
 
 			var signer *sign.Signer
@@ -155,12 +163,12 @@ any registry.`,
 			case sbomDoc != nil:
 				out.SBOM, err = sign.AttestSBOMFile(ctx, ref, signer, sbomDoc, opts...)
 			case sbomFromLabels:
-				lock, lerr := sign.LockFromImage(ctx, ref, opts...)
+				lock, built, lerr := sign.LockFromImage(ctx, ref, opts...)
 				if lerr != nil {
 					return lerr
 				}
 				repo, _ := sign.Repository(ref, reg.NameOptions()...)
-				in := sign.SBOMInputFromLock(lock, repo, created)
+				in := sign.SBOMInputFromLock(lock, repo, sbomCreated(built, envTime, g.stderr))
 				out.SBOM, err = sign.AttestSBOM(ctx, ref, signer, in, opts...)
 			}
 			if err != nil {
@@ -196,6 +204,20 @@ any registry.`,
 	f.StringVar(&generateKey, "generate-key", "", "write a new key pair to PREFIX.key and PREFIX.pub and exit")
 	addOptions(cmd, &key, &reg, &output, check(validate))
 	return cmd
+}
+
+// sbomCreated is the creation time of an SBOM of an image built at built
+// (its config's created): built, or env (SOURCE_DATE_EPOCH, else 0) when
+// the config has none. A SOURCE_DATE_EPOCH set to another time is named on
+// warn: the image's time wins.
+func sbomCreated(built, env time.Time, warn io.Writer) time.Time {
+	if built.IsZero() {
+		return env
+	}
+	if os.Getenv(sourcedate.Env) != "" && !env.Equal(built) {
+		fmt.Fprintf(warn, "warning: %s=%d is not the image's creation time %s; the SBOM uses the image's\n", sourcedate.Env, env.Unix(), built.Format(time.RFC3339))
+	}
+	return built
 }
 
 func orIndex(platform string) string {

@@ -1,0 +1,72 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/sign"
+)
+
+// Result is what `imagectl build --output json` prints.
+type Result struct {
+	// Ref is repo@index-digest (pushed) or the archive path.
+	Ref          string `json:"ref"`
+	Index        string `json:"index"`
+	InputsDigest string `json:"inputsDigest"`
+	// ToolsImage is the tools image reference the definition was rendered
+	// with (name:tag@sha256:... once matrix refresh pinned it).
+	ToolsImage string           `json:"toolsImage"`
+	Platforms  []PlatformOutput `json:"platforms"`
+	Tags       []string         `json:"tags,omitempty"`
+	Archive    string           `json:"archive,omitempty"`
+	// BytesPushed sums the blob uploads BuildKit reported, if it reported any.
+	BytesPushed int64 `json:"bytesPushed,omitempty"`
+	// EmulatedSteps sums the platforms' emulated RUN steps.
+	EmulatedSteps int `json:"emulatedSteps"`
+	// Published is set when nothing was built: the versioned tag already
+	// names an image of these inputs; it says what was checked.
+	Published string         `json:"published,omitempty"`
+	Signed    *sign.Result   `json:"signed,omitempty"`
+	Duration  build.Duration `json:"duration"`
+	Set       imagespec.Set  `json:"set"`
+
+	// signing is what the sign stage needs after the build (also when
+	// ReleaseBuilder signs later).
+	signing signing
+}
+
+// signing is what the sign stage reads besides the Result's own fields.
+type signing struct {
+	provenance map[string]build.Statement
+	repo       name.Repository
+	epoch      time.Time
+	insecure   bool
+	remoteOpts []remote.Option
+	sbomFormat string
+	sbomLock   bool
+}
+
+// PlatformOutput is one platform's manifest and how it was built.
+type PlatformOutput struct {
+	Digest string `json:"digest"`
+	build.PlatformResult
+	// SBOM says how the platform's signed SBOM was made (with --sign).
+	SBOM *SBOMOutput `json:"sbom,omitempty"`
+}
+
+// SBOMOutput is one platform's SBOM as attached.
+type SBOMOutput struct {
+	// Source is "image" (scanned from the image's content with syft) or
+	// "lock" (written from the resolved set).
+	Source string `json:"source"`
+	Format string `json:"format"`
+	// Packages counts the packages found per type (deb, python, npm,
+	// vscode-extension, ...), for Source image.
+	Packages map[string]int `json:"packages,omitempty"`
+	// Duration is the scan's (pulling and reading the layers included).
+	Duration build.Duration `json:"duration"`
+}
