@@ -16,13 +16,13 @@ import (
 	digest "github.com/opencontainers/go-digest"
 
 	"github.com/imagectl/imagectl/dockerfiles"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
-	"github.com/imagectl/imagectl/resolve"
 )
 
-func testSet() resolve.Set {
-	return resolve.Set{
-		CodeServer: resolve.CodeServer{
+func testSet() imagespec.Set {
+	return imagespec.Set{
+		CodeServer: imagespec.CodeServer{
 			Version: "4.101.2", VSCode: "1.101.2", Base: "lscr.io/linuxserver/code-server:4.101.2",
 			IndexDigest: "sha256:" + strings.Repeat("a", 64),
 			Platforms: map[string]string{
@@ -35,9 +35,9 @@ func testSet() resolve.Set {
 		Platforms:     []string{"linux/amd64", "linux/arm64"},
 		ToolsImage:    "docker.io/library/python:3.12-slim-bookworm@sha256:" + strings.Repeat("7", 64),
 		PythonRuntime: testRuntime(),
-		Extensions: []resolve.Extension{{
+		Extensions: []imagespec.Extension{{
 			ID: "ms-python.debugpy", Version: "2025.10.0", Source: "marketplace", Engine: "^1.92.0",
-			Files: map[string]resolve.File{
+			Files: map[string]imagespec.File{
 				"linux/amd64": {TargetPlatform: "linux-x64", SHA256: strings.Repeat("3", 64)},
 				"linux/arm64": {TargetPlatform: "linux-arm64", SHA256: strings.Repeat("4", 64)},
 			},
@@ -55,21 +55,21 @@ func TestInputsDigestStableAndSensitive(t *testing.T) {
 	if !strings.HasPrefix(base, "sha256:") || len(base) != len("sha256:")+64 {
 		t.Fatalf("digest %q is not sha256:<64 hex>", base)
 	}
-	changes := map[string]func(*resolve.Set, *[]byte, *string){
-		"extension file digest": func(s *resolve.Set, _ *[]byte, _ *string) {
-			s.Extensions[0].Files["linux/arm64"] = resolve.File{TargetPlatform: "linux-arm64", SHA256: strings.Repeat("5", 64)}
+	changes := map[string]func(*imagespec.Set, *[]byte, *string){
+		"extension file digest": func(s *imagespec.Set, _ *[]byte, _ *string) {
+			s.Extensions[0].Files["linux/arm64"] = imagespec.File{TargetPlatform: "linux-arm64", SHA256: strings.Repeat("5", 64)}
 		},
-		"extension version": func(s *resolve.Set, _ *[]byte, _ *string) { s.Extensions[0].Version = "2025.10.1" },
-		"base digest arm64": func(s *resolve.Set, _ *[]byte, _ *string) {
+		"extension version": func(s *imagespec.Set, _ *[]byte, _ *string) { s.Extensions[0].Version = "2025.10.1" },
+		"base digest arm64": func(s *imagespec.Set, _ *[]byte, _ *string) {
 			s.CodeServer.Platforms["linux/arm64"] = "sha256:" + strings.Repeat("9", 64)
 		},
-		"ray":        func(s *resolve.Set, _ *[]byte, _ *string) { s.Ray = "2.46.1" },
-		"python":     func(s *resolve.Set, _ *[]byte, _ *string) { s.Python = "3.11" },
-		"definition": func(_ *resolve.Set, d *[]byte, _ *string) { *d = []byte("FROM y\n") },
-		"tools image digest": func(s *resolve.Set, _ *[]byte, _ *string) {
+		"ray":        func(s *imagespec.Set, _ *[]byte, _ *string) { s.Ray = "2.46.1" },
+		"python":     func(s *imagespec.Set, _ *[]byte, _ *string) { s.Python = "3.11" },
+		"definition": func(_ *imagespec.Set, d *[]byte, _ *string) { *d = []byte("FROM y\n") },
+		"tools image digest": func(s *imagespec.Set, _ *[]byte, _ *string) {
 			s.ToolsImage = "docker.io/library/python:3.12-slim-bookworm@sha256:" + strings.Repeat("8", 64)
 		},
-		"version": func(_ *resolve.Set, _ *[]byte, v *string) { *v = "v1.0.1" },
+		"version": func(_ *imagespec.Set, _ *[]byte, v *string) { *v = "v1.0.1" },
 	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
@@ -200,7 +200,7 @@ func TestRequirements(t *testing.T) {
 	// With the platform's closure: every distribution pinned with its hash,
 	// sorted by normalized name; the other platform's closure is not used.
 	sum := func(c string) string { return strings.Repeat(c, 64) }
-	s.PythonLocks = map[string][]resolve.PythonDist{
+	s.PythonLocks = map[string][]imagespec.PythonDist{
 		"linux/arm64": {
 			{Name: "ray", Version: "2.46.0", Filename: "ray-2.46.0-cp312-cp312-manylinux2014_aarch64.whl", URL: "https://x/ray.whl", SHA256: sum("a")},
 			{Name: "Aio_Signal", Version: "1.3.1", Filename: "Aio_Signal-1.3.1-py3-none-any.whl", URL: "https://x/a.whl", SHA256: sum("b")},
@@ -223,8 +223,8 @@ func TestLabels(t *testing.T) {
 	s := testSet()
 	created := time.Unix(1700000000, 0)
 	l := Labels(s, "linux/arm64", "sha256:abc", created, LabelSource{Source: "https://example.com/src", Revision: "deadbeef"})
-	var lock resolve.Set
-	if err := json.Unmarshal([]byte(l[LabelLock]), &lock); err != nil {
+	var lock imagespec.Set
+	if err := json.Unmarshal([]byte(l[imagespec.LabelLock]), &lock); err != nil {
 		t.Fatalf("lock label is not JSON: %v", err)
 	}
 	if diff := cmp.Diff(s, lock); diff != "" {
@@ -237,15 +237,15 @@ func TestLabels(t *testing.T) {
 		"org.opencontainers.image.base.digest": "sha256:" + strings.Repeat("2", 64),
 		"org.opencontainers.image.source":      "https://example.com/src",
 		"org.opencontainers.image.revision":    "deadbeef",
-		LabelInputs:                            "sha256:abc",
-		LabelCodeServer:                        "4.101.2",
-		LabelVSCode:                            "1.101.2",
-		LabelRay:                               "2.46.0",
-		LabelPython:                            "3.12",
-		LabelDebugpy:                           "1.8.14",
-		LabelExtensions:                        "ms-python.debugpy@2025.10.0",
+		imagespec.LabelInputs:                  "sha256:abc",
+		imagespec.LabelCodeServer:              "4.101.2",
+		imagespec.LabelVSCode:                  "1.101.2",
+		imagespec.LabelRay:                     "2.46.0",
+		imagespec.LabelPython:                  "3.12",
+		imagespec.LabelDebugpy:                 "1.8.14",
+		imagespec.LabelExtensions:              "ms-python.debugpy@2025.10.0",
 	}
-	delete(l, LabelLock)
+	delete(l, imagespec.LabelLock)
 	if diff := cmp.Diff(want, l); diff != "" {
 		t.Errorf("Labels (-want +got):\n%s", diff)
 	}
@@ -430,7 +430,7 @@ func TestNewIndexAndReferrer(t *testing.T) {
 	bkIndex := &v1.IndexManifest{Manifests: []v1.Descriptor{
 		amd,
 		{MediaType: amd.MediaType, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("7", 64)}, Platform: &v1.Platform{OS: "unknown", Architecture: "unknown"},
-			Annotations: map[string]string{AnnotationReferenceType: ReferenceTypeAttestation, "vnd.docker.reference.digest": amd.Digest.String()}},
+			Annotations: map[string]string{imagespec.AnnotationReferenceType: imagespec.ReferenceTypeAttestation, "vnd.docker.reference.digest": amd.Digest.String()}},
 	}}
 	e, err := splitExported(bkIndex, "linux/amd64")
 	if err != nil {
@@ -453,7 +453,7 @@ func TestNewIndexAndReferrer(t *testing.T) {
 	if err := json.Unmarshal(ref, &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.Subject.Digest != amd.Digest || m.ArtifactType != ProvenanceArtifactType || m.Subject.Platform != nil {
+	if m.Subject.Digest != amd.Digest || m.ArtifactType != imagespec.ProvenanceArtifactType || m.Subject.Platform != nil {
 		t.Errorf("referrer = %s", ref)
 	}
 }
@@ -478,8 +478,8 @@ const standaloneYAML = `build:
 
 // testRuntime is a python-build-standalone runtime of Python 3.12 as the
 // resolver copies it from catalog.json.
-func testRuntime() *resolve.PythonRuntime {
-	return &resolve.PythonRuntime{Version: "3.12.11", Release: "20250808", Files: map[string]resolve.RuntimeFile{
+func testRuntime() *imagespec.PythonRuntime {
+	return &imagespec.PythonRuntime{Version: "3.12.11", Release: "20250808", Files: map[string]imagespec.RuntimeFile{
 		"linux/amd64": {URL: "https://example.com/cpython-3.12.11-x86_64-install_only.tar.gz", SHA256: strings.Repeat("1", 64)},
 		"linux/arm64": {URL: "https://example.com/cpython-3.12.11-aarch64-install_only.tar.gz", SHA256: strings.Repeat("2", 64)},
 	}}
@@ -531,8 +531,11 @@ func TestDefinitionFromMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wantTags := []string{"4.101.2-ray2.46.0-py3.12-" + r.Inputs[7:19], "ray2.46.0"}; !cmp.Equal(wantTags, tags) {
+	if wantTags := []string{"4.101.2-ray2.46.0-py3.12-" + r.Inputs[7:19], "ray2.46.0"}; !cmp.Equal(wantTags, tags.Names()) {
 		t.Errorf("Tags = %v, want %v", tags, wantTags)
+	}
+	if wantImmutable := []string{"4.101.2-ray2.46.0-py3.12-" + r.Inputs[7:19]}; !cmp.Equal(wantImmutable, tags.Immutable()) {
+		t.Errorf("Tags.Immutable = %v, want %v", tags.Immutable(), wantImmutable)
 	}
 
 	// Every override changes the parameters and so the inputs digest; an
@@ -576,14 +579,14 @@ func TestDefinitionErrors(t *testing.T) {
 	if _, err := d.Render(set); err == nil || !strings.Contains(err.Error(), "no python-build-standalone runtime for Python 3.12") || !strings.Contains(err.Error(), "run imagectl matrix refresh") {
 		t.Errorf("no runtime in the set: %v", err)
 	}
-	for name, mutate := range map[string]func(*resolve.PythonRuntime){
-		"other minor": func(r *resolve.PythonRuntime) { r.Version = "3.11.13" },
-		"URLs not by arch": func(r *resolve.PythonRuntime) {
-			r.Files["linux/arm64"] = resolve.RuntimeFile{URL: "https://example.com/other.tar.gz", SHA256: strings.Repeat("2", 64)}
+	for name, mutate := range map[string]func(*imagespec.PythonRuntime){
+		"other minor": func(r *imagespec.PythonRuntime) { r.Version = "3.11.13" },
+		"URLs not by arch": func(r *imagespec.PythonRuntime) {
+			r.Files["linux/arm64"] = imagespec.RuntimeFile{URL: "https://example.com/other.tar.gz", SHA256: strings.Repeat("2", 64)}
 		},
-		"no arm64 tarball": func(r *resolve.PythonRuntime) { delete(r.Files, "linux/arm64") },
-		"bad sum": func(r *resolve.PythonRuntime) {
-			r.Files["linux/amd64"] = resolve.RuntimeFile{URL: r.Files["linux/amd64"].URL, SHA256: "abc"}
+		"no arm64 tarball": func(r *imagespec.PythonRuntime) { delete(r.Files, "linux/arm64") },
+		"bad sum": func(r *imagespec.PythonRuntime) {
+			r.Files["linux/amd64"] = imagespec.RuntimeFile{URL: r.Files["linux/amd64"].URL, SHA256: "abc"}
 		},
 	} {
 		rs := testSet()
@@ -673,7 +676,7 @@ func TestInputsDigestFollowsPythonRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	digest := func(mutate func(*resolve.PythonRuntime)) (string, Params) {
+	digest := func(mutate func(*imagespec.PythonRuntime)) (string, Params) {
 		t.Helper()
 		set := testSet()
 		set.PythonRuntime = testRuntime()
@@ -684,22 +687,22 @@ func TestInputsDigestFollowsPythonRuntime(t *testing.T) {
 		}
 		return r.Inputs, r.Params
 	}
-	base, p := digest(func(*resolve.PythonRuntime) {})
+	base, p := digest(func(*imagespec.PythonRuntime) {})
 	if want := map[string]string{"x86_64": strings.Repeat("1", 64), "aarch64": strings.Repeat("2", 64)}; !cmp.Equal(want, p.StandaloneSHA256) {
 		t.Errorf("rendered sums %v, want %v", p.StandaloneSHA256, want)
 	}
-	for name, m := range map[string]func(*resolve.PythonRuntime){
-		"x86_64 sum": func(r *resolve.PythonRuntime) {
+	for name, m := range map[string]func(*imagespec.PythonRuntime){
+		"x86_64 sum": func(r *imagespec.PythonRuntime) {
 			f := r.Files["linux/amd64"]
 			f.SHA256 = strings.Repeat("9", 64)
 			r.Files["linux/amd64"] = f
 		},
-		"aarch64 sum": func(r *resolve.PythonRuntime) {
+		"aarch64 sum": func(r *imagespec.PythonRuntime) {
 			f := r.Files["linux/arm64"]
 			f.SHA256 = strings.Repeat("9", 64)
 			r.Files["linux/arm64"] = f
 		},
-		"release": func(r *resolve.PythonRuntime) { r.Release = "20250818" },
+		"release": func(r *imagespec.PythonRuntime) { r.Release = "20250818" },
 	} {
 		if got, _ := digest(m); got == base {
 			t.Errorf("%s changed but the inputs digest did not", name)
@@ -763,7 +766,7 @@ func TestHashMismatchLine(t *testing.T) {
 // gives another inputs digest.
 func TestInputsDigestCoversTheClosure(t *testing.T) {
 	s := testSet()
-	s.PythonLocks = map[string][]resolve.PythonDist{"linux/amd64": {{Name: "aiosignal", Version: "1.3.1", Filename: "aiosignal-1.3.1-py3-none-any.whl", URL: "https://x/a.whl", SHA256: strings.Repeat("a", 64)}}}
+	s.PythonLocks = map[string][]imagespec.PythonDist{"linux/amd64": {{Name: "aiosignal", Version: "1.3.1", Filename: "aiosignal-1.3.1-py3-none-any.whl", URL: "https://x/a.whl", SHA256: strings.Repeat("a", 64)}}}
 	d1 := InputsDigest(s, []byte("def"), "v1")
 	s.PythonLocks["linux/amd64"][0].SHA256 = strings.Repeat("b", 64)
 	if d2 := InputsDigest(s, []byte("def"), "v1"); d1 == d2 {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Names of the local contexts the definition uses (dockerfiles/Dockerfile);
@@ -117,8 +119,8 @@ func PrepareContexts(root string, in ContextInput) (Contexts, error) {
 		UserData:       filepath.Join(root, "userdata"),
 	}
 	inImage := func(ctx, p string) string { return filepath.Join(ctx, filepath.FromSlash(strings.TrimPrefix(p, "/"))) }
-	userDir := filepath.Dir(inImage(c.UserData, SettingsPath))
-	listDir := inImage(c.ExtensionsJSON, ExtensionsDir)
+	userDir := filepath.Dir(inImage(c.UserData, imagespec.SettingsPath))
+	listDir := inImage(c.ExtensionsJSON, imagespec.ExtensionsDir)
 	for _, d := range []string{c.Dockerfile, c.Main, c.Python, c.Extensions, listDir, userDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return c, fmt.Errorf("preparing build context: %w", err)
@@ -137,7 +139,7 @@ func PrepareContexts(root string, in ContextInput) (Contexts, error) {
 	if !json.Valid(settings) {
 		return c, fmt.Errorf("settings.json for %s is not valid JSON", root)
 	}
-	if err := os.WriteFile(inImage(c.UserData, SettingsPath), settings, 0o644); err != nil {
+	if err := os.WriteFile(inImage(c.UserData, imagespec.SettingsPath), settings, 0o644); err != nil {
 		return c, fmt.Errorf("preparing build context: %w", err)
 	}
 	if err := moveLayout(in.Layout, in.Extensions, c.Extensions, listDir); err != nil {
@@ -195,7 +197,7 @@ func moveLayout(layout string, exts []ExtensionFolder, extDir, listDir string) e
 		if !ok || !ent.IsDir() {
 			return fmt.Errorf("%s: not the folder of an extension of the set, nor %s", src, ExtensionsJSONName)
 		}
-		dst := filepath.Join(extDir, id, filepath.FromSlash(strings.TrimPrefix(ExtensionsDir, "/")))
+		dst := filepath.Join(extDir, id, filepath.FromSlash(strings.TrimPrefix(imagespec.ExtensionsDir, "/")))
 		if err := os.MkdirAll(dst, 0o755); err != nil {
 			return err
 		}

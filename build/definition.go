@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/imagectl/imagectl/dockerfiles"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 )
@@ -48,7 +49,7 @@ type Rendered struct {
 	// Set is the set as built (Definition.Set): its ToolsImage is the
 	// reference actually rendered. Its lock goes into the inputs digest and
 	// the image labels.
-	Set resolve.Set
+	Set imagespec.Set
 	// Params are what the definition was rendered with.
 	Params Params
 	// Definition is the rendered definition (its bytes are hashed).
@@ -78,7 +79,7 @@ func NewDefinition(cfg *matrix.Config, o Overrides, version string) (*Definition
 // build.toolsImage), else the set's own (pinned by resolve from the
 // catalog), else matrix.yaml's. Build, plan and release all build and hash
 // this set, so the lock label names the tools image that was used.
-func (d *Definition) Set(set resolve.Set) resolve.Set {
+func (d *Definition) Set(set imagespec.Set) imagespec.Set {
 	if o := d.o.ToolsImage; o != "" && o != d.cfg.Build.ToolsImage {
 		set.ToolsImage = o
 	}
@@ -99,7 +100,7 @@ func ToolsImagePinned(ref string) bool {
 // Params returns the render parameters for set: the set's tools image
 // (Set) and extension ids, and matrix.yaml's build section and
 // upstreams.packageIndex, each replaced by its override when given.
-func (d *Definition) Params(set resolve.Set) (Params, error) {
+func (d *Definition) Params(set imagespec.Set) (Params, error) {
 	b := d.cfg.Build
 	p := Params{
 		ToolsImage:    d.Set(set).ToolsImage,
@@ -140,7 +141,7 @@ func (d *Definition) Params(set resolve.Set) (Params, error) {
 // the definition's {arch} URL and per-architecture sums. The two URLs must
 // differ only in the architecture name, as python-build-standalone names
 // its tarballs.
-func standaloneParams(rt *resolve.PythonRuntime) (string, map[string]string, error) {
+func standaloneParams(rt *imagespec.PythonRuntime) (string, map[string]string, error) {
 	amd, arm := rt.Files["linux/amd64"], rt.Files["linux/arm64"]
 	if amd.URL == "" || arm.URL == "" {
 		return "", nil, fmt.Errorf("want a tarball for linux/amd64 and linux/arm64")
@@ -154,7 +155,7 @@ func standaloneParams(rt *resolve.PythonRuntime) (string, map[string]string, err
 
 // Render renders the definition for set (as Set returns it) and computes
 // its inputs digest.
-func (d *Definition) Render(set resolve.Set) (*Rendered, error) {
+func (d *Definition) Render(set imagespec.Set) (*Rendered, error) {
 	set = d.Set(set)
 	p, err := d.Params(set)
 	if err != nil {
@@ -168,7 +169,7 @@ func (d *Definition) Render(set resolve.Set) (*Rendered, error) {
 }
 
 // InputsDigest is the LabelInputs value `imagectl build` writes for set.
-func (d *Definition) InputsDigest(set resolve.Set) (string, error) {
+func (d *Definition) InputsDigest(set imagespec.Set) (string, error) {
 	r, err := d.Render(set)
 	if err != nil {
 		return "", err
@@ -178,7 +179,7 @@ func (d *Definition) InputsDigest(set resolve.Set) (string, error) {
 
 // Tags renders matrix.yaml's tag templates for set (resolve.RenderTags with
 // set's inputs digest).
-func (d *Definition) Tags(set resolve.Set) ([]string, error) {
+func (d *Definition) Tags(set imagespec.Set) (imagespec.Tags, error) {
 	in, err := d.InputsDigest(set)
 	if err != nil {
 		return nil, err

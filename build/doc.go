@@ -2,5 +2,7 @@
 // it renders the image definition from dockerfiles/, prepares the build
 // context (extension layouts, settings, wheels), solves it against one
 // buildkitd per platform or one for all, and pushes by digest or writes an OCI
-// archive.
+// archive. What the image carries (labels, in-image paths, the lock, the
+// settings contract) is package imagespec's, so the packages that only read
+// images do not link BuildKit.
 package build

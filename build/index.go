@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // exported is what one platform's solve exported: BuildKit's index of the
@@ -30,7 +32,7 @@ func splitExported(im *v1.IndexManifest, platform string) (exported, error) {
 	var e exported
 	var images []v1.Descriptor
 	for _, d := range im.Manifests {
-		if d.Annotations[AnnotationReferenceType] == ReferenceTypeAttestation {
+		if imagespec.IsAttestationManifest(d) {
 			e.attestations = append(e.attestations, d)
 			continue
 		}
@@ -103,7 +105,7 @@ func referrer(raw []byte, subject v1.Descriptor) ([]byte, error) {
 		return nil, fmt.Errorf("decoding attestation manifest: %w", err)
 	}
 	m["subject"] = v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
-	m["artifactType"] = ProvenanceArtifactType
+	m["artifactType"] = imagespec.ProvenanceArtifactType
 	return json.Marshal(m)
 }
 

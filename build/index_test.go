@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // The bytes the index, the referrer and the OCI archive had before they
@@ -58,7 +60,7 @@ func TestReferrerBytesPinned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"annotations":{"a":"1","b":"2"},"artifactType":"` + ProvenanceArtifactType + `",` +
+	want := `{"annotations":{"a":"1","b":"2"},"artifactType":"` + imagespec.ProvenanceArtifactType + `",` +
 		`"config":{"digest":"sha256:` + strings.Repeat("3", 64) + `","mediaType":"application/vnd.oci.image.config.v1+json","size":2},"layers":[],` +
 		`"mediaType":"application/vnd.oci.image.manifest.v1+json","schemaVersion":2,` +
 		`"subject":{"mediaType":"application/vnd.oci.image.manifest.v1+json","size":10,"digest":"sha256:` + strings.Repeat("1", 64) + `"}}`
@@ -100,7 +102,7 @@ func ociPart(t *testing.T, dir, platform string, big bool) string {
 	idx := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{
 		{MediaType: types.OCIManifestSchema1, Digest: mh, Size: int64(len(man)), Platform: p, Annotations: map[string]string{"org.opencontainers.image.created": "2025-06-01T00:00:00Z"}},
 		{MediaType: types.OCIManifestSchema1, Digest: ah, Size: int64(len(att)), Platform: &v1.Platform{OS: "unknown", Architecture: "unknown"},
-			Annotations: map[string]string{AnnotationReferenceType: ReferenceTypeAttestation, "vnd.docker.reference.digest": mh.String()}},
+			Annotations: map[string]string{imagespec.AnnotationReferenceType: imagespec.ReferenceTypeAttestation, "vnd.docker.reference.digest": mh.String()}},
 	}}
 	ib, err := json.Marshal(idx)
 	if err != nil {

@@ -33,9 +33,9 @@ import (
 
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/dockerfiles"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
 	"github.com/imagectl/imagectl/regauth"
-	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/upstream/pip"
 )
 
@@ -202,7 +202,7 @@ func TestBuildKitTwoPlatforms(t *testing.T) {
 	if len(first.Platforms) != 2 || len(first.Provenance) != 2 {
 		t.Fatalf("published %d platforms and %d provenance statements, want 2 and 2", len(first.Platforms), len(first.Provenance))
 	}
-	arch := fileInImage(t, repo.Digest(first.Platforms["linux/arm64"].Digest.String()), PythonSitePackages("3.11")[1:]+"/ray/_fixture_arch.txt")
+	arch := fileInImage(t, repo.Digest(first.Platforms["linux/arm64"].Digest.String()), imagespec.PythonSitePackages("3.11")[1:]+"/ray/_fixture_arch.txt")
 	if strings.TrimSpace(arch) != "aarch64" {
 		t.Errorf("arm64 image has the %q ray wheel, want aarch64", arch)
 	}
@@ -210,7 +210,7 @@ func TestBuildKitTwoPlatforms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if im, _ := refs.IndexManifest(); im == nil || len(im.Manifests) == 0 || im.Manifests[0].ArtifactType != ProvenanceArtifactType {
+	if im, _ := refs.IndexManifest(); im == nil || len(im.Manifests) == 0 || im.Manifests[0].ArtifactType != imagespec.ProvenanceArtifactType {
 		t.Errorf("no provenance referrer on the arm64 manifest: %+v", im)
 	}
 
@@ -515,7 +515,7 @@ func TestBuildKitStandaloneRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := fileInImage(t, repo.Digest(pub.Platforms["linux/arm64"].Digest.String()), PythonDir[1:]+"/bin/python3")
+	got := fileInImage(t, repo.Digest(pub.Platforms["linux/arm64"].Digest.String()), imagespec.PythonDir[1:]+"/bin/python3")
 	if !strings.Contains(got, "standalone aarch64") {
 		t.Errorf("arm64 image's python3 is %q, want the aarch64 tarball's", got)
 	}
@@ -657,7 +657,7 @@ func TestBuildKitPrepareThenPush(t *testing.T) {
 }
 
 // unlocked is the requirements file of a set without a locked closure.
-func unlocked(set resolve.Set) []byte {
+func unlocked(set imagespec.Set) []byte {
 	b, _ := Requirements(set, "linux/amd64")
 	return b
 }
@@ -684,10 +684,10 @@ func TestBuildKitLockedWheels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set.PythonLocks = map[string][]resolve.PythonDist{}
-	var aiosignal resolve.PythonDist
+	set.PythonLocks = map[string][]imagespec.PythonDist{}
+	var aiosignal imagespec.PythonDist
 	for _, d := range ds {
-		pd := resolve.PythonDist{Name: d.Name, Version: d.Version, Filename: d.Filename, URL: d.URL, SHA256: d.SHA256}
+		pd := imagespec.PythonDist{Name: d.Name, Version: d.Version, Filename: d.Filename, URL: d.URL, SHA256: d.SHA256}
 		set.PythonLocks[platform] = append(set.PythonLocks[platform], pd)
 		if d.Name == "aiosignal" {
 			aiosignal = pd
@@ -730,10 +730,10 @@ func TestBuildKitLockedWheels(t *testing.T) {
 			img = repo.Digest(m.Digest.String())
 		}
 	}
-	if arch := fileInImage(t, img, PythonSitePackages("3.11")[1:]+"/frozenlist/_fixture_arch.txt"); strings.TrimSpace(arch) != "aarch64" {
+	if arch := fileInImage(t, img, imagespec.PythonSitePackages("3.11")[1:]+"/frozenlist/_fixture_arch.txt"); strings.TrimSpace(arch) != "aarch64" {
 		t.Errorf("the transitive platform wheel frozenlist is the %q one, want aarch64", arch)
 	}
-	fileInImage(t, img, PythonSitePackages("3.11")[1:]+"/aiosignal-1.3.1.dist-info/METADATA")
+	fileInImage(t, img, imagespec.PythonSitePackages("3.11")[1:]+"/aiosignal-1.3.1.dist-info/METADATA")
 
 	// The index now serves other bytes under aiosignal's locked name.
 	if out, err := exec.Command("python3", "../tests/e2e/mkwheels.py", "--swap", "aiosignal", f.pyDir).CombinedOutput(); err != nil {

@@ -1,5 +1,5 @@
 // Package extensions fetches, verifies, caches and lays out the VS Code
-// extensions of a resolved set (resolve.Set) per platform.
+// extensions of a resolved set (imagespec.Set) per platform.
 //
 // Fetch downloads the exact VSIX each OCI platform needs (linux/amd64 ->
 // linux-x64 or universal, linux/arm64 -> linux-arm64 or universal) from the

@@ -13,8 +13,8 @@ import (
 
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
-	"github.com/imagectl/imagectl/resolve"
 )
 
 // Source downloads VSIX files; marketplace.Client and openvsx.Client are
@@ -38,7 +38,7 @@ type Fetcher struct {
 // Option configures NewFetcher.
 type Option func(*Fetcher)
 
-// WithSource registers the Source used for extensions whose resolve.Extension
+// WithSource registers the Source used for extensions whose imagespec.Extension
 // Source is name ("marketplace" or "openvsx").
 func WithSource(name string, s Source) Option { return func(f *Fetcher) { f.sources[name] = s } }
 
@@ -105,7 +105,7 @@ func (u UnpinnedFile) String() string {
 // Unpinned returns the files exts install on platforms that carry no
 // sha256, once per id, version and target platform, in install order. A
 // platform with no file in the set is left to Fetch to report.
-func Unpinned(exts []resolve.Extension, platforms []string) []UnpinnedFile {
+func Unpinned(exts []imagespec.Extension, platforms []string) []UnpinnedFile {
 	var out []UnpinnedFile
 	idx := map[cache.Key]int{}
 	for _, e := range exts {
@@ -140,7 +140,7 @@ func (e *UnpinnedError) Error() string {
 
 // CheckPins returns an *UnpinnedError naming every file exts install on
 // platforms without a sha256, or nil when every one is pinned.
-func CheckPins(exts []resolve.Extension, platforms []string) error {
+func CheckPins(exts []imagespec.Extension, platforms []string) error {
 	if u := Unpinned(exts, platforms); len(u) > 0 {
 		return &UnpinnedError{Files: u}
 	}
@@ -162,27 +162,10 @@ type Fetched struct {
 	Cached bool
 }
 
-// PlatformTargets maps an OCI platform to the VS Code target platform of its
-// platform-specific builds.
-var platformTargets = map[string]string{
-	"linux/amd64":  "linux-x64",
-	"linux/arm64":  "linux-arm64",
-	"linux/arm/v7": "linux-armhf",
-}
-
-// TargetFor returns the VS Code target platform for an OCI platform.
-func TargetFor(ociPlatform string) (string, error) {
-	t, ok := platformTargets[ociPlatform]
-	if !ok {
-		return "", fmt.Errorf("platform %q: no VS Code target platform known (want linux/amd64 or linux/arm64)", ociPlatform)
-	}
-	return t, nil
-}
-
 // checkFileFor fails unless file may be installed on ociPlatform: its target
 // must be the platform's own or universal.
-func checkFileFor(e resolve.Extension, ociPlatform string, file resolve.File) error {
-	want, err := TargetFor(ociPlatform)
+func checkFileFor(e imagespec.Extension, ociPlatform string, file imagespec.File) error {
+	want, err := imagespec.VSCodeTarget(ociPlatform)
 	if err != nil {
 		return err
 	}
@@ -193,13 +176,13 @@ func checkFileFor(e resolve.Extension, ociPlatform string, file resolve.File) er
 }
 
 type job struct {
-	ext       resolve.Extension
-	file      resolve.File
+	ext       imagespec.Extension
+	file      imagespec.File
 	platforms []string
 }
 
 // Fetch fetches every file that set needs on its platforms (set.Platforms).
-func (f *Fetcher) Fetch(ctx context.Context, set *resolve.Set) ([]Fetched, error) {
+func (f *Fetcher) Fetch(ctx context.Context, set *imagespec.Set) ([]Fetched, error) {
 	return f.FetchExtensions(ctx, set.Extensions, set.Platforms, set.CodeServer.VSCode)
 }
 
@@ -211,7 +194,7 @@ func (f *Fetcher) Fetch(ctx context.Context, set *resolve.Set) ([]Fetched, error
 // A file without a sha256 in the set is trusted on first use: with
 // WithRequirePins nothing is fetched and the error names every such file;
 // otherwise each one gets a warning naming the digest accepted.
-func (f *Fetcher) FetchExtensions(ctx context.Context, exts []resolve.Extension, platforms []string, vscode string) ([]Fetched, error) {
+func (f *Fetcher) FetchExtensions(ctx context.Context, exts []imagespec.Extension, platforms []string, vscode string) ([]Fetched, error) {
 	if f.requirePins {
 		if err := CheckPins(exts, platforms); err != nil {
 			return nil, err

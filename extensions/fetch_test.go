@@ -22,8 +22,8 @@ import (
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
-	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -54,24 +54,24 @@ func buildOf(t testing.TB, builds []gallery.Build, id, ver, tp string) gallery.B
 // testSet is the resolved extension list the tests fetch: python (platform
 // builds only), debugpy (universal, depends on python) from the Marketplace,
 // the Ray debugger (universal) from Open VSX. lock pins the digests.
-func testSet(t testing.TB, builds []gallery.Build, lock bool) []resolve.Extension {
-	file := func(id, ver, tp string) resolve.File {
-		f := resolve.File{TargetPlatform: tp}
+func testSet(t testing.TB, builds []gallery.Build, lock bool) []imagespec.Extension {
+	file := func(id, ver, tp string) imagespec.File {
+		f := imagespec.File{TargetPlatform: tp}
 		if lock {
 			f.SHA256 = buildOf(t, builds, id, ver, tp).SHA256()
 		}
 		return f
 	}
-	return []resolve.Extension{
-		{ID: "ms-python.python", Version: "2025.6.1", Source: "marketplace", Engine: "^1.95.0", Files: map[string]resolve.File{
+	return []imagespec.Extension{
+		{ID: "ms-python.python", Version: "2025.6.1", Source: "marketplace", Engine: "^1.95.0", Files: map[string]imagespec.File{
 			"linux/amd64": file("ms-python.python", "2025.6.1", "linux-x64"),
 			"linux/arm64": file("ms-python.python", "2025.6.1", "linux-arm64"),
 		}},
-		{ID: "ms-python.debugpy", Version: "2025.10.0", Source: "marketplace", Engine: "^1.92.0", Files: map[string]resolve.File{
+		{ID: "ms-python.debugpy", Version: "2025.10.0", Source: "marketplace", Engine: "^1.92.0", Files: map[string]imagespec.File{
 			"linux/amd64": file("ms-python.debugpy", "2025.10.0", "universal"),
 			"linux/arm64": file("ms-python.debugpy", "2025.10.0", "universal"),
 		}},
-		{ID: "anyscalecompute.ray-distributed-debugger", Version: "0.1.4", Source: "openvsx", Engine: "^1.66.0", Files: map[string]resolve.File{
+		{ID: "anyscalecompute.ray-distributed-debugger", Version: "0.1.4", Source: "openvsx", Engine: "^1.66.0", Files: map[string]imagespec.File{
 			"linux/amd64": file("anyscalecompute.ray-distributed-debugger", "0.1.4", "universal"),
 			"linux/arm64": file("anyscalecompute.ray-distributed-debugger", "0.1.4", "universal"),
 		}},
@@ -305,7 +305,7 @@ func assertCacheCleanSubset(t *testing.T, c *cache.Cache) {
 func TestFetchRejectsCrossPlatformFile(t *testing.T) {
 	builds := loadBuilds(t)
 	set := testSet(t, builds, false)
-	set[0].Files["linux/amd64"] = resolve.File{TargetPlatform: "linux-arm64"}
+	set[0].Files["linux/amd64"] = imagespec.File{TargetPlatform: "linux-arm64"}
 	fe, _ := newFetcher(t, gallery.New(builds), t.TempDir())
 	_, err := fe.FetchExtensions(context.Background(), set, platforms, testVSCode)
 	if err == nil || !strings.Contains(err.Error(), `built for "linux-arm64"`) {
@@ -318,7 +318,7 @@ func TestFetchEngineMismatch(t *testing.T) {
 	f := gallery.New(builds)
 	defer f.Close()
 	fe, c := newFetcher(t, f, t.TempDir())
-	set := []resolve.Extension{{ID: "anyscalecompute.ray-distributed-debugger", Version: "0.2.0", Source: "openvsx", Files: map[string]resolve.File{"linux/amd64": {TargetPlatform: "universal"}}}}
+	set := []imagespec.Extension{{ID: "anyscalecompute.ray-distributed-debugger", Version: "0.2.0", Source: "openvsx", Files: map[string]imagespec.File{"linux/amd64": {TargetPlatform: "universal"}}}}
 	_, err := fe.FetchExtensions(context.Background(), set, []string{"linux/amd64"}, testVSCode)
 	if err == nil || !strings.Contains(err.Error(), "not compatible with Code 1.100.3") || !strings.Contains(err.Error(), f.OpenVSXURL()) {
 		t.Fatalf("err = %v", err)
@@ -424,7 +424,7 @@ func TestFetchNoSuchHostIsFinalAndNamesTheURLOnce(t *testing.T) {
 		extensions.WithSource("openvsx", openvsx.New(openvsx.WithBaseURL("http://openvsx.invalid"), openvsx.WithHTTPClient(hc))),
 		extensions.WithParallelism(1),
 	)
-	set := resolve.Set{Platforms: []string{"linux/amd64"}, CodeServer: resolve.CodeServer{VSCode: testVSCode}, Extensions: testSet(t, builds, true)[:1]}
+	set := imagespec.Set{Platforms: []string{"linux/amd64"}, CodeServer: imagespec.CodeServer{VSCode: testVSCode}, Extensions: testSet(t, builds, true)[:1]}
 	_, err = fe.Fetch(context.Background(), &set)
 	if err == nil {
 		t.Fatal("fetch from an unresolvable host succeeded")

@@ -15,17 +15,17 @@ import (
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
-	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
 // pythonX64Only is the locked set reduced to ms-python.python for
 // linux/amd64: one file, one download URL.
-func pythonX64Only(t *testing.T, builds []gallery.Build, lock bool) []resolve.Extension {
+func pythonX64Only(t *testing.T, builds []gallery.Build, lock bool) []imagespec.Extension {
 	e := testSet(t, builds, lock)[0]
-	e.Files = map[string]resolve.File{"linux/amd64": e.Files["linux/amd64"]}
-	return []resolve.Extension{e}
+	e.Files = map[string]imagespec.File{"linux/amd64": e.Files["linux/amd64"]}
+	return []imagespec.Extension{e}
 }
 
 func fetcherWith(t *testing.T, f *gallery.Fake, dir string, hopts []httpx.Option, fopts ...extensions.Option) (*extensions.Fetcher, *cache.Cache) {

@@ -14,11 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
-	"github.com/imagectl/imagectl/resolve"
 )
 
 // ExtensionsJSON is the name of code-server's list of installed extensions.
@@ -31,7 +30,7 @@ type LayoutOptions struct {
 	// Platform is the OCI platform, e.g. linux/arm64.
 	Platform string
 	// InImageDir is where Dir will be in the image (extensions.json records
-	// absolute paths); default build.ExtensionsDir.
+	// absolute paths); default imagespec.ExtensionsDir.
 	InImageDir string
 	// VSCode, when set, is the VS Code version each engine must accept.
 	VSCode string
@@ -61,7 +60,7 @@ type Files map[cache.Key]File
 // platforms: once per distinct (id, version, target platform), against
 // what the lock asks for each platform and the VS Code version vscode
 // (empty skips the engine check), within lim. The result is LayoutOptions.Files.
-func ValidateFiles(ctx context.Context, c *cache.Cache, exts []resolve.Extension, platforms []string, vscode string, lim vsix.Limits) (Files, error) {
+func ValidateFiles(ctx context.Context, c *cache.Cache, exts []imagespec.Extension, platforms []string, vscode string, lim vsix.Limits) (Files, error) {
 	out := Files{}
 	for _, e := range exts {
 		for _, p := range platforms {
@@ -151,13 +150,13 @@ type extensionsJSONEntry struct {
 // When Layout fails, it removes what it wrote (the extension folders,
 // extensions.json, and opts.Dir itself when it created it), so the next run
 // does not find a non-empty directory.
-func Layout(ctx context.Context, c *cache.Cache, exts []resolve.Extension, opts LayoutOptions) (_ []Installed, err error) {
+func Layout(ctx context.Context, c *cache.Cache, exts []imagespec.Extension, opts LayoutOptions) (_ []Installed, err error) {
 	if opts.Dir == "" || opts.Platform == "" {
 		return nil, fmt.Errorf("layout: Dir and Platform are required")
 	}
 	inImage := opts.InImageDir
 	if inImage == "" {
-		inImage = build.ExtensionsDir
+		inImage = imagespec.ExtensionsDir
 	}
 	if !path.IsAbs(inImage) {
 		return nil, fmt.Errorf("layout: in-image directory %q must be absolute", inImage)
@@ -231,7 +230,7 @@ func Layout(ctx context.Context, c *cache.Cache, exts []resolve.Extension, opts 
 
 // jsonEntry is extensions.json's entry of e, installed as info from its
 // file for targetPlatform, in inImage, at t.
-func jsonEntry(e resolve.Extension, info Installed, targetPlatform, inImage string, t time.Time) extensionsJSONEntry {
+func jsonEntry(e imagespec.Extension, info Installed, targetPlatform, inImage string, t time.Time) extensionsJSONEntry {
 	var je extensionsJSONEntry
 	je.Identifier.ID = strings.ToLower(e.ID)
 	je.Version = e.Version

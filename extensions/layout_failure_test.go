@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/extensions"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
-	"github.com/imagectl/imagectl/resolve"
 )
 
 // A Layout that fails after extracting some extensions removes what it
@@ -30,9 +30,9 @@ func TestLayoutFailureLeavesNothingBehind(t *testing.T) {
 	// The three cached extensions lay out, then the fourth is not cached.
 	missing := good[1]
 	missing.Version = "2099.1.0"
-	bad := append(append([]resolve.Extension(nil), good...), missing)
+	bad := append(append([]imagespec.Extension(nil), good...), missing)
 	ts := time.Unix(1700000000, 0)
-	layout := func(set []resolve.Extension, dir string) error {
+	layout := func(set []imagespec.Extension, dir string) error {
 		_, err := extensions.Layout(context.Background(), c, set, extensions.LayoutOptions{Dir: dir, Platform: "linux/amd64", VSCode: testVSCode, Time: &ts})
 		return err
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
-	"github.com/imagectl/imagectl/resolve"
 )
 
 // fetchedCache fetches the locked test set into a fresh cache.
@@ -314,7 +314,7 @@ func TestLayoutFromValidatedFiles(t *testing.T) {
 	}
 	// A file the validated set lacks, or pinned to another digest, is refused.
 	other := testSet(t, builds, true)
-	other[0].Files["linux/amd64"] = resolve.File{TargetPlatform: "linux-x64", SHA256: strings.Repeat("0", 64)}
+	other[0].Files["linux/amd64"] = imagespec.File{TargetPlatform: "linux-x64", SHA256: strings.Repeat("0", 64)}
 	opts := extensions.LayoutOptions{Dir: filepath.Join(t.TempDir(), "z"), Platform: "linux/amd64", Time: &ts, Files: files}
 	if _, err := extensions.Layout(ctx, c, other, opts); err == nil || !strings.Contains(err.Error(), "the lock pins "+strings.Repeat("0", 64)) {
 		t.Errorf("Layout of a file pinned to another digest: %v", err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Result is what Apply or Remove did.
@@ -616,11 +618,11 @@ func (c *config) sidecar(image, volume, subPath string, s *site) item {
 	return ct
 }
 
-// SettingsPath is the image's code-server user settings (build.SettingsPath).
-const SettingsPath = "/config/data/User/settings.json"
+// SettingsPath is the image's code-server user settings.
+const SettingsPath = imagespec.SettingsPath
 
 // DashboardsSetting is the debugger extension's list of clusters.
-const DashboardsSetting = "anyscalecompute.ray-distributed-debugger.clusterDashboards"
+const DashboardsSetting = imagespec.SettingClusterDashboards
 
 // settingsScript rewrites the dashboard in the image's settings (python3 is
 // the image's own, on PATH).

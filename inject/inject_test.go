@@ -22,7 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	yaml3 "gopkg.in/yaml.v3"
 
-	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/matrix"
 )
@@ -266,8 +266,8 @@ func TestDefaultImageFollowsMatrix(t *testing.T) {
 	if _, err := DefaultImage("", "2.46"); err == nil {
 		t.Error("DefaultImage accepted 2.46")
 	}
-	if SettingsPath != build.SettingsPath {
-		t.Errorf("inject.SettingsPath %q != build.SettingsPath %q", SettingsPath, build.SettingsPath)
+	if SettingsPath != imagespec.SettingsPath {
+		t.Errorf("inject.SettingsPath %q != imagespec.SettingsPath %q", SettingsPath, imagespec.SettingsPath)
 	}
 	if !strings.Contains(string(mustRead(t, "../matrix.yaml")), DashboardsSetting+":\n    - host: \""+ImageDashboard+"\"") {
 		t.Errorf("matrix.yaml's settings no longer name %s for %s", ImageDashboard, DashboardsSetting)

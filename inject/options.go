@@ -11,12 +11,14 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Defaults of what inject writes.
 const (
 	DefaultName       = "code-server"
-	DefaultPort       = 8443
+	DefaultPort       = imagespec.CodeServerPort
 	DefaultSecretName = "code-server-password"
 	DefaultSecretKey  = "password"
 	// DefaultVolume names the /tmp/ray emptyDir when the manifest has none.

@@ -3,6 +3,7 @@ package matrix
 import (
 	"fmt"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safefile"
 )
 
@@ -40,7 +41,7 @@ const (
 )
 
 // SupportedPlatforms are the OCI platforms imagectl builds.
-var supportedPlatforms = []string{"linux/amd64", "linux/arm64"}
+var supportedPlatforms = imagespec.Platforms()
 
 // SupportedPlatforms returns the OCI platforms imagectl can build.
 func SupportedPlatforms() []string { return append([]string(nil), supportedPlatforms...) }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // ColdBuildEnv names the wall time, in seconds, of one cold multi-arch build
@@ -23,7 +23,7 @@ const ColdBuildEnv = "IMAGECTL_COLD_BUILD_SECONDS"
 func BenchmarkPlanNoChange(b *testing.B) {
 	for _, size := range []struct{ rays, codeServers int }{{1, 1}, {12, 2}} {
 		b.Run(fmt.Sprintf("entries=%d", size.rays*size.codeServers), func(b *testing.B) {
-			var sets []resolve.Set
+			var sets []imagespec.Set
 			for cs := 0; cs < size.codeServers; cs++ {
 				for r := 0; r < size.rays; r++ {
 					sets = append(sets, newSet(fmt.Sprintf("4.%d.2", 101-cs), fmt.Sprintf("2.%d.0", 46-r), "3.12"))

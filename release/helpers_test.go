@@ -22,9 +22,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
-	"github.com/imagectl/imagectl/resolve"
 )
 
 // counter counts registry requests by kind.
@@ -94,7 +93,7 @@ func (r *testRegistry) repo(t testing.TB) name.Repository {
 // fakeDigest stands in for build.InputsDigest: the sha256 of the set's lock
 // JSON (without tags) and a definition version.
 func fakeDigest(definition string) DigestFunc {
-	return func(s resolve.Set) (string, error) {
+	return func(s imagespec.Set) (string, error) {
 		s.Tags = nil
 		b, err := json.Marshal(s)
 		if err != nil {
@@ -109,7 +108,7 @@ func fakeDigest(definition string) DigestFunc {
 
 // imageFor builds a realistic two-platform index whose platform configs carry
 // the labels build writes, plus a BuildKit-style attestation manifest.
-func imageFor(t testing.TB, s resolve.Set, inputs string) v1.ImageIndex {
+func imageFor(t testing.TB, s imagespec.Set, inputs string) v1.ImageIndex {
 	t.Helper()
 	lock := s
 	lock.Tags = nil
@@ -118,11 +117,11 @@ func imageFor(t testing.TB, s resolve.Set, inputs string) v1.ImageIndex {
 		t.Fatal(err)
 	}
 	return imageWithLabels(t, s.Platforms, map[string]string{
-		build.LabelInputs:     inputs,
-		build.LabelLock:       string(lockJSON),
-		build.LabelRay:        s.Ray,
-		build.LabelCodeServer: s.CodeServer.Version,
-		build.LabelPython:     s.Python,
+		imagespec.LabelInputs:     inputs,
+		imagespec.LabelLock:       string(lockJSON),
+		imagespec.LabelRay:        s.Ray,
+		imagespec.LabelCodeServer: s.CodeServer.Version,
+		imagespec.LabelPython:     s.Python,
 	})
 }
 
@@ -171,7 +170,7 @@ func pushByDigest(ctx context.Context, t testing.TB, repo name.Repository, idx v
 }
 
 // publish pushes an image for s and points tags at it, as a past release did.
-func publish(t testing.TB, repo name.Repository, s resolve.Set, inputs string, tags ...string) name.Digest {
+func publish(t testing.TB, repo name.Repository, s imagespec.Set, inputs string, tags ...string) name.Digest {
 	t.Helper()
 	ctx := context.Background()
 	ref := pushByDigest(ctx, t, repo, imageFor(t, s, inputs))
@@ -223,29 +222,29 @@ func fakeHash(s string) string {
 	return "sha256:" + hex.EncodeToString(h[:])
 }
 
-func ext(id, version string, universal bool) resolve.Extension {
-	files := map[string]resolve.File{}
+func ext(id, version string, universal bool) imagespec.Extension {
+	files := map[string]imagespec.File{}
 	for pl, tp := range map[string]string{"linux/amd64": "linux-x64", "linux/arm64": "linux-arm64"} {
 		if universal {
 			tp = "universal"
 		}
-		files[pl] = resolve.File{TargetPlatform: tp, SHA256: strings.TrimPrefix(fakeHash(id+version+tp), "sha256:")}
+		files[pl] = imagespec.File{TargetPlatform: tp, SHA256: strings.TrimPrefix(fakeHash(id+version+tp), "sha256:")}
 	}
-	return resolve.Extension{ID: id, Version: version, Source: "marketplace", Files: files}
+	return imagespec.Extension{ID: id, Version: version, Source: "marketplace", Files: files}
 }
 
 // newSet returns a realistic set; tags are filled by tag().
 // testToolsDigest is the tools image digest every newSet is pinned to.
 var testToolsDigest = "sha256:" + strings.Repeat("6", 64)
 
-func newSet(cs, ray, py string) resolve.Set {
-	return resolve.Set{
-		CodeServer: resolve.CodeServer{Version: cs, VSCode: "1" + strings.TrimPrefix(cs, "4"), Base: testBase + ":" + cs, Platforms: baseDigests(cs, "")},
+func newSet(cs, ray, py string) imagespec.Set {
+	return imagespec.Set{
+		CodeServer: imagespec.CodeServer{Version: cs, VSCode: "1" + strings.TrimPrefix(cs, "4"), Base: testBase + ":" + cs, Platforms: baseDigests(cs, "")},
 		Ray:        ray, Python: py, RayPythons: []string{"3.9", "3.10", "3.11", "3.12"}, RayExtras: []string{"default"},
 		Debugpy:    "1.8.14",
 		Platforms:  []string{"linux/amd64", "linux/arm64"},
 		ToolsImage: "docker.io/library/python:3.12-slim-bookworm@" + testToolsDigest,
-		Extensions: []resolve.Extension{
+		Extensions: []imagespec.Extension{
 			ext("ms-python.debugpy", "2025.10.0", false),
 			ext("ms-python.python", "2025.10.0", false),
 			ext("anyscalecompute.ray-distributed-debugger", "0.1.4", true),
@@ -264,16 +263,16 @@ var testTags = &matrix.Config{Tags: []matrix.Tag{
 }}
 
 // target renders the tags of s with Targets, from the world's digest.
-func (w *world) target(s resolve.Set) Target {
+func (w *world) target(s imagespec.Set) Target {
 	w.t.Helper()
-	ts, err := Targets(testTags, []resolve.Set{s}, w.digest)
+	ts, err := Targets(testTags, []imagespec.Set{s}, w.digest)
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	return ts[0]
 }
 
-func newWorld(t testing.TB, sets ...resolve.Set) *world {
+func newWorld(t testing.TB, sets ...imagespec.Set) *world {
 	t.Helper()
 	reg := newTestRegistry(t)
 	w := &world{t: t, reg: reg, repo: reg.repo(t), digest: fakeDigest("def-1")}
@@ -281,7 +280,7 @@ func newWorld(t testing.TB, sets ...resolve.Set) *world {
 	return w
 }
 
-func (w *world) setTargets(sets ...resolve.Set) {
+func (w *world) setTargets(sets ...imagespec.Set) {
 	w.t.Helper()
 	var ts []Target
 	for _, s := range sets {

@@ -9,21 +9,21 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // InputsDigester computes the digest of every input of a set's build (the
 // value build writes into the dev.imagectl.inputs.digest label). The build
 // package provides the real one.
 type InputsDigester interface {
-	InputsDigest(set resolve.Set) (string, error)
+	InputsDigest(set imagespec.Set) (string, error)
 }
 
 // DigestFunc adapts a function to InputsDigester.
-type DigestFunc func(resolve.Set) (string, error)
+type DigestFunc func(imagespec.Set) (string, error)
 
 // InputsDigest calls f.
-func (f DigestFunc) InputsDigest(s resolve.Set) (string, error) { return f(s) }
+func (f DigestFunc) InputsDigest(s imagespec.Set) (string, error) { return f(s) }
 
 // Kind classifies why an entry needs work.
 type Kind string
@@ -40,6 +40,7 @@ const (
 	KindPythonDep     Kind = "python dependency bump"
 	KindDefinition    Kind = "definition change"
 	KindInputs        Kind = "inputs digest differs"
+	KindTagMissing    Kind = "immutable tag missing"
 	KindFloatingStale Kind = "floating tag behind"
 )
 
@@ -75,15 +76,17 @@ type Entry struct {
 	Reasons []Reason `json:"reasons"`
 	// InputsDigest is the digest the new build will carry.
 	InputsDigest string `json:"inputsDigest"`
-	// Versioned is the immutable tag; Floating the tags this entry owns.
+	// Versioned is the first immutable tag, Immutable the other immutable
+	// tags; Floating the tags this entry owns.
 	Versioned string   `json:"versioned"`
+	Immutable []string `json:"immutable,omitempty"`
 	Floating  []string `json:"floating,omitempty"`
 	// Published is the digest the versioned tag names today, if any.
 	Published string `json:"published,omitempty"`
 	// Blocked says why release will refuse this entry (the versioned tag
 	// already holds a different build and is never overwritten).
-	Blocked string      `json:"blocked,omitempty"`
-	Set     resolve.Set `json:"set"`
+	Blocked string        `json:"blocked,omitempty"`
+	Set     imagespec.Set `json:"set"`
 }
 
 // Plan is the outcome: Entries need work, UpToDate names the others.
@@ -187,6 +190,7 @@ func NewPlanner(reg *Registry, repo name.Repository, opts ...PlanOption) *Planne
 type observed struct {
 	inputs    string
 	versioned *Published
+	immutable map[string]string // tag -> digest, for Target.Immutable ("" when absent)
 	floating  map[string]string // tag -> digest ("" when absent)
 	previous  *Published        // image at the first existing floating tag, when versioned is absent
 }
@@ -199,15 +203,17 @@ type observed struct {
 // digest's first 12 hex digits, so its existence alone already says "these
 // inputs were published", and the label check guards against a prefix
 // collision or another tag scheme. It is up to date when, in addition, every
-// floating tag it owns names that image; otherwise it is promoted (verify,
-// move the lagging floating tags). The versioned tag, not a floating one, is
-// the test because it is the one that can never move: a floating tag may lag
+// other immutable tag and every floating tag it owns names that image;
+// otherwise it is promoted (verify, write the missing immutable tags, move
+// the lagging floating tags). The versioned tag, not a floating one, is the
+// test because it is the one that can never move: a floating tag may lag
 // after a promotion failed, which is exactly the promote case.
 //
 // Per target it costs the versioned tag's manifest and config (three GETs)
-// plus one HEAD per owned floating tag; a target whose inputs were not
-// published yet instead reads its first existing floating tag (the
-// combination tag, the previous build of this line) to explain what changed.
+// plus one HEAD per other immutable tag and per owned floating tag; a target
+// whose inputs were not published yet instead reads its first existing
+// floating tag (the combination tag, the previous build of this line) to
+// explain what changed.
 func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 	obs := make([]observed, len(targets))
 	g, gctx := errgroup.WithContext(ctx)
@@ -238,10 +244,22 @@ func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 	plan := &Plan{Repository: p.repo.String(), Entries: []Entry{}, UpToDate: []string{}, current: map[string]string{}, versioned: map[string]string{}}
 	for i, t := range targets {
 		o := obs[i]
-		e := Entry{Name: t.Name(), InputsDigest: o.inputs, Versioned: t.Versioned, Floating: t.Floating, Set: t.Set}
+		e := Entry{Name: t.Name(), InputsDigest: o.inputs, Versioned: t.Versioned, Immutable: t.Immutable, Floating: t.Floating, Set: t.Set}
 		switch {
 		case o.versioned != nil && o.versioned.Inputs == o.inputs:
 			e.Published = o.versioned.Digest.String()
+			for _, im := range t.Immutable {
+				switch have := o.immutable[im]; have {
+				case e.Published:
+				case "":
+					e.Action = ActionPromote
+					e.Reasons = append(e.Reasons, Reason{KindTagMissing, im})
+				default:
+					e.Action = ActionPromote
+					e.Reasons = append(e.Reasons, Reason{KindTagMissing, fmt.Sprintf("%s names %s, want %s", im, short(have), short(e.Published))})
+					e.Blocked = fmt.Sprintf("immutable tag %s already names %s, not %s; immutable tags are never overwritten", im, short(have), short(e.Published))
+				}
+			}
 			for _, f := range t.Floating {
 				if have := o.floating[f]; have != e.Published {
 					e.Action = ActionPromote
@@ -295,6 +313,22 @@ func (p *Planner) observe(ctx context.Context, t Target) (observed, error) {
 	if o.versioned, err = p.reg.Inspect(ctx, vt); err != nil {
 		return o, err
 	}
+	o.immutable = map[string]string{}
+	for _, im := range t.Immutable {
+		if _, err := name.NewTag("example.com/x:"+im, name.StrictValidation); err != nil {
+			return o, fmt.Errorf("immutable tag %q: %w", im, err)
+		}
+		if o.versioned == nil {
+			continue
+		}
+		d, err := p.reg.Head(ctx, p.repo.Tag(im))
+		if err != nil {
+			return o, err
+		}
+		if d != nil {
+			o.immutable[im] = d.Digest.String()
+		}
+	}
 	o.floating = map[string]string{}
 	for _, f := range t.Floating {
 		if _, err := name.NewTag("example.com/x:"+f, name.StrictValidation); err != nil {
@@ -325,7 +359,7 @@ func (p *Planner) observe(ctx context.Context, t Target) (observed, error) {
 }
 
 // explain compares the lock recorded in a published image with the new set.
-func explain(pub *Published, s resolve.Set) []Reason {
+func explain(pub *Published, s imagespec.Set) []Reason {
 	if pub.Lock == nil {
 		return []Reason{{KindInputs, fmt.Sprintf("%s -> new inputs (no readable lock label on %s)", orNone(short(pub.Inputs)), short(pub.Digest.String()))}}
 	}
@@ -336,7 +370,7 @@ func explain(pub *Published, s resolve.Set) []Reason {
 	return rs
 }
 
-func diffSets(old, s resolve.Set) []Reason {
+func diffSets(old, s imagespec.Set) []Reason {
 	var rs []Reason
 	if old.Ray != s.Ray {
 		rs = append(rs, Reason{KindNewRay, fmt.Sprintf("ray %s -> %s", old.Ray, s.Ray)})
@@ -370,7 +404,7 @@ func diffSets(old, s resolve.Set) []Reason {
 		rs = append(rs, Reason{KindComponentBump, fmt.Sprintf("debugpy %s -> %s", old.Debugpy, s.Debugpy)})
 	}
 	rs = append(rs, diffPythonLocks(old, s)...)
-	oldExt := map[string]resolve.Extension{}
+	oldExt := map[string]imagespec.Extension{}
 	for _, e := range old.Extensions {
 		oldExt[strings.ToLower(e.ID)] = e
 	}

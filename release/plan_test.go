@@ -11,14 +11,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
-	"github.com/imagectl/imagectl/resolve"
 )
 
 // The matrix the plan tests start from: two Ray lines on code-server 4.101.2
 // and an older one on 4.96.4.
-func baseSets() (a, b, c resolve.Set) {
+func baseSets() (a, b, c imagespec.Set) {
 	return newSet("4.101.2", "2.46.0", "3.12"), newSet("4.101.2", "2.45.0", "3.12"), newSet("4.96.4", "2.44.1", "3.11")
 }
 
@@ -36,8 +35,8 @@ func summarize(p *Plan) []summary {
 	return out
 }
 
-func bumpExtension(s resolve.Set, id, version string) resolve.Set {
-	exts := append([]resolve.Extension(nil), s.Extensions...)
+func bumpExtension(s imagespec.Set, id, version string) imagespec.Set {
+	exts := append([]imagespec.Extension(nil), s.Extensions...)
 	for i, e := range exts {
 		if e.ID == id {
 			exts[i] = ext(id, version, false)
@@ -52,7 +51,7 @@ const testTools = "docker.io/library/python:3.12-slim-bookworm"
 var testToolsDigest2 = "sha256:" + strings.Repeat("7", 64)
 
 // withTools returns s with its tools image pinned to digest.
-func withTools(s resolve.Set, digest string) resolve.Set {
+func withTools(s imagespec.Set, digest string) imagespec.Set {
 	s.ToolsImage = testTools + "@" + digest
 	return s
 }
@@ -86,26 +85,26 @@ func TestDiffTools(t *testing.T) {
 
 func TestPlan(t *testing.T) {
 	a, b, c := baseSets()
-	rebuiltBase := func(s resolve.Set) resolve.Set {
+	rebuiltBase := func(s imagespec.Set) imagespec.Set {
 		s.CodeServer.Platforms = baseDigests(s.CodeServer.Version, "-rebuilt")
 		return s
 	}
 	tests := []struct {
 		name string
 		// after are the sets after the upstream change; published are a, b, c.
-		after      func(w *world) []resolve.Set
+		after      func(w *world) []imagespec.Set
 		definition string
 		want       func(w *world, before []Target) []summary
 	}{
 		{
 			name:  "unchanged inputs give an empty plan",
-			after: func(*world) []resolve.Set { return []resolve.Set{a, b, c} },
+			after: func(*world) []imagespec.Set { return []imagespec.Set{a, b, c} },
 			want:  func(*world, []Target) []summary { return nil },
 		},
 		{
 			name: "one extension bump on one entry",
-			after: func(*world) []resolve.Set {
-				return []resolve.Set{bumpExtension(a, "ms-python.python", "2025.12.0"), b, c}
+			after: func(*world) []imagespec.Set {
+				return []imagespec.Set{bumpExtension(a, "ms-python.python", "2025.12.0"), b, c}
 			},
 			want: func(w *world, _ []Target) []summary {
 				return []summary{{w.targets[0].Name(), ActionBuild, []Reason{{KindExtensionBump, "ms-python.python 2025.10.0 -> 2025.12.0"}}}}
@@ -113,9 +112,9 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "extension bump reaches only the entries that resolve it",
-			after: func(*world) []resolve.Set {
+			after: func(*world) []imagespec.Set {
 				// The new debugpy extension needs a newer VS Code than 4.96.4 ships.
-				return []resolve.Set{bumpExtension(a, "ms-python.debugpy", "2025.14.0"), bumpExtension(b, "ms-python.debugpy", "2025.14.0"), c}
+				return []imagespec.Set{bumpExtension(a, "ms-python.debugpy", "2025.14.0"), bumpExtension(b, "ms-python.debugpy", "2025.14.0"), c}
 			},
 			want: func(w *world, _ []Target) []summary {
 				r := []Reason{{KindExtensionBump, "ms-python.debugpy 2025.10.0 -> 2025.14.0"}}
@@ -124,8 +123,8 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "a new base digest gives every entry on that base",
-			after: func(*world) []resolve.Set {
-				return []resolve.Set{rebuiltBase(a), rebuiltBase(b), c}
+			after: func(*world) []imagespec.Set {
+				return []imagespec.Set{rebuiltBase(a), rebuiltBase(b), c}
 			},
 			want: func(w *world, _ []Target) []summary {
 				var out []summary
@@ -140,8 +139,8 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "a moved tools image tag gives every entry",
-			after: func(*world) []resolve.Set {
-				return []resolve.Set{withTools(a, testToolsDigest2), withTools(b, testToolsDigest2), withTools(c, testToolsDigest2)}
+			after: func(*world) []imagespec.Set {
+				return []imagespec.Set{withTools(a, testToolsDigest2), withTools(b, testToolsDigest2), withTools(c, testToolsDigest2)}
 			},
 			want: func(w *world, _ []Target) []summary {
 				var out []summary
@@ -153,10 +152,10 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "another tools image is a definition change",
-			after: func(*world) []resolve.Set {
+			after: func(*world) []imagespec.Set {
 				c2 := c
 				c2.ToolsImage = "docker.io/library/python:3.13-slim-bookworm"
-				return []resolve.Set{a, b, c2}
+				return []imagespec.Set{a, b, c2}
 			},
 			want: func(w *world, _ []Target) []summary {
 				return []summary{{w.targets[2].Name(), ActionBuild, []Reason{{KindDefinition,
@@ -165,8 +164,8 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "a new Ray release gives one new entry",
-			after: func(*world) []resolve.Set {
-				return []resolve.Set{newSet("4.101.2", "2.47.0", "3.12"), a, b, c}
+			after: func(*world) []imagespec.Set {
+				return []imagespec.Set{newSet("4.101.2", "2.47.0", "3.12"), a, b, c}
 			},
 			want: func(w *world, _ []Target) []summary {
 				return []summary{{w.targets[0].Name(), ActionBuild, []Reason{{KindNewRay, "ray 2.46.0 -> 2.47.0"}}}}
@@ -174,7 +173,7 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name:       "a definition change with identical versions",
-			after:      func(*world) []resolve.Set { return []resolve.Set{a, b, c} },
+			after:      func(*world) []imagespec.Set { return []imagespec.Set{a, b, c} },
 			definition: "def-2",
 			want: func(w *world, _ []Target) []summary {
 				var out []summary
@@ -264,7 +263,7 @@ func TestPlanLockMissingFallsBackToInputs(t *testing.T) {
 	tg := w.targets[0]
 	old := "sha256:" + strings.Repeat("1", 64)
 	// An image from before the lock label existed, at the versioned tag.
-	ref := pushByDigest(context.Background(), t, w.repo, imageWithLabels(t, a.Platforms, map[string]string{build.LabelInputs: old}))
+	ref := pushByDigest(context.Background(), t, w.repo, imageWithLabels(t, a.Platforms, map[string]string{imagespec.LabelInputs: old}))
 	desc, err := remote.Get(ref)
 	if err != nil {
 		t.Fatal(err)
@@ -328,14 +327,15 @@ func TestTargets(t *testing.T) {
 	s := newSet("4.101.2", "2.46.0", "3.12")
 	d := fakeDigest("def-1")
 	in, _ := d(s)
-	got, err := Targets(cfg, []resolve.Set{s}, d)
+	got, err := Targets(cfg, []imagespec.Set{s}, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	versioned := "4.101.2-ray2.46.0-py3.12-" + in[7:19]
 	rendered := s
 	rendered.Tags = []string{versioned, "ray2.46", "4.101.2-ray2.46.0-" + in[7:19], "latest"}
-	want := []Target{{Set: rendered, Inputs: in, Versioned: versioned, Floating: []string{"ray2.46", "latest"}}}
+	// The second immutable template is written too (as build --push does).
+	want := []Target{{Set: rendered, Inputs: in, Versioned: versioned, Immutable: []string{"4.101.2-ray2.46.0-" + in[7:19]}, Floating: []string{"ray2.46", "latest"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Targets (-want +got):\n%s", diff)
 	}
@@ -343,14 +343,14 @@ func TestTargets(t *testing.T) {
 		t.Errorf("Name() = %q, want the combination", name)
 	}
 	// New inputs: a new versioned tag, the same name and floating tags.
-	other, err := Targets(cfg, []resolve.Set{s}, fakeDigest("def-2"))
+	other, err := Targets(cfg, []imagespec.Set{s}, fakeDigest("def-2"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if other[0].Versioned == versioned || other[0].Name() != got[0].Name() || !cmp.Equal(other[0].Floating, got[0].Floating) {
 		t.Errorf("new inputs gave %+v, want a new versioned tag only", other[0])
 	}
-	failing := DigestFunc(func(resolve.Set) (string, error) { return "", fmt.Errorf("no standalone Python") })
+	failing := DigestFunc(func(imagespec.Set) (string, error) { return "", fmt.Errorf("no standalone Python") })
 	for _, bad := range []struct {
 		name string
 		cfg  *matrix.Config
@@ -359,9 +359,9 @@ func TestTargets(t *testing.T) {
 		{"floating first", &matrix.Config{Tags: []matrix.Tag{{Template: "latest", Floating: true}}}, d},
 		{"no templates", &matrix.Config{}, d},
 		{"digest fails", cfg, failing},
-		{"digest malformed", cfg, DigestFunc(func(resolve.Set) (string, error) { return "sha256:short", nil })},
+		{"digest malformed", cfg, DigestFunc(func(imagespec.Set) (string, error) { return "sha256:short", nil })},
 	} {
-		if _, err := Targets(bad.cfg, []resolve.Set{s}, bad.d); err == nil {
+		if _, err := Targets(bad.cfg, []imagespec.Set{s}, bad.d); err == nil {
 			t.Errorf("%s: Targets succeeded, want error", bad.name)
 		}
 	}
@@ -369,7 +369,7 @@ func TestTargets(t *testing.T) {
 
 func TestOwnFloating(t *testing.T) {
 	mk := func(ray, v string, fl ...string) Target {
-		return Target{Set: resolve.Set{Ray: ray, CodeServer: resolve.CodeServer{Version: "4.101.2"}, Python: "3.12"}, Versioned: v, Floating: fl}
+		return Target{Set: imagespec.Set{Ray: ray, CodeServer: imagespec.CodeServer{Version: "4.101.2"}, Python: "3.12"}, Versioned: v, Floating: fl}
 	}
 	got, err := OwnFloating([]Target{
 		mk("2.9.3", "a", "latest", "ray2.9"),

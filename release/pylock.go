@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // pyVersion is one distribution's locked wheel on one platform.
@@ -14,7 +14,7 @@ type pyVersion struct{ version, sha256 string }
 // set and the new one differ, one reason per distribution: "aiosignal
 // 1.3.1 -> 1.3.2" when every platform moved alike, else per platform.
 // ray and debugpy are left out (their bumps have their own reasons).
-func diffPythonLocks(old, cur resolve.Set) []Reason {
+func diffPythonLocks(old, cur imagespec.Set) []Reason {
 	if len(old.PythonLocks) == 0 && len(cur.PythonLocks) == 0 {
 		return nil
 	}
@@ -24,7 +24,7 @@ func diffPythonLocks(old, cur resolve.Set) []Reason {
 	if len(cur.PythonLocks) == 0 {
 		return []Reason{{KindPythonDep, "closure no longer locked (the catalog records none); the published image had " + closureSizes(old)}}
 	}
-	index := func(s resolve.Set) map[string]map[string]pyVersion { // name -> platform -> wheel
+	index := func(s imagespec.Set) map[string]map[string]pyVersion { // name -> platform -> wheel
 		m := map[string]map[string]pyVersion{}
 		for p, ds := range s.PythonLocks {
 			for _, d := range ds {
@@ -85,7 +85,7 @@ func diffPythonLocks(old, cur resolve.Set) []Reason {
 	return rs
 }
 
-func closureSizes(s resolve.Set) string {
+func closureSizes(s imagespec.Set) string {
 	var out []string
 	for _, p := range sortedKeys(s.PythonLocks) {
 		out = append(out, fmt.Sprintf("%d distributions on %s", len(s.PythonLocks[p]), p))

@@ -6,20 +6,20 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
-func pyDist(name, version string, c byte) resolve.PythonDist {
+func pyDist(name, version string, c byte) imagespec.PythonDist {
 	f := name + "-" + version + "-py3-none-any.whl"
-	return resolve.PythonDist{Name: name, Version: version, Filename: f, URL: "https://files.example/" + f, SHA256: strings.Repeat(string(c), 64)}
+	return imagespec.PythonDist{Name: name, Version: version, Filename: f, URL: "https://files.example/" + f, SHA256: strings.Repeat(string(c), 64)}
 }
 
 // withLocks gives s the same closure on both platforms, plus extra per
 // platform.
-func withLocks(s resolve.Set, common []resolve.PythonDist, extra map[string][]resolve.PythonDist) resolve.Set {
-	s.PythonLocks = map[string][]resolve.PythonDist{}
+func withLocks(s imagespec.Set, common []imagespec.PythonDist, extra map[string][]imagespec.PythonDist) imagespec.Set {
+	s.PythonLocks = map[string][]imagespec.PythonDist{}
 	for _, p := range s.Platforms {
-		ds := append([]resolve.PythonDist{pyDist("ray", s.Ray, 'r'), pyDist("debugpy", s.Debugpy, 'd')}, common...)
+		ds := append([]imagespec.PythonDist{pyDist("ray", s.Ray, 'r'), pyDist("debugpy", s.Debugpy, 'd')}, common...)
 		s.PythonLocks[p] = append(ds, extra[p]...)
 	}
 	return s
@@ -27,9 +27,9 @@ func withLocks(s resolve.Set, common []resolve.PythonDist, extra map[string][]re
 
 func TestDiffPythonLocks(t *testing.T) {
 	a, _, _ := baseSets()
-	base := []resolve.PythonDist{pyDist("aiosignal", "1.3.1", 'a'), pyDist("click", "8.1.8", 'c')}
-	frozen := func(v string, c byte) map[string][]resolve.PythonDist {
-		return map[string][]resolve.PythonDist{
+	base := []imagespec.PythonDist{pyDist("aiosignal", "1.3.1", 'a'), pyDist("click", "8.1.8", 'c')}
+	frozen := func(v string, c byte) map[string][]imagespec.PythonDist {
+		return map[string][]imagespec.PythonDist{
 			"linux/amd64": {pyDist("frozenlist", v, c)},
 			"linux/arm64": {pyDist("frozenlist", v, c+1)},
 		}
@@ -37,24 +37,24 @@ func TestDiffPythonLocks(t *testing.T) {
 	old := withLocks(a, base, frozen("1.4.1", '1'))
 	for _, tc := range []struct {
 		name string
-		old  resolve.Set
-		cur  resolve.Set
+		old  imagespec.Set
+		cur  imagespec.Set
 		want []Reason
 	}{
 		{"same closure", old, withLocks(a, base, frozen("1.4.1", '1')), nil},
 		{"a transitive bump on every platform", old,
-			withLocks(a, []resolve.PythonDist{pyDist("AioSignal", "1.3.2", 'b'), base[1]}, frozen("1.4.1", '1')),
+			withLocks(a, []imagespec.PythonDist{pyDist("AioSignal", "1.3.2", 'b'), base[1]}, frozen("1.4.1", '1')),
 			[]Reason{{KindPythonDep, "aiosignal 1.3.1 -> 1.3.2"}}},
 		{"a platform wheel bump", old, withLocks(a, base, frozen("1.5.0", '5')),
 			[]Reason{{KindPythonDep, "frozenlist 1.4.1 -> 1.5.0"}}},
-		{"one platform only", old, withLocks(a, base, map[string][]resolve.PythonDist{
+		{"one platform only", old, withLocks(a, base, map[string][]imagespec.PythonDist{
 			"linux/amd64": {pyDist("frozenlist", "1.4.1", '1')}, "linux/arm64": {pyDist("frozenlist", "1.5.0", '9')}}),
 			[]Reason{{KindPythonDep, "frozenlist 1.4.1 -> 1.5.0 on linux/arm64"}}},
-		{"added and removed", old, withLocks(a, []resolve.PythonDist{base[0], pyDist("colorful", "0.5.6", 'e')}, frozen("1.4.1", '1')),
+		{"added and removed", old, withLocks(a, []imagespec.PythonDist{base[0], pyDist("colorful", "0.5.6", 'e')}, frozen("1.4.1", '1')),
 			[]Reason{{KindPythonDep, "click 8.1.8 removed"}, {KindPythonDep, "colorful 0.5.6 added"}}},
-		{"same version, other wheel", old, withLocks(a, []resolve.PythonDist{base[0], pyDist("click", "8.1.8", 'f')}, frozen("1.4.1", '1')),
+		{"same version, other wheel", old, withLocks(a, []imagespec.PythonDist{base[0], pyDist("click", "8.1.8", 'f')}, frozen("1.4.1", '1')),
 			[]Reason{{KindPythonDep, "click 8.1.8 wheel changed (cccccccccccc -> ffffffffffff)"}}},
-		{"ray and debugpy have their own reasons", old, func() resolve.Set {
+		{"ray and debugpy have their own reasons", old, func() imagespec.Set {
 			s := a
 			s.Debugpy = "1.8.15"
 			return withLocks(s, base, frozen("1.4.1", '1'))
@@ -74,11 +74,11 @@ func TestDiffPythonLocks(t *testing.T) {
 // closure has it, with that reason only.
 func TestPlanPythonDependencyBump(t *testing.T) {
 	a, b, c := baseSets()
-	base := []resolve.PythonDist{pyDist("aiosignal", "1.3.1", 'a')}
-	a, b, c = withLocks(a, base, nil), withLocks(b, base, nil), withLocks(c, []resolve.PythonDist{pyDist("click", "8.1.8", 'c')}, nil)
+	base := []imagespec.PythonDist{pyDist("aiosignal", "1.3.1", 'a')}
+	a, b, c = withLocks(a, base, nil), withLocks(b, base, nil), withLocks(c, []imagespec.PythonDist{pyDist("click", "8.1.8", 'c')}, nil)
 	w := newWorld(t, a, b, c)
 	w.publishAll()
-	bumped := []resolve.PythonDist{pyDist("aiosignal", "1.3.2", 'b')}
+	bumped := []imagespec.PythonDist{pyDist("aiosignal", "1.3.2", 'b')}
 	w.setTargets(withLocks(a, bumped, nil), withLocks(b, bumped, nil), c)
 	r := []Reason{{KindPythonDep, "aiosignal 1.3.1 -> 1.3.2"}}
 	want := []summary{{w.targets[0].Name(), ActionBuild, r}, {w.targets[1].Name(), ActionBuild, r}}

@@ -2,7 +2,6 @@ package release
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,8 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
-	"github.com/imagectl/imagectl/build"
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Published is what plan reads back from a published image: its digest and the
@@ -24,7 +22,7 @@ type Published struct {
 	// Inputs is the dev.imagectl.inputs.digest label ("" when absent).
 	Inputs string `json:"inputs,omitempty"`
 	// Lock is the dev.imagectl.lock label decoded, nil when absent or invalid.
-	Lock *resolve.Set `json:"-"`
+	Lock *imagespec.Set `json:"-"`
 }
 
 // Registry reads and writes manifests through go-containerregistry. It never
@@ -99,7 +97,7 @@ func (r *Registry) Inspect(ctx context.Context, ref name.Reference) (*Published,
 		var child *v1.Descriptor
 		for i := range im.Manifests {
 			m := &im.Manifests[i]
-			if m.Platform != nil && m.Platform.OS != "unknown" && m.MediaType.IsImage() {
+			if m.Platform != nil && !imagespec.IsAttestationManifest(*m) && m.MediaType.IsImage() {
 				child = m
 				break
 			}
@@ -124,10 +122,11 @@ func (r *Registry) Inspect(ctx context.Context, ref name.Reference) (*Published,
 		return nil, fmt.Errorf("reading config of %s: %w", ref, err)
 	}
 	labels := cf.Config.Labels
-	p.Inputs = labels[build.LabelInputs]
-	if raw := labels[build.LabelLock]; raw != "" {
-		var s resolve.Set
-		if json.Unmarshal([]byte(raw), &s) == nil {
+	p.Inputs = labels[imagespec.LabelInputs]
+	if raw := labels[imagespec.LabelLock]; raw != "" {
+		// A lock that does not decode is no lock: plan then explains the
+		// entry without it.
+		if s, err := imagespec.DecodeLock(raw); err == nil {
 			p.Lock = &s
 		}
 	}

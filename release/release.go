@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Builder builds a planned entry's set (e.Set, whose inputs digest the
@@ -35,14 +35,14 @@ type Verifier interface {
 // Smoker runs the image ref names (imagectl smoke image): any error stops
 // the entry before a tag is written.
 type Smoker interface {
-	Smoke(ctx context.Context, ref name.Digest, set resolve.Set) error
+	Smoke(ctx context.Context, ref name.Digest, set imagespec.Set) error
 }
 
 // SmokerFunc adapts a function to Smoker.
-type SmokerFunc func(ctx context.Context, ref name.Digest, set resolve.Set) error
+type SmokerFunc func(ctx context.Context, ref name.Digest, set imagespec.Set) error
 
 // Smoke calls f.
-func (f SmokerFunc) Smoke(ctx context.Context, ref name.Digest, s resolve.Set) error {
+func (f SmokerFunc) Smoke(ctx context.Context, ref name.Digest, s imagespec.Set) error {
 	return f(ctx, ref, s)
 }
 
@@ -183,6 +183,16 @@ func (r *Releaser) entry(ctx context.Context, e Entry) (Result, error) {
 		if cur != nil {
 			return res, fmt.Errorf("versioned tag %s already names %s; versioned tags are never overwritten, nothing was built or tagged", vt, cur.Digest)
 		}
+		// So are the other immutable tags.
+		for _, im := range e.Immutable {
+			cur, err := r.reg.Head(ctx, r.repo.Tag(im))
+			if err != nil {
+				return res, err
+			}
+			if cur != nil {
+				return res, fmt.Errorf("immutable tag %s already names %s; immutable tags are never overwritten, nothing was built or tagged", r.repo.Tag(im), cur.Digest)
+			}
+		}
 		if r.dryRun {
 			res.Steps = append(res.Steps,
 				fmt.Sprintf("build ray %s, code-server %s, python %s for %s", e.Set.Ray, e.Set.CodeServer.Version, e.Set.Python, strings.Join(e.Set.Platforms, ", ")),
@@ -239,33 +249,52 @@ func (r *Releaser) entry(ctx context.Context, e Entry) (Result, error) {
 	return r.tags(ctx, e, res, d)
 }
 
-// tags writes the versioned tag, then the floating tags in order, each only
-// if it does not already name d. A reader therefore never sees a floating tag
-// on an image whose versioned tag (or more specific floating tag) is missing.
-// If a floating tag fails, the ones this run moved are put back.
+// tags writes the immutable tags (the versioned one first), then the
+// floating tags in order, each only if it does not already name d. A reader
+// therefore never sees a floating tag on an image whose versioned tag (or
+// more specific floating tag) is missing. An immutable tag that names
+// another image stops it before any tag is written. If a floating tag
+// fails, the ones this run moved are put back.
 func (r *Releaser) tags(ctx context.Context, e Entry, res Result, d name.Digest) (Result, error) {
 	newDigest := d.DigestStr()
 	if r.dryRun && newDigest == "" {
 		newDigest = "<new digest>"
 	}
-	vt := r.repo.Tag(e.Versioned)
-	cur, err := r.reg.Head(ctx, vt)
-	if err != nil {
-		return res, err
+	immutable := append([]string{e.Versioned}, e.Immutable...)
+	kind := func(i int) string {
+		if i == 0 {
+			return "versioned"
+		}
+		return "immutable"
 	}
-	switch {
-	case cur != nil && cur.Digest.String() == newDigest:
-		res.Unchanged = append(res.Unchanged, e.Versioned)
-	case cur != nil:
-		return res, fmt.Errorf("versioned tag %s already names %s, not %s; versioned tags are never overwritten and no tag was written", vt, cur.Digest, newDigest)
-	case r.dryRun:
-		res.Steps = append(res.Steps, fmt.Sprintf("tag %s -> %s (versioned, immutable)", e.Versioned, newDigest))
-	default:
-		if err := r.reg.Tag(ctx, vt, d); err != nil {
+	cur := make([]string, len(immutable))
+	for i, tag := range immutable {
+		desc, err := r.reg.Head(ctx, r.repo.Tag(tag))
+		if err != nil {
 			return res, err
 		}
-		res.Tagged = append(res.Tagged, e.Versioned)
-		r.logf(e.Name, "tagged %s", e.Versioned)
+		if desc == nil {
+			continue
+		}
+		if cur[i] = desc.Digest.String(); cur[i] != newDigest {
+			return res, fmt.Errorf("%s tag %s already names %s, not %s; %s tags are never overwritten and no tag was written", kind(i), r.repo.Tag(tag), cur[i], newDigest, kind(i))
+		}
+	}
+	for i, tag := range immutable {
+		switch {
+		case cur[i] != "":
+			res.Unchanged = append(res.Unchanged, tag)
+		case r.dryRun && i == 0:
+			res.Steps = append(res.Steps, fmt.Sprintf("tag %s -> %s (versioned, immutable)", tag, newDigest))
+		case r.dryRun:
+			res.Steps = append(res.Steps, fmt.Sprintf("tag %s -> %s (immutable)", tag, newDigest))
+		default:
+			if err := r.reg.Tag(ctx, r.repo.Tag(tag), d); err != nil {
+				return res, err
+			}
+			res.Tagged = append(res.Tagged, tag)
+			r.logf(e.Name, "tagged %s", tag)
+		}
 	}
 	if !r.floating {
 		res.Pending = append(res.Pending, e.Floating...)

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // fakeBuilder stands in for BuildKit only: it "builds" by pushing, by digest,
@@ -96,7 +96,7 @@ type rig struct {
 	verifier *labelVerifier
 }
 
-func newRig(t *testing.T, sets ...resolve.Set) *rig {
+func newRig(t *testing.T, sets ...imagespec.Set) *rig {
 	w := newWorld(t, sets...)
 	return &rig{
 		world:    w,
@@ -396,15 +396,15 @@ func TestInputsDigestComputedOncePerSet(t *testing.T) {
 	r := newRig(t, a, b)
 	var mu sync.Mutex
 	calls := map[string]int{}
-	counting := DigestFunc(func(s resolve.Set) (string, error) {
+	counting := DigestFunc(func(s imagespec.Set) (string, error) {
 		mu.Lock()
 		calls[s.Ray+"/"+s.CodeServer.Version]++
 		mu.Unlock()
 		return r.digest(s)
 	})
 	var ts []Target
-	for _, s := range []resolve.Set{a, b} {
-		got, err := Targets(testTags, []resolve.Set{s}, counting)
+	for _, s := range []imagespec.Set{a, b} {
+		got, err := Targets(testTags, []imagespec.Set{s}, counting)
 		if err != nil {
 			t.Fatal(err)
 		}

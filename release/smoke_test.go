@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // recordingSmoker records what it ran and what the tags were at that moment.
@@ -20,7 +20,7 @@ type recordingSmoker struct {
 	tagsAtRun []map[string]string
 }
 
-func (s *recordingSmoker) Smoke(_ context.Context, ref name.Digest, _ resolve.Set) error {
+func (s *recordingSmoker) Smoke(_ context.Context, ref name.Digest, _ imagespec.Set) error {
 	s.ran = append(s.ran, ref.DigestStr())
 	s.tagsAtRun = append(s.tagsAtRun, s.r.allTags())
 	return s.fail

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 )
@@ -12,13 +13,19 @@ import (
 // Target is one buildable set with its tags split by promise.
 type Target struct {
 	// Set has its Tags rendered (Targets).
-	Set resolve.Set
+	Set imagespec.Set
 	// Inputs is the set's inputs digest, computed once by Targets; plan and
 	// release use it from here.
 	Inputs string
-	// Versioned is the immutable tag; it carries the inputs digest, so the
-	// same inputs always give the same versioned tag and new inputs a new one.
+	// Versioned is the first immutable tag; it carries the inputs digest, so
+	// the same inputs always give the same versioned tag and new inputs a new
+	// one. Plan reads the image it names.
 	Versioned string
+	// Immutable are the other immutable tags (matrix.yaml templates after the
+	// first that are not floating), in template order: release writes them
+	// like Versioned, and never moves them. build --push writes the same
+	// (imagespec.Tags.Immutable).
+	Immutable []string
 	// Floating are the movable tags rendered for the set, most specific first.
 	Floating []string
 }
@@ -32,11 +39,11 @@ func (t Target) Name() string {
 
 // Targets renders the tags of every set with resolve.RenderTags, from the
 // set's inputs digest as d computes it (the definition build uses), and
-// splits them by promise: the first is the versioned tag, the others are
-// versioned or floating as matrix.yaml marks them. A first template that is
-// floating is an error: plan could not tell which tag is the promise that
-// may never move.
-func Targets(cfg *matrix.Config, sets []resolve.Set, d InputsDigester) ([]Target, error) {
+// splits them by promise with imagespec.Tags, as build does: the first is
+// the versioned tag, the others are immutable or floating as matrix.yaml
+// marks them. A first template that is floating is an error: plan could not
+// tell which tag is the promise that may never move.
+func Targets(cfg *matrix.Config, sets []imagespec.Set, d InputsDigester) ([]Target, error) {
 	if len(cfg.Tags) == 0 {
 		return nil, fmt.Errorf("matrix: no tag templates (tags:), cannot name what to publish")
 	}
@@ -49,14 +56,14 @@ func Targets(cfg *matrix.Config, sets []resolve.Set, d InputsDigester) ([]Target
 		if err != nil {
 			return nil, fmt.Errorf("ray %s, code-server %s: inputs digest: %w", s.Ray, s.CodeServer.Version, err)
 		}
-		if s.Tags, err = resolve.RenderTags(cfg, s, in); err != nil {
+		tags, err := resolve.RenderTags(cfg, s, in)
+		if err != nil {
 			return nil, fmt.Errorf("ray %s, code-server %s: %w", s.Ray, s.CodeServer.Version, err)
 		}
-		t := Target{Set: s, Inputs: in, Versioned: s.Tags[0]}
-		for j := 1; j < len(s.Tags); j++ {
-			if cfg.Tags[j].Floating {
-				t.Floating = append(t.Floating, s.Tags[j])
-			}
+		s.Tags = tags.Names()
+		t := Target{Set: s, Inputs: in, Versioned: tags.Versioned(), Floating: tags.Floating()}
+		if im := tags.Immutable(); len(im) > 1 {
+			t.Immutable = im[1:]
 		}
 		out = append(out, t)
 	}
@@ -109,7 +116,7 @@ func OwnFloating(ts []Target) ([]Target, error) {
 
 // newer reports whether a sorts after b by Ray (PEP 440), code-server
 // (semver), then Python (CPython minor).
-func newer(a, b resolve.Set) bool {
+func newer(a, b imagespec.Set) bool {
 	for _, c := range []int{
 		catalog.ComparePythonVersions(a.Ray, b.Ray),
 		catalog.CompareVersions(a.CodeServer.Version, b.CodeServer.Version),

@@ -5,19 +5,19 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // TestNewer orders sets by Ray as PEP 440 (the semver comparator this
 // replaced fell back to comparing strings for 2.10.0rc1 and 2.46.0.post1),
 // then code-server as semver, then Python by minor.
 func TestNewer(t *testing.T) {
-	set := func(ray, cs, py string) resolve.Set {
-		return resolve.Set{Ray: ray, CodeServer: resolve.CodeServer{Version: cs}, Python: py}
+	set := func(ray, cs, py string) imagespec.Set {
+		return imagespec.Set{Ray: ray, CodeServer: imagespec.CodeServer{Version: cs}, Python: py}
 	}
 	tests := []struct {
 		name string
-		a, b resolve.Set
+		a, b imagespec.Set
 		want bool
 	}{
 		{"ray minor by number", set("2.10.0", "4.101.2", "3.12"), set("2.9.3", "4.101.2", "3.12"), true},

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 )
 
@@ -19,7 +20,7 @@ type Skipped struct {
 // are not excluded, yanked or pre-releases, and with build: latest-patch only
 // the newest patch of each minor counts. Ray versions whose resolution fails
 // are returned in skipped.
-func All(cfg *matrix.Config, cat *catalog.Catalog, platforms []string) (sets []Set, skipped []Skipped, err error) {
+func All(cfg *matrix.Config, cat *catalog.Catalog, platforms []string) (sets []imagespec.Set, skipped []Skipped, err error) {
 	if _, err := normalizePlatforms(platforms, cfg.Platforms); err != nil {
 		return nil, nil, err
 	}

@@ -6,13 +6,14 @@ import (
 	"strings"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // codeServerAndExtensions picks the newest code-server (or the pinned one)
 // that satisfies matrix.yaml, has a base image manifest for every requested
 // platform (when the catalog knows the digests), and whose bundled VS Code
 // accepts every extension; the extensions are resolved for that VS Code.
-func (r *resolver) codeServerAndExtensions(pin string, ex *Explanation) (CodeServer, []Extension, error) {
+func (r *resolver) codeServerAndExtensions(pin string, ex *Explanation) (imagespec.CodeServer, []imagespec.Extension, error) {
 	c := r.cfg.Components.CodeServer
 	candidates := r.codeServers
 	if pin != "" {
@@ -24,7 +25,7 @@ func (r *resolver) codeServerAndExtensions(pin string, ex *Explanation) (CodeSer
 	// VS Code, then its extensions (with their own explanation).
 	var (
 		vscode  string
-		exts    []Extension
+		exts    []imagespec.Extension
 		sub     *Explanation
 		lastErr error
 	)
@@ -50,14 +51,14 @@ func (r *resolver) codeServerAndExtensions(pin string, ex *Explanation) (CodeSer
 		},
 	)
 	if i < 0 {
-		return CodeServer{}, nil, r.codeServerConflict(pin, rejected, lastErr)
+		return imagespec.CodeServer{}, nil, r.codeServerConflict(pin, rejected, lastErr)
 	}
 	cs := candidates[i]
 	why := fmt.Sprintf("newest satisfying %s whose bundled VS Code %s accepts every extension", c.Constraint, vscode)
 	if pin != "" {
 		why = fmt.Sprintf("requested; bundles VS Code %s, which accepts every extension", vscode)
 	}
-	out := CodeServer{
+	out := imagespec.CodeServer{
 		Version: cs.Version, VSCode: vscode,
 		Base:        r.cfg.Base.Image + ":" + tagOf(cs),
 		IndexDigest: cs.IndexDigest,

@@ -7,7 +7,7 @@
 //
 //   - resolve.go: Request, Resolve and the resolver (the catalog's candidate
 //     lists sorted newest first, once, instead of a normalized copy of the
-//     catalog), errors, platforms, and RenderTags.
+//     catalog), errors and platforms (imagespec.Platforms).
 //   - ray.go: the requested Ray release.
 //   - python.go: the CPython minor Ray ships wheels for on every platform.
 //   - debugpy.go: the newest debugpy with a wheel for that Python.
@@ -24,5 +24,8 @@
 //   - versions.go: the two version schemes: semver constraints for
 //     code-server and extensions, PEP 440 specifiers (internal/pep440) for
 //     Ray, debugpy and requires-python.
-//   - types.go: the resolved Set (the lock).
+//   - tags.go: RenderTags, the one rendering of matrix.yaml's tag
+//     templates, flagged floating or immutable (imagespec.Tags).
+//
+// The resolved set (the lock) is imagespec.Set.
 package resolve

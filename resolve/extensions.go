@@ -6,14 +6,15 @@ import (
 	"strings"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/vscode/engine"
 )
 
 // extensions resolves every matrix.yaml extension against VS Code vscode and
 // orders dependencies before dependents.
-func (r *resolver) extensions(vscode string, ex *Explanation) ([]Extension, error) {
-	chosen := map[string]Extension{}
+func (r *resolver) extensions(vscode string, ex *Explanation) ([]imagespec.Extension, error) {
+	chosen := map[string]imagespec.Extension{}
 	meta := map[string]catalog.ExtensionVersion{}
 	for _, want := range r.cfg.Extensions {
 		rec := r.record(want)
@@ -35,7 +36,7 @@ func (r *resolver) extensions(vscode string, ex *Explanation) ([]Extension, erro
 
 // checkDependencies requires every dependency of a chosen version in the
 // set; pack members need not be (a note lists the ones left out).
-func (r *resolver) checkDependencies(chosen map[string]Extension, meta map[string]catalog.ExtensionVersion, ex *Explanation) error {
+func (r *resolver) checkDependencies(chosen map[string]imagespec.Extension, meta map[string]catalog.ExtensionVersion, ex *Explanation) error {
 	for _, want := range r.cfg.Extensions {
 		v := meta[strings.ToLower(want.ID)]
 		for _, d := range v.Dependencies {
@@ -58,8 +59,8 @@ func (r *resolver) checkDependencies(chosen map[string]Extension, meta map[strin
 
 // installOrder lists the chosen extensions dependencies first, otherwise in
 // matrix.yaml order; a dependency cycle is an error.
-func (r *resolver) installOrder(chosen map[string]Extension, meta map[string]catalog.ExtensionVersion) ([]Extension, error) {
-	var out []Extension
+func (r *resolver) installOrder(chosen map[string]imagespec.Extension, meta map[string]catalog.ExtensionVersion) ([]imagespec.Extension, error) {
+	var out []imagespec.Extension
 	state := map[string]int{} // 1 visiting, 2 done
 	var visit func(id string, chain []string) error
 	visit = func(id string, chain []string) error {
@@ -101,12 +102,12 @@ func (r *resolver) record(want matrix.Extension) *catalog.ExtensionRecord {
 // engines.vscode accepts VS Code vscode, with a file for every requested
 // platform. The version it returns has its dependencies and pack members
 // sorted (as catalog.Normalize sorts them; rec is not modified).
-func (r *resolver) extension(want matrix.Extension, rec *catalog.ExtensionRecord, vscode string, ex *Explanation) (Extension, catalog.ExtensionVersion, error) {
+func (r *resolver) extension(want matrix.Extension, rec *catalog.ExtensionRecord, vscode string, ex *Explanation) (imagespec.Extension, catalog.ExtensionVersion, error) {
 	versions := slices.SortedStableFunc(slices.Values(rec.Versions), catalog.NewestExtensionVersionFirst)
 	sat := func(v catalog.ExtensionVersion) (bool, error) {
 		return satisfies(want.Constraint, v.Version, want.PreRelease)
 	}
-	var files map[string]File // of the last candidate that got as far as its files
+	var files map[string]imagespec.File // of the last candidate that got as far as its files
 	i, rejected := first(versions, func(v catalog.ExtensionVersion) string { return v.Version },
 		rejectErr(func(v catalog.ExtensionVersion) error { _, err := sat(v); return err }),
 		rejectIf(func(v catalog.ExtensionVersion) bool { return isExcluded(v.Version, want.Exclude) }, "excluded in matrix.yaml"),
@@ -120,7 +121,7 @@ func (r *resolver) extension(want matrix.Extension, rec *catalog.ExtensionRecord
 		},
 	)
 	if i < 0 {
-		return Extension{}, catalog.ExtensionVersion{}, &ConflictError{
+		return imagespec.Extension{}, catalog.ExtensionVersion{}, &ConflictError{
 			Component: want.ID, Context: fmt.Sprintf("VS Code %s on %s", vscode, strings.Join(r.platforms, ", ")), Rejected: rejected}
 	}
 	v := versions[i]
@@ -137,7 +138,7 @@ func (r *resolver) extension(want matrix.Extension, rec *catalog.ExtensionRecord
 	ex.add(Decision{Component: want.ID, Chosen: v.Version, Rejected: rejected,
 		Reason: fmt.Sprintf("newest %s on %s%s; engines %s accepts VS Code %s; files %s",
 			stabilityOf(v), want.Source, constraint, v.Engine, vscode, strings.Join(targets, ", "))})
-	return Extension{ID: want.ID, Version: v.Version, Source: want.Source, Engine: v.Engine, Files: files}, v, nil
+	return imagespec.Extension{ID: want.ID, Version: v.Version, Source: want.Source, Engine: v.Engine, Files: files}, v, nil
 }
 
 // engineProblem says why v's engines.vscode does not accept VS Code vscode,
@@ -162,17 +163,19 @@ func stabilityOf(v catalog.ExtensionVersion) string {
 
 // files picks, per requested platform, the platform build or else the
 // universal one.
-func (r *resolver) files(v catalog.ExtensionVersion) (map[string]File, string) {
-	out := map[string]File{}
+func (r *resolver) files(v catalog.ExtensionVersion) (map[string]imagespec.File, string) {
+	out := map[string]imagespec.File{}
 	var missing []string
 	for _, p := range r.platforms {
-		target := ociToVSCode[p]
+		// r.platforms are imagespec.Platforms (normalizePlatforms), which all
+		// have a target.
+		target, _ := imagespec.VSCodeTarget(p)
 		if f, ok := v.Files[target]; ok {
-			out[p] = File{TargetPlatform: target, URL: f.URL, SHA256: f.SHA256}
+			out[p] = imagespec.File{TargetPlatform: target, URL: f.URL, SHA256: f.SHA256}
 			continue
 		}
-		if f, ok := v.Files["universal"]; ok {
-			out[p] = File{TargetPlatform: "universal", URL: f.URL, SHA256: f.SHA256}
+		if f, ok := v.Files[imagespec.VSCodeUniversal]; ok {
+			out[p] = imagespec.File{TargetPlatform: imagespec.VSCodeUniversal, URL: f.URL, SHA256: f.SHA256}
 			continue
 		}
 		missing = append(missing, target)

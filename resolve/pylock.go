@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // BlockedClosureError is returned for a set whose Python closure
@@ -27,7 +28,7 @@ func (e *BlockedClosureError) Error() string {
 
 // LockKeys are the Python closures sets need locked: one per set and
 // platform (duplicates removed).
-func LockKeys(sets []Set) []catalog.LockKey {
+func LockKeys(sets []imagespec.Set) []catalog.LockKey {
 	var keys []catalog.LockKey
 	seen := map[string]bool{}
 	for _, s := range sets {
@@ -45,8 +46,8 @@ func LockKeys(sets []Set) []catalog.LockKey {
 // pythonLocks returns the catalog's lock of the set's closure per platform.
 // A blocked lock is an error naming the distribution that blocks it; a
 // missing one a note (the build is then unlocked).
-func (r *resolver) pythonLocks(ray, debugpy, python string, ex *Explanation) (map[string][]PythonDist, error) {
-	out := map[string][]PythonDist{}
+func (r *resolver) pythonLocks(ray, debugpy, python string, ex *Explanation) (map[string][]imagespec.PythonDist, error) {
+	out := map[string][]imagespec.PythonDist{}
 	var sizes, missing []string
 	index := ""
 	for _, p := range r.platforms {
@@ -65,12 +66,12 @@ func (r *resolver) pythonLocks(ray, debugpy, python string, ex *Explanation) (ma
 				Reason: fmt.Sprintf("blocked by %s: %s (pip against %s)", by, l.Blocked.Detail, l.Index)})
 			return nil, &BlockedClosureError{Key: k, Blocked: *l.Blocked}
 		}
-		ds := make([]PythonDist, 0, len(l.Distributions))
+		ds := make([]imagespec.PythonDist, 0, len(l.Distributions))
 		for _, d := range l.Distributions {
-			ds = append(ds, PythonDist{Name: d.Name, Version: d.Version, Filename: d.Filename, URL: d.URL, SHA256: d.SHA256})
+			ds = append(ds, imagespec.PythonDist{Name: d.Name, Version: d.Version, Filename: d.Filename, URL: d.URL, SHA256: d.SHA256})
 		}
 		// By normalized name, as catalog.Normalize sorts a closure.
-		slices.SortStableFunc(ds, func(a, b PythonDist) int {
+		slices.SortStableFunc(ds, func(a, b imagespec.PythonDist) int {
 			return strings.Compare(catalog.NormalizeName(a.Name), catalog.NormalizeName(b.Name))
 		})
 		out[p] = ds
@@ -95,7 +96,7 @@ func (r *resolver) pythonLocks(ray, debugpy, python string, ex *Explanation) (ma
 
 // closureSummary lists the distributions of the closure that are not on
 // every platform at the same version, or says they are.
-func closureSummary(locks map[string][]PythonDist) string {
+func closureSummary(locks map[string][]imagespec.PythonDist) string {
 	plats := make([]string, 0, len(locks))
 	for p := range locks {
 		plats = append(plats, p)

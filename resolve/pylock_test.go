@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 func catLock(platform string, ds ...catalog.Distribution) catalog.PythonLock {
@@ -51,10 +52,10 @@ func TestResolvePythonLocks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pd := func(d catalog.Distribution) PythonDist {
-			return PythonDist{Name: d.Name, Version: d.Version, Filename: d.Filename, URL: d.URL, SHA256: d.SHA256}
+		pd := func(d catalog.Distribution) imagespec.PythonDist {
+			return imagespec.PythonDist{Name: d.Name, Version: d.Version, Filename: d.Filename, URL: d.URL, SHA256: d.SHA256}
 		}
-		want := map[string][]PythonDist{
+		want := map[string][]imagespec.PythonDist{
 			"linux/amd64": {pd(aiosignal), pd(dbg), pd(frozen("x86_64", '1')), pd(ray("x86_64"))},
 			"linux/arm64": {pd(aiosignal), pd(dbg), pd(frozen("aarch64", '2')), pd(ray("aarch64"))},
 		}
@@ -116,7 +117,7 @@ func TestResolvePythonLocks(t *testing.T) {
 }
 
 func TestLockKeys(t *testing.T) {
-	sets := []Set{
+	sets := []imagespec.Set{
 		{Ray: "2.46.0", RayExtras: []string{"default"}, Debugpy: "1.8.14", Python: "3.12", Platforms: []string{"linux/amd64", "linux/arm64"}},
 		{Ray: "2.46.0", RayExtras: []string{"default"}, Debugpy: "1.8.14", Python: "3.12", Platforms: []string{"linux/arm64"}},
 		{Ray: "2.45.0", Debugpy: "1.8.14", Python: "3.11", Platforms: []string{"linux/amd64"}},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/pep440"
 	"github.com/imagectl/imagectl/matrix"
 )
@@ -63,15 +64,6 @@ func (e *ConflictError) Error() string {
 	return b.String()
 }
 
-// ociToVSCode maps OCI platforms to VS Code target platforms.
-var ociToVSCode = map[string]string{"linux/amd64": "linux-x64", "linux/arm64": "linux-arm64"}
-
-// TargetPlatform returns the VS Code target platform of an OCI platform.
-func TargetPlatform(oci string) (string, bool) {
-	t, ok := ociToVSCode[oci]
-	return t, ok
-}
-
 // resolver resolves one request. It only reads cat: candidates are walked
 // newest first through sorted copies of the lists it needs (never a copy of
 // the catalog), so the result does not depend on the catalog's order and
@@ -106,15 +98,15 @@ func (r *resolver) forPlatforms(platforms []string) *resolver {
 
 // Resolve picks the newest compatible set for req from cfg and cat, and
 // explains the choice. It never touches the network and never modifies cat.
-func Resolve(cfg *matrix.Config, cat *catalog.Catalog, req Request) (Set, *Explanation, error) {
+func Resolve(cfg *matrix.Config, cat *catalog.Catalog, req Request) (imagespec.Set, *Explanation, error) {
 	return newResolver(cfg, cat).resolve(req)
 }
 
 // resolve resolves req on a copy of r whose platforms are the request's.
-func (r *resolver) resolve(req Request) (Set, *Explanation, error) {
+func (r *resolver) resolve(req Request) (imagespec.Set, *Explanation, error) {
 	platforms, err := normalizePlatforms(req.Platforms, r.cfg.Platforms)
 	if err != nil {
-		return Set{}, nil, err
+		return imagespec.Set{}, nil, err
 	}
 	req.Platforms = platforms
 	r = r.forPlatforms(platforms)
@@ -122,28 +114,28 @@ func (r *resolver) resolve(req Request) (Set, *Explanation, error) {
 
 	ray, err := r.ray(req.Ray, ex)
 	if err != nil {
-		return Set{}, ex, err
+		return imagespec.Set{}, ex, err
 	}
 	r.ctx = fmt.Sprintf("Ray %s on %s", ray.Version, strings.Join(platforms, ", "))
 	rayPythons, python, err := r.python(ray, req.Python, ex)
 	if err != nil {
-		return Set{}, ex, err
+		return imagespec.Set{}, ex, err
 	}
 	debugpy, err := r.debugpy(python, ex)
 	if err != nil {
-		return Set{}, ex, err
+		return imagespec.Set{}, ex, err
 	}
 	cs, exts, err := r.codeServerAndExtensions(req.CodeServer, ex)
 	if err != nil {
-		return Set{}, ex, err
+		return imagespec.Set{}, ex, err
 	}
 
 	locks, err := r.pythonLocks(ray.Version, debugpy, python, ex)
 	if err != nil {
-		return Set{}, ex, err
+		return imagespec.Set{}, ex, err
 	}
 
-	set := Set{
+	set := imagespec.Set{
 		ToolsImage:    r.toolsImage(ex),
 		PythonRuntime: r.pythonRuntime(python, ex),
 		PythonLocks:   locks,
@@ -157,31 +149,6 @@ func (r *resolver) resolve(req Request) (Set, *Explanation, error) {
 		Extensions:    exts,
 	}
 	return set, ex, nil
-}
-
-// RenderTags renders matrix.yaml's tag templates for set, whose image has
-// the inputs digest inputs ("sha256:<64 hex>", build.InputsDigest): the
-// first InputsLen hex digits become {{.Inputs}}. The result lines up with
-// cfg.Tags. It is the only place tags are rendered.
-func RenderTags(cfg *matrix.Config, set Set, inputs string) ([]string, error) {
-	hex, ok := strings.CutPrefix(inputs, "sha256:")
-	if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
-		return nil, fmt.Errorf("rendering tags: inputs digest %q is not sha256:<64 hex digits>", inputs)
-	}
-	d := matrix.TagData{
-		CodeServer: set.CodeServer.Version, VSCode: set.CodeServer.VSCode,
-		Ray: set.Ray, RayMinor: minorOf(set.Ray), Python: set.Python, Debugpy: set.Debugpy,
-		Inputs: hex[:matrix.InputsLen],
-	}
-	tags := make([]string, 0, len(cfg.Tags))
-	for _, t := range cfg.Tags {
-		s, err := t.Render(d)
-		if err != nil {
-			return nil, err
-		}
-		tags = append(tags, s)
-	}
-	return tags, nil
 }
 
 // minorOf is the MAJOR.MINOR of a Ray version (PEP 440), or v itself.
@@ -202,7 +169,7 @@ func normalizePlatforms(req, def []string) ([]string, error) {
 	out := make([]string, 0, len(req))
 	for _, p := range req {
 		p = strings.TrimSpace(p)
-		if _, ok := ociToVSCode[p]; !ok {
+		if !slices.Contains(imagespec.Platforms(), p) {
 			return nil, fmt.Errorf("unsupported platform %q (want %s)", p, strings.Join(matrix.SupportedPlatforms(), " or "))
 		}
 		out = append(out, p)

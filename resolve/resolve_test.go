@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 )
 
@@ -105,8 +106,8 @@ func TestResolveFullSet(t *testing.T) {
 	}
 	u := func(t string) string { return "https://example.test/" + t + ".vsix" }
 	sum := strings.Repeat("a", 64)
-	want := Set{
-		CodeServer: CodeServer{
+	want := imagespec.Set{
+		CodeServer: imagespec.CodeServer{
 			Version: "4.101.2", VSCode: "1.101.2",
 			Base:        "lscr.io/linuxserver/code-server:4.101.2@sha256:" + strings.Repeat("1", 64),
 			IndexDigest: "sha256:" + strings.Repeat("1", 64),
@@ -115,16 +116,16 @@ func TestResolveFullSet(t *testing.T) {
 		Ray: "2.46.0", Python: "3.12", RayPythons: py312, RayExtras: []string{"default"},
 		Debugpy:   "1.8.14",
 		Platforms: []string{"linux/amd64", "linux/arm64"},
-		Extensions: []Extension{
+		Extensions: []imagespec.Extension{
 			// Dependencies first: ms-python.python before ms-python.debugpy
 			// although matrix.yaml lists debugpy first.
-			{ID: "ms-python.python", Version: "2025.10.0", Source: "marketplace", Engine: "^1.95.0", Files: map[string]File{
+			{ID: "ms-python.python", Version: "2025.10.0", Source: "marketplace", Engine: "^1.95.0", Files: map[string]imagespec.File{
 				"linux/amd64": {TargetPlatform: "linux-x64", URL: u("linux-x64"), SHA256: sum},
 				"linux/arm64": {TargetPlatform: "linux-arm64", URL: u("linux-arm64"), SHA256: sum}}},
-			{ID: "ms-python.debugpy", Version: "2025.10.0", Source: "marketplace", Engine: "^1.92.0", Files: map[string]File{
+			{ID: "ms-python.debugpy", Version: "2025.10.0", Source: "marketplace", Engine: "^1.92.0", Files: map[string]imagespec.File{
 				"linux/amd64": {TargetPlatform: "linux-x64", URL: u("linux-x64"), SHA256: sum},
 				"linux/arm64": {TargetPlatform: "linux-arm64", URL: u("linux-arm64"), SHA256: sum}}},
-			{ID: "anyscalecompute.ray-distributed-debugger", Version: "0.1.4", Source: "marketplace", Engine: "^1.66.0", Files: map[string]File{
+			{ID: "anyscalecompute.ray-distributed-debugger", Version: "0.1.4", Source: "marketplace", Engine: "^1.66.0", Files: map[string]imagespec.File{
 				"linux/amd64": {TargetPlatform: "universal", URL: u("universal"), SHA256: sum},
 				"linux/arm64": {TargetPlatform: "universal", URL: u("universal"), SHA256: sum}}},
 		},
@@ -165,14 +166,20 @@ func TestRenderTags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"4.101.2-ray2.46.0-py3.12-3f2a9c0b1d4e", "4.101.2-ray2.46.0-py3.12", "ray2.46", "ray2.46.0", "latest"}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got.Names()); diff != "" {
 		t.Errorf("RenderTags (-want +got):\n%s", diff)
 	}
+	// Each tag is floating as its template is.
+	wantTags := imagespec.Tags{{Name: want[0]}, {Name: want[1], Floating: true}, {Name: want[2], Floating: true}, {Name: want[3], Floating: true}, {Name: want[4], Floating: true}}
+	if diff := cmp.Diff(wantTags, got); diff != "" {
+		t.Errorf("RenderTags flags (-want +got):\n%s", diff)
+	}
 	// Other inputs move the versioned tag only.
-	other, err := RenderTags(cfg, set, "sha256:"+strings.Repeat("0", 64))
+	otherTags, err := RenderTags(cfg, set, "sha256:"+strings.Repeat("0", 64))
 	if err != nil {
 		t.Fatal(err)
 	}
+	other := otherTags.Names()
 	if other[0] != "4.101.2-ray2.46.0-py3.12-000000000000" || !cmp.Equal(other[1:], want[1:]) {
 		t.Errorf("RenderTags with other inputs = %v", other)
 	}

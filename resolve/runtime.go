@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 )
 
@@ -32,7 +33,7 @@ func (r *resolver) toolsImage(ex *Explanation) string {
 // pythonRuntime returns the catalog's python-build-standalone runtime of
 // python for matrix.yaml's build.standalone, when build.pythonRuntime is
 // standalone; otherwise, or when the catalog has none, nil (with a note).
-func (r *resolver) pythonRuntime(python string, ex *Explanation) *PythonRuntime {
+func (r *resolver) pythonRuntime(python string, ex *Explanation) *imagespec.PythonRuntime {
 	if r.cfg.Build.PythonRuntime != matrix.PythonRuntimeStandalone {
 		return nil
 	}
@@ -46,9 +47,9 @@ func (r *resolver) pythonRuntime(python string, ex *Explanation) *PythonRuntime 
 			other = append(other, fmt.Sprintf("%s release %s (%s)", rt.Repository, rt.Release, rt.Flavor))
 			continue
 		}
-		out := &PythonRuntime{Version: rt.Version, Release: rt.Release, Files: map[string]RuntimeFile{}}
+		out := &imagespec.PythonRuntime{Version: rt.Version, Release: rt.Release, Files: map[string]imagespec.RuntimeFile{}}
 		for p, f := range rt.Files {
-			out.Files[p] = RuntimeFile{URL: f.URL, SHA256: f.SHA256}
+			out.Files[p] = imagespec.RuntimeFile{URL: f.URL, SHA256: f.SHA256}
 		}
 		ex.add(Decision{Component: "python runtime", Chosen: rt.Version,
 			Reason: fmt.Sprintf("python-build-standalone %s of %s release %s, as catalog.json locks it (sha256 linux/amd64 %s, linux/arm64 %s)",

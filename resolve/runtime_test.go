@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 func catRuntime(minor, version, release string, c byte) catalog.PythonRuntime {
@@ -26,16 +27,16 @@ func TestResolvePythonRuntime(t *testing.T) {
 		req      Request
 		runtimes []catalog.PythonRuntime
 		extra    string
-		want     *PythonRuntime
+		want     *imagespec.PythonRuntime
 		wantNote string
 	}{
 		{name: "the set's minor", req: ray46(), runtimes: []catalog.PythonRuntime{catRuntime("3.11", "3.11.13", "20250808", '1'), catRuntime("3.12", "3.12.11", "20250808", '3')},
-			want: &PythonRuntime{Version: "3.12.11", Release: "20250808", Files: map[string]RuntimeFile{
+			want: &imagespec.PythonRuntime{Version: "3.12.11", Release: "20250808", Files: map[string]imagespec.RuntimeFile{
 				"linux/amd64": {URL: "https://example.com/3.12.11-x86_64.tar.gz", SHA256: strings.Repeat("3", 64)},
 				"linux/arm64": {URL: "https://example.com/3.12.11-aarch64.tar.gz", SHA256: strings.Repeat("4", 64)},
 			}}},
 		{name: "a pinned older Python", req: Request{Ray: "2.46.0", Python: "3.11"}, runtimes: []catalog.PythonRuntime{catRuntime("3.11", "3.11.13", "20250808", '1'), catRuntime("3.12", "3.12.11", "20250808", '3')},
-			want: &PythonRuntime{Version: "3.11.13", Release: "20250808", Files: map[string]RuntimeFile{
+			want: &imagespec.PythonRuntime{Version: "3.11.13", Release: "20250808", Files: map[string]imagespec.RuntimeFile{
 				"linux/amd64": {URL: "https://example.com/3.11.13-x86_64.tar.gz", SHA256: strings.Repeat("1", 64)},
 				"linux/arm64": {URL: "https://example.com/3.11.13-aarch64.tar.gz", SHA256: strings.Repeat("2", 64)},
 			}}},

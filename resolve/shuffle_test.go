@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 )
 
@@ -63,9 +64,9 @@ func TestResolveIgnoresCatalogOrder(t *testing.T) {
 		}
 	}
 	type result struct {
-		Sets        []Set
+		Sets        []imagespec.Set
 		Explanation []string
-		All         []Set
+		All         []imagespec.Set
 		Skipped     []Skipped
 	}
 	run := func(c *catalog.Catalog) result {

@@ -31,7 +31,7 @@ import (
 	spdxjson "github.com/spdx/tools-golang/json"
 	"github.com/spdx/tools-golang/spdx"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Formats of the document Scan writes.
@@ -120,9 +120,6 @@ func MadeByThisScanner(doc []byte) error {
 // ExtensionType is the package type of a VS Code extension in the SBOM.
 const ExtensionType = pkg.Type("vscode-extension")
 
-// ExtensionsDir is where the image has its VS Code extensions.
-const ExtensionsDir = "/config/extensions"
-
 // Options say what the document is about.
 type Options struct {
 	// Name is the image repository and Version its primary tag.
@@ -133,7 +130,7 @@ type Options struct {
 	Created time.Time
 	// Extensions are the set's extensions: their VSIX sha256 and URL for
 	// Platform go into the SBOM beside what the image has installed.
-	Extensions []resolve.Extension
+	Extensions []imagespec.Extension
 	// Format is FormatSPDX (default) or FormatCycloneDX.
 	Format string
 	// Parallelism of syft's catalogers (default 2).
@@ -264,7 +261,7 @@ func writeSPDX(w io.Writer, s *syftsbom.SBOM, o Options, digest string) error {
 		if f.URL != "" {
 			p.PackageDownloadLocation = f.URL
 		}
-		p.PackageComment = "VS Code extension installed under " + ExtensionsDir + " from the VSIX of target platform " + f.TargetPlatform
+		p.PackageComment = "VS Code extension installed under " + imagespec.ExtensionsDir + " from the VSIX of target platform " + f.TargetPlatform
 	}
 	return spdxjson.Write(doc, w)
 }
@@ -316,8 +313,8 @@ func derefHashes(h *[]cyclonedx.Hash) []cyclonedx.Hash {
 
 // extensionFiles maps "id@version" (id lower-cased) to the VSIX installed
 // on o.Platform.
-func extensionFiles(o Options) map[string]resolve.File {
-	files := map[string]resolve.File{}
+func extensionFiles(o Options) map[string]imagespec.File {
+	files := map[string]imagespec.File{}
 	for _, e := range o.Extensions {
 		files[strings.ToLower(e.ID)+"@"+e.Version] = e.Files[o.Platform]
 	}
@@ -362,16 +359,16 @@ func extensionPackages(src source.Source, o Options) ([]pkg.Package, error) {
 		b, err := io.ReadAll(io.LimitReader(rc, 16<<20))
 		return b, &locs[0], err
 	}
-	raw, _, err := read(path.Join(ExtensionsDir, "extensions.json"))
+	raw, _, err := read(path.Join(imagespec.ExtensionsDir, "extensions.json"))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s/extensions.json from the %s image: %w", ExtensionsDir, o.Platform, err)
+		return nil, fmt.Errorf("reading %s/extensions.json from the %s image: %w", imagespec.ExtensionsDir, o.Platform, err)
 	}
 	if raw == nil {
 		return nil, nil // no extensions installed
 	}
 	var installed []installedExtension
 	if err := json.Unmarshal(raw, &installed); err != nil {
-		return nil, fmt.Errorf("%s/extensions.json of the %s image: %w", ExtensionsDir, o.Platform, err)
+		return nil, fmt.Errorf("%s/extensions.json of the %s image: %w", imagespec.ExtensionsDir, o.Platform, err)
 	}
 	var out []pkg.Package
 	for _, ie := range installed {
@@ -379,7 +376,7 @@ func extensionPackages(src source.Source, o Options) ([]pkg.Package, error) {
 		if dir == "" || strings.Contains(dir, "/") {
 			dir = ie.Identifier.ID + "-" + ie.Version
 		}
-		manifest := path.Join(ExtensionsDir, dir, "package.json")
+		manifest := path.Join(imagespec.ExtensionsDir, dir, "package.json")
 		b, loc, err := read(manifest)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s from the %s image: %w", manifest, o.Platform, err)

@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // layer is a tar layer of files (path -> content).
@@ -123,13 +123,13 @@ func testImage(t testing.TB) v1.Image {
 	return img
 }
 
-func testExtensions() []resolve.Extension {
-	return []resolve.Extension{
-		{ID: "ms-python.python", Version: "2025.10.0", Files: map[string]resolve.File{
+func testExtensions() []imagespec.Extension {
+	return []imagespec.Extension{
+		{ID: "ms-python.python", Version: "2025.10.0", Files: map[string]imagespec.File{
 			"linux/arm64": {TargetPlatform: "linux-arm64", URL: "https://gallery.example/python-arm64.vsix", SHA256: strings.Repeat("a", 64)},
 			"linux/amd64": {TargetPlatform: "linux-x64", URL: "https://gallery.example/python-x64.vsix", SHA256: strings.Repeat("b", 64)},
 		}},
-		{ID: "anyscalecompute.ray-distributed-debugger", Version: "0.1.4", Files: map[string]resolve.File{
+		{ID: "anyscalecompute.ray-distributed-debugger", Version: "0.1.4", Files: map[string]imagespec.File{
 			"linux/arm64": {TargetPlatform: "universal", URL: "https://gallery.example/ray.vsix", SHA256: strings.Repeat("c", 64)},
 		}},
 	}

@@ -15,9 +15,9 @@
 // uploaded to Rekor; the certificate chain and the Rekor bundle are attached
 // to the signature so `cosign verify --certificate-identity ...` accepts it.
 //
-// BuildKit attestation manifests (platform unknown/unknown, annotation
-// vnd.docker.reference.type=attestation-manifest) are not signed by default:
-// they are not runnable images, and their digests are part of the signed index
-// manifest, so the index signature already covers them. WithAttestationManifests
-// signs them too.
+// BuildKit attestation manifests (imagespec.IsAttestationManifest: platform
+// unknown/unknown, annotation vnd.docker.reference.type=attestation-manifest)
+// are not signed by default: they are not runnable images, and their digests
+// are part of the signed index manifest, so the index signature already
+// covers them. WithAttestationManifests signs them too.
 package sign

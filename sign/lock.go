@@ -2,15 +2,13 @@ package sign
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/imagectl/imagectl/build"
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // LockFromImage reads the resolved set from the lock label of the image's
@@ -18,12 +16,12 @@ import (
 // was built at (its config's created, which the build sets to
 // SOURCE_DATE_EPOCH; zero when the config has none), for building an SBOM
 // of an image built earlier with the time imagectl build --sign gives it.
-func LockFromImage(ctx context.Context, ref string, opts ...Option) (resolve.Set, time.Time, error) {
+func LockFromImage(ctx context.Context, ref string, opts ...Option) (imagespec.Set, time.Time, error) {
 	o := makeOptions(ctx, opts)
 	o.allManifests = true
 	targets, root, err := resolveTargets(ref, o)
 	if err != nil {
-		return resolve.Set{}, time.Time{}, err
+		return imagespec.Set{}, time.Time{}, err
 	}
 	t := targets[0]
 	if len(targets) > 1 {
@@ -32,19 +30,19 @@ func LockFromImage(ctx context.Context, ref string, opts ...Option) (resolve.Set
 	d := root.Context().Digest(t.Digest)
 	img, err := remote.Image(d, o.remoteOpts...)
 	if err != nil {
-		return resolve.Set{}, time.Time{}, fmt.Errorf("reading %s: %w", d, err)
+		return imagespec.Set{}, time.Time{}, fmt.Errorf("reading %s: %w", d, err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return resolve.Set{}, time.Time{}, fmt.Errorf("reading config of %s: %w", d, err)
+		return imagespec.Set{}, time.Time{}, fmt.Errorf("reading config of %s: %w", d, err)
 	}
-	raw := cf.Config.Labels[build.LabelLock]
+	raw := cf.Config.Labels[imagespec.LabelLock]
 	if raw == "" {
-		return resolve.Set{}, time.Time{}, fmt.Errorf("%s has no %s label", d, build.LabelLock)
+		return imagespec.Set{}, time.Time{}, fmt.Errorf("%s has no %s label", d, imagespec.LabelLock)
 	}
-	var set resolve.Set
-	if err := json.Unmarshal([]byte(raw), &set); err != nil {
-		return resolve.Set{}, time.Time{}, fmt.Errorf("label %s of %s: %w", build.LabelLock, d, err)
+	set, err := imagespec.DecodeLock(raw)
+	if err != nil {
+		return imagespec.Set{}, time.Time{}, fmt.Errorf("label %s of %s: %w", imagespec.LabelLock, d, err)
 	}
 	return set, cf.Created.UTC(), nil
 }

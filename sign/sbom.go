@@ -18,7 +18,7 @@ import (
 	"github.com/spdx/tools-golang/spdx/v2/common"
 	spdx "github.com/spdx/tools-golang/spdx/v2/v2_3"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // SBOMInput is what imagectl knows about an image's contents: enough for an
@@ -73,7 +73,7 @@ type SBOMPackage struct {
 // SBOMInputFromLock fills an SBOMInput from the resolved set (the lock):
 // the Python packages are each platform's locked closure, or ray and
 // debugpy when the set has none.
-func SBOMInputFromLock(set resolve.Set, imageName string, created time.Time) SBOMInput {
+func SBOMInputFromLock(set imagespec.Set, imageName string, created time.Time) SBOMInput {
 	in := SBOMInput{
 		ImageName:   imageName,
 		Created:     created,

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
-	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -83,10 +83,10 @@ func TestAttestSBOMFileRejectsNonSBOM(t *testing.T) {
 // (with sha256 and URL); the index's lists every platform's.
 func TestSPDXFromLockWithClosure(t *testing.T) {
 	set := testimage.Default().Lock()
-	wheel := func(name, version, file string, c byte) resolve.PythonDist {
-		return resolve.PythonDist{Name: name, Version: version, Filename: file, URL: "https://files.example/" + file, SHA256: strings.Repeat(string(c), 64)}
+	wheel := func(name, version, file string, c byte) imagespec.PythonDist {
+		return imagespec.PythonDist{Name: name, Version: version, Filename: file, URL: "https://files.example/" + file, SHA256: strings.Repeat(string(c), 64)}
 	}
-	set.PythonLocks = map[string][]resolve.PythonDist{
+	set.PythonLocks = map[string][]imagespec.PythonDist{
 		"linux/amd64": {wheel("aiosignal", "1.3.1", "aiosignal-1.3.1-py3-none-any.whl", 'a'), wheel("frozenlist", "1.4.1", "frozenlist-1.4.1-cp312-cp312-manylinux2014_x86_64.whl", '1')},
 		"linux/arm64": {wheel("aiosignal", "1.3.1", "aiosignal-1.3.1-py3-none-any.whl", 'a'), wheel("frozenlist", "1.4.1", "frozenlist-1.4.1-cp312-cp312-manylinux2014_aarch64.whl", '2')},
 	}

@@ -10,22 +10,15 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
-	"github.com/imagectl/imagectl/regauth"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
 	sigpayload "github.com/sigstore/sigstore/pkg/signature/payload"
-)
 
-// BuildKit marks the attestation manifests it adds to an index with these
-// descriptor annotations (platform unknown/unknown).
-const (
-	AnnotationReferenceType   = "vnd.docker.reference.type"
-	AnnotationReferenceDigest = "vnd.docker.reference.digest"
-	ReferenceTypeAttestation  = "attestation-manifest"
+	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/regauth"
 )
 
 // Option configures Image and AttestSBOM.
@@ -182,7 +175,7 @@ func childManifests(idx v1.ImageIndex, withAttest bool) ([]Target, error) {
 	}
 	var out []Target
 	for _, d := range im.Manifests {
-		if IsAttestationManifest(d) && !withAttest {
+		if imagespec.IsAttestationManifest(d) && !withAttest {
 			continue
 		}
 		t := Target{Digest: d.Digest.String(), MediaType: string(d.MediaType)}
@@ -203,15 +196,6 @@ func childManifests(idx v1.ImageIndex, withAttest bool) ([]Target, error) {
 		}
 	}
 	return out, nil
-}
-
-// IsAttestationManifest reports whether an index entry is one of BuildKit's
-// attestation manifests.
-func IsAttestationManifest(d v1.Descriptor) bool {
-	if d.Annotations[AnnotationReferenceType] == ReferenceTypeAttestation {
-		return true
-	}
-	return d.Platform != nil && d.Platform.OS == "unknown" && d.Platform.Architecture == "unknown" && d.MediaType != types.OCIImageIndex && d.MediaType != types.DockerManifestList
 }
 
 // signDigest signs one manifest digest and stores the signature at its .sig tag.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
-	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -25,7 +25,7 @@ var updateSPDX = flag.Bool("update-spdx", false, "rewrite testdata/spdx-*.json f
 func TestSPDXContent(t *testing.T) {
 	set := testimage.Default().Lock()
 	set.CodeServer.Platforms = map[string]string{"linux/amd64": "sha256:" + strings.Repeat("1", 64), "linux/arm64": "sha256:" + strings.Repeat("2", 64)}
-	set.PythonLocks = map[string][]resolve.PythonDist{
+	set.PythonLocks = map[string][]imagespec.PythonDist{
 		"linux/amd64": {{Name: "aiosignal", Version: "1.3.1", URL: "https://files.example/aiosignal.whl", SHA256: strings.Repeat("a", 64)}},
 		"linux/arm64": {{Name: "aiosignal", Version: "1.3.1", URL: "https://files.example/aiosignal.whl", SHA256: strings.Repeat("a", 64)},
 			{Name: "Frozen_List", Version: "1.4.1", SHA256: strings.Repeat("2", 64)}},

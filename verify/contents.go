@@ -17,29 +17,13 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/extensions/vsix"
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
-
-const labelLock = build.LabelLock
-
-// vscodeTarget maps an OCI platform to the VS Code target platform.
-func vscodeTarget(platform string) string {
-	switch platform {
-	case "linux/amd64":
-		return "linux-x64"
-	case "linux/arm64", "linux/arm64/v8":
-		return "linux-arm64"
-	case "linux/arm/v7":
-		return "linux-armhf"
-	}
-	return ""
-}
 
 // platform checks one platform image: config platform, labels, and (unless
 // skipped) its contents. It returns the parsed lock, or nil.
-func (v *verifier) platform(ctx context.Context, mi manifestInfo, img v1.Image, m *Manifest) *resolve.Set {
+func (v *verifier) platform(ctx context.Context, mi manifestInfo, img v1.Image, m *Manifest) *imagespec.Set {
 	fail := func(c Check, where, format string, args ...any) {
 		v.fail(Failure{Check: c, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: where, Message: fmt.Sprintf(format, args...)})
 	}
@@ -73,30 +57,28 @@ type failFn func(where, format string, args ...any)
 
 // checkLabels checks that every imagectl label is present and agrees with
 // the lock label.
-func checkLabels(labels map[string]string, fail failFn) *resolve.Set {
-	for _, l := range []string{build.LabelLock, build.LabelCodeServer, build.LabelVSCode, build.LabelRay, build.LabelPython, build.LabelDebugpy, build.LabelExtensions, build.LabelInputs} {
+func checkLabels(labels map[string]string, fail failFn) *imagespec.Set {
+	for _, l := range []string{imagespec.LabelLock, imagespec.LabelCodeServer, imagespec.LabelVSCode, imagespec.LabelRay, imagespec.LabelPython, imagespec.LabelDebugpy, imagespec.LabelExtensions, imagespec.LabelInputs} {
 		if strings.TrimSpace(labels[l]) == "" {
 			fail("label "+l, "missing")
 		}
 	}
-	raw := labels[build.LabelLock]
+	raw := labels[imagespec.LabelLock]
 	if raw == "" {
 		return nil
 	}
-	var set resolve.Set
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&set); err != nil {
-		fail("label "+build.LabelLock, "not a resolved set: %v", err)
+	set, err := imagespec.DecodeLock(raw)
+	if err != nil {
+		fail("label "+imagespec.LabelLock, "not a resolved set: %v", err)
 		return nil
 	}
 	want := map[string]string{
-		build.LabelCodeServer: set.CodeServer.Version,
-		build.LabelVSCode:     set.CodeServer.VSCode,
-		build.LabelRay:        set.Ray,
-		build.LabelPython:     set.Python,
-		build.LabelDebugpy:    set.Debugpy,
-		build.LabelExtensions: extensionsLabel(set.Extensions),
+		imagespec.LabelCodeServer: set.CodeServer.Version,
+		imagespec.LabelVSCode:     set.CodeServer.VSCode,
+		imagespec.LabelRay:        set.Ray,
+		imagespec.LabelPython:     set.Python,
+		imagespec.LabelDebugpy:    set.Debugpy,
+		imagespec.LabelExtensions: extensionsLabel(set.Extensions),
 	}
 	keys := make([]string, 0, len(want))
 	for k := range want {
@@ -105,13 +87,13 @@ func checkLabels(labels map[string]string, fail failFn) *resolve.Set {
 	sort.Strings(keys)
 	for _, k := range keys {
 		if got, ok := labels[k]; ok && got != "" && got != want[k] {
-			fail("label "+k, "%q, but the lock (%s) says %q", got, build.LabelLock, want[k])
+			fail("label "+k, "%q, but the lock (%s) says %q", got, imagespec.LabelLock, want[k])
 		}
 	}
 	return &set
 }
 
-func extensionsLabel(exts []resolve.Extension) string {
+func extensionsLabel(exts []imagespec.Extension) string {
 	s := make([]string, len(exts))
 	for i, e := range exts {
 		s[i] = e.ID + "@" + e.Version
@@ -124,10 +106,10 @@ func extensionsLabel(exts []resolve.Extension) string {
 type files map[string][]byte
 
 var (
-	extDirRe  = regexp.MustCompile(`^/config/extensions/([^/]+)/(package\.json|\.vsixmanifest)$`)
+	extDirRe  = regexp.MustCompile(`^` + regexp.QuoteMeta(imagespec.ExtensionsDir) + `/([^/]+)/(package\.json|\.vsixmanifest)$`)
 	distRe    = regexp.MustCompile(`^(.*/(python[0-9][0-9.]*)/(?:site|dist)-packages)/([^/]+)\.dist-info/METADATA$`)
 	stdlibRe  = regexp.MustCompile(`^/(?:usr/(?:local/)?)?lib/(python[0-9]+\.[0-9]+)/os\.py$`)
-	extJSON   = build.ExtensionsDir + "/extensions.json"
+	extJSON   = imagespec.ExtensionsDir + "/extensions.json"
 	maxFilesN = 5_000_000
 )
 
@@ -223,33 +205,33 @@ func cleanPath(n string) (string, bool) {
 }
 
 func interesting(p string) bool {
-	return p == extJSON || p == build.SettingsPath || presenceOnly(p) || extDirRe.MatchString(p) || distRe.MatchString(p) || stdlibRe.MatchString(p)
+	return p == extJSON || p == imagespec.SettingsPath || presenceOnly(p) || extDirRe.MatchString(p) || distRe.MatchString(p) || stdlibRe.MatchString(p)
 }
 
 // presenceOnly names the files whose existence, not content, is checked.
-func presenceOnly(p string) bool { return p == build.InterpreterPath }
+func presenceOnly(p string) bool { return p == imagespec.InterpreterPath }
 
 // checkInterpreter checks that the shipped interpreter is the one code-server
 // and its terminal use: it exists, the user settings name it, VIRTUAL_ENV is
 // its environment and its bin/ comes first on PATH.
 func checkInterpreter(fs files, env []string, c *Contents, fail failFn) {
-	if _, ok := fs[build.InterpreterPath]; !ok {
-		fail(build.InterpreterPath, "missing: the image ships no interpreter there")
+	if _, ok := fs[imagespec.InterpreterPath]; !ok {
+		fail(imagespec.InterpreterPath, "missing: the image ships no interpreter there")
 	}
-	raw, ok := fs[build.SettingsPath]
+	raw, ok := fs[imagespec.SettingsPath]
 	switch {
 	case !ok || raw == nil:
-		fail(build.SettingsPath, "missing or not a regular file")
+		fail(imagespec.SettingsPath, "missing or not a regular file")
 	default:
 		var settings map[string]any
 		if err := json.Unmarshal(raw, &settings); err != nil {
-			fail(build.SettingsPath, "not a JSON object: %v", err)
+			fail(imagespec.SettingsPath, "not a JSON object: %v", err)
 			break
 		}
-		got, _ := settings[build.SettingInterpreterPath].(string)
+		got, _ := settings[imagespec.SettingInterpreterPath].(string)
 		c.InterpreterSetting = got
-		if got != build.InterpreterPath {
-			fail(build.SettingsPath, "%s is %q, want %s", build.SettingInterpreterPath, got, build.InterpreterPath)
+		if got != imagespec.InterpreterPath {
+			fail(imagespec.SettingsPath, "%s is %q, want %s", imagespec.SettingInterpreterPath, got, imagespec.InterpreterPath)
 		}
 	}
 	vars := map[string]string{}
@@ -259,19 +241,19 @@ func checkInterpreter(fs files, env []string, c *Contents, fail failFn) {
 		}
 	}
 	c.VirtualEnv = vars["VIRTUAL_ENV"]
-	if c.VirtualEnv != build.PythonDir {
-		fail("config Env", "VIRTUAL_ENV is %q, want %s", c.VirtualEnv, build.PythonDir)
+	if c.VirtualEnv != imagespec.PythonDir {
+		fail("config Env", "VIRTUAL_ENV is %q, want %s", c.VirtualEnv, imagespec.PythonDir)
 	}
 	first, _, _ := strings.Cut(vars["PATH"], ":")
-	if first != build.PythonDir+"/bin" {
-		fail("config Env", "PATH %q does not start with %s/bin", vars["PATH"], build.PythonDir)
+	if first != imagespec.PythonDir+"/bin" {
+		fail("config Env", "PATH %q does not start with %s/bin", vars["PATH"], imagespec.PythonDir)
 	}
 }
 
 // checkExtensions compares installed extensions with the lock and labels.
-func checkExtensions(fs files, platform string, lock *resolve.Set, labels map[string]string, c *Contents, fail failFn) {
-	want := vscodeTarget(platform)
-	if want == "" {
+func checkExtensions(fs files, platform string, lock *imagespec.Set, labels map[string]string, c *Contents, fail failFn) {
+	want, err := imagespec.VSCodeTarget(platform)
+	if err != nil {
 		fail("platform", "no VS Code target platform for %s", platform)
 	}
 	// Installed extension directories.
@@ -283,7 +265,7 @@ func checkExtensions(fs files, platform string, lock *resolve.Set, labels map[st
 	}
 	installed := map[string]InstalledExtension{} // by lowercased id
 	for _, d := range sortedKeys(dirs) {
-		dir := build.ExtensionsDir + "/" + d
+		dir := imagespec.ExtensionsDir + "/" + d
 		pj, ok := fs[dir+"/package.json"]
 		if !ok || pj == nil {
 			fail(dir+"/package.json", "missing or not a regular file")
@@ -328,7 +310,7 @@ func checkExtensions(fs files, platform string, lock *resolve.Set, labels map[st
 			locked[strings.ToLower(le.ID)] = true
 			e, ok := installed[strings.ToLower(le.ID)]
 			if !ok {
-				fail(build.ExtensionsDir, "%s@%s is in the lock but not installed", le.ID, le.Version)
+				fail(imagespec.ExtensionsDir, "%s@%s is in the lock but not installed", le.ID, le.Version)
 				continue
 			}
 			if e.Version != le.Version {
@@ -336,21 +318,21 @@ func checkExtensions(fs files, platform string, lock *resolve.Set, labels map[st
 			}
 			f, ok := le.Files[platform]
 			if !ok {
-				fail("label "+labelLock, "%s has no file for %s", le.ID, platform)
+				fail("label "+imagespec.LabelLock, "%s has no file for %s", le.ID, platform)
 				continue
 			}
 			if e.TargetPlatform == "" {
 				continue // .vsixmanifest failure already reported
 			}
 			switch {
-			case f.TargetPlatform == "universal":
-				if e.TargetPlatform != "universal" && e.TargetPlatform != want {
+			case f.TargetPlatform == imagespec.VSCodeUniversal:
+				if e.TargetPlatform != imagespec.VSCodeUniversal && e.TargetPlatform != want {
 					fail(e.Dir+"/.vsixmanifest", "TargetPlatform %s, want %s or universal", e.TargetPlatform, want)
 				}
 			case e.TargetPlatform != want:
 				fail(e.Dir+"/.vsixmanifest", "TargetPlatform %s, want %s", e.TargetPlatform, want)
 			case f.TargetPlatform != want:
-				fail("label "+labelLock, "%s file for %s has target %s, want %s", le.ID, platform, f.TargetPlatform, want)
+				fail("label "+imagespec.LabelLock, "%s file for %s has target %s, want %s", le.ID, platform, f.TargetPlatform, want)
 			}
 		}
 		for _, e := range c.Extensions {
@@ -361,7 +343,7 @@ func checkExtensions(fs files, platform string, lock *resolve.Set, labels map[st
 	} else {
 		// Without a lock, at least every installed extension must fit the architecture.
 		for _, e := range c.Extensions {
-			if e.TargetPlatform != "" && e.TargetPlatform != "universal" && e.TargetPlatform != want {
+			if e.TargetPlatform != "" && e.TargetPlatform != imagespec.VSCodeUniversal && e.TargetPlatform != want {
 				fail(e.Dir+"/.vsixmanifest", "TargetPlatform %s, want %s", e.TargetPlatform, want)
 			}
 		}
@@ -411,7 +393,7 @@ func checkExtensionsJSON(fs files, installed map[string]InstalledExtension, fail
 		if dir == "" {
 			dir = path.Base(en.Location.Path)
 		}
-		if build.ExtensionsDir+"/"+dir != e.Dir {
+		if imagespec.ExtensionsDir+"/"+dir != e.Dir {
 			fail(extJSON, "%s location %s, installed in %s", en.Identifier.ID, dir, e.Dir)
 		}
 		if tp := en.Metadata.TargetPlatform; tp != "" && e.TargetPlatform != "" && tp != e.TargetPlatform {
@@ -432,7 +414,7 @@ type distInfo struct {
 
 // checkPython finds ray and debugpy dist-info METADATA and compares their
 // versions and Python directory with the labels and the lock.
-func checkPython(fs files, lock *resolve.Set, labels map[string]string, c *Contents, fail failFn) {
+func checkPython(fs files, lock *imagespec.Set, labels map[string]string, c *Contents, fail failFn) {
 	var found []distInfo
 	stdlibs := map[string]bool{}
 	for _, p := range sortedKeys(fs) {
@@ -455,11 +437,11 @@ func checkPython(fs files, lock *resolve.Set, labels map[string]string, c *Conte
 		}
 		found = append(found, distInfo{path: p, pythonDir: m[2], name: n, version: version})
 	}
-	wantPy := labels[build.LabelPython]
+	wantPy := labels[imagespec.LabelPython]
 	if lock != nil && lock.Python != "" {
 		wantPy = lock.Python
 	}
-	for _, pkg := range []struct{ name, label string }{{"ray", build.LabelRay}, {"debugpy", build.LabelDebugpy}} {
+	for _, pkg := range []struct{ name, label string }{{"ray", imagespec.LabelRay}, {"debugpy", imagespec.LabelDebugpy}} {
 		var hits []distInfo
 		for _, d := range found {
 			if d.name == pkg.name {
@@ -493,7 +475,7 @@ func checkPython(fs files, lock *resolve.Set, labels map[string]string, c *Conte
 				c.Python = py
 			}
 			if wantPy != "" && py != wantPy {
-				fail(h.path, "installed for Python %s, label %s says %s", py, build.LabelPython, wantPy)
+				fail(h.path, "installed for Python %s, label %s says %s", py, imagespec.LabelPython, wantPy)
 			}
 		} else if wantPy != "" {
 			// e.g. /usr/lib/python3/dist-packages: the minor version comes from

@@ -3,7 +3,7 @@ package verify
 import (
 	"fmt"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Lock reads the resolved set from an image config's labels exactly as
@@ -11,7 +11,7 @@ import (
 // label, a lock that does not parse, a label that disagrees with the lock),
 // one message each ("label <name>: ..."). The set is nil when the lock label
 // is missing or does not parse.
-func Lock(labels map[string]string) (*resolve.Set, []string) {
+func Lock(labels map[string]string) (*imagespec.Set, []string) {
 	var problems []string
 	set := checkLabels(labels, func(where, format string, args ...any) {
 		problems = append(problems, where+": "+fmt.Sprintf(format, args...))

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/sbom"
 )
 
@@ -42,7 +42,7 @@ func statementPredicate(a interface{ Payload() ([]byte, error) }) (string, []byt
 // distribution of the locked Python closure (or ray and debugpy when the
 // image was built unlocked) and every extension, each with the locked
 // version, extensions with the VSIX sha256 the lock records.
-func (v *verifier) checkSBOMContents(mi manifestInfo, m *Manifest, lock *resolve.Set, doc []byte) {
+func (v *verifier) checkSBOMContents(mi manifestInfo, m *Manifest, lock *imagespec.Set, doc []byte) {
 	if lock == nil || doc == nil {
 		return
 	}

@@ -7,13 +7,13 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
-	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
 )
 
 func TestCheckSBOMContents(t *testing.T) {
-	lockedSet := func() resolve.Set {
+	lockedSet := func() imagespec.Set {
 		set := testimage.Default().Lock()
 		for i := range set.Extensions {
 			for p, f := range set.Extensions[i].Files {
@@ -21,16 +21,16 @@ func TestCheckSBOMContents(t *testing.T) {
 				set.Extensions[i].Files[p] = f
 			}
 		}
-		set.PythonLocks = map[string][]resolve.PythonDist{}
+		set.PythonLocks = map[string][]imagespec.PythonDist{}
 		for _, p := range set.Platforms {
 			for _, d := range [][2]string{{"ray", set.Ray}, {"debugpy", set.Debugpy}, {"AioSignal", "1.3.1"}} {
 				f := d[0] + "-" + d[1] + "-py3-none-any.whl"
-				set.PythonLocks[p] = append(set.PythonLocks[p], resolve.PythonDist{Name: d[0], Version: d[1], Filename: f, URL: "https://x/" + f, SHA256: strings.Repeat("a", 64)})
+				set.PythonLocks[p] = append(set.PythonLocks[p], imagespec.PythonDist{Name: d[0], Version: d[1], Filename: f, URL: "https://x/" + f, SHA256: strings.Repeat("a", 64)})
 			}
 		}
 		return set
 	}
-	doc := func(t *testing.T, s resolve.Set) []byte {
+	doc := func(t *testing.T, s imagespec.Set) []byte {
 		t.Helper()
 		b, err := sign.SPDX(sign.SBOMInputFromLock(s, "r.example/x", time.Unix(0, 0)), "linux/arm64")
 		if err != nil {
@@ -41,35 +41,35 @@ func TestCheckSBOMContents(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// sbom is the set the SBOM is written from; lock the image's lock.
-		sbom, lock func() resolve.Set
+		sbom, lock func() imagespec.Set
 		want       []string
 	}{
 		{name: "every locked package listed", sbom: lockedSet, lock: lockedSet},
-		{name: "a transitive distribution missing", sbom: func() resolve.Set {
+		{name: "a transitive distribution missing", sbom: func() imagespec.Set {
 			s := lockedSet()
 			s.PythonLocks["linux/arm64"] = s.PythonLocks["linux/arm64"][:2]
 			return s
 		}, lock: lockedSet, want: []string{"Python distribution AioSignal 1.3.1 of the lock is not in the SBOM"}},
-		{name: "another version", sbom: func() resolve.Set {
+		{name: "another version", sbom: func() imagespec.Set {
 			s := lockedSet()
 			s.PythonLocks["linux/arm64"][2].Version = "1.3.2"
 			return s
 		}, lock: lockedSet, want: []string{"Python distribution AioSignal: the SBOM lists 1.3.2, the lock says 1.3.1"}},
-		{name: "an extension with another VSIX", sbom: func() resolve.Set {
+		{name: "an extension with another VSIX", sbom: func() imagespec.Set {
 			s := lockedSet()
-			s.Extensions[0].Files["linux/arm64"] = resolve.File{TargetPlatform: "linux-arm64", SHA256: strings.Repeat("f", 64)}
+			s.Extensions[0].Files["linux/arm64"] = imagespec.File{TargetPlatform: "linux-arm64", SHA256: strings.Repeat("f", 64)}
 			return s
 		}, lock: lockedSet, want: []string{"the lock's VSIX is " + strings.Repeat("e", 64)}},
-		{name: "an extension missing", sbom: func() resolve.Set {
+		{name: "an extension missing", sbom: func() imagespec.Set {
 			s := lockedSet()
 			s.Extensions = s.Extensions[1:]
 			return s
 		}, lock: lockedSet, want: []string{"of the lock is not in the SBOM"}},
-		{name: "unlocked image: ray and debugpy", sbom: func() resolve.Set {
+		{name: "unlocked image: ray and debugpy", sbom: func() imagespec.Set {
 			s := testimage.Default().Lock()
 			s.Debugpy = "1.8.0"
 			return s
-		}, lock: func() resolve.Set { return testimage.Default().Lock() }, want: []string{"Python distribution debugpy: the SBOM lists 1.8.0, the lock says"}},
+		}, lock: func() imagespec.Set { return testimage.Default().Lock() }, want: []string{"Python distribution debugpy: the SBOM lists 1.8.0, the lock says"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &verifier{rep: &Report{}}

@@ -14,20 +14,19 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/imagectl/imagectl/regauth"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 
+	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/regauth"
+
 	"github.com/imagectl/imagectl/internal/safefile"
 )
 
-// BuildKit's attestation-manifest annotations and in-toto predicate types.
+// In-toto predicate types.
 const (
-	annRefType      = "vnd.docker.reference.type"
-	annRefDigest    = "vnd.docker.reference.digest"
-	refTypeAttest   = "attestation-manifest"
 	annPredicate    = "in-toto.io/predicate-type"
 	predicateSPDX   = "https://spdx.dev/Document"
 	predicateCDX    = "https://cyclonedx.org/bom"
@@ -264,12 +263,13 @@ func (v *verifier) index(ctx context.Context, desc *remote.Descriptor) error {
 	attFor := map[string][]v1.Descriptor{}
 	var platforms []manifestInfo
 	for _, d := range im.Manifests {
-		if d.Annotations[annRefType] == refTypeAttest {
-			attFor[d.Annotations[annRefDigest]] = append(attFor[d.Annotations[annRefDigest]], d)
+		if imagespec.IsAttestationManifest(d) {
+			// One without BuildKit's annotations names no subject: it is
+			// no runnable image, and no platform's attestation either.
+			if s := imagespec.AttestationSubject(d); s != "" {
+				attFor[s] = append(attFor[s], d)
+			}
 			continue
-		}
-		if d.Platform != nil && d.Platform.OS == "unknown" && d.Platform.Architecture == "unknown" {
-			continue // an attestation manifest without BuildKit's annotations; not a runnable image
 		}
 		mi := manifestInfo{ref: v.root.Context().Digest(d.Digest.String()), desc: d}
 		if d.Platform == nil {
@@ -311,7 +311,7 @@ func (v *verifier) index(ctx context.Context, desc *remote.Descriptor) error {
 		}
 		got = sortedCopy(got)
 		if strings.Join(got, ",") != strings.Join(lockPlatforms, ",") {
-			v.fail(Failure{Check: CheckPlatforms, Digest: v.root.DigestStr(), Where: "label " + labelLock + " (" + lockFrom + ")",
+			v.fail(Failure{Check: CheckPlatforms, Digest: v.root.DigestStr(), Where: "label " + imagespec.LabelLock + " (" + lockFrom + ")",
 				Message: fmt.Sprintf("lock platforms %s, index has %s", strings.Join(lockPlatforms, ","), strings.Join(got, ","))})
 		}
 	}
@@ -335,7 +335,7 @@ func (v *verifier) single(ctx context.Context, desc *remote.Descriptor) error {
 	lock := v.platform(ctx, mi, img, &m)
 	v.checkSBOMContents(mi, &m, lock, v.sbomDocs[mi.ref.DigestStr()])
 	if lock != nil && !contains(lock.Platforms, mi.platform) {
-		v.fail(Failure{Check: CheckPlatforms, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: "label " + labelLock,
+		v.fail(Failure{Check: CheckPlatforms, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: "label " + imagespec.LabelLock,
 			Message: fmt.Sprintf("image platform %s is not among the lock platforms %s", mi.platform, strings.Join(lock.Platforms, ","))})
 	}
 	v.rep.Manifests = append(v.rep.Manifests, m)

@@ -22,7 +22,7 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
 	"github.com/sigstore/sigstore/pkg/signature"
 
-	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/sign"
 	"github.com/imagectl/imagectl/verify"
@@ -230,7 +230,7 @@ func TestImage(t *testing.T) {
 					files["/usr/local/lib/python3.12/site-packages/ray-2.45.0.dist-info/METADATA"] = []byte("Metadata-Version: 2.1\nName: ray\nVersion: 2.45.0\n")
 				}
 			},
-			want: [][]string{{"python", "linux/arm64", "ray-2.45.0.dist-info/METADATA", "Version 2.45.0", build.LabelRay, "2.46.0"}},
+			want: [][]string{{"python", "linux/arm64", "ray-2.45.0.dist-info/METADATA", "Version 2.45.0", imagespec.LabelRay, "2.46.0"}},
 		},
 		{
 			name: "interpreter not shipped, not in the settings, not the active environment",
@@ -239,8 +239,8 @@ func TestImage(t *testing.T) {
 					if platform != "linux/arm64" {
 						return
 					}
-					files[build.InterpreterPath] = nil
-					files[build.SettingsPath] = []byte(`{"python.defaultInterpreterPath":"/usr/bin/python3"}`)
+					files[imagespec.InterpreterPath] = nil
+					files[imagespec.SettingsPath] = []byte(`{"python.defaultInterpreterPath":"/usr/bin/python3"}`)
 				}
 				s.EditEnv = func(platform string, env []string) []string {
 					if platform != "linux/arm64" {
@@ -250,19 +250,19 @@ func TestImage(t *testing.T) {
 				}
 			},
 			want: [][]string{
-				{"python", "linux/arm64", build.InterpreterPath + ": missing"},
-				{"python", "linux/arm64", build.SettingsPath + ": python.defaultInterpreterPath is \"/usr/bin/python3\", want " + build.InterpreterPath},
-				{"python", "linux/arm64", `config Env: VIRTUAL_ENV is "/lsiopy", want ` + build.PythonDir},
-				{"python", "linux/arm64", `config Env: PATH "/lsiopy/bin:/usr/bin" does not start with ` + build.PythonDir + "/bin"},
+				{"python", "linux/arm64", imagespec.InterpreterPath + ": missing"},
+				{"python", "linux/arm64", imagespec.SettingsPath + ": python.defaultInterpreterPath is \"/usr/bin/python3\", want " + imagespec.InterpreterPath},
+				{"python", "linux/arm64", `config Env: VIRTUAL_ENV is "/lsiopy", want ` + imagespec.PythonDir},
+				{"python", "linux/arm64", `config Env: PATH "/lsiopy/bin:/usr/bin" does not start with ` + imagespec.PythonDir + "/bin"},
 			},
 		},
 		{
 			name: "ray label disagrees with the lock",
 			spec: func(s *testimage.Spec) {
-				s.EditLabels = func(platform string, l map[string]string) { l[build.LabelRay] = "2.47.0" }
+				s.EditLabels = func(platform string, l map[string]string) { l[imagespec.LabelRay] = "2.47.0" }
 			},
 			want: [][]string{
-				{"labels", "linux/amd64", "label " + build.LabelRay, `"2.47.0"`, `"2.46.0"`},
+				{"labels", "linux/amd64", "label " + imagespec.LabelRay, `"2.47.0"`, `"2.46.0"`},
 				{"python", "linux/amd64", "Version 2.46.0", "says 2.47.0"},
 			},
 		},
@@ -321,7 +321,7 @@ func TestImage(t *testing.T) {
 				lock := s.Lock()
 				lock.Platforms = []string{"linux/amd64"}
 				b, _ := json.Marshal(lock)
-				s.EditLabels = func(platform string, l map[string]string) { l[build.LabelLock] = string(b) }
+				s.EditLabels = func(platform string, l map[string]string) { l[imagespec.LabelLock] = string(b) }
 			},
 			want: [][]string{{"platforms", "lock platforms linux/amd64, index has linux/amd64,linux/arm64"}},
 		},
@@ -362,13 +362,13 @@ func TestImage(t *testing.T) {
 		{
 			name: "skip contents still checks signatures and labels",
 			spec: func(s *testimage.Spec) {
-				s.EditLabels = func(platform string, l map[string]string) { l[build.LabelDebugpy] = "1.8.0" }
+				s.EditLabels = func(platform string, l map[string]string) { l[imagespec.LabelDebugpy] = "1.8.0" }
 			},
 			publish: func(t *testing.T, root name.Digest, spec testimage.Spec) {
 				signAll(t, ctx, root.String(), k.other, spec)
 			},
 			opts: []verify.Option{verify.WithSkipContents(true)},
-			want: [][]string{{"signature", "index"}, {"labels", "linux/arm64", build.LabelDebugpy}},
+			want: [][]string{{"signature", "index"}, {"labels", "linux/arm64", imagespec.LabelDebugpy}},
 		},
 	}
 	for i, c := range cases {

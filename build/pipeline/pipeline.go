@@ -22,6 +22,7 @@ import (
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
@@ -43,7 +44,7 @@ type Request struct {
 	// made), else Set rendered with Definition, else Catalog resolved with
 	// Resolve and rendered.
 	Rendered *build.Rendered
-	Set      *resolve.Set
+	Set      *imagespec.Set
 	Catalog  *catalog.Catalog
 	Resolve  resolve.Request
 
@@ -242,7 +243,7 @@ type target struct {
 }
 
 // set is the set as built, its tags rendered.
-func (t *target) set() *resolve.Set { return &t.rendered.Set }
+func (t *target) set() *imagespec.Set { return &t.rendered.Set }
 
 // resolveStage resolves the set (unless the request gives it), renders the
 // definition and computes the inputs digest (unless the request gives the
@@ -277,17 +278,19 @@ func resolveStage(req *Request) (*target, error) {
 	if !build.ToolsImagePinned(s.ToolsImage) {
 		fmt.Fprintf(req.Warnings, "warning: tools image %s is not pinned by digest: the build uses whatever the tag names now, and a moved tag does not change the inputs digest %s; run imagectl matrix refresh to record its digest in the catalog (or give --tools-image NAME@sha256:...)\n", s.ToolsImage, r.Inputs)
 	}
-	if s.Tags, err = resolve.RenderTags(req.Matrix, *s, r.Inputs); err != nil {
+	tags, err := resolve.RenderTags(req.Matrix, *s, r.Inputs)
+	if err != nil {
 		return nil, err
 	}
+	s.Tags = tags.Names()
 	if req.Publish.Push && !req.Publish.NoTags {
-		t.tags = immutableTags(req.Matrix, *s)
+		t.tags = tags.Immutable()
 	}
 	return t, nil
 }
 
 // set is the set the request names: Rendered's, Set, or Catalog resolved.
-func (req *Request) set() (resolve.Set, error) {
+func (req *Request) set() (imagespec.Set, error) {
 	switch {
 	case req.Rendered != nil:
 		return req.Rendered.Set, nil
@@ -296,7 +299,7 @@ func (req *Request) set() (resolve.Set, error) {
 	}
 	s, _, err := resolve.Resolve(req.Matrix, req.Catalog, req.Resolve)
 	if err != nil {
-		return resolve.Set{}, fmt.Errorf("resolving: %w", err)
+		return imagespec.Set{}, fmt.Errorf("resolving: %w", err)
 	}
 	return s, nil
 }
@@ -334,7 +337,7 @@ func publishedStage(ctx context.Context, req *Request, t *target) (*Result, erro
 // fetchStage downloads every extension file of set into the cache
 // (checksummed; files already there are not downloaded) and validates each
 // once: the files the layout stage extracts on every platform.
-func fetchStage(ctx context.Context, req *Request, set *resolve.Set) (extensions.Files, error) {
+func fetchStage(ctx context.Context, req *Request, set *imagespec.Set) (extensions.Files, error) {
 	x := req.Extensions
 	if x.Cache == nil {
 		return nil, fmt.Errorf("no extension cache")
@@ -381,7 +384,7 @@ func layoutStage(ctx context.Context, req *Request, t *target, files extensions.
 	settings := req.settings
 	if settings == nil {
 		var err error
-		if settings, err = extensions.SettingsJSON(build.ImageSettings(req.Matrix.Settings)); err != nil {
+		if settings, err = extensions.SettingsJSON(imagespec.ImageSettings(req.Matrix.Settings)); err != nil {
 			return nil, fmt.Errorf("settings.json from %s settings: %w", "matrix.yaml", err)
 		}
 	}
@@ -530,23 +533,6 @@ func (req *Request) signer(ctx context.Context) (*sign.Signer, error) {
 		return nil, fmt.Errorf("%s is not the public key of %s: the published check would trust signatures that key cannot make", so.VerifyKeyName, so.Signer)
 	}
 	return so.Signer, nil
-}
-
-// immutableTags are the set's tags whose matrix.yaml template is not
-// floating: build pushes only those; floating tags (ray2.46.0, latest) move
-// to a verified build through imagectl release.
-func immutableTags(cfg *matrix.Config, set resolve.Set) []string {
-	if len(cfg.Tags) != len(set.Tags) {
-		// Tags not rendered from this matrix: the first is the versioned one.
-		return set.Tags[:min(1, len(set.Tags))]
-	}
-	var out []string
-	for i, t := range cfg.Tags {
-		if !t.Floating {
-			out = append(out, set.Tags[i])
-		}
-	}
-	return out
 }
 
 func nameOpts(insecure bool) []name.Option {

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/verify"
@@ -102,7 +103,7 @@ func publishedPlatforms(ref name.Digest, ropts []remote.Option) (*publishedImage
 	out := &publishedImage{}
 	var got []string
 	for _, m := range im.Manifests {
-		if m.Platform == nil || m.Platform.OS == "unknown" || !m.MediaType.IsImage() {
+		if m.Platform == nil || imagespec.IsAttestationManifest(m) || !m.MediaType.IsImage() {
 			continue
 		}
 		p := m.Platform.OS + "/" + m.Platform.Architecture

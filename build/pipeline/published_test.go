@@ -28,6 +28,7 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/regauth"
@@ -84,7 +85,7 @@ func signerForTest(t *testing.T) *sign.Signer {
 // pushIndex pushes an index of one image per platform, each labelled as
 // imagectl build labels an image of set with inputs, under tag, and returns
 // its digest.
-func pushIndex(t *testing.T, tag name.Tag, set resolve.Set, inputs string, platforms ...string) v1.Hash {
+func pushIndex(t *testing.T, tag name.Tag, set imagespec.Set, inputs string, platforms ...string) v1.Hash {
 	t.Helper()
 	var idx v1.ImageIndex = mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, p := range platforms {
@@ -163,8 +164,8 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Set.Tags = tags
-	versioned := immutableTags(cfg, r.Set)[0]
+	r.Set.Tags = tags.Names()
+	versioned := tags.Immutable()[0]
 	key, other := signerForTest(t), signerForTest(t)
 
 	ctx := context.Background()

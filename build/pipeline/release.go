@@ -9,8 +9,8 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/extensions"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/release"
-	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -30,7 +30,7 @@ func NewRenders(def *build.Definition) *Renders {
 }
 
 // InputsDigest renders set, keeps the render and returns its inputs digest.
-func (r *Renders) InputsDigest(set resolve.Set) (string, error) {
+func (r *Renders) InputsDigest(set imagespec.Set) (string, error) {
 	out, err := r.def.Render(set)
 	if err != nil {
 		return "", err
@@ -73,7 +73,7 @@ type ReleaseBuilder struct {
 // settings); its set, repository and push settings are set by Build.
 // settings.json is computed here, once for every entry.
 func NewReleaseBuilder(b build.Interface, req Request, renders *Renders, s *sign.Signer) (*ReleaseBuilder, error) {
-	settings, err := extensions.SettingsJSON(build.ImageSettings(req.Matrix.Settings))
+	settings, err := extensions.SettingsJSON(imagespec.ImageSettings(req.Matrix.Settings))
 	if err != nil {
 		return nil, fmt.Errorf("settings.json from matrix.yaml settings: %w", err)
 	}

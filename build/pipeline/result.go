@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/build"
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -32,7 +32,7 @@ type Result struct {
 	Published string         `json:"published,omitempty"`
 	Signed    *sign.Result   `json:"signed,omitempty"`
 	Duration  build.Duration `json:"duration"`
-	Set       resolve.Set    `json:"set"`
+	Set       imagespec.Set  `json:"set"`
 
 	// signing is what the sign stage needs after the build (also when
 	// ReleaseBuilder signs later).

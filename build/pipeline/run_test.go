@@ -21,10 +21,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/marketplace"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/buildkit"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
 	"github.com/imagectl/imagectl/matrix"
@@ -51,20 +51,20 @@ func happyInputs(t *testing.T) (Request, *gallery.Fake) {
 	for _, b := range builds {
 		sha[b.ID+"@"+b.Version+"@"+b.TargetPlatform] = b.SHA256()
 	}
-	file := func(id, version, tp string) resolve.File {
+	file := func(id, version, tp string) imagespec.File {
 		s := sha[id+"@"+version+"@"+tp]
 		if s == "" {
 			t.Fatalf("no fixture VSIX %s@%s (%s)", id, version, tp)
 		}
-		return resolve.File{TargetPlatform: tp, SHA256: s}
+		return imagespec.File{TargetPlatform: tp, SHA256: s}
 	}
 	ray := file("anyscalecompute.ray-distributed-debugger", "0.1.4", "universal")
-	set.Extensions = []resolve.Extension{
-		{ID: "ms-python.debugpy", Version: "2025.10.0", Source: matrix.SourceMarketplace, Files: map[string]resolve.File{
+	set.Extensions = []imagespec.Extension{
+		{ID: "ms-python.debugpy", Version: "2025.10.0", Source: matrix.SourceMarketplace, Files: map[string]imagespec.File{
 			"linux/amd64": file("ms-python.debugpy", "2025.10.0", "linux-x64"),
 			"linux/arm64": file("ms-python.debugpy", "2025.10.0", "linux-arm64"),
 		}},
-		{ID: "anyscalecompute.ray-distributed-debugger", Version: "0.1.4", Source: matrix.SourceMarketplace, Files: map[string]resolve.File{
+		{ID: "anyscalecompute.ray-distributed-debugger", Version: "0.1.4", Source: matrix.SourceMarketplace, Files: map[string]imagespec.File{
 			"linux/amd64": ray, "linux/arm64": ray,
 		}},
 	}
@@ -214,7 +214,7 @@ func checkContexts(t *testing.T, req Request, c buildkit.Call) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	settings, err := extensions.SettingsJSON(build.ImageSettings(req.Matrix.Settings))
+	settings, err := extensions.SettingsJSON(imagespec.ImageSettings(req.Matrix.Settings))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,8 +241,8 @@ func checkContexts(t *testing.T, req Request, c buildkit.Call) {
 	if err := json.Unmarshal(gotList, &list); err != nil || len(list) != 2 || folders != 2 {
 		t.Errorf("%s: extensions.json %s (%v), %d extension folders; want both extensions", c.Spec.Platform, gotList, err, folders)
 	}
-	if c.Spec.Labels[build.LabelInputs] != r.Inputs || !c.Spec.SourceDateEpoch.Equal(req.SourceDateEpoch) {
-		t.Errorf("%s: inputs label %q and epoch %v, want %s and %v", c.Spec.Platform, c.Spec.Labels[build.LabelInputs], c.Spec.SourceDateEpoch, r.Inputs, req.SourceDateEpoch)
+	if c.Spec.Labels[imagespec.LabelInputs] != r.Inputs || !c.Spec.SourceDateEpoch.Equal(req.SourceDateEpoch) {
+		t.Errorf("%s: inputs label %q and epoch %v, want %s and %v", c.Spec.Platform, c.Spec.Labels[imagespec.LabelInputs], c.Spec.SourceDateEpoch, r.Inputs, req.SourceDateEpoch)
 	}
 }
 
@@ -278,8 +278,8 @@ func checkIndex(t *testing.T, repo name.Repository, res *Result, epoch time.Time
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !cf.Created.Equal(epoch) || cf.Config.Labels[build.LabelInputs] != res.InputsDigest {
-			t.Errorf("%s: created %v, inputs label %q; want %v and %s", m.Platform, cf.Created, cf.Config.Labels[build.LabelInputs], epoch, res.InputsDigest)
+		if !cf.Created.Equal(epoch) || cf.Config.Labels[imagespec.LabelInputs] != res.InputsDigest {
+			t.Errorf("%s: created %v, inputs label %q; want %v and %s", m.Platform, cf.Created, cf.Config.Labels[imagespec.LabelInputs], epoch, res.InputsDigest)
 		}
 		refs, err := remote.Referrers(repo.Digest(m.Digest.String()))
 		if err != nil {

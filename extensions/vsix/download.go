@@ -11,12 +11,13 @@ import (
 	"mime"
 	"net/http"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
 // Universal is the target platform of a build that runs everywhere.
-const Universal = "universal"
+const Universal = imagespec.VSCodeUniversal
 
 // DefaultMaxDownloadBytes bounds one decompressed VSIX download (512 MiB;
 // ms-python.python is a few tens of MB).

@@ -22,8 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/imagectl/imagectl/build"
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Extension is one extension installed in the image.
@@ -61,11 +60,11 @@ type Spec struct {
 }
 
 // Env is the config Env of a correct image: the shipped Python is the
-// active environment (build.PythonDir).
+// active environment (imagespec.PythonDir).
 func Env() []string {
 	return []string{
-		"PATH=" + build.PythonDir + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"VIRTUAL_ENV=" + build.PythonDir,
+		"PATH=" + imagespec.PythonDir + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"VIRTUAL_ENV=" + imagespec.PythonDir,
 		"HOME=/config",
 	}
 }
@@ -89,23 +88,20 @@ func Default() Spec {
 	}
 }
 
-// TargetPlatform maps an OCI platform to the VS Code target platform.
+// TargetPlatform maps an OCI platform to the VS Code target platform
+// (imagespec.VSCodeTarget), or "unknown" for a platform without one, so a
+// test can build an image of such a platform.
 func TargetPlatform(platform string) string {
-	switch platform {
-	case "linux/amd64":
-		return "linux-x64"
-	case "linux/arm64", "linux/arm64/v8":
-		return "linux-arm64"
-	case "linux/arm/v7":
-		return "linux-armhf"
+	if t, err := imagespec.VSCodeTarget(platform); err == nil {
+		return t
 	}
 	return "unknown"
 }
 
-// Lock returns the resolve.Set the spec's images claim to be built from.
-func (s Spec) Lock() resolve.Set {
-	set := resolve.Set{
-		CodeServer: resolve.CodeServer{Version: s.CodeServer, VSCode: s.VSCode, Base: "lscr.io/linuxserver/code-server:" + s.CodeServer},
+// Lock returns the imagespec.Set the spec's images claim to be built from.
+func (s Spec) Lock() imagespec.Set {
+	set := imagespec.Set{
+		CodeServer: imagespec.CodeServer{Version: s.CodeServer, VSCode: s.VSCode, Base: "lscr.io/linuxserver/code-server:" + s.CodeServer},
 		Ray:        s.Ray,
 		Python:     s.Python,
 		RayPythons: []string{s.Python},
@@ -115,13 +111,13 @@ func (s Spec) Lock() resolve.Set {
 		Tags:       []string{fmt.Sprintf("%s-ray%s-py%s", s.CodeServer, s.Ray, s.Python)},
 	}
 	for _, e := range s.Extensions {
-		ext := resolve.Extension{ID: e.ID, Version: e.Version, Source: "marketplace", Engine: "^1.95.0", Files: map[string]resolve.File{}}
+		ext := imagespec.Extension{ID: e.ID, Version: e.Version, Source: "marketplace", Engine: "^1.95.0", Files: map[string]imagespec.File{}}
 		for _, p := range s.Platforms {
 			tp := TargetPlatform(p)
 			if e.Universal {
-				tp = "universal"
+				tp = imagespec.VSCodeUniversal
 			}
-			ext.Files[p] = resolve.File{TargetPlatform: tp, SHA256: strings.Repeat("ab", 32)}
+			ext.Files[p] = imagespec.File{TargetPlatform: tp, SHA256: strings.Repeat("ab", 32)}
 		}
 		set.Extensions = append(set.Extensions, ext)
 	}
@@ -149,14 +145,14 @@ func (s Spec) Labels() (map[string]string, error) {
 		ids = append(ids, e.ID+"@"+e.Version)
 	}
 	return map[string]string{
-		build.LabelLock:                        string(lock),
-		build.LabelCodeServer:                  s.CodeServer,
-		build.LabelVSCode:                      s.VSCode,
-		build.LabelRay:                         s.Ray,
-		build.LabelPython:                      s.Python,
-		build.LabelDebugpy:                     s.Debugpy,
-		build.LabelExtensions:                  strings.Join(ids, ","),
-		build.LabelInputs:                      "sha256:" + strings.Repeat("cd", 32),
+		imagespec.LabelLock:                    string(lock),
+		imagespec.LabelCodeServer:              s.CodeServer,
+		imagespec.LabelVSCode:                  s.VSCode,
+		imagespec.LabelRay:                     s.Ray,
+		imagespec.LabelPython:                  s.Python,
+		imagespec.LabelDebugpy:                 s.Debugpy,
+		imagespec.LabelExtensions:              strings.Join(ids, ","),
+		imagespec.LabelInputs:                  "sha256:" + strings.Repeat("cd", 32),
 		"org.opencontainers.image.version":     s.CodeServer,
 		"org.opencontainers.image.base.name":   "lscr.io/linuxserver/code-server:" + s.CodeServer,
 		"org.opencontainers.image.source":      "https://github.com/imagectl/imagectl",
@@ -188,10 +184,10 @@ func (s Spec) Files(platform string) map[string][]byte {
 	var entries []entry
 	for _, e := range s.Extensions {
 		pub, nm, _ := strings.Cut(e.ID, ".")
-		dir := path.Join(build.ExtensionsDir, ExtensionDir(e, platform))
+		dir := path.Join(imagespec.ExtensionsDir, ExtensionDir(e, platform))
 		tp := TargetPlatform(platform)
 		if e.Universal {
-			tp = "universal"
+			tp = imagespec.VSCodeUniversal
 		}
 		pkg, _ := json.MarshalIndent(map[string]any{
 			"name": nm, "publisher": pub, "version": e.Version, "engines": map[string]string{"vscode": "^1.95.0"},
@@ -217,10 +213,10 @@ func (s Spec) Files(platform string) map[string][]byte {
 		})
 	}
 	ej, _ := json.Marshal(entries)
-	files[build.ExtensionsDir+"/extensions.json"] = ej
-	settings, _ := json.Marshal(build.ImageSettings(map[string]any{"workbench.startupEditor": "none"}))
-	files[build.SettingsPath] = append(settings, '\n')
-	files[build.InterpreterPath] = []byte("\x7fELF stand-in\n")
+	files[imagespec.ExtensionsDir+"/extensions.json"] = ej
+	settings, _ := json.Marshal(imagespec.ImageSettings(map[string]any{"workbench.startupEditor": "none"}))
+	files[imagespec.SettingsPath] = append(settings, '\n')
+	files[imagespec.InterpreterPath] = []byte("\x7fELF stand-in\n")
 	sp := strings.ReplaceAll(s.SitePackages, "{py}", s.Python)
 	for _, p := range []struct{ name, version string }{{"ray", s.Ray}, {"debugpy", s.Debugpy}} {
 		di := fmt.Sprintf("%s/%s-%s.dist-info", sp, p.name, p.version)
@@ -384,8 +380,8 @@ func (s Spec) Index() (v1.ImageIndex, error) {
 			atts = append(atts, mutate.IndexAddendum{Add: att, Descriptor: v1.Descriptor{
 				Platform: &v1.Platform{OS: "unknown", Architecture: "unknown"},
 				Annotations: map[string]string{
-					"vnd.docker.reference.digest": d.String(),
-					"vnd.docker.reference.type":   "attestation-manifest",
+					imagespec.AnnotationReferenceDigest: d.String(),
+					imagespec.AnnotationReferenceType:   imagespec.ReferenceTypeAttestation,
 				},
 			}})
 		}

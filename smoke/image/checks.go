@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/smoke/probe"
 )
 
@@ -89,9 +89,9 @@ func (r *platformRun) checkPython(ctx context.Context) (Status, string) {
 		problems = append(problems, "labels: "+l)
 	}
 	if r.lock == nil {
-		return Fail, strings.Join(append(problems, "no usable "+build.LabelLock+" label: nothing to compare the interpreter with"), "; ")
+		return Fail, strings.Join(append(problems, "no usable "+imagespec.LabelLock+" label: nothing to compare the interpreter with"), "; ")
 	}
-	site := build.PythonSitePackages(r.lock.Python)
+	site := imagespec.PythonSitePackages(r.lock.Python)
 	sctx, cancel := r.step(ctx)
 	defer cancel()
 	res, err := r.c.Exec(sctx, Process{Args: []string{python, MountPoint + "/check.py", site}, Env: r.env, UID: r.uid, GID: r.gid})
@@ -113,11 +113,11 @@ func (r *platformRun) checkPython(ctx context.Context) (Status, string) {
 	if mm := majorMinor(facts.Version); mm != r.lock.Python {
 		problems = append(problems, fmt.Sprintf("%s on PATH is Python %s (%s), the lock says %s", python, facts.Version, facts.Realpath, r.lock.Python))
 	}
-	if facts.Executable != build.InterpreterPath {
-		problems = append(problems, fmt.Sprintf("%s on the image's PATH (%s) is %s, not the image's interpreter %s", python, facts.PathEnv, facts.Executable, build.InterpreterPath))
+	if facts.Executable != imagespec.InterpreterPath {
+		problems = append(problems, fmt.Sprintf("%s on the image's PATH (%s) is %s, not the image's interpreter %s", python, facts.PathEnv, facts.Executable, imagespec.InterpreterPath))
 	}
-	if r.lock.PythonRuntime != nil && !strings.HasPrefix(facts.Realpath, build.PythonDir+"/") {
-		problems = append(problems, fmt.Sprintf("%s on the image's PATH is %s, not the shipped runtime under %s", python, facts.Realpath, build.PythonDir))
+	if r.lock.PythonRuntime != nil && !strings.HasPrefix(facts.Realpath, imagespec.PythonDir+"/") {
+		problems = append(problems, fmt.Sprintf("%s on the image's PATH is %s, not the shipped runtime under %s", python, facts.Realpath, imagespec.PythonDir))
 	}
 	wantVersion := map[string]string{"ray": r.lock.Ray, "debugpy": r.lock.Debugpy}
 	var imported []string
@@ -304,7 +304,7 @@ func (r *platformRun) checkDebugger(ctx context.Context) (Status, string) {
 // reads its user settings.
 func (r *platformRun) checkCodeServer(ctx context.Context, entry []string) (Status, string) {
 	var problems []string
-	port := build.CodeServerPort
+	port := imagespec.CodeServerPort
 	hc := &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{
@@ -325,13 +325,13 @@ func (r *platformRun) checkCodeServer(ctx context.Context, entry []string) (Stat
 	uid, gid := r.uid, r.gid
 	who := "the image's user"
 	if passwd, err := r.c.ReadFile(ctx, "/etc/passwd", 4<<20); err == nil {
-		if u, g, err := lookupID(func(string) ([]byte, error) { return passwd, nil }, "/etc/passwd", build.CodeServerUser, true); err == nil {
-			uid, gid, who = u, g, "user "+build.CodeServerUser
+		if u, g, err := lookupID(func(string) ([]byte, error) { return passwd, nil }, "/etc/passwd", imagespec.CodeServerUser, true); err == nil {
+			uid, gid, who = u, g, "user "+imagespec.CodeServerUser
 		}
 	}
 	sctx, cancel := r.step(ctx)
 	defer cancel()
-	args := []string{build.CodeServerBin, "--extensions-dir", build.ExtensionsDir, "--user-data-dir", build.UserDataDir, "--list-extensions", "--show-versions"}
+	args := []string{imagespec.CodeServerBin, "--extensions-dir", imagespec.ExtensionsDir, "--user-data-dir", imagespec.UserDataDir, "--list-extensions", "--show-versions"}
 	res, err := r.c.Exec(sctx, Process{Args: args, Env: r.env, UID: uid, GID: gid})
 	var listed []string
 	switch {
@@ -342,7 +342,7 @@ func (r *platformRun) checkCodeServer(ctx context.Context, entry []string) (Stat
 	default:
 		listed = extensionLines(string(res.Stdout))
 		if r.lock == nil {
-			problems = append(problems, "no usable "+build.LabelLock+" label: nothing to compare the extensions with")
+			problems = append(problems, "no usable "+imagespec.LabelLock+" label: nothing to compare the extensions with")
 		} else {
 			var want []string
 			for _, e := range r.lock.Extensions {
@@ -364,7 +364,7 @@ func (r *platformRun) checkCodeServer(ctx context.Context, entry []string) (Stat
 		return Fail, strings.Join(problems, "; ")
 	}
 	return Pass, fmt.Sprintf("the entrypoint %q started code-server, which answered %s (%s); --list-extensions --show-versions as %s equals the lock (%s); %s has %s and %s",
-		entry, url, health, who, strings.Join(listed, ", "), build.SettingsPath, build.SettingClusterDashboards, build.SettingInterpreterPath)
+		entry, url, health, who, strings.Join(listed, ", "), imagespec.SettingsPath, imagespec.SettingClusterDashboards, imagespec.SettingInterpreterPath)
 }
 
 func pollHealth(ctx context.Context, hc *http.Client, url string, timeout time.Duration) (string, error) {
@@ -426,47 +426,47 @@ func extensionLines(out string) []string {
 // cluster dashboards and an interpreter path naming the shipped
 // interpreter, which must run.
 func (r *platformRun) settingsProblems(ctx context.Context) ([]string, error) {
-	raw, err := r.c.ReadFile(ctx, build.SettingsPath, 4<<20)
+	raw, err := r.c.ReadFile(ctx, imagespec.SettingsPath, 4<<20)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", build.SettingsPath, err)
+		return nil, fmt.Errorf("reading %s: %w", imagespec.SettingsPath, err)
 	}
 	var s map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("%s is not a JSON object: %w", build.SettingsPath, err)
+		return nil, fmt.Errorf("%s is not a JSON object: %w", imagespec.SettingsPath, err)
 	}
 	var problems []string
 	var dash []struct {
 		Host      string `json:"host"`
 		LocalRoot string `json:"localRoot"`
 	}
-	if v, ok := s[build.SettingClusterDashboards]; !ok {
-		problems = append(problems, fmt.Sprintf("%s has no %s", build.SettingsPath, build.SettingClusterDashboards))
+	if v, ok := s[imagespec.SettingClusterDashboards]; !ok {
+		problems = append(problems, fmt.Sprintf("%s has no %s", imagespec.SettingsPath, imagespec.SettingClusterDashboards))
 	} else if err := json.Unmarshal(v, &dash); err != nil || len(dash) == 0 || dash[0].Host == "" {
-		problems = append(problems, fmt.Sprintf("%s: %s is %s, want a list of {host, localRoot}", build.SettingsPath, build.SettingClusterDashboards, v))
+		problems = append(problems, fmt.Sprintf("%s: %s is %s, want a list of {host, localRoot}", imagespec.SettingsPath, imagespec.SettingClusterDashboards, v))
 	}
 	var interp string
-	if v, ok := s[build.SettingInterpreterPath]; !ok {
-		problems = append(problems, fmt.Sprintf("%s has no %s", build.SettingsPath, build.SettingInterpreterPath))
+	if v, ok := s[imagespec.SettingInterpreterPath]; !ok {
+		problems = append(problems, fmt.Sprintf("%s has no %s", imagespec.SettingsPath, imagespec.SettingInterpreterPath))
 	} else if err := json.Unmarshal(v, &interp); err != nil || interp == "" {
-		problems = append(problems, fmt.Sprintf("%s: %s is %s, want a path", build.SettingsPath, build.SettingInterpreterPath, v))
+		problems = append(problems, fmt.Sprintf("%s: %s is %s, want a path", imagespec.SettingsPath, imagespec.SettingInterpreterPath, v))
 	} else {
 		sctx, cancel := r.step(ctx)
 		defer cancel()
 		res, err := r.c.Exec(sctx, Process{Args: []string{interp, "-c", "import os, sys; print('" + resultMark + "' + '\"' + os.path.realpath(sys.executable) + '\"')"}, Env: r.env, UID: r.uid, GID: r.gid})
 		switch {
 		case err != nil:
-			problems = append(problems, fmt.Sprintf("%s %q does not run: %v", build.SettingInterpreterPath, interp, err))
+			problems = append(problems, fmt.Sprintf("%s %q does not run: %v", imagespec.SettingInterpreterPath, interp, err))
 		case res.ExitCode != 0:
-			problems = append(problems, fmt.Sprintf("%s %q exited %d: %s", build.SettingInterpreterPath, interp, res.ExitCode, tail(string(res.Stderr), 3)))
+			problems = append(problems, fmt.Sprintf("%s %q exited %d: %s", imagespec.SettingInterpreterPath, interp, res.ExitCode, tail(string(res.Stderr), 3)))
 		default:
 			real, perr := parseResult[string](res.Stdout)
 			switch {
 			case perr != nil:
-				problems = append(problems, fmt.Sprintf("%s %q: %v", build.SettingInterpreterPath, interp, perr))
+				problems = append(problems, fmt.Sprintf("%s %q: %v", imagespec.SettingInterpreterPath, interp, perr))
 			case r.python == nil:
-				problems = append(problems, fmt.Sprintf("%s %q runs (%s), but the python check failed, so it cannot be compared with the shipped interpreter", build.SettingInterpreterPath, interp, *real))
+				problems = append(problems, fmt.Sprintf("%s %q runs (%s), but the python check failed, so it cannot be compared with the shipped interpreter", imagespec.SettingInterpreterPath, interp, *real))
 			case *real != r.python.Realpath:
-				problems = append(problems, fmt.Sprintf("%s %q is %s, the image's python3 is %s", build.SettingInterpreterPath, interp, *real, r.python.Realpath))
+				problems = append(problems, fmt.Sprintf("%s %q is %s, the image's python3 is %s", imagespec.SettingInterpreterPath, interp, *real, r.python.Realpath))
 			}
 		}
 	}

@@ -15,12 +15,12 @@
 //     imagectl smoke attach (smoke/probe, smoke/dap) attaches, sees the stop
 //     in the right function and line, continues, and the script exits 0
 //     with its result.
-//   - code-server: where the base carries build.CodeServerBin, the image's
+//   - code-server: where the base carries imagespec.CodeServerBin, the image's
 //     entrypoint is started as `docker run` would, code-server must answer
-//     GET /healthz on build.CodeServerPort, `code-server --list-extensions
+//     GET /healthz on imagespec.CodeServerPort, `code-server --list-extensions
 //     --show-versions` (as the service user, with the service's
 //     --extensions-dir and --user-data-dir) must equal the locked
-//     extensions, and build.SettingsPath must hold the debugger's cluster
+//     extensions, and imagespec.SettingsPath must hold the debugger's cluster
 //     dashboards and an interpreter path that runs the same interpreter.
 //     Without code-server the line says skip, with the reason.
 //

@@ -26,7 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/imagectl/imagectl/build"
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // The fixture images of the runc integration tests: the stand-in base root
@@ -34,7 +34,7 @@ import (
 // python3 3.11), plus code-server laid out as linuxserver's
 // (hack/standin/code-server.sh) when the base does not already carry it
 // (amd64 only), plus a layer shaped like the one imagectl build adds:
-// site-packages under build.PythonDir with a ray stand-in (a real compiled
+// site-packages under imagespec.PythonDir with a ray stand-in (a real compiled
 // module of the platform inside, from the base's own lib-dynload) and the
 // real debugpy from Debian's python3-debugpy, one extension in
 // /config/extensions, and settings.json. The config carries the labels of
@@ -218,29 +218,29 @@ func unameArch(arch string) string {
 }
 
 // fixtureSet is the lock the fixture images carry.
-func fixtureSet(t *testing.T, arches ...string) resolve.Set {
+func fixtureSet(t *testing.T, arches ...string) imagespec.Set {
 	t.Helper()
 	out, err := exec.Command(fixtureInterp, "-c", "import importlib.metadata as m; print(m.version('debugpy'))").Output()
 	if err != nil {
 		t.Fatalf("debugpy version: %v", err)
 	}
-	set := resolve.Set{
-		CodeServer: resolve.CodeServer{Version: "4.100.3", VSCode: "1.100.3", Base: "example.invalid/code-server:4.100.3", Platforms: map[string]string{}},
+	set := imagespec.Set{
+		CodeServer: imagespec.CodeServer{Version: "4.100.3", VSCode: "1.100.3", Base: "example.invalid/code-server:4.100.3", Platforms: map[string]string{}},
 		Ray:        fixtureRay, Python: fixturePython, RayPythons: []string{fixturePython},
 		Debugpy:    strings.TrimSpace(string(out)),
-		Extensions: []resolve.Extension{{ID: fixtureExtID, Version: fixtureExtVer, Source: "marketplace", Engine: "^1.90.0", Files: map[string]resolve.File{}}},
+		Extensions: []imagespec.Extension{{ID: fixtureExtID, Version: fixtureExtVer, Source: "marketplace", Engine: "^1.90.0", Files: map[string]imagespec.File{}}},
 	}
 	for _, a := range arches {
 		p := "linux/" + a
 		set.Platforms = append(set.Platforms, p)
 		set.CodeServer.Platforms[p] = "sha256:" + strings.Repeat("0", 64)
-		set.Extensions[0].Files[p] = resolve.File{TargetPlatform: "universal"}
+		set.Extensions[0].Files[p] = imagespec.File{TargetPlatform: "universal"}
 	}
 	return set
 }
 
 // fixtureImage builds the platform image for arch.
-func fixtureImage(t *testing.T, arch string, set resolve.Set, o fixtureOpts) v1.Image {
+func fixtureImage(t *testing.T, arch string, set imagespec.Set, o fixtureOpts) v1.Image {
 	t.Helper()
 	baseTar := filepath.Join(testCache(), "base", "base-"+arch+".tar")
 	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), &fileLayer{path: baseTar})
@@ -257,7 +257,7 @@ func fixtureImage(t *testing.T, arch string, set resolve.Set, o fixtureOpts) v1.
 		}
 	}
 
-	site := build.PythonSitePackages(fixturePython)
+	site := imagespec.PythonSitePackages(fixturePython)
 	soArch := o.soArch
 	if soArch == "" {
 		soArch = arch
@@ -282,23 +282,23 @@ func fixtureImage(t *testing.T, arch string, set resolve.Set, o fixtureOpts) v1.
 	b.dist(site, "bytecode", "0.14.0", bc)
 	// The image's interpreter: with the base's python3, a link to it (as
 	// the image definition makes it).
-	b.dir(build.PythonDir+"/bin", 0)
-	b.tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(build.InterpreterPath, "/"), Typeflag: tar.TypeSymlink, Linkname: "/usr/bin/python3.11", Mode: 0o777, ModTime: time.Unix(0, 0)})
+	b.dir(imagespec.PythonDir+"/bin", 0)
+	b.tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(imagespec.InterpreterPath, "/"), Typeflag: tar.TypeSymlink, Linkname: "/usr/bin/python3.11", Mode: 0o777, ModTime: time.Unix(0, 0)})
 
-	extDir := build.ExtensionsDir + "/" + fixtureExtID + "-" + fixtureExtVer
+	extDir := imagespec.ExtensionsDir + "/" + fixtureExtID + "-" + fixtureExtVer
 	b.dir("/config", 911)
-	b.dir(build.ExtensionsDir, 911)
+	b.dir(imagespec.ExtensionsDir, 911)
 	b.dir(extDir, 911)
 	b.file(extDir+"/package.json", []byte(`{"name":"hello","publisher":"imagectl-test","version":"`+fixtureExtVer+`","engines":{"vscode":"^1.90.0"}}`), 0o644, 911)
-	b.file(build.ExtensionsDir+"/extensions.json", []byte(`[{"identifier":{"id":"`+fixtureExtID+`"},"version":"`+fixtureExtVer+`","location":{"$mid":1,"path":"`+extDir+`","scheme":"file"},"relativeLocation":"`+fixtureExtID+`-`+fixtureExtVer+`","metadata":{"installedTimestamp":0,"source":"vsix"}}]`), 0o644, 911)
-	settings := map[string]any{build.SettingClusterDashboards: []map[string]string{{"host": "127.0.0.1:8265", "localRoot": "/tmp/ray/session_latest/runtime_resources"}}}
+	b.file(imagespec.ExtensionsDir+"/extensions.json", []byte(`[{"identifier":{"id":"`+fixtureExtID+`"},"version":"`+fixtureExtVer+`","location":{"$mid":1,"path":"`+extDir+`","scheme":"file"},"relativeLocation":"`+fixtureExtID+`-`+fixtureExtVer+`","metadata":{"installedTimestamp":0,"source":"vsix"}}]`), 0o644, 911)
+	settings := map[string]any{imagespec.SettingClusterDashboards: []map[string]string{{"host": "127.0.0.1:8265", "localRoot": "/tmp/ray/session_latest/runtime_resources"}}}
 	if !o.noInterpreterSetting {
-		settings[build.SettingInterpreterPath] = build.InterpreterPath
+		settings[imagespec.SettingInterpreterPath] = imagespec.InterpreterPath
 	}
 	sj, _ := json.Marshal(settings)
-	b.dir(build.UserDataDir, 911)
-	b.dir(path.Dir(build.SettingsPath), 911)
-	b.file(build.SettingsPath, sj, 0o644, 911)
+	b.dir(imagespec.UserDataDir, 911)
+	b.dir(path.Dir(imagespec.SettingsPath), 911)
+	b.file(imagespec.SettingsPath, sj, 0o644, 911)
 	if img, err = mutate.AppendLayers(img, b.layer(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func fixtureImage(t *testing.T, arch string, set resolve.Set, o fixtureOpts) v1.
 	cf.OS, cf.Architecture = "linux", arch
 	p := o.path
 	if p == "" {
-		p = build.PythonDir + "/bin:" + DefaultPath
+		p = imagespec.PythonDir + "/bin:" + DefaultPath
 	}
 	cf.Config.Env = []string{"PATH=" + p, "PYTHONPATH=" + site, "HOME=/config"}
 	if hasInit {

@@ -17,8 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/imagectl/imagectl/build"
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/verify"
 )
 
@@ -250,7 +249,7 @@ type platformRun struct {
 	o      *options
 	p      *Platform
 	c      Container
-	lock   *resolve.Set
+	lock   *imagespec.Set
 	labels []string // label problems
 	env    []string
 	uid    uint32
@@ -267,7 +266,7 @@ func smokePlatform(ctx context.Context, rt Runtime, p *Platform, scriptsDir stri
 	r := &platformRun{o: o, p: p}
 	r.lock, r.labels = verify.Lock(p.Config.Config.Labels)
 
-	c, err := rt.Create(ctx, p, Spec{ID: randomID(p.Arch()), Mount: scriptsDir, Ports: []int{build.CodeServerPort, o.debugPort}})
+	c, err := rt.Create(ctx, p, Spec{ID: randomID(p.Arch()), Mount: scriptsDir, Ports: []int{imagespec.CodeServerPort, o.debugPort}})
 	if err != nil {
 		add(CheckContainer, start, Fail, "creating the container: %v", err)
 		return pr
@@ -287,7 +286,7 @@ func smokePlatform(ctx context.Context, rt Runtime, p *Platform, scriptsDir stri
 	passwd, _ := read("/etc/passwd")
 	r.env = ImageEnv(p.Config, homeOf(passwd, r.uid))
 
-	_, csErr := c.ReadFile(ctx, build.CodeServerBin, 1<<20)
+	_, csErr := c.ReadFile(ctx, imagespec.CodeServerBin, 1<<20)
 	hasCodeServer := csErr == nil || !isNotExist(csErr)
 	entry := append(append([]string{}, p.Config.Config.Entrypoint...), p.Config.Config.Cmd...)
 	// Python and the debugger first, in a container kept up without its
@@ -307,7 +306,7 @@ func smokePlatform(ctx context.Context, rt Runtime, p *Platform, scriptsDir stri
 	add(CheckDebugger, t, st, "%s", detail)
 	t = time.Now()
 	if !hasCodeServer {
-		add(CheckCodeServer, t, Skip, "the image has no %s: nothing to boot", build.CodeServerBin)
+		add(CheckCodeServer, t, Skip, "the image has no %s: nothing to boot", imagespec.CodeServerBin)
 		return pr
 	}
 	if err := c.Start(ctx); err != nil {

@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Platform is one platform image of the image under test.
@@ -204,7 +206,7 @@ func untarLayout(p, dir string, maxBytes int64) error {
 }
 
 // indexPlatforms lists the platform images of idx, skipping attestation
-// manifests (unknown/unknown).
+// manifests (imagespec.IsAttestationManifest).
 func indexPlatforms(idx v1.ImageIndex) ([]*Platform, error) {
 	im, err := idx.IndexManifest()
 	if err != nil {
@@ -212,7 +214,7 @@ func indexPlatforms(idx v1.ImageIndex) ([]*Platform, error) {
 	}
 	var out []*Platform
 	for _, d := range im.Manifests {
-		if d.Platform != nil && d.Platform.OS == "unknown" {
+		if imagespec.IsAttestationManifest(d) {
 			continue
 		}
 		if !d.MediaType.IsImage() {

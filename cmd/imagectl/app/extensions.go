@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/internal/sourcedate"
 	"github.com/imagectl/imagectl/matrix"
@@ -152,18 +152,18 @@ func (f *extensionsFlags) openCache(g *globals) (*cache.Cache, error) {
 }
 
 // resolveSet loads matrix.yaml and the catalog and resolves one set.
-func (f *extensionsFlags) resolveSet(g *globals, platforms []string) (*matrix.Config, resolve.Set, error) {
+func (f *extensionsFlags) resolveSet(g *globals, platforms []string) (*matrix.Config, imagespec.Set, error) {
 	cfg, err := matrix.Load(g.matrixPath)
 	if err != nil {
-		return nil, resolve.Set{}, err
+		return nil, imagespec.Set{}, err
 	}
 	cat, err := catalog.Load(g.catalog())
 	if err != nil {
-		return nil, resolve.Set{}, err
+		return nil, imagespec.Set{}, err
 	}
 	set, _, err := resolve.Resolve(cfg, cat, resolve.Request{Ray: f.ray, Python: f.python, CodeServer: f.codeServer, Platforms: platforms})
 	if err != nil {
-		return nil, resolve.Set{}, err
+		return nil, imagespec.Set{}, err
 	}
 	return cfg, set, nil
 }
@@ -278,7 +278,7 @@ It reads the cache only: run "imagectl extensions fetch" first. With
 				}
 			}
 			if settingsOut != "" {
-				if err := extensions.WriteSettings(settingsOut, build.ImageSettings(cfg.Settings), t); err != nil {
+				if err := extensions.WriteSettings(settingsOut, imagespec.ImageSettings(cfg.Settings), t); err != nil {
 					return err
 				}
 			}
@@ -296,7 +296,7 @@ It reads the cache only: run "imagectl extensions fetch" first. With
 	f.addCache(cmd)
 	cmd.Flags().StringVar(&platform, "platform", "", "one OCI platform, e.g. linux/arm64")
 	cmd.Flags().StringVar(&dir, "out", "", "output directory, empty or absent")
-	cmd.Flags().StringVar(&inImage, "in-image-dir", build.ExtensionsDir, "where the directory will live in the image (recorded in extensions.json)")
+	cmd.Flags().StringVar(&inImage, "in-image-dir", imagespec.ExtensionsDir, "where the directory will live in the image (recorded in extensions.json)")
 	cmd.Flags().StringVar(&settingsOut, "settings", "", "also write code-server's settings.json here")
 	f.addLimits(cmd)
 	addOptions(cmd, &out)
@@ -366,13 +366,13 @@ catalog already pins is checked, never re-pinned.`,
 			if err != nil {
 				return err
 			}
-			var sets []resolve.Set
+			var sets []imagespec.Set
 			if f.ray != "" {
 				set, _, err := resolve.Resolve(cfg, cat, resolve.Request{Ray: f.ray, Python: f.python, CodeServer: f.codeServer, Platforms: f.platforms})
 				if err != nil {
 					return err
 				}
-				sets = []resolve.Set{set}
+				sets = []imagespec.Set{set}
 			} else {
 				all, _, err := resolve.All(cfg, cat, f.platforms)
 				if err != nil {

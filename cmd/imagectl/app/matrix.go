@@ -21,6 +21,7 @@ import (
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
@@ -104,7 +105,7 @@ version lists the Ray versions the catalog knows.`,
 				var v any = set
 				if explain {
 					v = struct {
-						Set         resolve.Set          `json:"set"`
+						Set         imagespec.Set        `json:"set"`
 						Explanation *resolve.Explanation `json:"explanation"`
 					}{set, ex}
 				}
@@ -135,7 +136,7 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func writeSetText(w io.Writer, s resolve.Set, tags string) {
+func writeSetText(w io.Writer, s imagespec.Set, tags string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	base := s.CodeServer.Base
 	if len(s.CodeServer.Platforms) == 0 {
@@ -221,11 +222,11 @@ reason (and under "skipped" in JSON).`,
 				return err
 			}
 			if sets == nil {
-				sets = []resolve.Set{}
+				sets = []imagespec.Set{}
 			}
 			if out.JSON() {
 				return writeJSON(g.stdout, struct {
-					Sets    []resolve.Set     `json:"sets"`
+					Sets    []imagespec.Set   `json:"sets"`
 					Skipped []resolve.Skipped `json:"skipped,omitempty"`
 				}{sets, skipped})
 			}

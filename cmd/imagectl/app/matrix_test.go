@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // The committed files at the repository root.
@@ -34,7 +34,7 @@ func TestMatrixResolveJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
-	var set resolve.Set
+	var set imagespec.Set
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&set); err != nil {
@@ -136,7 +136,7 @@ func TestMatrixList(t *testing.T) {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
 	var got struct {
-		Sets []resolve.Set `json:"sets"`
+		Sets []imagespec.Set `json:"sets"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)

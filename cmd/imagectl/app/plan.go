@@ -11,6 +11,7 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/build/pipeline"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/resolve"
@@ -176,12 +177,12 @@ for fromJSON. Nothing changed: an empty plan.`,
 // setTags renders the tags of s for display (imagectl matrix list/resolve):
 // they carry the inputs digest, so they are rendered with matrix.yaml's
 // definition (no overrides); Resolve leaves them out of the lock.
-func setTags(cfg *matrix.Config, s resolve.Set) string {
+func setTags(cfg *matrix.Config, s imagespec.Set) string {
 	def, err := build.NewDefinition(cfg, build.Overrides{}, Version)
 	if err == nil {
-		var tags []string
+		var tags imagespec.Tags
 		if tags, err = def.Tags(s); err == nil {
-			return strings.Join(tags, ", ")
+			return strings.Join(tags.Names(), ", ")
 		}
 	}
 	return "(not rendered: " + err.Error() + ")"

@@ -24,11 +24,11 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
 	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
 	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 	"github.com/imagectl/imagectl/internal/testimage"
-	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/upstream/pip"
 )
 
@@ -385,7 +385,7 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("matrix resolve: exit %d\nstderr:\n%s", code, stderr)
 	}
-	var set resolve.Set
+	var set imagespec.Set
 	dec := json.NewDecoder(strings.NewReader(stdout))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&set); err != nil {
@@ -407,9 +407,9 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 		t.Errorf("set pythonRuntime %+v, want the catalog's 3.11.13 (the set's Python)", rt)
 	}
 	for _, l := range wantLocks {
-		var want []resolve.PythonDist
+		var want []imagespec.PythonDist
 		for _, d := range l.Distributions {
-			want = append(want, resolve.PythonDist{Name: d.Name, Version: d.Version, Filename: d.Filename, URL: d.URL, SHA256: d.SHA256})
+			want = append(want, imagespec.PythonDist{Name: d.Name, Version: d.Version, Filename: d.Filename, URL: d.URL, SHA256: d.SHA256})
 		}
 		if diff := cmp.Diff(want, set.PythonLocks[l.Platform]); diff != "" {
 			t.Errorf("the set's Python closure on %s (-want +got):\n%s", l.Platform, diff)

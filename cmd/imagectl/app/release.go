@@ -11,8 +11,8 @@ import (
 
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/extensions"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/release"
-	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
 	smokeimage "github.com/imagectl/imagectl/smoke/image"
 	"github.com/imagectl/imagectl/verify"
@@ -190,13 +190,13 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 // to stderr. The runtime is found before anything is built.
 func (f *releaseFlags) smoker(ctx context.Context, g *globals, ropts []remote.Option, nopts []name.Option) (release.Smoker, error) {
 	if f.dryRun {
-		return release.SmokerFunc(func(context.Context, name.Digest, resolve.Set) error { return errors.New("no smoke (dry run)") }), nil
+		return release.SmokerFunc(func(context.Context, name.Digest, imagespec.Set) error { return errors.New("no smoke (dry run)") }), nil
 	}
 	opts, err := f.smoke.options(ctx, g)
 	if err != nil {
 		return nil, &exitError{2, fmt.Errorf("release runs imagectl smoke image (--smoke-image=false skips it): %w", err)}
 	}
-	return release.SmokerFunc(func(ctx context.Context, ref name.Digest, _ resolve.Set) error {
+	return release.SmokerFunc(func(ctx context.Context, ref name.Digest, _ imagespec.Set) error {
 		rep, err := smokeimage.Image(ctx, ref.String(), append(opts, smokeimage.WithRemoteOptions(ropts...), smokeimage.WithNameOptions(nopts...))...)
 		if rep != nil {
 			rep.WriteText(g.stderr)

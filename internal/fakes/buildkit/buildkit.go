@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
 )
 
@@ -126,8 +127,8 @@ func export(s build.Spec, files map[string][]byte) (v1.ImageIndex, error) {
 	return mutate.AppendManifests(idx, mutate.IndexAddendum{Add: att, Descriptor: v1.Descriptor{
 		Platform: &v1.Platform{OS: "unknown", Architecture: "unknown"},
 		Annotations: map[string]string{
-			"vnd.docker.reference.digest": d.String(),
-			"vnd.docker.reference.type":   "attestation-manifest",
+			imagespec.AnnotationReferenceDigest: d.String(),
+			imagespec.AnnotationReferenceType:   imagespec.ReferenceTypeAttestation,
 		},
 	}}), nil
 }

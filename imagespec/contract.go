@@ -1,4 +1,4 @@
-package build
+package imagespec
 
 // The image contract: what every image imagectl builds carries, and what
 // verify and plan read back. Change these only together with dockerfiles/.
@@ -9,7 +9,7 @@ const (
 	// the extension file digests, the base digest per platform, the image
 	// definition and the imagectl version); plan compares it with a fresh one.
 	LabelInputs = LabelPrefix + "inputs.digest"
-	// LabelLock is the resolved set (resolve.Set as compact JSON).
+	// LabelLock is the resolved set (Set as compact JSON, EncodeLock).
 	LabelLock       = LabelPrefix + "lock"
 	LabelCodeServer = LabelPrefix + "code-server.version"
 	LabelVSCode     = LabelPrefix + "vscode.version"
@@ -104,3 +104,9 @@ const (
 	// Debugger extension polls ({host, localRoot} objects).
 	SettingClusterDashboards = "anyscalecompute.ray-distributed-debugger.clusterDashboards"
 )
+
+// PythonSitePackages is where the Python packages of a set with CPython
+// version (X.Y) live in the image.
+func PythonSitePackages(version string) string {
+	return PythonDir + "/lib/python" + version + "/site-packages"
+}

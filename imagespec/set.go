@@ -1,4 +1,4 @@
-package resolve
+package imagespec
 
 // Set is one resolved, buildable combination. Its JSON encoding is the lock that
 // builds, labels and plans are derived from: the same inputs give byte-identical

@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"context"
+	"io"
+	"log"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/release"
+	"github.com/imagectl/imagectl/resolve"
+)
+
+// TestBuildAndReleaseTagTheSame: with two immutable tag templates, build
+// --push and release write the same immutable tags (both from
+// resolve.RenderTags), the versioned one first. Build's are read from Run's
+// result on inputs that are already published (so nothing is solved).
+func TestBuildAndReleaseTagTheSame(t *testing.T) {
+	cfg, err := matrix.Load("../../matrix.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Tags = []matrix.Tag{
+		{Template: "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}-{{.Inputs}}"},
+		{Template: "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}", Floating: true},
+		{Template: "ray{{.Ray}}-py{{.Python}}-cs{{.CodeServer}}-{{.Inputs}}"},
+		{Template: "latest", Floating: true},
+	}
+	cat, err := catalog.Load("../../catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cat.CodeServer {
+		cat.CodeServer[i].Platforms = map[string]string{
+			"linux/amd64": "sha256:" + strings.Repeat("1", 64), "linux/arm64": "sha256:" + strings.Repeat("2", 64),
+		}
+	}
+	def, err := build.NewDefinition(cfg, build.Overrides{}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	repo, err := name.NewRepository(strings.TrimPrefix(srv.URL, "http://") + "/team/img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _, err := resolve.Resolve(cfg, cat, resolve.Request{Ray: "2.46.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := def.Render(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	targets, err := release.Targets(cfg, []imagespec.Set{r.Set}, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := append([]string{targets[0].Versioned}, targets[0].Immutable...)
+	if len(released) != 2 {
+		t.Fatalf("release writes the immutable tags %v, want two", released)
+	}
+
+	pushIndex(t, repo.Tag(targets[0].Versioned), r.Set, r.Inputs, set.Platforms...)
+	res, err := Run(context.Background(), failBuilder{t}, Request{Matrix: cfg, Catalog: cat, Definition: def,
+		Resolve: resolve.Request{Ray: "2.46.0"}, Publish: PublishOptions{Repo: repo.Name(), Push: true}})
+	if err != nil {
+		t.Fatalf("Run of published inputs: %v", err)
+	}
+	if res.InputsDigest != r.Inputs {
+		t.Fatalf("Run's inputs digest %s, release's %s", res.InputsDigest, r.Inputs)
+	}
+	if diff := cmp.Diff(released, res.Tags); diff != "" {
+		t.Errorf("immutable tags: release (-) and build --push (+) disagree:\n%s", diff)
+	}
+	if diff := cmp.Diff(targets[0].Set.Tags, res.Set.Tags); diff != "" {
+		t.Errorf("rendered tags: release (-) and build (+) disagree:\n%s", diff)
+	}
+}

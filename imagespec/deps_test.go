@@ -1,0 +1,70 @@
+package imagespec_test
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// goList runs go list at the module root, skipping (or failing with
+// IMAGECTL_REQUIRE_TOOLS=1) when the go command is not on PATH.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		msg := "go command not found on PATH: go list is needed to read the import graph"
+		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestNoBuildKitOutsideBuild: the packages that read or publish images
+// (and the ones they use) know the image through imagespec, not through
+// build, so none of them links BuildKit.
+func TestNoBuildKitOutsideBuild(t *testing.T) {
+	pkgs := []string{"./imagespec", "./extensions", "./sign", "./verify", "./release", "./resolve", "./matrix"}
+	for _, p := range pkgs {
+		deps := goList(t, "-deps", p)
+		if len(deps) < 2 {
+			t.Fatalf("go list -deps %s named %d packages, want its whole import graph", p, len(deps))
+		}
+		for _, d := range deps {
+			if strings.HasPrefix(d, "github.com/moby/buildkit") || d == "github.com/imagectl/imagectl/build" {
+				t.Errorf("%s depends on %s; it must know the image through imagespec only", p, d)
+			}
+		}
+	}
+}
+
+// TestLeaf: imagespec imports the standard library and
+// go-containerregistry's descriptor types only, so any package may import
+// it.
+func TestLeaf(t *testing.T) {
+	allowed := map[string]bool{
+		"github.com/google/go-containerregistry/pkg/v1":       true,
+		"github.com/google/go-containerregistry/pkg/v1/types": true,
+		"github.com/imagectl/imagectl/imagespec":              true,
+	}
+	deps := goList(t, "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./imagespec")
+	if len(deps) == 0 {
+		t.Fatal("go list -deps ./imagespec named no non-standard package, not even imagespec")
+	}
+	for _, d := range deps {
+		if !allowed[d] {
+			t.Errorf("imagespec depends on %s; it must stay a leaf (standard library and ggcr's pkg/v1 only)", d)
+		}
+	}
+}
