@@ -2,9 +2,11 @@ package build
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -647,7 +649,7 @@ func TestSharedKeysFollowContent(t *testing.T) {
 	write(ContextExtensionsJSON, "extensions.json", `[{"version":"0.1.4"}]`)
 	write(ExtensionContext("a.b"), "x.js", "x")
 	s1, k1 := keys("linux/arm64")
-	if diff := cmp.Diff([]string{"ext-a.b", ContextExtensionsJSON}, sortedKeys(k1)); diff != "" {
+	if diff := cmp.Diff([]string{"ext-a.b", ContextExtensionsJSON}, slices.Sorted(maps.Keys(k1))); diff != "" {
 		t.Errorf("per-context keys for (-want +got):\n%s", diff)
 	}
 	if s, k := keys("linux/arm64"); s != s1 || !cmp.Equal(k, k1) {

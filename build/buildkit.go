@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -217,7 +219,7 @@ func sharedKeys(platform string, mounts map[string]string) (session string, perC
 	h := sha256.New()
 	fmt.Fprintf(h, "platform %s\n", platform)
 	perContext = map[string]string{}
-	for _, n := range sortedKeys(mounts) {
+	for _, n := range slices.Sorted(maps.Keys(mounts)) {
 		ch := sha256.New()
 		if err := hashTree(ch, mounts[n]); err != nil {
 			return "", nil, fmt.Errorf("hashing build context %s (%s): %w", n, mounts[n], err)

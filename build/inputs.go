@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,25 +45,16 @@ func InputsDigest(set imagespec.Set, definition []byte, version string) string {
 	// Also list the pinned digests explicitly, sorted, so a reader of this
 	// function sees what must move the digest.
 	field("tools", set.ToolsImage)
-	plats := sortedKeys(set.CodeServer.Platforms)
+	plats := slices.Sorted(maps.Keys(set.CodeServer.Platforms))
 	for _, p := range plats {
 		field("base "+p, set.CodeServer.Platforms[p])
 	}
 	for _, e := range set.Extensions {
-		for _, p := range sortedKeys(e.Files) {
+		for _, p := range slices.Sorted(maps.Keys(e.Files)) {
 			field("extension "+e.ID+"@"+e.Version+" "+p, e.Files[p].SHA256)
 		}
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // LabelSource names the image's source for org.opencontainers.image.source.

@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -156,8 +157,7 @@ func Render(definition []byte, p Params) ([]byte, error) {
 	if markers != 1 {
 		return nil, fmt.Errorf("render: the definition has %d %q lines, want exactly one (where each extension's COPY --link goes)", markers, ExtensionsMarker)
 	}
-	names := sortedKeys(vals)
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(vals))
 	for _, n := range names {
 		if seen[n] != 1 {
 			return nil, fmt.Errorf("render: the definition declares the global \"ARG %s\" %d times, want exactly once", n, seen[n])

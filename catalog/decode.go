@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -260,7 +262,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	return m
 }
 
-func fieldNames(t reflect.Type) []string { return sortedKeys(jsonFields(t)) }
+func fieldNames(t reflect.Type) []string { return slices.Sorted(maps.Keys(jsonFields(t))) }
 
 var plainKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 

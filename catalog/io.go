@@ -78,15 +78,6 @@ func (r PythonRuntime) check() error {
 
 func validHex(s string) bool { return len(s) == 64 && strings.Trim(s, "0123456789abcdef") == "" }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}
-
 // validDigest reports whether d is "sha256:" and 64 lowercase hex digits.
 func validDigest(d string) bool {
 	hex, ok := strings.CutPrefix(d, "sha256:")

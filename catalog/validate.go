@@ -2,8 +2,10 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -88,7 +90,7 @@ func (v *validator) catalog(c *Catalog) {
 			v.fail(p+".tag", "%s: want an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}, no digest)", quote(cs.Tag))
 		}
 		v.digest(p+".indexDigest", cs.IndexDigest, true)
-		for _, pl := range sortedKeys(cs.Platforms) {
+		for _, pl := range slices.Sorted(maps.Keys(cs.Platforms)) {
 			pp := joinKey(p+".platforms", pl)
 			if !ociPlatformRE.MatchString(pl) {
 				v.fail(pp, "key %s: want an OCI platform os/architecture[/variant], e.g. linux/arm64", quote(pl))
@@ -221,7 +223,7 @@ func (v *validator) runtime(p string, r PythonRuntime) {
 			v.fail(p+"."+f.field, "missing: repository, release and flavor are required")
 		}
 	}
-	for _, pl := range sortedKeys(r.Files) {
+	for _, pl := range slices.Sorted(maps.Keys(r.Files)) {
 		pp := joinKey(p+".files", pl)
 		if _, ok := runtimeArches[pl]; !ok {
 			v.fail(pp, "key %s: want linux/amd64 or linux/arm64", quote(pl))
@@ -235,7 +237,7 @@ func (v *validator) runtime(p string, r PythonRuntime) {
 			v.fail(pp+".size", "%d: want a size in bytes, or nothing", f.Size)
 		}
 	}
-	for _, pl := range sortedKeys(runtimeArches) {
+	for _, pl := range slices.Sorted(maps.Keys(runtimeArches)) {
 		if _, ok := r.Files[pl]; !ok {
 			v.fail(p+".files", "no file for %s: want one tarball each for linux/amd64 and linux/arm64", pl)
 		}
@@ -249,7 +251,7 @@ func (v *validator) pythonPackage(p string, pp PythonPackage) {
 			v.fail(p+".requiresPython", "%s: want a PEP 440 specifier such as >=3.9", quote(pp.RequiresPython))
 		}
 	}
-	for _, pl := range sortedKeys(pp.Pythons) {
+	for _, pl := range slices.Sorted(maps.Keys(pp.Pythons)) {
 		pk := joinKey(p+".pythons", pl)
 		if !wheelPlatforms[pl] {
 			v.fail(pk, "key %s: want linux/amd64, linux/arm64 or any (a pure-Python wheel)", quote(pl))
@@ -292,7 +294,7 @@ func (v *validator) extensionVersion(p string, ev ExtensionVersion) {
 	if len(ev.Files) == 0 {
 		v.fail(p+".files", "none: want at least one VSIX (universal or per target platform)")
 	}
-	for _, tp := range sortedKeys(ev.Files) {
+	for _, tp := range slices.Sorted(maps.Keys(ev.Files)) {
 		pf := joinKey(p+".files", tp)
 		if !targetPlatforms[tp] {
 			v.fail(pf, "key %s: want a VS Code target platform (universal, linux-x64, linux-arm64, ...)", quote(tp))

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -578,7 +580,7 @@ func (c *config) sidecar(image, volume, subPath string, s *site) item {
 	}
 	res := func(m map[string]string) item {
 		r := mapOf()
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			r.kv = append(r.kv, pair(k, m[k]))
 		}
 		return r

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -170,7 +172,7 @@ func (c *config) check() error {
 		return fmt.Errorf("a Secret cannot be created in a Helm values file: create it with kubectl create secret generic %s --from-literal=%s=<password>", c.secretName, c.secretKey)
 	}
 	for what, m := range map[string]map[string]string{"requests": c.requests, "limits": c.limits} {
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if _, err := resource.ParseQuantity(m[k]); err != nil {
 				return fmt.Errorf("%s %s=%q: expected a Kubernetes quantity (500m, 2, 1Gi): %w", what, k, m[k], err)
 			}

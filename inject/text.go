@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -372,14 +371,4 @@ func (st style) emitItem(indent int, it item, comment string) []string {
 		return []string{pad + "- []" + comment}
 	}
 	return []string{pad + "- " + scalarText(it.scalar) + comment}
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,6 +3,8 @@ package release
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -379,7 +381,7 @@ func diffSets(old, s imagespec.Set) []Reason {
 		rs = append(rs, Reason{KindNewCodeServer, fmt.Sprintf("code-server %s -> %s", old.CodeServer.Version, s.CodeServer.Version)})
 	} else {
 		var base []string
-		for _, pl := range sortedKeys(s.CodeServer.Platforms, old.CodeServer.Platforms) {
+		for _, pl := range unionKeys(s.CodeServer.Platforms, old.CodeServer.Platforms) {
 			if a, b := old.CodeServer.Platforms[pl], s.CodeServer.Platforms[pl]; a != b {
 				base = append(base, fmt.Sprintf("%s %s -> %s", pl, orNone(short(a)), orNone(short(b))))
 			}
@@ -419,7 +421,7 @@ func diffSets(old, s imagespec.Set) []Reason {
 		case o.Version != e.Version:
 			rs = append(rs, Reason{KindExtensionBump, fmt.Sprintf("%s %s -> %s", e.ID, o.Version, e.Version)})
 		default:
-			for _, pl := range sortedKeys(e.Files, o.Files) {
+			for _, pl := range unionKeys(e.Files, o.Files) {
 				if o.Files[pl] != e.Files[pl] {
 					rs = append(rs, Reason{KindExtensionBump, fmt.Sprintf("%s %s: %s file changed (%s -> %s)", e.ID, e.Version, pl,
 						orNone(short(o.Files[pl].SHA256)), orNone(short(e.Files[pl].SHA256)))})
@@ -474,19 +476,15 @@ func splitDigest(ref string) (string, string) {
 	return strings.TrimSuffix(ref, "@"+d.DigestStr()), d.DigestStr()
 }
 
-func sortedKeys[V any](ms ...map[string]V) []string {
-	seen := map[string]bool{}
-	var out []string
+// unionKeys returns the sorted union of the maps' keys.
+func unionKeys[V any](ms ...map[string]V) []string {
+	u := map[string]bool{}
 	for _, m := range ms {
 		for k := range m {
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
+			u[k] = true
 		}
 	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(u))
 }
 
 // short abbreviates a digest for messages: sha256:0123456789ab.

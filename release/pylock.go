@@ -2,6 +2,8 @@ package release
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/imagectl/imagectl/imagespec"
@@ -38,9 +40,9 @@ func diffPythonLocks(old, cur imagespec.Set) []Reason {
 		return m
 	}
 	o, c := index(old), index(cur)
-	plats := sortedKeys(old.PythonLocks, cur.PythonLocks)
+	plats := unionKeys(old.PythonLocks, cur.PythonLocks)
 	var rs []Reason
-	for _, n := range sortedKeys(o, c) {
+	for _, n := range unionKeys(o, c) {
 		if n == "ray" || n == "debugpy" {
 			continue
 		}
@@ -87,7 +89,7 @@ func diffPythonLocks(old, cur imagespec.Set) []Reason {
 
 func closureSizes(s imagespec.Set) string {
 	var out []string
-	for _, p := range sortedKeys(s.PythonLocks) {
+	for _, p := range slices.Sorted(maps.Keys(s.PythonLocks)) {
 		out = append(out, fmt.Sprintf("%d distributions on %s", len(s.PythonLocks[p]), p))
 	}
 	return strings.Join(out, ", ")

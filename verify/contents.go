@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -264,7 +266,7 @@ func checkExtensions(fs files, platform string, lock *imagespec.Set, labels map[
 		}
 	}
 	installed := map[string]InstalledExtension{} // by lowercased id
-	for _, d := range sortedKeys(dirs) {
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
 		dir := imagespec.ExtensionsDir + "/" + d
 		pj, ok := fs[dir+"/package.json"]
 		if !ok || pj == nil {
@@ -417,7 +419,7 @@ type distInfo struct {
 func checkPython(fs files, lock *imagespec.Set, labels map[string]string, c *Contents, fail failFn) {
 	var found []distInfo
 	stdlibs := map[string]bool{}
-	for _, p := range sortedKeys(fs) {
+	for _, p := range slices.Sorted(maps.Keys(fs)) {
 		if m := stdlibRe.FindStringSubmatch(p); m != nil {
 			stdlibs[strings.TrimPrefix(m[1], "python")] = true
 			continue
@@ -527,12 +529,3 @@ var nameSepRe = regexp.MustCompile(`[-_.]+`)
 
 // normalizeName is the PEP 503 normalized project name.
 func normalizeName(n string) string { return strings.ToLower(nameSepRe.ReplaceAllString(n, "-")) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	k := make([]string, 0, len(m))
-	for s := range m {
-		k = append(k, s)
-	}
-	sort.Strings(k)
-	return k
-}

@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -144,7 +145,7 @@ func writeSetText(w io.Writer, s imagespec.Set, tags string) {
 	}
 	fmt.Fprintf(tw, "code-server\t%s (VS Code %s)\n", s.CodeServer.Version, s.CodeServer.VSCode)
 	fmt.Fprintf(tw, "base\t%s\n", base)
-	for _, p := range sortedKeys(s.CodeServer.Platforms) {
+	for _, p := range slices.Sorted(maps.Keys(s.CodeServer.Platforms)) {
 		fmt.Fprintf(tw, "\t%s %s\n", p, s.CodeServer.Platforms[p])
 	}
 	tools := s.ToolsImage
@@ -179,7 +180,7 @@ func writeSetText(w io.Writer, s imagespec.Set, tags string) {
 	tw.Flush()
 	for _, e := range s.Extensions {
 		fmt.Fprintf(w, "  %s %s (%s, engines %s)\n", e.ID, e.Version, e.Source, e.Engine)
-		for _, p := range sortedKeys(e.Files) {
+		for _, p := range slices.Sorted(maps.Keys(e.Files)) {
 			f := e.Files[p]
 			sum := "sha256 unknown"
 			if f.SHA256 != "" {
@@ -188,15 +189,6 @@ func writeSetText(w io.Writer, s imagespec.Set, tags string) {
 			fmt.Fprintf(w, "    %-12s %-12s %s\n", p, f.TargetPlatform, sum)
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func newMatrixListCommand(g *globals) *cobra.Command {

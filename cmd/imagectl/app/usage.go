@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -249,10 +251,10 @@ func environmentHelp(root *cobra.Command) string {
 	})
 	var b strings.Builder
 	b.WriteString("Environment: each variable stands in for its flag when the flag is not given.\n")
-	for _, env := range sortedKeys(uses) {
+	for _, env := range slices.Sorted(maps.Keys(uses)) {
 		var flags []string
-		for _, flag := range sortedKeys(uses[env]) {
-			if verbs := sortedKeys(uses[env][flag]); len(verbs) > 0 {
+		for _, flag := range slices.Sorted(maps.Keys(uses[env])) {
+			if verbs := slices.Sorted(maps.Keys(uses[env][flag])); len(verbs) > 0 {
 				flag += " (" + strings.Join(verbs, ", ") + ")"
 			}
 			flags = append(flags, flag)
