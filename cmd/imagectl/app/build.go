@@ -17,6 +17,8 @@ import (
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions"
+	"github.com/imagectl/imagectl/extensions/cache"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/sourcedate"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
@@ -126,90 +128,7 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
   imagectl build --ray 2.46.0 --push --repository ghcr.io/me/code-server-ray --sign --key cosign.key
   imagectl build --ray 2.46.0 --builder linux/arm64=tcp://arm64-builder:1234 --push -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			cfg, err := matrix.Load(g.matrixPath)
-			if err != nil {
-				return err
-			}
-			cat, err := catalog.Load(g.catalog())
-			if err != nil {
-				return err
-			}
-			c, err := f.ext.openCache(g)
-			if err != nil {
-				return err
-			}
-			// The set is resolved here, once, so that with --require-pins
-			// unpinned extension files are refused before anything else;
-			// without it the fetcher warns about each file it trusts on
-			// first use, naming the sha256 it accepted.
-			set, _, err := resolve.Resolve(cfg, cat, resolve.Request{Ray: f.ext.ray, Python: f.ext.python, CodeServer: f.ext.codeServer, Platforms: f.ext.platforms})
-			if err != nil {
-				return fmt.Errorf("resolving: %w", err)
-			}
-			if f.ext.requirePins {
-				if err := extensions.CheckPins(set.Extensions, set.Platforms); err != nil {
-					return err
-				}
-			}
-			epoch, err := buildSourceDateEpoch(f.img.SourceDateEpoch)
-			if err != nil {
-				return err
-			}
-			bk, err := f.bk.BuildKit(ctx)
-			if err != nil {
-				return err
-			}
-			loadSigner, verifyKey, err := f.signer(ctx)
-			if err != nil {
-				return err
-			}
-			def, err := f.def.definition(cfg)
-			if err != nil {
-				return err
-			}
-			res, err := pipeline.Run(ctx, bk, pipeline.Request{
-				Matrix:          cfg,
-				Definition:      def,
-				Set:             &set,
-				Revision:        firstNonEmpty(f.img.Revision, gitRevision()),
-				SourceDateEpoch: epoch,
-				Force:           f.force,
-				Warnings:        g.stderr,
-				Extensions: pipeline.ExtensionOptions{
-					Cache:   c,
-					Sources: f.ext.sources(cfg, f.ext.httpClient(g)),
-					Limits:  f.ext.limits(),
-					Options: []extensions.Option{extensions.WithRequirePins(f.ext.requirePins)},
-				},
-				Solve: pipeline.SolveOptions{
-					Provenance:   f.img.Provenance,
-					SBOM:         f.sbom,
-					CacheFrom:    f.img.CacheFrom,
-					CacheTo:      f.img.CacheTo,
-					Progress:     g.stderr,
-					ProgressMode: f.img.Progress,
-				},
-				Publish: pipeline.PublishOptions{Repo: f.repo, Push: f.push, DistDir: f.dist, Insecure: f.reg.Insecure},
-				Sign: pipeline.SignOptions{
-					LoadSigner:    loadSigner,
-					VerifyKey:     verifyKey,
-					VerifyKeyName: "--verify-key " + f.key.VerifyKey,
-					SBOMFormat:    f.img.SBOMFormat,
-					SBOMFromLock:  f.img.SBOMFromLock,
-				},
-			})
-			if err != nil {
-				return err
-			}
-			if f.out.JSON() {
-				enc := json.NewEncoder(g.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
-			}
-			return printBuildResult(g, res)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return g.runBuild(cmd.Context(), &f) },
 	}
 	f.ext.addResolve(cmd, true)
 	f.ext.addCache(cmd)
@@ -224,6 +143,102 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 	fl.BoolVar(&f.sign, "sign", false, "sign the index and every platform manifest (needs --push and --key)")
 	fl.BoolVar(&f.force, "force", false, "with --push: build, push and sign even when the versioned tag already names an image of these inputs (with --sign: one whose signatures verify with --key)")
 	return cmd
+}
+
+// runBuild resolves the set, builds it through the pipeline and prints
+// the result.
+func (g *globals) runBuild(ctx context.Context, f *buildFlags) error {
+	cfg, set, c, err := g.buildSet(f)
+	if err != nil {
+		return err
+	}
+	epoch, err := buildSourceDateEpoch(f.img.SourceDateEpoch)
+	if err != nil {
+		return err
+	}
+	bk, err := f.bk.BuildKit(ctx)
+	if err != nil {
+		return err
+	}
+	loadSigner, verifyKey, err := f.signer(ctx)
+	if err != nil {
+		return err
+	}
+	def, err := f.def.definition(cfg)
+	if err != nil {
+		return err
+	}
+	res, err := pipeline.Run(ctx, bk, pipeline.Request{
+		Matrix:          cfg,
+		Definition:      def,
+		Set:             &set,
+		Revision:        firstNonEmpty(f.img.Revision, gitRevision()),
+		SourceDateEpoch: epoch,
+		Force:           f.force,
+		Warnings:        g.stderr,
+		Extensions: pipeline.ExtensionOptions{
+			Cache:   c,
+			Sources: f.ext.sources(cfg, f.ext.httpClient(g)),
+			Limits:  f.ext.limits(),
+			Options: []extensions.Option{extensions.WithRequirePins(f.ext.requirePins)},
+		},
+		Solve: pipeline.SolveOptions{
+			Provenance:   f.img.Provenance,
+			SBOM:         f.sbom,
+			CacheFrom:    f.img.CacheFrom,
+			CacheTo:      f.img.CacheTo,
+			Progress:     g.stderr,
+			ProgressMode: f.img.Progress,
+		},
+		Publish: pipeline.PublishOptions{Repo: f.repo, Push: f.push, DistDir: f.dist, Insecure: f.reg.Insecure},
+		Sign: pipeline.SignOptions{
+			LoadSigner:    loadSigner,
+			VerifyKey:     verifyKey,
+			VerifyKeyName: "--verify-key " + f.key.VerifyKey,
+			SBOMFormat:    f.img.SBOMFormat,
+			SBOMFromLock:  f.img.SBOMFromLock,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if f.out.JSON() {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return printBuildResult(g, res)
+}
+
+// buildSet loads matrix.yaml and the catalog, opens the extension cache and
+// resolves the set to build.
+func (g *globals) buildSet(f *buildFlags) (*matrix.Config, imagespec.Set, *cache.Cache, error) {
+	cfg, err := matrix.Load(g.matrixPath)
+	if err != nil {
+		return nil, imagespec.Set{}, nil, err
+	}
+	cat, err := catalog.Load(g.catalog())
+	if err != nil {
+		return nil, imagespec.Set{}, nil, err
+	}
+	c, err := f.ext.openCache(g)
+	if err != nil {
+		return nil, imagespec.Set{}, nil, err
+	}
+	// The set is resolved here, once, so that with --require-pins
+	// unpinned extension files are refused before anything else;
+	// without it the fetcher warns about each file it trusts on
+	// first use, naming the sha256 it accepted.
+	set, _, err := resolve.Resolve(cfg, cat, resolve.Request{Ray: f.ext.ray, Python: f.ext.python, CodeServer: f.ext.codeServer, Platforms: f.ext.platforms})
+	if err != nil {
+		return nil, imagespec.Set{}, nil, fmt.Errorf("resolving: %w", err)
+	}
+	if f.ext.requirePins {
+		if err := extensions.CheckPins(set.Extensions, set.Platforms); err != nil {
+			return nil, imagespec.Set{}, nil, err
+		}
+	}
+	return cfg, set, c, nil
 }
 
 // buildSourceDateEpoch picks the time every timestamp in the image is set

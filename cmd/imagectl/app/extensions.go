@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -357,73 +358,7 @@ catalog already pins is checked, never re-pinned.`,
 		Example: `  imagectl extensions pin
   imagectl extensions pin --ray 2.46.0 --platform linux/amd64,linux/arm64`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := matrix.Load(g.matrixPath)
-			if err != nil {
-				return err
-			}
-			cat, err := catalog.Load(g.catalog())
-			if err != nil {
-				return err
-			}
-			var sets []imagespec.Set
-			if f.ray != "" {
-				set, _, err := resolve.Resolve(cfg, cat, resolve.Request{Ray: f.ray, Python: f.python, CodeServer: f.codeServer, Platforms: f.platforms})
-				if err != nil {
-					return err
-				}
-				sets = []imagespec.Set{set}
-			} else {
-				all, _, err := resolve.All(cfg, cat, f.platforms)
-				if err != nil {
-					return err
-				}
-				sets = all
-			}
-			c, err := f.openCache(g)
-			if err != nil {
-				return err
-			}
-			fe := f.fetcher(g, cfg, c)
-			var fetched []extensions.Fetched
-			for _, set := range sets {
-				got, err := fe.Fetch(cmd.Context(), &set)
-				if err != nil {
-					return err
-				}
-				fetched = append(fetched, got...)
-			}
-			pinned, err := extensions.RecordPins(cat, fetched)
-			if err != nil {
-				return err
-			}
-			if len(pinned) > 0 {
-				if err := catalog.Write(g.catalog(), cat); err != nil {
-					return err
-				}
-			}
-			seen := map[string]bool{}
-			var files []fetchedFile
-			for _, p := range pinned {
-				k := p.ID + "@" + p.Version + " " + p.TargetPlatform
-				if !seen[k] {
-					seen[k] = true
-					files = append(files, fetchedView(p))
-				}
-			}
-			if out.JSON() {
-				return writeJSON(g.stdout, struct {
-					Catalog string        `json:"catalog"`
-					Pinned  []fetchedFile `json:"pinned"`
-					Sets    int           `json:"sets"`
-				}{g.catalog(), append([]fetchedFile{}, files...), len(sets)})
-			}
-			for _, p := range files {
-				fmt.Fprintf(g.stdout, "pinned %s@%s (%s) sha256 %s\n", p.ID, p.Version, p.TargetPlatform, p.SHA256)
-			}
-			fmt.Fprintf(g.stdout, "%s: %d extension file(s) newly pinned, %d set(s) checked\n", g.catalog(), len(seen), len(sets))
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return g.runPin(cmd.Context(), &f, &out) },
 	}
 	cmd.Flags().StringVar(&f.ray, "ray", "", "pin only this Ray version's set (default: every buildable set)")
 	cmd.Flags().StringVar(&f.python, "python", "", "with --ray: pin the CPython minor version (default: the matrix policy)")
@@ -435,6 +370,83 @@ catalog already pins is checked, never re-pinned.`,
 	f.addFetch(cmd, pinsNone)
 	f.addLimits(cmd)
 	return cmd
+}
+
+// runPin fetches the extension files of the sets to pin and records the
+// sha256 of each one the catalog does not pin yet.
+func (g *globals) runPin(ctx context.Context, f *extensionsFlags, out *outputOptions) error {
+	cfg, cat, sets, err := g.pinSets(f)
+	if err != nil {
+		return err
+	}
+	c, err := f.openCache(g)
+	if err != nil {
+		return err
+	}
+	fe := f.fetcher(g, cfg, c)
+	var fetched []extensions.Fetched
+	for _, set := range sets {
+		got, err := fe.Fetch(ctx, &set)
+		if err != nil {
+			return err
+		}
+		fetched = append(fetched, got...)
+	}
+	pinned, err := extensions.RecordPins(cat, fetched)
+	if err != nil {
+		return err
+	}
+	if len(pinned) > 0 {
+		if err := catalog.Write(g.catalog(), cat); err != nil {
+			return err
+		}
+	}
+	seen := map[string]bool{}
+	var files []fetchedFile
+	for _, p := range pinned {
+		k := p.ID + "@" + p.Version + " " + p.TargetPlatform
+		if !seen[k] {
+			seen[k] = true
+			files = append(files, fetchedView(p))
+		}
+	}
+	if out.JSON() {
+		return writeJSON(g.stdout, struct {
+			Catalog string        `json:"catalog"`
+			Pinned  []fetchedFile `json:"pinned"`
+			Sets    int           `json:"sets"`
+		}{g.catalog(), append([]fetchedFile{}, files...), len(sets)})
+	}
+	for _, p := range files {
+		fmt.Fprintf(g.stdout, "pinned %s@%s (%s) sha256 %s\n", p.ID, p.Version, p.TargetPlatform, p.SHA256)
+	}
+	fmt.Fprintf(g.stdout, "%s: %d extension file(s) newly pinned, %d set(s) checked\n", g.catalog(), len(seen), len(sets))
+	return nil
+}
+
+// pinSets loads matrix.yaml and the catalog and resolves the sets pin
+// covers: --ray's set, else every buildable one.
+func (g *globals) pinSets(f *extensionsFlags) (*matrix.Config, *catalog.Catalog, []imagespec.Set, error) {
+	cfg, err := matrix.Load(g.matrixPath)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cat, err := catalog.Load(g.catalog())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if f.ray != "" {
+		set, _, err := resolve.Resolve(cfg, cat, resolve.Request{Ray: f.ray, Python: f.python, CodeServer: f.codeServer, Platforms: f.platforms})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return cfg, cat, []imagespec.Set{set}, nil
+	}
+	all, _, err := resolve.All(cfg, cat, f.platforms)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, cat, all, nil
 }
 
 // fetchedFile is the JSON form of one extension file of fetch and pin.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -255,11 +256,14 @@ type refreshFlags struct {
 	retries             int
 	tokenHost           string
 	idleTimeout         time.Duration
+	out                 outputOptions
 }
 
 func newMatrixRefreshCommand(g *globals) *cobra.Command {
-	f := refreshFlags{reg: registryOptions{usage: "allow plain HTTP to the base and tools image registries"}}
-	out := newOutputOptions("text", "json")
+	f := refreshFlags{
+		reg: registryOptions{usage: "allow plain HTTP to the base and tools image registries"},
+		out: newOutputOptions("text", "json"),
+	}
 	cmd := &cobra.Command{
 		Use:   "refresh",
 		Short: "Query the upstreams and rewrite the catalog snapshot",
@@ -297,104 +301,7 @@ extensions pin.`,
   imagectl matrix refresh --pypi-url http://127.0.0.1:8080 --base-image localhost:5000/linuxserver/code-server
   IMAGECTL_OPENVSX_URL=https://openvsx.example.com imagectl matrix refresh --catalog /tmp/catalog.json -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := matrix.Load(g.matrixPath)
-			if err != nil {
-				return err
-			}
-			hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithIdleTimeout(f.idleTimeout), httpx.WithRetries(f.retries))
-			u := cfg.Upstreams
-			src := catalog.Sources{
-				PyPI: pypi.New(pypi.WithBaseURL(firstNonEmpty(f.pypi, u.PyPI)), pypi.WithHTTPClient(hc)),
-				Extensions: map[string]catalog.ExtensionSource{
-					matrix.SourceMarketplace: marketplace.New(marketplace.WithBaseURL(f.upstream.marketplaceURL(cfg)), marketplace.WithHTTPClient(hc)),
-					matrix.SourceOpenVSX:     openvsx.New(openvsx.WithBaseURL(f.upstream.openVSXURL(cfg)), openvsx.WithHTTPClient(hc)),
-				},
-			}
-			var opts []registry.Option
-			if f.reg.Insecure {
-				opts = append(opts, registry.WithInsecure())
-			}
-			// build.toolsImage is locked like the base image: its digest
-			// goes into the snapshot (manifests only, no layers).
-			src.Images = registry.NewImages(opts...)
-			// So is the python-build-standalone release of build.standalone:
-			// its tarballs' URLs and sha256 (GitHub release API, SHA256SUMS).
-			gh := firstNonEmpty(f.github, u.GitHub)
-			ghOpts := []github.Option{github.WithBaseURL(gh), github.WithHTTPClient(hc), github.WithToken(os.Getenv("GITHUB_TOKEN")),
-				github.WithTokenHost(f.tokenHost)}
-			ghc := github.New(ghOpts...)
-			if err := ghc.TokenError(); err != nil {
-				fmt.Fprintf(safetext.Writer(g.stderr), "warning: %v\n", err)
-			}
-			src.PythonRuntimes = ghc
-			switch versions := firstNonEmpty(f.versions, cfg.Base.Versions); versions {
-			case matrix.VersionsRegistryTags:
-				rs, err := registry.New(firstNonEmpty(f.baseImage, cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, opts...)
-				if err != nil {
-					return err
-				}
-				src.CodeServer = rs
-			case matrix.VersionsGitHubReleases:
-				src.CodeServer = github.New(append(ghOpts, github.WithVSCodeOverrides(cfg.Base.VSCodeOverrides))...)
-			default:
-				return fmt.Errorf("--versions %q: want %s or %s", versions, matrix.VersionsRegistryTags, matrix.VersionsGitHubReleases)
-			}
-			var locker *pip.Locker
-			if !f.noPythonLock {
-				// pip must run here before anything is queried: a missing
-				// pip fails in one line, not after minutes of refresh.
-				locker = pip.New(pip.WithCommand(strings.Fields(f.pip)...),
-					pip.WithTimeout(f.timeout), pip.WithRetries(f.retries), pip.WithHTTPClient(hc))
-				if _, err := locker.Check(cmd.Context()); err != nil {
-					return fmt.Errorf("refresh failed, %s left unchanged: python lock: %w (or pass --no-python-lock)", g.catalog(), err)
-				}
-			}
-			c, err := catalog.Refresh(cmd.Context(), cfg, src)
-			if err != nil {
-				return fmt.Errorf("refresh failed, %s left unchanged: %w", g.catalog(), err)
-			}
-			// Keep the extension pins of the snapshot being replaced.
-			kept := 0
-			if old, err := catalog.Load(g.catalog()); err == nil {
-				kept = extensions.CarryPins(old, c)
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				fmt.Fprintf(safetext.Writer(g.stderr), "warning: the old catalog does not load, so none of its extension pins are kept: %v\n", err)
-			}
-			locked := "not locked (--no-python-lock)"
-			if locker != nil {
-				if locked, err = lockPython(cmd.Context(), cfg, c, firstNonEmpty(f.packageIndex, u.PackageIndex), locker); err != nil {
-					return fmt.Errorf("refresh failed, %s left unchanged: %w", g.catalog(), err)
-				}
-			}
-			if err := catalog.Write(g.catalog(), c); err != nil {
-				return err
-			}
-			tools := "not recorded"
-			if t := c.ToolsImage; t != nil {
-				tools = t.Ref + " is " + t.Digest
-			}
-			var pys []string
-			for _, r := range c.PythonRuntimes {
-				pys = append(pys, r.Version)
-			}
-			if out.JSON() {
-				return writeJSON(g.stdout, refreshSummary{
-					Catalog: g.catalog(), CodeServer: len(c.CodeServer), Ray: len(c.Ray), Debugpy: len(c.Debugpy), Extensions: len(c.Extensions),
-					ToolsImage: c.ToolsImage, PythonRuntimes: pys, PythonClosures: locked, KeptPins: kept,
-				})
-			}
-			runtimes := "none recorded"
-			if len(pys) > 0 {
-				runtimes = strings.Join(pys, ", ")
-			}
-			fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions; tools image %s; Python runtimes %s; Python closures %s\n",
-				g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools, runtimes, locked)
-			if kept > 0 {
-				fmt.Fprintf(g.stdout, "kept %d extension file pin(s) of the previous snapshot\n", kept)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return g.runRefresh(cmd.Context(), &f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.pypi, "pypi-url", "", "PyPI base URL (default matrix.yaml upstreams.pypi)")
@@ -414,8 +321,124 @@ extensions pin.`,
 	fl.IntVar(&f.retries, "retries", 5, "retries of a failed HTTP attempt (429/503 honour Retry-After)")
 	fl.StringVar(&f.tokenHost, "github-token-host", github.DefaultTokenHost, "the one host GITHUB_TOKEN is sent to, over HTTPS only")
 	bindEnv(cmd, "github-token-host", "IMAGECTL_GITHUB_TOKEN_HOST")
-	addOptions(cmd, &f.upstream, &f.reg, &out, check(f.Validate))
+	addOptions(cmd, &f.upstream, &f.reg, &f.out, check(f.Validate))
 	return cmd
+}
+
+// runRefresh queries the upstreams, locks the Python closures and writes
+// the catalog; on any error the old catalog is left as it was.
+func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
+	cfg, err := matrix.Load(g.matrixPath)
+	if err != nil {
+		return err
+	}
+	hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithIdleTimeout(f.idleTimeout), httpx.WithRetries(f.retries))
+	src, err := f.sources(cfg, hc, g.stderr)
+	if err != nil {
+		return err
+	}
+	var locker *pip.Locker
+	if !f.noPythonLock {
+		// pip must run here before anything is queried: a missing
+		// pip fails in one line, not after minutes of refresh.
+		locker = pip.New(pip.WithCommand(strings.Fields(f.pip)...),
+			pip.WithTimeout(f.timeout), pip.WithRetries(f.retries), pip.WithHTTPClient(hc))
+		if _, err := locker.Check(ctx); err != nil {
+			return fmt.Errorf("refresh failed, %s left unchanged: python lock: %w (or pass --no-python-lock)", g.catalog(), err)
+		}
+	}
+	c, err := catalog.Refresh(ctx, cfg, src)
+	if err != nil {
+		return fmt.Errorf("refresh failed, %s left unchanged: %w", g.catalog(), err)
+	}
+	// Keep the extension pins of the snapshot being replaced.
+	kept := 0
+	if old, err := catalog.Load(g.catalog()); err == nil {
+		kept = extensions.CarryPins(old, c)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(safetext.Writer(g.stderr), "warning: the old catalog does not load, so none of its extension pins are kept: %v\n", err)
+	}
+	locked := "not locked (--no-python-lock)"
+	if locker != nil {
+		if locked, err = lockPython(ctx, cfg, c, firstNonEmpty(f.packageIndex, cfg.Upstreams.PackageIndex), locker); err != nil {
+			return fmt.Errorf("refresh failed, %s left unchanged: %w", g.catalog(), err)
+		}
+	}
+	if err := catalog.Write(g.catalog(), c); err != nil {
+		return err
+	}
+	return g.printRefresh(f, c, locked, kept)
+}
+
+// sources are the upstreams refresh queries, each from its flag, else
+// matrix.yaml.
+func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, stderr io.Writer) (catalog.Sources, error) {
+	u := cfg.Upstreams
+	src := catalog.Sources{
+		PyPI: pypi.New(pypi.WithBaseURL(firstNonEmpty(f.pypi, u.PyPI)), pypi.WithHTTPClient(hc)),
+		Extensions: map[string]catalog.ExtensionSource{
+			matrix.SourceMarketplace: marketplace.New(marketplace.WithBaseURL(f.upstream.marketplaceURL(cfg)), marketplace.WithHTTPClient(hc)),
+			matrix.SourceOpenVSX:     openvsx.New(openvsx.WithBaseURL(f.upstream.openVSXURL(cfg)), openvsx.WithHTTPClient(hc)),
+		},
+	}
+	var opts []registry.Option
+	if f.reg.Insecure {
+		opts = append(opts, registry.WithInsecure())
+	}
+	// build.toolsImage is locked like the base image: its digest
+	// goes into the snapshot (manifests only, no layers).
+	src.Images = registry.NewImages(opts...)
+	// So is the python-build-standalone release of build.standalone:
+	// its tarballs' URLs and sha256 (GitHub release API, SHA256SUMS).
+	gh := firstNonEmpty(f.github, u.GitHub)
+	ghOpts := []github.Option{github.WithBaseURL(gh), github.WithHTTPClient(hc), github.WithToken(os.Getenv("GITHUB_TOKEN")),
+		github.WithTokenHost(f.tokenHost)}
+	ghc := github.New(ghOpts...)
+	if err := ghc.TokenError(); err != nil {
+		fmt.Fprintf(safetext.Writer(stderr), "warning: %v\n", err)
+	}
+	src.PythonRuntimes = ghc
+	switch versions := firstNonEmpty(f.versions, cfg.Base.Versions); versions {
+	case matrix.VersionsRegistryTags:
+		rs, err := registry.New(firstNonEmpty(f.baseImage, cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, opts...)
+		if err != nil {
+			return src, err
+		}
+		src.CodeServer = rs
+	case matrix.VersionsGitHubReleases:
+		src.CodeServer = github.New(append(ghOpts, github.WithVSCodeOverrides(cfg.Base.VSCodeOverrides))...)
+	default:
+		return src, fmt.Errorf("--versions %q: want %s or %s", versions, matrix.VersionsRegistryTags, matrix.VersionsGitHubReleases)
+	}
+	return src, nil
+}
+
+// printRefresh prints what refresh wrote, as text or JSON.
+func (g *globals) printRefresh(f *refreshFlags, c *catalog.Catalog, locked string, kept int) error {
+	tools := "not recorded"
+	if t := c.ToolsImage; t != nil {
+		tools = t.Ref + " is " + t.Digest
+	}
+	var pys []string
+	for _, r := range c.PythonRuntimes {
+		pys = append(pys, r.Version)
+	}
+	if f.out.JSON() {
+		return writeJSON(g.stdout, refreshSummary{
+			Catalog: g.catalog(), CodeServer: len(c.CodeServer), Ray: len(c.Ray), Debugpy: len(c.Debugpy), Extensions: len(c.Extensions),
+			ToolsImage: c.ToolsImage, PythonRuntimes: pys, PythonClosures: locked, KeptPins: kept,
+		})
+	}
+	runtimes := "none recorded"
+	if len(pys) > 0 {
+		runtimes = strings.Join(pys, ", ")
+	}
+	fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions; tools image %s; Python runtimes %s; Python closures %s\n",
+		g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools, runtimes, locked)
+	if kept > 0 {
+		fmt.Fprintf(g.stdout, "kept %d extension file pin(s) of the previous snapshot\n", kept)
+	}
+	return nil
 }
 
 // Validate refuses a --versions (or IMAGECTL_BASE_VERSIONS) refresh does

@@ -116,15 +116,8 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 	if plan, err = plan.Only(f.only); err != nil {
 		return err
 	}
-	// A release never trusts an extension file on first use: every entry
-	// it builds must have every file pinned by sha256 in the catalog.
-	for _, e := range plan.Entries {
-		if e.Action != release.ActionBuild {
-			continue
-		}
-		if err := extensions.CheckPins(e.Set.Extensions, e.Set.Platforms); err != nil {
-			return fmt.Errorf("release %s: %w", e.Name, err)
-		}
+	if err := checkPlanPins(plan); err != nil {
+		return err
 	}
 	nopts := f.reg.NameOptions()
 	var (
@@ -184,6 +177,21 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 		return err
 	}
 	return relErr
+}
+
+// checkPlanPins refuses a plan that builds an unpinned extension file: a
+// release never trusts an extension file on first use, so every entry it
+// builds must have every file pinned by sha256 in the catalog.
+func checkPlanPins(plan *release.Plan) error {
+	for _, e := range plan.Entries {
+		if e.Action != release.ActionBuild {
+			continue
+		}
+		if err := extensions.CheckPins(e.Set.Extensions, e.Set.Platforms); err != nil {
+			return fmt.Errorf("release %s: %w", e.Name, err)
+		}
+	}
+	return nil
 }
 
 // smoker runs imagectl smoke image on a released digest; its report goes

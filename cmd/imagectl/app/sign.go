@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,40 +21,48 @@ import (
 // verify reads statements of at most 32 MiB.
 const maxSBOMFile = 16 << 20
 
-func newSignCommand(g *globals) *cobra.Command {
-	var (
-		allManifests        bool
-		attestManifests     bool
-		sbomFile            string
-		sbomFromLabels      bool
-		keyless             bool
-		fulcioURL, rekorURL string
-		annotations         []string
-		generateKey         string
-		ann                 map[string]string
-	)
-	key := keyOptions{keyUsage: "cosign private key file", keyEnv: "COSIGN_KEY"}
-	var reg registryOptions
-	output := newOutputOptions("text", "json")
-	validate := func() error {
-		ann = map[string]string{}
-		for _, a := range annotations {
-			k, v, ok := strings.Cut(a, "=")
-			if !ok || k == "" {
-				return fmt.Errorf("--annotation %q: expected key=value", a)
-			}
-			ann[k] = v
+// signFlags are imagectl sign's flags.
+type signFlags struct {
+	allManifests        bool
+	attestManifests     bool
+	sbomFile            string
+	sbomFromLabels      bool
+	keyless             bool
+	fulcioURL, rekorURL string
+	annotations         []string
+	generateKey         string
+	ann                 map[string]string // from annotations, by Validate
+	key                 keyOptions
+	reg                 registryOptions
+	output              outputOptions
+}
+
+// Validate parses the annotations and refuses contradictory flags.
+func (f *signFlags) Validate() error {
+	f.ann = map[string]string{}
+	for _, a := range f.annotations {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--annotation %q: expected key=value", a)
 		}
-		if generateKey != "" {
-			return nil
-		}
-		if keyless == (key.Key != "") {
-			return errors.New("pass exactly one of --key cosign.key and --keyless")
-		}
-		if sbomFile != "" && sbomFromLabels {
-			return errors.New("pass at most one of --sbom and --sbom-from-labels")
-		}
+		f.ann[k] = v
+	}
+	if f.generateKey != "" {
 		return nil
+	}
+	if f.keyless == (f.key.Key != "") {
+		return errors.New("pass exactly one of --key cosign.key and --keyless")
+	}
+	if f.sbomFile != "" && f.sbomFromLabels {
+		return errors.New("pass at most one of --sbom and --sbom-from-labels")
+	}
+	return nil
+}
+
+func newSignCommand(g *globals) *cobra.Command {
+	f := signFlags{
+		key:    keyOptions{keyUsage: "cosign private key file", keyEnv: "COSIGN_KEY"},
+		output: newOutputOptions("text", "json"),
 	}
 	cmd := &cobra.Command{
 		Use:   "sign IMAGE --key cosign.key",
@@ -92,118 +101,140 @@ any registry.`,
   imagectl sign docker.io/example/code-server-ray@sha256:... --key cosign.key --key-password-file pw.txt --sbom sbom.spdx.json
   imagectl sign ghcr.io/example/code-server-ray:ray2.46.0 --keyless   # in GitHub Actions`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if generateKey != "" {
+			if f.generateKey != "" {
 				return cobra.NoArgs(cmd, args)
 			}
 			return cobra.ExactArgs(1)(cmd, args)
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			password := key.Password()
-			if generateKey != "" {
-				pw, err := password()
-				if err != nil {
-					return &exitError{2, err}
-				}
-				k, p, err := sign.WriteKeyPair(generateKey, pw)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(g.stdout, "Private key written to %s\nPublic key written to %s\n", k, p)
-				return nil
-			}
-			var sbomDoc []byte
-			if sbomFile != "" {
-				b, err := safefile.ReadFile(sbomFile, maxSBOMFile)
-				if err != nil {
-					return &exitError{2, fmt.Errorf("--sbom: %w", err)}
-				}
-				sbomDoc = b
-			}
-			// The SBOM's creation time is the image's (its config's created,
-			// set by the build from SOURCE_DATE_EPOCH), as imagectl build
-			// --sign gives it; SOURCE_DATE_EPOCH, checked before anything is
-			// signed, stands in only for an image whose config has none.
-			var envTime time.Time
-			if sbomFromLabels {
-				t, err := sourcedate.FromEnv()
-				if err != nil {
-					return &exitError{2, err}
-				}
-				envTime = t
-			}
-
-			var signer *sign.Signer
-			var err error
-			if keyless {
-				signer, err = sign.KeylessSigner(ctx, sign.KeylessOptions{FulcioURL: fulcioURL, RekorURL: rekorURL})
-			} else {
-				signer, err = sign.LoadKey(ctx, key.Key, password)
-			}
-			if err != nil {
-				return err
-			}
-			opts := []sign.Option{sign.WithAllManifests(allManifests), sign.WithAttestationManifests(attestManifests)}
-			if len(ann) > 0 {
-				opts = append(opts, sign.WithAnnotations(ann))
-			}
-			if nopts := reg.NameOptions(); len(nopts) > 0 {
-				opts = append(opts, sign.WithNameOptions(nopts...))
-			}
-			out := struct {
-				Signed *sign.Result `json:"signed"`
-				SBOM   *sign.Result `json:"sbom,omitempty"`
-			}{}
-			out.Signed, err = sign.Image(ctx, args[0], signer, opts...)
-			if err != nil {
-				return err
-			}
-			ref := out.Signed.Ref // sign what was resolved, even if the tag moves
-			switch {
-			case sbomDoc != nil:
-				out.SBOM, err = sign.AttestSBOMFile(ctx, ref, signer, sbomDoc, opts...)
-			case sbomFromLabels:
-				lock, built, lerr := sign.LockFromImage(ctx, ref, opts...)
-				if lerr != nil {
-					return lerr
-				}
-				repo, _ := sign.Repository(ref, reg.NameOptions()...)
-				in := sign.SBOMInputFromLock(lock, repo, sbomCreated(built, envTime, g.stderr))
-				out.SBOM, err = sign.AttestSBOM(ctx, ref, signer, in, opts...)
-			}
-			if err != nil {
-				return err
-			}
-			if output.JSON() {
-				enc := json.NewEncoder(g.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
-			}
-			fmt.Fprintf(g.stdout, "Signed %s with %s\n", out.Signed.Ref, signer)
-			for _, t := range out.Signed.Targets {
-				fmt.Fprintf(g.stdout, "  %-12s %s -> %s\n", orIndex(t.Platform), t.Digest, t.Tag)
-			}
-			if out.SBOM != nil {
-				fmt.Fprintln(g.stdout, "SBOM attestation:")
-				for _, t := range out.SBOM.Targets {
-					fmt.Fprintf(g.stdout, "  %-12s %s -> %s\n", orIndex(t.Platform), t.Digest, t.Tag)
-				}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return g.runSign(cmd.Context(), &f, args) },
 	}
-	f := cmd.Flags()
-	f.BoolVar(&allManifests, "all-manifests", true, "also sign every platform manifest of an index")
-	f.BoolVar(&attestManifests, "attestation-manifests", false, "also sign BuildKit's attestation manifests (unknown/unknown)")
-	f.StringVar(&sbomFile, "sbom", "", "attach this SPDX or CycloneDX JSON file as a signed SBOM attestation")
-	f.BoolVar(&sbomFromLabels, "sbom-from-labels", false, "attach an SPDX SBOM built from the image's dev.imagectl.lock label")
-	f.BoolVar(&keyless, "keyless", false, "keyless signing with the CI's OIDC identity (Fulcio + Rekor; needs network)")
-	f.StringVar(&fulcioURL, "fulcio-url", sign.DefaultFulcioURL, "Fulcio for --keyless")
-	f.StringVar(&rekorURL, "rekor-url", sign.DefaultRekorURL, "Rekor for --keyless")
-	f.StringArrayVarP(&annotations, "annotation", "a", nil, "key=value added to the signed payload (repeatable)")
-	f.StringVar(&generateKey, "generate-key", "", "write a new key pair to PREFIX.key and PREFIX.pub and exit")
-	addOptions(cmd, &key, &reg, &output, check(validate))
+	fl := cmd.Flags()
+	fl.BoolVar(&f.allManifests, "all-manifests", true, "also sign every platform manifest of an index")
+	fl.BoolVar(&f.attestManifests, "attestation-manifests", false, "also sign BuildKit's attestation manifests (unknown/unknown)")
+	fl.StringVar(&f.sbomFile, "sbom", "", "attach this SPDX or CycloneDX JSON file as a signed SBOM attestation")
+	fl.BoolVar(&f.sbomFromLabels, "sbom-from-labels", false, "attach an SPDX SBOM built from the image's dev.imagectl.lock label")
+	fl.BoolVar(&f.keyless, "keyless", false, "keyless signing with the CI's OIDC identity (Fulcio + Rekor; needs network)")
+	fl.StringVar(&f.fulcioURL, "fulcio-url", sign.DefaultFulcioURL, "Fulcio for --keyless")
+	fl.StringVar(&f.rekorURL, "rekor-url", sign.DefaultRekorURL, "Rekor for --keyless")
+	fl.StringArrayVarP(&f.annotations, "annotation", "a", nil, "key=value added to the signed payload (repeatable)")
+	fl.StringVar(&f.generateKey, "generate-key", "", "write a new key pair to PREFIX.key and PREFIX.pub and exit")
+	addOptions(cmd, &f.key, &f.reg, &f.output, check(f.Validate))
 	return cmd
+}
+
+// signResult is what imagectl sign prints (as JSON with -o json).
+type signResult struct {
+	Signed *sign.Result `json:"signed"`
+	SBOM   *sign.Result `json:"sbom,omitempty"`
+}
+
+// runSign writes a key pair (--generate-key), or signs args[0] and
+// attaches the SBOM asked for.
+func (g *globals) runSign(ctx context.Context, f *signFlags, args []string) error {
+	password := f.key.Password()
+	if f.generateKey != "" {
+		pw, err := password()
+		if err != nil {
+			return &exitError{2, err}
+		}
+		k, p, err := sign.WriteKeyPair(f.generateKey, pw)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(g.stdout, "Private key written to %s\nPublic key written to %s\n", k, p)
+		return nil
+	}
+	sbomDoc, envTime, err := f.sbomInputs()
+	if err != nil {
+		return err
+	}
+	var signer *sign.Signer
+	if f.keyless {
+		signer, err = sign.KeylessSigner(ctx, sign.KeylessOptions{FulcioURL: f.fulcioURL, RekorURL: f.rekorURL})
+	} else {
+		signer, err = sign.LoadKey(ctx, f.key.Key, password)
+	}
+	if err != nil {
+		return err
+	}
+	opts := f.signOptions()
+	var out signResult
+	out.Signed, err = sign.Image(ctx, args[0], signer, opts...)
+	if err != nil {
+		return err
+	}
+	ref := out.Signed.Ref // sign what was resolved, even if the tag moves
+	switch {
+	case sbomDoc != nil:
+		out.SBOM, err = sign.AttestSBOMFile(ctx, ref, signer, sbomDoc, opts...)
+	case f.sbomFromLabels:
+		lock, built, lerr := sign.LockFromImage(ctx, ref, opts...)
+		if lerr != nil {
+			return lerr
+		}
+		repo, _ := sign.Repository(ref, f.reg.NameOptions()...)
+		in := sign.SBOMInputFromLock(lock, repo, sbomCreated(built, envTime, g.stderr))
+		out.SBOM, err = sign.AttestSBOM(ctx, ref, signer, in, opts...)
+	}
+	if err != nil {
+		return err
+	}
+	return g.printSign(f, out, signer)
+}
+
+// sbomInputs reads --sbom, and for --sbom-from-labels resolves
+// SOURCE_DATE_EPOCH before anything is signed: the SBOM's creation time is
+// the image's (its config's created, set by the build from
+// SOURCE_DATE_EPOCH), as imagectl build --sign gives it; SOURCE_DATE_EPOCH
+// stands in only for an image whose config has none.
+func (f *signFlags) sbomInputs() (doc []byte, envTime time.Time, err error) {
+	if f.sbomFile != "" {
+		b, err := safefile.ReadFile(f.sbomFile, maxSBOMFile)
+		if err != nil {
+			return nil, time.Time{}, &exitError{2, fmt.Errorf("--sbom: %w", err)}
+		}
+		doc = b
+	}
+	if f.sbomFromLabels {
+		t, err := sourcedate.FromEnv()
+		if err != nil {
+			return nil, time.Time{}, &exitError{2, err}
+		}
+		envTime = t
+	}
+	return doc, envTime, nil
+}
+
+// signOptions are the sign package's options from the flags.
+func (f *signFlags) signOptions() []sign.Option {
+	opts := []sign.Option{sign.WithAllManifests(f.allManifests), sign.WithAttestationManifests(f.attestManifests)}
+	if len(f.ann) > 0 {
+		opts = append(opts, sign.WithAnnotations(f.ann))
+	}
+	if nopts := f.reg.NameOptions(); len(nopts) > 0 {
+		opts = append(opts, sign.WithNameOptions(nopts...))
+	}
+	return opts
+}
+
+// printSign prints what was signed, as text or JSON.
+func (g *globals) printSign(f *signFlags, out signResult, signer *sign.Signer) error {
+	if f.output.JSON() {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	fmt.Fprintf(g.stdout, "Signed %s with %s\n", out.Signed.Ref, signer)
+	for _, t := range out.Signed.Targets {
+		fmt.Fprintf(g.stdout, "  %-12s %s -> %s\n", orIndex(t.Platform), t.Digest, t.Tag)
+	}
+	if out.SBOM != nil {
+		fmt.Fprintln(g.stdout, "SBOM attestation:")
+		for _, t := range out.SBOM.Targets {
+			fmt.Fprintf(g.stdout, "  %-12s %s -> %s\n", orIndex(t.Platform), t.Digest, t.Tag)
+		}
+	}
+	return nil
 }
 
 // sbomCreated is the creation time of an SBOM of an image built at built

@@ -285,14 +285,19 @@ func (f *smokeImageFlags) options(ctx context.Context, g *globals) ([]smokeimage
 	return opts, nil
 }
 
+// smokeImageCommandFlags are imagectl smoke image's flags: the smoke's
+// own (shared with release) and the image source's.
+type smokeImageCommandFlags struct {
+	smoke   smokeImageFlags
+	archive string
+	reg     registryOptions
+	timeout time.Duration
+	out     outputOptions
+}
+
 func newSmokeImageCommand(g *globals) *cobra.Command {
-	var (
-		f       smokeImageFlags
-		archive string
-		reg     registryOptions
-		timeout time.Duration
-	)
-	out := newOutputOptions("text", "json")
+	sf := smokeImageCommandFlags{out: newOutputOptions("text", "json")}
+	f := &sf.smoke
 	cmd := &cobra.Command{
 		Use:   "image [REF] [--archive FILE]",
 		Short: "Run each platform of the built image as a container and prove Python, Ray, debugpy, a debugger attach and code-server work inside it",
@@ -328,48 +333,52 @@ no container runtime.`,
   imagectl smoke image --archive dist/code-server-ray-4.101.2-ray2.46.0-py3.12.oci.tar --platform linux/arm64
   imagectl smoke image docker.io/example/code-server-ray@sha256:... --runtime docker -o json`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if (len(args) == 1) == (archive != "") {
-				return &exitError{2, errors.New("pass an image reference or --archive FILE (one of them)")}
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			opts, err := f.options(ctx, g)
-			if errors.Is(err, smokeimage.ErrNoRuntime) {
-				return &exitError{2, fmt.Errorf("smoke image cannot run here: %w", err)}
-			}
-			if err != nil {
-				return &exitError{2, err}
-			}
-			var rep *smokeimage.Report
-			if archive != "" {
-				rep, err = smokeimage.Archive(ctx, archive, opts...)
-			} else {
-				rep, err = smokeimage.Image(ctx, args[0], append(opts, smokeimage.WithNameOptions(reg.NameOptions()...),
-					smokeimage.WithRemoteOptions(regauth.RemoteOptions(ctx)...))...)
-			}
-			if rep != nil {
-				if out.JSON() {
-					if werr := writeJSON(g.stdout, rep); werr != nil {
-						return werr
-					}
-				} else if werr := rep.WriteText(g.stdout); werr != nil {
-					return werr
-				}
-			}
-			if err != nil {
-				return err
-			}
-			return rep.Err()
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return g.runSmokeImage(cmd.Context(), &sf, args) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&archive, "archive", "", "OCI archive (imagectl build's .oci.tar) or OCI layout directory instead of a registry reference")
+	fl.StringVar(&sf.archive, "archive", "", "OCI archive (imagectl build's .oci.tar) or OCI layout directory instead of a registry reference")
 	fl.StringSliceVar(&f.platforms, "platform", nil, "platforms to run (repeatable or comma separated; default: every platform of the image)")
-	fl.DurationVar(&timeout, "timeout", 45*time.Minute, "bound on the whole smoke")
+	fl.DurationVar(&sf.timeout, "timeout", 45*time.Minute, "bound on the whole smoke")
 	f.add(cmd, "")
-	addOptions(cmd, &out, &reg, check(f.Validate))
+	addOptions(cmd, &sf.out, &sf.reg, check(f.Validate))
 	return cmd
+}
+
+// runSmokeImage runs the smoke on args[0] or --archive and prints the
+// report.
+func (g *globals) runSmokeImage(ctx context.Context, sf *smokeImageCommandFlags, args []string) error {
+	if (len(args) == 1) == (sf.archive != "") {
+		return &exitError{2, errors.New("pass an image reference or --archive FILE (one of them)")}
+	}
+	ctx, cancel := context.WithTimeout(ctx, sf.timeout)
+	defer cancel()
+	opts, err := sf.smoke.options(ctx, g)
+	if errors.Is(err, smokeimage.ErrNoRuntime) {
+		return &exitError{2, fmt.Errorf("smoke image cannot run here: %w", err)}
+	}
+	if err != nil {
+		return &exitError{2, err}
+	}
+	var rep *smokeimage.Report
+	if sf.archive != "" {
+		rep, err = smokeimage.Archive(ctx, sf.archive, opts...)
+	} else {
+		rep, err = smokeimage.Image(ctx, args[0], append(opts, smokeimage.WithNameOptions(sf.reg.NameOptions()...),
+			smokeimage.WithRemoteOptions(regauth.RemoteOptions(ctx)...))...)
+	}
+	if rep != nil {
+		if sf.out.JSON() {
+			if werr := writeJSON(g.stdout, rep); werr != nil {
+				return werr
+			}
+		} else if werr := rep.WriteText(g.stdout); werr != nil {
+			return werr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return rep.Err()
 }
 
 // newSmokeHoldCommand keeps a Docker container without code-server up: the

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -10,26 +11,32 @@ import (
 	"github.com/imagectl/imagectl/verify"
 )
 
-func newVerifyCommand(g *globals) *cobra.Command {
-	var (
-		keyPath                  string
-		cert                     certificateOptions
-		reg                      registryOptions
-		skipContents, skipAttest bool
-		allowRepos               []string
-	)
-	out := newOutputOptions("text", "json")
-	validate := func() error {
-		if cert.Set() == (keyPath != "") {
-			return errors.New("pass --key cosign.pub, or --certificate-identity[-regexp] with --certificate-oidc-issuer[-regexp] for keyless signatures (not both)")
-		}
-		for _, r := range allowRepos {
-			if _, err := name.NewRepository(r); err != nil {
-				return fmt.Errorf("--allow-repository %q: %w (want a repository such as docker.io/example/code-server-ray, no tag or digest)", r, err)
-			}
-		}
-		return nil
+// verifyFlags are imagectl verify's flags.
+type verifyFlags struct {
+	keyPath                  string
+	cert                     certificateOptions
+	reg                      registryOptions
+	skipContents, skipAttest bool
+	allowRepos               []string
+	out                      outputOptions
+}
+
+// Validate asks for exactly one kind of trust root and well-formed
+// --allow-repository names.
+func (f *verifyFlags) Validate() error {
+	if f.cert.Set() == (f.keyPath != "") {
+		return errors.New("pass --key cosign.pub, or --certificate-identity[-regexp] with --certificate-oidc-issuer[-regexp] for keyless signatures (not both)")
 	}
+	for _, r := range f.allowRepos {
+		if _, err := name.NewRepository(r); err != nil {
+			return fmt.Errorf("--allow-repository %q: %w (want a repository such as docker.io/example/code-server-ray, no tag or digest)", r, err)
+		}
+	}
+	return nil
+}
+
+func newVerifyCommand(g *globals) *cobra.Command {
+	f := verifyFlags{out: newOutputOptions("text", "json")}
 	cmd := &cobra.Command{
 		Use:   "verify IMAGE --key cosign.pub",
 		Short: "Prove an image is signed, attested and contains what its labels say",
@@ -65,44 +72,47 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
     --certificate-identity-regexp '^https://github.com/example/' \
     --certificate-oidc-issuer https://token.actions.githubusercontent.com`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := []verify.Option{verify.WithSkipContents(skipContents), verify.WithSkipAttestations(skipAttest)}
-			if keyPath != "" {
-				v, err := verify.LoadPublicKey(keyPath)
-				if err != nil {
-					return &exitError{2, err}
-				}
-				opts = append(opts, verify.WithVerifier(v))
-			} else {
-				opts = append(opts, cert.VerifyOption())
-			}
-			if nopts := reg.NameOptions(); len(nopts) > 0 {
-				opts = append(opts, verify.WithNameOptions(nopts...))
-			}
-			opts = append(opts, verify.WithAllowedRepositories(allowRepos...))
-			rep, err := verify.Image(cmd.Context(), args[0], opts...)
-			if err != nil {
-				return err
-			}
-			if out.JSON() {
-				err = rep.WriteJSON(g.stdout)
-			} else {
-				err = rep.WriteText(g.stdout)
-			}
-			if err != nil {
-				return err
-			}
-			if verr := rep.Err(); verr != nil {
-				return &exitError{exitFailure, verr}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return g.runVerify(cmd.Context(), &f, args[0]) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&keyPath, "key", "", "cosign public key (cosign.pub)")
-	f.BoolVar(&skipContents, "skip-contents", false, "do not read layers (signatures, attestations and labels are still checked)")
-	f.BoolVar(&skipAttest, "skip-attestations", false, "do not require SBOM and provenance attestations")
-	f.StringArrayVar(&allowRepos, "allow-repository", nil, "also accept signatures made for this repository (repeatable): verify a mirror by naming the repository the image was signed in")
-	addOptions(cmd, &cert, &reg, &out, check(validate))
+	fl := cmd.Flags()
+	fl.StringVar(&f.keyPath, "key", "", "cosign public key (cosign.pub)")
+	fl.BoolVar(&f.skipContents, "skip-contents", false, "do not read layers (signatures, attestations and labels are still checked)")
+	fl.BoolVar(&f.skipAttest, "skip-attestations", false, "do not require SBOM and provenance attestations")
+	fl.StringArrayVar(&f.allowRepos, "allow-repository", nil, "also accept signatures made for this repository (repeatable): verify a mirror by naming the repository the image was signed in")
+	addOptions(cmd, &f.cert, &f.reg, &f.out, check(f.Validate))
 	return cmd
+}
+
+// runVerify verifies ref and prints the report; a failed check exits 1.
+func (g *globals) runVerify(ctx context.Context, f *verifyFlags, ref string) error {
+	opts := []verify.Option{verify.WithSkipContents(f.skipContents), verify.WithSkipAttestations(f.skipAttest)}
+	if f.keyPath != "" {
+		v, err := verify.LoadPublicKey(f.keyPath)
+		if err != nil {
+			return &exitError{2, err}
+		}
+		opts = append(opts, verify.WithVerifier(v))
+	} else {
+		opts = append(opts, f.cert.VerifyOption())
+	}
+	if nopts := f.reg.NameOptions(); len(nopts) > 0 {
+		opts = append(opts, verify.WithNameOptions(nopts...))
+	}
+	opts = append(opts, verify.WithAllowedRepositories(f.allowRepos...))
+	rep, err := verify.Image(ctx, ref, opts...)
+	if err != nil {
+		return err
+	}
+	if f.out.JSON() {
+		err = rep.WriteJSON(g.stdout)
+	} else {
+		err = rep.WriteText(g.stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if verr := rep.Err(); verr != nil {
+		return &exitError{exitFailure, verr}
+	}
+	return nil
 }
