@@ -144,29 +144,49 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 		return nil, &Error{File: file, Err: fmt.Errorf("%w in %d document(s)", ErrNoRayKind, len(chunks))}
 	}
 	var prefix []string
+	if c.createSecret {
+		var err error
+		if prefix, err = c.secretDocs(namespaces, haveSecret, res); err != nil {
+			return nil, err
+		}
+	}
+	res.Output = joinOutput(chunks, prefix, out)
+	res.Changed = string(res.Output) != string(data)
+	return res, nil
+}
+
+// secretDocs are the lines of the password Secret documents of every
+// namespace in namespaces that has none, noted in res.Secrets.
+func (c *config) secretDocs(namespaces []string, haveSecret map[string]bool, res *Result) ([]string, error) {
+	var prefix []string
+	for _, ns := range namespaces {
+		if haveSecret[ns] {
+			continue
+		}
+		lines, err := c.secretDoc(ns)
+		if err != nil {
+			return nil, err
+		}
+		if len(prefix) > 0 {
+			prefix = append(prefix, separatorLine)
+		}
+		prefix = append(prefix, lines...)
+		if ns != "" {
+			res.Secrets = append(res.Secrets, ns+"/"+c.secretName)
+		} else {
+			res.Secrets = append(res.Secrets, c.secretName)
+		}
+	}
+	return prefix, nil
+}
+
+// joinOutput writes the prefix lines (with the input's line ending and a
+// separator before the first document unless it starts with one), then
+// the documents out.
+func joinOutput(chunks [][]byte, prefix []string, out [][]byte) []byte {
 	eol := "\n"
 	if len(chunks) > 0 && strings.Contains(string(chunks[0]), "\r\n") {
 		eol = "\r\n"
-	}
-	if c.createSecret {
-		for _, ns := range namespaces {
-			if haveSecret[ns] {
-				continue
-			}
-			lines, err := c.secretDoc(ns)
-			if err != nil {
-				return nil, err
-			}
-			if len(prefix) > 0 {
-				prefix = append(prefix, separatorLine)
-			}
-			prefix = append(prefix, lines...)
-			if ns != "" {
-				res.Secrets = append(res.Secrets, ns+"/"+c.secretName)
-			} else {
-				res.Secrets = append(res.Secrets, c.secretName)
-			}
-		}
 	}
 	var b strings.Builder
 	if len(prefix) > 0 {
@@ -184,9 +204,7 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 	for _, o := range out {
 		b.Write(o)
 	}
-	res.Output = []byte(b.String())
-	res.Changed = string(res.Output) != string(data)
-	return res, nil
+	return []byte(b.String())
 }
 
 // Remove takes out everything inject added: the marked items and keys of
@@ -333,6 +351,24 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 	}
 	c.checkDebugger(root, kind, s, warn)
 
+	image, err := c.sidecarImage(ctx, s, resolved, warn)
+	if err != nil {
+		return nil, tgt, err
+	}
+	tgt.Image = image
+	if err := c.checkConflicts(s); err != nil {
+		return nil, tgt, err
+	}
+	if err := c.addSidecar(t, detectStyle(root), s, image); err != nil {
+		return nil, tgt, err
+	}
+	return t.render(), tgt, nil
+}
+
+// sidecarImage is the sidecar's image: --image, else the published image
+// for the Ray version of the site, pinned by the resolver when there is one
+// (resolved remembers each lookup across documents).
+func (c *config) sidecarImage(ctx context.Context, s *site, resolved map[string]string, warn func(string, ...any)) (string, error) {
 	image := c.image
 	if image == "" {
 		ray := RayVersionOf(s.rayTag)
@@ -345,13 +381,14 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 			warn("rayVersion %s differs from the Ray image %s; the sidecar follows the image", s.rayVersion, s.rayImage)
 		}
 		if ray == "" {
-			return nil, tgt, fmt.Errorf("no Ray version: %s has no rayVersion and the Ray image %q has no X.Y.Z tag; pass the sidecar image (--image)", s.desc, s.rayImage)
+			return "", fmt.Errorf("no Ray version: %s has no rayVersion and the Ray image %q has no X.Y.Z tag; pass the sidecar image (--image)", s.desc, s.rayImage)
 		}
 		if olderThan(ray, MinRay) {
 			warn("Ray %s has no debugpy-based debugger (Ray >= %s): breakpoint() will not show in the Ray Distributed Debugger", ray, MinRay)
 		}
+		var err error
 		if image, err = DefaultImage(c.repository, ray); err != nil {
-			return nil, tgt, err
+			return "", err
 		}
 	}
 	if c.resolver != nil {
@@ -365,23 +402,32 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 			image = r
 		}
 	}
-	tgt.Image = image
+	return image, nil
+}
 
+// checkConflicts refuses a site whose containers already use the sidecar's
+// name or port.
+func (c *config) checkConflicts(s *site) error {
 	for _, ct := range s.containers {
 		if scalarAt(ct, "name") == c.name {
-			return nil, tgt, fmt.Errorf("%s already has a container named %q that imagectl inject did not add (its first line lacks %q): rename it, or pick another name for the sidecar (--name)", s.desc, c.name, Marker)
+			return fmt.Errorf("%s already has a container named %q that imagectl inject did not add (its first line lacks %q): rename it, or pick another name for the sidecar (--name)", s.desc, c.name, Marker)
 		}
 	}
 	for _, p := range s.ports {
 		if scalarAt(p, "containerPort") == strconv.Itoa(c.port) {
-			return nil, tgt, fmt.Errorf("%s: port %d is already used by another container: pick another port (--port)", s.desc, c.port)
+			return fmt.Errorf("%s: port %d is already used by another container: pick another port (--port)", s.desc, c.port)
 		}
 		if scalarAt(p, "name") == PortName {
-			return nil, tgt, fmt.Errorf("%s: a port is already named %q", s.desc, PortName)
+			return fmt.Errorf("%s: a port is already named %q", s.desc, PortName)
 		}
 	}
+	return nil
+}
 
-	st := detectStyle(root)
+// addSidecar appends, in t, the Ray container's /tmp/ray mount (unless it
+// has one), the sidecar, the /tmp/ray volume (unless the pod has it) and
+// the image pull secret (unless listed).
+func (c *config) addSidecar(t *text, st style, s *site, image string) error {
 	// The /tmp/ray volume: reuse the Ray container's mount, or add one.
 	volume, subPath := "", ""
 	if mounts := valueAt(s.mountsOf, "volumeMounts"); mounts != nil && mounts.Kind == yaml.SequenceNode {
@@ -412,7 +458,7 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 			volume = "imagectl-ray-tmp"
 		}
 		if err := appendItem(t, st, s.mountsOf, "volumeMounts", mapOf(pair("name", volume), pair("mountPath", RayTmp)), s.desc+" (Ray container)"); err != nil {
-			return nil, tgt, err
+			return err
 		}
 	}
 	if exists, _ := hasVolume(volume); !exists {
@@ -421,11 +467,11 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 
 	sidecar := c.sidecar(image, volume, subPath, s)
 	if err := appendItem(t, st, s.containerList, s.containerKey, sidecar, s.desc); err != nil {
-		return nil, tgt, err
+		return err
 	}
 	if addVolume {
 		if err := appendItem(t, st, s.pod, "volumes", mapOf(pair("name", volume), pair("emptyDir", emptyMap())), s.desc); err != nil {
-			return nil, tgt, err
+			return err
 		}
 	}
 	if c.pullSecret != "" {
@@ -437,11 +483,11 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 		}
 		if !listed {
 			if err := appendItem(t, st, s.pullSecretsOf, "imagePullSecrets", mapOf(pair("name", c.pullSecret)), s.desc); err != nil {
-				return nil, tgt, err
+				return err
 			}
 		}
 	}
-	return t.render(), tgt, nil
+	return nil
 }
 
 // raySite finds the head pod template of a RayJob, RayCluster or RayService.
