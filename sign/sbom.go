@@ -161,27 +161,7 @@ func SPDX(in SBOMInput, platform string) ([]byte, error) {
 		platforms = append([]string(nil), in.Platforms...)
 		sort.Strings(platforms)
 	}
-	docName := in.ImageName
-	if in.ImageVersion != "" {
-		docName += ":" + in.ImageVersion
-	}
-	if platform != "" {
-		docName += " (" + platform + ")"
-	}
-	created := in.Created.UTC()
-	if in.Created.IsZero() {
-		created = time.Unix(0, 0).UTC()
-	}
-	doc := &spdx.Document{
-		SPDXVersion:    spdx.Version,
-		DataLicense:    spdx.DataLicense,
-		SPDXIdentifier: "DOCUMENT",
-		DocumentName:   docName,
-		CreationInfo: &spdx.CreationInfo{
-			Created:  created.Format(time.RFC3339),
-			Creators: []common.Creator{{CreatorType: "Tool", Creator: "imagectl"}},
-		},
-	}
+	doc := spdxDocument(in, platform)
 	img := &spdx.Package{
 		PackageSPDXIdentifier: "Image", PackageName: in.ImageName, PackageVersion: in.ImageVersion,
 		PackageDownloadLocation: "NOASSERTION", PrimaryPackagePurpose: "CONTAINER",
@@ -191,74 +171,27 @@ func SPDX(in SBOMInput, platform string) ([]byte, error) {
 		return &spdx.Relationship{RefA: common.MakeDocElementID("", string(a)), Relationship: typ, RefB: common.MakeDocElementID("", string(b))}
 	}
 	rels := []*spdx.Relationship{rel(doc.SPDXIdentifier, common.TypeRelationshipDescribe, img.PackageSPDXIdentifier)}
-	add := func(p *spdx.Package, typ string) {
-		pkgs = append(pkgs, p)
-		rels = append(rels, rel(img.PackageSPDXIdentifier, typ, p.PackageSPDXIdentifier))
-	}
-	for _, p := range platforms {
-		if in.BaseName == "" {
-			break
+	add := func(typ string, ps ...*spdx.Package) {
+		for _, p := range ps {
+			pkgs = append(pkgs, p)
+			rels = append(rels, rel(img.PackageSPDXIdentifier, typ, p.PackageSPDXIdentifier))
 		}
-		bp := &spdx.Package{PackageSPDXIdentifier: spdxID("Base", p), PackageName: in.BaseName, PackageDownloadLocation: "NOASSERTION", PrimaryPackagePurpose: "CONTAINER", PackageComment: "base image for " + p}
-		if d := in.BaseDigests[p]; d != "" {
-			bp.PackageVersion = d
-			if alg, hexd, ok := strings.Cut(d, ":"); ok && alg == "sha256" {
-				bp.PackageChecksums = sha256Checksum(hexd)
-			}
-			bp.PackageExternalReferences = purl(ociPURL(in.BaseName, d, p))
-		}
-		add(bp, common.TypeRelationshipDescendantOf)
 	}
+	add(common.TypeRelationshipDescendantOf, spdxBases(in, platforms)...)
 	if in.CodeServer != "" {
-		add(&spdx.Package{PackageSPDXIdentifier: spdxID("code-server", in.CodeServer), PackageName: "code-server", PackageVersion: in.CodeServer,
+		add(common.TypeRelationshipContains, &spdx.Package{PackageSPDXIdentifier: spdxID("code-server", in.CodeServer), PackageName: "code-server", PackageVersion: in.CodeServer,
 			PackageDownloadLocation: "https://github.com/coder/code-server", PackageComment: "VS Code " + in.VSCode,
-			PackageExternalReferences: purl("pkg:npm/code-server@" + in.CodeServer)}, common.TypeRelationshipContains)
+			PackageExternalReferences: purl("pkg:npm/code-server@" + in.CodeServer)})
 	}
-	for _, e := range in.Extensions {
-		for _, p := range platforms {
-			f, ok := e.Files[p]
-			if !ok {
-				return nil, fmt.Errorf("extension %s@%s has no file for %s", e.ID, e.Version, p)
-			}
-			ep := &spdx.Package{PackageSPDXIdentifier: spdxID("vsix", e.ID, e.Version, p), PackageName: e.ID, PackageVersion: e.Version,
-				PackageDownloadLocation: noassert(f.URL), PackageComment: "VS Code extension, target platform " + f.TargetPlatform + ", installed on " + p}
-			if f.SHA256 != "" {
-				ep.PackageChecksums = sha256Checksum(f.SHA256)
-			}
-			add(ep, common.TypeRelationshipContains)
-		}
+	exts, err := spdxExtensions(in, platforms)
+	if err != nil {
+		return nil, err
 	}
+	add(common.TypeRelationshipContains, exts...)
 	if in.Python != "" {
-		add(&spdx.Package{PackageSPDXIdentifier: spdxID("python", in.Python), PackageName: "python", PackageVersion: in.Python, PackageDownloadLocation: "NOASSERTION"}, common.TypeRelationshipContains)
+		add(common.TypeRelationshipContains, &spdx.Package{PackageSPDXIdentifier: spdxID("python", in.Python), PackageName: "python", PackageVersion: in.Python, PackageDownloadLocation: "NOASSERTION"})
 	}
-	pys := in.PythonPackages
-	if in.PythonByPlatform != nil {
-		// The closure of every platform the document covers; a wheel of
-		// another platform is another package (another sha256).
-		pys = nil
-		seen := map[string]bool{}
-		for _, p := range platforms {
-			for _, pp := range in.PythonByPlatform[p] {
-				k := pp.Name + "@" + pp.Version + "@" + pp.SHA256
-				if !seen[k] {
-					seen[k] = true
-					pys = append(pys, pp)
-				}
-			}
-		}
-	}
-	for _, pp := range pys {
-		id := spdxID("pypi", pp.Name, pp.Version)
-		if pp.SHA256 != "" {
-			id = spdxID("pypi", pp.Name, pp.Version, pp.SHA256[:12])
-		}
-		sp := &spdx.Package{PackageSPDXIdentifier: id, PackageName: pp.Name, PackageVersion: pp.Version, PackageDownloadLocation: noassert(pp.URL),
-			PackageExternalReferences: purl("pkg:pypi/" + strings.ToLower(pp.Name) + "@" + pp.Version)}
-		if pp.SHA256 != "" {
-			sp.PackageChecksums = sha256Checksum(pp.SHA256)
-		}
-		add(sp, common.TypeRelationshipContains)
-	}
+	add(common.TypeRelationshipContains, spdxPython(in, platforms)...)
 	for _, p := range pkgs {
 		p.PackageLicenseConcluded, p.PackageLicenseDeclared, p.PackageCopyrightText = "NOASSERTION", "NOASSERTION", "NOASSERTION"
 	}
@@ -275,4 +208,103 @@ func SPDX(in SBOMInput, platform string) ([]byte, error) {
 		return nil, fmt.Errorf("encoding SPDX: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// spdxDocument is the document's header: its name and creation info.
+func spdxDocument(in SBOMInput, platform string) *spdx.Document {
+	docName := in.ImageName
+	if in.ImageVersion != "" {
+		docName += ":" + in.ImageVersion
+	}
+	if platform != "" {
+		docName += " (" + platform + ")"
+	}
+	created := in.Created.UTC()
+	if in.Created.IsZero() {
+		created = time.Unix(0, 0).UTC()
+	}
+	return &spdx.Document{
+		SPDXVersion:    spdx.Version,
+		DataLicense:    spdx.DataLicense,
+		SPDXIdentifier: "DOCUMENT",
+		DocumentName:   docName,
+		CreationInfo: &spdx.CreationInfo{
+			Created:  created.Format(time.RFC3339),
+			Creators: []common.Creator{{CreatorType: "Tool", Creator: "imagectl"}},
+		},
+	}
+}
+
+// spdxBases is the base image of each platform (none without a base name).
+func spdxBases(in SBOMInput, platforms []string) []*spdx.Package {
+	if in.BaseName == "" {
+		return nil
+	}
+	var out []*spdx.Package
+	for _, p := range platforms {
+		bp := &spdx.Package{PackageSPDXIdentifier: spdxID("Base", p), PackageName: in.BaseName, PackageDownloadLocation: "NOASSERTION", PrimaryPackagePurpose: "CONTAINER", PackageComment: "base image for " + p}
+		if d := in.BaseDigests[p]; d != "" {
+			bp.PackageVersion = d
+			if alg, hexd, ok := strings.Cut(d, ":"); ok && alg == "sha256" {
+				bp.PackageChecksums = sha256Checksum(hexd)
+			}
+			bp.PackageExternalReferences = purl(ociPURL(in.BaseName, d, p))
+		}
+		out = append(out, bp)
+	}
+	return out
+}
+
+// spdxExtensions is each extension's file of each platform.
+func spdxExtensions(in SBOMInput, platforms []string) ([]*spdx.Package, error) {
+	var out []*spdx.Package
+	for _, e := range in.Extensions {
+		for _, p := range platforms {
+			f, ok := e.Files[p]
+			if !ok {
+				return nil, fmt.Errorf("extension %s@%s has no file for %s", e.ID, e.Version, p)
+			}
+			ep := &spdx.Package{PackageSPDXIdentifier: spdxID("vsix", e.ID, e.Version, p), PackageName: e.ID, PackageVersion: e.Version,
+				PackageDownloadLocation: noassert(f.URL), PackageComment: "VS Code extension, target platform " + f.TargetPlatform + ", installed on " + p}
+			if f.SHA256 != "" {
+				ep.PackageChecksums = sha256Checksum(f.SHA256)
+			}
+			out = append(out, ep)
+		}
+	}
+	return out, nil
+}
+
+// spdxPython is the Python closure: PythonPackages, or with
+// PythonByPlatform the closure of every platform the document covers (a
+// wheel of another platform is another package: another sha256).
+func spdxPython(in SBOMInput, platforms []string) []*spdx.Package {
+	pys := in.PythonPackages
+	if in.PythonByPlatform != nil {
+		pys = nil
+		seen := map[string]bool{}
+		for _, p := range platforms {
+			for _, pp := range in.PythonByPlatform[p] {
+				k := pp.Name + "@" + pp.Version + "@" + pp.SHA256
+				if !seen[k] {
+					seen[k] = true
+					pys = append(pys, pp)
+				}
+			}
+		}
+	}
+	var out []*spdx.Package
+	for _, pp := range pys {
+		id := spdxID("pypi", pp.Name, pp.Version)
+		if pp.SHA256 != "" {
+			id = spdxID("pypi", pp.Name, pp.Version, pp.SHA256[:12])
+		}
+		sp := &spdx.Package{PackageSPDXIdentifier: id, PackageName: pp.Name, PackageVersion: pp.Version, PackageDownloadLocation: noassert(pp.URL),
+			PackageExternalReferences: purl("pkg:pypi/" + strings.ToLower(pp.Name) + "@" + pp.Version)}
+		if pp.SHA256 != "" {
+			sp.PackageChecksums = sha256Checksum(pp.SHA256)
+		}
+		out = append(out, sp)
+	}
+	return out
 }
