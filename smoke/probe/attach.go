@@ -117,22 +117,9 @@ func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResu
 	res = &AttachResult{Address: addr, Action: cfg.action}
 	start := time.Now()
 
-	dctx, cancel := context.WithTimeout(ctx, cfg.stepTimeout)
-	var c *dap.Client
-	if cfg.dial != nil {
-		var conn net.Conn
-		if conn, err = cfg.dial(dctx, "tcp", addr); err == nil {
-			c = dap.NewClient(conn)
-		}
-	} else {
-		c, err = dap.Dial(dctx, addr)
-	}
-	cancel()
+	c, err := dialDAP(ctx, addr, cfg)
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			return res, fmt.Errorf("%w: %s: nothing listens there (the worker may have resumed or exited): %w", ErrPortRefused, addr, err)
-		}
-		return res, fmt.Errorf("dialing debugpy at %s: %w", addr, err)
+		return res, err
 	}
 	defer func() {
 		res.SkippedEvents = c.SkippedEvents()
@@ -150,23 +137,93 @@ func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResu
 		c.Do(dctx, &godap.DisconnectRequest{Request: req("disconnect"), Arguments: &godap.DisconnectArguments{TerminateDebuggee: false}})
 	}()
 
-	step := func(what string, f func(context.Context) error) error {
-		sctx, cancel := context.WithTimeout(ctx, cfg.stepTimeout)
-		defer cancel()
-		if err := f(sctx); err != nil {
-			return closedMeansOtherClient(addr, what, c, err)
-		}
-		return nil
+	s := &dapSession{ctx: ctx, c: c, addr: addr, cfg: cfg}
+	if err := s.handshake(); err != nil {
+		return res, err
+	}
+	res.AttachTime = time.Since(start)
+	res.AttachMillis = res.AttachTime.Milliseconds()
+
+	if err := s.stopped(res); err != nil {
+		return res, err
 	}
 
-	if err := step("initialize", func(ctx context.Context) error {
+	if cfg.action == ActionContinue {
+		if err := s.step("continue", func(ctx context.Context) error {
+			_, err := c.Do(ctx, &godap.ContinueRequest{Request: req("continue"), Arguments: godap.ContinueArguments{ThreadId: res.ThreadID}})
+			return err
+		}); err != nil {
+			return res, err
+		}
+	}
+	if err := s.step("disconnect", func(ctx context.Context) error {
+		_, err := c.Do(ctx, &godap.DisconnectRequest{Request: req("disconnect"), Arguments: &godap.DisconnectArguments{TerminateDebuggee: false}})
+		return err
+	}); err != nil {
+		return res, err
+	}
+	disconnected = true
+
+	if res.Frame == nil {
+		return res, fmt.Errorf("%w: no frame of thread %d matches %s; frames: %s", ErrFrameNotFound, res.ThreadID, cfg.expect, framesString(res.Frames))
+	}
+	return res, nil
+}
+
+// dialDAP connects to debugpy at addr within the step timeout.
+func dialDAP(ctx context.Context, addr string, cfg attachConfig) (*dap.Client, error) {
+	dctx, cancel := context.WithTimeout(ctx, cfg.stepTimeout)
+	defer cancel()
+	var c *dap.Client
+	var err error
+	if cfg.dial != nil {
+		var conn net.Conn
+		if conn, err = cfg.dial(dctx, "tcp", addr); err == nil {
+			c = dap.NewClient(conn)
+		}
+	} else {
+		c, err = dap.Dial(dctx, addr)
+	}
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("%w: %s: nothing listens there (the worker may have resumed or exited): %w", ErrPortRefused, addr, err)
+		}
+		return nil, fmt.Errorf("dialing debugpy at %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// dapSession is one attach's connection, for its steps.
+type dapSession struct {
+	ctx  context.Context
+	c    *dap.Client
+	addr string
+	cfg  attachConfig
+}
+
+// step runs f within the step timeout; a closed connection is named as
+// another client's.
+func (s *dapSession) step(what string, f func(context.Context) error) error {
+	sctx, cancel := context.WithTimeout(s.ctx, s.cfg.stepTimeout)
+	defer cancel()
+	if err := f(sctx); err != nil {
+		return closedMeansOtherClient(s.addr, what, s.c, err)
+	}
+	return nil
+}
+
+// handshake runs initialize, attach, configurationDone on "initialized",
+// and waits for the attach response.
+func (s *dapSession) handshake() error {
+	ctx, c, addr, cfg := s.ctx, s.c, s.addr, s.cfg
+	if err := s.step("initialize", func(ctx context.Context) error {
 		_, err := c.Do(ctx, &godap.InitializeRequest{Request: req("initialize"), Arguments: godap.InitializeRequestArguments{
 			ClientID: cfg.clientID, ClientName: "imagectl smoke attach", AdapterID: "debugpy",
 			LinesStartAt1: true, ColumnsStartAt1: true, PathFormat: "path",
 		}})
 		return err
 	}); err != nil {
-		return res, err
+		return err
 	}
 
 	host, port, _ := net.SplitHostPort(addr)
@@ -176,7 +233,7 @@ func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResu
 	})
 	call, err := c.Start(&godap.AttachRequest{Request: req("attach"), Arguments: args})
 	if err != nil {
-		return res, closedMeansOtherClient(addr, "attach", c, err)
+		return closedMeansOtherClient(addr, "attach", c, err)
 	}
 	// debugpy sends "initialized" and holds the attach response until
 	// configurationDone; a refused attach answers at once instead.
@@ -192,48 +249,52 @@ func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResu
 	case err := <-initErr:
 		if err != nil {
 			icancel()
-			return res, closedMeansOtherClient(addr, "waiting for the initialized event", c, err)
+			return closedMeansOtherClient(addr, "waiting for the initialized event", c, err)
 		}
 	case err := <-attachErr:
 		attachDone = true
 		if err != nil {
 			icancel()
-			return res, attachRefused(addr, c, err)
+			return attachRefused(addr, c, err)
 		}
 		if err := <-initErr; err != nil {
 			icancel()
-			return res, closedMeansOtherClient(addr, "waiting for the initialized event", c, err)
+			return closedMeansOtherClient(addr, "waiting for the initialized event", c, err)
 		}
 	}
 	icancel()
-	if err := step("configurationDone", func(ctx context.Context) error {
+	if err := s.step("configurationDone", func(ctx context.Context) error {
 		_, err := c.Do(ctx, &godap.ConfigurationDoneRequest{Request: req("configurationDone")})
 		return err
 	}); err != nil {
-		return res, err
+		return err
 	}
 	if !attachDone {
 		if err := <-attachErr; err != nil {
-			return res, attachRefused(addr, c, err)
+			return attachRefused(addr, c, err)
 		}
 	}
-	res.AttachTime = time.Since(start)
-	res.AttachMillis = res.AttachTime.Milliseconds()
+	return nil
+}
 
-	sctx, scancel := context.WithTimeout(ctx, cfg.stopTimeout)
+// stopped waits for the stopped event and reads the stopped thread's
+// frames into res, res.Frame the first that matches the expectation.
+func (s *dapSession) stopped(res *AttachResult) error {
+	c, addr, cfg := s.c, s.addr, s.cfg
+	sctx, scancel := context.WithTimeout(s.ctx, cfg.stopTimeout)
 	ev, err := c.WaitEvent(sctx, "stopped")
 	scancel()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return res, fmt.Errorf("%w after %s from %s: attached, but the debuggee did not stop (is it really paused at breakpoint()?)", ErrNoStop, cfg.stopTimeout, addr)
+			return fmt.Errorf("%w after %s from %s: attached, but the debuggee did not stop (is it really paused at breakpoint()?)", ErrNoStop, cfg.stopTimeout, addr)
 		}
-		return res, closedMeansOtherClient(addr, "waiting for the stopped event", c, err)
+		return closedMeansOtherClient(addr, "waiting for the stopped event", c, err)
 	}
 	stopped := ev.(*godap.StoppedEvent)
 	res.StopReason, res.ThreadID = stopped.Body.Reason, stopped.Body.ThreadId
 
 	var st *godap.StackTraceResponse
-	if err := step("stackTrace", func(ctx context.Context) error {
+	if err := s.step("stackTrace", func(ctx context.Context) error {
 		r, err := c.Do(ctx, &godap.StackTraceRequest{Request: req("stackTrace"), Arguments: godap.StackTraceArguments{ThreadId: res.ThreadID}})
 		if err != nil {
 			return err
@@ -241,7 +302,7 @@ func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResu
 		st = r.(*godap.StackTraceResponse)
 		return nil
 	}); err != nil {
-		return res, err
+		return err
 	}
 	for _, f := range st.Body.StackFrames {
 		fr := Frame{Name: f.Name, Line: f.Line}
@@ -257,27 +318,7 @@ func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResu
 		f := *res.Frame // res.Frames may have been reallocated after the match
 		res.Frame = &f
 	}
-
-	if cfg.action == ActionContinue {
-		if err := step("continue", func(ctx context.Context) error {
-			_, err := c.Do(ctx, &godap.ContinueRequest{Request: req("continue"), Arguments: godap.ContinueArguments{ThreadId: res.ThreadID}})
-			return err
-		}); err != nil {
-			return res, err
-		}
-	}
-	if err := step("disconnect", func(ctx context.Context) error {
-		_, err := c.Do(ctx, &godap.DisconnectRequest{Request: req("disconnect"), Arguments: &godap.DisconnectArguments{TerminateDebuggee: false}})
-		return err
-	}); err != nil {
-		return res, err
-	}
-	disconnected = true
-
-	if res.Frame == nil {
-		return res, fmt.Errorf("%w: no frame of thread %d matches %s; frames: %s", ErrFrameNotFound, res.ThreadID, cfg.expect, framesString(res.Frames))
-	}
-	return res, nil
+	return nil
 }
 
 func req(command string) godap.Request {
