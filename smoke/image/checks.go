@@ -119,8 +119,27 @@ func (r *platformRun) checkPython(ctx context.Context) (Status, string) {
 	if r.lock.PythonRuntime != nil && !strings.HasPrefix(facts.Realpath, imagespec.PythonDir+"/") {
 		problems = append(problems, fmt.Sprintf("%s on the image's PATH is %s, not the shipped runtime under %s", python, facts.Realpath, imagespec.PythonDir))
 	}
+	imported, ps := r.importProblems(facts, site)
+	problems = append(problems, ps...)
+	if !facts.SiteExists {
+		problems = append(problems, "no "+site)
+	}
+	shared, p := r.compiledProblem(facts, site)
+	if p != "" {
+		problems = append(problems, p)
+	}
+	if len(problems) > 0 {
+		return Fail, strings.Join(problems, "; ")
+	}
+	return Pass, fmt.Sprintf("%s on the image's PATH is %s -> %s (Python %s, %s); %s import from %s at the locked versions; %d distributions, %d ELF files all %s, %d shared objects load",
+		python, facts.Executable, facts.Realpath, facts.Version, facts.Machine, strings.Join(imported, " and "), site, len(facts.Dists), len(facts.Compiled), elfName(want.machine), shared)
+}
+
+// importProblems checks that ray and debugpy import from site at the
+// locked versions; it returns "name version" of each import and the
+// problems.
+func (r *platformRun) importProblems(facts *pythonFacts, site string) (imported, problems []string) {
 	wantVersion := map[string]string{"ray": r.lock.Ray, "debugpy": r.lock.Debugpy}
-	var imported []string
 	for _, m := range facts.Imports {
 		switch {
 		case m.Error != "":
@@ -136,11 +155,15 @@ func (r *platformRun) checkPython(ctx context.Context) (Status, string) {
 		}
 		imported = append(imported, m.Name+" "+m.Version)
 	}
-	if !facts.SiteExists {
-		problems = append(problems, "no "+site)
-	}
+	return imported, problems
+}
+
+// compiledProblem checks that every ELF file in site is of the platform's
+// machine and every shared object loads; it returns how many shared
+// objects loaded and the problem ("" when none).
+func (r *platformRun) compiledProblem(facts *pythonFacts, site string) (shared int, problem string) {
+	want := elfMachines[r.p.Arch()]
 	var bad []string
-	shared := 0
 	for _, f := range facts.Compiled {
 		who := strings.TrimPrefix(f.Path, site+"/")
 		if f.Dist != "" {
@@ -155,19 +178,15 @@ func (r *platformRun) checkPython(ctx context.Context) (Status, string) {
 			shared++
 		}
 	}
-	if len(bad) > 0 {
-		more := ""
-		if len(bad) > 5 {
-			more = fmt.Sprintf(" (and %d more)", len(bad)-5)
-			bad = bad[:5]
-		}
-		problems = append(problems, fmt.Sprintf("compiled modules on %s: %s%s", r.p.Platform, strings.Join(bad, "; "), more))
+	if len(bad) == 0 {
+		return shared, ""
 	}
-	if len(problems) > 0 {
-		return Fail, strings.Join(problems, "; ")
+	more := ""
+	if len(bad) > 5 {
+		more = fmt.Sprintf(" (and %d more)", len(bad)-5)
+		bad = bad[:5]
 	}
-	return Pass, fmt.Sprintf("%s on the image's PATH is %s -> %s (Python %s, %s); %s import from %s at the locked versions; %d distributions, %d ELF files all %s, %d shared objects load",
-		python, facts.Executable, facts.Realpath, facts.Version, facts.Machine, strings.Join(imported, " and "), site, len(facts.Dists), len(facts.Compiled), elfName(want.machine), shared)
+	return shared, fmt.Sprintf("compiled modules on %s: %s%s", r.p.Platform, strings.Join(bad, "; "), more)
 }
 
 func majorMinor(v string) string {
@@ -227,29 +246,8 @@ func (r *platformRun) checkDebugger(ctx context.Context) (Status, string) {
 		return Fail, fmt.Sprintf("starting %s breakpoint.py: %v", python, err)
 	}
 	defer proc.Kill()
-	exited := func(what string) (Status, string) {
-		res, err := proc.Wait()
-		if err != nil {
-			return Fail, fmt.Sprintf("%s: %v", what, err)
-		}
-		return Fail, fmt.Sprintf("%s: the script exited %d: %s", what, res.ExitCode, tail(string(res.Stderr)+string(res.Stdout), 6))
-	}
-	// Wait for the listener (no bare TCP probe: it can disturb debugpy).
-	listening := false
-	timer := time.NewTimer(r.o.bootTimeout)
-	defer timer.Stop()
-	for !listening {
-		select {
-		case l, ok := <-proc.Lines():
-			if !ok {
-				return exited("debugpy never listened")
-			}
-			listening = strings.HasPrefix(l, "IMAGECTL-SMOKE-LISTENING ")
-		case <-timer.C:
-			return Fail, fmt.Sprintf("debugpy did not listen within %s", r.o.bootTimeout)
-		case <-ctx.Done():
-			return Fail, ctx.Err().Error()
-		}
+	if msg := r.awaitListener(ctx, proc); msg != "" {
+		return Fail, msg
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	res, err := probe.Attach(pctx, addr,
@@ -272,6 +270,50 @@ func (r *platformRun) checkDebugger(ctx context.Context) (Status, string) {
 	default:
 		problems = append(problems, fmt.Sprintf("stopped in %s at %s:%d, want line %d (the statement after breakpoint() on line %d)", f.Name, f.Path, f.Line, line+1, line))
 	}
+	out, msg := r.awaitExit(ctx, proc)
+	if msg != "" {
+		return Fail, msg
+	}
+	want := resultMark + "49"
+	if out.ExitCode != 0 || !strings.Contains(string(out.Stdout), want) {
+		problems = append(problems, fmt.Sprintf("after continue the script exited %d without printing %q: %s", out.ExitCode, want, tail(string(out.Stderr)+string(out.Stdout), 6)))
+	}
+	if len(problems) > 0 {
+		return Fail, strings.Join(problems, "; ")
+	}
+	return Pass, fmt.Sprintf("debugpy listened on %s in the container; attached in %dms, stopped (%s) in %s at %s:%d (%s), continued; the script printed %s and exited 0",
+		addr, res.AttachMillis, res.StopReason, res.Frame.Name, res.Frame.Path, res.Frame.Line, where, want)
+}
+
+// awaitListener waits for breakpoint.py's debugpy listener (no bare TCP
+// probe: it can disturb debugpy); it returns why it did not listen, or "".
+func (r *platformRun) awaitListener(ctx context.Context, proc Proc) string {
+	timer := time.NewTimer(r.o.bootTimeout)
+	defer timer.Stop()
+	for listening := false; !listening; {
+		select {
+		case l, ok := <-proc.Lines():
+			if !ok {
+				const what = "debugpy never listened"
+				res, err := proc.Wait()
+				if err != nil {
+					return fmt.Sprintf("%s: %v", what, err)
+				}
+				return fmt.Sprintf("%s: the script exited %d: %s", what, res.ExitCode, tail(string(res.Stderr)+string(res.Stdout), 6))
+			}
+			listening = strings.HasPrefix(l, "IMAGECTL-SMOKE-LISTENING ")
+		case <-timer.C:
+			return fmt.Sprintf("debugpy did not listen within %s", r.o.bootTimeout)
+		case <-ctx.Done():
+			return ctx.Err().Error()
+		}
+	}
+	return ""
+}
+
+// awaitExit waits (within the step timeout, else kills it) for the
+// continued script to exit; it returns its result, or why not.
+func (r *platformRun) awaitExit(ctx context.Context, proc Proc) (*Result, string) {
 	wctx, wcancel := context.WithTimeout(ctx, r.o.stepTimeout)
 	defer wcancel()
 	done := make(chan struct{})
@@ -283,20 +325,12 @@ func (r *platformRun) checkDebugger(ctx context.Context) (Status, string) {
 	case <-wctx.Done():
 		proc.Kill()
 		<-done
-		return Fail, fmt.Sprintf("attached and continued, but the script did not exit within %s", r.o.stepTimeout)
+		return nil, fmt.Sprintf("attached and continued, but the script did not exit within %s", r.o.stepTimeout)
 	}
 	if werr != nil {
-		return Fail, fmt.Sprintf("waiting for the script: %v", werr)
+		return nil, fmt.Sprintf("waiting for the script: %v", werr)
 	}
-	want := resultMark + "49"
-	if out.ExitCode != 0 || !strings.Contains(string(out.Stdout), want) {
-		problems = append(problems, fmt.Sprintf("after continue the script exited %d without printing %q: %s", out.ExitCode, want, tail(string(out.Stderr)+string(out.Stdout), 6)))
-	}
-	if len(problems) > 0 {
-		return Fail, strings.Join(problems, "; ")
-	}
-	return Pass, fmt.Sprintf("debugpy listened on %s in the container; attached in %dms, stopped (%s) in %s at %s:%d (%s), continued; the script printed %s and exited 0",
-		addr, res.AttachMillis, res.StopReason, res.Frame.Name, res.Frame.Path, res.Frame.Line, where, want)
+	return out, ""
 }
 
 // checkCodeServer waits for the entrypoint's code-server to answer
