@@ -258,6 +258,26 @@ func checkExtensions(fs files, platform string, lock *imagespec.Set, labels map[
 	if err != nil {
 		fail("platform", "no VS Code target platform for %s", platform)
 	}
+	installed := installedExtensions(fs, c, fail)
+
+	// Against the lock: every locked extension, at its version and target.
+	if lock != nil {
+		checkLockedExtensions(lock, installed, c, platform, want, fail)
+	} else {
+		// Without a lock, at least every installed extension must fit the architecture.
+		for _, e := range c.Extensions {
+			if e.TargetPlatform != "" && e.TargetPlatform != imagespec.VSCodeUniversal && e.TargetPlatform != want {
+				fail(e.Dir+"/.vsixmanifest", "TargetPlatform %s, want %s", e.TargetPlatform, want)
+			}
+		}
+	}
+
+	checkExtensionsJSON(fs, installed, fail)
+}
+
+// installedExtensions reads the installed extension directories into
+// c.Extensions; it returns them by lowercased id.
+func installedExtensions(fs files, c *Contents, fail failFn) map[string]InstalledExtension {
 	// Installed extension directories.
 	dirs := map[string]bool{}
 	for p := range fs {
@@ -304,54 +324,47 @@ func checkExtensions(fs files, platform string, lock *imagespec.Set, labels map[
 		installed[key] = e
 		c.Extensions = append(c.Extensions, e)
 	}
+	return installed
+}
 
-	// Against the lock: every locked extension, at its version and target.
-	if lock != nil {
-		locked := map[string]bool{}
-		for _, le := range lock.Extensions {
-			locked[strings.ToLower(le.ID)] = true
-			e, ok := installed[strings.ToLower(le.ID)]
-			if !ok {
-				fail(imagespec.ExtensionsDir, "%s@%s is in the lock but not installed", le.ID, le.Version)
-				continue
-			}
-			if e.Version != le.Version {
-				fail(e.Dir+"/package.json", "version %s, lock says %s@%s", e.Version, le.ID, le.Version)
-			}
-			f, ok := le.Files[platform]
-			if !ok {
-				fail("label "+imagespec.LabelLock, "%s has no file for %s", le.ID, platform)
-				continue
-			}
-			if e.TargetPlatform == "" {
-				continue // .vsixmanifest failure already reported
-			}
-			switch {
-			case f.TargetPlatform == imagespec.VSCodeUniversal:
-				if e.TargetPlatform != imagespec.VSCodeUniversal && e.TargetPlatform != want {
-					fail(e.Dir+"/.vsixmanifest", "TargetPlatform %s, want %s or universal", e.TargetPlatform, want)
-				}
-			case e.TargetPlatform != want:
-				fail(e.Dir+"/.vsixmanifest", "TargetPlatform %s, want %s", e.TargetPlatform, want)
-			case f.TargetPlatform != want:
-				fail("label "+imagespec.LabelLock, "%s file for %s has target %s, want %s", le.ID, platform, f.TargetPlatform, want)
-			}
+// checkLockedExtensions checks every locked extension is installed at its
+// version and target (want), and nothing else is.
+func checkLockedExtensions(lock *imagespec.Set, installed map[string]InstalledExtension, c *Contents, platform, want string, fail failFn) {
+	locked := map[string]bool{}
+	for _, le := range lock.Extensions {
+		locked[strings.ToLower(le.ID)] = true
+		e, ok := installed[strings.ToLower(le.ID)]
+		if !ok {
+			fail(imagespec.ExtensionsDir, "%s@%s is in the lock but not installed", le.ID, le.Version)
+			continue
 		}
-		for _, e := range c.Extensions {
-			if !locked[strings.ToLower(e.ID)] {
-				fail(e.Dir, "%s@%s is installed but not in the lock", e.ID, e.Version)
-			}
+		if e.Version != le.Version {
+			fail(e.Dir+"/package.json", "version %s, lock says %s@%s", e.Version, le.ID, le.Version)
 		}
-	} else {
-		// Without a lock, at least every installed extension must fit the architecture.
-		for _, e := range c.Extensions {
-			if e.TargetPlatform != "" && e.TargetPlatform != imagespec.VSCodeUniversal && e.TargetPlatform != want {
-				fail(e.Dir+"/.vsixmanifest", "TargetPlatform %s, want %s", e.TargetPlatform, want)
+		f, ok := le.Files[platform]
+		if !ok {
+			fail("label "+imagespec.LabelLock, "%s has no file for %s", le.ID, platform)
+			continue
+		}
+		if e.TargetPlatform == "" {
+			continue // .vsixmanifest failure already reported
+		}
+		switch {
+		case f.TargetPlatform == imagespec.VSCodeUniversal:
+			if e.TargetPlatform != imagespec.VSCodeUniversal && e.TargetPlatform != want {
+				fail(e.Dir+"/.vsixmanifest", "TargetPlatform %s, want %s or universal", e.TargetPlatform, want)
 			}
+		case e.TargetPlatform != want:
+			fail(e.Dir+"/.vsixmanifest", "TargetPlatform %s, want %s", e.TargetPlatform, want)
+		case f.TargetPlatform != want:
+			fail("label "+imagespec.LabelLock, "%s file for %s has target %s, want %s", le.ID, platform, f.TargetPlatform, want)
 		}
 	}
-
-	checkExtensionsJSON(fs, installed, fail)
+	for _, e := range c.Extensions {
+		if !locked[strings.ToLower(e.ID)] {
+			fail(e.Dir, "%s@%s is installed but not in the lock", e.ID, e.Version)
+		}
+	}
 }
 
 // checkExtensionsJSON checks code-server's extensions.json lists exactly
