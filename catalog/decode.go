@@ -101,48 +101,18 @@ func (w *walker) valueFrom(tok json.Token, t reflect.Type, path string) error {
 			return mismatch(path, t, tok)
 		}
 		fields := jsonFields(t)
-		seen := map[string]bool{}
-		for w.dec.More() {
-			k, err := w.key(path)
-			if err != nil {
-				return err
-			}
-			sub := joinKey(path, k)
-			if seen[k] {
-				return &Error{Path: sub, Msg: "duplicate key"}
-			}
-			seen[k] = true
+		return w.object(path, func(k, sub string) error {
 			f, ok := fields[k]
 			if !ok {
 				return &Error{Path: sub, Msg: "unknown field (want one of " + strings.Join(fieldNames(t), ", ") + ")"}
 			}
-			if err := w.value(f, sub); err != nil {
-				return err
-			}
-		}
-		_, err := w.token(path) // '}'
-		return err
+			return w.value(f, sub)
+		})
 	case reflect.Map:
 		if tok != json.Delim('{') {
 			return mismatch(path, t, tok)
 		}
-		seen := map[string]bool{}
-		for w.dec.More() {
-			k, err := w.key(path)
-			if err != nil {
-				return err
-			}
-			sub := joinKey(path, k)
-			if seen[k] {
-				return &Error{Path: sub, Msg: "duplicate key"}
-			}
-			seen[k] = true
-			if err := w.value(t.Elem(), sub); err != nil {
-				return err
-			}
-		}
-		_, err := w.token(path)
-		return err
+		return w.object(path, func(_, sub string) error { return w.value(t.Elem(), sub) })
 	case reflect.Slice:
 		if tok != json.Delim('[') {
 			return mismatch(path, t, tok)
@@ -154,6 +124,35 @@ func (w *walker) valueFrom(tok json.Token, t reflect.Type, path string) error {
 		}
 		_, err := w.token(path)
 		return err
+	}
+	return scalar(tok, t, path)
+}
+
+// object reads the members of an object whose '{' was read, refusing a
+// duplicate key; member reads each value (k its key, sub its path).
+func (w *walker) object(path string, member func(k, sub string) error) error {
+	seen := map[string]bool{}
+	for w.dec.More() {
+		k, err := w.key(path)
+		if err != nil {
+			return err
+		}
+		sub := joinKey(path, k)
+		if seen[k] {
+			return &Error{Path: sub, Msg: "duplicate key"}
+		}
+		seen[k] = true
+		if err := member(k, sub); err != nil {
+			return err
+		}
+	}
+	_, err := w.token(path) // '}'
+	return err
+}
+
+// scalar checks a string, bool or integer token against t.
+func scalar(tok json.Token, t reflect.Type, path string) error {
+	switch t.Kind() {
 	case reflect.String:
 		s, ok := tok.(string)
 		if !ok {

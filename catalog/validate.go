@@ -81,22 +81,7 @@ func (v *validator) catalog(c *Catalog) {
 		p := fmt.Sprintf("codeServer[%d]", i)
 		v.version(p+".version", cs.Version)
 		v.duplicate(seen, cs.Version, p+".version", "codeServer[%d]")
-		if cs.VSCode != "" {
-			if _, err := engine.ParseVersion(cs.VSCode); err != nil {
-				v.fail(p+".vscode", "%s: want the bundled VS Code version MAJOR.MINOR.PATCH, e.g. 1.101.2", quote(cs.VSCode))
-			}
-		}
-		if cs.Tag != "" && !ociTagRE.MatchString(cs.Tag) {
-			v.fail(p+".tag", "%s: want an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}, no digest)", quote(cs.Tag))
-		}
-		v.digest(p+".indexDigest", cs.IndexDigest, true)
-		for _, pl := range slices.Sorted(maps.Keys(cs.Platforms)) {
-			pp := joinKey(p+".platforms", pl)
-			if !ociPlatformRE.MatchString(pl) {
-				v.fail(pp, "key %s: want an OCI platform os/architecture[/variant], e.g. linux/arm64", quote(pl))
-			}
-			v.digest(pp, cs.Platforms[pl], false)
-		}
+		v.codeServer(p, cs)
 	}
 	if t := c.ToolsImage; t != nil {
 		if t.Ref == "" {
@@ -145,6 +130,27 @@ func (v *validator) catalog(c *Catalog) {
 			v.extensionVersion(pv, ev)
 			v.duplicate(seenV, fmt.Sprintf("%s %t", ev.Version, ev.PreRelease), pv+".version", p+".versions[%d] (the same version and preRelease)")
 		}
+	}
+}
+
+// codeServer checks one codeServer entry's VS Code version, tag and
+// digests (p is its path).
+func (v *validator) codeServer(p string, cs CodeServer) {
+	if cs.VSCode != "" {
+		if _, err := engine.ParseVersion(cs.VSCode); err != nil {
+			v.fail(p+".vscode", "%s: want the bundled VS Code version MAJOR.MINOR.PATCH, e.g. 1.101.2", quote(cs.VSCode))
+		}
+	}
+	if cs.Tag != "" && !ociTagRE.MatchString(cs.Tag) {
+		v.fail(p+".tag", "%s: want an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}, no digest)", quote(cs.Tag))
+	}
+	v.digest(p+".indexDigest", cs.IndexDigest, true)
+	for _, pl := range slices.Sorted(maps.Keys(cs.Platforms)) {
+		pp := joinKey(p+".platforms", pl)
+		if !ociPlatformRE.MatchString(pl) {
+			v.fail(pp, "key %s: want an OCI platform os/architecture[/variant], e.g. linux/arm64", quote(pl))
+		}
+		v.digest(pp, cs.Platforms[pl], false)
 	}
 }
 
