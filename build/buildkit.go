@@ -272,6 +272,32 @@ func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
 		}
 		mounts[name] = fs
 	}
+	attrs, session, err := frontendAttrs(spec)
+	if err != nil {
+		return client.SolveOpt{}, noop, err
+	}
+	opt := client.SolveOpt{
+		Frontend:      "dockerfile.v0",
+		FrontendAttrs: attrs,
+		LocalMounts:   mounts,
+		SharedKey:     session,
+	}
+	for _, ref := range spec.CacheFrom {
+		opt.CacheImports = append(opt.CacheImports, client.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": platformCacheRef(ref, spec.Platform)}})
+	}
+	for _, ref := range spec.CacheTo {
+		opt.CacheExports = append(opt.CacheExports, client.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": platformCacheRef(ref, spec.Platform), "mode": "max", "oci-mediatypes": "true", "image-manifest": "true"}})
+	}
+	closeOut, err := setExport(&opt, spec)
+	if err != nil {
+		return opt, noop, err
+	}
+	return opt, closeOut, nil
+}
+
+// frontendAttrs are the Dockerfile frontend's attributes of spec and the
+// session's shared key.
+func frontendAttrs(spec Spec) (map[string]string, string, error) {
 	attrs := map[string]string{
 		"filename":       "Dockerfile",
 		"platform":       spec.Platform,
@@ -286,7 +312,7 @@ func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
 	}
 	session, keys, err := sharedKeys(spec.Platform, spec.Contexts.Mounts())
 	if err != nil {
-		return client.SolveOpt{}, noop, err
+		return nil, "", err
 	}
 	for name, key := range keys {
 		attrs["context:"+name] = "local:" + name
@@ -302,18 +328,13 @@ func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
 		}
 		attrs["attest:sbom"] = v
 	}
-	opt := client.SolveOpt{
-		Frontend:      "dockerfile.v0",
-		FrontendAttrs: attrs,
-		LocalMounts:   mounts,
-		SharedKey:     session,
-	}
-	for _, ref := range spec.CacheFrom {
-		opt.CacheImports = append(opt.CacheImports, client.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": platformCacheRef(ref, spec.Platform)}})
-	}
-	for _, ref := range spec.CacheTo {
-		opt.CacheExports = append(opt.CacheExports, client.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": platformCacheRef(ref, spec.Platform), "mode": "max", "oci-mediatypes": "true", "image-manifest": "true"}})
-	}
+	return attrs, session, nil
+}
+
+// setExport sets opt's export from spec: push by digest, an OCI archive
+// (the returned func closes it) or the image store (prepare).
+func setExport(opt *client.SolveOpt, spec Spec) (func() error, error) {
+	noop := func() error { return nil }
 	// No rewrite-timestamp: every layer the definition adds is made with
 	// fixed times where it is produced (contexts by PrepareContexts, RUN
 	// outputs touched to SOURCE_DATE_EPOCH), and the build-arg
@@ -327,7 +348,7 @@ func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
 	switch {
 	case spec.Push:
 		if spec.Repo == "" {
-			return opt, noop, errors.New("push requested without a repository")
+			return noop, errors.New("push requested without a repository")
 		}
 		exp["name"] = spec.Repo
 		exp["push"] = "true"
@@ -335,11 +356,11 @@ func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
 		opt.Exports = []client.ExportEntry{{Type: client.ExporterImage, Attrs: exp}}
 	case spec.Archive != "":
 		if err := os.MkdirAll(filepath.Dir(spec.Archive), 0o755); err != nil {
-			return opt, noop, err
+			return noop, err
 		}
 		f, err := os.Create(spec.Archive)
 		if err != nil {
-			return opt, noop, err
+			return noop, err
 		}
 		closeOut = f.Close
 		if spec.Repo != "" {
@@ -353,9 +374,9 @@ func solveOpt(spec Spec) (client.SolveOpt, func() error, error) {
 		exp["push"] = "false"
 		opt.Exports = []client.ExportEntry{{Type: client.ExporterImage, Attrs: exp}}
 	default:
-		return opt, noop, errors.New("neither push, nor an archive path, nor prepare: nothing to export")
+		return noop, errors.New("neither push, nor an archive path, nor prepare: nothing to export")
 	}
-	return opt, closeOut, nil
+	return closeOut, nil
 }
 
 type nopCloser struct{ io.Writer }

@@ -70,14 +70,8 @@ const (
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// Render returns definition with the global ARGs (declared before the first
-// FROM) TOOLS_IMAGE, PIP_INDEX_URL, PIP_TRUSTED_HOST, PYTHON_RUNTIME and
-// PYTHON_STANDALONE_* given defaults from p; stages re-declare them as plain
-// "ARG NAME" and so inherit the defaults. Each must be declared exactly once
-// in the global scope. PIP_TRUSTED_HOST is set only for a plain-HTTP index.
-// The ExtensionsMarker line, which must appear exactly once, becomes one
-// "COPY --link --chown=911:911 --from=ext-<id> / /" per p.Extensions.
-func Render(definition []byte, p Params) ([]byte, error) {
+// globalArgs are the default values Render gives the global ARGs, checked.
+func globalArgs(p Params) (map[string]string, error) {
 	if p.ToolsImage == "" {
 		return nil, fmt.Errorf("render: no tools image (a build-platform image with python3 and pip)")
 	}
@@ -120,6 +114,21 @@ func Render(definition []byte, p Params) ([]byte, error) {
 		if strings.ContainsAny(v, "\"\\\n\r$` ") {
 			return nil, fmt.Errorf("render: %s value %q contains a quote, backslash, dollar, backtick, space or newline", k, v)
 		}
+	}
+	return vals, nil
+}
+
+// Render returns definition with the global ARGs (declared before the first
+// FROM) TOOLS_IMAGE, PIP_INDEX_URL, PIP_TRUSTED_HOST, PYTHON_RUNTIME and
+// PYTHON_STANDALONE_* given defaults from p; stages re-declare them as plain
+// "ARG NAME" and so inherit the defaults. Each must be declared exactly once
+// in the global scope. PIP_TRUSTED_HOST is set only for a plain-HTTP index.
+// The ExtensionsMarker line, which must appear exactly once, becomes one
+// "COPY --link --chown=911:911 --from=ext-<id> / /" per p.Extensions.
+func Render(definition []byte, p Params) ([]byte, error) {
+	vals, err := globalArgs(p)
+	if err != nil {
+		return nil, err
 	}
 	copies, err := extensionCopies(p.Extensions)
 	if err != nil {
