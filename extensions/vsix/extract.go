@@ -161,7 +161,19 @@ func extractInto(ctx context.Context, zr *zip.Reader, size int64, dest string, l
 			return err
 		}
 	}
-	// Fixed times, children before parents (directories last, deepest first).
+	if err := fixTimes(root, written, dirs, mtime); err != nil {
+		return err
+	}
+	if err := os.Chmod(dest, 0o755); err != nil {
+		return err
+	}
+	return os.Chtimes(dest, mtime, mtime)
+}
+
+// fixTimes gives the written files and the directories fixed times,
+// children before parents (directories last, deepest first), and the
+// directories mode 0755.
+func fixTimes(root *os.Root, written []string, dirs map[string]bool, mtime time.Time) error {
 	for _, p := range written {
 		if err := root.Chtimes(p, mtime, mtime); err != nil {
 			return err
@@ -185,10 +197,7 @@ func extractInto(ctx context.Context, zr *zip.Reader, size int64, dest string, l
 			return err
 		}
 	}
-	if err := os.Chmod(dest, 0o755); err != nil {
-		return err
-	}
-	return os.Chtimes(dest, mtime, mtime)
+	return nil
 }
 
 func extractOne(ctx context.Context, root *os.Root, f *zip.File, rel string, mode fs.FileMode, remaining int64) (int64, error) {
