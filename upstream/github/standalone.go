@@ -78,47 +78,7 @@ func (c *Client) PythonRuntimes(ctx context.Context, st matrix.Standalone, keep 
 		return nil, err
 	}
 
-	type pick struct {
-		version string
-		patch   int
-		files   map[string]asset // arch -> asset
-	}
-	// per minor, per full version, the assets found
-	byVersion := map[string]*pick{}
-	var sums *asset
-	for i := range assets {
-		a := assets[i]
-		if a.Name == sumsAsset {
-			sums = &assets[i]
-			continue
-		}
-		m := standaloneAssetRE.FindStringSubmatch(a.Name)
-		if m == nil || m[4] != st.Release || m[6] != st.Flavor {
-			continue
-		}
-		minor := "3." + m[2]
-		if !keep(minor) {
-			continue
-		}
-		p := byVersion[m[1]]
-		if p == nil {
-			var patch int
-			fmt.Sscan(m[3], &patch)
-			p = &pick{version: m[1], patch: patch, files: map[string]asset{}}
-			byVersion[m[1]] = p
-		}
-		p.files[m[5]] = a
-	}
-	best := map[string]*pick{} // minor -> highest patch with both arches
-	for _, p := range byVersion {
-		if len(p.files) != 2 {
-			continue
-		}
-		minor := p.version[:strings.LastIndex(p.version, ".")]
-		if b := best[minor]; b == nil || p.patch > b.patch {
-			best[minor] = p
-		}
-	}
+	best, sums := pickRuntimes(assets, st, keep)
 	if len(best) == 0 {
 		return nil, nil
 	}
@@ -152,6 +112,56 @@ func (c *Client) PythonRuntimes(ctx context.Context, st matrix.Standalone, keep 
 	}
 	slices.SortFunc(out, func(a, b catalog.PythonRuntime) int { return catalog.ComparePythons(a.Python, b.Python) })
 	return out, nil
+}
+
+// runtimePick is one CPython version's tarballs of the release.
+type runtimePick struct {
+	version string
+	patch   int
+	files   map[string]asset // arch -> asset
+}
+
+// pickRuntimes picks, for every CPython minor version keep accepts, the
+// highest patch whose st.Flavor tarball exists for both arches (by minor),
+// and finds the SHA256SUMS asset (nil when there is none).
+func pickRuntimes(assets []asset, st matrix.Standalone, keep func(minor string) bool) (map[string]*runtimePick, *asset) {
+	// per minor, per full version, the assets found
+	byVersion := map[string]*runtimePick{}
+	var sums *asset
+	for i := range assets {
+		a := assets[i]
+		if a.Name == sumsAsset {
+			sums = &assets[i]
+			continue
+		}
+		m := standaloneAssetRE.FindStringSubmatch(a.Name)
+		if m == nil || m[4] != st.Release || m[6] != st.Flavor {
+			continue
+		}
+		minor := "3." + m[2]
+		if !keep(minor) {
+			continue
+		}
+		p := byVersion[m[1]]
+		if p == nil {
+			var patch int
+			fmt.Sscan(m[3], &patch)
+			p = &runtimePick{version: m[1], patch: patch, files: map[string]asset{}}
+			byVersion[m[1]] = p
+		}
+		p.files[m[5]] = a
+	}
+	best := map[string]*runtimePick{} // minor -> highest patch with both arches
+	for _, p := range byVersion {
+		if len(p.files) != 2 {
+			continue
+		}
+		minor := p.version[:strings.LastIndex(p.version, ".")]
+		if b := best[minor]; b == nil || p.patch > b.patch {
+			best[minor] = p
+		}
+	}
+	return best, sums
 }
 
 // listAssets pages through GET {base}/repos/{repo}/releases/{id}/assets.
