@@ -361,105 +361,119 @@ func (f *Fake) serveFile(w http.ResponseWriter, r *http.Request, b Build) {
 	f.stats.Downloads++
 	f.mu.Unlock()
 	body := b.Body
-	ft := f.takeFault(b.ID, b.TargetPlatform)
-	if ft != nil {
-		switch ft.Kind {
-		case RateLimit:
-			w.Header().Set("Retry-After", strconv.Itoa(ft.RetryAfter))
-			w.Header().Set("X-RateLimit-Limit", "100")
-			w.Header().Set("X-RateLimit-Remaining", "0")
-			w.Header().Set("X-RateLimit-Reset", "1")
-			http.Error(w, `{"message":"Request was blocked due to exceeding usage of resource"}`, http.StatusTooManyRequests)
-			return
-		case Unavailable:
-			w.Header().Set("Retry-After", strconv.Itoa(ft.RetryAfter))
-			http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
-			return
-		case HTML200:
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			io.WriteString(w, "<!DOCTYPE html><html><head><title>Sign in</title></head><body>Please sign in</body></html>")
-			return
-		case Replace:
+	if ft := f.takeFault(b.ID, b.TargetPlatform); ft != nil {
+		if ft.Kind == Replace {
 			body = ft.Body
-		case Status:
-			code := ft.StatusCode
-			if code == 0 {
-				code = http.StatusInternalServerError
-			}
-			w.Header().Set("Content-Type", "text/plain")
-			w.WriteHeader(code)
-			w.Write(ft.Body)
-			return
-		case Hangup:
-			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-				conn.Close()
-			}
-			return
-		case Trickle, Stall:
-			w.Header().Set("Content-Type", "application/octet-stream")
-			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-			w.WriteHeader(http.StatusOK)
-			rc := http.NewResponseController(w)
-			if ft.Kind == Stall {
-				w.Write(body[:len(body)/2])
-				rc.Flush()
-				select {
-				case <-r.Context().Done():
-					return
-				case <-time.After(ft.Delay):
-				}
-				w.Write(body[len(body)/2:])
-				return
-			}
-			chunk := max(ft.Chunk, 1)
-			for i := 0; i < len(body); i += chunk {
-				if i > 0 {
-					select {
-					case <-r.Context().Done():
-						return
-					case <-time.After(ft.Delay):
-					}
-				}
-				w.Write(body[i:min(i+chunk, len(body))])
-				rc.Flush()
-			}
-			return
-		case GzipEncoded, GzipSilent:
-			var buf bytes.Buffer
-			zw := gzip.NewWriter(&buf)
-			zw.Write(body)
-			zw.Close()
-			if ft.Kind == GzipEncoded {
-				w.Header().Set("Content-Encoding", "gzip")
-			}
-			w.Header().Set("Content-Type", "application/octet-stream")
-			w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-			w.Write(buf.Bytes())
-			return
-		case Truncate:
-			w.Header().Set("Content-Type", "application/octet-stream")
-			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-			w.Write(body[:len(body)/2])
-			return // net/http closes the connection: Content-Length not met
-		case ResetMidBody:
-			w.Header().Set("Content-Type", "application/octet-stream")
-			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-			w.WriteHeader(http.StatusOK)
-			w.Write(body[:len(body)/2])
-			http.NewResponseController(w).Flush()
-			conn, _, err := http.NewResponseController(w).Hijack()
-			if err == nil {
-				if tc, ok := conn.(interface{ SetLinger(int) error }); ok {
-					tc.SetLinger(0)
-				}
-				conn.Close()
-			}
+		} else if serveFault(w, r, ft, body) {
 			return
 		}
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.Write(body)
+}
+
+// serveFault answers with the fault ft (on body); false when ft leaves
+// the answer to the caller.
+func serveFault(w http.ResponseWriter, r *http.Request, ft *Fault, body []byte) bool {
+	switch ft.Kind {
+	case RateLimit:
+		w.Header().Set("Retry-After", strconv.Itoa(ft.RetryAfter))
+		w.Header().Set("X-RateLimit-Limit", "100")
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("X-RateLimit-Reset", "1")
+		http.Error(w, `{"message":"Request was blocked due to exceeding usage of resource"}`, http.StatusTooManyRequests)
+		return true
+	case Unavailable:
+		w.Header().Set("Retry-After", strconv.Itoa(ft.RetryAfter))
+		http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
+		return true
+	case HTML200:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, "<!DOCTYPE html><html><head><title>Sign in</title></head><body>Please sign in</body></html>")
+		return true
+	case Status:
+		code := ft.StatusCode
+		if code == 0 {
+			code = http.StatusInternalServerError
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(code)
+		w.Write(ft.Body)
+		return true
+	case Hangup:
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+		return true
+	case Trickle, Stall:
+		serveSlow(w, r, ft, body)
+		return true
+	case GzipEncoded, GzipSilent:
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(body)
+		zw.Close()
+		if ft.Kind == GzipEncoded {
+			w.Header().Set("Content-Encoding", "gzip")
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+		w.Write(buf.Bytes())
+		return true
+	case Truncate:
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body[:len(body)/2])
+		return true // net/http closes the connection: Content-Length not met
+	case ResetMidBody:
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(body[:len(body)/2])
+		http.NewResponseController(w).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			if tc, ok := conn.(interface{ SetLinger(int) error }); ok {
+				tc.SetLinger(0)
+			}
+			conn.Close()
+		}
+		return true
+	}
+	return false
+}
+
+// serveSlow sends body in ft.Chunk pieces ft.Delay apart (Trickle), or
+// half of it, a pause of ft.Delay, then the rest (Stall).
+func serveSlow(w http.ResponseWriter, r *http.Request, ft *Fault, body []byte) {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if ft.Kind == Stall {
+		w.Write(body[:len(body)/2])
+		rc.Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(ft.Delay):
+		}
+		w.Write(body[len(body)/2:])
+		return
+	}
+	chunk := max(ft.Chunk, 1)
+	for i := 0; i < len(body); i += chunk {
+		if i > 0 {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(ft.Delay):
+			}
+		}
+		w.Write(body[i:min(i+chunk, len(body))])
+		rc.Flush()
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

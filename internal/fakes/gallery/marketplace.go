@@ -81,6 +81,38 @@ type mktVersion struct {
 	FallbackAssetURI string        `json:"fallbackAssetUri"`
 }
 
+// mktVersionOf is build b of pub.name as the query answers it: with its
+// files (flags 0x2) and properties (flags 0x10).
+func mktVersionOf(base, pub, name string, b Build, flags int) mktVersion {
+	asset := fmt.Sprintf("%s/_apis/public/gallery/publisher/%s/extension/%s/%s/assetbyname", base, pub, name, b.Version)
+	v := mktVersion{
+		Version: b.Version, Flags: "validated", LastUpdated: "2025-06-01T00:00:00.000Z",
+		AssetURI: asset, FallbackAssetURI: asset,
+	}
+	tpq := ""
+	if b.TargetPlatform != "universal" {
+		v.TargetPlatform = b.TargetPlatform
+		tpq = "?targetPlatform=" + b.TargetPlatform
+	}
+	if flags&0x2 != 0 {
+		v.Files = []mktFile{
+			{assetManifest, asset + "/" + assetManifest + tpq},
+			{assetVSIX, asset + "/" + assetVSIX + tpq},
+		}
+	}
+	if flags&0x10 != 0 {
+		v.Properties = []mktProperty{
+			{"Microsoft.VisualStudio.Code.ExtensionDependencies", strings.Join(b.Dependencies, ",")},
+			{"Microsoft.VisualStudio.Code.ExtensionPack", strings.Join(b.ExtensionPack, ",")},
+			{"Microsoft.VisualStudio.Code.Engine", b.Engine},
+		}
+		if b.PreRelease {
+			v.Properties = append(v.Properties, mktProperty{"Microsoft.VisualStudio.Code.PreRelease", "true"})
+		}
+	}
+	return v
+}
+
 func (f *Fake) extensionQuery(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
@@ -115,32 +147,7 @@ func (f *Fake) extensionQuery(w http.ResponseWriter, r *http.Request) {
 		pub, name := builds[0].split()
 		var versions []mktVersion
 		for _, b := range builds {
-			asset := fmt.Sprintf("%s/_apis/public/gallery/publisher/%s/extension/%s/%s/assetbyname", base, pub, name, b.Version)
-			v := mktVersion{
-				Version: b.Version, Flags: "validated", LastUpdated: "2025-06-01T00:00:00.000Z",
-				AssetURI: asset, FallbackAssetURI: asset,
-			}
-			tpq := ""
-			if b.TargetPlatform != "universal" {
-				v.TargetPlatform = b.TargetPlatform
-				tpq = "?targetPlatform=" + b.TargetPlatform
-			}
-			if q.Flags&0x2 != 0 {
-				v.Files = []mktFile{
-					{assetManifest, asset + "/" + assetManifest + tpq},
-					{assetVSIX, asset + "/" + assetVSIX + tpq},
-				}
-			}
-			if q.Flags&0x10 != 0 {
-				v.Properties = []mktProperty{
-					{"Microsoft.VisualStudio.Code.ExtensionDependencies", strings.Join(b.Dependencies, ",")},
-					{"Microsoft.VisualStudio.Code.ExtensionPack", strings.Join(b.ExtensionPack, ",")},
-					{"Microsoft.VisualStudio.Code.Engine", b.Engine},
-				}
-				if b.PreRelease {
-					v.Properties = append(v.Properties, mktProperty{"Microsoft.VisualStudio.Code.PreRelease", "true"})
-				}
-			}
+			v := mktVersionOf(base, pub, name, b, q.Flags)
 			versions = append(versions, v)
 			if q.Flags&0x200 != 0 { // IncludeLatestVersionOnly
 				break
