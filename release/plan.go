@@ -250,24 +250,7 @@ func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 		switch {
 		case o.versioned != nil && o.versioned.Inputs == o.inputs:
 			e.Published = o.versioned.Digest.String()
-			for _, im := range t.Immutable {
-				switch have := o.immutable[im]; have {
-				case e.Published:
-				case "":
-					e.Action = ActionPromote
-					e.Reasons = append(e.Reasons, Reason{KindTagMissing, im})
-				default:
-					e.Action = ActionPromote
-					e.Reasons = append(e.Reasons, Reason{KindTagMissing, fmt.Sprintf("%s names %s, want %s", im, short(have), short(e.Published))})
-					e.Blocked = fmt.Sprintf("immutable tag %s already names %s, not %s; immutable tags are never overwritten", im, short(have), short(e.Published))
-				}
-			}
-			for _, f := range t.Floating {
-				if have := o.floating[f]; have != e.Published {
-					e.Action = ActionPromote
-					e.Reasons = append(e.Reasons, Reason{KindFloatingStale, fmt.Sprintf("%s -> %s, want %s", f, orNone(have), short(e.Published))})
-				}
-			}
+			e.checkTags(t, o)
 		case o.versioned != nil:
 			e.Published = o.versioned.Digest.String()
 			e.Action = ActionBuild
@@ -299,6 +282,30 @@ func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 		plan.Entries = append(plan.Entries, e)
 	}
 	return plan, nil
+}
+
+// checkTags makes e, published with the target's inputs, a promotion when
+// one of its immutable or floating tags does not name it, blocked when an
+// immutable tag names another image.
+func (e *Entry) checkTags(t Target, o observed) {
+	for _, im := range t.Immutable {
+		switch have := o.immutable[im]; have {
+		case e.Published:
+		case "":
+			e.Action = ActionPromote
+			e.Reasons = append(e.Reasons, Reason{KindTagMissing, im})
+		default:
+			e.Action = ActionPromote
+			e.Reasons = append(e.Reasons, Reason{KindTagMissing, fmt.Sprintf("%s names %s, want %s", im, short(have), short(e.Published))})
+			e.Blocked = fmt.Sprintf("immutable tag %s already names %s, not %s; immutable tags are never overwritten", im, short(have), short(e.Published))
+		}
+	}
+	for _, f := range t.Floating {
+		if have := o.floating[f]; have != e.Published {
+			e.Action = ActionPromote
+			e.Reasons = append(e.Reasons, Reason{KindFloatingStale, fmt.Sprintf("%s -> %s, want %s", f, orNone(have), short(e.Published))})
+		}
+	}
 }
 
 func (p *Planner) observe(ctx context.Context, t Target) (observed, error) {
