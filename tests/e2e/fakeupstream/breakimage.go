@@ -73,37 +73,12 @@ func runBreakImage(ctx context.Context, args []string) error {
 		return fmt.Errorf("no %s image in %s", *platform, src)
 	}
 	if *env != "" {
-		k, _, _ := strings.Cut(*env, "=")
-		cf, err := img.ConfigFile()
-		if err != nil {
-			return err
-		}
-		cfg := cf.Config
-		cfg.Env = nil
-		for _, e := range cf.Config.Env {
-			if !strings.HasPrefix(e, k+"=") {
-				cfg.Env = append(cfg.Env, e)
-			}
-		}
-		cfg.Env = append(cfg.Env, *env)
-		if img, err = mutate.Config(img, cfg); err != nil {
-			return err
-		}
+		img, err = withEnv(img, *env)
 	} else {
-		from, ok := images[*graftFrom]
-		if !ok {
-			return fmt.Errorf("no %s image in %s", *graftFrom, src)
-		}
-		layer, n, err := sharedObjects(from, *graftUnder)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("%s has no shared object under %s to graft", *graftFrom, *graftUnder)
-		}
-		if img, err = mutate.AppendLayers(img, layer); err != nil {
-			return err
-		}
+		img, err = withGraft(img, images, *graftFrom, *graftUnder, src)
+	}
+	if err != nil {
+		return err
 	}
 	out := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, d := range im.Manifests {
@@ -117,6 +92,41 @@ func runBreakImage(ctx context.Context, args []string) error {
 		out = mutate.AppendManifests(out, mutate.IndexAddendum{Add: add, Descriptor: v1.Descriptor{Platform: d.Platform}})
 	}
 	return remote.WriteIndex(dst, out, regauth.RemoteOptions(ctx)...)
+}
+
+// withEnv is img with env (KEY=VALUE) replacing KEY in its config Env.
+func withEnv(img v1.Image, env string) (v1.Image, error) {
+	k, _, _ := strings.Cut(env, "=")
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg := cf.Config
+	cfg.Env = nil
+	for _, e := range cf.Config.Env {
+		if !strings.HasPrefix(e, k+"=") {
+			cfg.Env = append(cfg.Env, e)
+		}
+	}
+	cfg.Env = append(cfg.Env, env)
+	return mutate.Config(img, cfg)
+}
+
+// withGraft is img with a layer of the shared objects under dir of the
+// images[from] (of the index src).
+func withGraft(img v1.Image, images map[string]v1.Image, from, dir string, src name.Reference) (v1.Image, error) {
+	fromImg, ok := images[from]
+	if !ok {
+		return nil, fmt.Errorf("no %s image in %s", from, src)
+	}
+	layer, n, err := sharedObjects(fromImg, dir)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%s has no shared object under %s to graft", from, dir)
+	}
+	return mutate.AppendLayers(img, layer)
 }
 
 var sharedObject = regexp.MustCompile(`\.so(\.[0-9]+)*$`)

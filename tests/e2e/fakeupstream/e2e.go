@@ -106,6 +106,25 @@ func runConfig(args []string) error {
 			"linux/amd64": {"3.11", "3.12"}, "linux/arm64": {"3.11", "3.12"},
 		}}},
 	}
+	cat.Extensions = extensionRecords(builds, omitted)
+	catalog.Normalize(&cat)
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if err := catalog.Write(filepath.Join(*out, "catalog.json"), &cat); err != nil {
+		return err
+	}
+	dbg := ""
+	if *debuggerConstraint != "" {
+		dbg = fmt.Sprintf("\n    constraint: %q", *debuggerConstraint)
+	}
+	m := fmt.Sprintf(e2eMatrix, *registry, urls["marketplace"], urls["openvsx"], *pyIndex, dbg, *toolsImage)
+	return os.WriteFile(filepath.Join(*out, "matrix.yaml"), []byte(m), 0o644)
+}
+
+// extensionRecords is the catalog's record of every fixture build but the
+// omitted (id@version) ones, ids sorted, versions newest first.
+func extensionRecords(builds []gallery.Build, omitted map[string]bool) []catalog.ExtensionRecord {
 	recs := map[string]*catalog.ExtensionRecord{}
 	vers := map[string]*catalog.ExtensionVersion{}
 	for _, b := range builds {
@@ -126,6 +145,7 @@ func runConfig(args []string) error {
 		}
 		v.Files[b.TargetPlatform] = catalog.File{SHA256: b.SHA256(), Size: int64(len(b.Body))}
 	}
+	var out []catalog.ExtensionRecord
 	ids := make([]string, 0, len(recs))
 	for id := range recs {
 		ids = append(ids, id)
@@ -145,20 +165,15 @@ func runConfig(args []string) error {
 		for _, k := range ks {
 			r.Versions = append(r.Versions, *vers[k])
 		}
-		cat.Extensions = append(cat.Extensions, *r)
+		out = append(out, *r)
 	}
-	catalog.Normalize(&cat)
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	if err := catalog.Write(filepath.Join(*out, "catalog.json"), &cat); err != nil {
-		return err
-	}
-	dbg := ""
-	if *debuggerConstraint != "" {
-		dbg = fmt.Sprintf("\n    constraint: %q", *debuggerConstraint)
-	}
-	m := fmt.Sprintf(`# Written by tests/e2e/fakeupstream e2e-config: every upstream is local.
+	return out
+}
+
+// e2eMatrix is the e2e matrix.yaml, a fmt format: 1 the registry, 2 and 3
+// the Marketplace and Open VSX URLs, 4 the package index, 5 the debugger's
+// constraint line, 6 the tools image.
+const e2eMatrix = `# Written by tests/e2e/fakeupstream e2e-config: every upstream is local.
 image:
   name: code-server-ray-e2e
   repositories:
@@ -212,9 +227,7 @@ upstreams:
   openvsx: %[3]s
   github: http://127.0.0.1:1
   packageIndex: %[4]s
-`, *registry, urls["marketplace"], urls["openvsx"], *pyIndex, dbg, *toolsImage)
-	return os.WriteFile(filepath.Join(*out, "matrix.yaml"), []byte(m), 0o644)
-}
+`
 
 func readJSON(p string, v any) error {
 	b, err := os.ReadFile(p)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 
 	"github.com/imagectl/imagectl/regauth"
@@ -60,31 +61,14 @@ func runSBOMPackages(ctx context.Context, args []string) error {
 		}
 		found := false
 		for _, s := range sigs {
-			payload, err := s.Payload()
+			pred, ok, err := sbomPredicate(s)
 			if err != nil {
 				return err
 			}
-			var env struct {
-				Payload string `json:"payload"`
-			}
-			if err := json.Unmarshal(payload, &env); err != nil {
-				return err
-			}
-			st, err := base64.StdEncoding.DecodeString(env.Payload)
-			if err != nil {
-				return err
-			}
-			var stmt struct {
-				PredicateType string          `json:"predicateType"`
-				Predicate     json.RawMessage `json:"predicate"`
-			}
-			if err := json.Unmarshal(st, &stmt); err != nil {
-				return err
-			}
-			if stmt.PredicateType != sbom.PredicateSPDX && stmt.PredicateType != sbom.PredicateCycloneDX {
+			if !ok {
 				continue
 			}
-			pkgs, err := sbom.Packages(stmt.Predicate)
+			pkgs, err := sbom.Packages(pred)
 			if err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}
@@ -102,4 +86,34 @@ func runSBOMPackages(ctx context.Context, args []string) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// sbomPredicate is the predicate of an attestation's in-toto statement;
+// false when it is not an SPDX or CycloneDX SBOM.
+func sbomPredicate(s oci.Signature) (json.RawMessage, bool, error) {
+	payload, err := s.Payload()
+	if err != nil {
+		return nil, false, err
+	}
+	var env struct {
+		Payload string `json:"payload"`
+	}
+	if err := json.Unmarshal(payload, &env); err != nil {
+		return nil, false, err
+	}
+	st, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		return nil, false, err
+	}
+	var stmt struct {
+		PredicateType string          `json:"predicateType"`
+		Predicate     json.RawMessage `json:"predicate"`
+	}
+	if err := json.Unmarshal(st, &stmt); err != nil {
+		return nil, false, err
+	}
+	if stmt.PredicateType != sbom.PredicateSPDX && stmt.PredicateType != sbom.PredicateCycloneDX {
+		return nil, false, nil
+	}
+	return stmt.Predicate, true, nil
 }
