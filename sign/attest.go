@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/cosign/v2/pkg/cosign/attestation"
+	"github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
@@ -98,19 +99,11 @@ func attestDigest(ctx context.Context, d name.Digest, s *Signer, typ, predicateT
 	if err != nil {
 		return "", fmt.Errorf("signing attestation: %w", err)
 	}
-	sopts := []static.Option{
+	sopts, err := s.certAndLogOptions(func() (*bundle.RekorBundle, error) { return s.tlog.uploadDSSE(ctx, env, s.signerPEM()) },
 		static.WithLayerMediaType(types.DssePayloadType),
-		static.WithAnnotations(map[string]string{"predicateType": predicateType}),
-	}
-	if s.certPEM != nil {
-		sopts = append(sopts, static.WithCertChain(s.certPEM, s.chainPEM))
-	}
-	if s.tlog != nil {
-		b, err := s.tlog.uploadDSSE(ctx, env, s.signerPEM())
-		if err != nil {
-			return "", fmt.Errorf("transparency log upload: %w", err)
-		}
-		sopts = append(sopts, static.WithBundle(b))
+		static.WithAnnotations(map[string]string{"predicateType": predicateType}))
+	if err != nil {
+		return "", err
 	}
 	att, err := static.NewAttestation(env, sopts...)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
@@ -209,16 +210,11 @@ func signDigest(ctx context.Context, d name.Digest, s *Signer, o *options) (stri
 		return "", fmt.Errorf("signing payload: %w", err)
 	}
 	b64 := base64.StdEncoding.EncodeToString(sigBytes)
-	var sopts []static.Option
-	if s.certPEM != nil {
-		sopts = append(sopts, static.WithCertChain(s.certPEM, s.chainPEM))
-	}
-	if s.tlog != nil {
-		b, err := s.tlog.uploadSignature(ctx, sigBytes, payload, s.signerPEM())
-		if err != nil {
-			return "", fmt.Errorf("transparency log upload: %w", err)
-		}
-		sopts = append(sopts, static.WithBundle(b))
+	sopts, err := s.certAndLogOptions(func() (*bundle.RekorBundle, error) {
+		return s.tlog.uploadSignature(ctx, sigBytes, payload, s.signerPEM())
+	})
+	if err != nil {
+		return "", err
 	}
 	sig, err := static.NewSignature(payload, b64, sopts...)
 	if err != nil {
@@ -238,6 +234,23 @@ func signDigest(ctx context.Context, d name.Digest, s *Signer, o *options) (stri
 		return "", err
 	}
 	return tag.String(), nil
+}
+
+// certAndLogOptions are opts and, for a keyless signer, its certificate
+// chain and the transparency log entry upload makes (signature and
+// attestation alike).
+func (s *Signer) certAndLogOptions(upload func() (*bundle.RekorBundle, error), opts ...static.Option) ([]static.Option, error) {
+	if s.certPEM != nil {
+		opts = append(opts, static.WithCertChain(s.certPEM, s.chainPEM))
+	}
+	if s.tlog != nil {
+		b, err := upload()
+		if err != nil {
+			return nil, fmt.Errorf("transparency log upload: %w", err)
+		}
+		opts = append(opts, static.WithBundle(b))
+	}
+	return opts, nil
 }
 
 // signerPEM is the certificate (keyless) or public key (key mode) in PEM, as
