@@ -22,6 +22,7 @@
 //
 // ReleaseBuilder (release.go) runs the same pipeline for imagectl release
 // from the render its plan made (Renders), and signs in release's sign
-// step. The package sits above build because extensions imports build's
-// image contract.
+// step. The package sits above build, extensions, sign and sbom and joins
+// them; build itself (the BuildKit client and the image definition) links
+// none of them, and nothing below pipeline links BuildKit.
 package pipeline
