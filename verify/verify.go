@@ -3,7 +3,6 @@ package verify
 import (
 	"context"
 	"crypto"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -437,27 +436,8 @@ func (v *verifier) attestations(ctx context.Context, mi manifestInfo, m *Manifes
 // predicateType reads the in-toto predicate type of a verified cosign
 // attestation (a DSSE envelope).
 func predicateType(a interface{ Payload() ([]byte, error) }) (string, error) {
-	p, err := a.Payload()
-	if err != nil {
-		return "", err
-	}
-	var env struct {
-		Payload string `json:"payload"`
-	}
-	if err := json.Unmarshal(p, &env); err != nil {
-		return "", err
-	}
-	st, err := base64.StdEncoding.DecodeString(env.Payload)
-	if err != nil {
-		return "", err
-	}
-	var s struct {
-		PredicateType string `json:"predicateType"`
-	}
-	if err := json.Unmarshal(st, &s); err != nil {
-		return "", err
-	}
-	return s.PredicateType, nil
+	t, _, err := statementPredicate(a)
+	return t, err
 }
 
 // buildkitPredicates reads a BuildKit attestation manifest and returns the
