@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 )
@@ -13,7 +15,10 @@ import (
 // digest is used as is.
 func (r *resolver) toolsImage(ex *Explanation) string {
 	ref := r.cfg.Build.ToolsImage
-	if ref == "" || strings.Contains(ref, "@") {
+	if ref == "" {
+		return ref
+	}
+	if _, err := name.NewDigest(ref); err == nil {
 		return ref
 	}
 	t := r.cat.ToolsImage
