@@ -28,7 +28,13 @@ func goList(t *testing.T, args ...string) []string {
 		}
 		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, stderr)
 	}
-	return strings.Fields(string(out))
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines
 }
 
 // TestNoBuildKitOutsideBuild: the packages that read or publish images
@@ -66,5 +72,28 @@ func TestLeaf(t *testing.T) {
 		if !allowed[d] {
 			t.Errorf("imagespec depends on %s; it must stay a leaf (standard library and ggcr's pkg/v1 only)", d)
 		}
+	}
+}
+
+// TestNothingImportsTests: no package outside tests/ imports one under
+// tests/ (test files aside), so the shipped binary links no test code.
+func TestNothingImportsTests(t *testing.T) {
+	const module = "github.com/imagectl/imagectl"
+	lines := goList(t, "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
+	checked := 0
+	for _, line := range lines {
+		f := strings.Fields(line)
+		if strings.HasPrefix(f[0], module+"/tests/") {
+			continue
+		}
+		checked++
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, module+"/tests/") || imp == module+"/tests" {
+				t.Errorf("%s imports %s: move what it needs out of tests/", f[0], imp)
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("go list named only %d packages outside tests/:\n%s", checked, strings.Join(lines, "\n"))
 	}
 }

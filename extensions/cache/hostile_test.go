@@ -68,6 +68,9 @@ func TestNonRegularCacheFilesAreNeverRead(t *testing.T) {
 	for name, fn := range replace {
 		for _, what := range []string{"blob", "index entry"} {
 			for _, via := range []string{"Get", "Get locked", "List"} {
+				if what == "index entry" && via == "Get locked" {
+					continue // a locked Get does not read the index entry
+				}
 				t.Run(name+"/"+what+"/"+via, func(t *testing.T) {
 					c, err := cache.Open(t.TempDir(), cache.WithIdentify(nil), cache.WithMaxBlobBytes(1<<20))
 					if err != nil {
@@ -77,9 +80,6 @@ func TestNonRegularCacheFilesAreNeverRead(t *testing.T) {
 					p := e.Path
 					if what == "index entry" {
 						p = indexFile(c, keyX64)
-						if via == "Get locked" {
-							t.Skip("a locked Get does not need the index entry")
-						}
 					}
 					if err := os.Chmod(filepath.Dir(p), 0o755); err != nil {
 						t.Fatal(err)
