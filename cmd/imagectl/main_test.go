@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -15,10 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/cmd/imagectl/app"
 	"github.com/imagectl/imagectl/extensions/cache"
-	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
 )
 
@@ -81,22 +78,9 @@ func TestInterruptedLayoutStopsAndCleansUp(t *testing.T) {
 	f := gallery.New(builds)
 	defer f.Close()
 	root := filepath.Join("..", "..")
-	cat, err := catalog.Load(filepath.Join(root, "catalog.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mkt := marketplace.New(marketplace.WithBaseURL(f.MarketplaceURL()))
-	for i, r := range cat.Extensions {
-		vs, err := mkt.Versions(context.Background(), r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cat.Extensions[i].Source, cat.Extensions[i].Versions = "marketplace", vs
-	}
 	tmp := t.TempDir()
 	catPath := filepath.Join(tmp, "catalog.json")
-	b, _ := json.MarshalIndent(cat, "", "  ")
-	if err := os.WriteFile(catPath, b, 0o644); err != nil {
+	if err := f.WriteCatalog(context.Background(), filepath.Join(root, "catalog.json"), catPath); err != nil {
 		t.Fatal(err)
 	}
 	cacheDir := filepath.Join(tmp, "cache")

@@ -3,14 +3,11 @@ package app
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/imagectl/imagectl/catalog"
-	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
 )
 
@@ -25,22 +22,9 @@ func TestExtensionsFetchLayoutLs(t *testing.T) {
 	f := gallery.New(builds)
 	defer f.Close()
 	root := filepath.Join("..", "..", "..")
-	cat, err := catalog.Load(filepath.Join(root, "catalog.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mkt := marketplace.New(marketplace.WithBaseURL(f.MarketplaceURL()))
-	for i, r := range cat.Extensions {
-		vs, err := mkt.Versions(context.Background(), r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cat.Extensions[i].Source, cat.Extensions[i].Versions = "marketplace", vs
-	}
 	tmp := t.TempDir()
 	catPath := filepath.Join(tmp, "catalog.json")
-	b, _ := json.MarshalIndent(cat, "", "  ")
-	if err := os.WriteFile(catPath, b, 0o644); err != nil {
+	if err := f.WriteCatalog(context.Background(), filepath.Join(root, "catalog.json"), catPath); err != nil {
 		t.Fatal(err)
 	}
 	cacheDir := filepath.Join(tmp, "cache")
