@@ -15,34 +15,18 @@ import (
 	"testing"
 
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/internal/fakes/gallery"
 )
 
-// rawEntry appends an entry written raw: the header says what h says,
+// withRaw appends an entry written raw: the header says what h says,
 // whatever data is.
 func withRaw(t *testing.T, src []byte, h *zip.FileHeader, data []byte) []byte {
 	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(src), int64(len(src)))
+	b, err := gallery.AddRawEntry(src, h, data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, f := range zr.File {
-		if err := zw.Copy(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w, err := zw.CreateRaw(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return b
 }
 
 // Validation reads every entry in full, not only the manifest and
