@@ -161,6 +161,7 @@ type SignOptions struct {
 //     provenance attestations.
 func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	start := time.Now()
+	stages := stageTimes{last: start}
 	if err := req.check(); err != nil {
 		return nil, err
 	}
@@ -168,19 +169,25 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	stages.lap("resolve")
 	if res, err := publishedStage(ctx, &req, t); res != nil || err != nil {
 		if res != nil {
+			stages.lap("published")
+			res.Stages = stages.list
 			res.Duration = build.Duration(time.Since(start))
 		}
 		return res, err
 	}
+	stages.lap("published")
 	if err := preflight(ctx, b, t.set().Platforms, t.repo, req.Publish.Push); err != nil {
 		return nil, err
 	}
+	stages.lap("preflight")
 	files, err := fetchStage(ctx, &req, t.set())
 	if err != nil {
 		return nil, err
 	}
+	stages.lap("fetch")
 	work, cleanup, err := workDir(req.WorkDir)
 	if err != nil {
 		return nil, err
@@ -191,28 +198,50 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	stages.lap("layout")
 	// A signing key that does not load (or is not VerifyKey's private half)
 	// stops the build here, before anything is solved or pushed.
 	signer, err := req.signer(ctx)
 	if err != nil {
 		return nil, err
 	}
+	stages.lap("key")
 	results, err := solveAll(ctx, b, specs, req.Solve.Progress, req.Solve.ProgressMode)
 	if err != nil {
 		return nil, err
 	}
+	stages.lap("solve")
 	out, err := pub.Publish(ctx, specs, results)
 	if err != nil {
 		return nil, err
 	}
+	stages.lap("publish")
 	res := newResult(ctx, &req, t, out, results)
 	if signer != nil {
-		if err := res.sign(ctx, signer); err != nil {
+		err := res.sign(ctx, signer)
+		stages.lap("sign")
+		res.Stages = stages.list
+		if err != nil {
 			return res, err
 		}
 	}
+	res.Stages = stages.list
 	res.Duration = build.Duration(time.Since(start))
 	return res, nil
+}
+
+// stageTimes records how long each stage of Run took, in order.
+type stageTimes struct {
+	last time.Time
+	list []StageTime
+}
+
+// lap ends the stage named name: it took the time since the previous lap
+// (the first, since Run began).
+func (s *stageTimes) lap(name string) {
+	now := time.Now()
+	s.list = append(s.list, StageTime{Name: name, Duration: build.Duration(now.Sub(s.last))})
+	s.last = now
 }
 
 // check refuses a request that cannot succeed, before any work.

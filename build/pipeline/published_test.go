@@ -289,6 +289,9 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 			if res.Index != want.String() || res.Ref != repo.Digest(want.String()).String() || res.InputsDigest != r.Inputs {
 				t.Errorf("Run returned %s (%s, inputs %s), want %s with inputs %s", res.Ref, res.Index, res.InputsDigest, want, r.Inputs)
 			}
+			if n := len(res.Stages); n != 2 || res.Stages[n-1].Name != "published" {
+				t.Errorf("stages of a build of published inputs: %+v, want resolve and published", res.Stages)
+			}
 			if !strings.Contains(res.Published, versioned) || !strings.Contains(res.Published, "--force") {
 				t.Errorf("Published = %q, want it to name the tag %s and --force", res.Published, versioned)
 			}

@@ -32,7 +32,12 @@ type Result struct {
 	Published string         `json:"published,omitempty"`
 	Signed    *sign.Result   `json:"signed,omitempty"`
 	Duration  build.Duration `json:"duration"`
-	Set       imagespec.Set  `json:"set"`
+	// Stages are how long each stage of Run took, in order (resolve,
+	// published, preflight, fetch, layout, key, solve, publish, sign; a
+	// build of published inputs stops after published). "key" is the wait
+	// for the signing key decrypted in the background.
+	Stages []StageTime   `json:"stages,omitempty"`
+	Set    imagespec.Set `json:"set"`
 
 	// signing is what the sign stage needs after the build (also when
 	// ReleaseBuilder signs later).
@@ -48,6 +53,12 @@ type signing struct {
 	remoteOpts []remote.Option
 	sbomFormat string
 	sbomLock   bool
+}
+
+// StageTime is how long one stage of a build took.
+type StageTime struct {
+	Name     string         `json:"name"`
+	Duration build.Duration `json:"duration"`
 }
 
 // PlatformOutput is one platform's manifest and how it was built.

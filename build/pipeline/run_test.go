@@ -111,6 +111,13 @@ func TestRunPublishesAndSigns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stages []string
+	for _, s := range res.Stages {
+		stages = append(stages, s.Name)
+	}
+	if diff := cmp.Diff([]string{"resolve", "published", "preflight", "fetch", "layout", "key", "solve", "publish", "sign"}, stages); diff != "" {
+		t.Errorf("stages timed (-want +got):\n%s", diff)
+	}
 
 	// Each extension file was downloaded once, though installed on both
 	// platforms: three files.

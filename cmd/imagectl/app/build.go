@@ -289,5 +289,13 @@ func printBuildResult(g *globals, res *pipeline.Result) error {
 	if res.Signed != nil {
 		fmt.Fprintf(g.stdout, "signed  %d manifests (index and every platform)\n", len(res.Signed.Targets))
 	}
+	if len(res.Stages) > 0 {
+		var parts []string
+		for _, s := range res.Stages {
+			d, _ := s.Duration.MarshalJSON()
+			parts = append(parts, s.Name+" "+string(d)+"s")
+		}
+		fmt.Fprintf(g.stdout, "stages  %s\n", strings.Join(parts, ", "))
+	}
 	return nil
 }
