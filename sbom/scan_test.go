@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/imagectl/imagectl/imagespec"
 )
 
@@ -309,5 +311,57 @@ func TestSyftVersionIsGoMod(t *testing.T) {
 	want := "github.com/anchore/syft " + syftModuleVersion + "\n"
 	if !strings.Contains(string(mod), want) {
 		t.Errorf("go.mod does not require %q: update syftModuleVersion", strings.TrimSpace(want))
+	}
+}
+
+// TestConcurrentScansShareTheLicenseScanner scans one image twice at once
+// (as a build scans its platforms): both share syft's license scanner and
+// write the same document as a scan alone. Run with -race, it also checks
+// the sharing for data races.
+func TestConcurrentScansShareTheLicenseScanner(t *testing.T) {
+	img := testImage(t)
+	o := Options{Name: "registry.example/code-server-ray", Platform: "linux/amd64", Extensions: testExtensions()}
+	alone, err := Scan(context.Background(), img, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := make([][]byte, 2)
+	var g errgroup.Group
+	for i := range docs {
+		g.Go(func() error {
+			res, err := Scan(context.Background(), img, o)
+			if err != nil {
+				return err
+			}
+			docs[i] = res.Document
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range docs {
+		if !bytes.Equal(d, alone.Document) {
+			t.Errorf("concurrent scan %d wrote another document than a scan alone (%d and %d bytes)", i, len(d), len(alone.Document))
+		}
+	}
+}
+
+func TestWithValuesOf(t *testing.T) {
+	type key string
+	values := context.WithValue(context.Background(), key("shared"), "from values")
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key("own"), "own"))
+	c := withValuesOf(ctx, values)
+	if got := c.Value(key("own")); got != "own" {
+		t.Errorf("own value = %v", got)
+	}
+	if got := context.WithValue(c, key("child"), 1).Value(key("shared")); got != "from values" {
+		t.Errorf("value only values has, through a child = %v, want it", got)
+	}
+	cancel()
+	select {
+	case <-context.WithValue(c, key("child"), 1).Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("cancelling the context did not cancel one made from it")
 	}
 }
