@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	"github.com/moby/buildkit/session"
 	"github.com/moby/buildkit/session/auth/authprovider"
 	"github.com/tonistiigi/fsutil"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/imagectl/imagectl/regauth"
 )
@@ -216,20 +218,34 @@ func (b *BuildKit) Build(ctx context.Context, spec Spec) (*PlatformResult, error
 // (the frontend attribute sharedkey:localdir:NAME), so an extension bump
 // sends that extension's context and extensions.json, not the others.
 func sharedKeys(platform string, mounts map[string]string) (session string, perContext map[string]string, err error) {
+	names := slices.Sorted(maps.Keys(mounts))
+	// The contexts are hashed concurrently, one per CPU: together they are
+	// every extension's files.
+	sums := make([]string, len(names))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, n := range names {
+		g.Go(func() error {
+			ch := sha256.New()
+			if err := hashTree(ch, mounts[n]); err != nil {
+				return fmt.Errorf("hashing build context %s (%s): %w", n, mounts[n], err)
+			}
+			sums[i] = hex.EncodeToString(ch.Sum(nil))[:32]
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return "", nil, err
+	}
 	h := sha256.New()
 	fmt.Fprintf(h, "platform %s\n", platform)
 	perContext = map[string]string{}
-	for _, n := range slices.Sorted(maps.Keys(mounts)) {
-		ch := sha256.New()
-		if err := hashTree(ch, mounts[n]); err != nil {
-			return "", nil, fmt.Errorf("hashing build context %s (%s): %w", n, mounts[n], err)
-		}
-		sum := hex.EncodeToString(ch.Sum(nil))[:32]
+	for i, n := range names {
 		if named(n) {
-			perContext[n] = sum
+			perContext[n] = sums[i]
 			continue
 		}
-		fmt.Fprintf(h, "%s %s\n", n, sum)
+		fmt.Fprintf(h, "%s %s\n", n, sums[i])
 	}
 	return "imagectl-" + hex.EncodeToString(h.Sum(nil))[:32], perContext, nil
 }

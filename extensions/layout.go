@@ -10,9 +10,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/vsix"
@@ -61,7 +64,12 @@ type Files map[cache.Key]File
 // what the lock asks for each platform and the VS Code version vscode
 // (empty skips the engine check), within lim. The result is LayoutOptions.Files.
 func ValidateFiles(ctx context.Context, c *cache.Cache, exts []imagespec.Extension, platforms []string, vscode string, lim vsix.Limits) (Files, error) {
-	out := Files{}
+	type job struct {
+		k              cache.Key
+		want, platform string
+	}
+	var jobs []job
+	seen := map[cache.Key]bool{}
 	for _, e := range exts {
 		for _, p := range platforms {
 			file, ok := e.Files[p]
@@ -72,15 +80,29 @@ func ValidateFiles(ctx context.Context, c *cache.Cache, exts []imagespec.Extensi
 				return nil, err
 			}
 			k := cache.Key{ID: e.ID, Version: e.Version, TargetPlatform: file.TargetPlatform}
-			if _, done := out[k]; done {
-				continue
+			if !seen[k] {
+				seen[k] = true
+				jobs = append(jobs, job{k, file.SHA256, p})
 			}
-			f, err := validateCached(ctx, c, k, file.SHA256, p, vscode, lim)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = f
 		}
+	}
+	// The files are independent: validated concurrently, one per CPU.
+	files := make([]File, len(jobs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, j := range jobs {
+		g.Go(func() error {
+			f, err := validateCached(gctx, c, j.k, j.want, j.platform, vscode, lim)
+			files[i] = f
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := Files{}
+	for i, j := range jobs {
+		out[j.k] = files[i]
 	}
 	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -115,6 +116,20 @@ type Cache struct {
 	// afterCorruptHash, when set (by tests), runs after a blob at the path
 	// it is given was found corrupt and before it is removed.
 	afterCorruptHash func(path string)
+
+	// checked remembers the blobs this Cache hashed (and identified) and
+	// found good, by digest: a build gets each file twice (the fetch, then
+	// the validation before layout), and a file that is still the same
+	// file (same inode, size and modification time) is not read again.
+	mu      sync.Mutex
+	checked map[string]checkedBlob
+}
+
+// checkedBlob is a blob checkBlob found good: the file it read and the key
+// it identified (zero without an identify function).
+type checkedBlob struct {
+	fi os.FileInfo
+	id Key
 }
 
 // Option configures Open.
@@ -280,6 +295,12 @@ func (c *Cache) checkBlob(ctx context.Context, digest string, k *Key) (int64, bl
 		return 0, blobMissing, Key{}, c.discardCorrupt(p, held)
 	}
 	defer f.Close()
+	if id, ok := c.checkedBefore(digest, fi); ok {
+		if k != nil && c.identify != nil && !sameKey(id, *k) {
+			return fi.Size(), blobOtherKey, id, nil
+		}
+		return fi.Size(), blobGood, Key{}, nil
+	}
 	got, err := hashOpen(ctx, f, fi.Size())
 	if err != nil {
 		if ctx.Err() != nil {
@@ -294,8 +315,10 @@ func (c *Cache) checkBlob(ctx context.Context, digest string, k *Key) (int64, bl
 		c.warnf("blob %s hashes to %s; removing it", digest, got)
 		return 0, blobMissing, Key{}, c.discardCorrupt(p, fi)
 	}
+	var id Key
 	if k != nil && c.identify != nil {
-		id, err := c.identify(ctx, f, fi.Size())
+		var err error
+		id, err = c.identify(ctx, f, fi.Size())
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, blobMissing, Key{}, context.Cause(ctx)
@@ -306,10 +329,40 @@ func (c *Cache) checkBlob(ctx context.Context, digest string, k *Key) (int64, bl
 			return 0, blobMissing, Key{}, c.discardCorrupt(p, fi)
 		}
 		if !sameKey(id, *k) {
+			c.remember(digest, fi, id, true)
 			return fi.Size(), blobOtherKey, id, nil
 		}
 	}
+	c.remember(digest, fi, id, k != nil && c.identify != nil)
 	return fi.Size(), blobGood, Key{}, nil
+}
+
+// checkedBefore returns the key identified when this Cache last found the
+// blob digest good, if fi is still that file, unchanged.
+func (c *Cache) checkedBefore(digest string, fi os.FileInfo) (Key, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.checked[digest]
+	if !ok || !os.SameFile(b.fi, fi) || b.fi.Size() != fi.Size() || !b.fi.ModTime().Equal(fi.ModTime()) {
+		return Key{}, false
+	}
+	return b.id, true
+}
+
+// remember records that the blob digest, the file fi, hashed to its
+// digest; identified says whether id is the key it was identified as. A
+// blob only hashed is not remembered: a later check that must identify it
+// reads it again.
+func (c *Cache) remember(digest string, fi os.FileInfo, id Key, identified bool) {
+	if !identified && c.identify != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.checked == nil {
+		c.checked = map[string]checkedBlob{}
+	}
+	c.checked[digest] = checkedBlob{fi: fi, id: id}
 }
 
 // sameKey compares keys as the Marketplace does: ids case-insensitively,

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -777,5 +779,53 @@ func TestDefaultDirAndOpen(t *testing.T) {
 	}
 	if diff := cmp.Diff(emptyCache, files(t, c)); diff != "" {
 		t.Errorf("Open layout differs (-want +got):\n%s", diff)
+	}
+}
+
+// TestGetReadsAnUnchangedBlobOnce: a build gets each file twice (fetch,
+// then validation); the second Get of a blob this Cache already hashed and
+// identified does not read it again while it is the same, unchanged file,
+// and reads it again (finding it corrupt) once it was rewritten.
+func TestGetReadsAnUnchangedBlobOnce(t *testing.T) {
+	identified := 0
+	c, err := cache.Open(t.TempDir(), cache.WithIdentify(func(ctx context.Context, r io.ReaderAt, size int64) (cache.Key, error) {
+		identified++
+		return keyX64, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte("PK\x03\x04 a good vsix")
+	e := mustPut(t, c, keyX64, body)
+	for i := range 3 {
+		if _, ok, err := c.Get(ctx, keyX64, e.SHA256); !ok || err != nil {
+			t.Fatalf("Get %d = %v, %v", i, ok, err)
+		}
+	}
+	if identified != 1 {
+		t.Errorf("three Gets of an unchanged blob identified it %d times, want once", identified)
+	}
+	// Another file under the blob's name: read again.
+	if err := os.Remove(e.Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.Path, body, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := c.Get(ctx, keyX64, e.SHA256); !ok || err != nil {
+		t.Fatalf("Get of the blob written again = %v, %v", ok, err)
+	}
+	if identified != 2 {
+		t.Errorf("a blob replaced by another file was identified %d times in all, want twice", identified)
+	}
+	// The same file rewritten (same size, new bytes): hashed again, found
+	// corrupt, removed.
+	time.Sleep(10 * time.Millisecond) // a modification time that differs on coarse clocks too
+	writeOver(t, e.Path, append([]byte("XK"), body[2:]...))
+	if _, ok, err := c.Get(ctx, keyX64, e.SHA256); ok || err != nil {
+		t.Fatalf("Get of the rewritten blob = %v, %v; want a miss", ok, err)
+	}
+	if _, err := os.Lstat(e.Path); !os.IsNotExist(err) {
+		t.Errorf("rewritten (corrupt) blob still on disk: %v", err)
 	}
 }
