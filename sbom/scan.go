@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -136,6 +137,11 @@ type Options struct {
 	Format string
 	// Parallelism of syft's catalogers (default 2).
 	Parallelism int
+	// LayerDir, if set, is where the image's uncompressed layers are read
+	// from and written to (a layer already there, written by Prefetch, is
+	// not fetched again); otherwise a scratch directory. Scan removes it
+	// when done.
+	LayerDir string
 }
 
 // Result is one platform's SBOM.
@@ -149,6 +155,9 @@ type Result struct {
 	Counts map[string]int
 	// Duration is how long the scan took.
 	Duration time.Duration
+	// LayersPrefetched counts the image's layers that were read from
+	// Options.LayerDir (written there by Prefetch) instead of fetched.
+	LayersPrefetched int
 }
 
 // Scan catalogues img (one platform image) with syft's image catalogers,
@@ -173,9 +182,17 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 	go func() { _, _ = sharedLicenseScanner() }()
 	tmp := file.NewTempDirGenerator("imagectl-sbom")
 	defer tmp.Cleanup()
-	cache, err := tmp.NewDirectory("layers")
+	cache := o.LayerDir
+	if cache == "" {
+		if cache, err = tmp.NewDirectory("layers"); err != nil {
+			return nil, fmt.Errorf("sbom scratch directory: %w", err)
+		}
+	} else if err := os.MkdirAll(cache, 0o700); err != nil {
+		return nil, fmt.Errorf("sbom layer directory: %w", err)
+	}
+	prefetched, err := countPrefetched(img, o.LayerDir)
 	if err != nil {
-		return nil, fmt.Errorf("sbom scratch directory: %w", err)
+		return nil, err
 	}
 	simg := image.New(img, tmp, cache)
 	if err := simg.Read(ctx); err != nil {
@@ -216,7 +233,7 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 	}
 	s.Artifacts.Packages.Add(exts...)
 
-	res := &Result{Counts: map[string]int{}}
+	res := &Result{Counts: map[string]int{}, LayersPrefetched: prefetched}
 	for p := range s.Artifacts.Packages.Enumerate() {
 		res.Counts[string(p.Type)]++
 	}

@@ -206,6 +206,8 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		return nil, err
 	}
 	stages.lap("key")
+	prefetch := startBasePrefetch(ctx, &req, t.set(), work)
+	defer prefetch.stop() // before cleanup removes work
 	results, err := solveAll(ctx, b, specs, req.Solve.Progress, req.Solve.ProgressMode)
 	if err != nil {
 		return nil, err
@@ -218,7 +220,9 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	stages.lap("publish")
 	res := newResult(ctx, &req, t, out, results)
 	if signer != nil {
+		res.signing.prefetch = prefetch
 		err := res.sign(ctx, signer)
+		res.signing.prefetch = nil
 		stages.lap("sign")
 		res.Stages = stages.list
 		if err != nil {
@@ -493,7 +497,7 @@ func newResult(ctx context.Context, req *Request, t *target, out *publication, r
 		signing: signing{
 			provenance: out.provenance, repo: t.repo, epoch: t.epoch, insecure: req.Publish.Insecure,
 			remoteOpts: regauth.RemoteOptions(ctx, req.Publish.RemoteOptions...),
-			sbomFormat: req.Sign.SBOMFormat, sbomLock: req.Sign.SBOMFromLock,
+			sbomFormat: req.Sign.SBOMFormat, sbomLock: req.Sign.SBOMFromLock, warnings: req.Warnings,
 		},
 	}
 	for _, r := range results {

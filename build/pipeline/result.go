@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"io"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -53,6 +54,11 @@ type signing struct {
 	remoteOpts []remote.Option
 	sbomFormat string
 	sbomLock   bool
+	// prefetch has the base layers decompressed during the solve (nil
+	// when none were, and once Run returned: they were in its work
+	// directory); warnings is Request.Warnings.
+	prefetch *basePrefetch
+	warnings io.Writer
 }
 
 // StageTime is how long one stage of a build took.
@@ -80,6 +86,10 @@ type SBOMOutput struct {
 	Packages map[string]int `json:"packages,omitempty"`
 	// Duration is the scan's (pulling and reading the layers included).
 	Duration build.Duration `json:"duration"`
+	// BaseLayersPrefetched counts the image's layers the scan read as
+	// decompressed during the solve (the base's) instead of pulling them
+	// after the push.
+	BaseLayersPrefetched int `json:"baseLayersPrefetched,omitempty"`
 	// Reused says why the manifest's SBOM attestation was kept: it already
 	// carried this SBOM signed by the key (nothing scanned or uploaded).
 	Reused string `json:"reused,omitempty"`
