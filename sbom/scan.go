@@ -178,8 +178,8 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 		return nil, fmt.Errorf("image digest: %w", err)
 	}
 	// Syft's license scanner is built while the layers are read, once per
-	// process (see sharedLicenseScanner).
-	go func() { _, _ = sharedLicenseScanner() }()
+	// process (see sharedLicenseScanner), unless Prepare started it.
+	Prepare()
 	tmp := file.NewTempDirGenerator("imagectl-sbom")
 	defer tmp.Cleanup()
 	cache := o.LayerDir
@@ -268,6 +268,14 @@ var sharedLicenseScanner = sync.OnceValues(func() (context.Context, error) {
 	}
 	return ctx, nil
 })
+
+// Prepare starts building, in the background, what every Scan of the
+// process shares (syft's license scanner): a build that will scan calls it
+// before its solve, which leaves CPU idle, instead of the first Scan
+// building it after the push.
+func Prepare() {
+	go func() { _, _ = sharedLicenseScanner() }()
+}
 
 // valuesOf is a context with the cancellation, deadline and values of its
 // Context and, for keys that one lacks, the values of values.

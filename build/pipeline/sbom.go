@@ -132,7 +132,7 @@ type prefetched struct {
 }
 
 // startBasePrefetch starts the prefetch of every platform's base under
-// work when the build will scan its images: it signs with an SBOM scanned
+// work, and sbom.Prepare, when the build will scan its images: it signs with an SBOM scanned
 // from content (not --sbom-from-lock), and the inputs are not known to be
 // published (without Force: a forced rebuild of published inputs keeps
 // the SBOMs its manifests already carry, so it would decompress for
@@ -145,6 +145,7 @@ func startBasePrefetch(ctx context.Context, req *Request, set *imagespec.Set, wo
 	if err != nil {
 		return nil // layout refused it already
 	}
+	sbom.Prepare()
 	ctx, cancel := context.WithCancel(ctx)
 	bp := &basePrefetch{cancel: cancel, platforms: map[string]*prefetched{}}
 	opts := regauth.RemoteOptions(ctx, req.Publish.RemoteOptions...)

@@ -20,6 +20,9 @@
 #   platform      ms-python.python 2025.6.1 -> 2025.8.0 (one layer per platform)
 #   amd64 alone   linux/amd64 only, empty caches, new repository, another
 #                 SOURCE_DATE_EPOCH (so no layer is in the registry yet)
+#   unsigned      the same without --sign (build --push), another
+#                 SOURCE_DATE_EPOCH again: what the naive build does (it
+#                 neither signs nor attests), for the like-for-like ratio
 #   naive         the proof of concept's shape: FROM a base with python3 and pip,
 #                 one RUN that pip installs ray[default] and debugpy and downloads
 #                 and unpacks the three amd64 VSIX (no signing, no attestations),
@@ -167,6 +170,11 @@ for i in $(seq 1 "$runs"); do
 
   prune
   r0=$(reglines)
+  UNSIGNED=1 SOURCE_DATE_EPOCH=$((SOURCE_DATE_EPOCH + 2)) PLATFORMS=linux/amd64 VSIX_CACHE=$work/vsix-unsigned-$i build "unsigned-$i" "$work/cfg" --repository "$reg/bench-unsigned-$i"
+  row "$i" unsigned "$(cat "$work/unsigned-$i.ms")" "$(uploaded "$r0")" "$(layers "unsigned-$i" | sum)" - "$(requests "$r0")"
+
+  prune
+  r0=$(reglines)
   t=$(date +%s%N)
   "$bkbin/buildctl" --addr "$sock" build --frontend dockerfile.v0 --local context="$work/naive" --local dockerfile="$work/naive" \
     --opt platform=linux/amd64 --opt build-arg:BASE="$tools_pinned" --opt build-arg:PIP_INDEX_URL="$pyindex" \
@@ -187,11 +195,12 @@ table() {
     function mb(b) { return b == "-" ? "-" : sprintf("%.1f MB", b / 1e6) }
     { k = $2; n[k]++; ms[k, n[k]] = $3; rx[k, n[k]] = $4; ch[k, n[k]] = $5; ex[k, n[k]] = $6; rq[k, n[k]] = $7; order[k] = NR }
     END {
-      nrows = split("cold nochange nochangevk forced universal platform solo naive", rows, " ")
+      nrows = split("cold nochange nochangevk forced universal platform solo unsigned naive", rows, " ")
       label["cold"] = "cold (both platforms)"; label["nochange"] = "no change (published)"
       label["nochangevk"] = "no change, --verify-key cosign.pub"
       label["forced"] = "forced no change (--force)"; label["universal"] = "universal bump (debugger 0.1.4->0.1.6)"
       label["platform"] = "platform bump (ms-python.python)"; label["solo"] = "linux/amd64 alone, cold"
+      label["unsigned"] = "linux/amd64 alone, cold, unsigned"
       label["naive"] = "naive one-RUN, linux/amd64, cold"
       for (r = 1; r <= nrows; r++) { k = rows[r]; for (i = 1; i <= n[k]; i++) { a[i] = ms[k, i] } ; m[k] = med(a, n[k]); lo[k] = a[1] }
       printf "%-40s %17s %13s %12s %12s %8s %9s\n", "build", "wall s (min/med)", "x cold (med)", "received", "changed", "vs ext", "requests"
@@ -204,7 +213,14 @@ table() {
         printf "%-40s %8.2f / %6.2f %13.3f %12s %12s %8s %9d\n", label[k], lo[k] / 1000, m[k] / 1000, m[k] / m["cold"], mb(rxm), mb(chm),
           (exm == "-" ? "-" : sprintf("%.2fx", rxm / exm)), rqm
       }
-      printf "linux/amd64 alone / naive one-RUN (median wall time): %.2f\n", m["solo"] / m["naive"]
+      printf "linux/amd64 alone / naive one-RUN (median wall time): %.2f signed, %.2f unsigned (as the naive build)\n", m["solo"] / m["naive"], m["unsigned"] / m["naive"]
+      for (r = 1; r <= nrows; r++) {
+        k = rows[r]; if (ex[k, 1] == "-") continue
+        for (i = 1; i <= n[k]; i++) a[i] = rx[k, i]; rxm = med(a, n[k])
+        for (i = 1; i <= n[k]; i++) a[i] = ch[k, i]; chm = med(a, n[k])
+        for (i = 1; i <= n[k]; i++) a[i] = ex[k, i]; exm = med(a, n[k])
+        printf "%s: new layers %.2fx the extension'"'"'s, the rest received (configs, signatures, attestations) %s\n", label[k], chm / exm, mb(rxm - chm)
+      }
     }' "$results"
 }
 {
