@@ -17,6 +17,7 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
 	sigpayload "github.com/sigstore/sigstore/pkg/signature/payload"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/regauth"
@@ -117,17 +118,30 @@ func Image(ctx context.Context, ref string, s *Signer, opts ...Option) (*Result,
 	if err != nil {
 		return nil, err
 	}
+	// The targets are signed concurrently: each signature goes to its own
+	// tag (sha256-<hex>.sig).
 	res := &Result{Ref: root.String()}
-	for _, t := range targets {
-		d := root.Context().Digest(t.Digest)
-		tag, err := signDigest(ctx, d, s, o)
-		if err != nil {
-			return res, fmt.Errorf("signing %s: %w", describe(t), err)
-		}
-		t.Tag = tag
-		res.Targets = append(res.Targets, t)
+	signed := make([]Target, len(targets))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for i, t := range targets {
+		g.Go(func() error {
+			tag, err := signDigest(gctx, root.Context().Digest(t.Digest), s, o)
+			if err != nil {
+				return fmt.Errorf("signing %s: %w", describe(t), err)
+			}
+			t.Tag = tag
+			signed[i] = t
+			return nil
+		})
 	}
-	return res, nil
+	err = g.Wait()
+	for _, t := range signed {
+		if t.Tag != "" {
+			res.Targets = append(res.Targets, t)
+		}
+	}
+	return res, err
 }
 
 func describe(t Target) string {

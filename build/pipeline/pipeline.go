@@ -524,17 +524,23 @@ func (res *Result) sign(ctx context.Context, s *sign.Signer) error {
 	if err := res.attachSBOMs(ctx, s, sopts); err != nil {
 		return err
 	}
+	// Each platform's provenance goes to its own attestation image, after
+	// its SBOM (which writes the same image): concurrently per platform.
+	g, gctx := errgroup.WithContext(ctx)
 	for _, p := range res.Platforms {
 		st, ok := res.signing.provenance[p.Platform]
 		if !ok {
 			continue
 		}
 		ref := res.signing.repo.Digest(p.Digest).String()
-		if _, err := sign.Attest(ctx, ref, s, st.PredicateType, func(string) ([]byte, error) { return st.Predicate, nil }, sopts...); err != nil {
-			return fmt.Errorf("attaching %s's provenance to %s: %w", p.Platform, ref, err)
-		}
+		g.Go(func() error {
+			if _, err := sign.Attest(gctx, ref, s, st.PredicateType, func(string) ([]byte, error) { return st.Predicate, nil }, sopts...); err != nil {
+				return fmt.Errorf("attaching %s's provenance to %s: %w", p.Platform, ref, err)
+			}
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // signing reports whether the request signs what it builds.

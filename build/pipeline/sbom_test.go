@@ -2,9 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/sign"
@@ -98,4 +102,94 @@ func TestAttachSBOMsKeepsWhatIsThere(t *testing.T) {
 	run(t, key, "", true, false)   // the key's again: the other key's replaced it
 	run(t, key, "", true, true)
 	run(t, key, "", false, false) // a scan replaces the lock's SBOM
+}
+
+// startBasePrefetch decompresses every platform's base (pulled by digest)
+// when the build will scan, and does nothing when it will not.
+func TestStartBasePrefetch(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	host := strings.TrimPrefix(srv.URL, "http://")
+	root, err := testimage.Default().Push(ctx, host+"/library/base:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := remote.Index(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &imagespec.Set{}
+	set.CodeServer.Base = root.String()
+	set.CodeServer.Platforms = map[string]string{}
+	for _, d := range im.Manifests {
+		if d.Platform != nil && d.Platform.OS == "linux" {
+			p := d.Platform.OS + "/" + d.Platform.Architecture
+			set.Platforms = append(set.Platforms, p)
+			set.CodeServer.Platforms[p] = d.Digest.String()
+		}
+	}
+	if len(set.Platforms) != 2 {
+		t.Fatalf("test base has platforms %v, want 2", set.Platforms)
+	}
+	scanning := Request{Sign: SignOptions{Signer: signerForTest(t)}, Publish: PublishOptions{Push: true}}
+	for _, c := range []struct {
+		name string
+		mod  func(*Request)
+	}{
+		{"not signing", func(r *Request) { r.Sign.Signer = nil }},
+		{"the SBOM from the lock", func(r *Request) { r.Sign.SBOMFromLock = true }},
+		{"not pushing", func(r *Request) { r.Publish.Push = false }},
+		{"forced", func(r *Request) { r.Force = true }},
+	} {
+		req := scanning
+		c.mod(&req)
+		if bp := startBasePrefetch(ctx, &req, set, t.TempDir()); bp != nil {
+			bp.stop()
+			t.Errorf("%s: prefetched the base, want nothing (no scan follows)", c.name)
+		}
+	}
+
+	bp := startBasePrefetch(ctx, &scanning, set, t.TempDir())
+	if bp == nil {
+		t.Fatal("a build that scans prefetched nothing")
+	}
+	defer bp.stop()
+	for _, p := range set.Platforms {
+		dir, err := bp.layerDir(ctx, p)
+		if err != nil || dir == "" {
+			t.Fatalf("%s: layer directory %q, %v", p, dir, err)
+		}
+		img, err := remote.Image(root.Context().Digest(set.CodeServer.Platforms[p]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, d := range cf.RootFS.DiffIDs {
+			if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%d-%s", i, d))); err != nil {
+				t.Errorf("%s: base layer %d not prefetched: %v", p, i, err)
+			}
+		}
+	}
+	if dir, err := bp.layerDir(ctx, "linux/s390x"); dir != "" || err != nil {
+		t.Errorf("a platform not built: %q, %v; want nothing", dir, err)
+	}
+
+	// A base that cannot be pulled: an error for the warning, no directory.
+	gone := *set
+	gone.CodeServer.Platforms = map[string]string{set.Platforms[0]: "sha256:" + strings.Repeat("0", 64)}
+	gone.Platforms = set.Platforms[:1]
+	bp2 := startBasePrefetch(ctx, &scanning, &gone, t.TempDir())
+	defer bp2.stop()
+	if dir, err := bp2.layerDir(ctx, set.Platforms[0]); dir != "" || err == nil || !strings.Contains(err.Error(), strings.Repeat("0", 64)) {
+		t.Errorf("prefetch of a missing base: %q, %v; want an error naming it", dir, err)
+	}
 }

@@ -435,6 +435,11 @@ grep -q "warning: no locked Python closure" "$work/lock-cold.err" && fail "the l
 lj=$work/lock-cold.json
 jq -e 'all(.platforms[]; .sbom.source == "image" and .sbom.format == "spdx" and .sbom.packages.deb > 0 and .sbom.packages.python >= 7 and .sbom.packages["vscode-extension"] == 3)' "$lj" >/dev/null \
   || fail "the build's SBOMs were not scanned from the images: $(jq -c '[.platforms[].sbom]' "$lj")"
+# The base's layers were decompressed during the solve and the scans read
+# them from there (the dpkg packages below are checked against the base's
+# own database, so they are the base's content).
+jq -e 'all(.platforms[]; .sbom.baseLayersPrefetched >= 1)' "$lj" >/dev/null && ! grep -q "warning: prefetching" "$work/lock-cold.err" \
+  || fail "the scans did not read the base layers prefetched during the solve: $(jq -c '[.platforms[].sbom]' "$lj"); $(grep "warning: prefetching" "$work/lock-cold.err")"
 locktag=$lockref:$(jq -r '.tags[0]' "$lj")
 "$imagectl" verify "$locktag" --key "$work/cosign.pub" --output json >"$work/verify-lock.json" 2>"$work/verify-lock.err" \
   || { jq . "$work/verify-lock.json" >&2; cat "$work/verify-lock.err" >&2; fail "verify of the locked image"; }
