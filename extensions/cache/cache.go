@@ -120,7 +120,10 @@ type Cache struct {
 	// checked remembers the blobs this Cache hashed (and identified) and
 	// found good, by digest: a build gets each file twice (the fetch, then
 	// the validation before layout), and a file that is still the same
-	// file (same inode, size and modification time) is not read again.
+	// file, unchanged since (same inode, size, modification time and inode
+	// change time, which every write, chmod or utimes moves and nothing
+	// sets back), is not read again. Where the change time cannot be read,
+	// nothing is remembered.
 	mu      sync.Mutex
 	checked map[string]checkedBlob
 }
@@ -128,8 +131,9 @@ type Cache struct {
 // checkedBlob is a blob checkBlob found good: the file it read and the key
 // it identified (zero without an identify function).
 type checkedBlob struct {
-	fi os.FileInfo
-	id Key
+	fi    os.FileInfo
+	ctime int64
+	id    Key
 }
 
 // Option configures Open.
@@ -346,6 +350,9 @@ func (c *Cache) checkedBefore(digest string, fi os.FileInfo) (Key, bool) {
 	if !ok || !os.SameFile(b.fi, fi) || b.fi.Size() != fi.Size() || !b.fi.ModTime().Equal(fi.ModTime()) {
 		return Key{}, false
 	}
+	if ct, ok := changeTime(fi); !ok || ct != b.ctime {
+		return Key{}, false
+	}
 	return b.id, true
 }
 
@@ -357,12 +364,16 @@ func (c *Cache) remember(digest string, fi os.FileInfo, id Key, identified bool)
 	if !identified && c.identify != nil {
 		return
 	}
+	ct, ok := changeTime(fi)
+	if !ok {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.checked == nil {
 		c.checked = map[string]checkedBlob{}
 	}
-	c.checked[digest] = checkedBlob{fi: fi, id: id}
+	c.checked[digest] = checkedBlob{fi: fi, ctime: ct, id: id}
 }
 
 // sameKey compares keys as the Marketplace does: ids case-insensitively,

@@ -13,7 +13,9 @@
 // once they are old and unlocked. Every file is opened without following a
 // link or blocking on a FIFO and read only if it is a regular file of
 // bounded size. Digests are checked when a blob is written and again
-// whenever it is read; a blob that no longer matches its name is removed and
-// reported as missing, never served, and a hit's manifest must describe the
-// key it is found under. URLs are stored without userinfo.
+// whenever it is read (a Cache that already hashed a blob skips that only
+// while it is the same file, unchanged: same inode, size, modification and
+// inode change time, which every write moves); a blob that no longer
+// matches its name is removed and reported as missing, never served, and a
+// hit's manifest must describe the key it is found under. URLs are stored without userinfo.
 package cache
