@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/imagectl/imagectl/cmd/imagectl/app.Version=$(VERSION)
 export IMAGECTL_TEST_CACHE ?= $(HOME)/.cache/imagectl-test
 
-.PHONY: build deps test unit fuzz e2e bench lint ci
+.PHONY: build deps test unit race fuzz e2e bench lint ci
 
 build: ## Build bin/imagectl (static, so it can be copied into the code-server sidecar)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/imagectl ./cmd/imagectl
@@ -17,10 +17,19 @@ deps: ## Install what the tests need (idempotent; cached under $IMAGECTL_TEST_CA
 unit: ## Go tests only, with whatever tools are already installed
 	$(GO) test ./...
 
-test: deps ## The test command: install what is needed, run every Go test with the real tools required, the fuzzers briefly, then the end-to-end test
+test: deps ## The test command: install what is needed, run every Go test with the real tools required, the race detector over the concurrent code, the fuzzers briefly, then the end-to-end test
 	bash tests/e2e/with-buildkitd.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 ./...
+	$(MAKE) race
 	$(MAKE) fuzz
 	bash tests/e2e/run.sh
+
+# RACE_PACKAGES run their goroutines (concurrent scans sharing syft's
+# license scanner, the base prefetch, concurrent signing and validation,
+# the extension cache's shared state) under the race detector in make test.
+RACE_PACKAGES := ./sbom ./extensions ./extensions/cache ./sign ./build ./build/pipeline
+
+race: ## The packages that run concurrent code, under the race detector
+	$(GO) test -count=1 -race $(RACE_PACKAGES)
 
 # FUZZTIME is how long each fuzz target runs in make fuzz (and make test).
 FUZZTIME ?= 10s

@@ -139,8 +139,8 @@ type Options struct {
 	Parallelism int
 	// LayerDir, if set, is where the image's uncompressed layers are read
 	// from and written to (a layer already there, written by Prefetch, is
-	// not fetched again); otherwise a scratch directory. Scan removes it
-	// when done.
+	// not fetched again); otherwise a scratch directory. The caller removes
+	// it (Scan may, once done).
 	LayerDir string
 }
 
@@ -155,8 +155,9 @@ type Result struct {
 	Counts map[string]int
 	// Duration is how long the scan took.
 	Duration time.Duration
-	// LayersPrefetched counts the image's layers that were read from
-	// Options.LayerDir (written there by Prefetch) instead of fetched.
+	// LayersPrefetched counts the image's layers whose content Scan did not
+	// fetch: it read them from Options.LayerDir (written there by
+	// Prefetch).
 	LayersPrefetched int
 }
 
@@ -190,11 +191,8 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 	} else if err := os.MkdirAll(cache, 0o700); err != nil {
 		return nil, fmt.Errorf("sbom layer directory: %w", err)
 	}
-	prefetched, err := countPrefetched(img, o.LayerDir)
-	if err != nil {
-		return nil, err
-	}
-	simg := image.New(img, tmp, cache)
+	counted := &fetchCounter{Image: img}
+	simg := image.New(counted, tmp, cache)
 	if err := simg.Read(ctx); err != nil {
 		return nil, fmt.Errorf("reading the %s image's layers: %w", o.Platform, err)
 	}
@@ -233,7 +231,12 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 	}
 	s.Artifacts.Packages.Add(exts...)
 
-	res := &Result{Counts: map[string]int{}, LayersPrefetched: prefetched}
+	res := &Result{Counts: map[string]int{}}
+	if o.LayerDir != "" {
+		if res.LayersPrefetched, err = counted.unread(); err != nil {
+			return nil, fmt.Errorf("image config: %w", err)
+		}
+	}
 	for p := range s.Artifacts.Packages.Enumerate() {
 		res.Counts[string(p.Type)]++
 	}

@@ -314,11 +314,11 @@ func TestSyftVersionIsGoMod(t *testing.T) {
 	}
 }
 
-// TestConcurrentScansShareTheLicenseScanner scans one image twice at once
-// (as a build scans its platforms): both share syft's license scanner and
-// write the same document as a scan alone. Run with -race, it also checks
-// the sharing for data races.
-func TestConcurrentScansShareTheLicenseScanner(t *testing.T) {
+// TestConcurrentScansWriteTheSameDocument scans one image twice at once
+// (as a build scans its platforms, both with the process's one license
+// scanner): each writes the same document as a scan alone. make race runs
+// it under the race detector, which checks that sharing.
+func TestConcurrentScansWriteTheSameDocument(t *testing.T) {
 	img := testImage(t)
 	o := Options{Name: "registry.example/code-server-ray", Platform: "linux/amd64", Extensions: testExtensions()}
 	alone, err := Scan(context.Background(), img, o)

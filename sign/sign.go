@@ -124,9 +124,15 @@ func Image(ctx context.Context, ref string, s *Signer, opts ...Option) (*Result,
 	signed := make([]Target, len(targets))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
+	og := makeOptions(gctx, opts) // the first failure stops the others' requests
+	seen := map[string]bool{}
 	for i, t := range targets {
+		if seen[t.Digest] { // an index may list a manifest twice: one signature
+			continue
+		}
+		seen[t.Digest] = true
 		g.Go(func() error {
-			tag, err := signDigest(gctx, root.Context().Digest(t.Digest), s, o)
+			tag, err := signDigest(gctx, root.Context().Digest(t.Digest), s, og)
 			if err != nil {
 				return fmt.Errorf("signing %s: %w", describe(t), err)
 			}

@@ -12,7 +12,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
@@ -219,5 +223,52 @@ func TestImageSinglePlatform(t *testing.T) {
 	}
 	if _, _, err := cosign.VerifyImageSignatures(ctx, d, &cosign.CheckOpts{SigVerifier: pk, IgnoreTlog: true, ClaimVerifier: cosign.SimpleClaimVerifier}); err != nil {
 		t.Error(err)
+	}
+}
+
+// An index that lists one manifest twice (for two platform descriptors) gets
+// one signature for it: the targets are signed concurrently, and two
+// writers of one .sig tag would race.
+func TestImageSignsAManifestListedTwiceOnce(t *testing.T) {
+	ctx := context.Background()
+	reg := newRegistry(t)
+	d, err := testimage.Default().PushImage(ctx, reg+"/single:1", "linux/arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := mutate.AppendManifests(empty.Index,
+		mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}},
+		mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}}})
+	ref, err := name.ParseReference(reg + "/single:twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(ref, idx); err != nil {
+		t.Fatal(err)
+	}
+	s, pk, _ := newKey(t)
+	res, err := sign.Image(ctx, ref.String(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, tg := range res.Targets {
+		if tg.Digest == d.DigestStr() {
+			n++
+		}
+	}
+	if n != 1 || len(res.Targets) != 2 {
+		t.Fatalf("targets = %+v, want the index and %s once", res.Targets, d.DigestStr())
+	}
+	sigs, _, err := cosign.VerifyImageSignatures(ctx, d, &cosign.CheckOpts{SigVerifier: pk, IgnoreTlog: true, ClaimVerifier: cosign.SimpleClaimVerifier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sigs) != 1 {
+		t.Errorf("%d signatures of the manifest listed twice, want 1", len(sigs))
 	}
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -188,12 +189,17 @@ func (bp *basePrefetch) layerDir(ctx context.Context, platform string) (string, 
 	return pf.dir, nil
 }
 
-// stop cancels what is still running and waits for it: the layers are in
-// the build's work directory, removed after.
+// stop cancels what is still running, waits for it and removes the
+// layers (gigabytes; a scan removes the ones it read, but not when the
+// SBOM was kept or the build failed before, and Request.WorkDir may be a
+// directory that outlives the build).
 func (bp *basePrefetch) stop() {
 	if bp == nil {
 		return
 	}
 	bp.cancel()
 	bp.wg.Wait()
+	for _, pf := range bp.platforms {
+		_ = os.RemoveAll(pf.dir)
+	}
 }

@@ -182,6 +182,12 @@ func TestStartBasePrefetch(t *testing.T) {
 	if dir, err := bp.layerDir(ctx, "linux/s390x"); dir != "" || err != nil {
 		t.Errorf("a platform not built: %q, %v; want nothing", dir, err)
 	}
+	bp.stop()
+	for _, p := range set.Platforms {
+		if _, err := os.Stat(bp.platforms[p].dir); !os.IsNotExist(err) {
+			t.Errorf("%s: stop left the prefetched layers: %v", p, err)
+		}
+	}
 
 	// A base that cannot be pulled: an error for the warning, no directory.
 	gone := *set
