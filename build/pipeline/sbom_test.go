@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/imagespec"
@@ -28,23 +30,8 @@ import (
 // type: sign's TestAttested).
 func TestAttachSBOMsKeepsWhatIsThere(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	host := strings.TrimPrefix(srv.URL, "http://")
 	spec := testimage.Default()
-	root, err := spec.Push(ctx, host+"/team/img:t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := remote.Index(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, im := pushTestImage(t, "team/img:t")
 	set := spec.Lock()
 	set.Tags = []string{"t"}
 	res := &Result{Ref: root.String(), Set: set, signing: signing{repo: root.Context(), epoch: time.Unix(1752537600, 0)}}
@@ -108,22 +95,7 @@ func TestAttachSBOMsKeepsWhatIsThere(t *testing.T) {
 // when the build will scan, and does nothing when it will not.
 func TestStartBasePrefetch(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	host := strings.TrimPrefix(srv.URL, "http://")
-	root, err := testimage.Default().Push(ctx, host+"/library/base:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := remote.Index(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, im := pushTestImage(t, "library/base:1")
 	set := &imagespec.Set{}
 	set.CodeServer.Base = root.String()
 	set.CodeServer.Platforms = map[string]string{}
@@ -198,4 +170,26 @@ func TestStartBasePrefetch(t *testing.T) {
 	if dir, err := bp2.layerDir(ctx, set.Platforms[0]); dir != "" || err == nil || !strings.Contains(err.Error(), strings.Repeat("0", 64)) {
 		t.Errorf("prefetch of a missing base: %q, %v; want an error naming it", dir, err)
 	}
+}
+
+// pushTestImage pushes testimage.Default() as repoTag to a new in-process
+// registry (anonymous: DOCKER_CONFIG is empty) and returns its index.
+func pushTestImage(t *testing.T, repoTag string) (name.Digest, *v1.IndexManifest) {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	root, err := testimage.Default().Push(context.Background(), strings.TrimPrefix(srv.URL, "http://")+"/"+repoTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := remote.Index(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, im
 }
