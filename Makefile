@@ -4,7 +4,9 @@ GO ?= go
 BIN ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/imagectl/imagectl/cmd/imagectl/app.Version=$(VERSION)
-export IMAGECTL_TEST_CACHE ?= $(HOME)/.cache/imagectl-test
+# An empty IMAGECTL_TEST_CACHE counts as unset (as in the scripts' ${VAR:-default}):
+# ?= would keep it empty and make $(IMAGECTL_TEST_CACHE)/bin /bin.
+export IMAGECTL_TEST_CACHE := $(or $(IMAGECTL_TEST_CACHE),$(HOME)/.cache/imagectl-test)
 
 .PHONY: build deps test unit race fuzz e2e bench lint ci
 
