@@ -133,11 +133,11 @@ type prefetched struct {
 }
 
 // startBasePrefetch starts the prefetch of every platform's base under
-// work, and sbom.Prepare, when the build will scan its images: it signs with an SBOM scanned
-// from content (not --sbom-from-lock), and the inputs are not known to be
-// published (without Force: a forced rebuild of published inputs keeps
-// the SBOMs its manifests already carry, so it would decompress for
-// nothing). nil when there is nothing to prefetch.
+// work, and sbom.Prepare, when the build will scan its images: it pushes
+// and signs with an SBOM scanned from content (not --sbom-from-lock), and
+// its inputs are not known to be published (no Force: a forced rebuild of
+// published inputs keeps the SBOMs its manifests already carry, so it
+// would decompress for nothing). nil when there is nothing to prefetch.
 func startBasePrefetch(ctx context.Context, req *Request, set *imagespec.Set, work string) *basePrefetch {
 	if !req.signing() || req.Sign.SBOMFromLock || !req.Publish.Push || req.Force {
 		return nil
