@@ -13,6 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
@@ -121,6 +122,19 @@ func publishedPlatforms(ref name.Digest, ropts []remote.Option) (*publishedImage
 // and every platform manifest has its attestations. problem says what is
 // wrong ("" when nothing is).
 func publishedSignatures(ctx context.Context, req *Request, ref name.Digest, platforms []PlatformOutput, ropts []remote.Option) (keyName, problem string, err error) {
+	// The attestations are looked for first, every platform at once: that
+	// needs no key, so it runs while the key is still being decrypted.
+	missing := make([]string, len(platforms))
+	var g errgroup.Group
+	for i, p := range platforms {
+		g.Go(func() (err error) {
+			missing[i], err = missingAttestations(ctx, ref.Context().Digest(p.Digest), req.Solve.Provenance, ropts)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return "", "", err
+	}
 	pk, keyName := req.Sign.VerifyKey, req.Sign.VerifyKeyName
 	if pk == nil {
 		s, err := req.signer(ctx)
@@ -152,13 +166,9 @@ func publishedSignatures(ctx context.Context, req *Request, ref name.Digest, pla
 	case !rep.OK:
 		return keyName, fmt.Sprintf("it does not verify with %s", keyName), nil
 	}
-	for _, p := range platforms {
-		missing, err := missingAttestations(ctx, ref.Context().Digest(p.Digest), req.Solve.Provenance, ropts)
-		if err != nil {
-			return "", "", err
-		}
-		if missing != "" {
-			return keyName, fmt.Sprintf("its %s manifest %s has no %s attestation", p.Platform, p.Digest, missing), nil
+	for i, p := range platforms {
+		if missing[i] != "" {
+			return keyName, fmt.Sprintf("its %s manifest %s has no %s attestation", p.Platform, p.Digest, missing[i]), nil
 		}
 	}
 	return keyName, "", nil

@@ -148,6 +148,12 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 // runBuild resolves the set, builds it through the pipeline and prints
 // the result.
 func (g *globals) runBuild(ctx context.Context, f *buildFlags) error {
+	// First: the key's decryption (cosign's scrypt, about 0.15 s) runs in
+	// the background while the matrix, catalog and cache are read.
+	loadSigner, verifyKey, err := f.signer(ctx)
+	if err != nil {
+		return err
+	}
 	cfg, set, c, err := g.buildSet(f)
 	if err != nil {
 		return err
@@ -157,10 +163,6 @@ func (g *globals) runBuild(ctx context.Context, f *buildFlags) error {
 		return err
 	}
 	bk, err := f.bk.BuildKit(ctx)
-	if err != nil {
-		return err
-	}
-	loadSigner, verifyKey, err := f.signer(ctx)
 	if err != nil {
 		return err
 	}
