@@ -27,10 +27,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/imagectl/imagectl/build"
-	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
-	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
@@ -124,23 +122,7 @@ func pushIndex(t *testing.T, tag name.Tag, set imagespec.Set, inputs string, pla
 // pushes and signs nothing and returns that image; anything else, or
 // Force, goes on to build (here: stops at the missing extension cache).
 func TestRunSkipsPublishedInputs(t *testing.T) {
-	cfg, err := matrix.Load("../../matrix.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Load("../../catalog.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range cat.CodeServer {
-		cat.CodeServer[i].Platforms = map[string]string{
-			"linux/amd64": "sha256:" + strings.Repeat("1", 64), "linux/arm64": "sha256:" + strings.Repeat("2", 64),
-		}
-	}
-	def, err := build.NewDefinition(cfg, build.Overrides{}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, cat, def := pinnedInputs(t)
 	reg := &countingHandler{next: authregistry.New(registry.New(registry.Logger(log.New(io.Discard, "", 0))), "ci", "s3cret")}
 	srv := httptest.NewServer(reg)
 	defer srv.Close()

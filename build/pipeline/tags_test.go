@@ -12,8 +12,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/imagectl/imagectl/build"
-	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/release"
@@ -25,28 +23,12 @@ import (
 // resolve.RenderTags), the versioned one first. Build's are read from Run's
 // result on inputs that are already published (so nothing is solved).
 func TestBuildAndReleaseTagTheSame(t *testing.T) {
-	cfg, err := matrix.Load("../../matrix.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Tags = []matrix.Tag{
+	cfg, cat, def := pinnedInputs(t)
+	cfg.Tags = []matrix.Tag{ // the definition reads cfg's tags when it renders them
 		{Template: "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}-{{.Inputs}}"},
 		{Template: "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}", Floating: true},
 		{Template: "ray{{.Ray}}-py{{.Python}}-cs{{.CodeServer}}-{{.Inputs}}"},
 		{Template: "latest", Floating: true},
-	}
-	cat, err := catalog.Load("../../catalog.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range cat.CodeServer {
-		cat.CodeServer[i].Platforms = map[string]string{
-			"linux/amd64": "sha256:" + strings.Repeat("1", 64), "linux/arm64": "sha256:" + strings.Repeat("2", 64),
-		}
-	}
-	def, err := build.NewDefinition(cfg, build.Overrides{}, "test")
-	if err != nil {
-		t.Fatal(err)
 	}
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
