@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
-	"log"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/build"
@@ -32,9 +28,7 @@ import (
 // another SOURCE_DATE_EPOCH.
 func TestSignSBOMTimeIsTheBuildsTime(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host := newRegistry(t)
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	t.Setenv("COSIGN_PASSWORD", "sbom-time-test")
 	dir := t.TempDir()

@@ -20,9 +20,7 @@ import (
 // in-process registry, as the e2e script does against a real one.
 func TestSignVerifyCLI(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	reg := strings.TrimPrefix(srv.URL, "http://")
+	reg := newRegistry(t)
 	image := reg + "/code-server-ray:ray2.46.0"
 	if _, err := testimage.Default().Push(ctx, image); err != nil {
 		t.Fatal(err)
@@ -93,4 +91,13 @@ func TestSignVerifyCLI(t *testing.T) {
 	if code, _, errs := run("verify", image); code != 2 {
 		t.Errorf("verify without --key: exit %d, want 2 (%s)", code, errs)
 	}
+}
+
+// newRegistry starts an in-process registry (go-containerregistry's) for the
+// test and returns its host:port.
+func newRegistry(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
 }

@@ -3,15 +3,11 @@ package app
 import (
 	"bytes"
 	"context"
-	"io"
-	"log"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/crane"
-	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/imagectl/imagectl/internal/testimage"
 )
@@ -21,9 +17,7 @@ import (
 // accepts it as a mirror.
 func TestVerifyAllowRepository(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	reg := strings.TrimPrefix(srv.URL, "http://")
+	reg := newRegistry(t)
 	image := reg + "/code-server-ray:ray2.46.0"
 	root, err := testimage.Default().Push(ctx, image)
 	if err != nil {
