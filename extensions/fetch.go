@@ -181,25 +181,16 @@ type job struct {
 	platforms []string
 }
 
-// Fetch fetches every file that set needs on its platforms (set.Platforms).
-func (f *Fetcher) Fetch(ctx context.Context, set *imagespec.Set) ([]Fetched, error) {
-	return f.FetchExtensions(ctx, set.Extensions, set.Platforms, set.CodeServer.VSCode)
+// key is the file's cache key.
+func (j *job) key() cache.Key {
+	return cache.Key{ID: j.ext.ID, Version: j.ext.Version, TargetPlatform: j.file.TargetPlatform}
 }
 
-// FetchExtensions fetches the file of each extension for each of platforms,
-// once per distinct (id, version, targetPlatform), validated against the VS
-// Code version vscode (empty skips the engine check). The result follows the
-// order of exts (install order), then of platforms.
-//
-// A file without a sha256 in the set is trusted on first use: with
-// WithRequirePins nothing is fetched and the error names every such file;
-// otherwise each one gets a warning naming the digest accepted.
-func (f *Fetcher) FetchExtensions(ctx context.Context, exts []imagespec.Extension, platforms []string, vscode string) ([]Fetched, error) {
-	if f.requirePins {
-		if err := CheckPins(exts, platforms); err != nil {
-			return nil, err
-		}
-	}
+// distinctFiles lists the files exts install on platforms, once per
+// distinct (id, version, target platform), in install order then platform
+// order, each with the platforms that install it. Every platform must have
+// a file its own or universal, and one key one digest.
+func distinctFiles(exts []imagespec.Extension, platforms []string) ([]*job, error) {
 	var jobs []*job
 	byKey := map[cache.Key]*job{}
 	for _, e := range exts {
@@ -223,6 +214,32 @@ func (f *Fetcher) FetchExtensions(ctx context.Context, exts []imagespec.Extensio
 			byKey[k] = j
 			jobs = append(jobs, j)
 		}
+	}
+	return jobs, nil
+}
+
+// Fetch fetches every file that set needs on its platforms (set.Platforms).
+func (f *Fetcher) Fetch(ctx context.Context, set *imagespec.Set) ([]Fetched, error) {
+	return f.FetchExtensions(ctx, set.Extensions, set.Platforms, set.CodeServer.VSCode)
+}
+
+// FetchExtensions fetches the file of each extension for each of platforms,
+// once per distinct (id, version, targetPlatform), validated against the VS
+// Code version vscode (empty skips the engine check). The result follows the
+// order of exts (install order), then of platforms.
+//
+// A file without a sha256 in the set is trusted on first use: with
+// WithRequirePins nothing is fetched and the error names every such file;
+// otherwise each one gets a warning naming the digest accepted.
+func (f *Fetcher) FetchExtensions(ctx context.Context, exts []imagespec.Extension, platforms []string, vscode string) ([]Fetched, error) {
+	if f.requirePins {
+		if err := CheckPins(exts, platforms); err != nil {
+			return nil, err
+		}
+	}
+	jobs, err := distinctFiles(exts, platforms)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Fetched, len(jobs))
 	g, gctx := errgroup.WithContext(ctx)
@@ -251,7 +268,7 @@ func (f *Fetcher) FetchExtensions(ctx context.Context, exts []imagespec.Extensio
 }
 
 func (f *Fetcher) fetchOne(ctx context.Context, j *job, vscode string) (Fetched, error) {
-	k := cache.Key{ID: j.ext.ID, Version: j.ext.Version, TargetPlatform: j.file.TargetPlatform}
+	k := j.key()
 	res := Fetched{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, Platforms: j.platforms}
 	where := fmt.Sprintf("extension %s@%s (%s for %s)", k.ID, k.Version, k.TargetPlatform, strings.Join(j.platforms, ","))
 	if e, ok, err := f.cache.Get(ctx, k, j.file.SHA256); err != nil {

@@ -60,31 +60,14 @@ type File struct {
 type Files map[cache.Key]File
 
 // ValidateFiles finds in c, and validates once, every file exts install on
-// platforms: once per distinct (id, version, target platform), against
+// platforms: once per distinct (id, version, target platform)
+// (distinctFiles, as the fetcher lists them), against
 // what the lock asks for each platform and the VS Code version vscode
 // (empty skips the engine check), within lim. The result is LayoutOptions.Files.
 func ValidateFiles(ctx context.Context, c *cache.Cache, exts []imagespec.Extension, platforms []string, vscode string, lim vsix.Limits) (Files, error) {
-	type job struct {
-		k              cache.Key
-		want, platform string
-	}
-	var jobs []job
-	seen := map[cache.Key]bool{}
-	for _, e := range exts {
-		for _, p := range platforms {
-			file, ok := e.Files[p]
-			if !ok {
-				return nil, fmt.Errorf("extension %s@%s: no file for %s in the resolved set", e.ID, e.Version, p)
-			}
-			if err := checkFileFor(e, p, file); err != nil {
-				return nil, err
-			}
-			k := cache.Key{ID: e.ID, Version: e.Version, TargetPlatform: file.TargetPlatform}
-			if !seen[k] {
-				seen[k] = true
-				jobs = append(jobs, job{k, file.SHA256, p})
-			}
-		}
+	jobs, err := distinctFiles(exts, platforms)
+	if err != nil {
+		return nil, err
 	}
 	// The files are independent: validated concurrently, one per CPU.
 	files := make([]File, len(jobs))
@@ -92,7 +75,7 @@ func ValidateFiles(ctx context.Context, c *cache.Cache, exts []imagespec.Extensi
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, j := range jobs {
 		g.Go(func() error {
-			f, err := validateCached(gctx, c, j.k, j.want, j.platform, vscode, lim)
+			f, err := validateCached(gctx, c, j.key(), j.file.SHA256, j.platforms[0], vscode, lim)
 			files[i] = f
 			return err
 		})
@@ -102,7 +85,7 @@ func ValidateFiles(ctx context.Context, c *cache.Cache, exts []imagespec.Extensi
 	}
 	out := Files{}
 	for i, j := range jobs {
-		out[j.k] = files[i]
+		out[j.key()] = files[i]
 	}
 	return out, nil
 }
