@@ -9,6 +9,13 @@
 // image: its creation time is the build's SOURCE_DATE_EPOCH and its
 // namespace derives from the image digest.
 //
+// The catalogers are syft's, with one evidence matcher made faster and no
+// different in what it finds (classifiers.go): syft's Node.js binary
+// classifier first tries a pattern whose only literal is a NUL byte on the
+// whole file (1.6 s for a 64 MiB node, BenchmarkNodeClassifier); Scan
+// skips that pattern for a file that contains none of the strings its
+// matches must contain, and runs syft's two patterns otherwise.
+//
 // Packages reads the packages of an SPDX or CycloneDX JSON document back
 // (name, version, purl, sha256), for imagectl verify's check that every
 // locked distribution and extension is in the SBOM with the locked version.
