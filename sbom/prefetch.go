@@ -1,6 +1,7 @@
 package sbom
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/klauspost/compress/gzip"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/imagectl/imagectl/internal/ctxio"
@@ -50,7 +52,7 @@ func prefetchLayer(ctx context.Context, l v1.Layer, i int, dir string) error {
 	if err != nil {
 		return fmt.Errorf("base layer %d: diff ID: %w", i, err)
 	}
-	rc, err := l.Uncompressed()
+	rc, err := uncompressed(l)
 	if err != nil {
 		return fmt.Errorf("base layer %d (%s): %w", i, diffID, err)
 	}
@@ -163,5 +165,56 @@ func (l countedLayer) Compressed() (io.ReadCloser, error) {
 
 func (l countedLayer) Uncompressed() (io.ReadCloser, error) {
 	l.mark()
-	return l.Layer.Uncompressed()
+	return uncompressed(l.Layer)
+}
+
+// uncompressed is l's uncompressed content. A gzip layer (its compressed
+// content begins with gzip's magic) is decompressed with
+// klauspost/compress's gzip, which takes about a fifth less CPU than the
+// standard library's that go-containerregistry uses (BenchmarkGunzip);
+// any other layer is go-containerregistry's Uncompressed. Reading it to
+// the end checks the compressed content against l's digest, as
+// go-containerregistry's remote layers do.
+func uncompressed(l v1.Layer) (io.ReadCloser, error) {
+	c, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	br := bufio.NewReaderSize(c, 1<<20)
+	if magic, err := br.Peek(2); err != nil || magic[0] != 0x1f || magic[1] != 0x8b {
+		c.Close()
+		return l.Uncompressed()
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &gunzipped{zr: zr, br: br, c: c}, nil
+}
+
+// gunzipped reads a gzip stream and, at its end, the rest of the
+// compressed content (so that a verifying reader sees all of it).
+type gunzipped struct {
+	zr *gzip.Reader
+	br *bufio.Reader
+	c  io.Closer
+}
+
+func (g *gunzipped) Read(p []byte) (int, error) {
+	n, err := g.zr.Read(p)
+	if err == io.EOF {
+		if _, derr := io.Copy(io.Discard, g.br); derr != nil {
+			return n, derr
+		}
+	}
+	return n, err
+}
+
+func (g *gunzipped) Close() error {
+	zerr := g.zr.Close()
+	if err := g.c.Close(); err != nil {
+		return err
+	}
+	return zerr
 }

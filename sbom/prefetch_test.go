@@ -2,17 +2,27 @@ package sbom
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // countingLayer counts the reads of its content.
@@ -154,4 +164,155 @@ func digestOf(t *testing.T, img v1.Image) v1.Hash {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestUncompressed: uncompressed gives go-containerregistry's Uncompressed
+// content for a gzip layer (klauspost's gzip), an uncompressed one and a
+// zstd one (go-containerregistry's, after peeking), and a gzip layer that
+// is cut short or whose compressed content is not its digest fails.
+func TestUncompressed(t *testing.T) {
+	content := bytes.Repeat([]byte("a line of a layer's tar, more or less\n"), 1<<15)
+	gz, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(content)), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mt, _ := gz.MediaType(); mt != types.DockerLayer {
+		t.Fatalf("a tarball layer is %s, want gzip", mt)
+	}
+	plain := static.NewLayer(content, types.OCIUncompressedLayer)
+	zst, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(content)), nil }, tarball.WithCompression("zstd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, l := range map[string]v1.Layer{"gzip": gz, "uncompressed": plain, "zstd": zst} {
+		want := readAll(t, l.Uncompressed)
+		got := readAll(t, func() (io.ReadCloser, error) { return uncompressed(l) })
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: uncompressed gave %d bytes, not go-containerregistry's %d", name, len(got), len(want))
+		}
+	}
+
+	// A remote layer whose registry serves other bytes than its digest:
+	// go-containerregistry's verifying reader fails the read, through
+	// uncompressed's.
+	compressed := readAll(t, gz.Compressed)
+	var other bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&other, gzip.BestCompression)
+	zw.Write(readAll(t, gz.Uncompressed))
+	zw.Close()
+	if bytes.Equal(other.Bytes(), compressed) {
+		t.Fatal("the other gzip of the layer is the same bytes")
+	}
+	for name, served := range map[string][]byte{
+		"cut short":                        compressed[:len(compressed)/2],
+		"another gzip of the same content": other.Bytes(),
+		"a corrupted stream":               splice(compressed, len(compressed)/2, "\xff\xff\xff\xff"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := servedLayer(t, gz, served)
+			rc, err := uncompressed(l)
+			if err == nil {
+				_, err = io.Copy(io.Discard, rc)
+				rc.Close()
+			}
+			if err == nil {
+				t.Error("read without an error")
+			}
+		})
+	}
+	if got := readAll(t, func() (io.ReadCloser, error) { return uncompressed(servedLayer(t, gz, compressed)) }); !bytes.Equal(got, readAll(t, gz.Uncompressed)) {
+		t.Error("a remote layer served as pushed: not its content")
+	}
+}
+
+// servedLayer pushes l to an in-process registry that answers the pull of
+// its blob with served, and returns it as a remote layer.
+func servedLayer(t *testing.T, l v1.Layer, served []byte) v1.Layer {
+	t.Helper()
+	d, err := l.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/blobs/"+d.String()) {
+			w.Write(served)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	repo, err := name.NewRepository(strings.TrimPrefix(srv.URL, "http://") + "/layer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteLayer(repo, l); err != nil {
+		t.Fatal(err)
+	}
+	rl, err := remote.Layer(repo.Digest(d.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rl
+}
+
+func readAll(t *testing.T, open func() (io.ReadCloser, error)) []byte {
+	t.Helper()
+	rc, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// BenchmarkGunzip decompresses 64 MiB of text-like content, gzip'd at the
+// default level (as BuildKit compresses layers), with the standard
+// library's gzip (go-containerregistry's Uncompressed) and with
+// uncompressed (klauspost/compress).
+func BenchmarkGunzip(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 5))
+	words := strings.Fields("the layer of a base image holds files libraries binaries and text of many kinds usr lib share doc")
+	var raw bytes.Buffer
+	for raw.Len() < 64<<20 {
+		raw.WriteString(words[r.IntN(len(words))])
+		raw.WriteByte(" \n/"[r.IntN(3)])
+	}
+	var zbuf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&zbuf, gzip.DefaultCompression)
+	if err != nil {
+		b.Fatal(err)
+	}
+	zw.Write(raw.Bytes())
+	zw.Close()
+	compressed := zbuf.Bytes()
+	// A tarball layer of gzip'd bytes keeps them as its compressed content
+	// and decompresses them with go-containerregistry's gzip.
+	src, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(compressed)), nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d MiB, %d MiB compressed", raw.Len()>>20, len(compressed)>>20)
+	for _, c := range []struct {
+		name string
+		open func() (io.ReadCloser, error)
+	}{{"go-containerregistry", src.Uncompressed}, {"klauspost", func() (io.ReadCloser, error) { return uncompressed(src) }}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(raw.Len()))
+			for b.Loop() {
+				rc, err := c.open()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n, err := io.Copy(io.Discard, rc); err != nil || n != int64(raw.Len()) {
+					b.Fatalf("%d bytes, %v", n, err)
+				}
+				rc.Close()
+			}
+		})
+	}
 }
