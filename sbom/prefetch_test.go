@@ -168,7 +168,8 @@ func digestOf(t *testing.T, img v1.Image) v1.Hash {
 
 // TestUncompressed: uncompressed gives go-containerregistry's Uncompressed
 // content for a gzip layer (klauspost's gzip), an uncompressed one and a
-// zstd one (go-containerregistry's, after peeking), and a gzip layer that
+// zstd one (go-containerregistry's), one whose content is not the gzip its
+// media type says (go-containerregistry's, after peeking), and a gzip layer that
 // is cut short or whose compressed content is not its digest fails.
 func TestUncompressed(t *testing.T) {
 	content := bytes.Repeat([]byte("a line of a layer's tar, more or less\n"), 1<<15)
@@ -184,7 +185,8 @@ func TestUncompressed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, l := range map[string]v1.Layer{"gzip": gz, "uncompressed": plain, "zstd": zst} {
+	mislabelled := static.NewLayer(content, types.DockerLayer) // a gzip media type, plain content
+	for name, l := range map[string]v1.Layer{"gzip": gz, "uncompressed": plain, "zstd": zst, "gzip media type, plain content": mislabelled} {
 		want := readAll(t, l.Uncompressed)
 		got := readAll(t, func() (io.ReadCloser, error) { return uncompressed(l) })
 		if !bytes.Equal(got, want) {
