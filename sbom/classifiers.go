@@ -31,7 +31,12 @@ import (
 // nodeOldLiterals, so a file without any of them cannot match it: for such
 // a file the first matcher is skipped, which is what it would have
 // returned (no packages, no error). A file with one of them runs both
-// matchers as syft does, so the packages found are syft's in every case.
+// matchers as syft does, so the packages found are syft's. (That holds
+// for file contents that fill each read, as stereoscope's do: sections of
+// the layer files. syft's chunked matching, processReaderInChunks in its
+// internal/regex_helpers.go, joins a short read to bytes left over from
+// an earlier one, so on a reader that returns short reads it can match
+// bytes that are not adjacent in the file; containsAny does not.)
 const (
 	nodeClassifierSyftVersion = "v1.52.0"
 	nodeClass                 = "nodejs-binary"

@@ -23,6 +23,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
+// firstRead is the end of containsAny's first read with nodeOldLiterals
+// (the longest is 9 bytes): 1 MiB and 8 bytes; each later read ends 1 MiB
+// further, after the last 8 bytes of the one before. A literal across
+// that end is found only through that overlap.
+const firstRead = 1<<20 + 8
+
 // binaryLike is n bytes that look like an executable to the Node.js
 // classifier's first pattern: about one byte in four a NUL, the rest
 // printable, with no "v" after a NUL (so none of nodeOldLiterals).
@@ -93,7 +99,7 @@ func TestNodeClassifierFindsWhatSyftFinds(t *testing.T) {
 		{"current node.js", splice(body, size-4096, "node.js/v22.9.0"), "22.9.0"},
 		{"node 0.10", splice(body, 4096, "\x00node v0.10.48\x00"), "0.10.48"},
 		{"node 4", splice(body, 2<<20, "\x00v4.9.1\x00"), "4.9.1"},
-		{"old pattern across containsAny's chunks", splice(body, 1<<20-5, "\x00node v6.17.1\x00"), "6.17.1"},
+		{"old pattern across containsAny's first read", splice(body, firstRead-5, "\x00node v6.17.1\x00"), "6.17.1"},
 		{"old pattern at the very end", splice(body, size-len("\x00v5.12.0\x00"), "\x00v5.12.0\x00"), "5.12.0"},
 		{"both: the old pattern first, as in syft", splice(splice(body, 100, "node.js/v22.9.0"), size-100, "\x00v6.1.0\x00"), "6.1.0"},
 		{"an old literal without the pattern", splice(splice(body, 100, "\x00v4.x\x00"), 5000, "node.js/v20.20.2"), "20.20.2"},
@@ -325,7 +331,7 @@ func pkgNames(pkgs []pkg.Package) []string {
 
 func TestContainsAny(t *testing.T) {
 	lits := [][]byte{[]byte("\x00v4."), []byte("\x00node v6.")}
-	big := bytes.Repeat([]byte("ab\x00c"), 1<<19) // 2 MiB
+	big := bytes.Repeat([]byte("ab\x00c"), 3<<18) // 3 MiB
 	cases := []struct {
 		name string
 		r    io.Reader
@@ -335,9 +341,9 @@ func TestContainsAny(t *testing.T) {
 		{"none", bytes.NewReader(big), false},
 		{"at the start", bytes.NewReader(splice(big, 0, "\x00v4.")), true},
 		{"at the end", bytes.NewReader(append(bytes.Clone(big), "\x00node v6."...)), true},
-		{"across the first chunk boundary", bytes.NewReader(splice(big, 1<<20-3, "\x00node v6.")), true},
-		{"across the second chunk boundary", bytes.NewReader(splice(big, 2<<20-20, "\x00node v6.")), true},
-		{"one byte at a time", iotest.OneByteReader(bytes.NewReader(splice(big, 1<<20-2, "\x00v4."))), true},
+		{"across the end of the first read", bytes.NewReader(splice(big, firstRead-3, "\x00node v6.")), true},
+		{"across the end of the second read", bytes.NewReader(splice(big, firstRead+1<<20-4, "\x00node v6.")), true},
+		{"one byte at a time", iotest.OneByteReader(bytes.NewReader(splice(big, firstRead-2, "\x00v4."))), true},
 		{"a prefix of a literal only", bytes.NewReader(append(bytes.Clone(big), "\x00node v"...)), false},
 	}
 	for _, c := range cases {

@@ -175,8 +175,8 @@ func (l countedLayer) Uncompressed() (io.ReadCloser, error) {
 // klauspost/compress's gzip, which takes about a fifth less CPU than the
 // standard library's that go-containerregistry uses (BenchmarkGunzip);
 // any other layer is go-containerregistry's Uncompressed. Reading it to
-// the end checks the compressed content against l's digest, as
-// go-containerregistry's remote layers do.
+// its end reads the compressed content to its end, which checks it
+// against l's digest (go-containerregistry's remote layers do).
 func uncompressed(l v1.Layer) (io.ReadCloser, error) {
 	if mt, err := l.MediaType(); err == nil && (mt == types.OCIUncompressedLayer || mt == types.OCILayerZStd || mt == types.DockerUncompressedLayer) {
 		return l.Uncompressed()
@@ -195,26 +195,20 @@ func uncompressed(l v1.Layer) (io.ReadCloser, error) {
 		c.Close()
 		return nil, err
 	}
-	return &gunzipped{zr: zr, br: br, c: c}, nil
+	return &gunzipped{zr: zr, c: c}, nil
 }
 
-// gunzipped reads a gzip stream and, at its end, the rest of the
-// compressed content (so that a verifying reader sees all of it).
+// gunzipped is a gzip stream read in multistream mode (klauspost's
+// default, as the standard library's): it ends only where the compressed
+// content ends (after each member it reads the next header, and bytes
+// that are not one are an error), so a verifying reader under it sees all
+// of it.
 type gunzipped struct {
 	zr *gzip.Reader
-	br *bufio.Reader
 	c  io.Closer
 }
 
-func (g *gunzipped) Read(p []byte) (int, error) {
-	n, err := g.zr.Read(p)
-	if err == io.EOF {
-		if _, derr := io.Copy(io.Discard, g.br); derr != nil {
-			return n, derr
-		}
-	}
-	return n, err
-}
+func (g *gunzipped) Read(p []byte) (int, error) { return g.zr.Read(p) }
 
 func (g *gunzipped) Close() error {
 	zerr := g.zr.Close()

@@ -230,9 +230,9 @@ stages() {
   printf '%-40s %6s %6s %6s %6s %6s  %s\n' "stages of run $runs (s)" fetch layout key solve sign "sbom scans"
   for k in cold:"cold (both platforms)" forced:"forced no change (--force)" universal:"universal bump (debugger 0.1.4->0.1.6)" \
     platform:"platform bump (ms-python.python)" solo:"linux/amd64 alone, cold" unsigned:"linux/amd64 alone, cold, unsigned"; do
-    jq -r --arg name "${k#*:}" '(reduce .stages[] as $s ({}; .[$s.name] = $s.duration)) as $d
+    jq -r --arg name "${k#*:}" '(reduce (.stages // [])[] as $s ({}; .[$s.name] = $s.duration)) as $d
       | [$name, ($d.fetch // 0), ($d.layout // 0), ($d.key // 0), ($d.solve // 0), ($d.sign // 0),
-         ([.platforms[] | "\(.platform | sub("linux/"; ""))=\(if .sbom == null then "-" elif .sbom.reused != null then "kept" else .sbom.duration end)"] | join(" "))]
+         ([(.platforms // [])[] | "\(.platform | sub("linux/"; ""))=\(if .sbom == null then "-" elif .sbom.reused != null then "kept" else .sbom.duration end)"] | join(" "))]
       | "\(.[0] | . + " " * (40 - length)) \(.[1:6] | map(. * 100 | round / 100 | tostring | " " * (6 - length) + .) | join(" "))  \(.[6])"' "$work/${k%%:*}-$runs.json"
   done
 }
