@@ -179,6 +179,15 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		return res, err
 	}
 	stages.lap("published")
+	work, cleanup, err := workDir(req.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	// The bases are decompressed for the SBOM scans from here on, while
+	// the extensions are fetched, laid out and solved.
+	prefetch := startBasePrefetch(ctx, &req, t.set(), work)
+	defer prefetch.stop() // before cleanup removes work
 	if err := preflight(ctx, b, t.set().Platforms, t.repo, req.Publish.Push); err != nil {
 		return nil, err
 	}
@@ -188,11 +197,6 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		return nil, err
 	}
 	stages.lap("fetch")
-	work, cleanup, err := workDir(req.WorkDir)
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 	pub := newPublisher(ctx, &req, t)
 	specs, err := layoutStage(ctx, &req, t, files, pub, work)
 	if err != nil {
@@ -206,8 +210,6 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 		return nil, err
 	}
 	stages.lap("key")
-	prefetch := startBasePrefetch(ctx, &req, t.set(), work)
-	defer prefetch.stop() // before cleanup removes work
 	results, err := solveAll(ctx, b, specs, req.Solve.Progress, req.Solve.ProgressMode)
 	if err != nil {
 		return nil, err

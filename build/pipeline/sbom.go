@@ -115,9 +115,10 @@ func (res *Result) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 }
 
 // basePrefetch decompresses each platform's base layers (sbom.Prefetch)
-// while BuildKit solves, for the scan of the platform image after the
-// push: most of what a scan reads is the base, and the solve leaves CPU
-// idle (one core of two, measured on the benchmark's cold build).
+// while the build fetches, lays out and solves, for the scan of the
+// platform image after the push: most of what a scan reads is the base,
+// and the solve leaves CPU idle (one core of two, measured on the
+// benchmark's cold build).
 type basePrefetch struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
