@@ -68,6 +68,17 @@ func classify(t testing.TB, cfg binary.ClassifierCatalogerConfig, content []byte
 
 func classifyDir(t testing.TB, cfg binary.ClassifierCatalogerConfig, dir string) []pkg.Package {
 	t.Helper()
+	pkgs, _, err := binary.NewClassifierCataloger(cfg).Catalog(context.Background(), dirResolver(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+// dirResolver is syft's file resolver of dir, as a directory source sees
+// it.
+func dirResolver(t testing.TB, dir string) file.Resolver {
+	t.Helper()
 	src, err := directorysource.NewFromPath(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -76,11 +87,20 @@ func classifyDir(t testing.TB, cfg binary.ClassifierCatalogerConfig, dir string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkgs, _, err := binary.NewClassifierCataloger(cfg).Catalog(context.Background(), res)
-	if err != nil {
-		t.Fatal(err)
+	return res
+}
+
+// filesResolver writes files (name -> content) into a new directory and
+// returns dirResolver of it.
+func filesResolver(t testing.TB, files map[string][]byte) file.Resolver {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return pkgs
+	return dirResolver(t, dir)
 }
 
 // TestNodeClassifierFindsWhatSyftFinds runs syft's classifier cataloger
@@ -172,23 +192,10 @@ func stringOf(v any) string {
 // made by reflection): lacksAll reads it, so the first pattern is skipped
 // for a file without its literals, and not for one with them.
 func TestNodeClassifierSkipsTheOldPattern(t *testing.T) {
-	dir := t.TempDir()
-	for name, content := range map[string][]byte{
+	res := filesResolver(t, map[string][]byte{
 		"current": splice(binaryLike(1<<20, 2), 10, "node.js/v22.9.0"),
 		"old":     splice(binaryLike(1<<20, 2), 1<<19, "\x00node v0.10.48\x00"),
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	src, err := directorysource.NewFromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := src.FileResolver(source.SquashedScope)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	//lint:ignore SA1019 the type of syft's classifiers' matchers (binutils is internal to syft)
 	var matcher binary.EvidenceMatcher
 	ctxType := reflect.TypeOf(matcher).In(1)
@@ -242,20 +249,7 @@ type testContext struct {
 // one, one that cannot be read, and a context with a GetReader or of
 // another shape; its packages and errors are MatchAny's.
 func TestFastNodeMatcher(t *testing.T) {
-	dir := t.TempDir()
-	for name, content := range map[string]string{"plain": "node.js/v22.9.0", "literal": "x\x00v6.1.0\x00"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	src, err := directorysource.NewFromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := src.FileResolver(source.SquashedScope)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := filesResolver(t, map[string][]byte{"plain": []byte("node.js/v22.9.0"), "literal": []byte("x\x00v6.1.0\x00")})
 	at := func(name string) file.Location {
 		locs, err := res.FilesByPath("/" + name)
 		if err != nil {
