@@ -21,11 +21,7 @@ func TestAttested(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := remote.Index(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
+	im, err := testimage.PushedIndex(root)
 	if err != nil {
 		t.Fatal(err)
 	}

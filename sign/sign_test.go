@@ -112,11 +112,7 @@ func TestImageSignsIndexAndEveryPlatform(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sign.Image: %v", err)
 	}
-	idx, err := remote.Index(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
+	im, err := testimage.PushedIndex(root)
 	if err != nil {
 		t.Fatal(err)
 	}

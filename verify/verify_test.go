@@ -67,11 +67,7 @@ func newRegistry(t *testing.T) string {
 // platformDigest returns the digest of one platform manifest in the index.
 func platformDigest(t *testing.T, root name.Digest, platform string) name.Digest {
 	t.Helper()
-	idx, err := remote.Index(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
+	im, err := testimage.PushedIndex(root)
 	if err != nil {
 		t.Fatal(err)
 	}

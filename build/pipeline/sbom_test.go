@@ -183,11 +183,7 @@ func pushTestImage(t *testing.T, repoTag string) (name.Digest, *v1.IndexManifest
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := remote.Index(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
+	im, err := testimage.PushedIndex(root)
 	if err != nil {
 		t.Fatal(err)
 	}

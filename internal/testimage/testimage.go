@@ -409,6 +409,16 @@ func (s Spec) Push(ctx context.Context, ref string, opts ...remote.Option) (name
 	return r.Context().Digest(d.String()), nil
 }
 
+// PushedIndex reads the manifest of the index root names from its
+// registry.
+func PushedIndex(root name.Digest, opts ...remote.Option) (*v1.IndexManifest, error) {
+	idx, err := remote.Index(root, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return idx.IndexManifest()
+}
+
 // PushImage writes a single-platform image (no index) to ref.
 func (s Spec) PushImage(ctx context.Context, ref, platform string, opts ...remote.Option) (name.Digest, error) {
 	r, err := name.ParseReference(ref)
