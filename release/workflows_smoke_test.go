@@ -73,7 +73,8 @@ func traceCallInput(w workflow, caller, in string) (stepOutput, error) {
 // smoke.yml: every input smoke.yml declares is passed from an output of the
 // build job, Ray and Python from the step that picks the entry the build
 // releases, and that step, run on a catalog of two sets, gives the Ray and
-// Python of the entry it was asked for.
+// Python of the entry it was asked for: the entry rebuild.yml passes from
+// its plan's matrix, the newest (a tag) or the newest of a Ray (dispatch).
 func TestReleaseSmokesTheEntryAtItsRayAndPython(t *testing.T) {
 	w := loadWorkflow(t, "release.yml")
 	sm := loadWorkflow(t, "smoke.yml")
@@ -142,20 +143,48 @@ func TestReleaseSmokesTheEntryAtItsRayAndPython(t *testing.T) {
 		t.Errorf("step %s takes ENTRY from %q, want ${{ inputs.entry }} (the entry rebuild.yml asks for)", ray.step, pick.Env["ENTRY"])
 	}
 
-	if _, err := exec.LookPath("jq"); err != nil {
-		t.Skip("jq not installed: the entry step's script is not run")
-	}
 	sets := []imagespec.Set{
 		{CodeServer: imagespec.CodeServer{Version: "4.103.1"}, Ray: "2.52.0", Python: "3.13"},
 		{CodeServer: imagespec.CodeServer{Version: "4.103.1"}, Ray: "2.48.0", Python: "3.11"},
+	}
+	// rebuild.yml calls release.yml once per entry of its plan's matrix,
+	// with that entry's name: what `imagectl plan --output github` writes
+	// under "entry".
+	rb := loadWorkflow(t, "rebuild.yml")
+	for name, j := range rb.Jobs {
+		if j.Uses != "./.github/workflows/release.yml" {
+			continue
+		}
+		if got := exprPath(j.With["entry"]); !cmp.Equal(got, []string{"matrix", "entry"}) {
+			t.Errorf("rebuild.yml job %s passes entry %q, want ${{ matrix.entry }}", name, j.With["entry"])
+		}
+		if m, _ := j.Strategy["matrix"].(string); !strings.Contains(m, "fromJSON(needs.") {
+			t.Errorf("rebuild.yml job %s matrix = %q, want fromJSON of the plan job's output", name, j.Strategy["matrix"])
+		}
+	}
+	var matrix strings.Builder
+	plan := &Plan{Entries: []Entry{{Name: Target{Set: sets[1]}.Name(), Action: ActionBuild, Set: sets[1]}}}
+	if err := plan.Write(&matrix, OutputGitHub); err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Include []map[string]any `json:"include"`
+	}
+	if err := json.Unmarshal([]byte(matrix.String()), &m); err != nil || len(m.Include) != 1 {
+		t.Fatalf("plan --output github wrote %q (%v), want one include", matrix.String(), err)
+	}
+	planEntry, _ := m.Include[0]["entry"].(string)
+
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("jq not installed: the entry step's script is not run")
 	}
 	for _, tc := range []struct {
 		name, entry, ray string
 		want             map[string]string
 	}{
 		{
-			name:  "entry of the plan",
-			entry: Target{Set: sets[1]}.Name(),
+			name:  "entry of the plan (rebuild.yml)",
+			entry: planEntry,
 			want:  map[string]string{"entry": Target{Set: sets[1]}.Name(), ray.key: "2.48.0", python.key: "3.11"},
 		},
 		{
