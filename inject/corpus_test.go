@@ -128,6 +128,9 @@ func checkSidecar(t *testing.T, where string, before, after *corev1.PodSpec, wan
 	if len(sc.VolumeMounts) != 1 || sc.VolumeMounts[0].MountPath != RayTmp || sc.VolumeMounts[0].Name != want.volume {
 		t.Errorf("%s: sidecar mounts %+v, want only %s from %q", where, sc.VolumeMounts, RayTmp, want.volume)
 	}
+	if ctx := sc.SecurityContext; ctx == nil || ctx.RunAsUser == nil || *ctx.RunAsUser != 0 || ctx.RunAsNonRoot == nil || *ctx.RunAsNonRoot {
+		t.Errorf("%s: sidecar securityContext %+v, want runAsUser 0 and runAsNonRoot false", where, ctx)
+	}
 	if sc.Resources.Requests.Cpu().IsZero() || sc.Resources.Limits.Memory().IsZero() {
 		t.Errorf("%s: sidecar has no resources: %+v", where, sc.Resources)
 	}
@@ -179,8 +182,10 @@ var corpus = []corpusCase{
 	{file: "rayjob-plain.yaml", opts: []Option{WithCreateSecret()}, secrets: 1,
 		warnings: []string{`lacks debugpy>=1.8.0 and the Ray image rayproject/ray:2.46.0-py312 does not ship it`},
 		want:     sidecarWant{image: published, volume: DefaultVolume, uid: "1000", gid: "1000"}},
+	// KubeRay mounts its emptyDir "ray-logs" at /tmp/ray in the autoscaler
+	// unless the pod has a volume of that name: the sidecar's must be it.
 	{file: "raycluster-autoscaler.yaml",
-		want: sidecarWant{image: DefaultRepository + ":ray2.47.1", volume: DefaultVolume, uid: "1000", gid: "1000"}},
+		want: sidecarWant{image: DefaultRepository + ":ray2.47.1", volume: "ray-logs", uid: "1000", gid: "1000"}},
 	{file: "raycluster-volumes.yaml",
 		want: sidecarWant{image: published, volume: DefaultVolume, uid: "1000", gid: "100"}},
 	{file: "raycluster-tmpray.yaml", opts: []Option{WithImage("registry.example/me/code-server-ray@sha256:" + strings.Repeat("ab", 32))},

@@ -87,6 +87,7 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 	seenNS := map[string]bool{}
 	haveSecret := map[string]bool{}
 	resolved := map[string]string{}
+	c.enforce = podSecurityLevels(chunks)
 	found := false
 	for i, chunk := range chunks {
 		docErr := func(kind, name string, err error) error {
@@ -350,6 +351,7 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 		res.Warnings = append(res.Warnings, tgt.String()+": "+fmt.Sprintf(format, a...))
 	}
 	c.checkDebugger(root, kind, s, warn)
+	c.checkHardened(scalarAt(root, "metadata", "namespace"), s, warn)
 
 	image, err := c.sidecarImage(ctx, s, resolved, warn)
 	if err != nil {
@@ -656,6 +658,7 @@ func (c *config) sidecar(image, volume, subPath string, s *site) item {
 		ct.kv = append(ct.kv, pair("resources", resources))
 	}
 	ct.kv = append(ct.kv, pair("volumeMounts", listOf(mount)))
+	ct.kv = append(ct.kv, pair("securityContext", sidecarSecurityContext()))
 	if d := c.dashboardFor(s); d != ImageDashboard {
 		// The image's settings name 127.0.0.1:8265; another dashboard
 		// address is written into them when the container starts.
@@ -664,6 +667,35 @@ func (c *config) sidecar(image, volume, subPath string, s *site) item {
 		ct.kv = append(ct.kv, pair("lifecycle", mapOf(pair("postStart", exec))))
 	}
 	return ct
+}
+
+// SidecarCapabilities are the capabilities linuxserver's init needs as
+// root: CHOWN (lsiown of /app, /config, /defaults), DAC_OVERRIDE (mkdir and
+// cp into /config once it belongs to abc), FOWNER (chmod of /config/.ssh,
+// owned by abc), SETUID and SETGID (usermod, groupmod and s6-setuidgid abc,
+// which starts code-server as PUID:PGID), KILL (s6 signals code-server, a
+// process of another user). All of them are in PodSecurity "baseline"'s
+// allowed list; they are added so that a runtime whose default set lacks
+// one still starts the sidecar.
+var SidecarCapabilities = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"}
+
+// sidecarSecurityContext is the sidecar's own securityContext: it starts
+// as root whatever the pod's securityContext says (a pod-level runAsUser
+// would switch linuxserver's init into its non-root mode, a pod-level
+// runAsNonRoot would make the kubelet refuse it), and can never gain more
+// (no setuid; inject sets no sudo password).
+func sidecarSecurityContext() item {
+	caps := listOf()
+	for _, c := range SidecarCapabilities {
+		caps.list = append(caps.list, scalar(c))
+	}
+	return mapOf(
+		pair("runAsUser", 0),
+		pair("runAsGroup", 0),
+		pair("runAsNonRoot", false),
+		pair("allowPrivilegeEscalation", false),
+		pair("capabilities", mapOf(pair("add", caps))),
+	)
 }
 
 // SettingsPath is the image's code-server user settings.

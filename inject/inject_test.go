@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	yaml3 "gopkg.in/yaml.v3"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
@@ -450,3 +451,94 @@ func TestResolveDigest(t *testing.T) {
 }
 
 func yamlUnmarshal(s string, v any) error { return yaml3.Unmarshal([]byte(s), v) }
+
+// effectiveSecurity is what the kubelet applies to container ct of pod: the
+// container's own securityContext fields, else the pod's.
+func effectiveSecurity(pod *corev1.PodSpec, ct *corev1.Container) (uid int64, uidSet bool, nonRoot bool) {
+	if p := pod.SecurityContext; p != nil {
+		if p.RunAsUser != nil {
+			uid, uidSet = *p.RunAsUser, true
+		}
+		if p.RunAsNonRoot != nil {
+			nonRoot = *p.RunAsNonRoot
+		}
+	}
+	if s := ct.SecurityContext; s != nil {
+		if s.RunAsUser != nil {
+			uid, uidSet = *s.RunAsUser, true
+		}
+		if s.RunAsNonRoot != nil {
+			nonRoot = *s.RunAsNonRoot
+		}
+	}
+	return uid, uidSet, nonRoot
+}
+
+// TestSidecarStartsAsRootInHardenedPods: whatever the pod's securityContext,
+// the kubelet starts the sidecar as root (linuxserver's init), with the
+// capabilities the init needs and no privilege escalation; runAsNonRoot
+// (pod or Ray container) and a restricted namespace of the input warn.
+func TestSidecarStartsAsRootInHardenedPods(t *testing.T) {
+	const restrictedNS = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: secure\n  labels:\n    " + PodSecurityEnforceLabel + ": restricted\n---\n"
+	const baselineNS = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: secure\n  labels:\n    " + PodSecurityEnforceLabel + ": baseline\n---\n"
+	podCtx := func(ctx string) string {
+		return strings.Replace(plainCluster, "        containers:\n", "        securityContext:\n"+ctx+"        containers:\n", 1)
+	}
+	rayCtx := func(ctx string) string { return plainCluster + "          securityContext:\n" + ctx }
+	inNS := func(s string) string { return strings.Replace(s, "  name: c\n", "  name: c\n  namespace: secure\n", 1) }
+	tests := []struct {
+		name  string
+		input string
+		warn  []string // substrings of the one expected warning, if any
+	}{
+		{"no securityContext", plainCluster, nil},
+		{"pod runAsUser", podCtx("          runAsUser: 1000\n          runAsGroup: 100\n          fsGroup: 100\n"), nil},
+		{"pod runAsNonRoot", podCtx("          runAsNonRoot: true\n          runAsUser: 1000\n"),
+			[]string{"the head pod sets securityContext.runAsNonRoot: true", PodSecurityEnforceLabel, "FailedToCreateHeadPod"}},
+		{"Ray container runAsNonRoot", rayCtx("            runAsNonRoot: true\n"),
+			[]string{"the head's Ray container sets securityContext.runAsNonRoot: true"}},
+		{"restricted namespace", restrictedNS + inNS(plainCluster),
+			[]string{"namespace secure has the label " + PodSecurityEnforceLabel + "=restricted", "baseline"}},
+		{"baseline namespace", baselineNS + inNS(plainCluster), nil},
+		{"restricted namespace, other namespace", restrictedNS + plainCluster, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Apply(context.Background(), "f.yaml", []byte(tt.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs := splitDocuments(res.Output)
+			obj, err := decodeStrict(docs[len(docs)-1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := &clusterSpec(obj).HeadGroupSpec.Template.Spec
+			sc := &pod.Containers[len(pod.Containers)-1]
+			uid, uidSet, nonRoot := effectiveSecurity(pod, sc)
+			if !uidSet || uid != 0 || nonRoot {
+				t.Errorf("the kubelet runs the sidecar with runAsUser %d (set %v), runAsNonRoot %v; want 0, set, false", uid, uidSet, nonRoot)
+			}
+			ctx := sc.SecurityContext
+			if ctx == nil || ctx.AllowPrivilegeEscalation == nil || *ctx.AllowPrivilegeEscalation ||
+				ctx.RunAsGroup == nil || *ctx.RunAsGroup != 0 || ctx.Capabilities == nil {
+				t.Fatalf("sidecar securityContext %+v: want runAsGroup 0, allowPrivilegeEscalation false, capabilities", ctx)
+			}
+			var caps []string
+			for _, c := range ctx.Capabilities.Add {
+				caps = append(caps, string(c))
+			}
+			if d := cmp.Diff([]string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"}, caps); d != "" || len(ctx.Capabilities.Drop) != 0 {
+				t.Errorf("capabilities add (-want +got):\n%s drop %v", d, ctx.Capabilities.Drop)
+			}
+			if len(res.Warnings) != min(len(tt.warn), 1) {
+				t.Fatalf("warnings %q, want %d", res.Warnings, min(len(tt.warn), 1))
+			}
+			for _, w := range tt.warn {
+				if !strings.Contains(res.Warnings[0], w) {
+					t.Errorf("warning %q lacks %q", res.Warnings[0], w)
+				}
+			}
+		})
+	}
+}

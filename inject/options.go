@@ -23,8 +23,11 @@ const (
 	DefaultPort       = imagespec.CodeServerPort
 	DefaultSecretName = "code-server-password"
 	DefaultSecretKey  = "password"
-	// DefaultVolume names the /tmp/ray emptyDir when the manifest has none.
-	DefaultVolume = "ray-tmp"
+	// DefaultVolume names the /tmp/ray emptyDir when the manifest has none:
+	// the name KubeRay gives the /tmp/ray emptyDir it mounts in its
+	// autoscaler container (ray-operator common/pod.go, RayLogVolumeName),
+	// so the head, the sidecar and the autoscaler share one volume.
+	DefaultVolume = "ray-logs"
 	// PortName names the sidecar's port.
 	PortName = "code-server"
 	// RayTmp is where Ray writes its session (logs, runtime_resources) and
@@ -71,6 +74,10 @@ type config struct {
 	dashboard    string
 	pullSecret   string
 	helmValues   bool
+
+	// enforce is the PodSecurity enforce level of each Namespace document
+	// of the input (set by Apply).
+	enforce map[string]string
 }
 
 func newConfig(opts []Option) *config {

@@ -214,3 +214,50 @@ func nextRelease(v string) string {
 	}
 	return v[:i+1] + strconv.Itoa(n+1)
 }
+
+// PodSecurityEnforceLabel is the namespace label that makes the API server
+// enforce a Pod Security Standard on every pod of the namespace.
+const PodSecurityEnforceLabel = "pod-security.kubernetes.io/enforce"
+
+// podSecurityLevels reads the PodSecurity enforce level of every Namespace
+// document in chunks (documents that do not parse are reported by Apply).
+func podSecurityLevels(chunks [][]byte) map[string]string {
+	levels := map[string]string{}
+	for _, chunk := range chunks {
+		root, err := parseDoc(chunk)
+		if err != nil || root == nil || scalarAt(root, "apiVersion") != "v1" || scalarAt(root, "kind") != "Namespace" {
+			continue
+		}
+		if l := scalarAt(root, "metadata", "labels", PodSecurityEnforceLabel); l != "" {
+			levels[scalarAt(root, "metadata", "name")] = l
+		}
+	}
+	return levels
+}
+
+// checkHardened warns when the head pod will still be refused although the
+// sidecar's own securityContext lets linuxserver's init start as root: a
+// namespace of the input that enforces PodSecurity "restricted" refuses
+// any container that may run as root, and a pod or Ray container that
+// asks for runAsNonRoot says such a policy is likely in force.
+func (c *config) checkHardened(ns string, s *site, warn func(string, ...any)) {
+	const why = "the sidecar runs linuxserver's init as root (its own securityContext sets runAsUser: 0, runAsNonRoot: false), then code-server as PUID"
+	if ns != "" && c.enforce[ns] == "restricted" {
+		warn("namespace %s has the label %s=restricted: PodSecurity refuses the head pod, because %s; the RayCluster never starts (FailedToCreateHeadPod events). Debug in a namespace labelled %s=baseline (see docs/inject.md, Hardened pods)",
+			ns, PodSecurityEnforceLabel, why, PodSecurityEnforceLabel)
+	}
+	for i, where := range []string{"the head's Ray container", "the head pod"} {
+		if i >= len(s.securityCtx) {
+			break
+		}
+		field := "securityContext.runAsNonRoot"
+		if c.helmValues {
+			field = []string{"head.securityContext.runAsNonRoot", "head.podSecurityContext.runAsNonRoot"}[i]
+		}
+		if scalarAt(s.securityCtx[i], "runAsNonRoot") == "true" {
+			warn("%s sets %s: true, so the namespace likely enforces PodSecurity \"restricted\" (label %s) or a policy that requires runAsNonRoot; %s, which the kubelet accepts but such a policy refuses: the head pod is not created and the RayCluster never starts (FailedToCreateHeadPod events). See docs/inject.md, Hardened pods",
+				where, field, PodSecurityEnforceLabel, why)
+			return
+		}
+	}
+}
