@@ -322,6 +322,7 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 	}
 	c.checkDebugger(root, kind, s, warn)
 	c.checkHardened(scalarAt(root, "metadata", "namespace"), s, warn)
+	c.checkAutoscalerVolume(root, kind, s, warn)
 
 	image, err := c.sidecarImage(ctx, s, resolved, warn)
 	if err != nil {
@@ -440,15 +441,7 @@ func (c *config) checkConflicts(s *site) error {
 // the image pull secret (unless listed).
 func (c *config) addSidecar(t *text, st style, s *site, image string) error {
 	// The /tmp/ray volume: reuse the Ray container's mount, or add one.
-	volume, subPath := "", ""
-	if mounts := valueAt(s.mountsOf, "volumeMounts"); mounts != nil && mounts.Kind == yaml.SequenceNode {
-		for _, m := range mounts.Content {
-			if strings.TrimRight(scalarAt(m, "mountPath"), "/") == RayTmp {
-				volume, subPath = scalarAt(m, "name"), scalarAt(m, "subPath")
-				break
-			}
-		}
-	}
+	volume, subPath := rayTmpMount(s)
 	volumes := valueAt(s.pod, "volumes")
 	hasVolume := func(name string) (bool, bool) {
 		if volumes == nil || volumes.Kind != yaml.SequenceNode {
@@ -499,6 +492,39 @@ func (c *config) addSidecar(t *text, st style, s *site, image string) error {
 		}
 	}
 	return nil
+}
+
+// rayTmpMount is the volume (and subPath) the Ray container mounts at
+// /tmp/ray; "" when it mounts none there.
+func rayTmpMount(s *site) (volume, subPath string) {
+	if mounts := valueAt(s.mountsOf, "volumeMounts"); mounts != nil && mounts.Kind == yaml.SequenceNode {
+		for _, m := range mounts.Content {
+			if strings.TrimRight(scalarAt(m, "mountPath"), "/") == RayTmp {
+				return scalarAt(m, "name"), scalarAt(m, "subPath")
+			}
+		}
+	}
+	return "", ""
+}
+
+// checkAutoscalerVolume warns when KubeRay's autoscaler will get a /tmp/ray
+// of its own: with enableInTreeAutoscaling, KubeRay mounts the volume
+// named ray-logs at /tmp/ray in its autoscaler container (adding an
+// emptyDir of that name when the pod has none), so a /tmp/ray volume of
+// another name splits /tmp/ray in two.
+func (c *config) checkAutoscalerVolume(root *yaml.Node, kind string, s *site, warn func(string, ...any)) {
+	autoscaling := scalarAt(clusterOf(root, kind), "enableInTreeAutoscaling")
+	where := clusterPath(kind) + ".enableInTreeAutoscaling"
+	if c.helmValues {
+		autoscaling, where = scalarAt(root, "head", "enableInTreeAutoscaling"), "head.enableInTreeAutoscaling"
+	}
+	if autoscaling != "true" {
+		return
+	}
+	if v, _ := rayTmpMount(s); v != "" && v != DefaultVolume {
+		warn("%s is true and the Ray container mounts /tmp/ray from the volume %q: KubeRay mounts the volume named %q at /tmp/ray in its autoscaler container (an emptyDir of its own unless the pod has a volume of that name), so the autoscaler's event logs do not reach the head; name the /tmp/ray volume %q",
+			where, v, DefaultVolume, DefaultVolume)
+	}
 }
 
 // raySite finds the head pod template of a RayJob, RayCluster or RayService.

@@ -753,3 +753,62 @@ func TestAuthAndNetworkPolicyWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestAutoscalerSharesRayTmp: with enableInTreeAutoscaling, a /tmp/ray
+// volume of the Ray container that is not named ray-logs gets a warning
+// (KubeRay gives its autoscaler a ray-logs of its own); inject's own volume
+// is ray-logs, so no warning.
+func TestAutoscalerSharesRayTmp(t *testing.T) {
+	auto := strings.Replace(plainCluster, "  rayVersion:", "  enableInTreeAutoscaling: true\n  rayVersion:", 1)
+	mounted := func(volume string) string {
+		return auto + "          volumeMounts:\n          - name: " + volume + "\n            mountPath: /tmp/ray\n        volumes:\n        - name: " + volume + "\n          emptyDir: {}\n"
+	}
+	chart := string(mustRead(t, filepath.Join("testdata", "ray-cluster-chart", "values-v1.7.0.yaml")))
+	tests := []struct {
+		name, input string
+		helm        bool
+		warn        string
+	}{
+		{"inject's volume", auto, false, ""},
+		{"the user's ray-logs", mounted("ray-logs"), false, ""},
+		{"the user's other volume", mounted("tmp"), false,
+			`spec.enableInTreeAutoscaling is true and the Ray container mounts /tmp/ray from the volume "tmp": KubeRay mounts the volume named "ray-logs" at /tmp/ray in its autoscaler container`},
+		{"no autoscaler", mounted("tmp"), false, ""},
+		{"chart log-volume", strings.Replace(chart, "head:\n", "head:\n  enableInTreeAutoscaling: true\n", 1), true,
+			`head.enableInTreeAutoscaling is true and the Ray container mounts /tmp/ray from the volume "log-volume"`},
+	}
+	tests[3].input = strings.Replace(tests[3].input, "  enableInTreeAutoscaling: true\n", "", 1)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts []Option
+			if tt.helm {
+				opts = append(opts, WithHelmValues())
+			}
+			res, err := Apply(context.Background(), "f.yaml", []byte(tt.input), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.warn == "" && len(res.Warnings) != 0:
+				t.Errorf("warnings %q, want none", res.Warnings)
+			case tt.warn != "" && (len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], tt.warn)):
+				t.Errorf("warnings %q, want one with %q", res.Warnings, tt.warn)
+			}
+			if !tt.helm {
+				obj, err := decodeStrict(res.Output)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pod := clusterSpec(obj).HeadGroupSpec.Template.Spec
+				for _, ct := range pod.Containers {
+					if ct.VolumeMounts[len(ct.VolumeMounts)-1].MountPath != RayTmp {
+						t.Errorf("container %s: mounts %+v", ct.Name, ct.VolumeMounts)
+					}
+				}
+				if tt.name == "inject's volume" && pod.Containers[1].VolumeMounts[0].Name != "ray-logs" {
+					t.Errorf("inject's /tmp/ray volume is %q, want ray-logs", pod.Containers[1].VolumeMounts[0].Name)
+				}
+			}
+		})
+	}
+}
