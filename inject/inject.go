@@ -2,10 +2,8 @@ package inject
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -18,10 +16,16 @@ import (
 
 // Result is what Apply or Remove did.
 type Result struct {
-	Output   []byte   // the new stream
-	Targets  []Target // the Ray documents (or the values file) changed
-	Secrets  []string // Secret documents added (namespace/name, or name)
+	Output  []byte   // the new stream
+	Targets []Target // the Ray documents (or the values file) changed
+	// Namespaces are the metadata.namespace values of the changed Ray
+	// documents, each once, in order ("" when a document sets none).
+	Namespaces []string
+	// Removed are inject's own whole documents Remove (or Apply, which
+	// writes none into the stream) took out: "document N".
+	Removed  []string
 	Warnings []string // things that will keep the debugger from working
+	Notes    []string // what inject chose and why (the default image)
 	Changed  bool     // Output differs from the input
 }
 
@@ -81,12 +85,13 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 		return nil, err
 	}
 	res := &Result{}
-	chunks := splitDocuments(data)
+	chunks, removed := dropOwnDocuments(splitDocuments(data))
+	res.Removed = removed
 	out := make([][]byte, len(chunks))
-	var namespaces []string
 	seenNS := map[string]bool{}
-	haveSecret := map[string]bool{}
 	resolved := map[string]string{}
+	c.enforce = podSecurityLevels(chunks)
+	c.tags = map[string]tagList{}
 	found := false
 	for i, chunk := range chunks {
 		docErr := func(kind, name string, err error) error {
@@ -111,14 +116,12 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 			}
 			out[i] = o
 			res.Targets = append(res.Targets, tgt)
+			res.Namespaces = []string{""}
 			continue
 		}
 		apiVersion, kind := scalarAt(root, "apiVersion"), scalarAt(root, "kind")
 		meta := valueAt(root, "metadata")
 		name, ns := scalarAt(meta, "name"), scalarAt(meta, "namespace")
-		if apiVersion == "v1" && kind == "Secret" && name == c.secretName {
-			haveSecret[ns] = true
-		}
 		if !rayKinds[kind] || !strings.HasPrefix(apiVersion, "ray.io/") {
 			continue
 		}
@@ -134,7 +137,7 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 		res.Targets = append(res.Targets, tgt)
 		if !seenNS[ns] {
 			seenNS[ns] = true
-			namespaces = append(namespaces, ns)
+			res.Namespaces = append(res.Namespaces, ns)
 		}
 	}
 	if !found {
@@ -143,64 +146,38 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 		}
 		return nil, &Error{File: file, Err: fmt.Errorf("%w in %d document(s)", ErrNoRayKind, len(chunks))}
 	}
-	var prefix []string
-	if c.createSecret {
-		var err error
-		if prefix, err = c.secretDocs(namespaces, haveSecret, res); err != nil {
-			return nil, err
-		}
-	}
-	res.Output = joinOutput(chunks, prefix, out)
+	res.Notes = c.notes
+	res.Output = joinOutput(out)
 	res.Changed = string(res.Output) != string(data)
 	return res, nil
 }
 
-// secretDocs are the lines of the password Secret documents of every
-// namespace in namespaces that has none, noted in res.Secrets.
-func (c *config) secretDocs(namespaces []string, haveSecret map[string]bool, res *Result) ([]string, error) {
-	var prefix []string
-	for _, ns := range namespaces {
-		if haveSecret[ns] {
+// dropOwnDocuments takes out the whole documents inject marked as its own
+// (their first line is Marker) and the separator line it wrote before the
+// first document after them, and names the documents it took out.
+func dropOwnDocuments(chunks [][]byte) ([][]byte, []string) {
+	var kept [][]byte
+	var removed []string
+	for i, chunk := range chunks {
+		s := string(chunk)
+		if first, rest, _ := strings.Cut(s, "\n"); strings.TrimRight(first, "\r") == separatorLine {
+			s = rest
+		}
+		if l, _, _ := strings.Cut(s, "\n"); strings.TrimRight(l, "\r") == Marker {
+			removed = append(removed, fmt.Sprintf("document %d", i+1))
 			continue
 		}
-		lines, err := c.secretDoc(ns)
-		if err != nil {
-			return nil, err
-		}
-		if len(prefix) > 0 {
-			prefix = append(prefix, separatorLine)
-		}
-		prefix = append(prefix, lines...)
-		if ns != "" {
-			res.Secrets = append(res.Secrets, ns+"/"+c.secretName)
-		} else {
-			res.Secrets = append(res.Secrets, c.secretName)
-		}
+		kept = append(kept, []byte(s))
 	}
-	return prefix, nil
+	if len(kept) == 0 {
+		kept = [][]byte{nil}
+	}
+	return kept, removed
 }
 
-// joinOutput writes the prefix lines (with the input's line ending and a
-// separator before the first document unless it starts with one), then
-// the documents out.
-func joinOutput(chunks [][]byte, prefix []string, out [][]byte) []byte {
-	eol := "\n"
-	if len(chunks) > 0 && strings.Contains(string(chunks[0]), "\r\n") {
-		eol = "\r\n"
-	}
+// joinOutput concatenates the documents.
+func joinOutput(out [][]byte) []byte {
 	var b strings.Builder
-	if len(prefix) > 0 {
-		first := ""
-		if len(chunks) > 0 {
-			first, _, _ = strings.Cut(string(chunks[0]), "\n")
-		}
-		if !docStart.MatchString(strings.TrimRight(first, "\r")) {
-			prefix = append(prefix, separatorLine)
-		}
-		for _, l := range prefix {
-			b.WriteString(l + eol)
-		}
-	}
 	for _, o := range out {
 		b.Write(o)
 	}
@@ -212,23 +189,17 @@ func joinOutput(chunks [][]byte, prefix []string, out [][]byte) []byte {
 // wrote. What is left is the input as it was before Apply.
 func Remove(file string, data []byte) (*Result, error) {
 	res := &Result{}
+	chunks, removed := dropOwnDocuments(splitDocuments(data))
+	res.Removed = removed
 	var b strings.Builder
-	for i, chunk := range splitDocuments(data) {
+	for i, chunk := range chunks {
 		s := string(chunk)
-		first, rest, _ := strings.Cut(s, "\n")
-		if strings.TrimRight(first, "\r") == separatorLine {
-			s = rest
-		}
-		if l, _, _ := strings.Cut(s, "\n"); strings.TrimRight(l, "\r") == Marker {
-			res.Secrets = append(res.Secrets, fmt.Sprintf("document %d", i+1))
-			continue
-		}
-		root, err := parseDoc([]byte(s))
+		root, err := parseDoc(chunk)
 		if err != nil {
 			return nil, &Error{File: file, Document: i + 1, Err: err}
 		}
 		if root != nil {
-			t := newText([]byte(s))
+			t := newText(chunk)
 			if t.removeMarked(root) {
 				s = string(t.render())
 				meta := valueAt(root, "metadata")
@@ -350,6 +321,8 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 		res.Warnings = append(res.Warnings, tgt.String()+": "+fmt.Sprintf(format, a...))
 	}
 	c.checkDebugger(root, kind, s, warn)
+	c.checkHardened(scalarAt(root, "metadata", "namespace"), s, warn)
+	c.checkAutoscalerVolume(root, kind, s, warn)
 
 	image, err := c.sidecarImage(ctx, s, resolved, warn)
 	if err != nil {
@@ -387,7 +360,7 @@ func (c *config) sidecarImage(ctx context.Context, s *site, resolved map[string]
 			warn("Ray %s has no debugpy-based debugger (Ray >= %s): breakpoint() will not show in the Ray Distributed Debugger", ray, MinRay)
 		}
 		var err error
-		if image, err = DefaultImage(c.repository, ray); err != nil {
+		if image, err = c.defaultImage(ctx, ray, resolved); err != nil {
 			return "", err
 		}
 	}
@@ -403,6 +376,45 @@ func (c *config) sidecarImage(ctx context.Context, s *site, resolved map[string]
 		}
 	}
 	return image, nil
+}
+
+// defaultImage is the published image for Ray version ray: with a tag
+// lister, the build for that patch or else the newest build for its minor;
+// without one, or when the tags cannot be listed, the floating minor tag.
+// The choice and its reason go to Notes, once per Ray version (resolved
+// remembers it under "ray "+ray).
+func (c *config) defaultImage(ctx context.Context, ray string, resolved map[string]string) (string, error) {
+	key := "ray " + ray
+	if image, ok := resolved[key]; ok {
+		return image, nil
+	}
+	floating, err := MinorImage(c.repository, ray)
+	if err != nil {
+		return "", err
+	}
+	image, why := floating, ""
+	if c.lister == nil {
+		why = fmt.Sprintf("the tags were not looked up; %s is the floating tag of the newest build for Ray %s", floating[strings.LastIndex(floating, ":")+1:], rayMinor(ray))
+	} else {
+		if _, ok := c.tags[c.repository]; !ok {
+			tags, err := c.lister.ListTags(ctx, c.repository)
+			c.tags[c.repository] = tagList{tags, err}
+		}
+		if tl := c.tags[c.repository]; tl.err != nil {
+			why = fmt.Sprintf("%v; %s is the floating tag of the newest build for Ray %s", tl.err, floating[strings.LastIndex(floating, ":")+1:], rayMinor(ray))
+		} else if image, why, err = chooseImage(c.repository, ray, tl.tags); err != nil {
+			return "", err
+		}
+	}
+	resolved[key] = image
+	c.notes = append(c.notes, fmt.Sprintf("sidecar image %s: %s", image, why))
+	return image, nil
+}
+
+// tagList is the answer of a TagLister.
+type tagList struct {
+	tags []string
+	err  error
 }
 
 // checkConflicts refuses a site whose containers already use the sidecar's
@@ -429,15 +441,7 @@ func (c *config) checkConflicts(s *site) error {
 // the image pull secret (unless listed).
 func (c *config) addSidecar(t *text, st style, s *site, image string) error {
 	// The /tmp/ray volume: reuse the Ray container's mount, or add one.
-	volume, subPath := "", ""
-	if mounts := valueAt(s.mountsOf, "volumeMounts"); mounts != nil && mounts.Kind == yaml.SequenceNode {
-		for _, m := range mounts.Content {
-			if strings.TrimRight(scalarAt(m, "mountPath"), "/") == RayTmp {
-				volume, subPath = scalarAt(m, "name"), scalarAt(m, "subPath")
-				break
-			}
-		}
-	}
+	volume, subPath := rayTmpMount(s)
 	volumes := valueAt(s.pod, "volumes")
 	hasVolume := func(name string) (bool, bool) {
 		if volumes == nil || volumes.Kind != yaml.SequenceNode {
@@ -488,6 +492,39 @@ func (c *config) addSidecar(t *text, st style, s *site, image string) error {
 		}
 	}
 	return nil
+}
+
+// rayTmpMount is the volume (and subPath) the Ray container mounts at
+// /tmp/ray; "" when it mounts none there.
+func rayTmpMount(s *site) (volume, subPath string) {
+	if mounts := valueAt(s.mountsOf, "volumeMounts"); mounts != nil && mounts.Kind == yaml.SequenceNode {
+		for _, m := range mounts.Content {
+			if strings.TrimRight(scalarAt(m, "mountPath"), "/") == RayTmp {
+				return scalarAt(m, "name"), scalarAt(m, "subPath")
+			}
+		}
+	}
+	return "", ""
+}
+
+// checkAutoscalerVolume warns when KubeRay's autoscaler will get a /tmp/ray
+// of its own: with enableInTreeAutoscaling, KubeRay mounts the volume
+// named ray-logs at /tmp/ray in its autoscaler container (adding an
+// emptyDir of that name when the pod has none), so a /tmp/ray volume of
+// another name splits /tmp/ray in two.
+func (c *config) checkAutoscalerVolume(root *yaml.Node, kind string, s *site, warn func(string, ...any)) {
+	autoscaling := scalarAt(clusterOf(root, kind), "enableInTreeAutoscaling")
+	where := clusterPath(kind) + ".enableInTreeAutoscaling"
+	if c.helmValues {
+		autoscaling, where = scalarAt(root, "head", "enableInTreeAutoscaling"), "head.enableInTreeAutoscaling"
+	}
+	if autoscaling != "true" {
+		return
+	}
+	if v, _ := rayTmpMount(s); v != "" && v != DefaultVolume {
+		warn("%s is true and the Ray container mounts /tmp/ray from the volume %q: KubeRay mounts the volume named %q at /tmp/ray in its autoscaler container (an emptyDir of its own unless the pod has a volume of that name), so the autoscaler's event logs do not reach the head; name the /tmp/ray volume %q",
+			where, v, DefaultVolume, DefaultVolume)
+	}
 }
 
 // raySite finds the head pod template of a RayJob, RayCluster or RayService.
@@ -549,7 +586,12 @@ func helmSite(root *yaml.Node) (*site, error) {
 	}
 	s := &site{desc: "head", pod: head, containerList: head, containerKey: "sidecarContainers", mountsOf: head, pullSecretsOf: root,
 		rayEnv: valueAt(head, "containerEnv"), rayVersion: scalarAt(head, "rayVersion"), startParams: valueAt(head, "rayStartParams")}
-	if repo, tag := scalarAt(root, "image", "repository"), scalarAt(root, "image", "tag"); tag != "" {
+	// The chart renders head.image.repository:head.image.tag when head.image
+	// is set, else image.repository:image.tag.
+	if img := valueAt(head, "image"); img != nil && img.Kind == yaml.MappingNode && len(img.Content) > 0 {
+		repo, tag := scalarAt(img, "repository"), scalarAt(img, "tag")
+		s.rayImage, s.rayTag = repo+":"+tag, tag
+	} else if repo, tag := scalarAt(root, "image", "repository"), scalarAt(root, "image", "tag"); tag != "" {
 		s.rayImage, s.rayTag = repo+":"+tag, tag
 	}
 	if sc := valueAt(head, "sidecarContainers"); sc != nil {
@@ -656,6 +698,7 @@ func (c *config) sidecar(image, volume, subPath string, s *site) item {
 		ct.kv = append(ct.kv, pair("resources", resources))
 	}
 	ct.kv = append(ct.kv, pair("volumeMounts", listOf(mount)))
+	ct.kv = append(ct.kv, pair("securityContext", sidecarSecurityContext()))
 	if d := c.dashboardFor(s); d != ImageDashboard {
 		// The image's settings name 127.0.0.1:8265; another dashboard
 		// address is written into them when the container starts.
@@ -664,6 +707,35 @@ func (c *config) sidecar(image, volume, subPath string, s *site) item {
 		ct.kv = append(ct.kv, pair("lifecycle", mapOf(pair("postStart", exec))))
 	}
 	return ct
+}
+
+// SidecarCapabilities are the capabilities linuxserver's init needs as
+// root: CHOWN (lsiown of /app, /config, /defaults), DAC_OVERRIDE (mkdir and
+// cp into /config once it belongs to abc), FOWNER (chmod of /config/.ssh,
+// owned by abc), SETUID and SETGID (usermod, groupmod and s6-setuidgid abc,
+// which starts code-server as PUID:PGID), KILL (s6 signals code-server, a
+// process of another user). All of them are in PodSecurity "baseline"'s
+// allowed list; they are added so that a runtime whose default set lacks
+// one still starts the sidecar.
+var SidecarCapabilities = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"}
+
+// sidecarSecurityContext is the sidecar's own securityContext: it starts
+// as root whatever the pod's securityContext says (a pod-level runAsUser
+// would switch linuxserver's init into its non-root mode, a pod-level
+// runAsNonRoot would make the kubelet refuse it), and can never gain more
+// (no setuid; inject sets no sudo password).
+func sidecarSecurityContext() item {
+	caps := listOf()
+	for _, c := range SidecarCapabilities {
+		caps.list = append(caps.list, scalar(c))
+	}
+	return mapOf(
+		pair("runAsUser", 0),
+		pair("runAsGroup", 0),
+		pair("runAsNonRoot", false),
+		pair("allowPrivilegeEscalation", false),
+		pair("capabilities", mapOf(pair("add", caps))),
+	)
 }
 
 // SettingsPath is the image's code-server user settings.
@@ -687,27 +759,4 @@ func (c *config) dashboardFor(s *site) string {
 		port = p
 	}
 	return "127.0.0.1:" + port
-}
-
-// secretDoc is a Secret with a random password, marked as inject's.
-func (c *config) secretDoc(ns string) ([]string, error) {
-	pw := make([]byte, 24)
-	if _, err := io.ReadFull(c.random, pw); err != nil {
-		return nil, fmt.Errorf("generating a password: %w", err)
-	}
-	meta := mapOf(pair("name", c.secretName))
-	if ns != "" {
-		meta.kv = append(meta.kv, pair("namespace", ns))
-	}
-	doc := mapOf(
-		pair("apiVersion", "v1"),
-		pair("kind", "Secret"),
-		pair("metadata", meta),
-		pair("type", "Opaque"),
-		pair("stringData", mapOf(pair(c.secretKey, base64.RawURLEncoding.EncodeToString(pw)))),
-	)
-	st := style{step: 2, compact: true}
-	lines := []string{Marker, "# The code-server password (random). Read it with:",
-		fmt.Sprintf("#   kubectl get secret %s -o jsonpath='{.data.%s}' | base64 -d", c.secretName, c.secretKey)}
-	return append(lines, st.emitMap(0, doc)...), nil
 }

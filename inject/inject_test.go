@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	yaml3 "gopkg.in/yaml.v3"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
@@ -118,10 +120,6 @@ func TestOptionsValidated(t *testing.T) {
 			t.Errorf("error %v, want %q", err, tt.want)
 		}
 	}
-	_, err := Apply(context.Background(), "v.yaml", []byte("head:\n  a: 1\n"), WithHelmValues(), WithCreateSecret())
-	if err == nil || !strings.Contains(err.Error(), "kubectl create secret generic code-server-password") {
-		t.Errorf("--create-secret with Helm values: %v", err)
-	}
 }
 
 // TestOptionsShapeTheSidecar: every option ends up where it belongs, and
@@ -175,7 +173,7 @@ func TestCRLFAndNoFinalNewline(t *testing.T) {
 		"leading --- doc": "---\n" + plainCluster,
 	} {
 		t.Run(name, func(t *testing.T) {
-			res, err := Apply(context.Background(), "f.yaml", []byte(in), WithCreateSecret())
+			res, err := Apply(context.Background(), "f.yaml", []byte(in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,8 +181,8 @@ func TestCRLFAndNoFinalNewline(t *testing.T) {
 				t.Errorf("mixed line endings:\n%q", res.Output)
 			}
 			docs := splitDocuments(res.Output)
-			if len(docs) != 2 {
-				t.Fatalf("%d documents, want the Secret and the cluster:\n%s", len(docs), res.Output)
+			if len(docs) != 1 {
+				t.Fatalf("%d documents, want the cluster alone:\n%s", len(docs), res.Output)
 			}
 			for _, d := range docs {
 				if _, err := decodeStrict(d); err != nil {
@@ -218,23 +216,100 @@ func TestHelmValuesDocumentEnd(t *testing.T) {
 	}
 }
 
-func TestExistingSecretIsNotDuplicated(t *testing.T) {
-	secret := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: code-server-password\nstringData:\n  password: mine-and-long-enough\n---\n"
-	res, err := Apply(context.Background(), "f.yaml", []byte(secret+plainCluster), WithCreateSecret())
+// TestOwnDocumentsTakenOut: a whole document inject marked as its own (the
+// password Secret it once wrote into the stream, with the separator before
+// the user's first document) is taken out by Apply, so the Ray document is
+// the first again, and by Remove.
+func TestOwnDocumentsTakenOut(t *testing.T) {
+	own := Marker + "\n# The code-server password (random).\napiVersion: v1\nkind: Secret\nmetadata:\n  name: code-server-password\ntype: Opaque\nstringData:\n  password: x\n" + separatorLine + "\n"
+	want, err := Apply(context.Background(), "f.yaml", []byte(plainCluster))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Secrets) != 0 || strings.Count(string(res.Output), "kind: Secret") != 1 {
-		t.Errorf("a second Secret was added: %q\n%s", res.Secrets, res.Output)
-	}
-	// A created Secret survives re-injection with the same password.
-	first, err := Apply(context.Background(), "f.yaml", []byte(plainCluster), WithCreateSecret())
+	res, err := Apply(context.Background(), "f.yaml", []byte(own+string(want.Output)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := Apply(context.Background(), "f.yaml", first.Output, WithCreateSecret())
-	if err != nil || second.Changed || len(second.Secrets) != 0 {
-		t.Errorf("re-injecting a created Secret: changed=%v secrets=%q err=%v", second.Changed, second.Secrets, err)
+	if d := cmp.Diff(string(want.Output), string(res.Output)); d != "" {
+		t.Errorf("Apply kept inject's own document (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"document 1"}, res.Removed); d != "" {
+		t.Errorf("Removed (-want +got):\n%s", d)
+	}
+	removed, err := Remove("f.yaml", []byte(own+string(want.Output)))
+	if err != nil || string(removed.Output) != plainCluster {
+		t.Errorf("Remove: %v\n%s", err, removed.Output)
+	}
+	// A user's own Secret document stays.
+	user := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: code-server-password\nstringData:\n  password: mine\n---\n"
+	res, err = Apply(context.Background(), "f.yaml", []byte(user+plainCluster))
+	if err != nil || !strings.HasPrefix(string(res.Output), user) || len(res.Removed) != 0 {
+		t.Errorf("the user's Secret: %v %q\n%s", err, res.Removed, res.Output)
+	}
+}
+
+// TestPasswordSecret: the Secret is one document for the namespace of the
+// Ray documents; an existing Secret's password is kept unless rotated;
+// any other content of the file is never replaced.
+func TestPasswordSecret(t *testing.T) {
+	first, err := PasswordSecret("pw.yaml", nil, "ml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := splitDocuments(first.Doc)
+	if len(docs) != 1 {
+		t.Fatalf("%d documents, want 1:\n%s", len(docs), first.Doc)
+	}
+	obj, err := decodeStrict(first.Doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, ok := obj.(*corev1.Secret)
+	if !ok || sec.Name != DefaultSecretName || sec.Namespace != "ml" || len(sec.StringData[DefaultSecretKey]) < 32 || first.Kept {
+		t.Fatalf("Secret %+v kept=%v: want %s in ml with a 32-character %s", obj, first.Kept, DefaultSecretName, DefaultSecretKey)
+	}
+	pw := sec.StringData[DefaultSecretKey]
+	if !strings.Contains(string(first.Doc), "kubectl apply --server-side -f pw.yaml") {
+		t.Errorf("the Secret does not say how to apply it:\n%s", first.Doc)
+	}
+
+	password := func(doc []byte) string {
+		t.Helper()
+		obj, err := decodeStrict(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*corev1.Secret).StringData[DefaultSecretKey]
+	}
+	again, err := PasswordSecret("pw.yaml", first.Doc, "ml")
+	if err != nil || !again.Kept || password(again.Doc) != pw || string(again.Doc) != string(first.Doc) {
+		t.Errorf("again: kept=%v err=%v\n%s", again != nil && again.Kept, err, again.Doc)
+	}
+	// The Secret as the API server shows it (data, base64) keeps it too.
+	fromCluster := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: code-server-password\n  namespace: ml\ndata:\n  password: " + base64.StdEncoding.EncodeToString([]byte("from-the-cluster")) + "\n"
+	if got, err := PasswordSecret("pw.yaml", []byte(fromCluster), "ml"); err != nil || password(got.Doc) != "from-the-cluster" {
+		t.Errorf("data: %v", err)
+	}
+	rotated, err := PasswordSecret("pw.yaml", first.Doc, "ml", WithRotatePassword())
+	if err != nil || rotated.Kept || password(rotated.Doc) == pw {
+		t.Errorf("rotated: kept=%v err=%v", rotated != nil && rotated.Kept, err)
+	}
+	other, err := PasswordSecret("pw.yaml", first.Doc, "ml", WithPasswordSecret("other", "pw"))
+	if err == nil || !strings.Contains(err.Error(), "pw.yaml holds v1 Secret code-server-password, not only the v1 Secret other: refusing to replace it") {
+		t.Errorf("another Secret's file: %v\n%v", err, other)
+	}
+	if _, err := PasswordSecret("job.yaml", []byte(plainCluster), ""); err == nil || !strings.Contains(err.Error(), "job.yaml holds ray.io/v1 RayCluster c") {
+		t.Errorf("a manifest as the Secret's file: %v", err)
+	}
+
+	// One namespace per Secret.
+	two := strings.Replace(plainCluster, "  name: c\n", "  name: c\n  namespace: a\n", 1) + "---\n" + strings.Replace(plainCluster, "  name: c\n", "  name: d\n  namespace: b\n", 1)
+	res, err := Apply(context.Background(), "f.yaml", []byte(two))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := res.Namespace(); err == nil || !strings.Contains(err.Error(), `namespaces ["a" "b"]`) {
+		t.Errorf("two namespaces: %v", err)
 	}
 }
 
@@ -252,12 +327,13 @@ func TestDefaultImageFollowsMatrix(t *testing.T) {
 			floating = append(floating, tag.Template)
 		}
 	}
-	found := false
-	for _, f := range floating {
-		found = found || f == DefaultTagTemplate
+	for _, want := range []string{DefaultTagTemplate, MinorTagTemplate} {
+		if !slices.Contains(floating, want) {
+			t.Errorf("matrix.yaml's floating tags %q lack %q, a tag inject uses", floating, want)
+		}
 	}
-	if !found {
-		t.Errorf("matrix.yaml's floating tags %q lack %q, the tag inject uses for one Ray version", floating, DefaultTagTemplate)
+	if got, err := MinorImage("", "2.46.0"); err != nil || got != DefaultRepository+":ray2.46" {
+		t.Errorf("MinorImage = %q, %v", got, err)
 	}
 	got, err := DefaultImage("", "2.46.0")
 	if err != nil || got != DefaultRepository+":ray2.46.0" {
@@ -301,7 +377,7 @@ func TestRayVersionFromImageOrField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(res.Output), ":ray2.47.1\n") || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "rayVersion 2.46.0 differs") {
+	if !strings.Contains(string(res.Output), ":ray2.47\n") || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "rayVersion 2.46.0 differs") {
 		t.Errorf("warnings %q\n%s", res.Warnings, res.Output)
 	}
 	old := strings.ReplaceAll(plainCluster, "2.46.0", "2.38.0")
@@ -429,7 +505,8 @@ func TestResolveDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("DOCKER_CONFIG", dir)
-	res, err := Apply(ctx, "f.yaml", []byte(plainCluster), WithRepository(repo), WithResolver(RegistryResolver{Timeout: 10 * time.Second}))
+	reg := RegistryResolver{Timeout: 10 * time.Second}
+	res, err := Apply(ctx, "f.yaml", []byte(plainCluster), WithRepository(repo), WithTagLister(reg), WithResolver(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,15 +515,300 @@ func TestResolveDigest(t *testing.T) {
 		t.Errorf("output lacks %q (warnings %q):\n%s", want, res.Warnings, res.Output)
 	}
 
-	// Without credentials the tag stays and a warning says why.
+	// Without credentials the floating minor tag stays, and a note and a
+	// warning say why.
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	res, err = Apply(ctx, "f.yaml", []byte(plainCluster), WithRepository(repo), WithResolver(RegistryResolver{Timeout: 10 * time.Second}))
+	res, err = Apply(ctx, "f.yaml", []byte(plainCluster), WithRepository(repo), WithTagLister(reg), WithResolver(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(res.Output), "image: "+repo+":ray2.46.0\n") || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "keeping "+repo+":ray2.46.0 by tag") {
+	if !strings.Contains(string(res.Output), "image: "+repo+":ray2.46\n") || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "keeping "+repo+":ray2.46 by tag") {
 		t.Errorf("unauthenticated: warnings %q\n%s", res.Warnings, res.Output)
+	}
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "listing the tags of "+repo) {
+		t.Errorf("unauthenticated: notes %q", res.Notes)
 	}
 }
 
 func yamlUnmarshal(s string, v any) error { return yaml3.Unmarshal([]byte(s), v) }
+
+// effectiveSecurity is what the kubelet applies to container ct of pod: the
+// container's own securityContext fields, else the pod's.
+func effectiveSecurity(pod *corev1.PodSpec, ct *corev1.Container) (uid int64, uidSet bool, nonRoot bool) {
+	if p := pod.SecurityContext; p != nil {
+		if p.RunAsUser != nil {
+			uid, uidSet = *p.RunAsUser, true
+		}
+		if p.RunAsNonRoot != nil {
+			nonRoot = *p.RunAsNonRoot
+		}
+	}
+	if s := ct.SecurityContext; s != nil {
+		if s.RunAsUser != nil {
+			uid, uidSet = *s.RunAsUser, true
+		}
+		if s.RunAsNonRoot != nil {
+			nonRoot = *s.RunAsNonRoot
+		}
+	}
+	return uid, uidSet, nonRoot
+}
+
+// TestSidecarStartsAsRootInHardenedPods: whatever the pod's securityContext,
+// the kubelet starts the sidecar as root (linuxserver's init), with the
+// capabilities the init needs and no privilege escalation; runAsNonRoot
+// (pod or Ray container) and a restricted namespace of the input warn.
+func TestSidecarStartsAsRootInHardenedPods(t *testing.T) {
+	const restrictedNS = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: secure\n  labels:\n    " + PodSecurityEnforceLabel + ": restricted\n---\n"
+	const baselineNS = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: secure\n  labels:\n    " + PodSecurityEnforceLabel + ": baseline\n---\n"
+	podCtx := func(ctx string) string {
+		return strings.Replace(plainCluster, "        containers:\n", "        securityContext:\n"+ctx+"        containers:\n", 1)
+	}
+	rayCtx := func(ctx string) string { return plainCluster + "          securityContext:\n" + ctx }
+	inNS := func(s string) string { return strings.Replace(s, "  name: c\n", "  name: c\n  namespace: secure\n", 1) }
+	tests := []struct {
+		name  string
+		input string
+		warn  []string // substrings of the one expected warning, if any
+	}{
+		{"no securityContext", plainCluster, nil},
+		{"pod runAsUser", podCtx("          runAsUser: 1000\n          runAsGroup: 100\n          fsGroup: 100\n"), nil},
+		{"pod runAsNonRoot", podCtx("          runAsNonRoot: true\n          runAsUser: 1000\n"),
+			[]string{"the head pod sets securityContext.runAsNonRoot: true", PodSecurityEnforceLabel, "FailedToCreateHeadPod"}},
+		{"Ray container runAsNonRoot", rayCtx("            runAsNonRoot: true\n"),
+			[]string{"the head's Ray container sets securityContext.runAsNonRoot: true"}},
+		{"restricted namespace", restrictedNS + inNS(plainCluster),
+			[]string{"namespace secure has the label " + PodSecurityEnforceLabel + "=restricted", "baseline"}},
+		{"baseline namespace", baselineNS + inNS(plainCluster), nil},
+		{"restricted namespace, other namespace", restrictedNS + plainCluster, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Apply(context.Background(), "f.yaml", []byte(tt.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs := splitDocuments(res.Output)
+			obj, err := decodeStrict(docs[len(docs)-1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := &clusterSpec(obj).HeadGroupSpec.Template.Spec
+			sc := &pod.Containers[len(pod.Containers)-1]
+			uid, uidSet, nonRoot := effectiveSecurity(pod, sc)
+			if !uidSet || uid != 0 || nonRoot {
+				t.Errorf("the kubelet runs the sidecar with runAsUser %d (set %v), runAsNonRoot %v; want 0, set, false", uid, uidSet, nonRoot)
+			}
+			ctx := sc.SecurityContext
+			if ctx == nil || ctx.AllowPrivilegeEscalation == nil || *ctx.AllowPrivilegeEscalation ||
+				ctx.RunAsGroup == nil || *ctx.RunAsGroup != 0 || ctx.Capabilities == nil {
+				t.Fatalf("sidecar securityContext %+v: want runAsGroup 0, allowPrivilegeEscalation false, capabilities", ctx)
+			}
+			var caps []string
+			for _, c := range ctx.Capabilities.Add {
+				caps = append(caps, string(c))
+			}
+			if d := cmp.Diff([]string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"}, caps); d != "" || len(ctx.Capabilities.Drop) != 0 {
+				t.Errorf("capabilities add (-want +got):\n%s drop %v", d, ctx.Capabilities.Drop)
+			}
+			if len(res.Warnings) != min(len(tt.warn), 1) {
+				t.Fatalf("warnings %q, want %d", res.Warnings, min(len(tt.warn), 1))
+			}
+			for _, w := range tt.warn {
+				if !strings.Contains(res.Warnings[0], w) {
+					t.Errorf("warning %q lacks %q", res.Warnings[0], w)
+				}
+			}
+		})
+	}
+}
+
+// TestDefaultImageChoice: with the tags of an in-process registry, the
+// sidecar gets the build for the manifest's Ray patch, else the newest
+// build (by number) for its minor, and an error when the minor has none;
+// offline or without a lookup, the floating minor tag. A note says which.
+func TestDefaultImageChoice(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	repo := strings.TrimPrefix(srv.URL, "http://") + "/team/code-server-ray"
+	img, err := testimage.RandomPlatformImage("amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"ray2.47.1", "ray2.47", "ray2.46.2", "ray2.46.10", "ray2.46", "ray2.9.3", "latest", "4.101.2-ray2.47.1-py3.12", "4.101.2-ray2.47.1-py3.12-0123456789ab", "ray2.48rc1"} {
+		ref, err := name.ParseReference(repo + ":" + tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(ref, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := RegistryResolver{Timeout: 10 * time.Second}
+	tests := []struct {
+		ray    string
+		lister TagLister
+		image  string // the tag chosen
+		note   string
+		err    string
+	}{
+		{"2.47.1", reg, "ray2.47.1", "the published build for Ray 2.47.1", ""},
+		{"2.47.0", reg, "ray2.47.1", "no build for Ray 2.47.0 is published in " + repo + "; ray2.47.1 is the newest build for Ray 2.47", ""},
+		{"2.46.0", reg, "ray2.46.10", "no build for Ray 2.46.0 is published in " + repo + "; ray2.46.10 is the newest build for Ray 2.46", ""},
+		{"2.46.11", reg, "ray2.46.10", "no build for Ray 2.46.11 is published", ""},
+		{"2.48.0", reg, "", "", "no build for Ray 2.48 (no tag ray2.48.*) is published in " + repo + " (newest Ray minors there: 2.47, 2.46, 2.9): pass the sidecar image (--image)"},
+		{"2.47.0", nil, "ray2.47", "the tags were not looked up; ray2.47 is the floating tag of the newest build for Ray 2.47", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ray, func(t *testing.T) {
+			in := strings.ReplaceAll(plainCluster, "2.46.0", tt.ray)
+			opts := []Option{WithRepository(repo)}
+			if tt.lister != nil {
+				opts = append(opts, WithTagLister(tt.lister))
+			}
+			res, err := Apply(ctx, "f.yaml", []byte(in+"---\n"+strings.Replace(in, "name: c\n", "name: d\n", 1)), opts...)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Errorf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tgt := range res.Targets {
+				if tgt.Image != repo+":"+tt.image {
+					t.Errorf("%s: image %s, want %s:%s", tgt, tgt.Image, repo, tt.image)
+				}
+			}
+			if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "sidecar image "+repo+":"+tt.image+": "+tt.note) {
+				t.Errorf("notes %q, want one with %q", res.Notes, tt.note)
+			}
+		})
+	}
+
+	// Offline: the registry is gone; the floating minor tag, and the note
+	// names the failure.
+	srv.Close()
+	res, err := Apply(ctx, "f.yaml", []byte(strings.ReplaceAll(plainCluster, "2.46.0", "2.47.0")), WithRepository(repo), WithTagLister(RegistryResolver{Timeout: 5 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Targets[0].Image != repo+":ray2.47" || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "listing the tags of "+repo) ||
+		!strings.Contains(res.Notes[0], "ray2.47 is the floating tag of the newest build for Ray 2.47") {
+		t.Errorf("offline: image %s, notes %q", res.Targets[0].Image, res.Notes)
+	}
+}
+
+// TestAuthAndNetworkPolicyWarnings: KubeRay v1.7.0's own samples of token
+// authentication (authOptions, and RAY_AUTH_MODE set by hand) and of
+// spec.networkPolicy each get a warning naming what will not work and why.
+func TestAuthAndNetworkPolicyWarnings(t *testing.T) {
+	const authWhy = "the Ray Distributed Debugger extension's requests to it carry none, so the extension lists no paused task"
+	tests := []struct {
+		file  string
+		edit  func(string) string
+		warns [][]string // substrings of each expected warning
+	}{
+		{"ray-cluster.auth.yaml", nil, [][]string{{"spec.authOptions.mode is token (KubeRay token authentication): ", authWhy}}},
+		{"ray-cluster.auth.yaml", func(s string) string { return strings.Replace(s, "mode: token", "mode: disabled", 1) }, nil},
+		{"ray-cluster.auth-manual.yaml", nil, [][]string{{"the head's Ray container sets RAY_AUTH_MODE=token (Ray token authentication): ", authWhy}}},
+		{"ray-cluster.network-policy-deny-all.yaml", nil, [][]string{{
+			"spec.networkPolicy (mode DenyAll): ", "the sidecar in the head pod still reaches debugpy on the head and the workers",
+			"code-server (port 8443) is reachable only through kubectl port-forward",
+			"a debugger running outside the RayCluster cannot connect to the random port of a paused task's debugpy",
+			"a runtime env that installs debugpy from PyPI fails",
+		}}},
+		{"ray-cluster.network-policy-deny-all.yaml", func(s string) string { return strings.Replace(s, "mode: DenyAll\n", "mode: DenyAllEgress\n", 1) },
+			[][]string{{"(mode DenyAllEgress)", "installs debugpy from PyPI fails"}}},
+		{"ray-cluster.network-policy-deny-all.yaml", func(s string) string { return strings.Replace(s, "    mode: DenyAll\n", "", 1) },
+			[][]string{{"(mode DenyAll)"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			in := string(mustRead(t, filepath.Join("testdata", "kuberay-samples", tt.file)))
+			if tt.edit != nil {
+				in = tt.edit(in)
+			}
+			res, err := Apply(context.Background(), tt.file, []byte(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Warnings) != len(tt.warns) {
+				t.Fatalf("warnings %q, want %d", res.Warnings, len(tt.warns))
+			}
+			for i, subs := range tt.warns {
+				for _, sub := range subs {
+					if !strings.Contains(res.Warnings[i], sub) {
+						t.Errorf("warning %q lacks %q", res.Warnings[i], sub)
+					}
+				}
+			}
+			if strings.Contains(tt.file, "network-policy") && len(tt.warns) == 1 && strings.Contains(tt.warns[0][0], "DenyAllEgress") &&
+				strings.Contains(res.Warnings[0], "port-forward") {
+				t.Errorf("DenyAllEgress warns about ingress: %q", res.Warnings[0])
+			}
+		})
+	}
+}
+
+// TestAutoscalerSharesRayTmp: with enableInTreeAutoscaling, a /tmp/ray
+// volume of the Ray container that is not named ray-logs gets a warning
+// (KubeRay gives its autoscaler a ray-logs of its own); inject's own volume
+// is ray-logs, so no warning.
+func TestAutoscalerSharesRayTmp(t *testing.T) {
+	auto := strings.Replace(plainCluster, "  rayVersion:", "  enableInTreeAutoscaling: true\n  rayVersion:", 1)
+	mounted := func(volume string) string {
+		return auto + "          volumeMounts:\n          - name: " + volume + "\n            mountPath: /tmp/ray\n        volumes:\n        - name: " + volume + "\n          emptyDir: {}\n"
+	}
+	chart := string(mustRead(t, filepath.Join("testdata", "ray-cluster-chart", "values-v1.7.0.yaml")))
+	tests := []struct {
+		name, input string
+		helm        bool
+		warn        string
+	}{
+		{"inject's volume", auto, false, ""},
+		{"the user's ray-logs", mounted("ray-logs"), false, ""},
+		{"the user's other volume", mounted("tmp"), false,
+			`spec.enableInTreeAutoscaling is true and the Ray container mounts /tmp/ray from the volume "tmp": KubeRay mounts the volume named "ray-logs" at /tmp/ray in its autoscaler container`},
+		{"no autoscaler", mounted("tmp"), false, ""},
+		{"chart log-volume", strings.Replace(chart, "head:\n", "head:\n  enableInTreeAutoscaling: true\n", 1), true,
+			`head.enableInTreeAutoscaling is true and the Ray container mounts /tmp/ray from the volume "log-volume"`},
+	}
+	tests[3].input = strings.Replace(tests[3].input, "  enableInTreeAutoscaling: true\n", "", 1)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts []Option
+			if tt.helm {
+				opts = append(opts, WithHelmValues())
+			}
+			res, err := Apply(context.Background(), "f.yaml", []byte(tt.input), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.warn == "" && len(res.Warnings) != 0:
+				t.Errorf("warnings %q, want none", res.Warnings)
+			case tt.warn != "" && (len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], tt.warn)):
+				t.Errorf("warnings %q, want one with %q", res.Warnings, tt.warn)
+			}
+			if !tt.helm {
+				obj, err := decodeStrict(res.Output)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pod := clusterSpec(obj).HeadGroupSpec.Template.Spec
+				for _, ct := range pod.Containers {
+					if ct.VolumeMounts[len(ct.VolumeMounts)-1].MountPath != RayTmp {
+						t.Errorf("container %s: mounts %+v", ct.Name, ct.VolumeMounts)
+					}
+				}
+				if tt.name == "inject's volume" && pod.Containers[1].VolumeMounts[0].Name != "ray-logs" {
+					t.Errorf("inject's /tmp/ray volume is %q, want ray-logs", pod.Containers[1].VolumeMounts[0].Name)
+				}
+			}
+		})
+	}
+}

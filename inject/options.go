@@ -23,8 +23,11 @@ const (
 	DefaultPort       = imagespec.CodeServerPort
 	DefaultSecretName = "code-server-password"
 	DefaultSecretKey  = "password"
-	// DefaultVolume names the /tmp/ray emptyDir when the manifest has none.
-	DefaultVolume = "ray-tmp"
+	// DefaultVolume names the /tmp/ray emptyDir when the manifest has none:
+	// the name KubeRay gives the /tmp/ray emptyDir it mounts in its
+	// autoscaler container (ray-operator common/pod.go, RayLogVolumeName),
+	// so the head, the sidecar and the autoscaler share one volume.
+	DefaultVolume = "ray-logs"
 	// PortName names the sidecar's port.
 	PortName = "code-server"
 	// RayTmp is where Ray writes its session (logs, runtime_resources) and
@@ -57,20 +60,28 @@ type Resolver interface {
 type Option func(*config)
 
 type config struct {
-	image        string
-	repository   string
-	resolver     Resolver
-	name         string
-	port         int
-	secretName   string
-	secretKey    string
-	createSecret bool
-	random       io.Reader
-	requests     map[string]string
-	limits       map[string]string
-	dashboard    string
-	pullSecret   string
-	helmValues   bool
+	image      string
+	repository string
+	resolver   Resolver
+	name       string
+	port       int
+	secretName string
+	secretKey  string
+	rotate     bool
+	random     io.Reader
+	requests   map[string]string
+	limits     map[string]string
+	dashboard  string
+	pullSecret string
+	helmValues bool
+
+	lister TagLister
+
+	// State of one Apply: the PodSecurity enforce level of each Namespace
+	// document of the input, the tags listed per repository, the notes.
+	enforce map[string]string
+	tags    map[string]tagList
+	notes   []string
 }
 
 func newConfig(opts []Option) *config {
@@ -93,6 +104,13 @@ func WithImage(ref string) Option { return func(c *config) { c.image = ref } }
 // (default DefaultRepository); the tag is still the Ray line tag.
 func WithRepository(repo string) Option { return func(c *config) { c.repository = repo } }
 
+// WithTagLister looks up the published tags of the default image's
+// repository with l: the sidecar gets the build for the manifest's Ray
+// patch when it is published, else the newest build for its minor, and an
+// error when the minor has none. Without it, or when l fails, the sidecar
+// gets the floating minor tag (ray2.46). Result.Notes says which and why.
+func WithTagLister(l TagLister) Option { return func(c *config) { c.lister = l } }
+
 // WithResolver pins the image to a digest with r. When r fails, the image
 // stays as it is and the failure is a warning.
 func WithResolver(r Resolver) Option { return func(c *config) { c.resolver = r } }
@@ -109,12 +127,12 @@ func WithPasswordSecret(name, key string) Option {
 	return func(c *config) { c.secretName, c.secretKey = name, key }
 }
 
-// WithCreateSecret adds a Secret document with a random password, once per
-// namespace of the injected manifests, unless the input already has a
-// Secret of that name there.
-func WithCreateSecret() Option { return func(c *config) { c.createSecret = true } }
+// WithRotatePassword makes PasswordSecret draw a new password even when
+// the existing Secret has one.
+func WithRotatePassword() Option { return func(c *config) { c.rotate = true } }
 
-// WithRandom sets where passwords come from (default crypto/rand).
+// WithRandom sets where PasswordSecret's passwords come from (default
+// crypto/rand).
 func WithRandom(r io.Reader) Option { return func(c *config) { c.random = r } }
 
 // WithResources sets the sidecar's requests and limits ("cpu", "memory",
@@ -168,8 +186,6 @@ func (c *config) check() error {
 		return fmt.Errorf("password secret key %q: expected letters, digits, '-', '_' or '.'", c.secretKey)
 	case c.pullSecret != "" && !dnsLabel.MatchString(c.pullSecret):
 		return fmt.Errorf("image pull secret %q: expected a DNS label", c.pullSecret)
-	case c.helmValues && c.createSecret:
-		return fmt.Errorf("a Secret cannot be created in a Helm values file: create it with kubectl create secret generic %s --from-literal=%s=<password>", c.secretName, c.secretKey)
 	}
 	for what, m := range map[string]map[string]string{"requests": c.requests, "limits": c.limits} {
 		for _, k := range slices.Sorted(maps.Keys(m)) {

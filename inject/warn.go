@@ -21,39 +21,129 @@ const MinDebugpy = "1.8.0"
 // pause unless the runtime env adds it.
 var ImagesWithoutDebugpy = []string{"rayproject/ray", "rayproject/ray-ml"}
 
-// checkDebugger reports what keeps the debugger from pausing tasks.
-func (c *config) checkDebugger(root *yaml.Node, kind string, s *site, warn func(string, ...any)) {
-	checkEnv := func(env *yaml.Node, where string) {
-		if env == nil || env.Kind != yaml.SequenceNode {
-			return
+// envSource is an env list and where it is written, for messages.
+type envSource struct {
+	list  *yaml.Node
+	where string
+}
+
+// lastEnv is the value of the last entry named name in the concatenated
+// env lists (the kubelet lets the last of duplicate names win) and where
+// it is written; ok is false when none names it.
+func lastEnv(name string, sources ...envSource) (value, where string, ok bool) {
+	for _, src := range sources {
+		if src.list == nil || src.list.Kind != yaml.SequenceNode {
+			continue
 		}
-		for _, e := range env.Content {
-			if scalarAt(e, "name") == "RAY_DEBUG" {
-				if v, ok := rayDebugProblem(scalarAt(e, "value")); ok {
-					warn("%s sets RAY_DEBUG=%s: %s", where, scalarAt(e, "value"), v)
-				}
+		for _, e := range src.list.Content {
+			if scalarAt(e, "name") == name {
+				value, where, ok = scalarAt(e, "value"), src.where, true
 			}
 		}
 	}
-	checkEnv(s.rayEnv, "the head's Ray container")
-	if !c.helmValues {
-		cluster := valueAt(root, "spec")
-		switch kind {
-		case "RayJob":
-			cluster = valueAt(root, "spec", "rayClusterSpec")
-		case "RayService":
-			cluster = valueAt(root, "spec", "rayClusterConfig")
+	return value, where, ok
+}
+
+// envGroup is the env of one Ray container: label names it, sources are
+// the lists that make its env, in order.
+type envGroup struct {
+	label   string
+	sources []envSource
+}
+
+// rayEnvGroups are the Ray containers of a document with the lists their
+// env is made of: for a values file of the ray-cluster chart, the chart
+// renders common.containerEnv followed by the group's own containerEnv.
+func (c *config) rayEnvGroups(root *yaml.Node, kind string, s *site) []envGroup {
+	if c.helmValues {
+		common := envSource{valueAt(root, "common", "containerEnv"), "common.containerEnv"}
+		groups := []envGroup{{"the head's Ray container", []envSource{common, {s.rayEnv, "head.containerEnv"}}}}
+		if w := valueAt(root, "worker"); w != nil && scalarAt(w, "disabled") != "true" {
+			groups = append(groups, envGroup{"the worker group's Ray container", []envSource{common, {valueAt(w, "containerEnv"), "worker.containerEnv"}}})
 		}
-		if groups := valueAt(cluster, "workerGroupSpecs"); groups != nil {
-			for _, g := range groups.Content {
-				cs := valueAt(g, "template", "spec", "containers")
-				if cs != nil && cs.Kind == yaml.SequenceNode && len(cs.Content) > 0 {
-					checkEnv(valueAt(cs.Content[0], "env"), fmt.Sprintf("worker group %q's Ray container", scalarAt(g, "groupName")))
+		if extra := valueAt(root, "additionalWorkerGroups"); extra != nil && extra.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(extra.Content); i += 2 {
+				name, g := extra.Content[i].Value, extra.Content[i+1]
+				if scalarAt(g, "disabled") == "true" {
+					continue
 				}
+				groups = append(groups, envGroup{fmt.Sprintf("worker group %q's Ray container", name),
+					[]envSource{common, {valueAt(g, "containerEnv"), "additionalWorkerGroups." + name + ".containerEnv"}}})
 			}
 		}
-	} else if groups := valueAt(root, "worker"); groups != nil {
-		checkEnv(valueAt(groups, "containerEnv"), "worker.containerEnv")
+		return groups
+	}
+	head := "the head's Ray container"
+	groups := []envGroup{{head, []envSource{{s.rayEnv, head}}}}
+	if gs := valueAt(clusterOf(root, kind), "workerGroupSpecs"); gs != nil {
+		for _, g := range gs.Content {
+			cs := valueAt(g, "template", "spec", "containers")
+			if cs != nil && cs.Kind == yaml.SequenceNode && len(cs.Content) > 0 {
+				label := fmt.Sprintf("worker group %q's Ray container", scalarAt(g, "groupName"))
+				groups = append(groups, envGroup{label, []envSource{{valueAt(cs.Content[0], "env"), label}}})
+			}
+		}
+	}
+	return groups
+}
+
+// clusterOf is the RayClusterSpec mapping of a Ray document.
+func clusterOf(root *yaml.Node, kind string) *yaml.Node {
+	switch kind {
+	case "RayJob":
+		return valueAt(root, "spec", "rayClusterSpec")
+	case "RayService":
+		return valueAt(root, "spec", "rayClusterConfig")
+	}
+	return valueAt(root, "spec")
+}
+
+// clusterPath is where clusterOf is, for messages.
+func clusterPath(kind string) string {
+	switch kind {
+	case "RayJob":
+		return "spec.rayClusterSpec"
+	case "RayService":
+		return "spec.rayClusterConfig"
+	}
+	return "spec"
+}
+
+// checkDebugger reports what keeps the debugger from pausing tasks or from
+// listing and attaching to them.
+func (c *config) checkDebugger(root *yaml.Node, kind string, s *site, warn func(string, ...any)) {
+	// RAY_DEBUG as each Ray container gets it; a value written once for
+	// several containers (common.containerEnv) is reported once.
+	type problem struct{ value, why string }
+	var order []string
+	reach := map[string][]string{}
+	problems := map[string]problem{}
+	for _, g := range c.rayEnvGroups(root, kind, s) {
+		v, where, ok := lastEnv("RAY_DEBUG", g.sources...)
+		if !ok {
+			continue
+		}
+		why, bad := rayDebugProblem(v)
+		if !bad {
+			continue
+		}
+		if _, seen := problems[where]; !seen {
+			order = append(order, where)
+			problems[where] = problem{v, why}
+		}
+		reach[where] = append(reach[where], g.label)
+	}
+	for _, where := range order {
+		p := problems[where]
+		if len(reach[where]) == 1 && reach[where][0] == where {
+			warn("%s sets RAY_DEBUG=%s: %s", where, p.value, p.why)
+		} else {
+			warn("%s sets RAY_DEBUG=%s for %s: %s", where, p.value, strings.Join(reach[where], " and "), p.why)
+		}
+	}
+	c.checkAuth(root, kind, s, warn)
+	if !c.helmValues {
+		checkNetworkPolicy(root, kind, warn)
 	}
 	if kind != "RayJob" {
 		return
@@ -213,4 +303,101 @@ func nextRelease(v string) string {
 		return v
 	}
 	return v[:i+1] + strconv.Itoa(n+1)
+}
+
+// PodSecurityEnforceLabel is the namespace label that makes the API server
+// enforce a Pod Security Standard on every pod of the namespace.
+const PodSecurityEnforceLabel = "pod-security.kubernetes.io/enforce"
+
+// podSecurityLevels reads the PodSecurity enforce level of every Namespace
+// document in chunks (documents that do not parse are reported by Apply).
+func podSecurityLevels(chunks [][]byte) map[string]string {
+	levels := map[string]string{}
+	for _, chunk := range chunks {
+		root, err := parseDoc(chunk)
+		if err != nil || root == nil || scalarAt(root, "apiVersion") != "v1" || scalarAt(root, "kind") != "Namespace" {
+			continue
+		}
+		if l := scalarAt(root, "metadata", "labels", PodSecurityEnforceLabel); l != "" {
+			levels[scalarAt(root, "metadata", "name")] = l
+		}
+	}
+	return levels
+}
+
+// checkHardened warns when the head pod will still be refused although the
+// sidecar's own securityContext lets linuxserver's init start as root: a
+// namespace of the input that enforces PodSecurity "restricted" refuses
+// any container that may run as root, and a pod or Ray container that
+// asks for runAsNonRoot says such a policy is likely in force.
+func (c *config) checkHardened(ns string, s *site, warn func(string, ...any)) {
+	const why = "the sidecar runs linuxserver's init as root (its own securityContext sets runAsUser: 0, runAsNonRoot: false), then code-server as PUID"
+	if ns != "" && c.enforce[ns] == "restricted" {
+		warn("namespace %s has the label %s=restricted: PodSecurity refuses the head pod, because %s; the RayCluster never starts (FailedToCreateHeadPod events). Debug in a namespace labelled %s=baseline (see docs/inject.md, Hardened pods)",
+			ns, PodSecurityEnforceLabel, why, PodSecurityEnforceLabel)
+	}
+	for i, where := range []string{"the head's Ray container", "the head pod"} {
+		if i >= len(s.securityCtx) {
+			break
+		}
+		field := "securityContext.runAsNonRoot"
+		if c.helmValues {
+			field = []string{"head.securityContext.runAsNonRoot", "head.podSecurityContext.runAsNonRoot"}[i]
+		}
+		if scalarAt(s.securityCtx[i], "runAsNonRoot") == "true" {
+			warn("%s sets %s: true, so the namespace likely enforces PodSecurity \"restricted\" (label %s) or a policy that requires runAsNonRoot; %s, which the kubelet accepts but such a policy refuses: the head pod is not created and the RayCluster never starts (FailedToCreateHeadPod events). See docs/inject.md, Hardened pods",
+				where, field, PodSecurityEnforceLabel, why)
+			return
+		}
+	}
+}
+
+// authWhy is what token authentication does to the debugger.
+const authWhy = "Ray's dashboard then answers only requests that carry the cluster's token, and the Ray Distributed Debugger extension's requests to it carry none, so the extension lists no paused task to attach to. Debug on a cluster without token authentication"
+
+// checkAuth warns when the cluster runs with Ray's token authentication:
+// KubeRay's authOptions.mode: token (KubeRay >= 1.5.1, Ray >= 2.52), or
+// RAY_AUTH_MODE=token set on the head's Ray container by hand.
+func (c *config) checkAuth(root *yaml.Node, kind string, s *site, warn func(string, ...any)) {
+	if !c.helmValues {
+		if mode := scalarAt(clusterOf(root, kind), "authOptions", "mode"); mode == "token" {
+			warn("%s.authOptions.mode is token (KubeRay token authentication): %s (authOptions.mode: disabled, or no authOptions)", clusterPath(kind), authWhy)
+			return
+		}
+	}
+	sources := []envSource{{s.rayEnv, "the head's Ray container"}}
+	if c.helmValues {
+		sources = []envSource{{valueAt(root, "common", "containerEnv"), "common.containerEnv"}, {s.rayEnv, "head.containerEnv"}}
+	}
+	if v, where, ok := lastEnv("RAY_AUTH_MODE", sources...); ok && strings.TrimSpace(v) == "token" {
+		warn("%s sets RAY_AUTH_MODE=token (Ray token authentication): %s (no RAY_AUTH_MODE, or RAY_AUTH_MODE=disabled)", where, authWhy)
+	}
+}
+
+// checkNetworkPolicy warns about KubeRay's spec.networkPolicy (KubeRay
+// >= 1.7 with its RayClusterNetworkPolicy feature gate): the policies it
+// creates admit traffic between the pods of the RayCluster on every port
+// (the sidecar reaches debugpy on the head and the workers) and nothing else
+// the mode denies.
+func checkNetworkPolicy(root *yaml.Node, kind string, warn func(string, ...any)) {
+	np := valueAt(clusterOf(root, kind), "networkPolicy")
+	if np == nil {
+		return
+	}
+	mode := scalarAt(np, "mode")
+	if mode == "" {
+		mode = "DenyAll"
+	}
+	var lost []string
+	if mode == "DenyAll" || mode == "DenyAllIngress" {
+		lost = append(lost, "nothing outside this RayCluster reaches its pods, so code-server (port 8443) is reachable only through kubectl port-forward (not through a Service, an Ingress or another pod), and a debugger running outside the RayCluster cannot connect to the random port of a paused task's debugpy")
+	}
+	if mode == "DenyAll" || mode == "DenyAllEgress" {
+		lost = append(lost, "the pods reach nothing outside the RayCluster, DNS included unless networkPolicy.head/worker egressRules allow it, so a runtime env that installs debugpy from PyPI fails")
+	}
+	if len(lost) == 0 {
+		return
+	}
+	warn("%s.networkPolicy (mode %s): KubeRay's network policies (feature gate RayClusterNetworkPolicy) admit traffic between the pods of this RayCluster on every port, so the sidecar in the head pod still reaches debugpy on the head and the workers; but %s",
+		clusterPath(kind), mode, strings.Join(lost, "; and "))
 }

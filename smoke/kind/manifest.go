@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -82,11 +83,14 @@ func RenderPlain(p Params) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// SecretFile is where the user guide's `imagectl inject` step writes the
+// password Secret (--secret-file).
+const SecretFile = "code-server-password.yaml"
+
 // InjectArgs are the flags of the user guide's `imagectl inject` step that
-// the harness uses (README: imagectl inject -f FILE --create-secret |
-// kubectl apply -f -). The harness adds --image (the image under test,
-// by digest) and, for a private repository, --image-pull-secret.
-var InjectArgs = []string{"--create-secret"}
+// the harness uses. The harness adds --image (the image under test, by
+// digest) and, for a private repository, --image-pull-secret.
+var InjectArgs = []string{"--secret-file", SecretFile}
 
 // InjectOptions maps `imagectl inject` flags to library options: the
 // harness runs the library with exactly the flags it documents. Only the
@@ -94,7 +98,7 @@ var InjectArgs = []string{"--create-secret"}
 func InjectOptions(args []string) ([]inject.Option, error) {
 	fs := flag.NewFlagSet("imagectl inject", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	createSecret := fs.Bool("create-secret", false, "")
+	fs.String("secret-file", "", "") // the Secret is written apart: see Manifest
 	image := fs.String("image", "", "")
 	pullSecret := fs.String("image-pull-secret", "", "")
 	if err := fs.Parse(args); err != nil {
@@ -104,9 +108,6 @@ func InjectOptions(args []string) ([]inject.Option, error) {
 		return nil, fmt.Errorf("imagectl inject: unexpected %q", fs.Args())
 	}
 	var opts []inject.Option
-	if *createSecret {
-		opts = append(opts, inject.WithCreateSecret())
-	}
 	if *image != "" {
 		opts = append(opts, inject.WithImage(*image))
 	}
@@ -131,7 +132,16 @@ func Manifest(ctx context.Context, p Params, args []string) ([]byte, []string, e
 	if err != nil {
 		return nil, nil, err
 	}
-	return res.Output, res.Warnings, nil
+	out := res.Output
+	if slices.Contains(args, "--secret-file") {
+		// The password Secret --secret-file writes, after the RayJob.
+		sec, err := inject.PasswordSecret(SecretFile, nil, "")
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(append(out, "---\n"...), sec.Doc...)
+	}
+	return out, res.Warnings, nil
 }
 
 func indent(n int, s string) string {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -25,11 +26,14 @@ type injectFlags struct {
 	helmValues       bool
 	image, repo      string
 	resolveDigest    bool
+	noResolve        bool
 	timeout          time.Duration
 	name             string
 	port             int
 	secretName, key  string
-	createSecret     bool
+	secretFile       string
+	rotatePassword   bool
+	createSecret     bool // refused: --secret-file writes the Secret
 	requests, limits map[string]string
 	dashboard        string
 	pullSecret       string
@@ -46,16 +50,27 @@ RayCluster and RayService; every other document passes through byte for byte.
 
 In the head pod template it adds, each first line marked "# added by imagectl
 inject": the sidecar after the Ray container (which stays containers[0]) with
-a named port, resources, DEFAULT_WORKSPACE=/tmp/ray/session_latest/runtime_resources
-and PASSWORD from a Secret (never a plain value, no sudo password); the
-/tmp/ray volume shared by the Ray container and the sidecar (an existing
-/tmp/ray mount is reused). Comments, key order and unknown fields are kept.
+a named port, resources, DEFAULT_WORKSPACE, PASSWORD from a Secret (never a
+plain value, no sudo password) and its own securityContext (linuxserver's init
+starts as root whatever the pod's securityContext says); the /tmp/ray volume
+shared by the Ray container, the sidecar and KubeRay's autoscaler (an existing
+/tmp/ray mount is reused, else an emptyDir named ray-logs, KubeRay's own name).
+Comments, key order and unknown fields are kept.
 
 The image defaults to the published image for the Ray version of the manifest
-(the Ray image's X.Y.Z tag, else rayVersion) by its floating ray<X.Y.Z> tag;
---resolve-digest pins it to the digest the registry reports (credentials from
-DOCKER_CONFIG or ~/.docker/config.json), and keeps the tag with a warning when
-the registry cannot be reached.
+(the Ray image's X.Y.Z tag, else rayVersion): inject lists the repository's
+tags (credentials from DOCKER_CONFIG or ~/.docker/config.json, bounded by
+--timeout) and takes the build for that patch (ray2.46.0), else the newest
+build for its minor (ray2.46.1); offline, or with --no-resolve, it takes the
+floating minor tag (ray2.46). It says on stderr which it chose and why.
+--resolve-digest pins the image to the digest the registry reports.
+
+--secret-file FILE writes the password Secret, one document, to FILE (mode
+0600), never to stdout, so the output's first document stays the Ray one
+(kubectl ray job submit -f reads only that). An existing FILE keeps its
+password unless --rotate-password. Apply it with
+kubectl apply --server-side -f FILE (a client-side apply would copy the
+password into the last-applied-configuration annotation).
 
 Injecting an injected manifest changes nothing; --remove takes everything
 marked out again and gives back the original bytes. --helm-values edits a
@@ -63,11 +78,13 @@ values file of KubeRay's ray-cluster chart instead (head.sidecarContainers,
 head.volumes, head.volumeMounts).
 
 Warnings (stderr) name what keeps the debugger from working: RAY_DEBUG=legacy
-or 0, a RayJob whose runtime env lacks debugpy>=1.8.0 on a Ray image without it.
+or 0, a RayJob whose runtime env lacks debugpy>=1.8.0 on a Ray image without it,
+KubeRay token authentication, a KubeRay network policy, a PodSecurity level or
+runAsNonRoot that refuses the sidecar.
 Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 2 bad usage.`,
-		Example: `  imagectl inject -f job.yaml | kubectl apply -f -
-  imagectl inject -f job.yaml --create-secret | kubectl apply -f -
+		Example: `  imagectl inject -f job.yaml --secret-file pw.yaml > job-debug.yaml
+  kubectl apply --server-side -f pw.yaml
   imagectl inject -f cluster.yaml -o diff
   imagectl inject -f cluster.yaml -i --resolve-digest
   imagectl inject -f values.yaml --helm-values -i
@@ -85,12 +102,16 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 	fl.StringVar(&f.image, "image", "", "the sidecar image (default: the published image for the manifest's Ray version)")
 	fl.StringVar(&f.repo, "repository", inject.DefaultRepository, "where the default image is taken from")
 	fl.BoolVar(&f.resolveDigest, "resolve-digest", false, "pin the image to the digest the registry reports (docker config credentials)")
-	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "bound on each registry lookup of --resolve-digest")
+	fl.BoolVar(&f.noResolve, "no-resolve", false, "do not list the repository's tags: the default image is the floating tag of the manifest's Ray minor (ray2.46)")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound on each registry lookup (the tag list, --resolve-digest)")
 	fl.StringVar(&f.name, "name", inject.DefaultName, "the sidecar container's name")
 	fl.IntVar(&f.port, "port", inject.DefaultPort, "the code-server port")
 	fl.StringVar(&f.secretName, "secret-name", inject.DefaultSecretName, "the Secret holding the code-server password")
 	fl.StringVar(&f.key, "secret-key", inject.DefaultSecretKey, "the key of the password in that Secret")
-	fl.BoolVar(&f.createSecret, "create-secret", false, "add that Secret with a random password as a separate document (once per namespace)")
+	fl.StringVar(&f.secretFile, "secret-file", "", "write that Secret, with a random password, to this file (mode 0600; an existing one keeps its password)")
+	fl.BoolVar(&f.rotatePassword, "rotate-password", false, "with --secret-file: a new password even when the file has one")
+	fl.BoolVar(&f.createSecret, "create-secret", false, "")
+	_ = fl.MarkHidden("create-secret")
 	fl.StringToStringVar(&f.requests, "requests", inject.DefaultRequests, "the sidecar's resource requests")
 	fl.StringToStringVar(&f.limits, "limits", inject.DefaultLimits, "the sidecar's resource limits")
 	fl.StringVar(&f.dashboard, "dashboard", "", "dashboard host:port written into the debugger settings (default 127.0.0.1 and the head's dashboard-port)")
@@ -131,9 +152,15 @@ func (g *globals) runInject(cmd *cobra.Command, f *injectFlags) error {
 	for _, w := range res.Warnings {
 		fmt.Fprintf(g.stderr, "imagectl: warning: %s: %s\n", file, w)
 	}
-	for _, s := range res.Secrets {
-		if !f.remove {
-			fmt.Fprintf(g.stderr, "imagectl: added Secret %s with a random password (in the output, first)\n", s)
+	for _, n := range res.Notes {
+		fmt.Fprintf(g.stderr, "imagectl: %s: %s\n", file, n)
+	}
+	for _, d := range res.Removed {
+		fmt.Fprintf(g.stderr, "imagectl: %s: took out %s, a document imagectl inject wrote into the stream (the password Secret goes to --secret-file)\n", file, d)
+	}
+	if f.secretFile != "" && !f.remove {
+		if err := g.writeSecret(f, res); err != nil {
+			return err
 		}
 	}
 	if f.inPlace {
@@ -158,10 +185,60 @@ func (g *globals) runInject(cmd *cobra.Command, f *injectFlags) error {
 	return nil
 }
 
+// writeSecret writes the password Secret for the namespace of the injected
+// documents to --secret-file, mode 0600, keeping the password the file
+// holds unless --rotate-password.
+func (g *globals) writeSecret(f *injectFlags, res *inject.Result) error {
+	ns, err := res.Namespace()
+	if err != nil {
+		return fmt.Errorf("--secret-file %s: %w", f.secretFile, err)
+	}
+	existing, err := safefile.ReadFile(f.secretFile, maxManifestFile)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("reading --secret-file %s: %w", f.secretFile, err)
+	}
+	opts := []inject.Option{inject.WithPasswordSecret(f.secretName, f.key)}
+	if f.rotatePassword {
+		opts = append(opts, inject.WithRotatePassword())
+	}
+	sec, err := inject.PasswordSecret(f.secretFile, existing, ns, opts...)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(f.secretFile, sec.Doc, 0o600); err != nil {
+		return err
+	}
+	what := "a new random password"
+	if sec.Kept {
+		what = "the password it held"
+	}
+	where := sec.Name
+	if sec.Namespace != "" {
+		where = sec.Namespace + "/" + sec.Name
+	}
+	fmt.Fprintf(g.stderr, "imagectl: wrote Secret %s to %s (%s); apply it with: kubectl apply --server-side -f %s\n", where, f.secretFile, what, f.secretFile)
+	return nil
+}
+
 // check refuses flag combinations inject cannot do (exit 2).
 func (f *injectFlags) check(cmd *cobra.Command) error {
 	if f.file == "" {
 		return &exitError{2, errors.New("-f FILE (or -f - for stdin) is required")}
+	}
+	if f.createSecret {
+		return &exitError{2, errors.New("--create-secret: the password Secret is written to a file of its own, never to the output: use --secret-file FILE, then kubectl apply --server-side -f FILE")}
+	}
+	if f.noResolve && f.resolveDigest {
+		return &exitError{2, errors.New("--no-resolve keeps inject off the registry, and --resolve-digest asks it: drop one of them")}
+	}
+	if f.rotatePassword && f.secretFile == "" {
+		return &exitError{2, errors.New("--rotate-password needs --secret-file FILE (the file the new password is written to)")}
+	}
+	if f.secretFile != "" && f.output == "diff" && !f.inPlace {
+		return &exitError{2, errors.New("-o diff only shows the change, and --secret-file writes a file: drop one of them, or add -i")}
+	}
+	if f.secretFile != "" && f.secretFile == f.file {
+		return &exitError{2, fmt.Errorf("--secret-file %s is the manifest itself: the Secret needs a file of its own", f.secretFile)}
 	}
 	if f.output != "yaml" && f.output != "diff" {
 		return &exitError{2, fmt.Errorf("--output %q: expected yaml or diff", f.output)}
@@ -170,8 +247,8 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 		return &exitError{2, errors.New("-i (in place) needs a file, not stdin")}
 	}
 	if f.remove {
-		for _, fl := range []string{"image", "repository", "resolve-digest", "name", "port", "secret-name", "secret-key",
-			"create-secret", "requests", "limits", "dashboard", "image-pull-secret"} {
+		for _, fl := range []string{"image", "repository", "resolve-digest", "no-resolve", "name", "port", "secret-name", "secret-key",
+			"secret-file", "rotate-password", "requests", "limits", "dashboard", "image-pull-secret"} {
 			if cmd.Flags().Changed(fl) {
 				return &exitError{2, fmt.Errorf("--remove takes out what inject added; --%s does not apply", fl)}
 			}
@@ -189,11 +266,12 @@ func (f *injectFlags) injectOptions() []inject.Option {
 	if f.image != "" {
 		opts = append(opts, inject.WithImage(f.image))
 	}
-	if f.resolveDigest {
-		opts = append(opts, inject.WithResolver(inject.RegistryResolver{Timeout: f.timeout}))
+	reg := inject.RegistryResolver{Timeout: f.timeout}
+	if f.image == "" && !f.noResolve {
+		opts = append(opts, inject.WithTagLister(reg))
 	}
-	if f.createSecret {
-		opts = append(opts, inject.WithCreateSecret())
+	if f.resolveDigest {
+		opts = append(opts, inject.WithResolver(reg))
 	}
 	if f.dashboard != "" {
 		opts = append(opts, inject.WithDashboard(f.dashboard))
@@ -214,6 +292,13 @@ func writeAtomic(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	return writeFileAtomic(path, data, st.Mode().Perm())
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory (created with mode 0600, so the data is never readable by
+// others on the way), then gives it mode.
+func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".imagectl-*")
 	if err != nil {
 		return err
@@ -223,7 +308,7 @@ func writeAtomic(path string, data []byte) error {
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", tmp.Name(), err)
 	}
-	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return err
 	}

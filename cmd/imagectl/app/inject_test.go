@@ -8,6 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"sigs.k8s.io/yaml"
+
+	"github.com/imagectl/imagectl/internal/testimage"
 )
 
 const injectPlainJob = `# my job
@@ -49,29 +55,30 @@ func runIn(t *testing.T, stdin string, args ...string) (int, string, string) {
 }
 
 func TestInjectCLI(t *testing.T) {
-	code, out, errs := runIn(t, injectPlainJob, "inject", "-f", "-")
+	code, out, errs := runIn(t, injectPlainJob, "inject", "-f", "-", "--no-resolve")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, want := range []string{
 		"# my job\n",
 		"          - name: code-server # added by imagectl inject\n",
-		"            image: docker.io/onesizefitsquorum/code-server-with-ray-distributed-debugger:ray2.46.0\n",
+		"            image: docker.io/onesizefitsquorum/code-server-with-ray-distributed-debugger:ray2.46\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if errs != "" {
-		t.Errorf("stderr: %s", errs)
+	wantErr := "imagectl: -: sidecar image docker.io/onesizefitsquorum/code-server-with-ray-distributed-debugger:ray2.46: the tags were not looked up; ray2.46 is the floating tag of the newest build for Ray 2.46\n"
+	if errs != wantErr {
+		t.Errorf("stderr %q, want %q", errs, wantErr)
 	}
 
 	// Idempotent through the CLI too.
-	if code, again, errs := runIn(t, out, "inject", "-f", "-"); code != 0 || again != out {
+	if code, again, errs := runIn(t, out, "inject", "-f", "-", "--no-resolve"); code != 0 || again != out {
 		t.Errorf("inject of injected output: exit %d %s\n%s", code, errs, again)
 	}
 
-	code, diff, _ := runIn(t, injectPlainJob, "inject", "-f", "-", "-o", "diff")
+	code, diff, _ := runIn(t, injectPlainJob, "inject", "-f", "-", "-o", "diff", "--no-resolve")
 	if code != 0 || !strings.Contains(diff, "--- a/-\n+++ b/-\n") || !strings.Contains(diff, "+          - name: code-server # added by imagectl inject\n") {
 		t.Errorf("-o diff: exit %d\n%s", code, diff)
 	}
@@ -82,14 +89,12 @@ func TestInjectCLI(t *testing.T) {
 	if err := os.WriteFile(path, []byte(injectPlainJob), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errs := runIn(t, "", "inject", "-f", path, "-i", "--create-secret"); code != 0 || out != "" {
+	if code, out, errs := runIn(t, "", "inject", "-f", path, "-i", "--no-resolve"); code != 0 || out != "" {
 		t.Fatalf("-i: exit %d out %q err %s", code, out, errs)
-	} else if !strings.Contains(errs, "added Secret code-server-password with a random password") {
-		t.Errorf("stderr does not mention the Secret: %s", errs)
 	}
 	injected, _ := os.ReadFile(path)
-	if !strings.Contains(string(injected), "kind: Secret") || !strings.Contains(string(injected), "name: code-server # added by imagectl inject") {
-		t.Errorf("-i did not write the sidecar and Secret:\n%s", injected)
+	if !strings.Contains(string(injected), "name: code-server # added by imagectl inject") {
+		t.Errorf("-i did not write the sidecar:\n%s", injected)
 	}
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
 		t.Errorf("-i changed the mode to %v", st.Mode())
@@ -125,6 +130,11 @@ func TestInjectCLIErrors(t *testing.T) {
 		{"bad port", injectPlainJob, []string{"inject", "-f", "-", "--port", "0"}, 2, "invalid option: port 0"},
 		{"bad quantity", injectPlainJob, []string{"inject", "-f", "-", "--requests", "cpu=lots"}, 2, `requests cpu="lots"`},
 		{"remove with options", injectPlainJob, []string{"inject", "-f", "-", "--remove", "--image", "x"}, 2, "--image does not apply"},
+		{"no-resolve and resolve-digest", injectPlainJob, []string{"inject", "-f", "-", "--no-resolve", "--resolve-digest"}, 2, "drop one of them"},
+		{"create-secret", injectPlainJob, []string{"inject", "-f", "-", "--create-secret"}, 2, "use --secret-file FILE, then kubectl apply --server-side -f FILE"},
+		{"rotate without a file", injectPlainJob, []string{"inject", "-f", "-", "--rotate-password"}, 2, "--rotate-password needs --secret-file"},
+		{"secret file with diff", injectPlainJob, []string{"inject", "-f", "-", "--secret-file", filepath.Join(dir, "pw.yaml"), "-o", "diff"}, 2, "-o diff only shows the change"},
+		{"secret file is the manifest", "", []string{"inject", "-f", cm, "--secret-file", cm}, 2, "is the manifest itself"},
 		{"missing file", "", []string{"inject", "-f", filepath.Join(dir, "nope.yaml")}, 2, "reading "},
 		{"not a Ray kind", "", []string{"inject", "-f", cm, "-i"}, 1, cm + ": no ray.io/v1 RayJob, RayCluster or RayService"},
 		{"invalid YAML", "a: [\n", []string{"inject", "-f", "-"}, 1, "-: document 1: invalid YAML"},
@@ -147,7 +157,7 @@ func TestInjectCLIErrors(t *testing.T) {
 
 func TestInjectCLIWarns(t *testing.T) {
 	job := strings.Replace(injectPlainJob, `    pip: ["debugpy>=1.8.0"]`, `    env_vars: {RAY_DEBUG: legacy}`, 1)
-	code, _, errs := runIn(t, job, "inject", "-f", "-")
+	code, _, errs := runIn(t, job, "inject", "-f", "-", "--no-resolve")
 	if code != 0 {
 		t.Fatalf("exit %d %s", code, errs)
 	}
@@ -156,5 +166,114 @@ func TestInjectCLIWarns(t *testing.T) {
 		if !strings.Contains(errs, w) {
 			t.Errorf("stderr lacks %q:\n%s", w, errs)
 		}
+	}
+}
+
+// TestInjectSecretFile: the password Secret goes to --secret-file (mode
+// 0600, one document), never to stdout, whose first document is the RayJob
+// kubectl ray job submit -f reads; running again keeps the password unless
+// --rotate-password; a file holding anything else is never replaced.
+func TestInjectSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw.yaml")
+	job := strings.Replace(injectPlainJob, "  name: job\n", "  name: job\n  namespace: ml\n", 1)
+	code, out, errs := runIn(t, job, "inject", "-f", "-", "--no-resolve", "--secret-file", pw)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if strings.Contains(out, "kind: Secret") || strings.Contains(out, "password: ") {
+		t.Errorf("stdout holds the Secret:\n%s", out)
+	}
+	var first struct{ Kind string }
+	if err := yaml.Unmarshal([]byte(out), &first); err != nil || first.Kind != "RayJob" {
+		t.Errorf("the first document of stdout is %q (%v), want the RayJob", first.Kind, err)
+	}
+	want := "imagectl: wrote Secret ml/code-server-password to " + pw + " (a new random password); apply it with: kubectl apply --server-side -f " + pw + "\n"
+	if !strings.Contains(errs, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errs)
+	}
+	st, err := os.Stat(pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v, want 0600", pw, st.Mode().Perm())
+	}
+	password := func() string {
+		t.Helper()
+		b, err := os.ReadFile(pw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sec struct {
+			Kind       string
+			Metadata   struct{ Name, Namespace string }
+			StringData map[string]string `json:"stringData"`
+		}
+		if err := yaml.Unmarshal(b, &sec); err != nil {
+			t.Fatal(err)
+		}
+		if sec.Kind != "Secret" || sec.Metadata.Name != "code-server-password" || sec.Metadata.Namespace != "ml" || len(sec.StringData["password"]) < 32 {
+			t.Fatalf("%s holds %+v", pw, sec)
+		}
+		return sec.StringData["password"]
+	}
+	p1 := password()
+
+	if code, _, errs := runIn(t, job, "inject", "-f", "-", "--no-resolve", "--secret-file", pw); code != 0 || !strings.Contains(errs, "(the password it held)") {
+		t.Fatalf("again: exit %d %s", code, errs)
+	}
+	if p2 := password(); p2 != p1 {
+		t.Errorf("re-running inject changed the password")
+	}
+	if code, _, errs := runIn(t, job, "inject", "-f", "-", "--no-resolve", "--secret-file", pw, "--rotate-password"); code != 0 {
+		t.Fatalf("--rotate-password: exit %d %s", code, errs)
+	}
+	if p3 := password(); p3 == p1 {
+		t.Errorf("--rotate-password kept the password")
+	}
+
+	// Never replaces a file holding something else.
+	other := filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(other, []byte(injectPlainJob), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runIn(t, job, "inject", "-f", "-", "--no-resolve", "--secret-file", other)
+	if code != 1 || out != "" || !strings.Contains(errs, "refusing to replace it") {
+		t.Errorf("a manifest as --secret-file: exit %d out %q err %s", code, out, errs)
+	}
+	if b, _ := os.ReadFile(other); string(b) != injectPlainJob {
+		t.Errorf("%s was replaced:\n%s", other, b)
+	}
+}
+
+// TestInjectCLIChoosesPublishedImage: by default inject lists the tags of
+// --repository (an in-process registry here) and takes the newest build for
+// the manifest's Ray minor when its patch has none, and says so.
+func TestInjectCLIChoosesPublishedImage(t *testing.T) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	repo := newRegistry(t) + "/code-server-ray"
+	img, err := testimage.RandomPlatformImage("amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"ray2.46.1", "ray2.46"} {
+		ref, err := name.ParseReference(repo + ":" + tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(ref, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := runIn(t, injectPlainJob, "inject", "-f", "-", "--repository", repo)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if want := "            image: " + repo + ":ray2.46.1\n"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	if want := "imagectl: -: sidecar image " + repo + ":ray2.46.1: no build for Ray 2.46.0 is published in " + repo + "; ray2.46.1 is the newest build for Ray 2.46\n"; errs != want {
+		t.Errorf("stderr %q, want %q", errs, want)
 	}
 }
