@@ -9,8 +9,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/pep440"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
@@ -149,10 +151,30 @@ type Wheel struct {
 	Pythons []string
 }
 
+// manylinuxPlatforms maps each of imagespec.ManylinuxTags to its OCI
+// platform.
+var manylinuxPlatforms = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
+	for _, p := range imagespec.Platforms() {
+		tags, err := imagespec.ManylinuxTags(p)
+		if err != nil {
+			panic(fmt.Sprintf("pypi: imagespec builds %s but has no manylinux tags for it: %v", p, err))
+		}
+		for _, t := range tags {
+			m[t] = p
+		}
+	}
+	return m
+})
+
 // ParseWheel reads a wheel file name
-// {name}-{version}(-{build})?-{python}-{abi}-{platform}.whl. Only glibc Linux
-// amd64/arm64 and pure wheels are of interest; others return ok=false, as do
-// free-threaded (cp313t) and non-CPython wheels.
+// {name}-{version}(-{build})?-{python}-{abi}-{platform}.whl. A wheel
+// installs on a platform imagectl builds when one of its platform tags is
+// among imagespec.ManylinuxTags of that platform (the tags the lock and the
+// build give pip as --platform): a manylinux tag of a glibc newer than the
+// base's, linux_x86_64, musllinux, macosx or win does not count. Pure
+// wheels are also of interest; others return ok=false, as do free-threaded
+// (cp313t) and non-CPython wheels.
 func ParseWheel(filename string) (Wheel, bool) {
 	base, ok := strings.CutSuffix(filename, ".whl")
 	if !ok {
@@ -175,15 +197,10 @@ func ParseWheel(filename string) (Wheel, bool) {
 		return Wheel{}, false
 	}
 	var w Wheel
+	tagPlatforms := manylinuxPlatforms()
 	for _, pt := range platTags {
-		if !strings.HasPrefix(pt, "manylinux") && !strings.HasPrefix(pt, "linux_") {
-			continue // musllinux, macosx, win: not for the Ubuntu-based image
-		}
-		switch {
-		case strings.HasSuffix(pt, "_x86_64"):
-			w.Platforms = appendUnique(w.Platforms, "linux/amd64")
-		case strings.HasSuffix(pt, "_aarch64"):
-			w.Platforms = appendUnique(w.Platforms, "linux/arm64")
+		if p, ok := tagPlatforms[pt]; ok {
+			w.Platforms = appendUnique(w.Platforms, p)
 		}
 	}
 	if len(w.Platforms) == 0 || strings.HasSuffix(abi, "t") {

@@ -23,6 +23,20 @@ func TestParseWheel(t *testing.T) {
 		{"x-1.0-py3-none-any.whl", Wheel{[]string{"any"}, []string{"any"}}, true},
 		{"x-1.0-cp311-abi3-manylinux_2_28_aarch64.whl", Wheel{[]string{"linux/arm64"}, []string{"3.11", "3.12", "3.13", "3.14"}}, true},
 		{"x-1.0-1build-cp310-cp310-manylinux2014_x86_64.whl", Wheel{[]string{"linux/amd64"}, []string{"3.10"}}, true},
+		// Every manylinux tag of the base's glibc (2.39) counts, none newer.
+		{"x-1.0-cp312-cp312-manylinux_2_31_x86_64.whl", Wheel{[]string{"linux/amd64"}, []string{"3.12"}}, true},
+		{"x-1.0-cp312-cp312-manylinux_2_24_aarch64.whl", Wheel{[]string{"linux/arm64"}, []string{"3.12"}}, true},
+		{"x-1.0-cp312-cp312-manylinux_2_39_aarch64.whl", Wheel{[]string{"linux/arm64"}, []string{"3.12"}}, true},
+		{"x-1.0-cp312-cp312-manylinux_2_12_x86_64.manylinux2010_x86_64.whl", Wheel{[]string{"linux/amd64"}, []string{"3.12"}}, true},
+		{"x-1.0-cp312-cp312-manylinux_2_40_x86_64.whl", Wheel{}, false},
+		{"x-1.0-cp312-cp312-manylinux_2_40_aarch64.whl", Wheel{}, false},
+		{"x-1.0-cp312-cp312-manylinux_3_0_x86_64.whl", Wheel{}, false},
+		{"x-1.0-cp312-cp312-manylinux_2_40_x86_64.manylinux_2_28_aarch64.whl", Wheel{[]string{"linux/arm64"}, []string{"3.12"}}, true},
+		// aarch64 has no manylinux policy before 2014 (glibc 2.17).
+		{"x-1.0-cp312-cp312-manylinux_2_12_aarch64.whl", Wheel{}, false},
+		// pip, given --platform manylinux tags, never takes these.
+		{"x-1.0-cp312-cp312-linux_x86_64.whl", Wheel{}, false},
+		{"x-1.0-cp312-cp312-manylinux_2_31_armv7l.whl", Wheel{}, false},
 		{"ray-2.46.0-cp312-cp312-macosx_12_0_arm64.whl", Wheel{}, false},
 		{"ray-2.46.0-cp312-cp312-win_amd64.whl", Wheel{}, false},
 		{"x-1.0-cp312-cp312-musllinux_1_1_x86_64.whl", Wheel{}, false},

@@ -143,6 +143,14 @@ func (f *Fake) SHA256(filename string) string {
 	return hex.EncodeToString(s[:])
 }
 
+// FileURL returns the URL of the file named filename as served now by a
+// server of the fake at base (httptest.Server.URL).
+func (f *Fake) FileURL(base, filename string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fileURL(strings.TrimRight(base, "/"), filename, f.content[filename])
+}
+
 // ServeHTTP implements http.Handler.
 func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
