@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/upstream/pip"
 	"github.com/imagectl/imagectl/upstream/pypi"
 )
 
@@ -37,6 +39,27 @@ func TestServeSimpleIndex(t *testing.T) {
 		"linux/amd64": {"3.11", "3.12"}, "linux/arm64": {"3.11", "3.12"}}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ray from the fixture index (-want +got):\n%s", diff)
+	}
+	// pip (the lock, and the build's wheels stage) reads the same JSON
+	// form: its file URLs are relative to the page.
+	l := pip.New(pip.WithTimeout(20*time.Second), pip.WithRetries(0))
+	if _, err := l.Check(context.Background()); err != nil {
+		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
+			t.Fatal(err)
+		}
+		t.Logf("not locking with pip: %v", err)
+	} else {
+		ds, err := l.Lock(context.Background(), catalog.LockRequest{Requirements: []string{"aiohttp==3.9.5"}, Python: "3.12", Platform: "linux/amd64", Index: srv.URL + "/simple"})
+		if err != nil {
+			t.Fatalf("pip against the fixture index: %v", err)
+		}
+		var files []string
+		for _, d := range ds {
+			files = append(files, d.URL)
+		}
+		if diff := cmp.Diff([]string{srv.URL + "/files/aiohttp-3.9.5-py3-none-any.whl", srv.URL + "/files/aiosignal-1.3.1-py3-none-any.whl", srv.URL + "/files/frozenlist-1.4.1-cp312-cp312-manylinux2014_x86_64.whl"}, files); diff != "" {
+			t.Errorf("pip's closure of aiohttp (-want +got):\n%s", diff)
+		}
 	}
 	resp, err := http.Get(srv.URL + "/simple/ray/")
 	if err != nil {
