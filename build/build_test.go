@@ -112,6 +112,17 @@ func TestRender(t *testing.T) {
 			t.Errorf("rendered definition lacks %q", want)
 		}
 	}
+	// The wheels stage's --platform tags are the base's manylinux tags,
+	// the lock's (upstream/pip) and the catalog's (upstream/pypi).
+	for platform, arch := range map[string]string{"linux/amd64": "X86_64", "linux/arm64": "AARCH64"} {
+		tags, err := imagespec.ManylinuxTags(platform)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `ARG PIP_PLATFORMS_` + arch + `="` + strings.Join(tags, ",") + `"`; !strings.Contains(string(got), want+"\n") {
+			t.Errorf("rendered definition lacks %q", want)
+		}
+	}
 	sa := map[string]string{"x86_64": strings.Repeat("b", 64), "aarch64": strings.Repeat("c", 64)}
 	saURL := "https://example.com/cpython-3.12.11-{arch}-unknown-linux-gnu-install_only.tar.gz"
 	https, err := Render(def, Params{ToolsImage: "python:3.12-slim", PackageIndex: "https://pypi.org/simple",
@@ -181,7 +192,7 @@ func TestRender(t *testing.T) {
 		"ftp":                 {def, Params{ToolsImage: "x", PackageIndex: "ftp://h/simple", PythonRuntime: "base"}},
 		"quote injection":     {def, Params{ToolsImage: `x" \` + "\nRUN evil", PackageIndex: "https://pypi.org/simple", PythonRuntime: "base"}},
 		"ARG only in a stage": {[]byte("FROM x\nARG TOOLS_IMAGE\n"), Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple", PythonRuntime: "base"}},
-		"ARG twice": {[]byte("ARG TOOLS_IMAGE\nARG TOOLS_IMAGE\nARG PIP_INDEX_URL\nARG PIP_TRUSTED_HOST\nARG PYTHON_RUNTIME\nARG PYTHON_STANDALONE_URL\nARG PYTHON_STANDALONE_SHA256_X86_64\nARG PYTHON_STANDALONE_SHA256_AARCH64\n"),
+		"ARG twice": {[]byte("ARG TOOLS_IMAGE\nARG TOOLS_IMAGE\nARG PIP_INDEX_URL\nARG PIP_TRUSTED_HOST\nARG PIP_PLATFORMS_X86_64\nARG PIP_PLATFORMS_AARCH64\nARG PYTHON_RUNTIME\nARG PYTHON_STANDALONE_URL\nARG PYTHON_STANDALONE_SHA256_X86_64\nARG PYTHON_STANDALONE_SHA256_AARCH64\n"),
 			Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple", PythonRuntime: "base"}},
 	}
 	for name, c := range errCases {

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Params are the values rendered into the definition as ARG defaults, so
@@ -92,6 +94,17 @@ func globalArgs(p Params) (map[string]string, error) {
 		"PYTHON_STANDALONE_SHA256_X86_64":  "",
 		"PYTHON_STANDALONE_SHA256_AARCH64": "",
 	}
+	for _, platform := range imagespec.Platforms() {
+		arch, ok := imagespec.WheelArch(platform)
+		if !ok {
+			return nil, fmt.Errorf("render: platform %s has no wheel architecture", platform)
+		}
+		tags, err := imagespec.ManylinuxTags(platform)
+		if err != nil {
+			return nil, fmt.Errorf("render: %w", err)
+		}
+		vals["PIP_PLATFORMS_"+strings.ToUpper(arch)] = strings.Join(tags, ",")
+	}
 	switch p.PythonRuntime {
 	case PythonRuntimeBase:
 	case PythonRuntimeStandalone:
@@ -120,7 +133,9 @@ func globalArgs(p Params) (map[string]string, error) {
 
 // Render returns definition with the global ARGs (declared before the first
 // FROM) TOOLS_IMAGE, PIP_INDEX_URL, PIP_TRUSTED_HOST, PYTHON_RUNTIME and
-// PYTHON_STANDALONE_* given defaults from p; stages re-declare them as plain
+// PYTHON_STANDALONE_* given defaults from p, and PIP_PLATFORMS_X86_64 and
+// PIP_PLATFORMS_AARCH64 the comma-separated imagespec.ManylinuxTags of
+// linux/amd64 and linux/arm64; stages re-declare them as plain
 // "ARG NAME" and so inherit the defaults. Each must be declared exactly once
 // in the global scope. PIP_TRUSTED_HOST is set only for a plain-HTTP index.
 // The ExtensionsMarker line, which must appear exactly once, becomes one

@@ -66,9 +66,9 @@ func newFakePyPI(opts ...fakepypi.Option) *fakepypi.Fake {
 	return fakepypi.New(pypiProjects(), opts...)
 }
 
-// rayJSON is the fake's /pypi/ray/json body.
-func rayJSON() []byte {
-	b, _ := newFakePyPI().ProjectJSON("ray")
+// raySimpleJSON is the fake's /simple/ray/ body in its JSON form.
+func raySimpleJSON() []byte {
+	b, _ := newFakePyPI().SimpleJSON("http://pypi.invalid", "ray")
 	return b
 }
 
@@ -215,17 +215,18 @@ func TestRefreshFaults(t *testing.T) {
 				return true
 			},
 			opts:    []httpx.Option{httpx.WithRetries(2)},
-			wantErr: "/pypi/ray/json: HTTP 500",
+			wantErr: "/simple/ray/: HTTP 500",
 		},
 		{
 			name: "truncated body",
 			fault: func(w http.ResponseWriter, r *http.Request, n int) bool {
-				b := rayJSON()
+				b := raySimpleJSON()
+				w.Header().Set("Content-Type", "application/vnd.pypi.simple.v1+json")
 				w.Header().Set("Content-Length", fmt.Sprint(len(b)))
 				w.Write(b[:len(b)/2])
 				return true
 			},
-			wantErr: "/pypi/ray/json",
+			wantErr: "/simple/ray/",
 		},
 		{
 			name: "HTML page with status 200",
@@ -234,7 +235,7 @@ func TestRefreshFaults(t *testing.T) {
 				w.Write([]byte("<!DOCTYPE html><html><body>Sign in to the Wi-Fi</body></html>"))
 				return true
 			},
-			wantErr: "/pypi/ray/json: got an HTML page, expected JSON",
+			wantErr: `/simple/ray/ answered Content-Type "text/html", want application/vnd.pypi.simple.v1+json`,
 		},
 		{
 			name: "timeout",
@@ -246,7 +247,7 @@ func TestRefreshFaults(t *testing.T) {
 				return true
 			},
 			opts:    []httpx.Option{httpx.WithTimeout(100 * time.Millisecond), httpx.WithRetries(1)},
-			wantErr: "/pypi/ray/json",
+			wantErr: "/simple/ray/",
 		},
 	}
 	for _, tc := range tests {

@@ -15,6 +15,9 @@
 //     reader;
 //   - the OCI platform to VS Code target platform map (VSCodeTarget,
 //     Platforms);
+//   - the base's glibc (BaseGlibcMajor, BaseGlibcMinor) and the wheel
+//     platform tags it installs (ManylinuxTags, WheelArch), which the lock,
+//     the build and the catalog's wheel reading share;
 //   - what an attestation manifest in an index is (IsAttestationManifest,
 //     AttestationSubject);
 //   - rendered tags with their floating flag (Tags): build --push and

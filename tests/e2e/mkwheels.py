@@ -37,7 +37,9 @@ what locking (imagectl matrix refresh) and the SBOM must find.
 
 usage: mkwheels.py [--add aiosignal==1.3.2] [--swap PROJECT] OUTDIR
     -> OUTDIR/files/*.whl, OUTDIR/simple/<project>/index.html (with #sha256=),
-       OUTDIR/pypi/<project>/json (the PyPI JSON API's shape, for matrix refresh)
+       OUTDIR/simple/<project>/index.json (the Simple API's JSON form, PEP 691
+       with PEP 700's versions, for matrix refresh; fakeupstream serve answers
+       it to Accept: application/vnd.pypi.simple.v1+json)
 
 --add adds another release of a pure fixture project (aiosignal, click,
 colorful, aiohttp): a transitive bump. --swap rebuilds PROJECT's wheels under
@@ -235,7 +237,7 @@ def main(outdir, adds=(), swaps=()):
 
 def write_index(outdir, made):
     """Writes the PEP 503 index of made ({project: [wheel file names]}) and
-    the PyPI JSON API's /pypi/<project>/json."""
+    each project page's PEP 691 JSON form."""
     simple = os.path.join(outdir, "simple")
     os.makedirs(simple, exist_ok=True)
     with open(os.path.join(simple, "index.html"), "w") as f:
@@ -255,22 +257,29 @@ def write_index(outdir, made):
                 f.write(f'<a href="../../files/{fn}#sha256={h}">{fn}</a>\n')
             f.write("</body></html>\n")
         os.replace(tmp, os.path.join(d, "index.html"))
-        # GET /pypi/<project>/json as PyPI answers it (the fields refresh reads).
-        releases = {}
+        # GET /simple/<project>/ in its JSON form (PEP 691, with PEP 700's
+        # versions; what matrix refresh reads, and pip prefers): served by
+        # fakeupstream serve when the Accept header asks for it.
+        entries, versions = [], set()
         for fn in sorted(files):
             version = fn.split("-")[1]
+            versions.add(version)
             with open(os.path.join(outdir, "files", fn), "rb") as w:
-                h = hashlib.sha256(w.read()).hexdigest()
-            releases.setdefault(version, []).append({
-                "filename": fn, "packagetype": "bdist_wheel", "python_version": fn.split("-")[-3],
-                "requires_python": None, "yanked": False, "digests": {"sha256": h}, "url": "../../files/" + fn,
+                data = w.read()
+            entries.append({
+                "filename": fn, "url": "../../files/" + fn, "hashes": {"sha256": hashlib.sha256(data).hexdigest()},
+                "requires-python": None, "size": len(data), "upload-time": "2025-01-01T00:00:00.000000Z",
+                "yanked": False, "core-metadata": False, "data-dist-info-metadata": False,
             })
-        jd = os.path.join(outdir, "pypi", project)
-        os.makedirs(jd, exist_ok=True)
-        with open(os.path.join(jd, "json.tmp"), "w") as f:
-            json.dump({"info": {"name": project, "requires_python": None}, "releases": releases}, f, indent=1, sort_keys=True)
-        os.replace(os.path.join(jd, "json.tmp"), os.path.join(jd, "json"))
-
+        doc = {
+            "meta": {"api-version": "1.1"}, "name": project,
+            "versions": sorted(versions, key=lambda v: [int(p) for p in v.split(".")]),
+            "files": entries,
+        }
+        tmp = os.path.join(d, "index.json.tmp")
+        with open(tmp, "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=True)
+        os.replace(tmp, os.path.join(d, "index.json"))
 
 if __name__ == "__main__":
     import argparse

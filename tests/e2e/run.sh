@@ -374,8 +374,8 @@ smoke_left
 # --- 13. Python lock and SBOM (issue 13) -----------------------------------------
 # A second fixture index of its own (the sections above keep theirs), with
 # the transitive dependencies aiohttp -> aiosignal (py3-none-any) and
-# frozenlist (one platform wheel per architecture), and the PyPI JSON API
-# refresh reads. matrix refresh locks the closure with pip against it; the
+# frozenlist (one platform wheel per architecture), and the Simple API's
+# JSON form refresh reads. matrix refresh locks the closure with pip against it; the
 # build installs exactly that; each platform's SBOM is scanned from the image;
 # a wheel swapped after locking fails the build in one line; a transitive
 # bump gives exactly one plan reason and one rebuilt entry. Its own

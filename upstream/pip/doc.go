@@ -4,11 +4,12 @@
 //
 //	python3 -m pip --isolated install --dry-run --report FILE --ignore-installed
 //	    --target TMP --only-binary=:all: --implementation cp
-//	    --python-version 3.12 --platform manylinux_2_28_aarch64 --platform manylinux2014_aarch64
-//	    --index-url INDEX  'ray[default]==2.46.0' 'debugpy==1.8.14'
+//	    --python-version 3.12 --platform manylinux_2_39_aarch64 ... --platform manylinux_2_17_aarch64
+//	    --platform manylinux2014_aarch64 --index-url INDEX  'ray[default]==2.46.0' 'debugpy==1.8.14'
 //
-// with the same platform flags the build uses (dockerfiles/Dockerfile, wheels
-// stage), and reads name, version, wheel URL and sha256 of every
+// with the platform tags the build uses (imagespec.ManylinuxTags, every
+// manylinux tag of the base's glibc: pip matches --platform literally), and
+// reads name, version, wheel URL and sha256 of every
 // distribution from the installation report (pip >= 22.2). --target is what
 // pip 23.0 (Debian bookworm's python3-pip) needs before it accepts platform
 // flags; with --dry-run nothing is written there, and no environment is

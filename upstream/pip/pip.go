@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -104,23 +105,15 @@ func (l *Locker) Check(ctx context.Context) (string, error) {
 	return v, nil
 }
 
-// PlatformTags are the --platform values pip is given for an OCI platform:
-// exactly those of the build (dockerfiles/Dockerfile, wheels stage).
-func PlatformTags(platform string) ([]string, error) {
-	arch, ok := catalog.RuntimeArch(platform)
-	if !ok {
-		return nil, fmt.Errorf("platform %q: want linux/amd64 or linux/arm64", platform)
-	}
-	return []string{"manylinux_2_28_" + arch, "manylinux2014_" + arch}, nil
-}
-
 // Args returns pip's arguments (after the command) that lock req, writing
 // the report to report; target is an empty scratch directory.
 func (l *Locker) Args(req catalog.LockRequest, report, target string) ([]string, error) {
 	if _, ok := catalog.PythonMinor(req.Python); !ok {
 		return nil, fmt.Errorf("python %q: want a CPython minor version such as 3.12", req.Python)
 	}
-	tags, err := PlatformTags(req.Platform)
+	// The base's wheel platform tags, as the build passes them
+	// (dockerfiles/Dockerfile, wheels stage, PIP_PLATFORMS_<ARCH>).
+	tags, err := imagespec.ManylinuxTags(req.Platform)
 	if err != nil {
 		return nil, err
 	}

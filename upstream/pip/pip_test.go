@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,7 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
-	"github.com/imagectl/imagectl/dockerfiles"
+	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -146,27 +147,6 @@ func TestHashMismatches(t *testing.T) {
 	}
 }
 
-// TestPlatformTagsMatchTheBuild keeps the lock and the build on the same
-// wheels: every --platform the locker passes appears in the definition.
-func TestPlatformTagsMatchTheBuild(t *testing.T) {
-	def := string(dockerfiles.Dockerfile())
-	for _, p := range []string{"linux/amd64", "linux/arm64"} {
-		tags, err := PlatformTags(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		arch, _ := catalog.RuntimeArch(p)
-		for _, tag := range tags {
-			if !strings.Contains(def, `--platform "`+strings.ReplaceAll(tag, arch, "$arch")+`"`) {
-				t.Errorf("the definition's wheels stage does not pass --platform %s (as $arch) for %s", tag, p)
-			}
-		}
-	}
-	if _, err := PlatformTags("linux/s390x"); err == nil {
-		t.Error("PlatformTags(linux/s390x) succeeded")
-	}
-}
-
 func TestArgs(t *testing.T) {
 	l := New(WithTimeout(30*time.Second), WithRetries(2))
 	req := catalog.LockRequest{Requirements: []string{"ray[default]==2.46.0", "debugpy==1.8.14"}, Python: "3.12", Platform: "linux/arm64", Index: "http://127.0.0.1:8080/simple"}
@@ -174,7 +154,14 @@ func TestArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "--isolated --no-input --disable-pip-version-check --quiet --timeout 30 --retries 2 install --dry-run --report /r.json --ignore-installed --target /t --no-cache-dir --only-binary=:all: --implementation cp --python-version 3.12 --platform manylinux_2_28_aarch64 --platform manylinux2014_aarch64 --index-url http://127.0.0.1:8080/simple --trusted-host 127.0.0.1 ray[default]==2.46.0 debugpy==1.8.14"
+	// Every manylinux tag of the base's glibc 2.39 on aarch64, newest
+	// first, down to manylinux_2_17 and its alias manylinux2014.
+	platforms := ""
+	for minor := 39; minor >= 17; minor-- {
+		platforms += fmt.Sprintf(" --platform manylinux_2_%d_aarch64", minor)
+	}
+	platforms += " --platform manylinux2014_aarch64"
+	want := "--isolated --no-input --disable-pip-version-check --quiet --timeout 30 --retries 2 install --dry-run --report /r.json --ignore-installed --target /t --no-cache-dir --only-binary=:all: --implementation cp --python-version 3.12" + platforms + " --index-url http://127.0.0.1:8080/simple --trusted-host 127.0.0.1 ray[default]==2.46.0 debugpy==1.8.14"
 	if diff := cmp.Diff(want, strings.Join(got, " ")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -280,6 +267,46 @@ func TestLockWithRealPip(t *testing.T) {
 	_, err = l.Lock(ctx, catalog.LockRequest{Requirements: []string{"click==8.1.8"}, Python: "3.12", Platform: "linux/amd64", Index: u + "/simple"})
 	if err == nil || errors.As(err, &be) {
 		t.Errorf("unreachable index: err = %v, want a plain error", err)
+	}
+}
+
+// TestLockTakesEveryManylinuxTagOfTheBase locks, with the machine's pip
+// against the fake PyPI, a project whose only wheel per architecture is
+// tagged manylinux_2_31 (a glibc older than the base's 2.39, neither
+// manylinux_2_28 nor manylinux2014): it is locked. One tagged only
+// manylinux_2_40 (newer than the base's glibc) is blocked.
+func TestLockTakesEveryManylinuxTagOfTheBase(t *testing.T) {
+	l := requirePip(t)
+	f := fakepypi.New([]fakepypi.Project{
+		{Name: "glibcfit", Releases: map[string][]fakepypi.File{"1.0": {
+			fakepypi.Wheel("glibcfit-1.0-cp312-cp312-manylinux_2_31_x86_64.whl"),
+			fakepypi.Wheel("glibcfit-1.0-cp312-cp312-manylinux_2_31_aarch64.whl"),
+		}}},
+		{Name: "glibcnew", Releases: map[string][]fakepypi.File{"1.0": {
+			fakepypi.Wheel("glibcnew-1.0-cp312-cp312-manylinux_2_40_x86_64.whl"),
+			fakepypi.Wheel("glibcnew-1.0-cp312-cp312-manylinux_2_40_aarch64.whl"),
+		}}},
+	})
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	ctx := context.Background()
+	for _, tc := range []struct{ platform, arch string }{{"linux/amd64", "x86_64"}, {"linux/arm64", "aarch64"}} {
+		t.Run(tc.arch, func(t *testing.T) {
+			got, err := l.Lock(ctx, catalog.LockRequest{Requirements: []string{"glibcfit==1.0"}, Python: "3.12", Platform: tc.platform, Index: srv.URL + "/simple"})
+			if err != nil {
+				t.Fatalf("locking the manylinux_2_31 wheel: %v", err)
+			}
+			file := "glibcfit-1.0-cp312-cp312-manylinux_2_31_" + tc.arch + ".whl"
+			want := []catalog.Distribution{{Name: "glibcfit", Version: "1.0", Filename: file, URL: f.FileURL(srv.URL, file), SHA256: f.SHA256(file)}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("closure (-want +got):\n%s", diff)
+			}
+			_, err = l.Lock(ctx, catalog.LockRequest{Requirements: []string{"glibcnew==1.0"}, Python: "3.12", Platform: tc.platform, Index: srv.URL + "/simple"})
+			var be *catalog.BlockedError
+			if !errors.As(err, &be) || be.Blocked.Distribution != "glibcnew" {
+				t.Errorf("manylinux_2_40 only: err = %v, want blocked by glibcnew", err)
+			}
+		})
 	}
 }
 

@@ -4,27 +4,36 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/pep440"
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
 // DefaultBaseURL is the public PyPI.
 const DefaultBaseURL = "https://pypi.org"
 
-// maxBody bounds a JSON API answer (ray's is several MB).
+// SimpleJSON is the media type of the Simple API's JSON form, version 1
+// (PEP 691): what Releases asks for and accepts.
+const SimpleJSON = "application/vnd.pypi.simple.v1+json"
+
+// maxBody bounds a project page (ray's lists some thousands of files).
 const maxBody = 128 << 20
 
 // maxABI3Minor is the highest CPython minor an abi3 wheel is assumed to cover.
 const maxABI3Minor = 14
 
-// Client reads the PyPI JSON API.
+// Client reads the Simple API of a PyPI-like index.
 type Client struct {
 	base string
 	hc   *http.Client
@@ -33,7 +42,8 @@ type Client struct {
 // Option configures New.
 type Option func(*Client)
 
-// WithBaseURL sets the PyPI base URL (default DefaultBaseURL).
+// WithBaseURL sets the PyPI base URL (default DefaultBaseURL); project
+// pages are {base}/simple/{project}/.
 func WithBaseURL(u string) Option { return func(c *Client) { c.base = strings.TrimRight(u, "/") } }
 
 // WithHTTPClient sets the HTTP client (default httpx.New()).
@@ -51,68 +61,196 @@ func New(opts ...Option) *Client {
 	return c
 }
 
-// projectJSON is the part of /pypi/{project}/json imagectl reads.
-type projectJSON struct {
-	Info struct {
-		Name           string `json:"name"`
-		RequiresPython string `json:"requires_python"`
-	} `json:"info"`
-	Releases map[string][]fileJSON `json:"releases"`
+// simpleProject is the part of a PEP 691 project page imagectl reads.
+type simpleProject struct {
+	Meta struct {
+		APIVersion string `json:"api-version"`
+	} `json:"meta"`
+	Name string `json:"name"`
+	// Versions is PEP 700's list of the project's versions (api-version
+	// 1.1 and later); nil when the key is absent.
+	Versions []string     `json:"versions"`
+	Files    []simpleFile `json:"files"`
 }
 
-type fileJSON struct {
-	Filename       string `json:"filename"`
-	PackageType    string `json:"packagetype"`
-	RequiresPython string `json:"requires_python"`
-	Yanked         bool   `json:"yanked"`
+// simpleFile is one entry of a project page's files.
+type simpleFile struct {
+	Filename       string  `json:"filename"`
+	RequiresPython *string `json:"requires-python"`
+	// Yanked is false, true, or the reason (a string, which means yanked).
+	Yanked json.RawMessage `json:"yanked"`
+}
+
+// yanked reads a file's PEP 691 yanked value.
+func (f simpleFile) yanked() (bool, error) {
+	if len(f.Yanked) == 0 || string(f.Yanked) == "null" {
+		return false, nil
+	}
+	var b bool
+	if err := json.Unmarshal(f.Yanked, &b); err == nil {
+		return b, nil
+	}
+	var reason string
+	if err := json.Unmarshal(f.Yanked, &reason); err != nil {
+		return false, fmt.Errorf("file %s: yanked is %s, want a boolean or a reason string", f.Filename, f.Yanked)
+	}
+	return true, nil
+}
+
+// checkAPIVersion accepts a Simple API version 1.x with PEP 700's
+// versions (1.1 and later).
+func checkAPIVersion(v string) error {
+	major, minor, ok := strings.Cut(v, ".")
+	maj, err1 := strconv.Atoi(major)
+	mnr, err2 := strconv.Atoi(minor)
+	if !ok || err1 != nil || err2 != nil {
+		return fmt.Errorf("meta.api-version %q is not MAJOR.MINOR (PEP 629)", v)
+	}
+	if maj != 1 {
+		return fmt.Errorf("meta.api-version %s: want major version 1 of the Simple API (PEP 691)", v)
+	}
+	if mnr < 1 {
+		return fmt.Errorf("meta.api-version %s: want 1.1 or later (PEP 700 versions)", v)
+	}
+	return nil
 }
 
 // Releases returns every release of project with the Pythons its wheels
-// cover per platform. Releases without files are left out.
+// cover per platform, from the project's Simple API page in its JSON form
+// (GET {base}/simple/{normalized project}/ with Accept: SimpleJSON): PEP
+// 700's versions, and each file's filename, requires-python and yanked
+// (PEP 691). Releases none of whose files could be attributed to them are
+// left out.
 func (c *Client) Releases(ctx context.Context, project string) ([]catalog.PythonPackage, error) {
-	u := c.base + "/pypi/" + url.PathEscape(project) + "/json"
-	resp, err := httpx.Get(ctx, c.hc, u, http.Header{"Accept": {"application/json"}})
+	name := catalog.NormalizeName(project)
+	u := c.base + "/simple/" + url.PathEscape(name) + "/"
+	resp, err := httpx.Get(ctx, c.hc, u, http.Header{"Accept": {SimpleJSON}})
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !isSimpleJSON(ct) {
+		return nil, fmt.Errorf("%s answered Content-Type %q, want %s (the Simple API's JSON form, PEP 691)", safetext.URL(u), ct, SimpleJSON)
+	}
 	b, err := httpx.ReadJSONBody(resp.Body, u, maxBody)
 	if err != nil {
 		return nil, err
 	}
-	var p projectJSON
+	var p simpleProject
 	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", u, err)
+		return nil, fmt.Errorf("decoding %s: %w", safetext.URL(u), err)
 	}
-	if p.Releases == nil {
-		return nil, fmt.Errorf("decoding %s: no \"releases\" object (not a PyPI JSON API answer?)", u)
+	if err := checkAPIVersion(p.Meta.APIVersion); err != nil {
+		return nil, fmt.Errorf("%s: %w", safetext.URL(u), err)
+	}
+	if p.Versions == nil {
+		return nil, fmt.Errorf("%s: no \"versions\" list (PEP 700)", safetext.URL(u))
+	}
+	if p.Files == nil {
+		return nil, fmt.Errorf("%s: no \"files\" list (PEP 691)", safetext.URL(u))
+	}
+	files := map[string][]simpleFile{}
+	for _, f := range p.Files {
+		if v, ok := fileVersion(f.Filename, name, p.Versions); ok {
+			files[v] = append(files[v], f)
+		}
 	}
 	var out []catalog.PythonPackage
-	for version, files := range p.Releases {
-		if len(files) == 0 {
+	for _, version := range p.Versions {
+		if len(files[version]) == 0 {
 			continue
 		}
 		if _, err := pep440.Parse(version); err != nil {
 			continue // not a PEP 440 version imagectl can order; never picked
 		}
-		out = append(out, release(version, files))
+		r, err := release(version, files[version])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", safetext.URL(u), err)
+		}
+		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return catalog.ComparePythonVersions(out[i].Version, out[j].Version) > 0 })
 	return out, nil
 }
 
-func release(version string, files []fileJSON) catalog.PythonPackage {
+// isSimpleJSON reports whether a Content-Type is SimpleJSON (parameters
+// such as charset aside).
+func isSimpleJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == SimpleJSON
+}
+
+// fileVersion returns the entry of versions a file of the project named
+// name (normalized) belongs to: a wheel's version field
+// ({name}-{version}-...whl); for another file (an sdist {name}-{version}.tar.gz,
+// an egg {name}-{version}-py3.9.egg) the longest version that follows a
+// '-' after the name and is followed by '.', '-' or nothing. Versions
+// spelled differently (1.0 and 1.0.0) are the same PEP 440 version.
+func fileVersion(filename, name string, versions []string) (string, bool) {
+	if base, ok := strings.CutSuffix(filename, ".whl"); ok {
+		parts := strings.Split(base, "-")
+		if (len(parts) != 5 && len(parts) != 6) || catalog.NormalizeName(parts[0]) != name {
+			return "", false
+		}
+		return matchVersion(parts[1], versions)
+	}
+	best := ""
+	for i := strings.IndexByte(filename, '-'); i >= 0; i = nextDash(filename, i) {
+		if catalog.NormalizeName(filename[:i]) != name {
+			continue
+		}
+		rest := filename[i+1:]
+		for _, v := range versions {
+			if len(v) > len(best) && strings.HasPrefix(rest, v) && (len(rest) == len(v) || rest[len(v)] == '.' || rest[len(v)] == '-') {
+				best = v
+			}
+		}
+	}
+	return best, best != ""
+}
+
+func nextDash(s string, i int) int {
+	j := strings.IndexByte(s[i+1:], '-')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
+}
+
+// matchVersion returns the entry of versions that is v, as a string or as
+// a PEP 440 version.
+func matchVersion(v string, versions []string) (string, bool) {
+	if slices.Contains(versions, v) {
+		return v, true
+	}
+	pv, err := pep440.Parse(v)
+	if err != nil {
+		return "", false
+	}
+	for _, c := range versions {
+		if pc, err := pep440.Parse(c); err == nil && pc.Equal(pv) {
+			return c, true
+		}
+	}
+	return "", false
+}
+
+func release(version string, files []simpleFile) (catalog.PythonPackage, error) {
 	sort.Slice(files, func(i, j int) bool { return files[i].Filename < files[j].Filename })
 	r := catalog.PythonPackage{Version: version, PreRelease: catalog.IsPythonPreRelease(version), Yanked: true}
 	pythons := map[string]map[string]bool{}
 	for _, f := range files {
-		if !f.Yanked {
+		yanked, err := f.yanked()
+		if err != nil {
+			return catalog.PythonPackage{}, err
+		}
+		if !yanked {
 			r.Yanked = false
 		}
-		if r.RequiresPython == "" && f.RequiresPython != "" {
-			r.RequiresPython = f.RequiresPython
+		if r.RequiresPython == "" && f.RequiresPython != nil {
+			r.RequiresPython = *f.RequiresPython
 		}
-		if f.Yanked {
+		if yanked {
 			continue
 		}
 		w, ok := ParseWheel(f.Filename)
@@ -137,7 +275,7 @@ func release(version string, files []fileJSON) catalog.PythonPackage {
 			slices.SortFunc(r.Pythons[plat], catalog.ComparePythons)
 		}
 	}
-	return r
+	return r, nil
 }
 
 // Wheel is what a wheel file name says about where it installs.
@@ -149,10 +287,30 @@ type Wheel struct {
 	Pythons []string
 }
 
+// manylinuxPlatforms maps each of imagespec.ManylinuxTags to its OCI
+// platform.
+var manylinuxPlatforms = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
+	for _, p := range imagespec.Platforms() {
+		tags, err := imagespec.ManylinuxTags(p)
+		if err != nil {
+			panic(fmt.Sprintf("pypi: imagespec builds %s but has no manylinux tags for it: %v", p, err))
+		}
+		for _, t := range tags {
+			m[t] = p
+		}
+	}
+	return m
+})
+
 // ParseWheel reads a wheel file name
-// {name}-{version}(-{build})?-{python}-{abi}-{platform}.whl. Only glibc Linux
-// amd64/arm64 and pure wheels are of interest; others return ok=false, as do
-// free-threaded (cp313t) and non-CPython wheels.
+// {name}-{version}(-{build})?-{python}-{abi}-{platform}.whl. A wheel
+// installs on a platform imagectl builds when one of its platform tags is
+// among imagespec.ManylinuxTags of that platform (the tags the lock and the
+// build give pip as --platform): a manylinux tag of a glibc newer than the
+// base's, linux_x86_64, musllinux, macosx or win does not count. Pure
+// wheels are also of interest; others return ok=false, as do free-threaded
+// (cp313t) and non-CPython wheels.
 func ParseWheel(filename string) (Wheel, bool) {
 	base, ok := strings.CutSuffix(filename, ".whl")
 	if !ok {
@@ -175,15 +333,10 @@ func ParseWheel(filename string) (Wheel, bool) {
 		return Wheel{}, false
 	}
 	var w Wheel
+	tagPlatforms := manylinuxPlatforms()
 	for _, pt := range platTags {
-		if !strings.HasPrefix(pt, "manylinux") && !strings.HasPrefix(pt, "linux_") {
-			continue // musllinux, macosx, win: not for the Ubuntu-based image
-		}
-		switch {
-		case strings.HasSuffix(pt, "_x86_64"):
-			w.Platforms = appendUnique(w.Platforms, "linux/amd64")
-		case strings.HasSuffix(pt, "_aarch64"):
-			w.Platforms = appendUnique(w.Platforms, "linux/arm64")
+		if p, ok := tagPlatforms[pt]; ok {
+			w.Platforms = appendUnique(w.Platforms, p)
 		}
 	}
 	if len(w.Platforms) == 0 || strings.HasSuffix(abi, "t") {

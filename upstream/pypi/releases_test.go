@@ -12,17 +12,25 @@ import (
 	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 )
 
-// Releases against the fake PyPI (the real JSON API shape): Pythons per
-// platform from the wheel names, yanked and pre-releases marked, empty
-// releases and versions imagectl cannot order left out, newest first.
-func TestReleasesFromJSONAPI(t *testing.T) {
-	f := fakepypi.New([]fakepypi.Project{{Name: "ray", RequiresPython: ">=3.9", Releases: map[string][]fakepypi.File{
+// Releases against the fake PyPI (the Simple API's JSON form as warehouse
+// writes it): Pythons per platform from the wheel names, yanked and
+// pre-releases marked, empty releases and versions imagectl cannot order
+// left out, newest first; one request, for the normalized project page.
+func TestReleasesFromSimpleAPI(t *testing.T) {
+	f := fakepypi.New([]fakepypi.Project{{Name: "Ray", RequiresPython: ">=3.9", Releases: map[string][]fakepypi.File{
 		"2.46.0": {
 			fakepypi.Wheel("ray-2.46.0-cp311-cp311-manylinux2014_x86_64.whl"),
 			fakepypi.Wheel("ray-2.46.0-cp312-cp312-manylinux2014_x86_64.whl"),
 			fakepypi.Wheel("ray-2.46.0-cp312-cp312-manylinux2014_aarch64.whl"),
 			fakepypi.Wheel("ray-2.46.0-cp312-cp312-macosx_12_0_arm64.whl"),
 			fakepypi.Yanked("ray-2.46.0-cp310-cp310-manylinux2014_x86_64.whl"),
+			// Only a glibc newer than the base's: not installable.
+			fakepypi.Wheel("ray-2.46.0-cp313-cp313-manylinux_2_40_x86_64.whl"),
+			{Filename: "ray-2.46.0.tar.gz"},
+		},
+		"2.45.0": {
+			fakepypi.Wheel("ray-2.45.0-cp312-cp312-manylinux_2_31_aarch64.whl"),
+			fakepypi.Wheel("ray-2.45.0-cp311-cp311-manylinux_2_24_x86_64.whl"),
 		},
 		"2.47.0rc1": {fakepypi.Wheel("ray-2.47.0rc1-cp312-cp312-manylinux2014_x86_64.whl")},
 		"2.40.0":    {fakepypi.Yanked("ray-2.40.0-cp312-cp312-manylinux2014_x86_64.whl")},
@@ -34,7 +42,7 @@ func TestReleasesFromJSONAPI(t *testing.T) {
 	}}})
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	got, err := New(WithBaseURL(srv.URL)).Releases(context.Background(), "ray")
+	got, err := New(WithBaseURL(srv.URL)).Releases(context.Background(), "RAY")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,18 +50,20 @@ func TestReleasesFromJSONAPI(t *testing.T) {
 		{Version: "2.47.0rc1", PreRelease: true, RequiresPython: ">=3.9", Pythons: map[string][]string{"linux/amd64": {"3.12"}}},
 		{Version: "2.46.0", RequiresPython: ">=3.9", Pythons: map[string][]string{
 			"linux/amd64": {"3.11", "3.12"}, "linux/arm64": {"3.12"}}},
+		{Version: "2.45.0", RequiresPython: ">=3.9", Pythons: map[string][]string{
+			"linux/amd64": {"3.11"}, "linux/arm64": {"3.12"}}},
 		{Version: "2.40.0", Yanked: true, RequiresPython: ">=3.9"},
 		{Version: "2.39.0"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Releases (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"/pypi/ray/json"}, f.Requests()); diff != "" {
+	if diff := cmp.Diff([]string{"/simple/ray/"}, f.Requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 	// An unknown project is PyPI's 404, named in the error.
 	_, err = New(WithBaseURL(srv.URL)).Releases(context.Background(), "nope")
-	if err == nil || !strings.Contains(err.Error(), srv.URL+"/pypi/nope/json: HTTP 404") {
+	if err == nil || !strings.Contains(err.Error(), srv.URL+"/simple/nope/: HTTP 404") {
 		t.Errorf("unknown project: err = %v, want an HTTP 404 naming the URL", err)
 	}
 }

@@ -272,8 +272,8 @@ func newMatrixRefreshCommand(g *globals) *cobra.Command {
 releases, the digest that build.toolsImage names from its registry, the
 python-build-standalone tarballs of build.standalone's release and their
 sha256 from the GitHub release (SHA256SUMS) when build.pythonRuntime is
-standalone, Ray and debugpy from the PyPI JSON API, extensions from the VS
-Marketplace or Open VSX) and writes catalog.json atomically: on any error the
+standalone, Ray and debugpy from PyPI's Simple API in its JSON form (PEP 691),
+extensions from the VS Marketplace or Open VSX) and writes catalog.json atomically: on any error the
 old snapshot is left as it was.
 
 Then it locks the complete Python closure of every set matrix list would

@@ -176,7 +176,7 @@ func TestMatrixRefreshFailureKeepsCatalog(t *testing.T) {
 	if code == 0 {
 		t.Fatal("refresh against an HTML PyPI succeeded")
 	}
-	for _, want := range []string{"left unchanged", html.URL + "/pypi/ray/json", "got an HTML page"} {
+	for _, want := range []string{"left unchanged", html.URL + "/simple/ray/", `answered Content-Type "text/html; charset=utf-8"`} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr %q lacks %q", errOut, want)
 		}

@@ -1,23 +1,34 @@
-// Package pypi is an in-process fake of the PyPI JSON API, the part imagectl
-// reads (see shared notes upstream-apis.md):
+// Package pypi is an in-process fake of pypi.org, the parts imagectl and
+// pip read (see shared notes upstream-apis.md), answering as warehouse
+// does (warehouse/api/simple.py, warehouse/packaging/utils.py,
+// warehouse/views.py):
 //
-//	GET /pypi/{project}/json            {"info": {...}, "releases": {version: [file...]}, "urls": [file...]}
-//	GET /pypi/{project}/{version}/json  {"info": {...}, "urls": [file...]}
-//
-// where a file is {"filename", "packagetype", "python_version",
-// "requires_python", "digests": {"sha256"}, "url", "yanked", "yanked_reason"}
-// as PyPI sends it, and the simple API and the files, so that pip itself can
-// resolve and download from the fake:
-//
-//	GET /simple/                        PEP 503 project list
-//	GET /simple/{project}/              PEP 503 HTML (<a href="URL#sha256=...">), or PEP 691
-//	                                    JSON with Accept: application/vnd.pypi.simple.v1+json
+//	GET /simple/                        the project list
+//	GET /simple/{project}/              a project's files, in the form the Accept
+//	                                    header negotiates: PEP 691 JSON
+//	                                    (application/vnd.pypi.simple.v1+json:
+//	                                    meta.api-version "1.4", name, project-status,
+//	                                    PEP 700 versions, files[{filename, url,
+//	                                    hashes.sha256, requires-python, size,
+//	                                    upload-time, yanked, data-dist-info-metadata,
+//	                                    core-metadata, provenance}]), or PEP 503 HTML
+//	                                    (<a href="URL#sha256=...">) when the Accept
+//	                                    header is missing or names neither
 //	GET /packages/{xx}/{filename}       the file: a valid minimal wheel whose METADATA
 //	                                    carries File.Requires and File.Extras
 //
-// Every sha256 is that of the bytes served; Replace swaps a file's bytes. Unknown projects and versions get PyPI's 404 answer
-// {"message": "Not Found"}. A fault hook can answer any request first, and
-// every request is recorded with its time.
+// A project path without its trailing slash, or whose name is not the
+// normalized one, is a 301 to the normalized path; an unknown project is
+// the plain-text "404 Not Found". The JSON API that pypi.org still serves
+// (GET /pypi/{project}/json, /pypi/{project}/{version}/json: {"info",
+// "releases", "urls"}, files as {"filename", "packagetype",
+// "python_version", "requires_python", "digests": {"sha256"}, "url",
+// "yanked", "yanked_reason"}) is answered too, with PyPI's 404
+// {"message": "Not Found"}.
+//
+// Every sha256 is that of the bytes served; Replace swaps a file's bytes. A
+// fault hook can answer any request first, and every request is recorded
+// with its time.
 //
 //	h := pypi.New([]pypi.Project{{Name: "ray", Releases: map[string][]pypi.File{
 //		"2.46.0": {pypi.Wheel("ray-2.46.0-cp312-cp312-manylinux2014_x86_64.whl")},

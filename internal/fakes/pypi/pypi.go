@@ -11,11 +11,14 @@ import (
 	"html"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/imagectl/imagectl/internal/pep440"
 )
 
 // File is one distribution file of a release.
@@ -115,17 +118,6 @@ func (f *Fake) Requests() []string {
 	return append([]string(nil), f.reqs...)
 }
 
-// ProjectJSON returns the body of /pypi/{name}/json (for tests that serve a
-// broken copy of it).
-func (f *Fake) ProjectJSON(name string) ([]byte, bool) {
-	p, ok := f.projects[normalize(name)]
-	if !ok {
-		return nil, false
-	}
-	b, err := json.Marshal(f.projectDoc(p, "http://pypi.invalid"))
-	return b, err == nil
-}
-
 // Replace serves content for the file named filename from now on, in the
 // JSON API, the simple API (its sha256) and under /packages/: a file
 // replaced upstream.
@@ -141,6 +133,14 @@ func (f *Fake) SHA256(filename string) string {
 	defer f.mu.Unlock()
 	s := sha256.Sum256(f.content[filename])
 	return hex.EncodeToString(s[:])
+}
+
+// FileURL returns the URL of the file named filename as served now by a
+// server of the fake at base (httptest.Server.URL).
+func (f *Fake) FileURL(base, filename string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fileURL(strings.TrimRight(base, "/"), filename, f.content[filename])
 }
 
 // ServeHTTP implements http.Handler.
@@ -160,7 +160,7 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch parts[0] {
 	case "simple":
-		f.serveSimple(w, r, parts[1:])
+		f.serveSimple(w, r)
 		return
 	case "packages":
 		f.mu.Lock()
@@ -297,81 +297,255 @@ func fileURL(host, filename string, body []byte) string {
 	return host + "/packages/" + hex.EncodeToString(sum[:2]) + "/" + filename
 }
 
-// serveSimple answers the simple API: /simple/ lists projects,
-// /simple/{project}/ its files with #sha256= (PEP 503 HTML, or PEP 691 JSON
-// when the client accepts application/vnd.pypi.simple.v1+json).
-func (f *Fake) serveSimple(w http.ResponseWriter, r *http.Request, parts []string) {
-	if len(parts) == 0 || parts[0] == "" {
-		var names []string
+// Simple API media types, and the Simple API version the fake answers as
+// pypi.org does (warehouse/packaging/utils.py API_VERSION).
+const (
+	mimeHTML       = "text/html"
+	mimeSimpleHTML = "application/vnd.pypi.simple.v1+html"
+	// SimpleJSONType is the media type of the Simple API's JSON form.
+	SimpleJSONType = "application/vnd.pypi.simple.v1+json"
+	apiVersion     = "1.4"
+)
+
+// SimpleJSON returns the body of /simple/{name}/ in its JSON form, with
+// file URLs under base (for tests that serve a broken copy of it).
+func (f *Fake) SimpleJSON(base, name string) ([]byte, bool) {
+	p, ok := f.projects[normalize(name)]
+	if !ok {
+		return nil, false
+	}
+	b, err := json.Marshal(f.simpleDetail(p, strings.TrimRight(base, "/")))
+	return b, err == nil
+}
+
+// SelectContentType is warehouse's content negotiation
+// (warehouse/api/simple.py _select_content_type, WebOb's
+// acceptable_offers): of text/html, the v1 HTML and the v1 JSON media
+// types, the one the Accept header gives the highest quality (the first
+// offered on a tie), each offer rated by its most specific matching media
+// range; text/html when there is no Accept header or none matches.
+func SelectContentType(accept string) string {
+	offers := []string{mimeHTML, mimeSimpleHTML, SimpleJSONType}
+	if strings.TrimSpace(accept) == "" {
+		return mimeHTML
+	}
+	type rng struct {
+		typ, sub string
+		q        float64
+	}
+	var ranges []rng
+	for _, part := range strings.Split(accept, ",") {
+		fields := strings.Split(part, ";")
+		typ, sub, ok := strings.Cut(strings.ToLower(strings.TrimSpace(fields[0])), "/")
+		if !ok {
+			continue
+		}
+		q := 1.0
+		for _, param := range fields[1:] {
+			k, v, _ := strings.Cut(strings.TrimSpace(param), "=")
+			if strings.EqualFold(strings.TrimSpace(k), "q") {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f >= 0 && f <= 1 {
+					q = f
+				}
+			}
+		}
+		ranges = append(ranges, rng{typ, sub, q})
+	}
+	best, bestQ := "", 0.0
+	for _, o := range offers {
+		typ, sub, _ := strings.Cut(o, "/")
+		q, specificity := 0.0, -1
+		for _, r := range ranges {
+			s := -1
+			switch {
+			case r.typ == typ && r.sub == sub:
+				s = 2
+			case r.typ == typ && r.sub == "*":
+				s = 1
+			case r.typ == "*" && r.sub == "*":
+				s = 0
+			}
+			if s > specificity {
+				q, specificity = r.q, s
+			}
+		}
+		if specificity >= 0 && q > bestQ {
+			best, bestQ = o, q
+		}
+	}
+	if best == "" {
+		return mimeHTML
+	}
+	return best
+}
+
+// serveSimple answers the simple API as warehouse does
+// (warehouse/api/simple.py, warehouse/views.py): /simple/ lists the
+// projects and /simple/{project}/ a project's files, in the negotiated
+// form (PEP 691 JSON, or HTML with #sha256=); a path without its trailing
+// slash or with a project name that is not normalized is a 301 to the
+// normalized one; an unknown project is a plain-text 404.
+func (f *Fake) serveSimple(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, "/simple")
+	if rest == "" || (rest != "/" && !strings.HasSuffix(rest, "/")) {
+		// Pyramid's append_slash: the route exists with a slash.
+		if strings.Count(strings.Trim(rest, "/"), "/") == 0 {
+			http.Redirect(w, r, r.URL.Path+"/", http.StatusMovedPermanently)
+			return
+		}
+		notFound(w)
+		return
+	}
+	name := strings.Trim(rest, "/")
+	host := "http://" + r.Host
+	ct := SelectContentType(r.Header.Get("Accept"))
+	w.Header().Set("Vary", "Accept")
+	if name == "" {
+		var projects []Project
 		for _, p := range f.projects {
-			names = append(names, p.Name)
+			projects = append(projects, p)
 		}
-		sort.Strings(names)
+		sort.Slice(projects, func(i, j int) bool { return normalize(projects[i].Name) < normalize(projects[j].Name) })
+		if ct == SimpleJSONType {
+			list := []map[string]any{}
+			for _, p := range projects {
+				list = append(list, map[string]any{"name": p.Name, "_last-serial": 1})
+			}
+			writeAs(w, ct, map[string]any{"meta": map[string]any{"api-version": apiVersion, "_last-serial": 1}, "projects": list})
+			return
+		}
 		var b strings.Builder
-		b.WriteString("<!DOCTYPE html><html><body>\n")
-		for _, n := range names {
-			fmt.Fprintf(&b, "<a href=\"%s/\">%s</a>\n", normalize(n), html.EscapeString(n))
+		fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n  <head>\n    <meta name=\"pypi:repository-version\" content=\"%s\">\n    <title>Simple index</title>\n  </head>\n  <body>\n", apiVersion)
+		for _, p := range projects {
+			fmt.Fprintf(&b, "    <a href=\"/simple/%s/\">%s</a>\n", normalize(p.Name), html.EscapeString(p.Name))
 		}
-		b.WriteString("</body></html>\n")
-		w.Header().Set("Content-Type", "text/html")
+		b.WriteString("  </body>\n</html>\n")
+		w.Header().Set("Content-Type", ct)
 		w.Write([]byte(b.String()))
 		return
 	}
-	p, ok := f.projects[normalize(parts[0])]
-	if !ok || len(parts) > 1 {
-		http.NotFound(w, r)
+	p, ok := f.projects[normalize(name)]
+	if strings.Contains(name, "/") || !ok {
+		notFound(w)
 		return
 	}
-	host := "http://" + r.Host
-	type simpleFile struct {
-		Filename       string            `json:"filename"`
-		URL            string            `json:"url"`
-		Hashes         map[string]string `json:"hashes"`
-		RequiresPython string            `json:"requires-python,omitempty"`
-		Yanked         any               `json:"yanked"`
+	if name != normalize(p.Name) {
+		http.Redirect(w, r, "/simple/"+normalize(p.Name)+"/", http.StatusMovedPermanently)
+		return
 	}
-	var files []simpleFile
-	for _, rel := range p.Releases {
+	w.Header().Set("X-PyPI-Last-Serial", "1")
+	doc := f.simpleDetail(p, host)
+	if ct == SimpleJSONType {
+		writeAs(w, ct, doc)
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n  <head>\n    <meta name=\"pypi:repository-version\" content=\"%s\">\n    <meta name=\"pypi:project-status\" content=\"active\">\n    <title>Links for %s</title>\n  </head>\n  <body>\n    <h1>Links for %s</h1>\n", apiVersion, doc.Name, doc.Name)
+	for _, fl := range doc.Files {
+		attrs := ""
+		if fl.RequiresPython != nil {
+			attrs += fmt.Sprintf(` data-requires-python="%s"`, html.EscapeString(*fl.RequiresPython))
+		}
+		switch y := fl.Yanked.(type) {
+		case string:
+			attrs += fmt.Sprintf(` data-yanked="%s"`, html.EscapeString(y))
+		case bool:
+			if y {
+				attrs += ` data-yanked=""`
+			}
+		}
+		fmt.Fprintf(&b, "    <a href=\"%s#sha256=%s\"%s>%s</a><br />\n", fl.URL, fl.Hashes["sha256"], attrs, html.EscapeString(fl.Filename))
+	}
+	b.WriteString("  </body>\n</html>\n<!--SERIAL 1-->\n")
+	w.Header().Set("Content-Type", ct)
+	w.Write([]byte(b.String()))
+}
+
+// simpleDoc is a PEP 691 project page as warehouse writes it
+// (warehouse/packaging/utils.py _simple_detail).
+type simpleDoc struct {
+	Meta struct {
+		APIVersion string `json:"api-version"`
+		LastSerial int    `json:"_last-serial"`
+	} `json:"meta"`
+	Name          string            `json:"name"`
+	ProjectStatus map[string]string `json:"project-status"`
+	// Versions is PEP 700's: the versions that have files, in PEP 440 order.
+	Versions []string     `json:"versions"`
+	Files    []simpleFile `json:"files"`
+}
+
+type simpleFile struct {
+	Filename string            `json:"filename"`
+	URL      string            `json:"url"`
+	Hashes   map[string]string `json:"hashes"`
+	// RequiresPython is null when the release has none.
+	RequiresPython *string `json:"requires-python"`
+	Size           int     `json:"size"`
+	UploadTime     string  `json:"upload-time"`
+	// Yanked is false, true, or the reason.
+	Yanked               any  `json:"yanked"`
+	DataDistInfoMetadata bool `json:"data-dist-info-metadata"`
+	CoreMetadata         bool `json:"core-metadata"`
+	Provenance           any  `json:"provenance"`
+}
+
+// simpleDetail is p's project page, its files sorted by version, then name.
+func (f *Fake) simpleDetail(p Project, host string) simpleDoc {
+	var d simpleDoc
+	d.Meta.APIVersion, d.Meta.LastSerial = apiVersion, 1
+	d.Name = normalize(p.Name)
+	d.ProjectStatus = map[string]string{"status": "active"}
+	d.Versions, d.Files = []string{}, []simpleFile{}
+	for v, rel := range p.Releases {
+		if len(rel) > 0 {
+			d.Versions = append(d.Versions, v)
+		}
+	}
+	sort.Slice(d.Versions, func(i, j int) bool { return pep440.Compare(d.Versions[i], d.Versions[j]) < 0 })
+	for _, v := range d.Versions {
+		rel := append([]File(nil), p.Releases[v]...)
+		sort.Slice(rel, func(i, j int) bool { return rel[i].Filename < rel[j].Filename })
 		for _, fl := range rel {
 			f.mu.Lock()
 			body := f.content[fl.Filename]
 			f.mu.Unlock()
 			sum := sha256.Sum256(body)
-			var yanked any = false
-			if fl.Yanked {
-				yanked = true
-				if fl.YankedReason != "" {
-					yanked = fl.YankedReason
-				}
+			var yanked any = fl.Yanked
+			if fl.Yanked && fl.YankedReason != "" {
+				yanked = fl.YankedReason
 			}
-			files = append(files, simpleFile{Filename: fl.Filename, URL: fileURL(host, fl.Filename, body),
-				Hashes: map[string]string{"sha256": hex.EncodeToString(sum[:])}, RequiresPython: fl.RequiresPython, Yanked: yanked})
+			var rp *string
+			if fl.RequiresPython != "" {
+				rp = &fl.RequiresPython
+			}
+			d.Files = append(d.Files, simpleFile{
+				Filename: fl.Filename, URL: fileURL(host, fl.Filename, body),
+				Hashes: map[string]string{"sha256": hex.EncodeToString(sum[:])}, RequiresPython: rp,
+				Size: len(body), UploadTime: "2025-01-01T00:00:00.000000Z", Yanked: yanked,
+			})
 		}
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Filename < files[j].Filename })
-	if strings.Contains(r.Header.Get("Accept"), "application/vnd.pypi.simple.v1+json") {
-		w.Header().Set("Content-Type", "application/vnd.pypi.simple.v1+json")
-		b, _ := json.Marshal(map[string]any{"meta": map[string]string{"api-version": "1.0"}, "name": normalize(p.Name), "files": files})
-		w.Write(b)
+	return d
+}
+
+// writeAs writes v as JSON with a trailing newline (warehouse's
+// json-with-newline renderer) and Content-Type ct.
+func writeAs(w http.ResponseWriter, ct string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	var b strings.Builder
-	b.WriteString("<!DOCTYPE html><html><body>\n")
-	for _, fl := range files {
-		attrs := ""
-		if fl.RequiresPython != "" {
-			attrs += fmt.Sprintf(` data-requires-python="%s"`, html.EscapeString(fl.RequiresPython))
-		}
-		if y, ok := fl.Yanked.(string); ok {
-			attrs += fmt.Sprintf(` data-yanked="%s"`, html.EscapeString(y))
-		} else if fl.Yanked == true {
-			attrs += ` data-yanked=""`
-		}
-		fmt.Fprintf(&b, "<a href=\"%s#sha256=%s\"%s>%s</a>\n", fl.URL, fl.Hashes["sha256"], attrs, html.EscapeString(fl.Filename))
-	}
-	b.WriteString("</body></html>\n")
-	w.Header().Set("Content-Type", "text/html")
-	w.Write([]byte(b.String()))
+	w.Header().Set("Content-Type", ct)
+	w.Write(append(b, '\n'))
+}
+
+// notFound is warehouse's 404 under /simple/.
+func notFound(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+	w.WriteHeader(http.StatusNotFound)
+	w.Write([]byte("404 Not Found"))
 }
 
 // fileContent is what the fake serves for a file: a valid minimal wheel

@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -45,6 +46,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
+	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 	"github.com/imagectl/imagectl/regauth"
 )
 
@@ -192,7 +194,34 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, ln, http.FileServer(http.Dir(*dir)))
+	return serve(ctx, ln, simpleIndex(*dir))
+}
+
+// simpleIndex serves dir's files, and each project page of the Simple API
+// (GET /simple/{project}/) as pypi.org negotiates it: its JSON form
+// (index.json, written by mkwheels.py) when the Accept header asks for
+// application/vnd.pypi.simple.v1+json, its HTML (index.html) otherwise.
+func simpleIndex(dir string) http.Handler {
+	files := http.FileServer(http.Dir(dir))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := path.Clean(r.URL.Path)
+		if strings.HasPrefix(p, "/simple/") && strings.HasSuffix(r.URL.Path, "/") {
+			w.Header().Set("Vary", "Accept")
+			if fakepypi.SelectContentType(r.Header.Get("Accept")) == fakepypi.SimpleJSONType {
+				b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p), "index.json"))
+				if err == nil {
+					w.Header().Set("Content-Type", fakepypi.SimpleJSONType)
+					w.Write(b)
+					return
+				}
+				if !errors.Is(err, os.ErrNotExist) {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
+			}
+		}
+		files.ServeHTTP(w, r)
+	})
 }
 
 type tarFlags map[string]string
