@@ -121,10 +121,12 @@ func KeylessSigner(ctx context.Context, ko KeylessOptions) (*Signer, error) {
 	return &Signer{sv: sv, certs: certs, tlog: &rekor{client: rc, timeout: ko.Timeout}, desc: "keyless (Fulcio " + ko.FulcioURL + ", Rekor " + ko.RekorURL + ")"}, nil
 }
 
-// certificate is a Fulcio certificate for the signer's key, in PEM.
+// certificate is a Fulcio certificate for the signer's key, in PEM. The
+// chain is not attached: verifiers take Fulcio's roots and intermediates
+// from their trust root.
 type certificate struct {
-	certPEM, chainPEM []byte
-	notAfter          time.Time
+	certPEM  []byte
+	notAfter time.Time
 }
 
 // certifier holds a keyless signer's current certificate and obtains a new

@@ -267,7 +267,7 @@ func (s *Signer) certAndLogOptions(ctx context.Context, upload func(signerPEM []
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, static.WithCertChain(c.certPEM, c.chainPEM))
+		opts = append(opts, static.WithCertChain(c.certPEM, nil))
 		signerPEM = c.certPEM
 	} else if s.tlog != nil {
 		p, err := s.PublicKeyPEM()
