@@ -4,7 +4,10 @@
 // /opt/imagectl/python), code-server's npm packages (package.json under
 // node_modules) — and adds the VS Code extensions installed under
 // /config/extensions as packages with their versions, the sha256 of the
-// VSIX they were installed from (from the lock) and its URL. The result is
+// VSIX they were installed from (from the lock), its URL and the licence
+// the VSIX declares: package.json's license, else the licence file its
+// manifest names (recorded by its title, with its text, as an SPDX
+// LicenseRef), and in SPDX's licenseComments where each was read. The result is
 // an SPDX 2.3 JSON document (or CycloneDX JSON), reproducible for the same
 // image: its creation time is the build's SOURCE_DATE_EPOCH and its
 // namespace derives from the image digest.
@@ -17,6 +20,6 @@
 // matches must contain, and runs syft's two patterns otherwise.
 //
 // Packages reads the packages of an SPDX or CycloneDX JSON document back
-// (name, version, purl, sha256), for imagectl verify's check that every
+// (name, version, purl, sha256, declared licence), for imagectl verify's check that every
 // locked distribution and extension is in the SBOM with the locked version.
 package sbom

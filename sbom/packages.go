@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -15,6 +16,14 @@ type Package struct {
 	PURL string
 	// SHA256 are the package's sha256 checksums.
 	SHA256 []string
+	// License is the declared licence: an SPDX expression, a licence
+	// that is not on the SPDX list given by its name and LicenseRef id
+	// (`"AS License" (LicenseRef-AS-License)`), "" when the document
+	// asserts none.
+	License string
+	// LicenseComment is SPDX's licenseComments: for an extension, where
+	// its licence was read.
+	LicenseComment string
 }
 
 // Packages reads the packages of an SPDX 2.x JSON or CycloneDX JSON
@@ -31,9 +40,11 @@ func Packages(doc []byte) ([]Package, error) {
 	case probe.SPDXVersion != "":
 		var d struct {
 			Packages []struct {
-				Name         string `json:"name"`
-				VersionInfo  string `json:"versionInfo"`
-				ExternalRefs []struct {
+				Name            string `json:"name"`
+				LicenseDeclared string `json:"licenseDeclared"`
+				LicenseComments string `json:"licenseComments"`
+				VersionInfo     string `json:"versionInfo"`
+				ExternalRefs    []struct {
 					Type    string `json:"referenceType"`
 					Locator string `json:"referenceLocator"`
 				} `json:"externalRefs"`
@@ -42,13 +53,23 @@ func Packages(doc []byte) ([]Package, error) {
 					Value     string `json:"checksumValue"`
 				} `json:"checksums"`
 			} `json:"packages"`
+			Extracted []struct {
+				ID   string `json:"licenseId"`
+				Name string `json:"name"`
+			} `json:"hasExtractedLicensingInfos"`
 		}
 		if err := json.Unmarshal(doc, &d); err != nil {
 			return nil, fmt.Errorf("SPDX document: %w", err)
 		}
+		names := map[string]string{}
+		for _, e := range d.Extracted {
+			if e.Name != "" && e.Name != "NOASSERTION" {
+				names[e.ID] = e.Name
+			}
+		}
 		out := make([]Package, 0, len(d.Packages))
 		for _, p := range d.Packages {
-			q := Package{Name: p.Name, Version: p.VersionInfo}
+			q := Package{Name: p.Name, Version: p.VersionInfo, License: spdxLicense(p.LicenseDeclared, names), LicenseComment: p.LicenseComments}
 			for _, r := range p.ExternalRefs {
 				if r.Type == "purl" && q.PURL == "" {
 					q.PURL = r.Locator
@@ -65,8 +86,15 @@ func Packages(doc []byte) ([]Package, error) {
 	case probe.BOMFormat == "CycloneDX":
 		var d struct {
 			Components []struct {
-				Name    string `json:"name"`
-				Group   string `json:"group"`
+				Name     string `json:"name"`
+				Group    string `json:"group"`
+				Licenses []struct {
+					License struct {
+						ID   string `json:"id"`
+						Name string `json:"name"`
+					} `json:"license"`
+					Expression string `json:"expression"`
+				} `json:"licenses"`
 				Version string `json:"version"`
 				PURL    string `json:"purl"`
 				Hashes  []struct {
@@ -81,6 +109,18 @@ func Packages(doc []byte) ([]Package, error) {
 		out := make([]Package, 0, len(d.Components))
 		for _, c := range d.Components {
 			q := Package{Name: c.Name, Version: c.Version, PURL: c.PURL}
+			var lics []string
+			for _, l := range c.Licenses {
+				switch {
+				case l.Expression != "":
+					lics = append(lics, l.Expression)
+				case l.License.ID != "":
+					lics = append(lics, l.License.ID)
+				case l.License.Name != "":
+					lics = append(lics, strconv.Quote(l.License.Name))
+				}
+			}
+			q.License = strings.Join(lics, " AND ")
 			for _, h := range c.Hashes {
 				if strings.EqualFold(strings.ReplaceAll(h.Alg, "-", ""), "SHA256") {
 					q.SHA256 = append(q.SHA256, strings.ToLower(h.Content))
@@ -91,6 +131,32 @@ func Packages(doc []byte) ([]Package, error) {
 		return out, nil
 	}
 	return nil, errors.New("SBOM is neither SPDX JSON (spdxVersion) nor CycloneDX JSON (bomFormat)")
+}
+
+// spdxLicense is an SPDX licence expression with each LicenseRef id whose
+// name the document gives written as `"name" (id)`; NOASSERTION and NONE
+// are "".
+func spdxLicense(expr string, names map[string]string) string {
+	if expr == "" || expr == "NOASSERTION" || expr == "NONE" {
+		return ""
+	}
+	var b strings.Builder
+	word := func(w string) {
+		if n, ok := names[w]; ok {
+			w = strconv.Quote(n) + " (" + w + ")"
+		}
+		b.WriteString(w)
+	}
+	start := 0
+	for i, r := range expr {
+		if r == ' ' || r == '(' || r == ')' {
+			word(expr[start:i])
+			b.WriteRune(r)
+			start = i + 1
+		}
+	}
+	word(expr[start:])
+	return b.String()
 }
 
 // PyPIName returns the normalized distribution name of a pkg:pypi purl.

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,7 @@ import (
 	syftfile "github.com/anchore/syft/syft/file"
 	"github.com/anchore/syft/syft/format/common/cyclonedxhelpers"
 	"github.com/anchore/syft/syft/format/common/spdxhelpers"
+	"github.com/anchore/syft/syft/license"
 	"github.com/anchore/syft/syft/pkg"
 	syftsbom "github.com/anchore/syft/syft/sbom"
 	"github.com/anchore/syft/syft/source"
@@ -58,7 +60,7 @@ const ToolName = "imagectl-syft"
 // any change that makes Scan find or write something else, so that
 // ToolVersion changes and a build attaches a new SBOM instead of keeping
 // one made the old way.
-const scannerConfig = "syft image catalogers without rpm-db-cataloger; no file catalogers; no package-file ownership relationships; vscode extensions from extensions.json with the lock's VSIX sha256 and URL (1)"
+const scannerConfig = "syft image catalogers without rpm-db-cataloger; no file catalogers; no package-file ownership relationships; vscode extensions from extensions.json with the lock's VSIX sha256 and URL, their licence from package.json or else their VSIX's licence file (2)"
 
 // ToolVersion is the syft version Scan links and a digest of its
 // configuration: two documents of the same image with the same
@@ -228,7 +230,7 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cataloguing the %s image with syft: %w", o.Platform, err)
 	}
-	exts, err := extensionPackages(src, o)
+	exts, notes, err := extensionPackages(src, o)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +248,7 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 	var buf bytes.Buffer
 	switch o.Format {
 	case FormatSPDX:
-		if err := writeSPDX(&buf, s, o, digest.String()); err != nil {
+		if err := writeSPDX(&buf, s, o, digest.String(), notes); err != nil {
 			return nil, err
 		}
 		res.PredicateType = PredicateSPDX
@@ -302,8 +304,10 @@ func (c valuesOf) Value(key any) any {
 }
 
 // writeSPDX encodes s as SPDX 2.3 with the VSIX sha256 and URL of each
-// extension, a fixed creation time and a namespace from the image digest.
-func writeSPDX(w io.Writer, s *syftsbom.SBOM, o Options, digest string) error {
+// extension and where its licence was read (licenseNotes, by id@version
+// with the id lower-cased), a fixed creation time and a namespace from the
+// image digest.
+func writeSPDX(w io.Writer, s *syftsbom.SBOM, o Options, digest string, licenseNotes map[string]string) error {
 	doc := spdxhelpers.ToFormatModel(*s)
 	if doc == nil {
 		return fmt.Errorf("converting the SBOM to SPDX")
@@ -322,7 +326,11 @@ func writeSPDX(w io.Writer, s *syftsbom.SBOM, o Options, digest string) error {
 		if !isExtensionPackage(p) {
 			continue
 		}
-		f, ok := files[strings.ToLower(p.PackageName)+"@"+p.PackageVersion]
+		key := strings.ToLower(p.PackageName) + "@" + p.PackageVersion
+		if n := licenseNotes[key]; n != "" {
+			p.PackageLicenseComments = n
+		}
+		f, ok := files[key]
 		if !ok {
 			continue
 		}
@@ -411,11 +419,16 @@ type installedExtension struct {
 }
 
 // extensionPackages reads /config/extensions/extensions.json and each
-// extension's package.json from the image.
-func extensionPackages(src source.Source, o Options) ([]pkg.Package, error) {
+// extension's package.json from the image, with the extension's licence
+// as its VSIX declares it: package.json's license (an SPDX expression), or
+// else the licence file the VSIX manifest names (extension.vsixmanifest's
+// License, kept as .vsixmanifest in the installed folder), recorded by the
+// first line of its text (its title, "AS License") with the text itself.
+// notes says, per id@version (id lower-cased), where the licence was read.
+func extensionPackages(src source.Source, o Options) (out []pkg.Package, notes map[string]string, err error) {
 	res, err := src.FileResolver(source.SquashedScope)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	read := func(p string) ([]byte, *syftfile.Location, error) {
 		locs, err := res.FilesByPath(p)
@@ -430,18 +443,18 @@ func extensionPackages(src source.Source, o Options) ([]pkg.Package, error) {
 		b, err := io.ReadAll(io.LimitReader(rc, 16<<20))
 		return b, &locs[0], err
 	}
+	notes = map[string]string{}
 	raw, _, err := read(path.Join(imagespec.ExtensionsDir, "extensions.json"))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s/extensions.json from the %s image: %w", imagespec.ExtensionsDir, o.Platform, err)
+		return nil, nil, fmt.Errorf("reading %s/extensions.json from the %s image: %w", imagespec.ExtensionsDir, o.Platform, err)
 	}
 	if raw == nil {
-		return nil, nil // no extensions installed
+		return nil, nil, nil // no extensions installed
 	}
 	var installed []installedExtension
 	if err := json.Unmarshal(raw, &installed); err != nil {
-		return nil, fmt.Errorf("%s/extensions.json of the %s image: %w", imagespec.ExtensionsDir, o.Platform, err)
+		return nil, nil, fmt.Errorf("%s/extensions.json of the %s image: %w", imagespec.ExtensionsDir, o.Platform, err)
 	}
-	var out []pkg.Package
 	for _, ie := range installed {
 		dir := ie.RelativeLocation
 		if dir == "" || strings.Contains(dir, "/") {
@@ -450,16 +463,16 @@ func extensionPackages(src source.Source, o Options) ([]pkg.Package, error) {
 		manifest := path.Join(imagespec.ExtensionsDir, dir, "package.json")
 		b, loc, err := read(manifest)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s from the %s image: %w", manifest, o.Platform, err)
+			return nil, nil, fmt.Errorf("reading %s from the %s image: %w", manifest, o.Platform, err)
 		}
 		if b == nil {
-			return nil, fmt.Errorf("extensions.json of the %s image lists %s %s, but %s is missing", o.Platform, ie.Identifier.ID, ie.Version, manifest)
+			return nil, nil, fmt.Errorf("extensions.json of the %s image lists %s %s, but %s is missing", o.Platform, ie.Identifier.ID, ie.Version, manifest)
 		}
 		var pj struct {
 			Name, Publisher, Version, License string
 		}
 		if err := json.Unmarshal(b, &pj); err != nil {
-			return nil, fmt.Errorf("%s of the %s image: %w", manifest, o.Platform, err)
+			return nil, nil, fmt.Errorf("%s of the %s image: %w", manifest, o.Platform, err)
 		}
 		id := pj.Publisher + "." + pj.Name
 		if pj.Publisher == "" || pj.Name == "" {
@@ -474,12 +487,102 @@ func extensionPackages(src source.Source, o Options) ([]pkg.Package, error) {
 			Locations: syftfile.NewLocationSet(*loc),
 			PURL:      "pkg:generic/" + strings.ToLower(id) + "@" + pj.Version + "?type=vscode-extension",
 		}
-		if pj.License != "" {
-			p.Licenses = pkg.NewLicenseSet(pkg.NewLicense(pj.License))
+		lic, note, err := extensionLicense(read, path.Join(imagespec.ExtensionsDir, dir), pj.License, *loc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the licence of %s %s in the %s image: %w", id, pj.Version, o.Platform, err)
 		}
+		if lic != nil {
+			p.Licenses = pkg.NewLicenseSet(*lic)
+		}
+		notes[strings.ToLower(id)+"@"+pj.Version] = note
 		p.SetID()
 		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b pkg.Package) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	return out, notes, nil
+}
+
+// maxLicenseFile bounds the licence text read into the SBOM.
+const maxLicenseFile = 256 << 10
+
+// licenseFileNames are the names vsce packages a licence file under when
+// the VSIX manifest names none.
+var licenseFileNames = []string{"LICENSE.txt", "LICENSE.md", "LICENSE", "license.txt", "license.md", "license"}
+
+// extensionLicense is the licence of the extension installed in dir
+// (package.json's license is declared, found at pjLoc): declared when it
+// is a licence rather than npm's "SEE LICENSE IN <file>", else read from
+// the licence file the VSIX manifest names (or vsce's usual names). note
+// says where it was read, for the SBOM's licence comment.
+func extensionLicense(read func(string) ([]byte, *syftfile.Location, error), dir, declared string, pjLoc syftfile.Location) (lic *pkg.License, note string, err error) {
+	file := ""
+	if raw, _, err := read(path.Join(dir, ".vsixmanifest")); err != nil {
+		return nil, "", err
+	} else if raw != nil {
+		var m struct {
+			Metadata struct {
+				License string `xml:"License"`
+			} `xml:"Metadata"`
+		}
+		if err := xml.Unmarshal(raw, &m); err != nil {
+			return nil, "", fmt.Errorf("%s/.vsixmanifest: %w", dir, err)
+		}
+		if f, ok := strings.CutPrefix(strings.TrimSpace(m.Metadata.License), "extension/"); ok && f != "" && !strings.Contains(f, "..") {
+			file = f
+		}
+	}
+	var text []byte
+	var textLoc *syftfile.Location
+	for _, f := range append([]string{file}, licenseFileNames...) {
+		if f == "" {
+			continue
+		}
+		b, loc, err := read(path.Join(dir, f))
+		if err != nil {
+			return nil, "", err
+		}
+		if b != nil {
+			text, textLoc, file = b, loc, path.Join(dir, f)
+			break
+		}
+	}
+	title := licenseTitle(text)
+	upper := strings.ToUpper(strings.TrimSpace(declared))
+	if declared != "" && !strings.HasPrefix(upper, "SEE LICENSE IN") {
+		l := pkg.NewLicenseFromLocations(declared, pjLoc)
+		note = "licence declared in package.json: " + declared
+		if textLoc != nil {
+			note += fmt.Sprintf("; licence file %s (%q)", file, title)
+		}
+		return &l, note, nil
+	}
+	if textLoc == nil {
+		if declared != "" {
+			return nil, "package.json says " + declared + ", and the extension has no licence file", nil
+		}
+		return nil, "neither package.json nor a licence file states a licence", nil
+	}
+	if len(text) > maxLicenseFile {
+		text = text[:maxLicenseFile]
+	}
+	l := pkg.License{Value: title, Type: license.Declared, Contents: string(text), Locations: syftfile.NewLocationSet(*textLoc)}
+	note = fmt.Sprintf("licence file %s (%q); package.json states no licence", file, title)
+	if declared != "" {
+		note = fmt.Sprintf("licence file %s (%q), as package.json says: %s", file, title, declared)
+	}
+	return &l, note, nil
+}
+
+// licenseTitle is the first non-empty line of a licence text, at most 100
+// characters: the licence's name ("MIT License", "AS License").
+func licenseTitle(text []byte) string {
+	for line := range strings.Lines(string(text)) {
+		if t := strings.TrimSpace(line); t != "" {
+			if len(t) > 100 {
+				t = t[:100]
+			}
+			return t
+		}
+	}
+	return "licence file"
 }

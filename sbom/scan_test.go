@@ -110,6 +110,14 @@ func testImage(t testing.TB) v1.Image {
  {"identifier":{"id":"anyscalecompute.ray-distributed-debugger"},"version":"0.1.4","relativeLocation":"anyscalecompute.ray-distributed-debugger-0.1.4"}]`,
 			"config/extensions/ms-python.python-2025.10.0/package.json":                     `{"name":"python","publisher":"ms-python","version":"2025.10.0","license":"MIT"}`,
 			"config/extensions/anyscalecompute.ray-distributed-debugger-0.1.4/package.json": `{"name":"ray-distributed-debugger","publisher":"anyscalecompute","version":"0.1.4"}`,
+			// As vsce packs them: package.json's license, else the licence
+			// file the manifest names. The real ray-distributed-debugger
+			// 0.1.6 has no license in package.json and Anyscale's "AS
+			// License" in extension/LICENSE.txt.
+			"config/extensions/ms-python.python-2025.10.0/.vsixmanifest":                     vsixManifest("python", "ms-python", "2025.10.0", "extension/LICENSE.txt"),
+			"config/extensions/ms-python.python-2025.10.0/LICENSE.txt":                       "MIT License\n\nCopyright (c) Microsoft Corporation.\n",
+			"config/extensions/anyscalecompute.ray-distributed-debugger-0.1.4/.vsixmanifest": vsixManifest("ray-distributed-debugger", "anyscalecompute", "0.1.4", "extension/LICENSE.txt"),
+			"config/extensions/anyscalecompute.ray-distributed-debugger-0.1.4/LICENSE.txt":   asLicense,
 		}),
 	)
 	if err != nil {
@@ -123,6 +131,24 @@ func testImage(t testing.TB) v1.Image {
 		t.Fatal(err)
 	}
 	return img
+}
+
+// asLicense stands in for the ray-distributed-debugger's LICENSE.txt: its
+// title and scope-of-use clause, not the whole text.
+const asLicense = "AS License\n\nCopyright (2023) Anyscale, Inc.\n\nScope of Use. You may not use this Software except in connection with your use of the Anyscale Services pursuant to the Agreement.\n"
+
+// vsixManifest is the .vsixmanifest code-server keeps in an installed
+// extension's folder, as vsce writes it, naming its licence file.
+func vsixManifest(name, publisher, version, license string) string {
+	return `<?xml version="1.0" encoding="utf-8"?>
+<PackageManifest Version="2.0.0" xmlns="http://schemas.microsoft.com/developer/vsx-schema/2011" xmlns:d="http://schemas.microsoft.com/developer/vsx-schema-design/2011">
+	<Metadata>
+		<Identity Language="en-US" Id="` + name + `" Version="` + version + `" Publisher="` + publisher + `" TargetPlatform="universal"/>
+		<DisplayName>` + name + `</DisplayName>
+		<License>` + license + `</License>
+	</Metadata>
+</PackageManifest>
+`
 }
 
 func testExtensions() []imagespec.Extension {
@@ -200,6 +226,42 @@ func TestScanSPDX(t *testing.T) {
 			t.Errorf("ms-python.python sha256 (-want +got):\n%s", diff)
 		}
 	}
+	// Each extension's licence as its VSIX declares it, and where it was read.
+	type lic struct{ License, Comment string }
+	gotLic := map[string]lic{}
+	for name, version := range map[string]string{"ms-python.python": "2025.10.0", "anyscalecompute.ray-distributed-debugger": "0.1.4"} {
+		if p := find(name, version); p != nil {
+			gotLic[name] = lic{p.License, p.LicenseComment}
+		}
+	}
+	wantLic := map[string]lic{
+		"ms-python.python": {"MIT", `licence declared in package.json: MIT; licence file /config/extensions/ms-python.python-2025.10.0/LICENSE.txt ("MIT License")`},
+		"anyscalecompute.ray-distributed-debugger": {`"AS License" (LicenseRef-AS-License)`,
+			`licence file /config/extensions/anyscalecompute.ray-distributed-debugger-0.1.4/LICENSE.txt ("AS License"); package.json states no licence`},
+	}
+	if diff := cmp.Diff(wantLic, gotLic); diff != "" {
+		t.Errorf("extension licences (-want +got):\n%s", diff)
+	}
+	// The licence that is not on the SPDX list carries its text.
+	var doc struct {
+		Extracted []struct {
+			ID   string `json:"licenseId"`
+			Name string `json:"name"`
+			Text string `json:"extractedText"`
+		} `json:"hasExtractedLicensingInfos"`
+	}
+	if err := json.Unmarshal(res.Document, &doc); err != nil {
+		t.Fatal(err)
+	}
+	text := ""
+	for _, e := range doc.Extracted {
+		if e.ID == "LicenseRef-AS-License" && e.Name == "AS License" {
+			text = e.Text
+		}
+	}
+	if text != asLicense {
+		t.Errorf("LicenseRef-AS-License's extracted text = %q, want the LICENSE.txt of the VSIX %q (licences %+v)", text, asLicense, doc.Extracted)
+	}
 	for typ, n := range map[string]int{"deb": 2, "python": 4, "vscode-extension": 2} {
 		if res.Counts[typ] != n {
 			t.Errorf("%d %s packages counted, want %d (%v)", res.Counts[typ], typ, n, res.Counts)
@@ -239,6 +301,9 @@ func TestScanCycloneDX(t *testing.T) {
 	for _, p := range pkgs {
 		if p.Name == "ms-python.python" && !slices.Equal(p.SHA256, []string{strings.Repeat("a", 64)}) {
 			t.Errorf("ms-python.python component hashes %v, want the arm64 VSIX sha256", p.SHA256)
+		}
+		if want, ok := map[string]string{"ms-python.python": "MIT", "anyscalecompute.ray-distributed-debugger": `"AS License"`}[p.Name]; ok && p.License != want {
+			t.Errorf("%s's CycloneDX licence = %q, want %q", p.Name, p.License, want)
 		}
 	}
 	if _, err := Scan(context.Background(), testImage(t), Options{Format: "xml"}); err == nil {

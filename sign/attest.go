@@ -99,7 +99,7 @@ func attestDigest(ctx context.Context, d name.Digest, s *Signer, typ, predicateT
 	if err != nil {
 		return "", fmt.Errorf("signing attestation: %w", err)
 	}
-	sopts, err := s.certAndLogOptions(func() (*bundle.RekorBundle, error) { return s.tlog.uploadDSSE(ctx, env, s.signerPEM()) },
+	sopts, err := s.certAndLogOptions(ctx, func(signerPEM []byte) (*bundle.RekorBundle, error) { return s.tlog.uploadDSSE(ctx, env, signerPEM) },
 		static.WithLayerMediaType(types.DssePayloadType),
 		static.WithAnnotations(map[string]string{"predicateType": predicateType}))
 	if err != nil {

@@ -14,6 +14,11 @@
 // Actions): an ephemeral key is certified by Fulcio and every signature is
 // uploaded to Rekor; the certificate chain and the Rekor bundle are attached
 // to the signature so `cosign verify --certificate-identity ...` accepts it.
+// Fulcio certificates are valid 10 minutes and cosign checks a certificate
+// against the time Rekor recorded the signature, so the certificate is
+// obtained at the first signature and renewed, with a fresh OIDC token,
+// before a signature is made with less than KeylessOptions.RenewMargin of
+// validity left.
 //
 // BuildKit attestation manifests (imagespec.IsAttestationManifest: platform
 // unknown/unknown, annotation vnd.docker.reference.type=attestation-manifest)

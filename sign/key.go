@@ -62,8 +62,9 @@ func StaticPassword(p []byte) Password {
 // KeylessSigner.
 type Signer struct {
 	sv signature.SignerVerifier
-	// certPEM and chainPEM are set in keyless mode (Fulcio certificate).
-	certPEM, chainPEM []byte
+	// certs, set in keyless mode, provides a Fulcio certificate for sv's
+	// key that is valid long enough for the next signature.
+	certs *certifier
 	// tlog, when set, uploads every signature to a transparency log and
 	// returns the bundle to attach. Nil in key mode.
 	tlog tlogUploader
@@ -83,8 +84,8 @@ func (s *Signer) PublicKeyPEM() ([]byte, error) {
 	return cryptoutils.MarshalPublicKeyToPEM(pk)
 }
 
-// Keyless reports whether the signer carries a Fulcio certificate.
-func (s *Signer) Keyless() bool { return s.certPEM != nil }
+// Keyless reports whether the signer signs with Fulcio certificates.
+func (s *Signer) Keyless() bool { return s.certs != nil }
 
 // String describes the signer without any secret.
 func (s *Signer) String() string { return s.desc }

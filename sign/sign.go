@@ -230,8 +230,8 @@ func signDigest(ctx context.Context, d name.Digest, s *Signer, o *options) (stri
 		return "", fmt.Errorf("signing payload: %w", err)
 	}
 	b64 := base64.StdEncoding.EncodeToString(sigBytes)
-	sopts, err := s.certAndLogOptions(func() (*bundle.RekorBundle, error) {
-		return s.tlog.uploadSignature(ctx, sigBytes, payload, s.signerPEM())
+	sopts, err := s.certAndLogOptions(ctx, func(signerPEM []byte) (*bundle.RekorBundle, error) {
+		return s.tlog.uploadSignature(ctx, sigBytes, payload, signerPEM)
 	})
 	if err != nil {
 		return "", err
@@ -256,29 +256,32 @@ func signDigest(ctx context.Context, d name.Digest, s *Signer, o *options) (stri
 	return tag.String(), nil
 }
 
-// certAndLogOptions are opts and, for a keyless signer, its certificate
-// chain and the transparency log entry upload makes (signature and
+// certAndLogOptions are opts and, for a keyless signer, a certificate chain
+// valid for at least its renew margin and the transparency log entry upload
+// makes with the signer's certificate (or public key) in PEM (signature and
 // attestation alike).
-func (s *Signer) certAndLogOptions(upload func() (*bundle.RekorBundle, error), opts ...static.Option) ([]static.Option, error) {
-	if s.certPEM != nil {
-		opts = append(opts, static.WithCertChain(s.certPEM, s.chainPEM))
+func (s *Signer) certAndLogOptions(ctx context.Context, upload func(signerPEM []byte) (*bundle.RekorBundle, error), opts ...static.Option) ([]static.Option, error) {
+	var signerPEM []byte
+	if s.certs != nil {
+		c, err := s.certs.current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, static.WithCertChain(c.certPEM, nil))
+		signerPEM = c.certPEM
+	} else if s.tlog != nil {
+		p, err := s.PublicKeyPEM()
+		if err != nil {
+			return nil, fmt.Errorf("public key of %s: %w", s, err)
+		}
+		signerPEM = p
 	}
 	if s.tlog != nil {
-		b, err := upload()
+		b, err := upload(signerPEM)
 		if err != nil {
 			return nil, fmt.Errorf("transparency log upload: %w", err)
 		}
 		opts = append(opts, static.WithBundle(b))
 	}
 	return opts, nil
-}
-
-// signerPEM is the certificate (keyless) or public key (key mode) in PEM, as
-// a transparency log entry records it.
-func (s *Signer) signerPEM() []byte {
-	if s.certPEM != nil {
-		return s.certPEM
-	}
-	p, _ := s.PublicKeyPEM()
-	return p
 }

@@ -69,9 +69,12 @@ type Manifest struct {
 	SBOM string `json:"sbom,omitempty"`
 	// SBOMLocked counts the locked Python distributions and extensions
 	// found in the SBOM with the locked version.
-	SBOMLocked int       `json:"sbomLocked,omitempty"`
-	Provenance string    `json:"provenance,omitempty"`
-	Contents   *Contents `json:"contents,omitempty"`
+	SBOMLocked int `json:"sbomLocked,omitempty"`
+	// ExtensionLicenses are the licences the SBOM records for the
+	// extensions it lists.
+	ExtensionLicenses []ExtensionLicense `json:"extensionLicenses,omitempty"`
+	Provenance        string             `json:"provenance,omitempty"`
+	Contents          *Contents          `json:"contents,omitempty"`
 }
 
 // Contents is what the platform's layers hold.
@@ -92,6 +95,17 @@ type InstalledExtension struct {
 	Version        string `json:"version"`
 	TargetPlatform string `json:"targetPlatform"`
 	Dir            string `json:"dir"`
+}
+
+// ExtensionLicense is the licence an SBOM records for one extension.
+type ExtensionLicense struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+	// License is the declared licence (sbom.Package.License), "" when the
+	// SBOM asserts none.
+	License string `json:"license"`
+	// Source says where the licence was read (the SBOM's licence comment).
+	Source string `json:"source,omitempty"`
 }
 
 // Report is the outcome of Image.
@@ -168,6 +182,17 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  provenance: %s", m.Provenance)
 		}
 		b.WriteString("\n")
+		for _, l := range m.ExtensionLicenses {
+			lic := l.License
+			if lic == "" {
+				lic = "not stated in the SBOM"
+			}
+			fmt.Fprintf(&b, "               licence of %s@%s: %s", l.ID, l.Version, lic)
+			if l.Source != "" {
+				fmt.Fprintf(&b, " (%s)", l.Source)
+			}
+			b.WriteString("\n")
+		}
 		if c := m.Contents; c != nil {
 			fmt.Fprintf(&b, "               python %s, ray %s, debugpy %s\n", c.Python, c.Ray, c.Debugpy)
 			for _, e := range c.Extensions {

@@ -41,7 +41,8 @@ func statementPredicate(a interface{ Payload() ([]byte, error) }) (string, []byt
 // checkSBOMContents checks that the platform's verified SBOM lists every
 // distribution of the locked Python closure (or ray and debugpy when the
 // image was built unlocked) and every extension, each with the locked
-// version, extensions with the VSIX sha256 the lock records.
+// version, extensions with the VSIX sha256 the lock records, and records
+// the licence the SBOM gives each extension it lists.
 func (v *verifier) checkSBOMContents(mi manifestInfo, m *Manifest, lock *imagespec.Set, doc []byte) {
 	if lock == nil || doc == nil {
 		return
@@ -53,6 +54,11 @@ func (v *verifier) checkSBOMContents(mi manifestInfo, m *Manifest, lock *imagesp
 	if err != nil {
 		fail("reading the SBOM: %v", err)
 		return
+	}
+	for _, p := range pkgs {
+		if strings.Contains(p.PURL, "type=vscode-extension") {
+			m.ExtensionLicenses = append(m.ExtensionLicenses, ExtensionLicense{ID: p.Name, Version: p.Version, License: p.License, Source: p.LicenseComment})
+		}
 	}
 	// Python distributions by normalized name: their versions in the SBOM.
 	py := map[string][]string{}

@@ -12,6 +12,10 @@
 # ms-python.python), anyscalecompute.ray-distributed-debugger (universal).
 # Every build carries extension/platform.txt naming its target, so a test can
 # tell which build landed where. File times are fixed for reproducibility.
+# Licences as the real ones declare them: the ms-python stand-ins say MIT in
+# package.json and LICENSE; the ray-distributed-debugger stand-in, like the
+# real 0.1.6, has no license in package.json and a LICENSE.txt titled "AS
+# License" (a stand-in text, not Anyscale's).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${IMAGECTL_TEST_CACHE:-$HOME/.cache/imagectl-test}
@@ -35,8 +39,7 @@ build() {
   "displayName": "$name (imagectl test fixture)",
   "description": "A small stand-in for $pub.$name used by imagectl's tests.",
   "publisher": "$pub",
-  "version": "$ver",
-  "license": "MIT",
+  "version": "$ver",$license_field
   "repository": {"type": "git", "url": "https://example.invalid/imagectl-fixtures/$name.git"},
   "engines": {"vscode": "$engine"},
   "categories": ["Debuggers"],
@@ -53,7 +56,7 @@ exports.deactivate = function deactivate() {};
 JS
     printf '%s\n' "$tgt" >"$d/platform.txt"
     printf '# %s.%s\n\nTest fixture for imagectl; not the real extension.\n' "$pub" "$name" >"$d/README.md"
-    printf 'MIT License\n\nCopyright (c) imagectl authors\n' >"$d/LICENSE"
+    printf '%s' "$license_text" >"$d/LICENSE.txt"
     find "$d" -exec touch -h -d @1700000000 {} +
     local file args=(package --no-dependencies --no-update-package-json --allow-star-activation)
     if [ "$tgt" = universal ]; then
@@ -67,9 +70,14 @@ JS
   done
 }
 
+license_field='
+  "license": "MIT",'
+license_text=$'MIT License\n\nCopyright (c) imagectl authors\n'
 build ms-python python 2025.6.1 '^1.95.0' '[]' '["ms-python.debugpy"]' linux-x64 linux-arm64
 build ms-python python 2025.8.0 '^1.95.0' '[]' '["ms-python.debugpy"]' linux-x64 linux-arm64
 build ms-python debugpy 2025.10.0 '^1.92.0' '["ms-python.python"]' '[]' universal linux-x64 linux-arm64
+license_field=''
+license_text=$'AS License\n\nStand-in for the licence of anyscalecompute.ray-distributed-debugger in imagectl\'s test fixtures: the real extension\'s LICENSE.txt is Anyscale\'s proprietary "AS License".\n'
 build anyscalecompute ray-distributed-debugger 0.1.4 '^1.66.0' '[]' '[]' universal
 build anyscalecompute ray-distributed-debugger 0.1.6 '^1.66.0' '[]' '[]' universal
 # A build whose engine no shipped VS Code accepts (for the engine check).
