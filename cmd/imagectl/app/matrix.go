@@ -332,8 +332,14 @@ func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
 	if err != nil {
 		return err
 	}
+	// The snapshot being replaced: its extension pins are kept, and its
+	// base images' VS Code versions reused where the digests are the same.
+	old, oldErr := catalog.Load(g.catalog())
+	if oldErr != nil && !errors.Is(oldErr, fs.ErrNotExist) {
+		fmt.Fprintf(safetext.Writer(g.stderr), "warning: the old catalog does not load, so none of its extension pins or VS Code versions are kept: %v\n", oldErr)
+	}
 	hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithIdleTimeout(f.idleTimeout), httpx.WithRetries(f.retries))
-	src, err := f.sources(cfg, hc, g.stderr)
+	src, err := f.sources(cfg, hc, old, g.stderr)
 	if err != nil {
 		return err
 	}
@@ -353,10 +359,8 @@ func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
 	}
 	// Keep the extension pins of the snapshot being replaced.
 	kept := 0
-	if old, err := catalog.Load(g.catalog()); err == nil {
+	if oldErr == nil {
 		kept = extensions.CarryPins(old, c)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(safetext.Writer(g.stderr), "warning: the old catalog does not load, so none of its extension pins are kept: %v\n", err)
 	}
 	locked := "not locked (--no-python-lock)"
 	if locker != nil {
@@ -372,7 +376,8 @@ func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
 
 // sources are the upstreams refresh queries, each from its flag, else
 // matrix.yaml.
-func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, stderr io.Writer) (catalog.Sources, error) {
+// old is the snapshot being replaced (nil if none loads).
+func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, old *catalog.Catalog, stderr io.Writer) (catalog.Sources, error) {
 	u := cfg.Upstreams
 	src := catalog.Sources{
 		PyPI: pypi.New(pypi.WithBaseURL(firstNonEmpty(f.pypi, u.PyPI)), pypi.WithHTTPClient(hc)),
@@ -400,7 +405,14 @@ func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, stderr io.Wr
 	src.PythonRuntimes = ghc
 	switch versions := firstNonEmpty(f.versions, cfg.Base.Versions); versions {
 	case matrix.VersionsRegistryTags:
-		rs, err := registry.New(firstNonEmpty(f.baseImage, cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, opts...)
+		// The VS Code of each code-server is read from its base image
+		// (base.vscodeOverrides only when that fails, with a warning).
+		var known []catalog.CodeServer
+		if old != nil {
+			known = old.CodeServer
+		}
+		ropts := append(slices.Clip(opts), registry.WithKnown(known), registry.WithWarnings(stderr))
+		rs, err := registry.New(firstNonEmpty(f.baseImage, cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, ropts...)
 		if err != nil {
 			return src, err
 		}
