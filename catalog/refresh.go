@@ -83,8 +83,8 @@ type Sources struct {
 	PythonMinors func(c *Catalog) ([]string, error)
 	// Notes, if set, receives a line for each newer python-build-standalone
 	// release examined and not proposed, with the reason.
-	Notes io.Writer
-	CodeServer     CodeServerSource
+	Notes      io.Writer
+	CodeServer CodeServerSource
 	// Extensions maps a matrix.yaml source name (marketplace, openvsx) to
 	// its client.
 	Extensions map[string]ExtensionSource
@@ -153,6 +153,7 @@ func Refresh(ctx context.Context, cfg *matrix.Config, src Sources) (*Catalog, er
 		c.ToolsImage = &ToolsImage{Ref: ref, Digest: d}
 	}
 	if src.PythonRuntimes != nil && cfg.Build.PythonRuntime == matrix.PythonRuntimeStandalone {
+		Normalize(c) // PythonMinors resolves sets from it
 		if c.PythonRuntimes, err = lockRuntimes(ctx, cfg, c, src); err != nil {
 			return nil, err
 		}

@@ -335,9 +335,6 @@ func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
 	// The snapshot being replaced: its extension pins are kept, and its
 	// base images' VS Code versions reused where the digests are the same.
 	old, oldErr := catalog.Load(g.catalog())
-	if oldErr != nil && !errors.Is(oldErr, fs.ErrNotExist) {
-		fmt.Fprintf(safetext.Writer(g.stderr), "warning: the old catalog does not load, so none of its extension pins or VS Code versions are kept: %v\n", oldErr)
-	}
 	hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithIdleTimeout(f.idleTimeout), httpx.WithRetries(f.retries))
 	src, err := f.sources(cfg, hc, old, g.stderr)
 	if err != nil {
@@ -361,6 +358,8 @@ func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
 	kept := 0
 	if oldErr == nil {
 		kept = extensions.CarryPins(old, c)
+	} else if !errors.Is(oldErr, fs.ErrNotExist) {
+		fmt.Fprintf(safetext.Writer(g.stderr), "warning: the old catalog does not load, so none of its extension pins or base image VS Code versions are kept: %v\n", oldErr)
 	}
 	locked := "not locked (--no-python-lock)"
 	if locker != nil {
@@ -371,7 +370,7 @@ func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
 	if err := catalog.Write(g.catalog(), c); err != nil {
 		return err
 	}
-	return g.printRefresh(f, c, locked, kept)
+	return g.printRefresh(f, old, c, locked, kept)
 }
 
 // sources are the upstreams refresh queries, each from its flag, else
@@ -403,6 +402,22 @@ func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, old *catalog
 		fmt.Fprintf(safetext.Writer(stderr), "warning: %v\n", err)
 	}
 	src.PythonRuntimes = ghc
+	// A newer release is proposed only when it has the CPython minor of
+	// every set matrix list builds.
+	src.PythonMinors = func(c *catalog.Catalog) ([]string, error) {
+		sets, _, err := resolve.All(cfg, c, nil)
+		if err != nil {
+			return nil, err
+		}
+		var minors []string
+		for _, s := range sets {
+			if !slices.Contains(minors, s.Python) {
+				minors = append(minors, s.Python)
+			}
+		}
+		return minors, nil
+	}
+	src.Notes = safetext.Writer(stderr)
 	switch versions := firstNonEmpty(f.versions, cfg.Base.Versions); versions {
 	case matrix.VersionsRegistryTags:
 		// The VS Code of each code-server is read from its base image
@@ -425,32 +440,69 @@ func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, old *catalog
 	return src, nil
 }
 
-// printRefresh prints what refresh wrote, as text or JSON.
-func (g *globals) printRefresh(f *refreshFlags, c *catalog.Catalog, locked string, kept int) error {
+// printRefresh prints what refresh wrote, as text or JSON; old is the
+// snapshot it replaced (nil if none loaded).
+func (g *globals) printRefresh(f *refreshFlags, old, c *catalog.Catalog, locked string, kept int) error {
 	tools := "not recorded"
 	if t := c.ToolsImage; t != nil {
 		tools = t.Ref + " is " + t.Digest
 	}
 	var pys []string
+	release := ""
 	for _, r := range c.PythonRuntimes {
 		pys = append(pys, r.Version)
+		release = r.Release
 	}
+	changes := runtimeChanges(old, c)
 	if f.out.JSON() {
 		return writeJSON(g.stdout, refreshSummary{
 			Catalog: g.catalog(), CodeServer: len(c.CodeServer), Ray: len(c.Ray), Debugpy: len(c.Debugpy), Extensions: len(c.Extensions),
-			ToolsImage: c.ToolsImage, PythonRuntimes: pys, PythonClosures: locked, KeptPins: kept,
+			ToolsImage: c.ToolsImage, PythonRuntimes: pys, PythonRuntimeRelease: release, PythonRuntimeChanges: changes,
+			PythonClosures: locked, KeptPins: kept,
 		})
 	}
 	runtimes := "none recorded"
 	if len(pys) > 0 {
-		runtimes = strings.Join(pys, ", ")
+		runtimes = strings.Join(pys, ", ") + " (python-build-standalone " + release + ")"
 	}
 	fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions; tools image %s; Python runtimes %s; Python closures %s\n",
 		g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools, runtimes, locked)
 	if kept > 0 {
 		fmt.Fprintf(g.stdout, "kept %d extension file pin(s) of the previous snapshot\n", kept)
 	}
+	for _, ch := range changes {
+		fmt.Fprintf(g.stdout, "python runtime %s\n", ch)
+	}
 	return nil
+}
+
+// runtimeChanges lists, per CPython minor, the locked runtimes that differ
+// between the old snapshot and c: another release, patch or sum.
+func runtimeChanges(old, c *catalog.Catalog) []string {
+	desc := func(r catalog.PythonRuntime) string { return r.Version + " (" + r.Release + ")" }
+	before := map[string]catalog.PythonRuntime{}
+	if old != nil {
+		for _, r := range old.PythonRuntimes {
+			before[r.Python] = r
+		}
+	}
+	var out []string
+	for _, r := range c.PythonRuntimes {
+		o, ok := before[r.Python]
+		delete(before, r.Python)
+		switch {
+		case !ok:
+			out = append(out, r.Python+": "+desc(r)+" added")
+		case o.Release != r.Release || o.Version != r.Version || o.Repository != r.Repository || o.Flavor != r.Flavor:
+			out = append(out, r.Python+": "+desc(o)+" -> "+desc(r))
+		case !maps.Equal(o.Files, r.Files):
+			out = append(out, r.Python+": "+desc(r)+" tarballs changed")
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(before)) {
+		out = append(out, m+": "+desc(before[m])+" removed")
+	}
+	return out
 }
 
 // Validate refuses a --versions (or IMAGECTL_BASE_VERSIONS) refresh does
@@ -472,8 +524,13 @@ type refreshSummary struct {
 	Extensions     int                 `json:"extensions"`
 	ToolsImage     *catalog.ToolsImage `json:"toolsImage,omitempty"`
 	PythonRuntimes []string            `json:"pythonRuntimes"`
-	PythonClosures string              `json:"pythonClosures"`
-	KeptPins       int                 `json:"keptPins"`
+	// PythonRuntimeRelease is the python-build-standalone release locked.
+	PythonRuntimeRelease string `json:"pythonRuntimeRelease,omitempty"`
+	// PythonRuntimeChanges are the runtimes that differ from the replaced
+	// snapshot's ("3.12: 3.12.11 (20250808) -> 3.12.12 (20251014)").
+	PythonRuntimeChanges []string `json:"pythonRuntimeChanges,omitempty"`
+	PythonClosures       string   `json:"pythonClosures"`
+	KeptPins             int      `json:"keptPins"`
 }
 
 // lockPython locks the Python closure of every set matrix list resolves
