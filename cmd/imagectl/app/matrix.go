@@ -269,11 +269,16 @@ func newMatrixRefreshCommand(g *globals) *cobra.Command {
 		Short: "Query the upstreams and rewrite the catalog snapshot",
 		Long: `refresh reads matrix.yaml, queries every upstream for what resolution needs
 (code-server versions and base image digests from the registry or GitHub
-releases, the digest that build.toolsImage names from its registry, the
-python-build-standalone tarballs of build.standalone's release and their
+releases, the VS Code each code-server bundles from its base image's
+/app/code-server/lib/vscode/package.json (base.vscodeOverrides only when
+that cannot be read, with a warning), the digest that build.toolsImage
+names from its registry, the python-build-standalone tarballs and their
 sha256 from the GitHub release (SHA256SUMS) when build.pythonRuntime is
-standalone, Ray and debugpy from the PyPI JSON API, extensions from the VS
-Marketplace or Open VSX) and writes catalog.json atomically: on any error the
+standalone: of the newest release after build.standalone.release that has
+the CPython minor of every set for x86_64 and aarch64, each tarball listed
+in its SHA256SUMS, else of build.standalone.release, Ray and debugpy from
+the PyPI JSON API, extensions from the VS Marketplace or Open VSX) and
+writes catalog.json atomically: on any error the
 old snapshot is left as it was.
 
 Then it locks the complete Python closure of every set matrix list would
