@@ -123,6 +123,8 @@ var hostileCases = []struct {
 		`codeServer[0].platforms["linux/arm64"]: "latest": want sha256:`},
 	{"bad vscode", `"vscode": "1.101.2"`, `"vscode": "1.101"`,
 		`codeServer[0].vscode: "1.101": want the bundled VS Code version`},
+	{"bad vscodeFrom", `"vscode": "1.101.2"`, `"vscode": "1.101.2", "vscodeFrom": "guess"`,
+		`codeServer[0].vscodeFrom: "guess": want "image" (read from the base image) or nothing`},
 	// Python packages.
 	{"bad requires-python", `"requiresPython": ">=3.9"`, `"requiresPython": "python3 please"`,
 		`ray[0].requiresPython: "python3 please": want a PEP 440 specifier`},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -35,12 +37,31 @@ type ImageDigester interface {
 	Digest(ctx context.Context, ref string) (string, error)
 }
 
-// PythonRuntimeSource lists the python-build-standalone runtimes of one
-// release (upstream/github): for each CPython minor version keep accepts, the
-// newest patch with a tarball for every platform, each with its sha256.
+// PythonRuntimeSource reads python-build-standalone releases
+// (upstream/github).
 type PythonRuntimeSource interface {
+	// PythonRuntimes lists the runtimes of release st.Release: for each
+	// CPython minor version keep accepts, the newest patch with a tarball
+	// for every platform, each with its sha256.
 	PythonRuntimes(ctx context.Context, st matrix.Standalone, keep func(minor string) bool) ([]PythonRuntime, error)
+	// CheckedPythonRuntimes is PythonRuntimes where every sha256 must come
+	// from the release's SHA256SUMS; anything less is an error wrapping
+	// ErrUnchecked.
+	CheckedPythonRuntimes(ctx context.Context, st matrix.Standalone, keep func(minor string) bool) ([]PythonRuntime, error)
+	// NewerReleases lists the published release tags of st.Repository
+	// later than st.Release, newest first.
+	NewerReleases(ctx context.Context, st matrix.Standalone) ([]string, error)
 }
+
+// ErrUnchecked marks a python-build-standalone tarball whose sha256 the
+// release's SHA256SUMS does not give (or contradicts): Refresh does not
+// propose that release.
+var ErrUnchecked = errors.New("not checked against SHA256SUMS")
+
+// maxNewerReleases bounds how many releases later than
+// build.standalone.release Refresh examines, newest first (each costs about
+// 16 API requests).
+const maxNewerReleases = 5
 
 // Sources are the upstreams Refresh queries.
 type Sources struct {
@@ -48,11 +69,22 @@ type Sources struct {
 	// recorded under toolsImage; nil records no toolsImage at all.
 	Images ImageDigester
 	PyPI   PythonSource
-	// PythonRuntimes, if set, locks matrix.yaml's build.standalone release
-	// under pythonRuntimes when build.pythonRuntime is standalone; nil
-	// records none.
+	// PythonRuntimes, if set, locks a python-build-standalone release
+	// under pythonRuntimes when build.pythonRuntime is standalone: the
+	// newest release not older than matrix.yaml's build.standalone.release
+	// that has every CPython minor of PythonMinors for linux/amd64 and
+	// linux/arm64, checked against its SHA256SUMS, else
+	// build.standalone.release itself; nil records none.
 	PythonRuntimes PythonRuntimeSource
-	CodeServer     CodeServerSource
+	// PythonMinors returns the CPython minor versions ("3.12") the sets
+	// resolved from c use, the ones a newer release must have (the command
+	// gives resolve.All's). Nil stands for every minor that
+	// build.standalone.release itself has.
+	PythonMinors func(c *Catalog) ([]string, error)
+	// Notes, if set, receives a line for each newer python-build-standalone
+	// release examined and not proposed, with the reason.
+	Notes      io.Writer
+	CodeServer CodeServerSource
 	// Extensions maps a matrix.yaml source name (marketplace, openvsx) to
 	// its client.
 	Extensions map[string]ExtensionSource
@@ -121,9 +153,29 @@ func Refresh(ctx context.Context, cfg *matrix.Config, src Sources) (*Catalog, er
 		c.ToolsImage = &ToolsImage{Ref: ref, Digest: d}
 	}
 	if src.PythonRuntimes != nil && cfg.Build.PythonRuntime == matrix.PythonRuntimeStandalone {
-		st := cfg.Build.Standalone
-		keep := pythonKeeper(cfg.Components.Python)
-		rs, err := src.PythonRuntimes.PythonRuntimes(ctx, st, keep)
+		Normalize(c) // PythonMinors resolves sets from it
+		if c.PythonRuntimes, err = lockRuntimes(ctx, cfg, c, src); err != nil {
+			return nil, err
+		}
+	}
+	Normalize(c)
+	return c, nil
+}
+
+// lockRuntimes returns the runtimes of the newest python-build-standalone
+// release, not older than build.standalone.release, that has every
+// CPython minor the sets use (src.PythonMinors) for both platforms, each
+// tarball checked against the release's SHA256SUMS; else those of
+// build.standalone.release.
+func lockRuntimes(ctx context.Context, cfg *matrix.Config, c *Catalog, src Sources) ([]PythonRuntime, error) {
+	st := cfg.Build.Standalone
+	keep := pythonKeeper(cfg.Components.Python)
+	read := func(st matrix.Standalone, checked bool) ([]PythonRuntime, error) {
+		f := src.PythonRuntimes.PythonRuntimes
+		if checked {
+			f = src.PythonRuntimes.CheckedPythonRuntimes
+		}
+		rs, err := f(ctx, st, keep)
 		if err != nil {
 			return nil, fmt.Errorf("build.standalone %s release %s: %w", st.Repository, st.Release, err)
 		}
@@ -134,14 +186,82 @@ func Refresh(ctx context.Context, cfg *matrix.Config, src Sources) (*Catalog, er
 			if !keep(r.Python) {
 				return nil, fmt.Errorf("build.standalone %s release %s: source returned Python %s, outside components.python", st.Repository, st.Release, r.Python)
 			}
+			if r.Repository != st.Repository || r.Release != st.Release || r.Flavor != st.Flavor {
+				return nil, fmt.Errorf("build.standalone %s release %s: source returned runtime %s of %s release %s (%s)", st.Repository, st.Release, r.Version, r.Repository, r.Release, r.Flavor)
+			}
 		}
-		if len(rs) == 0 {
-			return nil, fmt.Errorf("build.standalone %s release %s: no CPython version allowed by components.python has %s tarballs for linux/amd64 and linux/arm64", st.Repository, st.Release, st.Flavor)
-		}
-		c.PythonRuntimes = rs
+		return rs, nil
 	}
-	Normalize(c)
-	return c, nil
+	pinned := func() ([]PythonRuntime, error) {
+		rs, err := read(st, false)
+		if err == nil && len(rs) == 0 {
+			err = fmt.Errorf("build.standalone %s release %s: no CPython version allowed by components.python has %s tarballs for linux/amd64 and linux/arm64", st.Repository, st.Release, st.Flavor)
+		}
+		return rs, err
+	}
+	var need []string
+	var pinnedRS []PythonRuntime
+	var err error
+	if src.PythonMinors != nil {
+		if need, err = src.PythonMinors(c); err != nil {
+			return nil, fmt.Errorf("build.standalone: the CPython versions the sets use: %w", err)
+		}
+	} else {
+		if pinnedRS, err = pinned(); err != nil {
+			return nil, err
+		}
+		for _, r := range pinnedRS {
+			need = append(need, r.Python)
+		}
+	}
+	notef := func(format string, args ...any) {
+		if src.Notes != nil {
+			fmt.Fprintf(src.Notes, "note: "+format+"\n", args...)
+		}
+	}
+	newer, err := src.PythonRuntimes.NewerReleases(ctx, st)
+	if err != nil {
+		return nil, fmt.Errorf("build.standalone %s: releases after %s: %w", st.Repository, st.Release, err)
+	}
+	for i, tag := range newer {
+		if i == maxNewerReleases {
+			notef("python-build-standalone %s: %d releases after %s not examined (only the newest %d are)", st.Repository, len(newer)-i, tag, maxNewerReleases)
+			break
+		}
+		cand := st
+		cand.Release = tag
+		rs, err := read(cand, true)
+		if errors.Is(err, ErrUnchecked) {
+			notef("python-build-standalone %s release %s not proposed: %v", st.Repository, tag, err)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		have := map[string]bool{}
+		for _, r := range rs {
+			have[r.Python] = true
+		}
+		var missing []string
+		for _, m := range need {
+			if !have[m] {
+				missing = append(missing, m)
+			}
+		}
+		if len(rs) == 0 || len(missing) > 0 {
+			what := "of CPython " + strings.Join(missing, ", ")
+			if len(missing) == 0 {
+				what = "of any CPython version allowed by components.python"
+			}
+			notef("python-build-standalone %s release %s not proposed: no %s tarballs %s for both linux/amd64 and linux/arm64", st.Repository, tag, st.Flavor, what)
+			continue
+		}
+		return rs, nil
+	}
+	if pinnedRS == nil {
+		return pinned()
+	}
+	return pinnedRS, nil
 }
 
 // pythonKeeper accepts the CPython minor versions ("3.N") within the

@@ -31,6 +31,12 @@ type CodeServer struct {
 	Version string `json:"version"`
 	// VSCode is the VS Code version bundled in this code-server.
 	VSCode string `json:"vscode"`
+	// VSCodeFrom says where VSCode comes from: VSCodeFromImage when it was
+	// read from the base image of every platform, empty when from
+	// matrix.yaml's 4.X.Y -> 1.X.Y rule or base.vscodeOverrides (a
+	// hand-written snapshot, code-server versions from GitHub releases, or
+	// a base image that could not be read).
+	VSCodeFrom string `json:"vscodeFrom,omitempty"`
 	// Tag is the base image tag, e.g. "4.101.2".
 	Tag string `json:"tag"`
 	// IndexDigest is the digest of the base image index behind Tag, if known.
@@ -38,6 +44,10 @@ type CodeServer struct {
 	// Platforms maps an OCI platform (linux/amd64) to its manifest digest.
 	Platforms map[string]string `json:"platforms,omitempty"`
 }
+
+// VSCodeFromImage is CodeServer.VSCodeFrom for a VS Code version read from
+// the base image itself (code-server's bundled lib/vscode/package.json).
+const VSCodeFromImage = "image"
 
 // ToolsImage is the build-platform tools image (matrix.yaml build.toolsImage)
 // and the digest its reference named when the snapshot was taken. The

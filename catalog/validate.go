@@ -141,6 +141,9 @@ func (v *validator) codeServer(p string, cs CodeServer) {
 			v.fail(p+".vscode", "%s: want the bundled VS Code version MAJOR.MINOR.PATCH, e.g. 1.101.2", quote(cs.VSCode))
 		}
 	}
+	if cs.VSCodeFrom != "" && cs.VSCodeFrom != VSCodeFromImage {
+		v.fail(p+".vscodeFrom", "%s: want %q (read from the base image) or nothing", quote(cs.VSCodeFrom), VSCodeFromImage)
+	}
 	if cs.Tag != "" && !ociTagRE.MatchString(cs.Tag) {
 		v.fail(p+".tag", "%s: want an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}, no digest)", quote(cs.Tag))
 	}

@@ -129,7 +129,9 @@ type Standalone struct {
 	// Repository is the GitHub repository (owner/name) publishing the
 	// releases, e.g. astral-sh/python-build-standalone.
 	Repository string `json:"repository" yaml:"repository"`
-	// Release is the release tag, a date such as "20250808" (quote it).
+	// Release is the oldest release a set may use, a date tag such as
+	// "20250808" (quote it): matrix refresh locks the newest release since
+	// that has every CPython minor the sets use (see catalog.Refresh).
 	Release string `json:"release" yaml:"release"`
 	// Flavor is the tarball flavour: install_only or install_only_stripped.
 	Flavor string `json:"flavor" yaml:"flavor"`

@@ -412,6 +412,9 @@ func diffSets(old, s imagespec.Set) []Reason {
 	if old.Debugpy != s.Debugpy {
 		rs = append(rs, Reason{KindComponentBump, fmt.Sprintf("debugpy %s -> %s", old.Debugpy, s.Debugpy)})
 	}
+	if r, ok := diffRuntime(old.PythonRuntime, s.PythonRuntime); ok {
+		rs = append(rs, r)
+	}
 	rs = append(rs, diffPythonLocks(old, s)...)
 	oldExt := map[string]imagespec.Extension{}
 	for _, e := range old.Extensions {
@@ -469,6 +472,35 @@ func diffTools(old, cur string) (Reason, bool) {
 		return Reason{KindDefinition, fmt.Sprintf("tools image %s now pinned to %s", curName, short(curDigest))}, true
 	}
 	return Reason{KindDefinition, fmt.Sprintf("tools image %s -> %s", old, cur)}, true
+}
+
+// diffRuntime explains a change of the python-build-standalone runtime
+// between the published lock and the new set: another release or CPython
+// patch (refresh proposes newer releases), or the same one with other
+// tarballs.
+func diffRuntime(old, cur *imagespec.PythonRuntime) (Reason, bool) {
+	desc := func(r *imagespec.PythonRuntime) string {
+		if r == nil {
+			return "(none)"
+		}
+		return fmt.Sprintf("%s (python-build-standalone %s)", r.Version, r.Release)
+	}
+	switch {
+	case old == nil && cur == nil:
+		return Reason{}, false
+	case old == nil || cur == nil || old.Version != cur.Version || old.Release != cur.Release:
+		return Reason{KindComponentBump, "python runtime " + desc(old) + " -> " + desc(cur)}, true
+	}
+	var changed []string
+	for _, pl := range unionKeys(old.Files, cur.Files) {
+		if old.Files[pl] != cur.Files[pl] {
+			changed = append(changed, fmt.Sprintf("%s %s -> %s", pl, orNone(shortHex(old.Files[pl].SHA256)), orNone(shortHex(cur.Files[pl].SHA256))))
+		}
+	}
+	if len(changed) == 0 {
+		return Reason{}, false
+	}
+	return Reason{KindComponentBump, "python runtime " + desc(cur) + " tarballs changed: " + strings.Join(changed, ", ")}, true
 }
 
 // splitDigest splits a reference pinned by digest (name[:tag]@digest) into

@@ -391,3 +391,50 @@ func TestOwnFloating(t *testing.T) {
 		t.Error("duplicate versioned tag accepted")
 	}
 }
+
+// A python-build-standalone runtime that another release (or patch)
+// replaced, or whose tarballs changed, is a component bump of its own.
+func TestDiffRuntime(t *testing.T) {
+	rt := func(version, release string, c byte) *imagespec.PythonRuntime {
+		return &imagespec.PythonRuntime{Version: version, Release: release, Files: map[string]imagespec.RuntimeFile{
+			"linux/amd64": {URL: "https://example.com/" + release + "/x86_64.tar.gz", SHA256: strings.Repeat(string(c), 64)},
+			"linux/arm64": {URL: "https://example.com/" + release + "/aarch64.tar.gz", SHA256: strings.Repeat(string(c+1), 64)},
+		}}
+	}
+	// Through diffSets: the plan names it, not a definition change.
+	a, _, _ := baseSets()
+	oldSet, newSet := a, a
+	oldSet.PythonRuntime, newSet.PythonRuntime = rt("3.12.11", "20250808", '1'), rt("3.12.12", "20251014", '3')
+	if got, want := diffSets(oldSet, newSet), []Reason{{KindComponentBump, "python runtime 3.12.11 (python-build-standalone 20250808) -> 3.12.12 (python-build-standalone 20251014)"}}; !cmp.Equal(got, want) {
+		t.Errorf("diffSets = %v, want %v", got, want)
+	}
+	republished := rt("3.12.11", "20250808", '1')
+	republished.Files["linux/arm64"] = imagespec.RuntimeFile{URL: republished.Files["linux/arm64"].URL, SHA256: strings.Repeat("9", 64)}
+	for _, tc := range []struct {
+		name     string
+		old, cur *imagespec.PythonRuntime
+		want     *Reason
+	}{
+		{"unchanged", rt("3.12.11", "20250808", '1'), rt("3.12.11", "20250808", '1'), nil},
+		{"none", nil, nil, nil},
+		{"a newer release", rt("3.12.11", "20250808", '1'), rt("3.12.12", "20251014", '3'),
+			&Reason{KindComponentBump, "python runtime 3.12.11 (python-build-standalone 20250808) -> 3.12.12 (python-build-standalone 20251014)"}},
+		{"the same patch in a newer release", rt("3.12.11", "20250808", '1'), rt("3.12.11", "20250814", '3'),
+			&Reason{KindComponentBump, "python runtime 3.12.11 (python-build-standalone 20250808) -> 3.12.11 (python-build-standalone 20250814)"}},
+		{"tarball re-published", rt("3.12.11", "20250808", '1'), republished,
+			&Reason{KindComponentBump, "python runtime 3.12.11 (python-build-standalone 20250808) tarballs changed: linux/arm64 222222222222 -> 999999999999"}},
+		{"now shipped", nil, rt("3.12.11", "20250808", '1'),
+			&Reason{KindComponentBump, "python runtime (none) -> 3.12.11 (python-build-standalone 20250808)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ok := diffRuntime(tc.old, tc.cur)
+			var got *Reason
+			if ok {
+				got = &r
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("diffRuntime (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -36,8 +36,10 @@ func (r *resolver) toolsImage(ex *Explanation) string {
 }
 
 // pythonRuntime returns the catalog's python-build-standalone runtime of
-// python for matrix.yaml's build.standalone, when build.pythonRuntime is
-// standalone; otherwise, or when the catalog has none, nil (with a note).
+// python for matrix.yaml's build.standalone (its repository and flavor, a
+// release not older than build.standalone.release: refresh locks the newest
+// complete one), when build.pythonRuntime is standalone; otherwise, or when
+// the catalog has none, nil (with a note).
 func (r *resolver) pythonRuntime(python string, ex *Explanation) *imagespec.PythonRuntime {
 	if r.cfg.Build.PythonRuntime != matrix.PythonRuntimeStandalone {
 		return nil
@@ -48,7 +50,8 @@ func (r *resolver) pythonRuntime(python string, ex *Explanation) *imagespec.Pyth
 		if rt.Python != python {
 			continue
 		}
-		if rt.Repository != st.Repository || rt.Release != st.Release || rt.Flavor != st.Flavor {
+		// Release tags are dates of 8 digits: they order as strings.
+		if rt.Repository != st.Repository || rt.Release < st.Release || rt.Flavor != st.Flavor {
 			other = append(other, fmt.Sprintf("%s release %s (%s)", rt.Repository, rt.Release, rt.Flavor))
 			continue
 		}
@@ -61,7 +64,7 @@ func (r *resolver) pythonRuntime(python string, ex *Explanation) *imagespec.Pyth
 				rt.Flavor, rt.Repository, rt.Release, short(rt.Files["linux/amd64"].SHA256), short(rt.Files["linux/arm64"].SHA256))})
 		return out
 	}
-	note := fmt.Sprintf("python runtime: the catalog records no python-build-standalone runtime of Python %s for %s release %s (%s)", python, st.Repository, st.Release, st.Flavor)
+	note := fmt.Sprintf("python runtime: the catalog records no python-build-standalone runtime of Python %s for %s release %s or later (%s)", python, st.Repository, st.Release, st.Flavor)
 	if len(other) > 0 {
 		note += "; it records " + strings.Join(other, ", ") + " (matrix.yaml build.standalone changed since)"
 	}

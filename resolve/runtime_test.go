@@ -41,9 +41,14 @@ func TestResolvePythonRuntime(t *testing.T) {
 				"linux/arm64": {URL: "https://example.com/3.11.13-aarch64.tar.gz", SHA256: strings.Repeat("2", 64)},
 			}}},
 		{name: "none recorded", req: ray46(), runtimes: []catalog.PythonRuntime{catRuntime("3.11", "3.11.13", "20250808", '1')},
-			wantNote: "python runtime: the catalog records no python-build-standalone runtime of Python 3.12 for astral-sh/python-build-standalone release 20250808 (install_only); run imagectl matrix refresh"},
+			wantNote: "python runtime: the catalog records no python-build-standalone runtime of Python 3.12 for astral-sh/python-build-standalone release 20250808 or later (install_only); run imagectl matrix refresh"},
 		{name: "recorded for another release", req: ray46(), runtimes: []catalog.PythonRuntime{catRuntime("3.12", "3.12.10", "20250610", '1')},
 			wantNote: "it records astral-sh/python-build-standalone release 20250610 (install_only) (matrix.yaml build.standalone changed since); run imagectl matrix refresh"},
+		{name: "a later release refresh locked", req: ray46(), runtimes: []catalog.PythonRuntime{catRuntime("3.12", "3.12.12", "20251014", '5')},
+			want: &imagespec.PythonRuntime{Version: "3.12.12", Release: "20251014", Files: map[string]imagespec.RuntimeFile{
+				"linux/amd64": {URL: "https://example.com/3.12.12-x86_64.tar.gz", SHA256: strings.Repeat("5", 64)},
+				"linux/arm64": {URL: "https://example.com/3.12.12-aarch64.tar.gz", SHA256: strings.Repeat("6", 64)},
+			}}},
 		{name: "base runtime", req: ray46(), runtimes: []catalog.PythonRuntime{catRuntime("3.12", "3.12.11", "20250808", '3')}, extra: "build: {pythonRuntime: base}\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +61,7 @@ func TestResolvePythonRuntime(t *testing.T) {
 			if diff := cmp.Diff(tc.want, set.PythonRuntime); diff != "" {
 				t.Errorf("pythonRuntime (-want +got):\n%s", diff)
 			}
-			if tc.want != nil && !strings.Contains(ex.String(), "python runtime "+tc.want.Version+" chosen: python-build-standalone install_only of astral-sh/python-build-standalone release 20250808") {
+			if tc.want != nil && !strings.Contains(ex.String(), "python runtime "+tc.want.Version+" chosen: python-build-standalone install_only of astral-sh/python-build-standalone release "+tc.want.Release) {
 				t.Errorf("explanation lacks the runtime decision:\n%s", ex)
 			}
 			if tc.wantNote != "" && !strings.Contains(ex.String(), tc.wantNote) {

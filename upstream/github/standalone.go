@@ -46,6 +46,53 @@ type releaseByTag struct {
 	TagName string `json:"tag_name"`
 }
 
+// releaseTagRE is a python-build-standalone release tag: a date.
+var releaseTagRE = regexp.MustCompile(`^[0-9]{8}$`)
+
+// NewerReleases implements catalog.PythonRuntimeSource: the tags of the
+// published (not draft, not pre-release) releases of st.Repository that
+// are dates later than st.Release, newest first, from GET
+// {base}/repos/{repo}/releases (newest first, 100 a page; paging stops at
+// the first page that reaches st.Release).
+func (c *Client) NewerReleases(ctx context.Context, st matrix.Standalone) ([]string, error) {
+	var out []string
+	for page := 1; page <= maxPages; page++ {
+		u := fmt.Sprintf("%s/repos/%s/releases?per_page=100&page=%d", c.base, st.Repository, page)
+		resp, err := httpx.Get(ctx, c.hc, u, c.apiHeader())
+		if err != nil {
+			return nil, err
+		}
+		b, err := httpx.ReadJSONBody(resp.Body, u, 64<<20)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		var rs []release
+		if err := json.Unmarshal(b, &rs); err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", u, err)
+		}
+		reached := false
+		for _, r := range rs {
+			if !releaseTagRE.MatchString(r.TagName) {
+				continue
+			}
+			if r.TagName <= st.Release {
+				reached = true
+				continue
+			}
+			if !r.Draft && !r.Prerelease {
+				out = append(out, r.TagName)
+			}
+		}
+		if reached || len(rs) < 100 {
+			break
+		}
+	}
+	slices.Sort(out)
+	slices.Reverse(out)
+	return slices.Compact(out), nil
+}
+
 // maxAssetPages bounds the asset listing at 100 assets a page.
 const maxAssetPages = 50
 
@@ -56,6 +103,20 @@ const maxAssetPages = 50
 // tarball's sha256 from the release's SHA256SUMS asset, else from the
 // asset's digest. A tarball with neither, or where the two disagree, fails.
 func (c *Client) PythonRuntimes(ctx context.Context, st matrix.Standalone, keep func(minor string) bool) ([]catalog.PythonRuntime, error) {
+	return c.pythonRuntimes(ctx, st, keep, false)
+}
+
+// CheckedPythonRuntimes implements catalog.PythonRuntimeSource: it is
+// PythonRuntimes for a release refresh may propose, where every tarball's
+// sha256 must come from the release's SHA256SUMS (an asset digest is only
+// compared with it). A release without SHA256SUMS, a tarball SHA256SUMS
+// does not list, or a digest that disagrees gives an error wrapping
+// catalog.ErrUnchecked.
+func (c *Client) CheckedPythonRuntimes(ctx context.Context, st matrix.Standalone, keep func(minor string) bool) ([]catalog.PythonRuntime, error) {
+	return c.pythonRuntimes(ctx, st, keep, true)
+}
+
+func (c *Client) pythonRuntimes(ctx context.Context, st matrix.Standalone, keep func(minor string) bool, checked bool) ([]catalog.PythonRuntime, error) {
 	u := fmt.Sprintf("%s/repos/%s/releases/tags/%s", c.base, st.Repository, url.PathEscape(st.Release))
 	resp, err := httpx.Get(ctx, c.hc, u, c.apiHeader())
 	if err != nil {
@@ -83,6 +144,9 @@ func (c *Client) PythonRuntimes(ctx context.Context, st matrix.Standalone, keep 
 		return nil, nil
 	}
 
+	if checked && sums == nil {
+		return nil, fmt.Errorf("%s: the release has no %s asset: %w", u, sumsAsset, catalog.ErrUnchecked)
+	}
 	var sumOf map[string]string
 	if sums != nil {
 		if sumOf, err = c.readSums(ctx, sums.BrowserDownloadURL); err != nil {
@@ -99,8 +163,14 @@ func (c *Client) PythonRuntimes(ctx context.Context, st matrix.Standalone, keep 
 		for _, platform := range []string{"linux/amd64", "linux/arm64"} {
 			arch, _ := catalog.RuntimeArch(platform)
 			a := p.files[arch]
+			if _, listed := sumOf[a.Name]; checked && !listed {
+				return nil, fmt.Errorf("%s: asset %s: %s does not list it: %w", u, a.Name, sums.BrowserDownloadURL, catalog.ErrUnchecked)
+			}
 			sum, err := assetSum(a, sumOf, sums)
 			if err != nil {
+				if checked {
+					return nil, fmt.Errorf("%s: %w: %w", u, err, catalog.ErrUnchecked)
+				}
 				return nil, fmt.Errorf("%s: %w", u, err)
 			}
 			if !strings.HasPrefix(a.BrowserDownloadURL, "https://") && !strings.HasPrefix(a.BrowserDownloadURL, "http://") {

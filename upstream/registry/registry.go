@@ -3,9 +3,12 @@ package registry
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"sort"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -15,7 +18,8 @@ import (
 	"github.com/imagectl/imagectl/regauth"
 )
 
-// Source lists code-server versions from a base image repository.
+// Source lists code-server versions from a base image repository, with
+// the VS Code each bundles read from the image itself.
 type Source struct {
 	settings
 	repo      string
@@ -23,15 +27,38 @@ type Source struct {
 	overrides map[string]string
 }
 
+// WithKnown (New only) gives the code-server entries of the snapshot being replaced: an
+// entry whose VS Code was read from the image (VSCodeFrom image) with the
+// same index and platform digests is reused without reading the image again.
+func WithKnown(cs []catalog.CodeServer) Option {
+	return func(s *settings) { s.known = cs }
+}
+
+// WithImageReadTimeout (New only) bounds the reading of one tag's images for their VS
+// Code version (default DefaultImageReadTimeout); a tag not read in time
+// falls back to the overrides, with a warning.
+func WithImageReadTimeout(d time.Duration) Option {
+	return func(s *settings) { s.readTimeout = d }
+}
+
+// WithWarnings (New only) sets where the warnings of VS Code fallbacks go (default
+// os.Stderr).
+func WithWarnings(w io.Writer) Option { return func(s *settings) { s.warn = w } }
+
 // settings are what New and NewImages share: how to reach the registry.
 type settings struct {
 	opts     []remote.Option
 	auth     remote.Option
 	nameOpts []name.Option
+
+	// New only: how the VS Code versions are read.
+	known       []catalog.CodeServer
+	readTimeout time.Duration
+	warn        io.Writer
 }
 
 func newSettings(opts []Option) settings {
-	s := settings{auth: remote.WithAuthFromKeychain(regauth.Keychain())}
+	s := settings{auth: remote.WithAuthFromKeychain(regauth.Keychain()), readTimeout: DefaultImageReadTimeout, warn: os.Stderr}
 	for _, o := range opts {
 		o(&s)
 	}
@@ -60,8 +87,9 @@ func WithInsecure() Option {
 
 // New returns a source for repository repo (no tag) whose tags matching
 // tagPattern (first group = code-server version) are code-server releases.
-// overrides maps code-server versions to the VS Code they bundle when the
-// 4.X.Y -> 1.X.Y rule does not hold.
+// The VS Code each bundles is read from its images (see CodeServers);
+// overrides (matrix.yaml base.vscodeOverrides), else the 4.X.Y -> 1.X.Y
+// rule, is the fallback for an image that cannot be read.
 func New(repo, tagPattern string, overrides map[string]string, opts ...Option) (*Source, error) {
 	re, err := regexp.Compile(tagPattern)
 	if err != nil {
@@ -74,8 +102,17 @@ func New(repo, tagPattern string, overrides map[string]string, opts ...Option) (
 }
 
 // CodeServers lists the code-server versions behind matching tags for which
-// keep returns true, with their digests. A tag that is not an index is
-// recorded with its single platform.
+// keep returns true, with their digests and the VS Code each bundles. A tag
+// that is not an index is recorded with its single platform.
+//
+// The VS Code version is the "version" of VSCodePackageJSON in the image of
+// every linux platform (what code-server --version prints after "with
+// Code"), recorded with VSCodeFrom image. When an image cannot be read (the
+// file is missing or whited out, its JSON is bad, the registry fails or the
+// read times out) the overrides, else the 4.X.Y -> 1.X.Y rule, give it, with
+// a warning; a version neither gives is left out, with a warning. A tag
+// whose platforms disagree is left out, with a warning: no one VS Code
+// version describes it.
 func (s *Source) CodeServers(ctx context.Context, keep func(version string) bool) ([]catalog.CodeServer, error) {
 	repo, err := name.NewRepository(s.repo, s.nameOpts...)
 	if err != nil {
@@ -97,34 +134,40 @@ func (s *Source) CodeServers(ctx context.Context, keep func(version string) bool
 		if _, err := catalog.ParseVersion(version); err != nil || (keep != nil && !keep(version)) {
 			continue
 		}
-		vscode, err := catalog.VSCodeFor(version, s.overrides)
+		cs := catalog.CodeServer{Version: version, Tag: tag}
+		imgs, err := s.digests(ctx, repo.Tag(tag), &cs, opts)
 		if err != nil {
-			continue // not a 4.X.Y code-server and no override: cannot use it
-		}
-		cs := catalog.CodeServer{Version: version, VSCode: vscode, Tag: tag}
-		if err := s.digests(ctx, repo.Tag(tag), &cs, opts); err != nil {
 			return nil, err
 		}
-		out = append(out, cs)
+		ok, err := s.vscode(ctx, &cs, imgs)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, cs)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return catalog.CompareVersions(out[i].Version, out[j].Version) > 0 })
 	return out, nil
 }
 
-func (s *Source) digests(ctx context.Context, ref name.Tag, cs *catalog.CodeServer, opts []remote.Option) error {
+// digests records the index and platform digests behind ref in cs and
+// returns each platform's image reference.
+func (s *Source) digests(ctx context.Context, ref name.Tag, cs *catalog.CodeServer, opts []remote.Option) (map[string]name.Digest, error) {
 	desc, err := remote.Get(ref, opts...)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", ref, err)
+		return nil, fmt.Errorf("reading %s: %w", ref, err)
 	}
+	imgs := map[string]name.Digest{}
 	cs.Platforms = map[string]string{}
 	if desc.MediaType.IsIndex() {
 		idx, err := desc.ImageIndex()
 		if err != nil {
-			return fmt.Errorf("reading index %s: %w", ref, err)
+			return nil, fmt.Errorf("reading index %s: %w", ref, err)
 		}
 		im, err := idx.IndexManifest()
 		if err != nil {
-			return fmt.Errorf("reading index %s: %w", ref, err)
+			return nil, fmt.Errorf("reading index %s: %w", ref, err)
 		}
 		cs.IndexDigest = desc.Digest.String()
 		for _, m := range im.Manifests {
@@ -137,18 +180,21 @@ func (s *Source) digests(ctx context.Context, ref name.Tag, cs *catalog.CodeServ
 			}
 			if _, dup := cs.Platforms[p]; !dup {
 				cs.Platforms[p] = m.Digest.String()
+				imgs[p] = ref.Context().Digest(m.Digest.String())
 			}
 		}
-		return nil
+		return imgs, nil
 	}
 	img, err := desc.Image()
 	if err != nil {
-		return fmt.Errorf("reading image %s: %w", ref, err)
+		return nil, fmt.Errorf("reading image %s: %w", ref, err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return fmt.Errorf("reading config of %s: %w", ref, err)
+		return nil, fmt.Errorf("reading config of %s: %w", ref, err)
 	}
-	cs.Platforms[cf.OS+"/"+cf.Architecture] = desc.Digest.String()
-	return nil
+	p := cf.OS + "/" + cf.Architecture
+	cs.Platforms[p] = desc.Digest.String()
+	imgs[p] = ref.Context().Digest(desc.Digest.String())
+	return imgs, nil
 }

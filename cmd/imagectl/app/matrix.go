@@ -269,11 +269,16 @@ func newMatrixRefreshCommand(g *globals) *cobra.Command {
 		Short: "Query the upstreams and rewrite the catalog snapshot",
 		Long: `refresh reads matrix.yaml, queries every upstream for what resolution needs
 (code-server versions and base image digests from the registry or GitHub
-releases, the digest that build.toolsImage names from its registry, the
-python-build-standalone tarballs of build.standalone's release and their
+releases, the VS Code each code-server bundles from its base image's
+/app/code-server/lib/vscode/package.json (base.vscodeOverrides only when
+that cannot be read, with a warning), the digest that build.toolsImage
+names from its registry, the python-build-standalone tarballs and their
 sha256 from the GitHub release (SHA256SUMS) when build.pythonRuntime is
-standalone, Ray and debugpy from PyPI's Simple API in its JSON form (PEP 691),
-extensions from the VS Marketplace or Open VSX) and writes catalog.json atomically: on any error the
+standalone: of the newest release after build.standalone.release that has
+the CPython minor of every set for x86_64 and aarch64, each tarball listed
+in its SHA256SUMS, else of build.standalone.release, Ray and debugpy from
+PyPI's Simple API in its JSON form (PEP 691), extensions from the VS
+Marketplace or Open VSX) and writes catalog.json atomically: on any error the
 old snapshot is left as it was.
 
 Then it locks the complete Python closure of every set matrix list would
@@ -332,8 +337,11 @@ func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
 	if err != nil {
 		return err
 	}
+	// The snapshot being replaced: its extension pins are kept, and its
+	// base images' VS Code versions reused where the digests are the same.
+	old, oldErr := catalog.Load(g.catalog())
 	hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithIdleTimeout(f.idleTimeout), httpx.WithRetries(f.retries))
-	src, err := f.sources(cfg, hc, g.stderr)
+	src, err := f.sources(cfg, hc, old, g.stderr)
 	if err != nil {
 		return err
 	}
@@ -353,10 +361,10 @@ func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
 	}
 	// Keep the extension pins of the snapshot being replaced.
 	kept := 0
-	if old, err := catalog.Load(g.catalog()); err == nil {
+	if oldErr == nil {
 		kept = extensions.CarryPins(old, c)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(safetext.Writer(g.stderr), "warning: the old catalog does not load, so none of its extension pins are kept: %v\n", err)
+	} else if !errors.Is(oldErr, fs.ErrNotExist) {
+		fmt.Fprintf(safetext.Writer(g.stderr), "warning: the old catalog does not load, so none of its extension pins or base image VS Code versions are kept: %v\n", oldErr)
 	}
 	locked := "not locked (--no-python-lock)"
 	if locker != nil {
@@ -367,12 +375,13 @@ func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
 	if err := catalog.Write(g.catalog(), c); err != nil {
 		return err
 	}
-	return g.printRefresh(f, c, locked, kept)
+	return g.printRefresh(f, old, c, locked, kept)
 }
 
 // sources are the upstreams refresh queries, each from its flag, else
 // matrix.yaml.
-func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, stderr io.Writer) (catalog.Sources, error) {
+// old is the snapshot being replaced (nil if none loads).
+func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, old *catalog.Catalog, stderr io.Writer) (catalog.Sources, error) {
 	u := cfg.Upstreams
 	src := catalog.Sources{
 		PyPI: pypi.New(pypi.WithBaseURL(firstNonEmpty(f.pypi, u.PyPI)), pypi.WithHTTPClient(hc)),
@@ -398,9 +407,32 @@ func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, stderr io.Wr
 		fmt.Fprintf(safetext.Writer(stderr), "warning: %v\n", err)
 	}
 	src.PythonRuntimes = ghc
+	// A newer release is proposed only when it has the CPython minor of
+	// every set matrix list builds.
+	src.PythonMinors = func(c *catalog.Catalog) ([]string, error) {
+		sets, _, err := resolve.All(cfg, c, nil)
+		if err != nil {
+			return nil, err
+		}
+		var minors []string
+		for _, s := range sets {
+			if !slices.Contains(minors, s.Python) {
+				minors = append(minors, s.Python)
+			}
+		}
+		return minors, nil
+	}
+	src.Notes = safetext.Writer(stderr)
 	switch versions := firstNonEmpty(f.versions, cfg.Base.Versions); versions {
 	case matrix.VersionsRegistryTags:
-		rs, err := registry.New(firstNonEmpty(f.baseImage, cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, opts...)
+		// The VS Code of each code-server is read from its base image
+		// (base.vscodeOverrides only when that fails, with a warning).
+		var known []catalog.CodeServer
+		if old != nil {
+			known = old.CodeServer
+		}
+		ropts := append(slices.Clip(opts), registry.WithKnown(known), registry.WithWarnings(stderr))
+		rs, err := registry.New(firstNonEmpty(f.baseImage, cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, ropts...)
 		if err != nil {
 			return src, err
 		}
@@ -413,32 +445,69 @@ func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, stderr io.Wr
 	return src, nil
 }
 
-// printRefresh prints what refresh wrote, as text or JSON.
-func (g *globals) printRefresh(f *refreshFlags, c *catalog.Catalog, locked string, kept int) error {
+// printRefresh prints what refresh wrote, as text or JSON; old is the
+// snapshot it replaced (nil if none loaded).
+func (g *globals) printRefresh(f *refreshFlags, old, c *catalog.Catalog, locked string, kept int) error {
 	tools := "not recorded"
 	if t := c.ToolsImage; t != nil {
 		tools = t.Ref + " is " + t.Digest
 	}
 	var pys []string
+	release := ""
 	for _, r := range c.PythonRuntimes {
 		pys = append(pys, r.Version)
+		release = r.Release
 	}
+	changes := runtimeChanges(old, c)
 	if f.out.JSON() {
 		return writeJSON(g.stdout, refreshSummary{
 			Catalog: g.catalog(), CodeServer: len(c.CodeServer), Ray: len(c.Ray), Debugpy: len(c.Debugpy), Extensions: len(c.Extensions),
-			ToolsImage: c.ToolsImage, PythonRuntimes: pys, PythonClosures: locked, KeptPins: kept,
+			ToolsImage: c.ToolsImage, PythonRuntimes: pys, PythonRuntimeRelease: release, PythonRuntimeChanges: changes,
+			PythonClosures: locked, KeptPins: kept,
 		})
 	}
 	runtimes := "none recorded"
 	if len(pys) > 0 {
-		runtimes = strings.Join(pys, ", ")
+		runtimes = strings.Join(pys, ", ") + " (python-build-standalone " + release + ")"
 	}
 	fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions; tools image %s; Python runtimes %s; Python closures %s\n",
 		g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools, runtimes, locked)
 	if kept > 0 {
 		fmt.Fprintf(g.stdout, "kept %d extension file pin(s) of the previous snapshot\n", kept)
 	}
+	for _, ch := range changes {
+		fmt.Fprintf(g.stdout, "python runtime %s\n", ch)
+	}
 	return nil
+}
+
+// runtimeChanges lists, per CPython minor, the locked runtimes that differ
+// between the old snapshot and c: another release, patch or sum.
+func runtimeChanges(old, c *catalog.Catalog) []string {
+	desc := func(r catalog.PythonRuntime) string { return r.Version + " (" + r.Release + ")" }
+	before := map[string]catalog.PythonRuntime{}
+	if old != nil {
+		for _, r := range old.PythonRuntimes {
+			before[r.Python] = r
+		}
+	}
+	var out []string
+	for _, r := range c.PythonRuntimes {
+		o, ok := before[r.Python]
+		delete(before, r.Python)
+		switch {
+		case !ok:
+			out = append(out, r.Python+": "+desc(r)+" added")
+		case o.Release != r.Release || o.Version != r.Version || o.Repository != r.Repository || o.Flavor != r.Flavor:
+			out = append(out, r.Python+": "+desc(o)+" -> "+desc(r))
+		case !maps.Equal(o.Files, r.Files):
+			out = append(out, r.Python+": "+desc(r)+" tarballs changed")
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(before)) {
+		out = append(out, m+": "+desc(before[m])+" removed")
+	}
+	return out
 }
 
 // Validate refuses a --versions (or IMAGECTL_BASE_VERSIONS) refresh does
@@ -460,8 +529,13 @@ type refreshSummary struct {
 	Extensions     int                 `json:"extensions"`
 	ToolsImage     *catalog.ToolsImage `json:"toolsImage,omitempty"`
 	PythonRuntimes []string            `json:"pythonRuntimes"`
-	PythonClosures string              `json:"pythonClosures"`
-	KeptPins       int                 `json:"keptPins"`
+	// PythonRuntimeRelease is the python-build-standalone release locked.
+	PythonRuntimeRelease string `json:"pythonRuntimeRelease,omitempty"`
+	// PythonRuntimeChanges are the runtimes that differ from the replaced
+	// snapshot's ("3.12: 3.12.11 (20250808) -> 3.12.12 (20251014)").
+	PythonRuntimeChanges []string `json:"pythonRuntimeChanges,omitempty"`
+	PythonClosures       string   `json:"pythonClosures"`
+	KeptPins             int      `json:"keptPins"`
 }
 
 // lockPython locks the Python closure of every set matrix list resolves
