@@ -162,7 +162,7 @@ func Image(ctx context.Context, ref string, opts ...Option) (*Report, error) {
 	if o.verifier == nil && len(o.identities) == 0 {
 		return nil, errors.New("verify: no public key and no keyless identity: nothing to trust")
 	}
-	o.remoteOpts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(regauth.Keychain())}, o.remoteOpts...)
+	o.remoteOpts = regauth.RemoteOptions(ctx, o.remoteOpts...)
 
 	r, err := name.ParseReference(ref, o.nameOpts...)
 	if err != nil {
