@@ -149,7 +149,9 @@ func (f *extensionsFlags) openCache(g *globals) (*cache.Cache, error) {
 		}
 		dir = d
 	}
-	return cache.Open(dir, cache.WithWarnings(safetext.Writer(g.stderr)))
+	// A hit is identified under the limits of the command line, as a
+	// download is validated.
+	return cache.Open(dir, cache.WithWarnings(safetext.Writer(g.stderr)), cache.WithIdentify(cache.IdentifyVSIXWithin(f.limits())))
 }
 
 // resolveSet loads matrix.yaml and the catalog and resolves one set.
