@@ -6,8 +6,11 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/imagectl/imagectl/internal/waitnotice"
 )
 
 // Transport returns base (nil: go-containerregistry's remote.DefaultTransport)
@@ -23,12 +26,30 @@ import (
 // 127.0.0.1, or a registry named insecure). With this guard, credentials go
 // over plain HTTP only to the registry host itself, and only when plain HTTP
 // to that host was allowed; everywhere else only over TLS.
+//
+// Every request is watched by the waitnotice.Notice of its context, if any.
+// With base nil, each attempt waits at most ResponseHeaderTimeout for the
+// response headers after it is sent; the body and the whole call are bounded
+// by the caller's context.
 func Transport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
-		base = remote.DefaultTransport
+		base = defaultBase
 	}
 	return &realmGuard{base: base}
 }
+
+// ResponseHeaderTimeout bounds each request's wait for the response headers
+// (after the request is written) on Transport's default base.
+const ResponseHeaderTimeout = 60 * time.Second
+
+// defaultBase is go-containerregistry's remote.DefaultTransport with a bound
+// on the wait for response headers: a registry that accepts connections and
+// never answers fails the attempt instead of holding it forever.
+var defaultBase http.RoundTripper = func() http.RoundTripper {
+	t := remote.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = ResponseHeaderTimeout
+	return t
+}()
 
 // realmGuard is the RoundTripper of Transport.
 type realmGuard struct {
@@ -36,7 +57,9 @@ type realmGuard struct {
 }
 
 func (g *realmGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	stop := waitnotice.Watch(req)
 	resp, err := g.base.RoundTrip(req)
+	stop(err)
 	if err != nil || resp.StatusCode != http.StatusUnauthorized {
 		return resp, err
 	}
