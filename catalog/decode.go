@@ -46,7 +46,8 @@ const maxString = 16 << 10
 // would let through: a duplicate object key (the last value would silently
 // win), a key that matches no field exactly (encoding/json matches keys
 // case-insensitively, so "Version" would overwrite "version"), a value of
-// the wrong type, null where a value is required, a number that is not an
+// the wrong type, null where a value is required (null for a list
+// included), a number that is not an
 // integer, an overlong string, and anything after the document.
 func checkStructure(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -88,8 +89,12 @@ func (w *walker) value(t reflect.Type, path string) error {
 func (w *walker) valueFrom(tok json.Token, t reflect.Type, path string) error {
 	if tok == nil { // null
 		switch t.Kind() {
-		case reflect.Pointer, reflect.Slice, reflect.Map:
-			return nil // absent, as Marshal writes an empty list
+		case reflect.Pointer, reflect.Map:
+			return nil // absent
+		case reflect.Slice:
+			// A list is written as [] when empty; null would read as
+			// an empty list and hide what was meant.
+			return &Error{Path: path, Msg: "null: want a list ([] for none)"}
 		}
 		return &Error{Path: path, Msg: "null: want " + typeName(t)}
 	}

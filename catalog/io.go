@@ -195,6 +195,45 @@ func Marshal(c *Catalog) ([]byte, error) {
 	return b.Bytes(), nil // Encode ends with a newline
 }
 
+// MarshalJSON encodes c with its always-present lists (codeServer, ray,
+// debugpy, extensions) as [] when empty: Parse refuses null for a list.
+func (c Catalog) MarshalJSON() ([]byte, error) {
+	type plain Catalog
+	p := plain(c)
+	p.CodeServer = orEmpty(p.CodeServer)
+	p.Ray = orEmpty(p.Ray)
+	p.Debugpy = orEmpty(p.Debugpy)
+	p.Extensions = orEmpty(p.Extensions)
+	return encodeNoEscape(p)
+}
+
+// MarshalJSON encodes r with its versions as [] when there are none.
+func (r ExtensionRecord) MarshalJSON() ([]byte, error) {
+	type plain ExtensionRecord
+	p := plain(r)
+	p.Versions = orEmpty(p.Versions)
+	return encodeNoEscape(p)
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// encodeNoEscape is json.Marshal without HTML escaping (">=1.8.0" stays
+// readable), as Marshal encodes.
+func encodeNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // Write writes c to path atomically: a temporary file in the same directory,
 // synced, then renamed over path. On any error path is left as it was and
 // the temporary file is removed.

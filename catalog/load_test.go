@@ -2,7 +2,9 @@ package catalog_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -284,6 +286,58 @@ func FuzzParse(f *testing.F) {
 		}
 		if !bytes.Equal(b, b2) {
 			t.Fatalf("Marshal(Parse(Marshal(c))) differs:\n%s\n%s", b, b2)
+		}
+	})
+}
+
+// null for a list is an error naming the field, not an empty list; a
+// catalog whose lists are empty is written with [] and reads back.
+func TestParseNullList(t *testing.T) {
+	for _, tc := range []struct{ field, want string }{
+		{"codeServer", "catalog.json: codeServer: null: want a list ([] for none)"},
+		{"ray", "catalog.json: ray: null: want a list ([] for none)"},
+		{"debugpy", "catalog.json: debugpy: null: want a list ([] for none)"},
+		{"extensions", "catalog.json: extensions: null: want a list ([] for none)"},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			var doc map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(baseCatalog), &doc); err != nil {
+				t.Fatal(err)
+			}
+			doc[tc.field] = json.RawMessage("null")
+			b, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = catalog.Parse("catalog.json", b)
+			got := fmt.Sprint(err)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Parse error (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("extension versions", func(t *testing.T) {
+		doc := strings.Replace(baseCatalog, `"source": "marketplace", "versions": [
+      {"version": "2025.10.0"`, `"source": "marketplace", "versions": null, "x": [
+      {"version": "2025.10.0"`, 1)
+		_, err := catalog.Parse("catalog.json", []byte(doc))
+		want := "catalog.json: extensions[1].versions: null: want a list ([] for none)"
+		if got := fmt.Sprint(err); got != want {
+			t.Errorf("Parse error %q, want %q", got, want)
+		}
+	})
+	t.Run("empty lists round-trip", func(t *testing.T) {
+		c, err := catalog.Parse("catalog.json", []byte(baseCatalog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Extensions, c.Debugpy = nil, nil
+		b, err := catalog.Marshal(c)
+		if err != nil {
+			t.Skipf("a catalog without extensions does not validate: %v", err)
+		}
+		if _, err := catalog.Parse("catalog.json", b); err != nil {
+			t.Errorf("Parse(Marshal(c)) with empty lists: %v\n%s", err, b)
 		}
 	})
 }

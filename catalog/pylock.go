@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -271,7 +272,8 @@ type PythonLocker interface {
 // records the locks in c, replacing any earlier lock of the same key; keys
 // are locked at most parallel at a time (at least 1). A closure with no
 // installable wheel is recorded as blocked; any other error fails the whole
-// call and leaves c untouched.
+// call and leaves c untouched. l gets index as it is; c records it, and every
+// wheel URL, without userinfo.
 func LockPython(ctx context.Context, c *Catalog, keys []LockKey, index string, l PythonLocker, parallel int) error {
 	if l == nil {
 		return errors.New("python lock: no locker")
@@ -304,7 +306,7 @@ func LockPython(ctx context.Context, c *Catalog, keys []LockKey, index string, l
 				return
 			}
 			defer func() { <-sem }()
-			lock := PythonLock{Ray: k.Ray, RayExtras: slices.Clone(k.RayExtras), Debugpy: k.Debugpy, Python: k.Python, Platform: k.Platform, Index: index}
+			lock := PythonLock{Ray: k.Ray, RayExtras: slices.Clone(k.RayExtras), Debugpy: k.Debugpy, Python: k.Python, Platform: k.Platform, Index: withoutUserinfo(index)}
 			ds, err := l.Lock(ctx, LockRequest{Requirements: k.Requirements(), Python: k.Python, Platform: k.Platform, Index: index})
 			var be *BlockedError
 			switch {
@@ -317,6 +319,9 @@ func LockPython(ctx context.Context, c *Catalog, keys []LockKey, index string, l
 				return
 			default:
 				lock.Distributions = ds
+				for j := range lock.Distributions {
+					lock.Distributions[j].URL = withoutUserinfo(lock.Distributions[j].URL)
+				}
 			}
 			normalizePythonLocks([]PythonLock{lock})
 			if err := lock.check(); err != nil {
@@ -345,4 +350,16 @@ func LockPython(ctx context.Context, c *Catalog, keys []LockKey, index string, l
 	}
 	normalizePythonLocks(c.PythonLocks)
 	return nil
+}
+
+// withoutUserinfo returns raw without the user and password of its URL: what
+// the catalog, a committed file, records of an index given with credentials
+// (pip gets them, the file never does).
+func withoutUserinfo(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = nil
+	return u.String()
 }

@@ -91,6 +91,8 @@ func TestLoadPythonLocks(t *testing.T) {
 		}), "pythonLocks[0].distributions: has no debugpy"},
 		{"other ray", mod(func(l *catalog.PythonLock) { l.Distributions[2] = dist("ray", "2.47.0", 'c') }), "pythonLocks[0].distributions[2].version: \"2.47.0\": the closure's ray, want the locked ray 2.46.0"},
 		{"duplicate key", []catalog.PythonLock{validLock("linux/amd64"), validLock("linux/amd64")}, "pythonLocks[1]: duplicate of pythonLocks[0]"},
+		{"index with password", mod(func(l *catalog.PythonLock) { l.Index = "https://ci:s3cret@pypi.example/simple" }), `pythonLocks[0].index: "https://redacted@pypi.example/simple": want a URL without user or password`},
+		{"wheel url with user", mod(func(l *catalog.PythonLock) { l.Distributions[0].URL = "https://ci@files.example/x.whl" }), `pythonLocks[0].distributions[0].url: "https://redacted@files.example/x.whl": want a URL without user or password`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := catalog.Load(writeWithLocks(t, tc.locks))
@@ -177,5 +179,56 @@ func TestLockPython(t *testing.T) {
 	}}
 	if err := catalog.LockPython(context.Background(), &catalog.Catalog{}, keys[:1], "https://pypi.org/simple", bad, 1); err == nil || !strings.Contains(err.Error(), "has no ray") {
 		t.Errorf("closure without ray: err = %v", err)
+	}
+}
+
+// An index given with user and password reaches pip as it is, but neither
+// the catalog nor the file it is written to holds the credentials.
+func TestLockPythonIndexWithCredentials(t *testing.T) {
+	const index = "http://ci:s3cret-pw@127.0.0.1:1/simple"
+	l := &fakeLocker{answer: func(catalog.LockRequest) ([]catalog.Distribution, error) {
+		ds := []catalog.Distribution{dist("ray", "2.46.0", 'c'), dist("debugpy", "1.8.14", 'b')}
+		for i := range ds {
+			ds[i].URL = "http://ci:s3cret-pw@127.0.0.1:1/files/" + ds[i].Filename
+		}
+		return ds, nil
+	}}
+	c := &catalog.Catalog{SchemaVersion: catalog.SchemaVersion, Describes: "2025-07-15"}
+	keys := []catalog.LockKey{
+		{Ray: "2.46.0", Debugpy: "1.8.14", Python: "3.12", Platform: "linux/amd64"},
+		{Ray: "2.46.0", Debugpy: "1.8.14", Python: "3.12", Platform: "linux/arm64"},
+	}
+	if err := catalog.LockPython(context.Background(), c, keys, index, l, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range l.reqs {
+		if r.Index != index {
+			t.Errorf("pip was asked against %q, want the index with its credentials %q", r.Index, index)
+		}
+	}
+	var got []string
+	for _, lk := range c.PythonLocks {
+		got = append(got, lk.Index)
+		for _, d := range lk.Distributions {
+			got = append(got, d.URL)
+		}
+	}
+	want := []string{
+		"http://127.0.0.1:1/simple", "http://127.0.0.1:1/files/debugpy-1.8.14-py3-none-any.whl", "http://127.0.0.1:1/files/ray-2.46.0-py3-none-any.whl",
+		"http://127.0.0.1:1/simple", "http://127.0.0.1:1/files/debugpy-1.8.14-py3-none-any.whl", "http://127.0.0.1:1/files/ray-2.46.0-py3-none-any.whl",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("recorded index and wheel URLs (-want +got):\n%s", diff)
+	}
+	p := filepath.Join(t.TempDir(), "catalog.json")
+	if err := catalog.Write(p, c); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "s3cret-pw") || strings.Contains(string(b), "ci@") {
+		t.Errorf("%s holds the index credentials:\n%s", p, b)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/imagectl/imagectl/internal/pep440"
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/vscode/engine"
 )
@@ -215,8 +216,11 @@ func (v *validator) url(path, s string, optional bool) {
 		return
 	}
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		v.fail(path, "%s: want an absolute http(s) URL", quote(s))
+	switch {
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.IndexFunc(s, unicode.IsControl) >= 0:
+		v.fail(path, "%s: want an absolute http(s) URL", quote(safetext.URL(s)))
+	case u.User != nil:
+		v.fail(path, "%s: want a URL without user or password (the catalog is committed; a private index's credentials come from pip's netrc or keyring)", quote(safetext.URL(s)))
 	}
 }
 

@@ -21,10 +21,11 @@ import (
 func Keychain() authn.Keychain { return authn.DefaultKeychain }
 
 // RemoteOptions returns the go-containerregistry options every registry call
-// of imagectl starts from: the context, the docker config keychain, and
-// extra options after them (a transport, a user agent).
+// of imagectl starts from: the context, the docker config keychain, the
+// guarded Transport, and extra options after them (a user agent; a transport
+// given there must be wrapped in Transport itself).
 func RemoteOptions(ctx context.Context, extra ...remote.Option) []remote.Option {
-	return append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(Keychain())}, extra...)
+	return append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(Keychain()), remote.WithTransport(Transport(nil))}, extra...)
 }
 
 // ConfigDir returns the docker config directory, read from the environment
@@ -52,15 +53,13 @@ const CheckPushTimeout = 30 * time.Second
 // to repo: it obtains a push-scoped token and initiates a blob upload, which
 // it cancels again (nothing is written). Docker Hub grants an anonymous
 // token without push access, so the upload is what tells. rt is the base
-// transport (nil: http.DefaultTransport). The error is one line naming the
+// transport (nil: remote.DefaultTransport), always wrapped in Transport. The error is one line naming the
 // registry and what to do.
 func CheckPush(ctx context.Context, repo name.Repository, kc authn.Keychain, rt http.RoundTripper) error {
 	if kc == nil {
 		kc = Keychain()
 	}
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
+	rt = Transport(rt)
 	ctx, cancel := context.WithTimeout(ctx, CheckPushTimeout)
 	defer cancel()
 	reg := repo.RegistryStr()

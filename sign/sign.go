@@ -40,7 +40,7 @@ func makeOptions(ctx context.Context, opts []Option) *options {
 		opt(o)
 	}
 	// Context and default keychain first; callers' options override them.
-	o.remoteOpts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(regauth.Keychain())}, o.remoteOpts...)
+	o.remoteOpts = regauth.RemoteOptions(ctx, o.remoteOpts...)
 	return o
 }
 

@@ -38,6 +38,26 @@ func statementPredicate(a interface{ Payload() ([]byte, error) }) (string, []byt
 	return s.PredicateType, s.Predicate, nil
 }
 
+// statement is an in-toto statement's predicate type and predicate.
+type statement struct {
+	PredicateType string
+	Predicate     json.RawMessage
+}
+
+// acceptSBOM records doc as the SBOM of mi, whose contents checkSBOMContents
+// checks: every SBOM verify accepts, cosign attestation or BuildKit
+// attestation manifest, is read. A missing predicate is recorded as JSON
+// null, which the check refuses.
+func (v *verifier) acceptSBOM(mi manifestInfo, doc []byte) {
+	if doc == nil {
+		doc = []byte("null")
+	}
+	if v.sbomDocs == nil {
+		v.sbomDocs = map[string][]byte{}
+	}
+	v.sbomDocs[mi.ref.DigestStr()] = doc
+}
+
 // checkSBOMContents checks that the platform's verified SBOM lists every
 // distribution of the locked Python closure (or ray and debugpy when the
 // image was built unlocked) and every extension, each with the locked

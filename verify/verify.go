@@ -162,7 +162,7 @@ func Image(ctx context.Context, ref string, opts ...Option) (*Report, error) {
 	if o.verifier == nil && len(o.identities) == 0 {
 		return nil, errors.New("verify: no public key and no keyless identity: nothing to trust")
 	}
-	o.remoteOpts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(regauth.Keychain())}, o.remoteOpts...)
+	o.remoteOpts = regauth.RemoteOptions(ctx, o.remoteOpts...)
 
 	r, err := name.ParseReference(ref, o.nameOpts...)
 	if err != nil {
@@ -386,33 +386,29 @@ func (v *verifier) attestations(ctx context.Context, mi manifestInfo, m *Manifes
 		}
 	}
 	for _, a := range atts {
-		pt, err := predicateType(a)
+		pt, doc, err := statementPredicate(a)
 		if err != nil {
 			continue
 		}
 		switch {
 		case (pt == predicateSPDX || pt == predicateCDX) && m.SBOM == "":
 			m.SBOM = "cosign attestation " + pt
-			if _, doc, err := statementPredicate(a); err == nil {
-				if v.sbomDocs == nil {
-					v.sbomDocs = map[string][]byte{}
-				}
-				v.sbomDocs[mi.ref.DigestStr()] = doc
-			}
+			v.acceptSBOM(mi, doc)
 		case strings.HasPrefix(pt, predicateSLSA) && m.Provenance == "":
 			m.Provenance = "cosign attestation " + pt
 		}
 	}
 	for _, d := range bk {
-		pts, err := buildkitPredicates(idx, d, mi.ref.DigestStr(), v.o.maxFileBytes)
+		sts, err := buildkitStatements(idx, d, mi.ref.DigestStr())
 		if err != nil {
 			v.fail(Failure{Check: CheckProvenance, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: "attestation manifest " + d.Digest.String(), Message: err.Error()})
 			continue
 		}
-		for _, pt := range pts {
-			switch {
+		for _, st := range sts {
+			switch pt := st.PredicateType; {
 			case pt == predicateSPDX && m.SBOM == "":
 				m.SBOM = "buildkit attestation manifest " + d.Digest.String()
+				v.acceptSBOM(mi, st.Predicate)
 			case strings.HasPrefix(pt, predicateSLSA) && m.Provenance == "":
 				m.Provenance = "buildkit attestation manifest " + d.Digest.String() + " (" + pt + ")"
 			}
@@ -433,17 +429,10 @@ func (v *verifier) attestations(ctx context.Context, mi manifestInfo, m *Manifes
 	}
 }
 
-// predicateType reads the in-toto predicate type of a verified cosign
-// attestation (a DSSE envelope).
-func predicateType(a interface{ Payload() ([]byte, error) }) (string, error) {
-	t, _, err := statementPredicate(a)
-	return t, err
-}
-
-// buildkitPredicates reads a BuildKit attestation manifest and returns the
-// predicate types of its in-toto statements whose subject (when given) is
-// the platform digest.
-func buildkitPredicates(idx v1.ImageIndex, d v1.Descriptor, subject string, limit int64) ([]string, error) {
+// buildkitStatements reads a BuildKit attestation manifest and returns its
+// in-toto statements (predicate type and predicate), each of whose subjects
+// (when given) names the platform digest.
+func buildkitStatements(idx v1.ImageIndex, d v1.Descriptor, subject string) ([]statement, error) {
 	img, err := idx.Image(d.Digest)
 	if err != nil {
 		return nil, fmt.Errorf("reading attestation manifest: %w", err)
@@ -452,7 +441,7 @@ func buildkitPredicates(idx v1.ImageIndex, d v1.Descriptor, subject string, limi
 	if err != nil {
 		return nil, fmt.Errorf("reading attestation manifest: %w", err)
 	}
-	var out []string
+	var out []statement
 	for _, l := range mf.Layers {
 		pt := l.Annotations[annPredicate]
 		if pt == "" {
@@ -479,6 +468,7 @@ func buildkitPredicates(idx v1.ImageIndex, d v1.Descriptor, subject string, limi
 			Subject       []struct {
 				Digest map[string]string `json:"digest"`
 			} `json:"subject"`
+			Predicate json.RawMessage `json:"predicate"`
 		}
 		if err := json.Unmarshal(b, &st); err != nil {
 			return nil, fmt.Errorf("layer %s: not an in-toto statement: %w", l.Digest, err)
@@ -497,7 +487,7 @@ func buildkitPredicates(idx v1.ImageIndex, d v1.Descriptor, subject string, limi
 				return nil, fmt.Errorf("layer %s: %s statement does not name subject %s", l.Digest, pt, subject)
 			}
 		}
-		out = append(out, pt)
+		out = append(out, statement{PredicateType: pt, Predicate: st.Predicate})
 	}
 	return out, nil
 }

@@ -107,6 +107,19 @@ func IdentifyVSIX(ctx context.Context, r io.ReaderAt, size int64) (Key, error) {
 	return Key{ID: info.ID(), Version: info.Version, TargetPlatform: info.TargetPlatform}, nil
 }
 
+// IdentifyVSIXWithin is IdentifyVSIX with the archive limits lim (those the
+// files were fetched under): a file accepted under raised limits is still a
+// hit, not removed and fetched again.
+func IdentifyVSIXWithin(lim vsix.Limits) IdentifyFunc {
+	return func(ctx context.Context, r io.ReaderAt, size int64) (Key, error) {
+		info, err := vsix.IdentifyWithin(ctx, r, size, lim)
+		if err != nil {
+			return Key{}, err
+		}
+		return Key{ID: info.ID(), Version: info.Version, TargetPlatform: info.TargetPlatform}, nil
+	}
+}
+
 // Cache is a cache rooted at a directory.
 type Cache struct {
 	root     string

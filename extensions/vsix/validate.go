@@ -270,7 +270,13 @@ func manifest(ctx context.Context, zr *zip.Reader) (Info, error) {
 // the entries declare (DefaultLimits); it is the cheap check of a cache hit,
 // not a validation (see Validate).
 func Identify(ctx context.Context, r io.ReaderAt, size int64) (Info, error) {
-	zr, err := open(ctx, r, size, DefaultLimits)
+	return IdentifyWithin(ctx, r, size, DefaultLimits)
+}
+
+// IdentifyWithin is Identify with the archive limits lim (a zero field: the
+// default), the limits the file was accepted under when it was fetched.
+func IdentifyWithin(ctx context.Context, r io.ReaderAt, size int64, lim Limits) (Info, error) {
+	zr, err := open(ctx, r, size, lim.withDefaults())
 	if err != nil {
 		return Info{}, err
 	}

@@ -46,7 +46,7 @@ func ResolvePullAccess(ctx context.Context, image string, opts ...name.Option) (
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	pa := &PullAccess{}
-	desc, err := remote.Head(ref, remote.WithContext(ctx), remote.WithAuth(authn.Anonymous))
+	desc, err := remote.Head(ref, remote.WithContext(ctx), remote.WithAuth(authn.Anonymous), remote.WithTransport(regauth.Transport(nil)))
 	if err != nil {
 		var terr *transport.Error
 		if !errors.As(err, &terr) || (terr.StatusCode != http.StatusUnauthorized && terr.StatusCode != http.StatusForbidden) {
@@ -57,7 +57,7 @@ func ResolvePullAccess(ctx context.Context, image string, opts ...name.Option) (
 		if err != nil {
 			return nil, fmt.Errorf("docker config credentials for %s: %w", ref.Context().RegistryStr(), err)
 		}
-		if desc, err = remote.Head(ref, remote.WithContext(ctx), remote.WithAuth(auth)); err != nil {
+		if desc, err = remote.Head(ref, remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(regauth.Transport(nil))); err != nil {
 			return nil, fmt.Errorf("%s needs credentials and the docker config's for %s do not read it (docker login %s): %w",
 				image, ref.Context().RegistryStr(), ref.Context().RegistryStr(), err)
 		}

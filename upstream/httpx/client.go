@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/imagectl/imagectl/internal/safetext"
+	"github.com/imagectl/imagectl/internal/waitnotice"
 )
 
 type options struct {
@@ -91,7 +92,13 @@ func New(opts ...Option) *http.Client {
 	// No http.Client.Timeout: it would cut a slow but steady body. The
 	// attempt is bounded by timeoutTransport (headers, then idle gaps) and
 	// the whole call by the caller's context.
-	rc.HTTPClient = &http.Client{Transport: timeoutTransport{rt: uaTransport{base, o.userAgent}, header: o.timeout, idle: o.idleTimeout}}
+	rc.HTTPClient = &http.Client{Transport: noticeTransport{timeoutTransport{rt: uaTransport{base, o.userAgent}, header: o.timeout, idle: o.idleTimeout}}}
+	retries := o.retries
+	rc.RequestLogHook = func(_ retryablehttp.Logger, req *http.Request, attempt int) {
+		if n := waitnotice.From(req.Context()); attempt > 0 && n != nil && n.Printf != nil {
+			n.Printf("retrying %s %s (attempt %d of %d)", req.Method, safetext.URL(req.URL.String()), attempt+1, retries+1)
+		}
+	}
 	rc.Backoff = backoff(o.maxRetryAfter)
 	rc.CheckRetry = checkRetry
 	rc.ErrorHandler = func(resp *http.Response, err error, attempts int) (*http.Response, error) {
@@ -129,6 +136,18 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 func IsNoSuchHost(err error) bool {
 	var de *net.DNSError
 	return errors.As(err, &de) && de.IsNotFound
+}
+
+// noticeTransport has every request watched by the waitnotice.Notice of its
+// context (a long wait for the answer is said on the command's stderr), each
+// attempt as the caller sent it.
+type noticeTransport struct{ rt http.RoundTripper }
+
+func (t noticeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	stop := waitnotice.Watch(r)
+	resp, err := t.rt.RoundTrip(r)
+	stop(err)
+	return resp, err
 }
 
 type uaTransport struct {

@@ -58,7 +58,7 @@ type settings struct {
 }
 
 func newSettings(opts []Option) settings {
-	s := settings{auth: remote.WithAuthFromKeychain(regauth.Keychain()), readTimeout: DefaultImageReadTimeout, warn: os.Stderr}
+	s := settings{auth: remote.WithAuthFromKeychain(regauth.Keychain()), opts: []remote.Option{remote.WithTransport(regauth.Transport(nil))}, readTimeout: DefaultImageReadTimeout, warn: os.Stderr}
 	for _, o := range opts {
 		o(&s)
 	}
@@ -69,9 +69,10 @@ func newSettings(opts []Option) settings {
 // Option configures New and NewImages.
 type Option func(*settings)
 
-// WithTransport sets the HTTP transport (tests, proxies).
+// WithTransport sets the HTTP transport (tests, proxies), wrapped in
+// regauth.Transport as the default one is.
 func WithTransport(rt http.RoundTripper) Option {
-	return func(s *settings) { s.opts = append(s.opts, remote.WithTransport(rt)) }
+	return func(s *settings) { s.opts = append(s.opts, remote.WithTransport(regauth.Transport(rt))) }
 }
 
 // WithKeychain authenticates with kc instead of the docker config keychain

@@ -149,7 +149,9 @@ func (f *extensionsFlags) openCache(g *globals) (*cache.Cache, error) {
 		}
 		dir = d
 	}
-	return cache.Open(dir, cache.WithWarnings(safetext.Writer(g.stderr)))
+	// A hit is identified under the limits of the command line, as a
+	// download is validated.
+	return cache.Open(dir, cache.WithWarnings(safetext.Writer(g.stderr)), cache.WithIdentify(cache.IdentifyVSIXWithin(f.limits())))
 }
 
 // resolveSet loads matrix.yaml and the catalog and resolves one set.
@@ -194,7 +196,9 @@ A file the catalog pins no sha256 for is trusted on first use: it is still
 validated, and a warning names it and the digest accepted; --require-pins
 refuses such files instead (release always does). A download that receives
 nothing for --idle-timeout is cut and tried again; a slow but steady one is
-never cut.
+never cut. The whole fetch ends after --max-time (default 30m) with one line
+naming the hosts that did not answer; a request that waits longer than a few
+seconds, and every retry, is said on stderr.
 
 Base URLs: --marketplace-url / --openvsx-url, else IMAGECTL_MARKETPLACE_URL /
 IMAGECTL_OPENVSX_URL, else matrix.yaml upstreams, else the public services.`,
@@ -236,6 +240,7 @@ IMAGECTL_OPENVSX_URL, else matrix.yaml upstreams, else the public services.`,
 	cmd.Flags().IntVar(&f.parallel, "parallel", 4, "concurrent downloads")
 	f.addFetch(cmd, pinsOptional)
 	f.addLimits(cmd)
+	addCommandTimeout(g, cmd, "max-time", 30*time.Minute, "host")
 	return cmd
 }
 

@@ -54,10 +54,10 @@ func (o *registryOptions) NameOptions() []name.Option {
 	return nil
 }
 
-// RemoteOptions authenticate with the Docker config and name imagectl as
-// the user agent.
+// RemoteOptions authenticate with the Docker config over regauth's guarded
+// transport and name imagectl as the user agent.
 func (o *registryOptions) RemoteOptions() []remote.Option {
-	return []remote.Option{remote.WithAuthFromKeychain(regauth.Keychain()), remote.WithUserAgent("imagectl/" + Version)}
+	return []remote.Option{remote.WithAuthFromKeychain(regauth.Keychain()), remote.WithTransport(regauth.Transport(nil)), remote.WithUserAgent("imagectl/" + Version)}
 }
 
 // keyOptions name a cosign key pair: the private key that signs, the file

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -171,6 +172,7 @@ for fromJSON. Nothing changed: an empty plan.`,
 		},
 	}
 	addOptions(cmd, &pf, &out)
+	addCommandTimeout(g, cmd, "timeout", 10*time.Minute, "registry")
 	return cmd
 }
 

@@ -119,6 +119,7 @@ any registry.`,
 	fl.StringArrayVarP(&f.annotations, "annotation", "a", nil, "key=value added to the signed payload (repeatable)")
 	fl.StringVar(&f.generateKey, "generate-key", "", "write a new key pair to PREFIX.key and PREFIX.pub and exit")
 	addOptions(cmd, &f.key, &f.reg, &f.output, check(f.Validate))
+	addCommandTimeout(g, cmd, "timeout", 10*time.Minute, "registry")
 	return cmd
 }
 

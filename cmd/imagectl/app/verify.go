@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
@@ -80,6 +81,7 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
 	fl.BoolVar(&f.skipAttest, "skip-attestations", false, "do not require SBOM and provenance attestations")
 	fl.StringArrayVar(&f.allowRepos, "allow-repository", nil, "also accept signatures made for this repository (repeatable): verify a mirror by naming the repository the image was signed in")
 	addOptions(cmd, &f.cert, &f.reg, &f.out, check(f.Validate))
+	addCommandTimeout(g, cmd, "timeout", 30*time.Minute, "registry")
 	return cmd
 }
 

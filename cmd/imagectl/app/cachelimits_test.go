@@ -1,0 +1,85 @@
+package app
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/imagectl/imagectl/internal/fakes/gallery"
+)
+
+// padded returns the VSIX with n entries of 900 KiB of zeros added: each
+// under the per-entry ratio floor of 1 MiB, the whole far above the default
+// total expansion ratio of 40.
+func padded(t *testing.T, vsix []byte, n int) []byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(vsix), int64(len(vsix)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range zr.File {
+		if err := zw.Copy(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	zeros := make([]byte, 900<<10)
+	for i := range n {
+		w, err := zw.Create(fmt.Sprintf("extension/padding%d.bin", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(zeros)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Files fetched under limits raised on the command line are cache hits the
+// next time under the same limits: not removed and downloaded again.
+func TestRaisedVSIXLimitsApplyToCacheHits(t *testing.T) {
+	builds, err := gallery.LoadDir(gallery.FixtureDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range builds {
+		builds[i].Body = padded(t, builds[i].Body, 8)
+	}
+	f := gallery.New(builds)
+	t.Cleanup(f.Close)
+	root := filepath.Join("..", "..", "..")
+	tmp := t.TempDir()
+	catPath := filepath.Join(tmp, "catalog.json")
+	if err := f.WriteCatalog(context.Background(), filepath.Join(root, "catalog.json"), catPath); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		base := []string{"--matrix", filepath.Join(root, "matrix.yaml"), "--catalog", catPath}
+		return Run(context.Background(), append(base, args...), &out, &errb), errb.String()
+	}
+	fetch := []string{"extensions", "fetch", "--ray", "2.46.0", "--cache-dir", filepath.Join(tmp, "cache"),
+		"--marketplace-url", f.MarketplaceURL(), "--openvsx-url", f.OpenVSXURL(), "--max-expansion-ratio", "5000"}
+
+	// Under the default limits the padded files are refused: the test's
+	// files really need the raised limit.
+	if code, _ := run(append(fetch[:len(fetch)-2:len(fetch)-2], "--cache-dir", filepath.Join(tmp, "other"))...); code == 0 {
+		t.Fatal("the padded files were accepted under the default expansion ratio")
+	}
+	if code, errOut := run(fetch...); code != 0 {
+		t.Fatalf("first fetch with --max-expansion-ratio 5000: exit %d\n%s", code, errOut)
+	}
+	f.ResetStats()
+	if code, errOut := run(fetch...); code != 0 {
+		t.Fatalf("second fetch: exit %d\n%s", code, errOut)
+	}
+	if s := f.Stats(); s.Downloads != 0 {
+		t.Errorf("second fetch downloaded %d files again (requests %q), want every file a cache hit", s.Downloads, f.Requests())
+	}
+}
