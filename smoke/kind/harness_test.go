@@ -176,7 +176,7 @@ func fakeInject(logFile string, args []string) int {
 		return 1
 	}
 	var secret, rest []string
-	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(res.Output), -1) {
+	for _, doc := range regexp.MustCompile(`(?m)^---([ \t].*)?$`).Split(string(res.Output), -1) {
 		switch {
 		case strings.TrimSpace(doc) == "":
 		case regexp.MustCompile(`(?m)^kind: Secret$`).MatchString(doc):

@@ -13,6 +13,7 @@ import (
 
 	"github.com/imagectl/imagectl/inject"
 	"github.com/imagectl/imagectl/smoke/kind"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -43,6 +44,8 @@ func decodeAll(data []byte) ([]any, error) {
 			obj = &corev1.ConfigMap{}
 		case "v1 Secret":
 			obj = &corev1.Secret{}
+		case "apps/v1 DaemonSet":
+			obj = &appsv1.DaemonSet{}
 		default:
 			return nil, fmt.Errorf("document %d: unexpected %s %s", i, meta.APIVersion, meta.Kind)
 		}

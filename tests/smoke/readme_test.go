@@ -336,7 +336,7 @@ func TestSmokeWorkflow(t *testing.T) {
 	}
 	var ran, plugin, rayCLI bool
 	for _, s := range job.Steps {
-		if strings.Contains(s.Run, "kubectl-ray") {
+		if strings.Contains(s.Run, "kubectl-ray.tar.gz") {
 			plugin = true
 			for _, v := range job.Strategy.Matrix["kuberay"] {
 				version, err := kind.KubeRayVersion(v)
