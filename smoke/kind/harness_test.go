@@ -272,7 +272,11 @@ func TestHarnessRunsTheGuide(t *testing.T) {
 	pinned := image + "@" + digest
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	h, injectLog := testHarness(t, image)
-	res, err := h.run(context.Background())
+	// The fake plugin, like the real one, returns only when the job ends:
+	// a harness that never attaches post-mortem would wait forever.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := h.run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +455,9 @@ func TestHarnessPrivateRepository(t *testing.T) {
 	}
 	t.Setenv("DOCKER_CONFIG", cfgDir)
 	h, injectLog := testHarness(t, image)
-	if _, err := h.run(context.Background()); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := h.run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	secretYAML, err := os.ReadFile(filepath.Join(dir, "stdin-0"))
