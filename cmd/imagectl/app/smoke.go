@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -105,11 +106,14 @@ copied into the sidecar is this one (when it is a static linux build) or
 
 // printKindResult is smoke's -o text.
 func printKindResult(g *globals, res *kind.Result) {
-	fmt.Fprintf(g.stdout, "RayJob %s: %s\n", res.JobStatus, res.Output)
+	fmt.Fprintf(g.stdout, "RayJob %s: %s\n", res.JobStatus, strings.Join(res.Output, "; "))
 	for _, rep := range res.Attaches {
 		if rep.Attach != nil {
 			fmt.Fprintf(g.stdout, "attached to %s: stopped at %s (%s:%d)\n", rep.Attach.Address, rep.Attach.Frame.Name, rep.Attach.Frame.Path, rep.Attach.Frame.Line)
 		}
+	}
+	if rep := res.PostMortem; rep != nil && rep.Attach != nil {
+		fmt.Fprintf(g.stdout, "attached post-mortem to %s: exception in %s (%s:%d)\n", rep.Attach.Address, rep.Attach.Frame.Name, rep.Attach.Frame.Path, rep.Attach.Frame.Line)
 	}
 	if res.LogDir != "" {
 		fmt.Fprintf(g.stdout, "logs in %s\n", res.LogDir)
