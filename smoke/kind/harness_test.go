@@ -129,16 +129,27 @@ exit 0
 }
 
 // TestMain lets this test binary stand in for `imagectl inject` with the
-// documented --secret-file interface (the Secret to FILE, mode 0600; only
-// the user's documents on stdout), built on the inject library, when the
-// harness runs it with IMAGECTL_FAKE_INJECT set (to a file its arguments
-// are recorded in).
+// documented --secret-file interface, when the harness runs it with
+// IMAGECTL_FAKE_INJECT set (to a file its arguments are recorded in): the
+// sidecar is added by the inject library, the stream holds only the user's
+// documents, and FILE gets one password Secret (a fixed test password)
+// with mode 0600.
 func TestMain(m *testing.M) {
 	if log := os.Getenv("IMAGECTL_FAKE_INJECT"); log != "" {
 		os.Exit(fakeInject(log, os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
+
+// fakeSecret is what the fake imagectl inject writes to --secret-file.
+const fakeSecret = `apiVersion: v1
+kind: Secret
+metadata:
+  name: code-server-password
+type: Opaque
+stringData:
+  password: test-password-not-secret
+`
 
 func fakeInject(logFile string, args []string) int {
 	if err := os.WriteFile(logFile, []byte(strings.Join(args, "\t")), 0o644); err != nil {
@@ -163,7 +174,7 @@ func fakeInject(logFile string, args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	opts := []inject.Option{inject.WithCreateSecret()}
+	var opts []inject.Option
 	if *image != "" {
 		opts = append(opts, inject.WithImage(*image))
 	}
@@ -175,21 +186,15 @@ func fakeInject(logFile string, args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	var secret, rest []string
-	for _, doc := range regexp.MustCompile(`(?m)^---([ \t].*)?$`).Split(string(res.Output), -1) {
-		switch {
-		case strings.TrimSpace(doc) == "":
-		case regexp.MustCompile(`(?m)^kind: Secret$`).MatchString(doc):
-			secret = append(secret, strings.TrimLeft(doc, "\n"))
-		default:
-			rest = append(rest, strings.TrimLeft(doc, "\n"))
-		}
+	if regexp.MustCompile(`(?m)^kind: Secret$`).Match(res.Output) {
+		fmt.Fprintln(os.Stderr, "fake imagectl: the inject library put a Secret into the stream")
+		return 1
 	}
-	if err := os.WriteFile(*secretFile, []byte(strings.Join(secret, "---\n")), 0o600); err != nil {
+	if err := os.WriteFile(*secretFile, []byte(fakeSecret), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	fmt.Print(strings.Join(rest, "---\n"))
+	os.Stdout.Write(res.Output)
 	return 0
 }
 
@@ -385,8 +390,8 @@ func TestHarnessRunsTheGuide(t *testing.T) {
 
 	// The password Secret went to its own file, applied server-side.
 	secret, err := os.ReadFile(filepath.Join(dir, "applied-"+SecretFile))
-	if err != nil || !strings.Contains(string(secret), "kind: Secret\n") {
-		t.Errorf("applied %s: %v\n%s", SecretFile, err, secret)
+	if err != nil || string(secret) != fakeSecret {
+		t.Errorf("applied %s (%v):\n%s\nwant what imagectl inject wrote to --secret-file:\n%s", SecretFile, err, secret, fakeSecret)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "stdin-0")); err == nil {
 		t.Errorf("something applied from stdin: a pull secret for a public repository?")
