@@ -183,6 +183,38 @@ func mountsRayTmp(pod corev1.PodSpec, c corev1.Container) bool {
 	return false
 }
 
+// checkExampleSidecar holds the hand-written examples to what imagectl
+// inject writes: the sidecar starts as root whatever the pod's defaults
+// (linuxserver's init needs it) without privilege escalation, and /tmp/ray
+// is KubeRay's own volume name, ray-logs, so its autoscaler shares it.
+func checkExampleSidecar(obj any) []string {
+	var spec *rayv1.RayClusterSpec
+	switch o := obj.(type) {
+	case *rayv1.RayJob:
+		spec = o.Spec.RayClusterSpec
+	case *rayv1.RayCluster:
+		spec = &o.Spec
+	}
+	if spec == nil || len(spec.HeadGroupSpec.Template.Spec.Containers) < 2 {
+		return nil
+	}
+	var probs []string
+	head := spec.HeadGroupSpec.Template.Spec
+	sc := head.Containers[1].SecurityContext
+	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0 || sc.RunAsNonRoot == nil || *sc.RunAsNonRoot ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		probs = append(probs, "sidecar securityContext is not runAsUser 0, runAsNonRoot false, allowPrivilegeEscalation false")
+	}
+	for _, c := range head.Containers[:2] {
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == "/tmp/ray" && m.Name != "ray-logs" {
+				probs = append(probs, fmt.Sprintf("container %q mounts /tmp/ray from %q, not KubeRay's ray-logs", c.Name, m.Name))
+			}
+		}
+	}
+	return probs
+}
+
 func TestExamplesAreValid(t *testing.T) {
 	files, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil || len(files) < 2 {
@@ -201,7 +233,7 @@ func TestExamplesAreValid(t *testing.T) {
 		}
 		for _, o := range objs {
 			kinds[fmt.Sprintf("%T", o)] = true
-			for _, p := range checkPods(o) {
+			for _, p := range append(checkPods(o), checkExampleSidecar(o)...) {
 				t.Errorf("%s: %s", f, p)
 			}
 		}
@@ -270,8 +302,14 @@ func TestChecksCatchMistakes(t *testing.T) {
 		}, "SUDO_PASSWORD"},
 		{"no /tmp/ray in sidecar", func(s string) string {
 			i := strings.Index(s, "          - name: code-server\n")
-			return s[:i] + strings.Replace(s[i:], "            - {name: ray-tmp, mountPath: /tmp/ray}\n", "", 1)
+			return s[:i] + strings.Replace(s[i:], "            - {name: ray-logs, mountPath: /tmp/ray}\n", "", 1)
 		}, "does not mount the /tmp/ray emptyDir"},
+		{"sidecar without securityContext", func(s string) string {
+			return strings.Replace(s, "              runAsUser: 0\n", "", 1)
+		}, "sidecar securityContext"},
+		{"volume not ray-logs", func(s string) string {
+			return strings.ReplaceAll(s, "ray-logs", "ray-tmp")
+		}, "not KubeRay's ray-logs"},
 		{"K8sJobMode", func(s string) string {
 			return strings.Replace(s, "submissionMode: InteractiveMode", "submissionMode: K8sJobMode\n  entrypoint: python x.py", 1)
 		}, "needs InteractiveMode"},
@@ -298,6 +336,7 @@ func TestChecksCatchMistakes(t *testing.T) {
 			}
 			for _, o := range objs {
 				problems = append(problems, checkPods(o)...)
+				problems = append(problems, checkExampleSidecar(o)...)
 			}
 			all := strings.Join(problems, "\n")
 			if !strings.Contains(all, tt.want) {
