@@ -59,12 +59,39 @@ func KubeRayKustomization(version string) string {
 // chart labels the Deployment app.kubernetes.io/name=kuberay-operator.
 var OperatorSelectors = []string{"app.kubernetes.io/component=kuberay-operator", "app.kubernetes.io/name=kuberay-operator"}
 
+// PluginRelease is a kubectl-ray plugin release the smoke workflow
+// installs: its linux/amd64 tarball and the tarball's SHA-256 (as the krew
+// index, kubernetes-sigs/krew-index plugins/ray.yaml, records it).
+type PluginRelease struct {
+	Version string // vX.Y.Z, the KubeRay release
+	URL     string
+	SHA256  string
+}
+
+// PluginReleases are the kubectl-ray plugins the smoke runs, one per pinned
+// KubeRay version: the plugin of the same release as the operator.
+var PluginReleases = map[string]PluginRelease{
+	KubeRayOldest: {
+		Version: "v1.3.2",
+		URL:     "https://github.com/ray-project/kuberay/releases/download/v1.3.2/kubectl-ray_v1.3.2_linux_amd64.tar.gz",
+		SHA256:  "c9213c36657d12668ef5d8877a4ef8cab7d4fd64117333cab3ab6abc990aab5d",
+	},
+	KubeRayNewest: {
+		Version: "v1.7.0",
+		URL:     "https://github.com/ray-project/kuberay/releases/download/v1.7.0/kubectl-ray_v1.7.0_linux_amd64.tar.gz",
+		SHA256:  "22e028cd4dcd66c2870533f75c14cbb61348bfbec80409edab09714319d6063d",
+	},
+}
+
 // Command is one command of README's "Debug a RayJob on KubeRay" as the
-// harness runs it (kubectl gets the cluster's --kubeconfig first).
+// harness runs it (kubectl gets the cluster's --kubeconfig first; the
+// plugin, run through kubectl, gets it as KUBECONFIG).
 type Command struct {
 	Args []string // argv; "$HEAD" stands for the head pod's name
-	// Pipe, when set, reads Args' output on stdin (imagectl inject ... | kubectl apply -f -).
+	// Pipe, when set, reads Args' output on stdin (a | b).
 	Pipe []string
+	// Stdout, when set, is the file Args' output goes to (a > FILE).
+	Stdout string
 	// Var, when set, captures the output: HEAD=$(kubectl get pod ...).
 	Var string
 }
@@ -73,6 +100,9 @@ func (c Command) String() string {
 	s := strings.Join(c.Args, " ")
 	if c.Pipe != nil {
 		s += " | " + strings.Join(c.Pipe, " ")
+	}
+	if c.Stdout != "" {
+		s += " > " + c.Stdout
 	}
 	if c.Var != "" {
 		s = c.Var + "=$(" + s + ")"
@@ -83,18 +113,37 @@ func (c Command) String() string {
 // Timeouts of the user guide's waits.
 const (
 	OperatorTimeout = "5m"
+	PrepullTimeout  = "20m"
 	HeadPodTimeout  = "20m"
 )
 
+// Files and names of the user guide, relative to the directory the
+// commands run in.
+const (
+	PlainFile    = "rayjob.yaml"       // the user's RayJob, without the sidecar
+	InjectedFile = "rayjob-debug.yaml" // imagectl inject's output
+	SecretFile   = "secret.yaml"       // the password Secret, written by --secret-file
+	PrepullFile  = "prepull.yaml"      // examples/prepull.yaml with the two images
+	PrepullName  = "ray-debug-prepull" // the DaemonSet of prepull.yaml
+	WorkingDir   = "working_dir"       // --working-dir, holding the job's script
+	ScriptFile   = "sample_code.py"    // the job's driver, in WorkingDir
+)
+
 // Guide is the user guide's commands for a KubeRay version, in the order
-// the README gives them and the harness runs them. The inject step names
-// the plain manifest rayjob.yaml; the harness adds --image for the image
-// under test.
+// the README gives them and the harness runs them. The harness adds
+// --image (the image under test, by digest) and, for a private repository,
+// --image-pull-secret to the inject step; it runs the submit step in the
+// background (it returns when the job ends) and attaches meanwhile.
 func Guide(kuberay string) []Command {
 	return []Command{
 		{Args: []string{"kubectl", "apply", "--server-side", "-k", KubeRayKustomization(kuberay)}},
 		{Args: []string{"kubectl", "wait", "--for=condition=Available", "deployment", "-A", "-l", OperatorSelectors[0], "--timeout=" + OperatorTimeout}},
-		{Args: append([]string{"imagectl", "inject", "-f", "rayjob.yaml"}, InjectArgs...), Pipe: []string{"kubectl", "apply", "-f", "-"}},
+		{Args: []string{"imagectl", "inject", "-f", PlainFile, "--secret-file", SecretFile}, Stdout: InjectedFile},
+		{Args: []string{"kubectl", "apply", "--server-side", "-f", SecretFile}},
+		{Args: []string{"kubectl", "apply", "--server-side", "-f", PrepullFile}},
+		{Args: []string{"kubectl", "rollout", "status", "daemonset/" + PrepullName, "--timeout=" + PrepullTimeout}},
+		{Args: []string{"kubectl", "delete", "-f", PrepullFile}},
+		{Args: []string{"kubectl", "ray", "job", "submit", "-f", InjectedFile, "--working-dir", "./" + WorkingDir, "--", "python", ScriptFile}},
 		{Var: "HEAD", Args: []string{"kubectl", "get", "pod", "-l", "ray.io/node-type=head", "-o", "jsonpath={.items[0].metadata.name}"}},
 		{Args: []string{"kubectl", "wait", "--for=condition=Ready", "pod/$HEAD", "--timeout=" + HeadPodTimeout}},
 	}
@@ -105,6 +154,11 @@ const (
 	stepInstall = iota
 	stepWaitOperator
 	stepInject
+	stepApplySecret
+	stepPrepull
+	stepWaitPrepull
+	stepDeletePrepull
+	stepSubmit
 	stepHeadPod
 	stepWaitHead
 )

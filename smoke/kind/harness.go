@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/kind/pkg/cluster"
@@ -34,19 +35,23 @@ type Config struct {
 	KindNodeImage  string // kindest/node image; empty: kind's default
 	KubeRayVersion string // X.Y.Z, "oldest" or "newest" (default): see KubeRayNewest
 	ProbeBinary    string // static linux imagectl copied into the sidecar
-	ClusterName    string // default imagectl-smoke
-	Keep           bool   // keep the cluster (and print how to reach it)
-	LogDir         string // where logs go on failure; default a temp dir
-	Timeout        time.Duration
-	Logger         *slog.Logger
+	// Imagectl is the imagectl run on this machine for the guide's inject
+	// step; empty: ProbeBinary (a static linux build runs here too).
+	Imagectl    string
+	ClusterName string // default imagectl-smoke
+	Keep        bool   // keep the cluster (and print how to reach it)
+	LogDir      string // where logs go on failure; default a temp dir
+	Timeout     time.Duration
+	Logger      *slog.Logger
 }
 
 // Result is what a successful run saw.
 type Result struct {
-	Attaches  []*probe.Report `json:"attaches"`
-	JobStatus string          `json:"job_status"`
-	Output    string          `json:"output_line"`
-	LogDir    string          `json:"log_dir,omitempty"`
+	Attaches   []*probe.Report `json:"attaches"`
+	PostMortem *probe.Report   `json:"post_mortem,omitempty"`
+	JobStatus  string          `json:"job_status"`
+	Output     []string        `json:"output_lines"`
+	LogDir     string          `json:"log_dir,omitempty"`
 }
 
 // Preflight checks what the harness needs and returns a *SkipError naming
@@ -60,9 +65,14 @@ func Preflight(ctx context.Context) error {
 	if out, err := exec.CommandContext(cctx, "docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
 		return &SkipError{"no Docker engine: docker info failed: " + firstLine(out, err)}
 	}
-	for _, tool := range []string{"kubectl", "git"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return &SkipError{"no " + tool + " on PATH (kubectl drives the cluster; git fetches the KubeRay kustomization)"}
+	for _, tool := range []struct{ name, why string }{
+		{"kubectl", "kubectl drives the cluster"},
+		{"git", "git fetches the KubeRay kustomization"},
+		{"kubectl-ray", "the kubectl ray plugin submits the RayJob (README step 4)"},
+		{"ray", "the plugin runs the local Ray CLI's `ray job submit`"},
+	} {
+		if _, err := exec.LookPath(tool.name); err != nil {
+			return &SkipError{"no " + tool.name + " on PATH (" + tool.why + ")"}
 		}
 	}
 	for _, hostport := range []string{"registry-1.docker.io:443", "quay.io:443", "github.com:443", "pypi.org:443"} {
@@ -131,7 +141,11 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if cfg.LogDir == "" {
 		cfg.LogDir = filepath.Join(work, "logs")
 	}
-	h := &harness{cfg: cfg, log: log, kubeconfig: filepath.Join(work, "kubeconfig"), access: access,
+	guideDir := filepath.Join(work, "guide")
+	if err := os.MkdirAll(guideDir, 0o700); err != nil {
+		return nil, err
+	}
+	h := &harness{cfg: cfg, log: log, kubeconfig: filepath.Join(work, "kubeconfig"), dir: guideDir, access: access,
 		provider: cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(kindcmd.NewLogger()))}
 
 	log.Info("creating kind cluster", "name", cfg.ClusterName, "node_image", cfg.KindNodeImage)
@@ -156,6 +170,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 			log.Warn("deleting kind cluster", "name", cfg.ClusterName, "err", derr)
 		}
 		os.Remove(h.kubeconfig)
+		os.RemoveAll(guideDir) // secret.yaml holds the password
 	}()
 	return h.run(ctx)
 }
@@ -164,18 +179,27 @@ type harness struct {
 	cfg        Config
 	log        *slog.Logger
 	kubeconfig string
+	dir        string // where the guide's commands run: its files are here
 	provider   *cluster.Provider
 	headPod    string
 	rayCluster string
 	operator   string // namespace/name of the operator's Deployment
-	manifest   []byte // what was applied
 	access     *PullAccess
+	submit     *background // kubectl ray job submit, while it runs
 }
 
 const jobName = "imagectl-smoke"
 
 func (h *harness) run(ctx context.Context) (*Result, error) {
 	guide := Guide(h.cfg.KubeRayVersion)
+	if h.dir == "" {
+		dir, err := os.MkdirTemp("", "imagectl-smoke-guide-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		h.dir = dir
+	}
 	// No image is loaded into kind: the node pulls the image under test by
 	// digest from the registry it was pushed to, with an imagePullSecret
 	// made from this machine's docker config when the repository is private.
@@ -190,24 +214,32 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err := h.installKubeRay(ctx, guide); err != nil {
 		return nil, err
 	}
-	args := append(append([]string{}, InjectArgs...), "--image", access.Pinned)
+	if err := h.writeInputs(); err != nil {
+		return nil, err
+	}
+	extra := []string{"--image", access.Pinned}
 	if access.Secret != nil {
-		if _, err := h.kubectl(ctx, access.Secret, "apply", "-f", "-"); err != nil {
+		if _, err := h.kubectl(ctx, access.Secret, "apply", "--server-side", "-f", "-"); err != nil {
 			return nil, fmt.Errorf("creating the imagePullSecret %s: %w", PullSecretName, err)
 		}
-		args = append(args, "--image-pull-secret", PullSecretName)
+		extra = append(extra, "--image-pull-secret", PullSecretName)
 	}
-	manifest, warnings, err := Manifest(ctx, Params{Name: jobName, RayVersion: h.cfg.RayVersion, Python: h.cfg.Python}, args)
+	if err := h.inject(ctx, guide[stepInject], extra); err != nil {
+		return nil, err
+	}
+	if _, err := h.kubectl(ctx, nil, guide[stepApplySecret].Args[1:]...); err != nil {
+		return nil, fmt.Errorf("applying the password Secret: %w", err)
+	}
+	if err := h.prepull(ctx, guide, access); err != nil {
+		return nil, err
+	}
+	h.log.Info("submitting with the kubectl ray plugin", "command", guide[stepSubmit].String())
+	sub, err := h.startPlugin(ctx, guide[stepSubmit].Args[1:])
 	if err != nil {
-		return nil, fmt.Errorf("imagectl inject %s: %w", strings.Join(args, " "), err)
+		return nil, err
 	}
-	for _, w := range warnings {
-		h.log.Warn("imagectl inject", "warning", w)
-	}
-	h.manifest = manifest
-	if _, err := h.kubectl(ctx, manifest, guide[stepInject].Pipe[1:]...); err != nil {
-		return nil, fmt.Errorf("applying the smoke RayJob: %w", err)
-	}
+	h.submit = sub
+	defer sub.stop()
 	if err := h.waitHeadPod(ctx, guide); err != nil {
 		return nil, err
 	}
@@ -220,33 +252,201 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	res := &Result{}
 	for i := 1; i <= ExpectedPauses; i++ {
 		h.log.Info("attaching from the code-server sidecar", "pause", i, "of", ExpectedPauses)
-		out, err := h.kubectl(ctx, nil, "exec", h.headPod, "-c", "code-server", "--", "/tmp/imagectl", "smoke", "attach",
-			"--dashboard", "http://127.0.0.1:8265", "--timeout", "15m", "--task", ExpectedFunction,
-			"--expect-function", ExpectedFunction, "--expect-file", ExpectedFile,
-			"--action", "continue", "--output", "json")
-		var rep probe.Report
-		if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil {
-			return res, fmt.Errorf("attach %d from the sidecar: %w; output: %s", i, errors.Join(err, jerr), out)
+		rep, err := h.attach(ctx, ExpectedFunction)
+		if rep != nil {
+			res.Attaches = append(res.Attaches, rep)
 		}
-		res.Attaches = append(res.Attaches, &rep)
-		if err != nil || !rep.OK {
-			return res, fmt.Errorf("attach %d from the sidecar failed (%s): %s", i, rep.ErrorKind, rep.Error)
+		if err != nil {
+			return res, fmt.Errorf("attach %d: %w", i, err)
 		}
 	}
-	status, err := h.waitJob(ctx)
-	res.JobStatus = status
+	h.log.Info("attaching post-mortem from the code-server sidecar", "task", PostMortemFunction)
+	rep, err := h.attach(ctx, PostMortemFunction, "--post-mortem")
+	res.PostMortem = rep
+	if err != nil {
+		return res, fmt.Errorf("post-mortem attach: %w", err)
+	}
+	out, err := h.waitPlugin(ctx)
 	if err != nil {
 		return res, err
 	}
-	logs, err := h.kubectl(ctx, nil, "logs", "job/"+jobName, "--tail", "-1")
+	for _, want := range []string{ExpectedOutput, ExpectedPostMortem} {
+		if !strings.Contains(out, want) {
+			return res, fmt.Errorf("kubectl ray job submit ended but the job's output lacks %q:\n%s", want, tail(out, 40))
+		}
+		res.Output = append(res.Output, want)
+	}
+	status, err := h.waitJob(ctx)
+	res.JobStatus = status
+	return res, err
+}
+
+// writeInputs writes what the user has before the guide starts: the plain
+// RayJob and the job's script in its working directory.
+func (h *harness) writeInputs() error {
+	plain, err := RenderPlain(Params{Name: jobName, RayVersion: h.cfg.RayVersion, Python: h.cfg.Python})
 	if err != nil {
-		return res, fmt.Errorf("reading the submitter's logs: %w", err)
+		return err
 	}
-	if !strings.Contains(logs, ExpectedOutput) {
-		return res, fmt.Errorf("RayJob %s SUCCEEDED but its output lacks %q:\n%s", jobName, ExpectedOutput, tail(logs, 40))
+	if err := os.WriteFile(filepath.Join(h.dir, PlainFile), plain, 0o644); err != nil {
+		return err
 	}
-	res.Output = ExpectedOutput
-	return res, nil
+	if err := os.MkdirAll(filepath.Join(h.dir, WorkingDir), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(h.dir, WorkingDir, ScriptFile), []byte(TaskScript), 0o644)
+}
+
+// inject runs the guide's `imagectl inject ... > rayjob-debug.yaml` with
+// extra flags (the image under test), with this machine's imagectl.
+func (h *harness) inject(ctx context.Context, c Command, extra []string) error {
+	bin := h.cfg.Imagectl
+	if bin == "" {
+		bin = h.cfg.ProbeBinary
+	}
+	args := append(append([]string{}, c.Args[1:]...), extra...)
+	out, err := os.OpenFile(filepath.Join(h.dir, c.Stdout), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = h.dir
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = out, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("imagectl %s > %s: %w: %s", strings.Join(args, " "), c.Stdout, err, tail(stderr.String(), 20))
+	}
+	for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		if l != "" {
+			h.log.Warn("imagectl inject", "stderr", l)
+		}
+	}
+	return out.Close()
+}
+
+// prepull writes prepull.yaml with the two images of rayjob-debug.yaml and
+// runs the guide's apply, rollout wait and delete.
+func (h *harness) prepull(ctx context.Context, guide []Command, access *PullAccess) error {
+	injected, err := os.ReadFile(filepath.Join(h.dir, InjectedFile))
+	if err != nil {
+		return err
+	}
+	secret := ""
+	if access.Secret != nil {
+		secret = PullSecretName
+	}
+	ds, err := Prepull(injected, secret)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(h.dir, PrepullFile), ds, 0o644); err != nil {
+		return err
+	}
+	h.log.Info("pulling the Ray and sidecar images onto the node", "daemonset", PrepullName)
+	for _, step := range []int{stepPrepull, stepWaitPrepull, stepDeletePrepull} {
+		if _, err := h.kubectl(ctx, nil, guide[step].Args[1:]...); err != nil {
+			return fmt.Errorf("pre-pulling the images (%s): %w", guide[step], err)
+		}
+	}
+	return nil
+}
+
+// attach runs `imagectl smoke attach` inside the sidecar for task fn.
+func (h *harness) attach(ctx context.Context, fn string, flags ...string) (*probe.Report, error) {
+	args := append([]string{"exec", h.headPod, "-c", "code-server", "--", "/tmp/imagectl", "smoke", "attach",
+		"--dashboard", "http://127.0.0.1:8265", "--timeout", "15m", "--task", fn,
+		"--expect-function", fn, "--expect-file", ExpectedFile,
+		"--action", "continue", "--output", "json"}, flags...)
+	out, err := h.kubectl(ctx, nil, args...)
+	var rep probe.Report
+	if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil {
+		return nil, fmt.Errorf("from the sidecar: %w; output: %s", errors.Join(err, jerr), out)
+	}
+	if err != nil || !rep.OK {
+		return &rep, fmt.Errorf("from the sidecar failed (%s): %s", rep.ErrorKind, rep.Error)
+	}
+	return &rep, nil
+}
+
+// background is a command the harness runs while it does other work.
+type background struct {
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan struct{}
+	err  error // set when done is closed
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// exited reports the plugin's end as an error while it should still run.
+func (b *background) exited() error {
+	if b == nil {
+		return nil
+	}
+	select {
+	case <-b.done:
+		return fmt.Errorf("kubectl ray job submit exited early (%v):\n%s", b.err, tail(b.out.String(), 40))
+	default:
+		return nil
+	}
+}
+
+func (b *background) stop() {
+	select {
+	case <-b.done:
+	default:
+		b.cmd.Process.Kill()
+		<-b.done
+	}
+}
+
+// startPlugin starts `kubectl ray ...` (args after kubectl) in the guide's
+// directory; the plugin reads the cluster from KUBECONFIG.
+func (h *harness) startPlugin(ctx context.Context, args []string) (*background, error) {
+	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd.Dir = h.dir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+h.kubeconfig)
+	b := &background{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = b.out, b.out
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("kubectl %s: %w", strings.Join(args, " "), err)
+	}
+	go func() {
+		b.err = cmd.Wait()
+		close(b.done)
+	}()
+	return b, nil
+}
+
+// waitPlugin waits for the submit to end (it follows the job's logs until
+// the job ends) and returns its output; it must exit 0.
+func (h *harness) waitPlugin(ctx context.Context) (string, error) {
+	select {
+	case <-ctx.Done():
+		return h.submit.out.String(), fmt.Errorf("kubectl ray job submit did not end: %w:\n%s", ctx.Err(), tail(h.submit.out.String(), 40))
+	case <-h.submit.done:
+	}
+	out := h.submit.out.String()
+	if h.submit.err != nil {
+		return out, fmt.Errorf("kubectl ray job submit: %w:\n%s", h.submit.err, tail(out, 40))
+	}
+	return out, nil
 }
 
 // installKubeRay runs the user guide's install and wait, then finds the
@@ -295,6 +495,9 @@ func (h *harness) waitHeadPod(ctx context.Context, guide []Command) error {
 			h.rayCluster = strings.TrimSpace(name)
 			break
 		}
+		if err := h.submit.exited(); err != nil {
+			return err
+		}
 		if err := sleep(ctx, 5*time.Second); err != nil {
 			return fmt.Errorf("RayJob %s never reported a RayCluster: %w", jobName, err)
 		}
@@ -304,6 +507,9 @@ func (h *harness) waitHeadPod(ctx context.Context, guide []Command) error {
 		if err == nil && strings.TrimSpace(pod) != "" {
 			h.headPod = strings.TrimSpace(pod)
 			break
+		}
+		if err := h.submit.exited(); err != nil {
+			return err
 		}
 		if err := sleep(ctx, 5*time.Second); err != nil {
 			return fmt.Errorf("no head pod (%s): %w", guide[stepHeadPod], err)
@@ -365,7 +571,9 @@ func (h *harness) collectLogs(ctx context.Context) {
 	}
 	save("resources.txt", "get", "all,rayjobs,rayclusters,events", "-A", "-o", "wide")
 	save("rayjob.yaml", "get", "rayjob", jobName, "-o", "yaml")
-	save("submitter.log", "logs", "job/"+jobName, "--tail", "-1")
+	if h.submit != nil {
+		os.WriteFile(filepath.Join(dir, "kubectl-ray-job-submit.log"), []byte(h.submit.out.String()), 0o644)
+	}
 	if ns, name, ok := strings.Cut(h.operator, "/"); ok {
 		save("operator.log", "-n", ns, "logs", "deployment/"+name, "--tail", "-1")
 	}
@@ -377,8 +585,8 @@ func (h *harness) collectLogs(ctx context.Context) {
 	if h.rayCluster != "" {
 		save("workers.log", "logs", "-l", "ray.io/cluster="+h.rayCluster+",ray.io/node-type=worker", "--tail", "-1", "--all-containers")
 	}
-	if h.manifest != nil {
-		os.WriteFile(filepath.Join(dir, "applied.yaml"), redactSecrets(h.manifest), 0o644)
+	if b, err := os.ReadFile(filepath.Join(h.dir, InjectedFile)); err == nil {
+		os.WriteFile(filepath.Join(dir, InjectedFile), redactSecrets(b), 0o644)
 	}
 	if h.provider == nil {
 		return
@@ -392,6 +600,7 @@ func (h *harness) collectLogs(ctx context.Context) {
 // failure names the command and carries stderr.
 func (h *harness) kubectl(ctx context.Context, stdin []byte, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", h.kubeconfig}, args...)...)
+	cmd.Dir = h.dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if stdin != nil {

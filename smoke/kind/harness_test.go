@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -13,8 +15,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -24,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/imagectl/imagectl/inject"
 	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/smoke/probe"
 )
@@ -62,31 +68,52 @@ func TestRunRequiresImageAndProbe(t *testing.T) {
 }
 
 // fakeKubectl puts a kubectl on PATH that records every call (one line of
-// tab-separated arguments in dir/calls), keeps what `apply -f -` reads in
-// dir/stdin-N, and answers the harness's queries as a healthy cluster does.
+// tab-separated arguments in dir/calls), keeps what `apply --server-side -f -`
+// reads in dir/stdin-N and a copy of every file it applies (dir/applied-NAME),
+// and answers the harness's queries as a healthy cluster does. As the kubectl
+// ray plugin (`kubectl ray job submit`) it records its KUBECONFIG, keeps
+// copies of the RayJob file and the job's script it was given, prints the
+// job's output and, like the real plugin, returns only when the job ends:
+// after the post-mortem attach. With FAKE_PLUGIN_TIMEOUT=1 it behaves as the
+// plugin does when the RayCluster is not ready within 120 s.
 func fakeKubectl(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	rep, err := json.Marshal(probe.Report{OK: true, Dashboard: "http://127.0.0.1:8265",
-		Attach: &probe.AttachResult{Address: "10.244.0.7:40123", Frame: &probe.Frame{Name: "f", Path: "/tmp/ray/session_latest/runtime_resources/smoke_task.py", Line: 13}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), rep, 0o644); err != nil {
-		t.Fatal(err)
+	for name, rep := range map[string]probe.Report{
+		"report.json": {OK: true, Dashboard: "http://127.0.0.1:8265",
+			Attach: &probe.AttachResult{Address: "10.244.0.7:40123", Frame: &probe.Frame{Name: "f", Path: "/tmp/ray/session_2026-11-25_10-00-00_000000_1/runtime_resources/working_dir_files/_ray_pkg_0123456789abcdef/sample_code.py", Line: 21}}},
+		"post-mortem.json": {OK: true, Dashboard: "http://127.0.0.1:8265",
+			Attach: &probe.AttachResult{Address: "10.244.0.7:40125", Frame: &probe.Frame{Name: "g", Path: "/tmp/ray/session_2026-11-25_10-00-00_000000_1/runtime_resources/working_dir_files/_ray_pkg_0123456789abcdef/sample_code.py", Line: 27}}},
+	} {
+		b, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	script := `#!/bin/bash
 dir="` + dir + `"
 (IFS=$'\t'; echo "$*") >> "$dir/calls"
 args=" $* "
 case "$args" in
-  *" apply -f - "*) n=$(ls "$dir" | grep -c '^stdin-'); cat > "$dir/stdin-$n" ;;
+  *" apply --server-side -f - "*) n=$(ls "$dir" | grep -c '^stdin-'); cat > "$dir/stdin-$n" ;;
+  *" apply --server-side -f "*) f="${@: -1}"; cp "$f" "$dir/applied-$(basename "$f")" || exit 1 ;;
+  " ray job submit "*)
+    echo "$KUBECONFIG" > "$dir/plugin-kubeconfig"
+    f=""; prev=""; for a in "$@"; do [ "$prev" = "-f" ] && f="$a"; prev="$a"; done
+    cp "$f" "$dir/submitted.yaml" && cp working_dir/sample_code.py "$dir/submitted-script.py" || exit 1
+    echo "Submitted RayJob imagectl-smoke."
+    if [ "$FAKE_PLUGIN_TIMEOUT" = 1 ]; then echo "Deleting RayJob..."; echo "Timed out waiting for cluster" >&2; exit 1; fi
+    while [ ! -e "$dir/post-mortem-done" ]; do sleep 0.05; done
+    echo "RESULT [0, 1, 4, 9]"; echo "POST-MORTEM ZeroDivisionError" ;;
   *" get deployments -A -l app.kubernetes.io/component=kuberay-operator "*) echo "default/kuberay-operator" ;;
-  *"{.status.rayClusterName}"*) printf 'imagectl-smoke-raycluster-x7k2p' ;;
+  *"{.status.rayClusterName}"*) [ "$FAKE_PLUGIN_TIMEOUT" = 1 ] || printf 'imagectl-smoke-raycluster-x7k2p' ;;
   *" get pod -l ray.io/node-type=head "*) printf 'imagectl-smoke-raycluster-x7k2p-head-abcde' ;;
+  *" smoke attach "*" --post-mortem "*) cat "$dir/post-mortem.json"; touch "$dir/post-mortem-done" ;;
   *" smoke attach "*) cat "$dir/report.json" ;;
   *"{.status.jobStatus}"*) printf 'SUCCEEDED' ;;
-  *" logs job/imagectl-smoke "*) echo "RESULT [0, 1, 4, 9]" ;;
 esac
 exit 0
 `
@@ -99,6 +126,76 @@ exit 0
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	return dir
+}
+
+// TestMain lets this test binary stand in for `imagectl inject` with the
+// documented --secret-file interface, when the harness runs it with
+// IMAGECTL_FAKE_INJECT set (to a file its arguments are recorded in): the
+// sidecar is added by the inject library, the stream holds only the user's
+// documents, and FILE gets one password Secret (a fixed test password)
+// with mode 0600.
+func TestMain(m *testing.M) {
+	if log := os.Getenv("IMAGECTL_FAKE_INJECT"); log != "" {
+		os.Exit(fakeInject(log, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeSecret is what the fake imagectl inject writes to --secret-file.
+const fakeSecret = `apiVersion: v1
+kind: Secret
+metadata:
+  name: code-server-password
+type: Opaque
+stringData:
+  password: test-password-not-secret
+`
+
+func fakeInject(logFile string, args []string) int {
+	if err := os.WriteFile(logFile, []byte(strings.Join(args, "\t")), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if len(args) == 0 || args[0] != "inject" {
+		fmt.Fprintf(os.Stderr, "fake imagectl: only inject, not %q\n", args)
+		return 2
+	}
+	fs := flag.NewFlagSet("inject", flag.ContinueOnError)
+	file := fs.String("f", "", "")
+	secretFile := fs.String("secret-file", "", "")
+	image := fs.String("image", "", "")
+	pullSecret := fs.String("image-pull-secret", "", "")
+	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 || *file == "" || *secretFile == "" {
+		fmt.Fprintf(os.Stderr, "fake imagectl: bad arguments %q: %v\n", args, err)
+		return 2
+	}
+	in, err := os.ReadFile(*file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var opts []inject.Option
+	if *image != "" {
+		opts = append(opts, inject.WithImage(*image))
+	}
+	if *pullSecret != "" {
+		opts = append(opts, inject.WithImagePullSecret(*pullSecret))
+	}
+	res, err := inject.Apply(context.Background(), *file, in, opts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if regexp.MustCompile(`(?m)^kind: Secret$`).Match(res.Output) {
+		fmt.Fprintln(os.Stderr, "fake imagectl: the inject library put a Secret into the stream")
+		return 1
+	}
+	if err := os.WriteFile(*secretFile, []byte(fakeSecret), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	os.Stdout.Write(res.Output)
+	return 0
 }
 
 func calls(t *testing.T, dir string) [][]string {
@@ -149,33 +246,59 @@ func pushTestImage(t *testing.T, user, pass string) (string, string) {
 	return ref, d.String()
 }
 
-func testHarness(t *testing.T, image string) *harness {
-	return &harness{
-		cfg: Config{Image: image, RayVersion: "2.46.0", Python: "3.12", KubeRayVersion: KubeRayNewest,
-			ProbeBinary: "/bin/true", ClusterName: "imagectl-smoke"},
-		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-		kubeconfig: "/tmp/imagectl-smoke-kubeconfig",
-	}
-}
-
-// TestHarnessRunsTheGuide drives the harness against a fake kubectl: it runs
-// the user guide's commands exactly, never names a namespace, loads no
-// image, and applies the plain RayJob with the sidecar injected and the
-// image pinned by digest.
-func TestHarnessRunsTheGuide(t *testing.T) {
-	dir := fakeKubectl(t)
-	image, digest := pushTestImage(t, "", "")
-	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	h := testHarness(t, image)
-	res, err := h.run(context.Background())
+// testHarness is a harness against the fake kubectl, with this test binary
+// as imagectl (see TestMain); its inject arguments are recorded in the
+// returned file.
+func testHarness(t *testing.T, image string) (*harness, string) {
+	t.Helper()
+	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.JobStatus != "SUCCEEDED" || len(res.Attaches) != ExpectedPauses || res.Output != ExpectedOutput {
+	injectLog := filepath.Join(t.TempDir(), "inject-args")
+	t.Setenv("IMAGECTL_FAKE_INJECT", injectLog)
+	return &harness{
+		cfg: Config{Image: image, RayVersion: "2.46.0", Python: "3.12", KubeRayVersion: KubeRayNewest,
+			ProbeBinary: "/bin/true", Imagectl: exe, ClusterName: "imagectl-smoke"},
+		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		kubeconfig: "/tmp/imagectl-smoke-kubeconfig",
+		dir:        t.TempDir(),
+	}, injectLog
+}
+
+// TestHarnessRunsTheGuide drives the harness against a fake kubectl (and
+// kubectl ray plugin): it runs the user guide's commands exactly, in the
+// guide's directory, never names a namespace, loads no image, submits the
+// injected RayJob with the plugin, attaches four times and once
+// post-mortem, and requires the job's output.
+func TestHarnessRunsTheGuide(t *testing.T) {
+	dir := fakeKubectl(t)
+	image, digest := pushTestImage(t, "", "")
+	pinned := image + "@" + digest
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	h, injectLog := testHarness(t, image)
+	// The fake plugin, like the real one, returns only when the job ends:
+	// a harness that never attaches post-mortem would wait forever.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := h.run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.JobStatus != "SUCCEEDED" || len(res.Attaches) != ExpectedPauses || res.PostMortem == nil ||
+		res.PostMortem.Attach.Frame.Name != PostMortemFunction {
 		t.Errorf("result %+v", res)
 	}
+	if diff := cmp.Diff([]string{ExpectedOutput, ExpectedPostMortem}, res.Output); diff != "" {
+		t.Errorf("output lines (-want +got):\n%s", diff)
+	}
 	got := calls(t, dir)
+	var kubectlCalls [][]string
 	for _, c := range got {
+		if c[0] == "ray" {
+			continue // the plugin, checked below
+		}
+		kubectlCalls = append(kubectlCalls, c)
 		if len(c) < 2 || c[0] != "--kubeconfig" || c[1] != h.kubeconfig {
 			t.Errorf("kubectl %q without the cluster's --kubeconfig first", c)
 		}
@@ -185,44 +308,126 @@ func TestHarnessRunsTheGuide(t *testing.T) {
 			}
 		}
 	}
-	// The guide's kubectl commands, in order, as the README shows them.
+	// The guide's kubectl commands, in order, as the README shows them. The
+	// plugin runs in the background, so its call is checked on its own.
+	guide := Guide(KubeRayNewest)
 	var want [][]string
-	for _, c := range Guide(KubeRayNewest) {
-		args := c.Args
-		if c.Pipe != nil {
-			args = c.Pipe // imagectl inject runs as the library; its output is piped
+	for _, c := range guide {
+		if c.Args[0] != "kubectl" || c.Args[1] == "ray" {
+			continue // imagectl inject and the plugin, checked below
 		}
-		want = append(want, expand(args[1:], map[string]string{"HEAD": "imagectl-smoke-raycluster-x7k2p-head-abcde"}))
+		want = append(want, append([]string{"--kubeconfig", h.kubeconfig},
+			expand(c.Args[1:], map[string]string{"HEAD": "imagectl-smoke-raycluster-x7k2p-head-abcde"})...))
 	}
 	i := 0
-	for _, c := range got {
-		if i < len(want) && cmp.Equal(c[2:], want[i]) {
+	for _, c := range kubectlCalls {
+		if i < len(want) && cmp.Equal(c, want[i]) {
 			i++
 		}
 	}
 	if i != len(want) {
 		t.Errorf("the harness did not run the guide's command %q (in order); it ran:\n%s", want[min(i, len(want)-1)], formatCalls(got))
 	}
-	applied, err := os.ReadFile(filepath.Join(dir, "stdin-0"))
-	if err != nil {
-		t.Fatalf("nothing applied from stdin: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "stdin-1")); err == nil {
-		t.Errorf("more than one apply from stdin: a pull secret for a public repository?")
-	}
-	for _, s := range []string{
-		"          - name: code-server # added by imagectl inject\n            image: " + image + "@" + digest + "\n",
-		"kind: Secret\n", "kind: RayJob\n", "kind: ConfigMap\n",
-	} {
-		if !strings.Contains(string(applied), s) {
-			t.Errorf("applied manifest lacks %q:\n%s", s, applied)
+	var submits [][]string
+	for _, c := range got {
+		if c[0] == "ray" {
+			submits = append(submits, c)
 		}
 	}
-	if strings.Contains(string(applied), "imagePullSecrets") {
-		t.Errorf("a public repository got an imagePullSecret:\n%s", applied)
+	if diff := cmp.Diff([][]string{guide[stepSubmit].Args[1:]}, submits); diff != "" {
+		t.Errorf("kubectl ray calls (-want +got):\n%s", diff)
+	}
+	var postMortem int
+	for _, c := range got {
+		if strings.Contains(strings.Join(c, " "), " smoke attach ") && slices.Contains(c, "--post-mortem") {
+			postMortem++
+			if !slices.Contains(c, PostMortemFunction) {
+				t.Errorf("post-mortem attach %q does not name task %s", c, PostMortemFunction)
+			}
+		}
+	}
+	if postMortem != 1 {
+		t.Errorf("%d post-mortem attaches, want 1:\n%s", postMortem, formatCalls(got))
+	}
+
+	// imagectl inject: the guide's arguments and the image under test.
+	injectArgs, err := os.ReadFile(injectLog)
+	if err != nil {
+		t.Fatalf("imagectl inject did not run: %v", err)
+	}
+	wantInject := append(append([]string{}, guide[stepInject].Args[1:]...), "--image", pinned)
+	if diff := cmp.Diff(wantInject, strings.Split(string(injectArgs), "\t")); diff != "" {
+		t.Errorf("imagectl arguments (-want +got):\n%s", diff)
+	}
+
+	// The plugin got the injected RayJob alone, with the sidecar pinned by
+	// digest, the job's script in ./working_dir, and the cluster as
+	// KUBECONFIG.
+	submitted, err := os.ReadFile(filepath.Join(dir, "submitted.yaml"))
+	if err != nil {
+		t.Fatalf("the plugin got no RayJob file: %v", err)
+	}
+	for _, s := range []string{
+		"          - name: code-server # added by imagectl inject\n            image: " + pinned + "\n",
+		"kind: RayJob\n", "submissionMode: InteractiveMode\n", "RAY_DEBUG_POST_MORTEM: \"1\"\n",
+	} {
+		if !strings.Contains(string(submitted), s) {
+			t.Errorf("submitted RayJob lacks %q:\n%s", s, submitted)
+		}
+	}
+	for _, s := range []string{"kind: Secret", "imagePullSecrets"} {
+		if strings.Contains(string(submitted), s) {
+			t.Errorf("submitted RayJob has %q (public repository, Secret in its own file):\n%s", s, submitted)
+		}
+	}
+	script, err := os.ReadFile(filepath.Join(dir, "submitted-script.py"))
+	if err != nil || string(script) != TaskScript {
+		t.Errorf("the plugin's ./working_dir/%s is not the task script (%v)", ScriptFile, err)
+	}
+	if kc, err := os.ReadFile(filepath.Join(dir, "plugin-kubeconfig")); err != nil || strings.TrimSpace(string(kc)) != h.kubeconfig {
+		t.Errorf("the plugin ran with KUBECONFIG %q (%v), want %q", kc, err, h.kubeconfig)
+	}
+
+	// The password Secret went to its own file, applied server-side.
+	secret, err := os.ReadFile(filepath.Join(dir, "applied-"+SecretFile))
+	if err != nil || string(secret) != fakeSecret {
+		t.Errorf("applied %s (%v):\n%s\nwant what imagectl inject wrote to --secret-file:\n%s", SecretFile, err, secret, fakeSecret)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "stdin-0")); err == nil {
+		t.Errorf("something applied from stdin: a pull secret for a public repository?")
+	}
+	// The pre-pull DaemonSet names both images of the injected RayJob.
+	prepull, err := os.ReadFile(filepath.Join(dir, "applied-"+PrepullFile))
+	if err != nil {
+		t.Fatalf("prepull.yaml not applied: %v", err)
+	}
+	for _, s := range []string{"image: " + pinned + "\n", "image: rayproject/ray:2.46.0-py312\n", "name: " + PrepullName + "\n"} {
+		if !strings.Contains(string(prepull), s) {
+			t.Errorf("prepull.yaml lacks %q:\n%s", s, prepull)
+		}
 	}
 	if h.operator != "default/kuberay-operator" {
 		t.Errorf("operator %q", h.operator)
+	}
+}
+
+// TestHarnessReportsThePluginsTimeout: when the plugin gives up on the
+// RayCluster (120 s) and deletes the RayJob, the harness fails at once with
+// the plugin's output instead of waiting for a head pod.
+func TestHarnessReportsThePluginsTimeout(t *testing.T) {
+	fakeKubectl(t)
+	t.Setenv("FAKE_PLUGIN_TIMEOUT", "1")
+	image, _ := pushTestImage(t, "", "")
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	h, _ := testHarness(t, image)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := h.run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "exited early") || !strings.Contains(err.Error(), "Deleting RayJob...") {
+		t.Errorf("run: %v, want the plugin's early exit with its output", err)
+	}
+	if ctx.Err() != nil {
+		t.Errorf("the harness waited for its deadline instead of noticing the plugin's exit")
 	}
 }
 
@@ -235,14 +440,16 @@ func formatCalls(calls [][]string) string {
 }
 
 // TestHarnessPrivateRepository: the pull secret carries the docker config's
-// credentials for that registry, and the head pod names it.
+// credentials for that registry, and the head pod and the pre-pull
+// DaemonSet name it.
 func TestHarnessPrivateRepository(t *testing.T) {
 	dir := fakeKubectl(t)
 	image, digest := pushTestImage(t, "alice", "s3cret")
 	host := strings.SplitN(image, "/", 2)[0]
 
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	if _, err := testHarness(t, image).run(context.Background()); err == nil || !strings.Contains(err.Error(), "docker login "+host) {
+	h, _ := testHarness(t, image)
+	if _, err := h.run(context.Background()); err == nil || !strings.Contains(err.Error(), "docker login "+host) {
 		t.Errorf("no credentials: %v, want an error saying docker login %s", err, host)
 	}
 
@@ -252,8 +459,10 @@ func TestHarnessPrivateRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("DOCKER_CONFIG", cfgDir)
-	h := testHarness(t, image)
-	if _, err := h.run(context.Background()); err != nil {
+	h, injectLog := testHarness(t, image)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := h.run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	secretYAML, err := os.ReadFile(filepath.Join(dir, "stdin-0"))
@@ -275,7 +484,11 @@ func TestHarnessPrivateRepository(t *testing.T) {
 		dockercfg.Auths[host].Auth != base64.StdEncoding.EncodeToString([]byte("alice:s3cret")) {
 		t.Errorf("pull secret %s type %s auths %+v", secret.Name, secret.Type, dockercfg.Auths)
 	}
-	manifest, err := os.ReadFile(filepath.Join(dir, "stdin-1"))
+	args, err := os.ReadFile(injectLog)
+	if err != nil || !strings.HasSuffix(string(args), "\t--image-pull-secret\t"+PullSecretName) {
+		t.Errorf("imagectl inject arguments %q (%v), want --image-pull-secret %s last", args, err, PullSecretName)
+	}
+	manifest, err := os.ReadFile(filepath.Join(dir, "submitted.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,8 +497,12 @@ func TestHarnessPrivateRepository(t *testing.T) {
 			t.Errorf("manifest lacks %q:\n%s", s, manifest)
 		}
 	}
-	if red := redactSecrets(manifest); strings.Contains(string(red), "password:") || !strings.Contains(string(red), "kind: RayJob") {
-		t.Errorf("redacted manifest still has a password or lost the RayJob:\n%s", red)
+	prepull, err := os.ReadFile(filepath.Join(dir, "applied-"+PrepullFile))
+	if err != nil || !strings.Contains(string(prepull), "imagePullSecrets:\n      - name: "+PullSecretName+"\n") {
+		t.Errorf("prepull.yaml without the pull secret (%v):\n%s", err, prepull)
+	}
+	if red := redactSecrets([]byte(string(secretYAML) + "---\n" + string(manifest))); strings.Contains(string(red), "dockerconfigjson:") || !strings.Contains(string(red), "kind: RayJob") {
+		t.Errorf("redacted manifest still has a Secret's data or lost the RayJob:\n%s", red)
 	}
 }
 
@@ -323,8 +540,5 @@ func TestRenderPlainRejectsBadParams(t *testing.T) {
 		if _, err := RenderPlain(p); err == nil {
 			t.Errorf("RenderPlain(%+v) succeeded", p)
 		}
-	}
-	if _, err := InjectOptions([]string{"--resolve-digest"}); err == nil {
-		t.Error("InjectOptions accepted a flag the harness does not map")
 	}
 }

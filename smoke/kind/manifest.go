@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"flag"
 	"fmt"
-	"io"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"text/template"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/imagectl/imagectl/inject"
 )
@@ -19,18 +21,29 @@ import (
 //go:embed rayjob.yaml.tmpl
 var rayJobTemplate string
 
-// TaskScript is the driver the RayJob runs: four @ray.remote tasks that stop
-// at breakpoint() and return x*x.
+// TaskScript is the job's driver (ScriptFile in WorkingDir): four
+// @ray.remote tasks f that stop at breakpoint() and return x*x, then a task
+// g that raises ZeroDivisionError under RAY_DEBUG_POST_MORTEM=1.
 //
-//go:embed smoke_task.py
+//go:embed sample_code.py
 var TaskScript string
+
+// PrepullTemplate is examples/prepull.yaml (a test keeps the two equal): a
+// DaemonSet whose init containers pull the Ray image and the sidecar's.
+//
+//go:embed prepull.yaml
+var PrepullTemplate []byte
 
 // Expected facts about a successful smoke run.
 const (
 	ExpectedOutput   = "RESULT [0, 1, 4, 9]"
 	ExpectedFunction = "f"
-	ExpectedFile     = "smoke_task.py"
+	ExpectedFile     = ScriptFile
 	ExpectedPauses   = 4
+	// The post-mortem case: g raises, freezes, is attached to, and the
+	// driver then prints ExpectedPostMortem.
+	PostMortemFunction = "g"
+	ExpectedPostMortem = "POST-MORTEM ZeroDivisionError"
 )
 
 // Params are the plain RayJob's inputs.
@@ -46,17 +59,14 @@ func (p Params) RayImage() string {
 	return "rayproject/ray:" + p.RayVersion + "-py" + strings.ReplaceAll(p.Python, ".", "")
 }
 
-// TaskScript is exposed to the template.
-func (p Params) TaskScript() string { return TaskScript }
-
 var (
 	dnsLabel   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
 	rayVersion = regexp.MustCompile(`^\d+\.\d+\.\d+$`)
 	pyVersion  = regexp.MustCompile(`^3\.\d+$`)
 )
 
-// RenderPlain renders the ConfigMap with the task script and the RayJob,
-// without the sidecar: what a user has before imagectl inject.
+// RenderPlain renders the RayJob without the sidecar: the user's
+// rayjob.yaml before imagectl inject.
 func RenderPlain(p Params) ([]byte, error) {
 	if p.ActiveDeadlineSeconds == 0 {
 		p.ActiveDeadlineSeconds = 1800
@@ -83,65 +93,48 @@ func RenderPlain(p Params) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// SecretFile is where the user guide's `imagectl inject` step writes the
-// password Secret (--secret-file).
-const SecretFile = "code-server-password.yaml"
-
-// InjectArgs are the flags of the user guide's `imagectl inject` step that
-// the harness uses. The harness adds --image (the image under test, by
-// digest) and, for a private repository, --image-pull-secret.
-var InjectArgs = []string{"--secret-file", SecretFile}
-
-// InjectOptions maps `imagectl inject` flags to library options: the
-// harness runs the library with exactly the flags it documents. Only the
-// flags the harness uses are known.
-func InjectOptions(args []string) ([]inject.Option, error) {
-	fs := flag.NewFlagSet("imagectl inject", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.String("secret-file", "", "") // the Secret is written apart: see Manifest
-	image := fs.String("image", "", "")
-	pullSecret := fs.String("image-pull-secret", "", "")
-	if err := fs.Parse(args); err != nil {
-		return nil, fmt.Errorf("imagectl inject %s: %w", strings.Join(args, " "), err)
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("imagectl inject: unexpected %q", fs.Args())
-	}
-	var opts []inject.Option
-	if *image != "" {
-		opts = append(opts, inject.WithImage(*image))
-	}
-	if *pullSecret != "" {
-		opts = append(opts, inject.WithImagePullSecret(*pullSecret))
-	}
-	return opts, nil
-}
-
-// Manifest is the plain RayJob with the sidecar injected by the inject
-// library with args (InjectArgs plus --image ...).
-func Manifest(ctx context.Context, p Params, args []string) ([]byte, []string, error) {
+// Manifest is the plain RayJob with the sidecar added by the inject
+// library with opts.
+func Manifest(ctx context.Context, p Params, opts ...inject.Option) ([]byte, []string, error) {
 	plain, err := RenderPlain(p)
 	if err != nil {
 		return nil, nil, err
 	}
-	opts, err := InjectOptions(args)
+	res, err := inject.Apply(ctx, PlainFile, plain, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := inject.Apply(ctx, "rayjob.yaml", plain, opts...)
-	if err != nil {
-		return nil, nil, err
+	return res.Output, res.Warnings, nil
+}
+
+// Prepull is PrepullTemplate with its init containers' images set to the
+// Ray image and the sidecar image of the injected RayJob, and pullSecret
+// (when set) as its imagePullSecret.
+func Prepull(injected []byte, pullSecret string) ([]byte, error) {
+	var job rayv1.RayJob
+	if err := yaml.Unmarshal(injected, &job); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", InjectedFile, err)
 	}
-	out := res.Output
-	if slices.Contains(args, "--secret-file") {
-		// The password Secret --secret-file writes, after the RayJob.
-		sec, err := inject.PasswordSecret(SecretFile, nil, "")
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(append(out, "---\n"...), sec.Doc...)
+	if job.Kind != "RayJob" || job.Spec.RayClusterSpec == nil {
+		return nil, fmt.Errorf("%s: the first document is a %s, not a RayJob with a rayClusterSpec", InjectedFile, job.Kind)
 	}
-	return out, res.Warnings, nil
+	head := job.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers
+	if len(head) < 2 {
+		return nil, fmt.Errorf("%s: the head pod has %d containers, want the Ray container and the sidecar", InjectedFile, len(head))
+	}
+	var ds appsv1.DaemonSet
+	if err := yaml.UnmarshalStrict(PrepullTemplate, &ds); err != nil {
+		return nil, fmt.Errorf("prepull.yaml: %w", err)
+	}
+	ic := ds.Spec.Template.Spec.InitContainers
+	if len(ic) != 2 {
+		return nil, fmt.Errorf("prepull.yaml has %d init containers, want the Ray image's and the sidecar's", len(ic))
+	}
+	ic[0].Image, ic[1].Image = head[0].Image, head[1].Image
+	if pullSecret != "" {
+		ds.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: pullSecret}}
+	}
+	return yaml.Marshal(&ds)
 }
 
 func indent(n int, s string) string {

@@ -11,7 +11,9 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/imagectl/imagectl/inject"
 	"github.com/imagectl/imagectl/smoke/kind"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -42,6 +44,8 @@ func decodeAll(data []byte) ([]any, error) {
 			obj = &corev1.ConfigMap{}
 		case "v1 Secret":
 			obj = &corev1.Secret{}
+		case "apps/v1 DaemonSet":
+			obj = &appsv1.DaemonSet{}
 		default:
 			return nil, fmt.Errorf("document %d: unexpected %s %s", i, meta.APIVersion, meta.Kind)
 		}
@@ -74,8 +78,16 @@ func checkPods(obj any) []string {
 		if spec == nil {
 			return []string{name + ": no rayClusterSpec"}
 		}
-		if o.Spec.SubmissionMode == rayv1.K8sJobMode && o.Spec.Entrypoint == "" {
-			return []string{name + ": K8sJobMode without an entrypoint"}
+		// The documented flow submits it with `kubectl ray job submit -f`
+		// (plugin v1.3 to v1.7), which refuses these.
+		if o.Spec.SubmissionMode != rayv1.InteractiveMode {
+			return []string{name + ": submissionMode " + string(o.Spec.SubmissionMode) + ", the kubectl ray plugin's -f needs InteractiveMode"}
+		}
+		if o.Spec.BackoffLimit != nil && *o.Spec.BackoffLimit > 0 {
+			return []string{name + ": backoffLimit > 0, which the kubectl ray plugin (>= 1.4) refuses with InteractiveMode"}
+		}
+		if o.Spec.TTLSecondsAfterFinished > 0 && !o.Spec.ShutdownAfterJobFinishes {
+			return []string{name + ": ttlSecondsAfterFinished without shutdownAfterJobFinishes, which the kubectl ray plugin (>= 1.4) refuses"}
 		}
 	case *rayv1.RayCluster:
 		spec, name = &o.Spec, "RayCluster "+o.Name
@@ -171,6 +183,38 @@ func mountsRayTmp(pod corev1.PodSpec, c corev1.Container) bool {
 	return false
 }
 
+// checkExampleSidecar holds the hand-written examples to what imagectl
+// inject writes: the sidecar starts as root whatever the pod's defaults
+// (linuxserver's init needs it) without privilege escalation, and /tmp/ray
+// is KubeRay's own volume name, ray-logs, so its autoscaler shares it.
+func checkExampleSidecar(obj any) []string {
+	var spec *rayv1.RayClusterSpec
+	switch o := obj.(type) {
+	case *rayv1.RayJob:
+		spec = o.Spec.RayClusterSpec
+	case *rayv1.RayCluster:
+		spec = &o.Spec
+	}
+	if spec == nil || len(spec.HeadGroupSpec.Template.Spec.Containers) < 2 {
+		return nil
+	}
+	var probs []string
+	head := spec.HeadGroupSpec.Template.Spec
+	sc := head.Containers[1].SecurityContext
+	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0 || sc.RunAsNonRoot == nil || *sc.RunAsNonRoot ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		probs = append(probs, "sidecar securityContext is not runAsUser 0, runAsNonRoot false, allowPrivilegeEscalation false")
+	}
+	for _, c := range head.Containers[:2] {
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == "/tmp/ray" && m.Name != "ray-logs" {
+				probs = append(probs, fmt.Sprintf("container %q mounts /tmp/ray from %q, not KubeRay's ray-logs", c.Name, m.Name))
+			}
+		}
+	}
+	return probs
+}
+
 func TestExamplesAreValid(t *testing.T) {
 	files, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil || len(files) < 2 {
@@ -189,7 +233,7 @@ func TestExamplesAreValid(t *testing.T) {
 		}
 		for _, o := range objs {
 			kinds[fmt.Sprintf("%T", o)] = true
-			for _, p := range checkPods(o) {
+			for _, p := range append(checkPods(o), checkExampleSidecar(o)...) {
 				t.Errorf("%s: %s", f, p)
 			}
 		}
@@ -201,13 +245,14 @@ func TestExamplesAreValid(t *testing.T) {
 	}
 }
 
-// TestHarnessManifestIsValid: the RayJob the harness applies (its plain
-// RayJob with the sidecar added by the inject library) passes the same
-// checks as the examples.
+// TestHarnessManifestIsValid: the smoke RayJob with the sidecar added by the
+// inject library (as the harness's imagectl inject does) passes the same
+// checks as the examples (the plugin's among them), is one document (the
+// plugin's -f reads the first) and names no namespace.
 func TestHarnessManifestIsValid(t *testing.T) {
 	const image = "docker.io/example/code-server-ray:ray2.46.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	out, _, err := kind.Manifest(context.Background(), kind.Params{Name: "imagectl-smoke", RayVersion: "2.46.0", Python: "3.12"},
-		append(append([]string{}, kind.InjectArgs...), "--image", image))
+		inject.WithImage(image))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,28 +260,22 @@ func TestHarnessManifestIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("harness manifest: %v\n%s", err, out)
 	}
-	var job *rayv1.RayJob
-	var secret *corev1.Secret
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *rayv1.RayJob:
-			job = o
-		case *corev1.Secret:
-			secret = o
-		}
-		for _, p := range checkPods(o) {
-			t.Error(p)
-		}
+	if len(objs) != 1 {
+		t.Fatalf("the harness manifest has %d documents, want the RayJob alone:\n%s", len(objs), out)
 	}
-	if job == nil || secret == nil {
-		t.Fatalf("the harness manifest lacks the RayJob or the password Secret:\n%s", out)
+	job, ok := objs[0].(*rayv1.RayJob)
+	if !ok {
+		t.Fatalf("the harness manifest is a %T, want a RayJob", objs[0])
+	}
+	for _, p := range checkPods(job) {
+		t.Error(p)
 	}
 	head := job.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec
 	if got := head.Containers[1].Image; got != image {
 		t.Errorf("sidecar image %q, want %q", got, image)
 	}
-	if job.Namespace != "" || secret.Namespace != "" {
-		t.Errorf("the harness manifest names a namespace (%q, %q): it must go where the kubeconfig points", job.Namespace, secret.Namespace)
+	if job.Namespace != "" {
+		t.Errorf("the harness manifest names a namespace (%q): it must go where the kubeconfig points", job.Namespace)
 	}
 }
 
@@ -263,8 +302,23 @@ func TestChecksCatchMistakes(t *testing.T) {
 		}, "SUDO_PASSWORD"},
 		{"no /tmp/ray in sidecar", func(s string) string {
 			i := strings.Index(s, "          - name: code-server\n")
-			return s[:i] + strings.Replace(s[i:], "            - {name: ray-tmp, mountPath: /tmp/ray}\n", "", 1)
+			return s[:i] + strings.Replace(s[i:], "            - {name: ray-logs, mountPath: /tmp/ray}\n", "", 1)
 		}, "does not mount the /tmp/ray emptyDir"},
+		{"sidecar without securityContext", func(s string) string {
+			return strings.Replace(s, "              runAsUser: 0\n", "", 1)
+		}, "sidecar securityContext"},
+		{"volume not ray-logs", func(s string) string {
+			return strings.ReplaceAll(s, "ray-logs", "ray-tmp")
+		}, "not KubeRay's ray-logs"},
+		{"K8sJobMode", func(s string) string {
+			return strings.Replace(s, "submissionMode: InteractiveMode", "submissionMode: K8sJobMode\n  entrypoint: python x.py", 1)
+		}, "needs InteractiveMode"},
+		{"backoffLimit", func(s string) string {
+			return strings.Replace(s, "shutdownAfterJobFinishes: true", "shutdownAfterJobFinishes: true\n  backoffLimit: 2", 1)
+		}, "backoffLimit > 0"},
+		{"ttl without shutdown", func(s string) string {
+			return strings.Replace(s, "shutdownAfterJobFinishes: true", "shutdownAfterJobFinishes: false", 1)
+		}, "ttlSecondsAfterFinished without shutdownAfterJobFinishes"},
 		{"wrong ray image first", func(s string) string {
 			return strings.Replace(s, "image: rayproject/ray:2.46.0-py312", "image: python:3.12", 1)
 		}, "expected the Ray container first"},
@@ -282,6 +336,7 @@ func TestChecksCatchMistakes(t *testing.T) {
 			}
 			for _, o := range objs {
 				problems = append(problems, checkPods(o)...)
+				problems = append(problems, checkExampleSidecar(o)...)
 			}
 			all := strings.Join(problems, "\n")
 			if !strings.Contains(all, tt.want) {

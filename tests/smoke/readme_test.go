@@ -16,10 +16,11 @@ import (
 
 // shellCommand is one command line of a README code block.
 type shellCommand struct {
-	args []string
-	pipe []string
-	vars string // VAR of VAR=$(...)
-	line string
+	args   []string
+	pipe   []string
+	stdout string // FILE of > FILE
+	vars   string // VAR of VAR=$(...)
+	line   string
 }
 
 // readmeCommands extracts the commands of the shell code blocks of the
@@ -71,6 +72,9 @@ func parseShell(t *testing.T, line string) shellCommand {
 		c.vars, line = m[1], m[2]
 	}
 	words := shellWords(t, line)
+	if n := len(words); n >= 2 && words[n-2] == ">" {
+		c.stdout, words = words[n-1], words[:n-2]
+	}
 	for i, w := range words {
 		if w == "|" {
 			c.args, c.pipe = words[:i], words[i+1:]
@@ -129,8 +133,7 @@ var userOnly = []struct {
 	prefix []string
 	why    string
 }{
-	{[]string{"kubectl", "create", "secret", "generic", "code-server-password"}, "the alternative to --create-secret, which the harness uses"},
-	{[]string{"kubectl", "ray", "job", "submit"}, "InteractiveMode; the harness's RayJob is K8sJobMode, so KubeRay submits it"},
+	{[]string{"pip", "install"}, "the Ray CLI: smoke.yml installs it the same way, at the Ray version under test (TestSmokeWorkflow)"},
 	{[]string{"kubectl", "port-forward"}, "for a browser; the harness attaches from inside the sidecar (imagectl smoke attach)"},
 }
 
@@ -149,14 +152,14 @@ func TestReadmeGuideIsWhatTheHarnessRuns(t *testing.T) {
 	for _, c := range got {
 		if next < len(guide) {
 			g := guide[next]
-			if cmp.Equal(c.args, g.Args) && cmp.Equal(c.pipe, g.Pipe, cmpEmpty) && c.vars == g.Var {
+			if cmp.Equal(c.args, g.Args) && cmp.Equal(c.pipe, g.Pipe, cmpEmpty) && c.stdout == g.Stdout && c.vars == g.Var {
 				next++
 				continue
 			}
 		}
 		known := false
 		for _, u := range userOnly {
-			if len(c.args) >= len(u.prefix) && cmp.Equal(c.args[:len(u.prefix)], u.prefix) && c.pipe == nil {
+			if len(c.args) >= len(u.prefix) && cmp.Equal(c.args[:len(u.prefix)], u.prefix) && c.pipe == nil && c.stdout == "" {
 				known = true
 			}
 		}
@@ -193,8 +196,64 @@ func TestReadmeGuideIsWhatTheHarnessRuns(t *testing.T) {
 	if !strings.Contains(string(readme), "http://127.0.0.1:8443") {
 		t.Error("README does not say http://127.0.0.1:8443")
 	}
-	if !strings.Contains(string(readme), "Already have a RayJob? `imagectl inject -f job.yaml | kubectl apply -f -`") {
+	if !strings.Contains(string(readme), "Already have a RayJob? `imagectl inject -f job.yaml --secret-file secret.yaml > job-debug.yaml`") {
 		t.Error("README lacks the one-line inject pitch")
+	}
+	section := readmeSection(t, string(readme), "## Debug a RayJob on KubeRay")
+	// What the user must know about the plugin, and post-mortem debugging
+	// as the smoke RayJob sets it up.
+	for _, s := range []string{
+		"**120 s**", "**deletes the RayJob**", "examples/prepull.yaml", "a longer-lived cluster",
+		"The **Ray CLI on your machine**", `pip install "ray[default]==`,
+		"submissionMode: InteractiveMode", "first document",
+		"**Post-mortem**", `RAY_DEBUG_POST_MORTEM: "1"`, "`--post-mortem`",
+	} {
+		if !strings.Contains(section, s) {
+			t.Errorf("README's guide does not say %q", s)
+		}
+	}
+	plain, err := kind.RenderPlain(kind.Params{Name: "x", RayVersion: "2.46.0", Python: "3.12"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(plain), `      RAY_DEBUG_POST_MORTEM: "1"`+"\n") || !strings.Contains(string(plain), "submissionMode: InteractiveMode\n") {
+		t.Errorf("the smoke RayJob does not run the README's flow (InteractiveMode, RAY_DEBUG_POST_MORTEM):\n%s", plain)
+	}
+	// The Ray CLI the README installs is the Ray of the example RayJob.
+	example, err := os.ReadFile("../../examples/rayjob.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`pip install "ray\[default\]==(\d+\.\d+\.\d+)"`).FindStringSubmatch(section)
+	if m == nil || !strings.Contains(string(example), "rayVersion: \""+m[1]+"\"\n") {
+		t.Errorf("README installs the Ray CLI %v, not the Ray version of examples/rayjob.yaml", m)
+	}
+}
+
+// readmeSection is the markdown section that starts with heading.
+func readmeSection(t *testing.T, markdown, heading string) string {
+	t.Helper()
+	i := strings.Index(markdown, "\n"+heading+"\n")
+	if i < 0 {
+		t.Fatalf("README has no %q section", heading)
+	}
+	section := markdown[i+1:]
+	if j := strings.Index(section[len(heading):], "\n## "); j >= 0 {
+		section = section[:len(heading)+j]
+	}
+	return section
+}
+
+// TestPrepullExampleIsTheHarnesss: examples/prepull.yaml, which the README
+// tells users to apply, is the DaemonSet the harness applies (with the
+// images under test).
+func TestPrepullExampleIsTheHarnesss(t *testing.T) {
+	b, err := os.ReadFile("../../examples/prepull.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(kind.PrepullTemplate), string(b)); diff != "" {
+		t.Errorf("examples/prepull.yaml differs from smoke/kind/prepull.yaml (-harness +example):\n%s", diff)
 	}
 }
 
@@ -215,28 +274,35 @@ func TestReadmeCheckCatchesDrift(t *testing.T) {
 		"kubectl apply --server-side -k 'github.com/ray-project/kuberay/ray-operator/config/default?ref=v1.4.2'\n" +
 		"HEAD=$(kubectl get pod -l ray.io/node-type=head -o jsonpath='{.items[0].metadata.name}')\n" +
 		"kubectl wait --for=condition=Ready \"pod/$HEAD\" \\\n  --timeout=20m\n" +
-		"imagectl inject -f rayjob.yaml | kubectl apply -f -\n```\n```python\nprint(1)\n```\n## Next\n```\nkubectl nothing\n```\n"
+		"imagectl inject -f rayjob.yaml --secret-file secret.yaml\n" +
+		"imagectl inject -f rayjob.yaml --secret-file secret.yaml > rayjob-debug.yaml\n```\n```python\nprint(1)\n```\n## Next\n```\nkubectl nothing\n```\n"
 	got := readmeCommands(t, md, "## Debug a RayJob on KubeRay")
-	if len(got) != 4 {
+	if len(got) != 5 {
 		t.Fatalf("%d commands: %+v", len(got), got)
 	}
 	guide := kind.Guide(kind.KubeRayNewest)
 	if cmp.Equal(got[0].args, guide[0].Args) {
 		t.Error("a README installing KubeRay 1.4.2 matches the harness's install")
 	}
-	if !cmp.Equal(got[1].args, guide[3].Args) || got[1].vars != "HEAD" {
-		t.Errorf("HEAD line parsed as %+v, want %v", got[1], guide[3])
+	head, wait, inject := guide[len(guide)-2], guide[len(guide)-1], guide[2]
+	if !cmp.Equal(got[1].args, head.Args) || got[1].vars != "HEAD" {
+		t.Errorf("HEAD line parsed as %+v, want %v", got[1], head)
 	}
-	if !cmp.Equal(got[2].args, guide[4].Args) {
-		t.Errorf("continued line parsed as %q, want %q", got[2].args, guide[4].Args)
+	if !cmp.Equal(got[2].args, wait.Args) {
+		t.Errorf("continued line parsed as %q, want %q", got[2].args, wait.Args)
 	}
-	if cmp.Equal(got[3].args, guide[2].Args) || !cmp.Equal(got[3].pipe, guide[2].Pipe) {
-		t.Errorf("inject without --create-secret: %+v vs %v", got[3], guide[2])
+	if !cmp.Equal(got[3].args, inject.Args) || got[3].stdout == inject.Stdout {
+		t.Errorf("inject without > %s: %+v vs %v", inject.Stdout, got[3], inject)
+	}
+	if !cmp.Equal(got[4].args, inject.Args) || got[4].stdout != inject.Stdout {
+		t.Errorf("inject with > %s parsed as %+v", inject.Stdout, got[4])
 	}
 }
 
 // TestSmokeWorkflow: the smoke workflow runs the oldest and the newest
-// KubeRay the harness pins, fails on a skip, and loads no image into kind.
+// KubeRay the harness pins, each with the kubectl ray plugin of its release
+// (pinned, checksummed) and the Ray CLI, fails on a skip, and loads no image
+// into kind.
 func TestSmokeWorkflow(t *testing.T) {
 	b, err := os.ReadFile("../../.github/workflows/smoke.yml")
 	if err != nil {
@@ -268,8 +334,36 @@ func TestSmokeWorkflow(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	var ran bool
+	var ran, plugin, rayCLI bool
 	for _, s := range job.Steps {
+		if strings.Contains(s.Run, "kubectl-ray.tar.gz") {
+			plugin = true
+			for _, v := range job.Strategy.Matrix["kuberay"] {
+				version, err := kind.KubeRayVersion(v)
+				if err != nil {
+					continue
+				}
+				rel, ok := kind.PluginReleases[version]
+				if !ok {
+					t.Errorf("no kubectl ray plugin pinned for KubeRay %s", version)
+					continue
+				}
+				if want := v + ") url=" + rel.URL + " sum=" + rel.SHA256 + " ;;"; !strings.Contains(s.Run, want) {
+					t.Errorf("the plugin step does not install %q", want)
+				}
+			}
+			for _, want := range []string{`sha256sum -c -`, "install -m 0755"} {
+				if !strings.Contains(s.Run, want) {
+					t.Errorf("the plugin step does not run %q", want)
+				}
+			}
+			if s.Env["KUBERAY"] != "${{ matrix.kuberay }}" {
+				t.Errorf("the plugin step's KUBERAY is %q", s.Env["KUBERAY"])
+			}
+		}
+		if strings.Contains(s.Run, `pip" install "ray[default]==$RAY"`) {
+			rayCLI = s.Env["RAY"] == "${{ inputs.ray }}"
+		}
 		for _, bad := range []string{"docker pull", "docker save", "kind load"} {
 			if strings.Contains(s.Run, bad) {
 				t.Errorf("a step runs %q: nothing is loaded into kind", bad)
@@ -284,5 +378,17 @@ func TestSmokeWorkflow(t *testing.T) {
 	}
 	if !ran {
 		t.Error("no step runs TestSmoke")
+	}
+	if !plugin {
+		t.Error("no step installs the kubectl ray plugin")
+	}
+	if !rayCLI {
+		t.Error(`no step installs the Ray CLI with pip install "ray[default]==$RAY" at RAY=${{ inputs.ray }}`)
+	}
+	for version, rel := range kind.PluginReleases {
+		if want := "/v" + version + "/kubectl-ray_v" + version + "_linux_amd64.tar.gz"; rel.Version != "v"+version || !strings.HasSuffix(rel.URL, want) ||
+			!regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(rel.SHA256) {
+			t.Errorf("plugin pin for KubeRay %s: %+v", version, rel)
+		}
 	}
 }

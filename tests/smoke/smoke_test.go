@@ -61,6 +61,9 @@ func TestSmoke(t *testing.T) {
 	for i, a := range res.Attaches {
 		t.Logf("attach %d: %s at %s (%s:%d) in %dms", i+1, a.Attach.Frame.Name, a.Attach.Address, a.Attach.Frame.Path, a.Attach.Frame.Line, a.Attach.AttachMillis)
 	}
+	if a := res.PostMortem; a != nil && a.Attach != nil && a.Attach.Frame != nil {
+		t.Logf("post-mortem attach: %s at %s (%s:%d)", a.Attach.Frame.Name, a.Attach.Address, a.Attach.Frame.Path, a.Attach.Frame.Line)
+	}
 	t.Logf("RayJob %s with %q", res.JobStatus, res.Output)
 }
 

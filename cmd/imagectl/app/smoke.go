@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,16 +29,20 @@ func newSmokeCommand(g *globals) *cobra.Command {
 		Use:   "smoke",
 		Short: "Prove a debugger attaches to a Ray breakpoint from the code-server sidecar (kind + KubeRay)",
 		Long: `smoke creates a kind cluster, installs the pinned KubeRay operator (by
-default its newest supported release; "oldest" is the oldest), adds the
-code-server sidecar under test to a plain smoke RayJob with the inject library
-(Ray container first, the sidecar second, /tmp/ray shared) and applies it; the
-node pulls the image by digest from its registry (nothing is loaded into kind;
-a private repository gets an imagePullSecret from the docker config). It runs
-"imagectl smoke attach" inside the sidecar once per paused task, checks the
-RayJob reaches SUCCEEDED with the expected output, collects logs on failure and
-deletes the cluster. It needs a Docker engine, kubectl, git and the network; when
-one is missing it says which and exits 2. The binary copied into the sidecar is
-this one (when it is a static linux build) or --probe-binary.`,
+default its newest supported release; "oldest" is the oldest) and follows the
+README's "Debug a RayJob on KubeRay" with a plain smoke RayJob: imagectl inject
+--secret-file (with this binary), a server-side apply of the Secret, a pre-pull
+of both images, and "kubectl ray job submit -f" with the kubectl ray plugin
+and the local Ray CLI. The node pulls the image by digest from its registry
+(nothing is loaded into kind; a private repository gets an imagePullSecret
+from the docker config). It runs "imagectl smoke attach" inside the sidecar
+once per paused task and once with --post-mortem for a task frozen on its
+exception, checks the job's output and that the RayJob reaches SUCCEEDED,
+collects logs on failure and deletes the cluster. It needs a Docker engine,
+kubectl, git, the kubectl ray plugin, the Ray CLI and the network; when one is
+missing it says which and exits 2. inject runs with this binary; the one
+copied into the sidecar is this one (when it is a static linux build) or
+--probe-binary.`,
 		Example: `  CGO_ENABLED=0 go build -o bin/imagectl ./cmd/imagectl
   bin/imagectl smoke --image docker.io/example/code-server-ray:4.101.2-ray2.46.0-py3.12 --ray 2.46.0
   bin/imagectl smoke attach --dashboard http://127.0.0.1:8265 --expect-function f`,
@@ -57,6 +62,10 @@ this one (when it is a static linux build) or --probe-binary.`,
 				probeBin = exe
 			}
 			cfg.ProbeBinary = probeBin
+			// The guide's imagectl inject runs here, with this binary.
+			if exe, err := os.Executable(); err == nil {
+				cfg.Imagectl = exe
+			}
 			level := slog.LevelInfo
 			if g.verbose {
 				level = slog.LevelDebug
@@ -97,11 +106,14 @@ this one (when it is a static linux build) or --probe-binary.`,
 
 // printKindResult is smoke's -o text.
 func printKindResult(g *globals, res *kind.Result) {
-	fmt.Fprintf(g.stdout, "RayJob %s: %s\n", res.JobStatus, res.Output)
+	fmt.Fprintf(g.stdout, "RayJob %s: %s\n", res.JobStatus, strings.Join(res.Output, "; "))
 	for _, rep := range res.Attaches {
 		if rep.Attach != nil {
 			fmt.Fprintf(g.stdout, "attached to %s: stopped at %s (%s:%d)\n", rep.Attach.Address, rep.Attach.Frame.Name, rep.Attach.Frame.Path, rep.Attach.Frame.Line)
 		}
+	}
+	if rep := res.PostMortem; rep != nil && rep.Attach != nil {
+		fmt.Fprintf(g.stdout, "attached post-mortem to %s: exception in %s (%s:%d)\n", rep.Attach.Address, rep.Attach.Frame.Name, rep.Attach.Frame.Path, rep.Attach.Frame.Line)
 	}
 	if res.LogDir != "" {
 		fmt.Fprintf(g.stdout, "logs in %s\n", res.LogDir)
