@@ -180,8 +180,10 @@ type corpusCase struct {
 const published = DefaultRepository + ":ray2.46"
 
 var corpus = []corpusCase{
+	// InteractiveMode: kubectl ray job submit -f passes spec.runtimeEnvYAML
+	// on, and its --runtime-env-json would replace it whole.
 	{file: "rayjob-plain.yaml",
-		warnings: []string{`lacks debugpy>=1.8.0 and the Ray image rayproject/ray:2.46.0-py312 does not ship it`},
+		warnings: []string{`lacks debugpy>=1.8.0 and the Ray image rayproject/ray:2.46.0-py312 does not ship it: breakpoint() will log "Module 'debugpy>=1.8.0' cannot be loaded" and not pause; add "debugpy>=1.8.0" to pip in spec.runtimeEnvYAML`},
 		want:     sidecarWant{image: published, volume: DefaultVolume, uid: "1000", gid: "1000"}},
 	// KubeRay mounts its emptyDir "ray-logs" at /tmp/ray in the autoscaler
 	// unless the pod has a volume of that name: the sidecar's must be it.

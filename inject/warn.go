@@ -164,11 +164,10 @@ func (c *config) checkDebugger(root *yaml.Node, kind string, s *site, warn func(
 	}
 	has, known := runtimeEnvHasDebugpy(renv)
 	if known && !has && imageWithoutDebugpy(s.rayImage) {
-		mode := scalarAt(root, "spec", "submissionMode")
+		// kubectl ray job submit -f passes spec.runtimeEnvYAML on, unless
+		// --runtime-env(-json) is given, which replaces it whole: the
+		// RayJob's own runtime env is the one place that works in every mode.
 		hint := `add "debugpy>=` + MinDebugpy + `" to pip in spec.runtimeEnvYAML`
-		if mode == "InteractiveMode" {
-			hint = `submit with --runtime-env-json '{"pip":["debugpy>=` + MinDebugpy + `"]}'`
-		}
 		warn("the runtime env lacks debugpy>=%s and the Ray image %s does not ship it: breakpoint() will log \"Module 'debugpy>=%s' cannot be loaded\" and not pause; %s",
 			MinDebugpy, s.rayImage, MinDebugpy, hint)
 	}
