@@ -85,7 +85,9 @@ var pipVersion = regexp.MustCompile(`^pip (\d+)\.(\d+)(?:\.(\d+))?\S* from `)
 func (l *Locker) Check(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, l.cmd[0], append(l.cmd[1:], "--version")...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, l.cmd[0], append(l.cmd[1:], "--version")...)
+	killGroupOnCancel(cmd)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("pip (%s) does not run: %v: %s: install pip for python3 (Debian: apt-get install python3-pip) or name one with --pip", strings.Join(l.cmd, " "), err, firstLine(out))
 	}
@@ -160,6 +162,7 @@ func (l *Locker) Lock(ctx context.Context, req catalog.LockRequest) ([]catalog.D
 	ctx, cancel := context.WithTimeout(ctx, 20*l.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, l.cmd[0], append(l.cmd[1:], args...)...)
+	killGroupOnCancel(cmd)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	cmd.Dir = dir
