@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/smoke/dashboard"
 )
 
@@ -89,15 +90,31 @@ func WithDialer(dial func(ctx context.Context, network, addr string) (net.Conn, 
 	return func(c *config) { c.dial = dial }
 }
 
+// WithLocalRoot sets the cluster's localRoot setting the attach arguments
+// are built from, as the extension reads it from its clusterDashboards
+// (default imagespec.DebuggerLocalRoot, what the image ships).
+func WithLocalRoot(root string) Option { return func(c *config) { c.localRoot = root } }
+
+// WithSourceRoot reads the files named by stack frames under dir instead of
+// "/": the sidecar's file system seen from elsewhere (/proc/PID/root of a
+// process in its mount namespace).
+func WithSourceRoot(dir string) Option { return func(c *config) { c.sourceRoot = dir } }
+
+// WithPostMortem expects the task to be frozen on an uncaught exception
+// (RAY_DEBUG_POST_MORTEM=1): the stop's reason must be "exception" and
+// debugpy must answer exceptionInfo.
+func WithPostMortem(on bool) Option { return func(c *config) { c.postMortem = on } }
+
 // WithLogger logs progress.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 func newConfig(opts []Option) config {
 	c := config{
-		attachConfig: attachConfig{stepTimeout: 30 * time.Second, stopTimeout: 30 * time.Second, action: ActionContinue, clientID: "imagectl"},
-		timeout:      120 * time.Second,
-		interval:     3 * time.Second,
-		logger:       slog.New(slog.DiscardHandler),
+		attachConfig: attachConfig{stepTimeout: 30 * time.Second, stopTimeout: 30 * time.Second, action: ActionContinue, clientID: "imagectl",
+			localRoot: imagespec.DebuggerLocalRoot, sourceRoot: "/"},
+		timeout:  120 * time.Second,
+		interval: 3 * time.Second,
+		logger:   slog.New(slog.DiscardHandler),
 	}
 	for _, o := range opts {
 		o(&c)
