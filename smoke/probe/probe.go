@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -104,6 +105,40 @@ func WithSourceRoot(dir string) Option { return func(c *config) { c.sourceRoot =
 // (RAY_DEBUG_POST_MORTEM=1): the stop's reason must be "exception" and
 // debugpy must answer exceptionInfo.
 func WithPostMortem(on bool) Option { return func(c *config) { c.postMortem = on } }
+
+// LocalRootFromSettings returns the localRoot the debugger extension
+// attaches with for the cluster at dashboardHost ("host:port"), given
+// code-server's settings.json: the clusterDashboards entry of that host (or
+// else the first), read as the extension does (`localRoot ??
+// "${workspaceFolder}"`), with ${workspaceFolder} being workspace, the
+// folder code-server opens.
+func LocalRootFromSettings(settings []byte, dashboardHost, workspace string) (string, error) {
+	var s map[string]json.RawMessage
+	if err := json.Unmarshal(settings, &s); err != nil {
+		return "", fmt.Errorf("settings are not a JSON object: %w", err)
+	}
+	var entries []struct {
+		Host      string  `json:"host"`
+		LocalRoot *string `json:"localRoot"`
+	}
+	if err := json.Unmarshal(s[imagespec.SettingClusterDashboards], &entries); err != nil || len(entries) == 0 {
+		return "", fmt.Errorf("%s is not a list of {host, localRoot}", imagespec.SettingClusterDashboards)
+	}
+	e := entries[0]
+	for _, x := range entries {
+		if x.Host == dashboardHost {
+			e = x
+			break
+		}
+	}
+	if e.LocalRoot != nil {
+		return *e.LocalRoot, nil
+	}
+	if workspace == "" {
+		return "", fmt.Errorf("%s entry %s has no localRoot, and no workspace folder is known for ${workspaceFolder}", imagespec.SettingClusterDashboards, e.Host)
+	}
+	return workspace, nil
+}
 
 // WithLogger logs progress.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
