@@ -174,6 +174,8 @@ type attachConfig struct {
 	sourceRoot string
 	// postMortem expects a stop on an uncaught exception.
 	postMortem bool
+	// noSourceCheck skips checkSource.
+	noSourceCheck bool
 	// dial, when set, replaces net.Dialer (e.g. to reach a port inside a
 	// container's network namespace).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -223,7 +225,7 @@ func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResu
 	}
 	// The checks below record their failure and still let the task resume.
 	var checkErr error
-	if res.Frame != nil {
+	if res.Frame != nil && !cfg.noSourceCheck {
 		if checkErr = s.checkSource(res); checkErr != nil && !errors.Is(checkErr, ErrSourceNotOpened) {
 			return res, checkErr
 		}

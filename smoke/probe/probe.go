@@ -101,6 +101,10 @@ func WithLocalRoot(root string) Option { return func(c *config) { c.localRoot = 
 // process in its mount namespace).
 func WithSourceRoot(dir string) Option { return func(c *config) { c.sourceRoot = dir } }
 
+// WithSourceCheck turns the check of the matched frame's source (it opens
+// from here, a breakpoint there is verified) on or off (default on).
+func WithSourceCheck(on bool) Option { return func(c *config) { c.noSourceCheck = !on } }
+
 // WithPostMortem expects the task to be frozen on an uncaught exception
 // (RAY_DEBUG_POST_MORTEM=1): the stop's reason must be "exception" and
 // debugpy must answer exceptionInfo.
