@@ -358,8 +358,8 @@ func TestSourceOpensOnRayTree(t *testing.T) {
 		for _, from := range slices.Sorted(maps.Keys(roots)) {
 			for _, p := range []*pod{head, worker} {
 				for _, task := range tasks {
-					name := fmt.Sprintf("debugpy %s/localRoot %q from %s/%s pod/%s.%s", version, roots[from], from, p.name, task.module, task.function)
-					t.Run(name, func(t *testing.T) {
+					name := fmt.Sprintf("%s pod %s.%s, debugpy %s, localRoot %q from %s", p.name, task.module, task.function, version, roots[from], from)
+					t.Run(subtestName(name), func(t *testing.T) {
 						w, addr := startRayWorker(t, p, builds[version], nil, task.module, task.function, task.arg)
 						res, err := Attach(testCtx(t), addr, WithLocalRoot(roots[from]), WithSourceRoot(head.root()),
 							WithExpect(Expect{Function: task.function}), WithStepTimeout(30*time.Second), WithStopTimeout(30*time.Second))
@@ -387,7 +387,7 @@ func TestSourceCheckFailsOnAWrongLocalRoot(t *testing.T) {
 	builds := debugpyBuilds(t)
 	head := newPod(t, "head")
 	for _, version := range slices.Sorted(maps.Keys(builds)) {
-		t.Run("debugpy "+version, func(t *testing.T) {
+		t.Run(subtestName("debugpy "+version), func(t *testing.T) {
 			w, addr := startRayWorker(t, head, builds[version], nil, "driver", "square", 5)
 			res, err := Attach(testCtx(t), addr, WithLocalRoot(inject.Workspace), WithSourceRoot(head.root()),
 				WithExpect(Expect{Function: "square"}), WithStepTimeout(30*time.Second), WithStopTimeout(30*time.Second))
@@ -420,7 +420,7 @@ func TestPostMortemOnRayTree(t *testing.T) {
 	}
 	for _, version := range slices.Sorted(maps.Keys(builds)) {
 		for _, c := range cases {
-			t.Run(fmt.Sprintf("debugpy %s/%s pod/%s.%s", version, c.pod.name, c.module, c.function), func(t *testing.T) {
+			t.Run(subtestName(fmt.Sprintf("%s pod %s.%s, debugpy %s", c.pod.name, c.module, c.function, version)), func(t *testing.T) {
 				w, addr := startRayWorker(t, c.pod, builds[version], []string{"RAY_DEBUG_POST_MORTEM=1"}, c.module, c.function, 6)
 				res, err := Attach(testCtx(t), addr, WithPostMortem(true), WithSourceRoot(head.root()),
 					WithExpect(Expect{Function: c.function}), WithStepTimeout(30*time.Second), WithStopTimeout(30*time.Second))
@@ -456,3 +456,7 @@ func TestPostMortemRefusesABreakpointStop(t *testing.T) {
 	}
 	w.waitOutput(t, "RESULT 27")
 }
+
+// subtestName keeps a subtest name on one level: paths in it lose their
+// slashes, which -run would read as levels.
+func subtestName(s string) string { return strings.ReplaceAll(s, "/", "|") }
