@@ -1,5 +1,10 @@
 package imagespec
 
+import (
+	"encoding/json"
+	"fmt"
+)
+
 // The image contract: what every image imagectl builds carries, and what
 // verify and plan read back. Change these only together with dockerfiles/.
 const (
@@ -103,7 +108,56 @@ const (
 	// SettingClusterDashboards lists the Ray dashboards the Ray Distributed
 	// Debugger extension polls ({host, localRoot} objects).
 	SettingClusterDashboards = "anyscalecompute.ray-distributed-debugger.clusterDashboards"
+	// DebuggerLocalRoot is the localRoot of every SettingClusterDashboards
+	// entry: the empty string, so that debugpy applies no path mapping.
+	//
+	// The extension (0.1.6) reads it with `localRoot ?? "${workspaceFolder}"`,
+	// so "" reaches the attach configuration it starts:
+	// pathMappings [{localRoot: L, remoteRoot: "."}, {localRoot: L,
+	// remoteRoot: L}]. The worker's debugpy (1.6.3 to 1.8.21) drops every
+	// mapping whose localRoot is empty, so stack frames carry the worker's
+	// own absolute paths and breakpoints are matched on them unchanged. Ray
+	// gives every node the same /tmp/ray/session_<ts>/runtime_resources/...
+	// path strings, and the head, which runs the job's driver with the same
+	// runtime_env, shares its /tmp/ray with the sidecar: a task's file, on
+	// the head or on a worker pod, opens in code-server at the path debugpy
+	// reports. Any non-empty L maps the worker's cwd (remoteRoot ".") onto
+	// L, and a file of the job's working_dir then opens only if L is that
+	// job's own package directory.
+	DebuggerLocalRoot = ""
 )
+
+// DebuggerSettingsProblems checks the debugger's SettingClusterDashboards
+// as settings.json holds it (nil when absent): a non-empty list of
+// {host, localRoot} whose every localRoot is DebuggerLocalRoot. It returns
+// one sentence per problem.
+func DebuggerSettingsProblems(raw []byte) []string {
+	if raw == nil {
+		return []string{"no " + SettingClusterDashboards}
+	}
+	var entries []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil || len(entries) == 0 {
+		return []string{fmt.Sprintf("%s is %s, want a list of {host, localRoot}", SettingClusterDashboards, raw)}
+	}
+	var problems []string
+	for i, e := range entries {
+		var host string
+		if err := json.Unmarshal(e["host"], &host); err != nil || host == "" {
+			problems = append(problems, fmt.Sprintf("%s[%d] has no host", SettingClusterDashboards, i))
+		}
+		lr, ok := e["localRoot"]
+		var root string
+		switch {
+		case !ok || string(lr) == "null":
+			problems = append(problems, fmt.Sprintf("%s[%d] has no localRoot (the extension would map the worker's cwd onto ${workspaceFolder}), want %q", SettingClusterDashboards, i, DebuggerLocalRoot))
+		case json.Unmarshal(lr, &root) != nil:
+			problems = append(problems, fmt.Sprintf("%s[%d].localRoot is %s, want the string %q", SettingClusterDashboards, i, lr, DebuggerLocalRoot))
+		case root != DebuggerLocalRoot:
+			problems = append(problems, fmt.Sprintf("%s[%d].localRoot is %q, want %q (debugpy maps the worker's cwd onto it, and the task's files are not found)", SettingClusterDashboards, i, root, DebuggerLocalRoot))
+		}
+	}
+	return problems
+}
 
 // PythonSitePackages is where the Python packages of a set with CPython
 // version (X.Y) live in the image.

@@ -747,7 +747,7 @@ const DashboardsSetting = imagespec.SettingClusterDashboards
 // settingsScript rewrites the dashboard in the image's settings (python3 is
 // the image's own, on PATH).
 const settingsScript = `import json, sys; p = "` + SettingsPath + `"; s = json.load(open(p)); ` +
-	`s["` + DashboardsSetting + `"] = [{"host": sys.argv[1], "localRoot": "` + Workspace + `"}]; ` +
+	`s["` + DashboardsSetting + `"] = [{"host": sys.argv[1], "localRoot": "` + imagespec.DebuggerLocalRoot + `"}]; ` +
 	`json.dump(s, open(p, "w"), indent=2)`
 
 func (c *config) dashboardFor(s *site) string {

@@ -52,7 +52,24 @@ func (v *verifier) platform(ctx context.Context, mi manifestInfo, img v1.Image, 
 	checkExtensions(fs, mi.platform, lock, labels, c, func(where, format string, args ...any) { fail(CheckExtensions, where, format, args...) })
 	checkPython(fs, lock, labels, c, func(where, format string, args ...any) { fail(CheckPython, where, format, args...) })
 	checkInterpreter(fs, cf.Config.Env, c, func(where, format string, args ...any) { fail(CheckPython, where, format, args...) })
+	checkDebuggerSettings(fs, func(where, format string, args ...any) { fail(CheckExtensions, where, format, args...) })
 	return lock
+}
+
+// checkDebuggerSettings checks the debugger extension's cluster dashboards
+// in code-server's user settings (imagespec.DebuggerSettingsProblems): a
+// localRoot other than imagespec.DebuggerLocalRoot makes a paused task's
+// source unreachable. A missing or malformed settings.json is
+// checkInterpreter's failure.
+func checkDebuggerSettings(fs files, fail failFn) {
+	raw := fs[imagespec.SettingsPath]
+	var settings map[string]json.RawMessage
+	if raw == nil || json.Unmarshal(raw, &settings) != nil {
+		return
+	}
+	for _, p := range imagespec.DebuggerSettingsProblems(settings[imagespec.SettingClusterDashboards]) {
+		fail(imagespec.SettingsPath, "%s", p)
+	}
 }
 
 type failFn func(where, format string, args ...any)

@@ -253,6 +253,22 @@ func TestImage(t *testing.T) {
 			},
 		},
 		{
+			name: "debugger localRoot maps the worker's cwd onto the workspace",
+			spec: func(s *testimage.Spec) {
+				s.EditFiles = func(platform string, files map[string][]byte) {
+					if platform != "linux/amd64" {
+						return
+					}
+					files[imagespec.SettingsPath] = []byte(`{"python.defaultInterpreterPath":"` + imagespec.InterpreterPath + `",` +
+						`"` + imagespec.SettingClusterDashboards + `":[{"host":"127.0.0.1:8265","localRoot":"/tmp/ray/session_latest/runtime_resources"},{"host":"10.0.0.1:8265"}]}`)
+				}
+			},
+			want: [][]string{
+				{"extensions", "linux/amd64", imagespec.SettingsPath + ": " + imagespec.SettingClusterDashboards + `[0].localRoot is "/tmp/ray/session_latest/runtime_resources", want ""`},
+				{"extensions", "linux/amd64", imagespec.SettingsPath + ": " + imagespec.SettingClusterDashboards + `[1] has no localRoot`},
+			},
+		},
+		{
 			name: "ray label disagrees with the lock",
 			spec: func(s *testimage.Spec) {
 				s.EditLabels = func(platform string, l map[string]string) { l[imagespec.LabelRay] = "2.47.0" }

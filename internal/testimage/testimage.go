@@ -214,7 +214,10 @@ func (s Spec) Files(platform string) map[string][]byte {
 	}
 	ej, _ := json.Marshal(entries)
 	files[imagespec.ExtensionsDir+"/extensions.json"] = ej
-	settings, _ := json.Marshal(imagespec.ImageSettings(map[string]any{"workbench.startupEditor": "none"}))
+	settings, _ := json.Marshal(imagespec.ImageSettings(map[string]any{
+		"workbench.startupEditor":          "none",
+		imagespec.SettingClusterDashboards: []any{map[string]any{"host": "127.0.0.1:8265", "localRoot": imagespec.DebuggerLocalRoot}},
+	}))
 	files[imagespec.SettingsPath] = append(settings, '\n')
 	files[imagespec.InterpreterPath] = []byte("\x7fELF stand-in\n")
 	sp := strings.ReplaceAll(s.SitePackages, "{py}", s.Python)

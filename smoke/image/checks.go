@@ -254,6 +254,9 @@ func (r *platformRun) checkDebugger(ctx context.Context) (Status, string) {
 		probe.WithDialer(func(ctx context.Context, _, _ string) (net.Conn, error) { return r.c.Dial(ctx, port) }),
 		probe.WithExpect(probe.Expect{Function: "smoke_target", File: "breakpoint.py"}),
 		probe.WithAction(probe.ActionContinue),
+		// The script is not in a Ray tree shared with a sidecar: smoke
+		// attach checks the source in the cluster.
+		probe.WithSourceCheck(false),
 		probe.WithStepTimeout(r.o.stepTimeout), probe.WithStopTimeout(r.o.stepTimeout))
 	if err != nil {
 		return Fail, fmt.Sprintf("attaching to debugpy at %s in the container: %v", addr, err)
@@ -283,6 +286,49 @@ func (r *platformRun) checkDebugger(ctx context.Context) (Status, string) {
 	}
 	return Pass, fmt.Sprintf("debugpy listened on %s in the container; attached in %dms, stopped (%s) in %s at %s:%d (%s), continued; the script printed %s and exited 0",
 		addr, res.AttachMillis, res.StopReason, res.Frame.Name, res.Frame.Path, res.Frame.Line, where, want)
+}
+
+// checkPostMortem runs breakpoint.py in post-mortem mode (Ray's calls for
+// RAY_DEBUG_POST_MORTEM=1) and attaches as smoke attach --post-mortem: the
+// stop must be on the exception, in smoke_fail, with exceptionInfo.
+func (r *platformRun) checkPostMortem(ctx context.Context) (Status, string) {
+	pctx, cancel := context.WithTimeout(ctx, r.o.bootTimeout+2*r.o.stepTimeout)
+	defer cancel()
+	port := r.o.debugPort
+	proc, err := r.c.Spawn(pctx, Process{Args: []string{python, MountPoint + "/breakpoint.py", strconv.Itoa(port), "post-mortem"}, Env: r.env, UID: r.uid, GID: r.gid})
+	if err != nil {
+		return Fail, fmt.Sprintf("starting %s breakpoint.py post-mortem: %v", python, err)
+	}
+	defer proc.Kill()
+	if msg := r.awaitListener(ctx, proc); msg != "" {
+		return Fail, msg
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	res, err := probe.Attach(pctx, addr,
+		probe.WithDialer(func(ctx context.Context, _, _ string) (net.Conn, error) { return r.c.Dial(ctx, port) }),
+		probe.WithExpect(probe.Expect{Function: "smoke_fail", File: "breakpoint.py"}),
+		probe.WithAction(probe.ActionContinue), probe.WithPostMortem(true), probe.WithSourceCheck(false),
+		probe.WithStepTimeout(r.o.stepTimeout), probe.WithStopTimeout(r.o.stepTimeout))
+	if err != nil {
+		return Fail, fmt.Sprintf("post-mortem attach to debugpy at %s in the container: %v", addr, err)
+	}
+	var problems []string
+	if top := res.Frames[0]; top.Name != "smoke_fail" {
+		problems = append(problems, fmt.Sprintf("the top frame is %s at %s:%d, want smoke_fail, where the exception was raised", top.Name, top.Path, top.Line))
+	}
+	out, msg := r.awaitExit(ctx, proc)
+	if msg != "" {
+		return Fail, msg
+	}
+	want := "IMAGECTL-SMOKE-TASK-ERROR ValueError"
+	if out.ExitCode != 0 || !strings.Contains(string(out.Stdout), want) {
+		problems = append(problems, fmt.Sprintf("after continue the script exited %d without printing %q: %s", out.ExitCode, want, tail(string(out.Stderr)+string(out.Stdout), 6)))
+	}
+	if len(problems) > 0 {
+		return Fail, strings.Join(problems, "; ")
+	}
+	return Pass, fmt.Sprintf("attached in %dms to a task frozen on its exception: stopped (%s) in %s at %s:%d, exception %s (%s), continued; the script printed %s and exited 0",
+		res.AttachMillis, res.StopReason, res.Frame.Name, res.Frame.Path, res.Frame.Line, res.Exception.ID, res.Exception.Description, want)
 }
 
 // awaitListener waits for breakpoint.py's debugpy listener (no bare TCP
@@ -469,14 +515,8 @@ func (r *platformRun) settingsProblems(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("%s is not a JSON object: %w", imagespec.SettingsPath, err)
 	}
 	var problems []string
-	var dash []struct {
-		Host      string `json:"host"`
-		LocalRoot string `json:"localRoot"`
-	}
-	if v, ok := s[imagespec.SettingClusterDashboards]; !ok {
-		problems = append(problems, fmt.Sprintf("%s has no %s", imagespec.SettingsPath, imagespec.SettingClusterDashboards))
-	} else if err := json.Unmarshal(v, &dash); err != nil || len(dash) == 0 || dash[0].Host == "" {
-		problems = append(problems, fmt.Sprintf("%s: %s is %s, want a list of {host, localRoot}", imagespec.SettingsPath, imagespec.SettingClusterDashboards, v))
+	for _, p := range imagespec.DebuggerSettingsProblems(s[imagespec.SettingClusterDashboards]) {
+		problems = append(problems, imagespec.SettingsPath+": "+p)
 	}
 	var interp string
 	if v, ok := s[imagespec.SettingInterpreterPath]; !ok {

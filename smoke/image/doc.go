@@ -15,13 +15,18 @@
 //     imagectl smoke attach (smoke/probe, smoke/dap) attaches, sees the stop
 //     in the right function and line, continues, and the script exits 0
 //     with its result.
+//   - post-mortem: the same script makes the calls Ray makes for a task
+//     that raises under RAY_DEBUG_POST_MORTEM=1; the probe attaches with
+//     probe.WithPostMortem and must see the stop on the exception in the
+//     raising function, with debugpy's exceptionInfo.
 //   - code-server: where the base carries imagespec.CodeServerBin, the image's
 //     entrypoint is started as `docker run` would, code-server must answer
 //     GET /healthz on imagespec.CodeServerPort, `code-server --list-extensions
 //     --show-versions` (as the service user, with the service's
 //     --extensions-dir and --user-data-dir) must equal the locked
 //     extensions, and imagespec.SettingsPath must hold the debugger's cluster
-//     dashboards and an interpreter path that runs the same interpreter.
+//     dashboards, each with localRoot imagespec.DebuggerLocalRoot, and an
+//     interpreter path that runs the same interpreter.
 //     Without code-server the line says skip, with the reason.
 //
 // The Runtime interface has two implementations. Runc unpacks the platform

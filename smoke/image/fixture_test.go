@@ -291,7 +291,7 @@ func fixtureImage(t *testing.T, arch string, set imagespec.Set, o fixtureOpts) v
 	b.dir(extDir, 911)
 	b.file(extDir+"/package.json", []byte(`{"name":"hello","publisher":"imagectl-test","version":"`+fixtureExtVer+`","engines":{"vscode":"^1.90.0"}}`), 0o644, 911)
 	b.file(imagespec.ExtensionsDir+"/extensions.json", []byte(`[{"identifier":{"id":"`+fixtureExtID+`"},"version":"`+fixtureExtVer+`","location":{"$mid":1,"path":"`+extDir+`","scheme":"file"},"relativeLocation":"`+fixtureExtID+`-`+fixtureExtVer+`","metadata":{"installedTimestamp":0,"source":"vsix"}}]`), 0o644, 911)
-	settings := map[string]any{imagespec.SettingClusterDashboards: []map[string]string{{"host": "127.0.0.1:8265", "localRoot": "/tmp/ray/session_latest/runtime_resources"}}}
+	settings := map[string]any{imagespec.SettingClusterDashboards: []map[string]string{{"host": "127.0.0.1:8265", "localRoot": imagespec.DebuggerLocalRoot}}}
 	if !o.noInterpreterSetting {
 		settings[imagespec.SettingInterpreterPath] = imagespec.InterpreterPath
 	}

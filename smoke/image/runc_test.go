@@ -95,7 +95,8 @@ func TestRuncSmokeAmd64(t *testing.T) {
 	img := fixtureImage(t, "amd64", set, fixtureOpts{})
 	rep := smokeLayout(t, writeLayout(t, img), t.TempDir())
 	wantLine(t, rep, "linux/amd64", CheckPython, Pass, `python3 on the image's PATH is /opt/imagectl/python/bin/python3 -> /usr/bin/python3\.11 \(Python 3\.11\.\d+, x86_64\); debugpy .* and ray 2\.46\.0 import from /opt/imagectl/python/lib/python3\.11/site-packages at the locked versions; 3 distributions, 1 ELF files all x86-64, 1 shared objects load`)
-	wantLine(t, rep, "linux/amd64", CheckDebugger, Pass, `stopped \(\w+\) in smoke_target at /\.imagectl-smoke/breakpoint\.py:17 \(the line after breakpoint\(\)\), continued; the script printed IMAGECTL-SMOKE-RESULT 49 and exited 0`)
+	wantLine(t, rep, "linux/amd64", CheckDebugger, Pass, `stopped \(\w+\) in smoke_target at /\.imagectl-smoke/breakpoint\.py:25 \(the line after breakpoint\(\)\), continued; the script printed IMAGECTL-SMOKE-RESULT 49 and exited 0`)
+	wantLine(t, rep, "linux/amd64", CheckPostMortem, Pass, `stopped \(exception\) in smoke_fail at /\.imagectl-smoke/breakpoint\.py:29, exception ValueError\b.* \(imagectl smoke: task failed on 7\), continued; the script printed IMAGECTL-SMOKE-TASK-ERROR ValueError and exited 0`)
 	need(t, line(t, rep, "linux/amd64", CheckCodeServer).Status != Skip,
 		"no code-server in the amd64 stand-in: run hack/deps.d/20-node.sh and 35-base-images.sh")
 	wantLine(t, rep, "linux/amd64", CheckCodeServer, Pass, `the entrypoint \["/init"\] started code-server, which answered http://127\.0\.0\.1:8443/healthz \(status \w+\); --list-extensions --show-versions as user abc equals the lock \(imagectl-test\.hello@1\.0\.0\)`)
@@ -110,7 +111,7 @@ func TestRuncSmokeArm64(t *testing.T) {
 	img := fixtureImage(t, "arm64", set, fixtureOpts{})
 	rep := smokeLayout(t, writeLayout(t, img), t.TempDir())
 	wantLine(t, rep, "linux/arm64", CheckPython, Pass, `\(Python 3\.11\.\d+, aarch64\); .* 1 ELF files all AArch64, 1 shared objects load`)
-	wantLine(t, rep, "linux/arm64", CheckDebugger, Pass, `in smoke_target at /\.imagectl-smoke/breakpoint\.py:17 \(the line after breakpoint\(\)\), continued`)
+	wantLine(t, rep, "linux/arm64", CheckDebugger, Pass, `in smoke_target at /\.imagectl-smoke/breakpoint\.py:25 \(the line after breakpoint\(\)\), continued`)
 	wantLine(t, rep, "linux/arm64", CheckCodeServer, Skip, `the image has no /app/code-server/bin/code-server`)
 	if rep.Err() != nil {
 		t.Errorf("report not OK: %v", rep.Err())

@@ -40,6 +40,7 @@ const (
 	CheckContainer  = "container"
 	CheckPython     = "python"
 	CheckDebugger   = "debugger"
+	CheckPostMortem = "post-mortem"
 	CheckCodeServer = "code-server"
 )
 
@@ -304,6 +305,9 @@ func smokePlatform(ctx context.Context, rt Runtime, p *Platform, scriptsDir stri
 	t = time.Now()
 	st, detail = r.checkDebugger(ctx)
 	add(CheckDebugger, t, st, "%s", detail)
+	t = time.Now()
+	st, detail = r.checkPostMortem(ctx)
+	add(CheckPostMortem, t, st, "%s", detail)
 	t = time.Now()
 	if !hasCodeServer {
 		add(CheckCodeServer, t, Skip, "the image has no %s: nothing to boot", imagespec.CodeServerBin)

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -43,26 +46,85 @@ var (
 	ErrAnotherClient  = errors.New("another client is attached")
 	ErrNoStop         = errors.New("no stopped event")
 	ErrFrameNotFound  = errors.New("expected frame not found")
+	// ErrSourceNotOpened is a paused frame whose source the sidecar cannot
+	// open, or where a breakpoint set on the sidecar's copy is not verified.
+	ErrSourceNotOpened = errors.New("paused source does not open")
+	// ErrNotPostMortem is a post-mortem attach whose stop is not on an
+	// exception, or whose exception debugpy does not describe.
+	ErrNotPostMortem = errors.New("not stopped on the exception")
 )
 
-// Frame is one stack frame as debugpy reported it.
+// Frame is one stack frame as debugpy reported it. SourceReference is
+// debugpy's handle for a source it serves itself (DAP "source" request).
 type Frame struct {
-	Name string `json:"name"`
-	Path string `json:"path,omitempty"`
-	Line int    `json:"line"`
+	Name            string `json:"name"`
+	Path            string `json:"path,omitempty"`
+	SourceReference int    `json:"source_reference,omitempty"`
+	Line            int    `json:"line"`
+}
+
+// SourceCheck is what the client side (the sidecar) could do with the
+// matched frame's source, the way VS Code opens it: a frame with a
+// sourceReference is fetched with a DAP "source" request, any other must
+// name a file that exists here. Then a breakpoint is set on that source at
+// the frame's line, its answer recorded, and cleared again.
+type SourceCheck struct {
+	Path            string `json:"path,omitempty"`
+	SourceReference int    `json:"source_reference,omitempty"`
+	// Opened is "path" (the file exists here), "sourceReference" (debugpy
+	// served its text) or "" (it did not open: Problem says why).
+	Opened             string `json:"opened"`
+	Problem            string `json:"problem,omitempty"`
+	BreakpointLine     int    `json:"breakpoint_line,omitempty"`
+	BreakpointVerified bool   `json:"breakpoint_verified"`
+	BreakpointMessage  string `json:"breakpoint_message,omitempty"`
+}
+
+// ExceptionInfo is debugpy's answer to exceptionInfo at a post-mortem stop.
+type ExceptionInfo struct {
+	ID          string `json:"id"`
+	Description string `json:"description,omitempty"`
+	BreakMode   string `json:"break_mode,omitempty"`
 }
 
 // AttachResult is what one attach saw.
 type AttachResult struct {
-	Address       string        `json:"address"`
-	AttachTime    time.Duration `json:"-"`
-	AttachMillis  int64         `json:"attach_ms"`
-	StopReason    string        `json:"stop_reason"`
-	ThreadID      int           `json:"thread_id"`
-	Frame         *Frame        `json:"frame,omitempty"` // the frame that matched the expectation
-	Frames        []Frame       `json:"frames"`
-	SkippedEvents []string      `json:"skipped_events,omitempty"`
-	Action        Action        `json:"action"`
+	Address string `json:"address"`
+	// AttachArguments are the arguments of the DAP attach request, the
+	// configuration the debugger extension starts.
+	AttachArguments map[string]any `json:"attach_arguments,omitempty"`
+	AttachTime      time.Duration  `json:"-"`
+	AttachMillis    int64          `json:"attach_ms"`
+	StopReason      string         `json:"stop_reason"`
+	ThreadID        int            `json:"thread_id"`
+	Frame           *Frame         `json:"frame,omitempty"` // the frame that matched the expectation
+	Frames          []Frame        `json:"frames"`
+	Source          *SourceCheck   `json:"source,omitempty"`
+	Exception       *ExceptionInfo `json:"exception,omitempty"`
+	SkippedEvents   []string       `json:"skipped_events,omitempty"`
+	Action          Action         `json:"action"`
+}
+
+// ExtensionAttachArguments is the debug configuration the Ray Distributed
+// Debugger extension (0.1.6) starts for a paused task at host:port, given
+// the cluster's localRoot setting L: {"name":"Python: Remote Attach",
+// "type":"python","request":"attach","connect":{host,port},
+// "justMyCode":false,"pathMappings":[{localRoot:L,remoteRoot:"."},
+// {localRoot:L,remoteRoot:L}]}. ms-python.debugpy passes the pathMappings
+// of a "connect" attach through unchanged; the worker's debugpy applies
+// them ("." is the worker's cwd).
+func ExtensionAttachArguments(host string, port int, localRoot string) map[string]any {
+	return map[string]any{
+		"name":       "Python: Remote Attach",
+		"type":       "python",
+		"request":    "attach",
+		"connect":    map[string]any{"host": host, "port": port},
+		"justMyCode": false,
+		"pathMappings": []any{
+			map[string]any{"localRoot": localRoot, "remoteRoot": "."},
+			map[string]any{"localRoot": localRoot, "remoteRoot": localRoot},
+		},
+	}
 }
 
 // Expect names the frame the probe must find somewhere in the stopped
@@ -104,17 +166,31 @@ type attachConfig struct {
 	expect      Expect
 	action      Action
 	clientID    string
+	// localRoot is the cluster's localRoot setting the attach arguments
+	// are built from (ExtensionAttachArguments).
+	localRoot string
+	// sourceRoot is where the client side's files are read: "/" unless
+	// the sidecar's file system is reached through another directory.
+	sourceRoot string
+	// postMortem expects a stop on an uncaught exception.
+	postMortem bool
+	// noSourceCheck skips checkSource.
+	noSourceCheck bool
 	// dial, when set, replaces net.Dialer (e.g. to reach a port inside a
 	// container's network namespace).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// attach dials addr and runs the DAP attach sequence the VS Code extension
-// runs: initialize, attach{justMyCode:false}, configurationDone on
-// "initialized", the attach response, the stopped event, stackTrace, then
-// continue/disconnect so the task resumes.
+// attach dials addr and runs the DAP attach sequence VS Code runs for the
+// extension: initialize, attach with ExtensionAttachArguments,
+// setExceptionBreakpoints with debugpy's default filter ("uncaught") and
+// configurationDone on "initialized", the attach response, the stopped
+// event, stackTrace; then it opens the matched frame's source and sets a
+// breakpoint there (checkSource), reads exceptionInfo for a post-mortem
+// stop, and continues/disconnects so the task resumes.
 func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResult, err error) {
-	res = &AttachResult{Address: addr, Action: cfg.action}
+	host, port, _ := net.SplitHostPort(addr)
+	res = &AttachResult{Address: addr, Action: cfg.action, AttachArguments: ExtensionAttachArguments(host, atoiOr0(port), cfg.localRoot)}
 	start := time.Now()
 
 	c, err := dialDAP(ctx, addr, cfg)
@@ -138,7 +214,7 @@ func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResu
 	}()
 
 	s := &dapSession{ctx: ctx, c: c, addr: addr, cfg: cfg}
-	if err := s.handshake(); err != nil {
+	if err := s.handshake(res.AttachArguments); err != nil {
 		return res, err
 	}
 	res.AttachTime = time.Since(start)
@@ -146,6 +222,21 @@ func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResu
 
 	if err := s.stopped(res); err != nil {
 		return res, err
+	}
+	// The checks below record their failure and still let the task resume.
+	var checkErr error
+	if res.Frame != nil && !cfg.noSourceCheck {
+		if checkErr = s.checkSource(res); checkErr != nil && !errors.Is(checkErr, ErrSourceNotOpened) {
+			return res, checkErr
+		}
+	}
+	if cfg.postMortem {
+		if err := s.exceptionInfo(res); err != nil {
+			if !errors.Is(err, ErrNotPostMortem) {
+				return res, err
+			}
+			checkErr = errors.Join(checkErr, err)
+		}
 	}
 
 	if cfg.action == ActionContinue {
@@ -167,7 +258,7 @@ func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResu
 	if res.Frame == nil {
 		return res, fmt.Errorf("%w: no frame of thread %d matches %s; frames: %s", ErrFrameNotFound, res.ThreadID, cfg.expect, framesString(res.Frames))
 	}
-	return res, nil
+	return res, checkErr
 }
 
 // dialDAP connects to debugpy at addr within the step timeout.
@@ -212,9 +303,9 @@ func (s *dapSession) step(what string, f func(context.Context) error) error {
 	return nil
 }
 
-// handshake runs initialize, attach, configurationDone on "initialized",
-// and waits for the attach response.
-func (s *dapSession) handshake() error {
+// handshake runs initialize, attach with args, setExceptionBreakpoints and
+// configurationDone on "initialized", and waits for the attach response.
+func (s *dapSession) handshake(attachArgs map[string]any) error {
 	ctx, c, addr, cfg := s.ctx, s.c, s.addr, s.cfg
 	if err := s.step("initialize", func(ctx context.Context) error {
 		_, err := c.Do(ctx, &godap.InitializeRequest{Request: req("initialize"), Arguments: godap.InitializeRequestArguments{
@@ -226,11 +317,10 @@ func (s *dapSession) handshake() error {
 		return err
 	}
 
-	host, port, _ := net.SplitHostPort(addr)
-	args, _ := json.Marshal(map[string]any{
-		"justMyCode": false,
-		"connect":    map[string]any{"host": host, "port": atoiOr0(port)},
-	})
+	args, err := json.Marshal(attachArgs)
+	if err != nil {
+		return fmt.Errorf("encoding the attach arguments: %w", err)
+	}
 	call, err := c.Start(&godap.AttachRequest{Request: req("attach"), Arguments: args})
 	if err != nil {
 		return closedMeansOtherClient(addr, "attach", c, err)
@@ -263,6 +353,16 @@ func (s *dapSession) handshake() error {
 		}
 	}
 	icancel()
+	// VS Code sends the exception filters the adapter marks default before
+	// configurationDone: for debugpy (1.6.3 to 1.8.21) that is "uncaught",
+	// which a post-mortem stop (pydevd's stop_on_unhandled_exception) needs.
+	if err := s.step("setExceptionBreakpoints", func(ctx context.Context) error {
+		_, err := c.Do(ctx, &godap.SetExceptionBreakpointsRequest{Request: req("setExceptionBreakpoints"),
+			Arguments: godap.SetExceptionBreakpointsArguments{Filters: []string{"uncaught"}}})
+		return err
+	}); err != nil {
+		return err
+	}
 	if err := s.step("configurationDone", func(ctx context.Context) error {
 		_, err := c.Do(ctx, &godap.ConfigurationDoneRequest{Request: req("configurationDone")})
 		return err
@@ -307,7 +407,7 @@ func (s *dapSession) stopped(res *AttachResult) error {
 	for _, f := range st.Body.StackFrames {
 		fr := Frame{Name: f.Name, Line: f.Line}
 		if f.Source != nil {
-			fr.Path = f.Source.Path
+			fr.Path, fr.SourceReference = f.Source.Path, f.Source.SourceReference
 		}
 		res.Frames = append(res.Frames, fr)
 		if res.Frame == nil && cfg.expect.matches(fr) {
@@ -317,6 +417,136 @@ func (s *dapSession) stopped(res *AttachResult) error {
 	if res.Frame != nil {
 		f := *res.Frame // res.Frames may have been reallocated after the match
 		res.Frame = &f
+	}
+	return nil
+}
+
+// checkSource opens the matched frame's source as VS Code would from the
+// client side, then sets a breakpoint on it at the frame's line, records
+// whether debugpy verified it, and clears it again.
+func (s *dapSession) checkSource(res *AttachResult) error {
+	f := res.Frame
+	sc := &SourceCheck{Path: f.Path, SourceReference: f.SourceReference}
+	res.Source = sc
+	src := godap.Source{Path: f.Path, SourceReference: f.SourceReference}
+	if f.SourceReference > 0 {
+		err := s.step("source", func(ctx context.Context) error {
+			r, err := s.c.Do(ctx, &godap.SourceRequest{Request: req("source"), Arguments: godap.SourceArguments{Source: &src, SourceReference: f.SourceReference}})
+			if err != nil {
+				return err
+			}
+			if r.(*godap.SourceResponse).Body.Content == "" {
+				return errors.New("debugpy returned no text")
+			}
+			return nil
+		})
+		if err != nil {
+			sc.Problem = fmt.Sprintf("source request for sourceReference %d: %v", f.SourceReference, err)
+		} else {
+			sc.Opened = "sourceReference"
+		}
+	} else {
+		sc.Problem = s.readable(f.Path)
+		if sc.Problem == "" {
+			sc.Opened = "path"
+		}
+	}
+	if sc.Opened == "" {
+		return fmt.Errorf("%w: frame %s at %s:%d: %s", ErrSourceNotOpened, f.Name, f.Path, f.Line, sc.Problem)
+	}
+
+	sc.BreakpointLine = f.Line
+	var bp godap.Breakpoint
+	if err := s.step("setBreakpoints", func(ctx context.Context) error {
+		r, err := s.c.Do(ctx, &godap.SetBreakpointsRequest{Request: req("setBreakpoints"),
+			Arguments: godap.SetBreakpointsArguments{Source: src, Breakpoints: []godap.SourceBreakpoint{{Line: f.Line}}}})
+		if err != nil {
+			return err
+		}
+		bps := r.(*godap.SetBreakpointsResponse).Body.Breakpoints
+		if len(bps) != 1 {
+			return fmt.Errorf("setBreakpoints answered %d breakpoints for 1", len(bps))
+		}
+		bp = bps[0]
+		return nil
+	}); err != nil {
+		return err
+	}
+	sc.BreakpointVerified, sc.BreakpointMessage = bp.Verified, bp.Message
+	if err := s.step("clearing the breakpoint", func(ctx context.Context) error {
+		_, err := s.c.Do(ctx, &clearBreakpointsRequest{Request: req("setBreakpoints"), Arguments: clearBreakpointsArguments{Source: src, Breakpoints: []godap.SourceBreakpoint{}}})
+		return err
+	}); err != nil {
+		return err
+	}
+	if !bp.Verified {
+		return fmt.Errorf("%w: a breakpoint at %s:%d is not verified: %q", ErrSourceNotOpened, f.Path, f.Line, bp.Message)
+	}
+	return nil
+}
+
+// readable says why path does not open here as a regular file, or "".
+func (s *dapSession) readable(p string) string {
+	if p == "" {
+		return "the frame names no file and no sourceReference"
+	}
+	if !filepath.IsAbs(p) {
+		return fmt.Sprintf("%q is not an absolute path", p)
+	}
+	root := s.cfg.sourceRoot
+	if root == "" {
+		root = "/"
+	}
+	fh, err := os.Open(filepath.Join(root, p))
+	if err != nil {
+		return fmt.Sprintf("no such file here: %v", err)
+	}
+	defer fh.Close()
+	if fi, err := fh.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Sprintf("%s is not a regular file", p)
+	}
+	if _, err := fh.Read(make([]byte, 1)); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Sprintf("reading %s: %v", p, err)
+	}
+	return ""
+}
+
+// clearBreakpointsRequest is setBreakpoints with an explicit empty list
+// (go-dap omits an empty "breakpoints").
+type clearBreakpointsRequest struct {
+	godap.Request
+	Arguments clearBreakpointsArguments `json:"arguments"`
+}
+
+type clearBreakpointsArguments struct {
+	Source      godap.Source             `json:"source"`
+	Breakpoints []godap.SourceBreakpoint `json:"breakpoints"`
+}
+
+// exceptionInfo checks a post-mortem stop: the reason is "exception" and
+// debugpy describes the exception.
+func (s *dapSession) exceptionInfo(res *AttachResult) error {
+	if res.StopReason != "exception" {
+		return fmt.Errorf("%w: stopped with reason %q, want \"exception\" (is RAY_DEBUG_POST_MORTEM=1 set and did the task raise?)", ErrNotPostMortem, res.StopReason)
+	}
+	var body godap.ExceptionInfoResponseBody
+	if err := s.step("exceptionInfo", func(ctx context.Context) error {
+		r, err := s.c.Do(ctx, &godap.ExceptionInfoRequest{Request: req("exceptionInfo"), Arguments: godap.ExceptionInfoArguments{ThreadId: res.ThreadID}})
+		if err != nil {
+			return err
+		}
+		body = r.(*godap.ExceptionInfoResponse).Body
+		return nil
+	}); err != nil {
+		var re *dap.ResponseError
+		if errors.As(err, &re) {
+			return fmt.Errorf("%w: %w", ErrNotPostMortem, err)
+		}
+		return err
+	}
+	res.Exception = &ExceptionInfo{ID: body.ExceptionId, Description: body.Description, BreakMode: string(body.BreakMode)}
+	if body.ExceptionId == "" {
+		return fmt.Errorf("%w: exceptionInfo names no exception", ErrNotPostMortem)
 	}
 	return nil
 }

@@ -51,6 +51,10 @@ func Kind(err error) string {
 		return "frame_not_found"
 	case errors.Is(err, ErrDashboard):
 		return "dashboard"
+	case errors.Is(err, ErrSourceNotOpened):
+		return "source_not_opened"
+	case errors.Is(err, ErrNotPostMortem):
+		return "not_post_mortem"
 	}
 	return "error"
 }

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/smoke/dashboard"
 )
 
@@ -89,15 +91,69 @@ func WithDialer(dial func(ctx context.Context, network, addr string) (net.Conn, 
 	return func(c *config) { c.dial = dial }
 }
 
+// WithLocalRoot sets the cluster's localRoot setting the attach arguments
+// are built from, as the extension reads it from its clusterDashboards
+// (default imagespec.DebuggerLocalRoot, what the image ships).
+func WithLocalRoot(root string) Option { return func(c *config) { c.localRoot = root } }
+
+// WithSourceRoot reads the files named by stack frames under dir instead of
+// "/": the sidecar's file system seen from elsewhere (/proc/PID/root of a
+// process in its mount namespace).
+func WithSourceRoot(dir string) Option { return func(c *config) { c.sourceRoot = dir } }
+
+// WithSourceCheck turns the check of the matched frame's source (it opens
+// from here, a breakpoint there is verified) on or off (default on).
+func WithSourceCheck(on bool) Option { return func(c *config) { c.noSourceCheck = !on } }
+
+// WithPostMortem expects the task to be frozen on an uncaught exception
+// (RAY_DEBUG_POST_MORTEM=1): the stop's reason must be "exception" and
+// debugpy must answer exceptionInfo.
+func WithPostMortem(on bool) Option { return func(c *config) { c.postMortem = on } }
+
+// LocalRootFromSettings returns the localRoot the debugger extension
+// attaches with for the cluster at dashboardHost ("host:port"), given
+// code-server's settings.json: the clusterDashboards entry of that host (or
+// else the first), read as the extension does (`localRoot ??
+// "${workspaceFolder}"`), with ${workspaceFolder} being workspace, the
+// folder code-server opens.
+func LocalRootFromSettings(settings []byte, dashboardHost, workspace string) (string, error) {
+	var s map[string]json.RawMessage
+	if err := json.Unmarshal(settings, &s); err != nil {
+		return "", fmt.Errorf("settings are not a JSON object: %w", err)
+	}
+	var entries []struct {
+		Host      string  `json:"host"`
+		LocalRoot *string `json:"localRoot"`
+	}
+	if err := json.Unmarshal(s[imagespec.SettingClusterDashboards], &entries); err != nil || len(entries) == 0 {
+		return "", fmt.Errorf("%s is not a list of {host, localRoot}", imagespec.SettingClusterDashboards)
+	}
+	e := entries[0]
+	for _, x := range entries {
+		if x.Host == dashboardHost {
+			e = x
+			break
+		}
+	}
+	if e.LocalRoot != nil {
+		return *e.LocalRoot, nil
+	}
+	if workspace == "" {
+		return "", fmt.Errorf("%s entry %s has no localRoot, and no workspace folder is known for ${workspaceFolder}", imagespec.SettingClusterDashboards, e.Host)
+	}
+	return workspace, nil
+}
+
 // WithLogger logs progress.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 func newConfig(opts []Option) config {
 	c := config{
-		attachConfig: attachConfig{stepTimeout: 30 * time.Second, stopTimeout: 30 * time.Second, action: ActionContinue, clientID: "imagectl"},
-		timeout:      120 * time.Second,
-		interval:     3 * time.Second,
-		logger:       slog.New(slog.DiscardHandler),
+		attachConfig: attachConfig{stepTimeout: 30 * time.Second, stopTimeout: 30 * time.Second, action: ActionContinue, clientID: "imagectl",
+			localRoot: imagespec.DebuggerLocalRoot, sourceRoot: "/"},
+		timeout:  120 * time.Second,
+		interval: 3 * time.Second,
+		logger:   slog.New(slog.DiscardHandler),
 	}
 	for _, o := range opts {
 		o(&c)

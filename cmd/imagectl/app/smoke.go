@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/regauth"
 	smokeimage "github.com/imagectl/imagectl/smoke/image"
 	"github.com/imagectl/imagectl/smoke/kind"
@@ -126,6 +128,7 @@ const (
 	exitAttachRefused  = 4
 	exitNoFrame        = 5
 	exitDashboard      = 6
+	exitSource         = 7
 )
 
 func newSmokeAttachCommand(g *globals) *cobra.Command {
@@ -139,6 +142,10 @@ func newSmokeAttachCommand(g *globals) *cobra.Command {
 		task         string
 		action       string
 		act          probe.Action
+		postMortem   bool
+		settingsPath string
+		localRoot    string
+		checkSource  bool
 	)
 	out := newOutputOptions("text", "json")
 	parseAction := func() (err error) {
@@ -152,19 +159,32 @@ func newSmokeAttachCommand(g *globals) *cobra.Command {
 Debugger extension does (GET /cluster_id, /api/v0/workers for live workers with
 paused threads, /api/v0/tasks for the task name), dials the worker's
 ip:debugger_port, runs the Debug Adapter Protocol attach sequence against
-debugpy (initialize, attach{justMyCode:false}, configurationDone), waits for
-the stopped event, checks that a stack frame matches --expect-function /
---expect-file, then continues or disconnects so the task resumes.
+debugpy (initialize; attach with the extension's exact configuration,
+pathMappings built from the cluster's localRoot in code-server's settings;
+setExceptionBreakpoints ["uncaught"] as VS Code sends by default;
+configurationDone), waits for the stopped event, checks that a stack frame
+matches --expect-function / --expect-file, opens that frame's source as
+VS Code would from here (a file that exists here, or debugpy's
+sourceReference), sets a breakpoint on it and requires it verified, then
+continues or disconnects so the task resumes.
+
+With --post-mortem the task must be frozen on an uncaught exception
+(RAY_DEBUG_POST_MORTEM=1 in the job's runtime env): the stop's reason must
+be "exception" and debugpy must describe the exception (exceptionInfo).
 
 Run it where the extension runs: inside the code-server sidecar of the Ray
-head pod (the worker's IP and port are cluster-internal).
+head pod (the worker's IP and port are cluster-internal, and the sidecar
+shares the head's /tmp/ray, where the task's files are).
 
-Exit codes: 0 attached and the frame matched; 3 no paused worker before
---timeout; 4 the port refused the connection or another client is attached;
-5 attached but no stop or no matching frame; 6 the dashboard never answered
-usably; 1 anything else. --output json prints the report in every case.`,
+Exit codes: 0 attached, the frame matched and its source opened; 3 no paused
+worker before --timeout; 4 the port refused the connection or another client
+is attached; 5 attached but no stop or no matching frame; 6 the dashboard
+never answered usably; 7 the frame's source does not open here, a breakpoint
+there is not verified, or (--post-mortem) the stop is not on an exception;
+1 anything else. --output json prints the report in every case.`,
 		Example: `  imagectl smoke attach --dashboard http://127.0.0.1:8265 --expect-function f
-  imagectl smoke attach --dashboard 127.0.0.1:8265 --expect-file sample_code.py --action disconnect --output json`,
+  imagectl smoke attach --dashboard 127.0.0.1:8265 --expect-file sample_code.py --action disconnect --output json
+  imagectl smoke attach --post-mortem --expect-function fail`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelWarn
@@ -172,11 +192,15 @@ usably; 1 anything else. --output json prints the report in every case.`,
 				level = slog.LevelDebug
 			}
 			logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+			root, err := attachLocalRoot(cmd, dashboardURL, settingsPath, localRoot, logger)
+			if err != nil {
+				return &exitError{2, err}
+			}
 			rep, runErr := probe.Run(cmd.Context(), dashboardURL,
 				probe.WithTimeout(timeout), probe.WithPollInterval(interval),
 				probe.WithStepTimeout(stepTimeout), probe.WithStopTimeout(stopTimeout),
 				probe.WithExpect(probe.Expect{Function: fn, File: file}), probe.WithTaskName(task),
-				probe.WithAction(act), probe.WithLogger(logger))
+				probe.WithAction(act), probe.WithLocalRoot(root), probe.WithPostMortem(postMortem), probe.WithSourceCheck(checkSource), probe.WithLogger(logger))
 			if out.JSON() {
 				enc := json.NewEncoder(g.stdout)
 				enc.SetIndent("", "  ")
@@ -202,8 +226,36 @@ usably; 1 anything else. --output json prints the report in every case.`,
 	f.StringVar(&file, "expect-file", "", "a frame of the stopped thread must be in this file (base name or path suffix)")
 	f.StringVar(&task, "task", "", "attach only to a worker running a task of this name")
 	f.StringVar(&action, "action", "continue", "after the check: continue (then disconnect) or disconnect")
+	f.BoolVar(&postMortem, "post-mortem", false, "the task is frozen on an uncaught exception (RAY_DEBUG_POST_MORTEM=1): require the stop on the exception")
+	f.StringVar(&settingsPath, "settings", imagespec.SettingsPath, "code-server settings whose debugger clusterDashboards give the localRoot of the attach (as the extension reads it); absent file: "+strconv.Quote(imagespec.DebuggerLocalRoot))
+	f.StringVar(&localRoot, "local-root", "", "the localRoot of the attach's pathMappings, instead of the one in --settings")
+	f.BoolVar(&checkSource, "check-source", true, "require the paused frame's source to open here and a breakpoint set on it to be verified (off for a task whose file is not under the head's /tmp/ray, e.g. an entrypoint mounted only into the Ray container)")
 	addOptions(cmd, &out, check(parseAction))
 	return cmd
+}
+
+// attachLocalRoot is --local-root when given, else the localRoot the
+// extension would read from the settings at path for the dashboard (the
+// image's own value when the file does not exist).
+func attachLocalRoot(cmd *cobra.Command, dashboardURL, path, flag string, logger *slog.Logger) (string, error) {
+	if cmd.Flags().Changed("local-root") {
+		return flag, nil
+	}
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		logger.Info("no code-server settings; attaching with the image's localRoot", "settings", path, "localRoot", imagespec.DebuggerLocalRoot)
+		return imagespec.DebuggerLocalRoot, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	host := strings.TrimPrefix(strings.TrimPrefix(dashboardURL, "http://"), "https://")
+	host = strings.TrimSuffix(host, "/")
+	root, err := probe.LocalRootFromSettings(raw, host, os.Getenv("DEFAULT_WORKSPACE"))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return root, nil
 }
 
 func attachExitCode(err error) int {
@@ -216,6 +268,8 @@ func attachExitCode(err error) int {
 		return exitNoFrame
 	case errors.Is(err, probe.ErrDashboard):
 		return exitDashboard
+	case errors.Is(err, probe.ErrSourceNotOpened), errors.Is(err, probe.ErrNotPostMortem):
+		return exitSource
 	}
 	return 1
 }
@@ -228,6 +282,12 @@ func printAttachText(g *globals, rep *probe.Report) {
 	a := rep.Attach
 	fmt.Fprintf(g.stdout, "attached to %s in %dms; stopped (reason %q) thread %d at %s (%s:%d); %s\n",
 		a.Address, a.AttachMillis, a.StopReason, a.ThreadID, a.Frame.Name, a.Frame.Path, a.Frame.Line, a.Action)
+	if a.Source != nil {
+		fmt.Fprintf(g.stdout, "source opened by %s; breakpoint at line %d verified\n", a.Source.Opened, a.Source.BreakpointLine)
+	}
+	if a.Exception != nil {
+		fmt.Fprintf(g.stdout, "exception %s: %s\n", a.Exception.ID, a.Exception.Description)
+	}
 }
 
 // smokeImageFlags are the flags of `imagectl smoke image`, shared with

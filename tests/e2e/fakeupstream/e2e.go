@@ -208,7 +208,7 @@ extensions:
 settings:
   anyscalecompute.ray-distributed-debugger.clusterDashboards:
     - host: "127.0.0.1:8265"
-      localRoot: /tmp/ray/session_latest/runtime_resources
+      localRoot: ""
 build:
   toolsImage: %[6]s
   # The stand-in base ships python3.11 (Debian bookworm).

@@ -1,0 +1,1 @@
+"""A package shipped with the job's py_modules."""
