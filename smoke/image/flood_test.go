@@ -72,7 +72,7 @@ func TestFloodBounded(t *testing.T) {
 		{"entrypoint", "ENTRYPOINT_BYTES=3300M"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `ulimit -v "$1" && exec "$0" -test.run '^TestFloodBounded$' -test.v -test.count=1`,
 				os.Args[0], fmt.Sprint(floodLimitKiB))

@@ -407,7 +407,18 @@ func startDecoy(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := randomID("amd64") + "-decoy"
-	if out, err := exec.Command("runc", "create", "--bundle", bundle, id).CombinedOutput(); err != nil {
+	// runc init keeps runc create's stdio: a file, not a pipe that would
+	// never reach EOF.
+	logPath := filepath.Join(bundle, "create.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command("runc", "create", "--bundle", bundle, id)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Run(); err != nil {
+		out, _ := os.ReadFile(logPath)
 		t.Fatalf("runc create %s (the decoy): %v: %s", id, err, out)
 	}
 	t.Cleanup(func() {
