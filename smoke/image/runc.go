@@ -334,7 +334,10 @@ func exitResult(ctx context.Context, res *Result, err error) error {
 		return nil
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("%w before the process exited; its output: %s", ctx.Err(), tail(string(res.Stderr)+string(res.Stdout), 4))
+		if out := tail(string(res.Stderr)+string(res.Stdout), 4); out != "" {
+			return fmt.Errorf("%w before the process exited; its output: %s", ctx.Err(), out)
+		}
+		return fmt.Errorf("%w before the process exited, which printed nothing", ctx.Err())
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

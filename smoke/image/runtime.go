@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Runtime runs platform images as containers. The container's network is
@@ -250,8 +252,8 @@ func (w *lineWriter) close() {
 	}
 }
 
-// tail returns the last n lines of s (at most maxMessage bytes of them),
-// for messages. Where s holds a boundedOutput marker (output not kept),
+// tail returns the last n lines of s (at most maxMessage bytes of them,
+// without control characters but newlines and tabs), for messages. Where s holds a boundedOutput marker (output not kept),
 // the result starts with a line saying how many bytes are not kept.
 func tail(s string, n int) string {
 	var dropped int64
@@ -266,8 +268,14 @@ func tail(s string, n int) string {
 	}
 	out := strings.Join(lines, "\n")
 	if len(out) > maxMessage {
-		out = "..." + strings.ToValidUTF8(out[len(out)-maxMessage:], "")
+		out = "..." + out[len(out)-maxMessage:]
 	}
+	out = strings.Map(func(r rune) rune {
+		if r != '\n' && r != '\t' && (unicode.IsControl(r) || r == utf8.RuneError) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(out, ""))
 	if dropped > 0 && !droppedRe.MatchString(out) {
 		out = fmt.Sprintf("%s%d%s (output truncated; its last lines follow)\n%s", droppedPrefix, dropped, droppedSuffix, out)
 	}

@@ -214,6 +214,7 @@ func TestTail(t *testing.T) {
 		{"two markers add up", "[imagectl: 5 bytes of output not kept]\nx\n[imagectl: 7 bytes of output not kept]\nc\nd\n", 1,
 			"[imagectl: 12 bytes of output not kept] (output truncated; its last lines follow)\nd"},
 		{"a long line is cut", "a\n" + long, 2, "..." + long[:maxMessage]},
+		{"control characters are dropped", "a\x00\x00b\x1b[31mc\td\xff\n", 1, "ab[31mc\td"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, tail(tc.s, tc.n)); diff != "" {
