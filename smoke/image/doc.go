@@ -42,6 +42,12 @@
 // code-server up with a static host binary (imagectl smoke hold). arm64
 // runs under QEMU through binfmt_misc in both.
 //
+// Of every container process's stdout and stderr, and of the entrypoint's
+// output (for runc read from a pipe), the smoke keeps a bounded head and
+// tail (OutputHead, OutputTail) and marks what it dropped, so an image
+// that floods its output costs bounded memory and ends in a failed line
+// at the step or boot timeout.
+//
 // Every container, unpacked root filesystem, loaded image and temporary
 // file is removed when the smoke ends, whether it passed, failed or was
 // cancelled (SIGINT cancels the context; cleanup runs without it).

@@ -237,14 +237,14 @@ func dockerStartFailure(code int, stderr []byte) error {
 }
 
 func (c *dockerContainer) Exec(ctx context.Context, p Process) (*Result, error) {
-	var stdout, stderr bytes.Buffer
+	stdout, stderr := newBoundedOutput(), newBoundedOutput()
 	cmd := c.d.command(ctx, c.execArgs(p, false)...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
-	res := &Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	res := outputResult(stdout, stderr)
 	if err != nil {
 		if ctx.Err() != nil {
-			return res, ctx.Err()
+			return res, exitResult(ctx, res, err)
 		}
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
@@ -309,8 +309,11 @@ func (c *dockerContainer) ReadFile(ctx context.Context, p string, max int64) ([]
 func (c *dockerContainer) Logs(ctx context.Context) string {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	out, _ := c.d.command(lctx, "logs", "--tail", "200", c.spec.ID).CombinedOutput()
-	return string(out)
+	out := newBoundedOutput()
+	cmd := c.d.command(lctx, "logs", "--tail", "200", c.spec.ID)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Run()
+	return string(out.Bytes())
 }
 
 // Remove deletes the container (with its anonymous volumes) and the tag
@@ -332,15 +335,15 @@ func (c *dockerContainer) Remove(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// DetectRuntime picks Docker when an engine answers, else runc; it says
-// why neither can run.
-func DetectRuntime(ctx context.Context, workDir string) (Runtime, error) {
+// DetectRuntime picks Docker when an engine answers, else runc configured
+// with opts; it says why neither can run.
+func DetectRuntime(ctx context.Context, opts ...RuncOption) (Runtime, error) {
 	d := NewDocker()
 	derr := d.Available(ctx)
 	if derr == nil {
 		return d, nil
 	}
-	r := NewRunc(WithRuncWorkDir(workDir))
+	r := NewRunc(opts...)
 	rerr := r.Available(ctx)
 	if rerr == nil {
 		return r, nil

@@ -71,9 +71,13 @@ func need(t *testing.T, ok bool, msg string) {
 }
 
 // requireRunc checks what the runc tests need: root, runc, the stand-in base
-// tarballs and Debian's debugpy.
+// tarballs and Debian's debugpy. They start containers, so -short skips
+// them.
 func requireRunc(t *testing.T, arch string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts runc containers: skipped under -short")
+	}
 	need(t, os.Geteuid() == 0, "runc tests need root")
 	_, err := exec.LookPath("runc")
 	need(t, err == nil, "runc not on PATH: install Debian's runc (hack/deps.d/10-apt.sh)")
@@ -187,7 +191,22 @@ type fixtureOpts struct {
 	path string
 	// noInterpreterSetting leaves python.defaultInterpreterPath out.
 	noInterpreterSetting bool
+	// flood makes the image's python3 and entrypoint flood stdout and
+	// stderr (floodPython, floodEntrypoint).
+	flood bool
 }
+
+// floodPython is the flooding image's python3: 3 GiB on each of stdout
+// and stderr, then it waits to be killed.
+const floodPython = `#!/bin/sh
+head -c 3G /dev/zero >&2 &
+head -c 3G /dev/zero
+wait
+exec sleep 3600
+`
+
+// floodEntrypoint is the flooding image's entrypoint: output without end.
+var floodEntrypoint = []string{"/bin/sh", "-c", "yes entrypoint-flood"}
 
 // memberOf reads one file of a tarball.
 func memberOf(t *testing.T, tarPath, name string) []byte {
@@ -283,7 +302,13 @@ func fixtureImage(t *testing.T, arch string, set imagespec.Set, o fixtureOpts) v
 	// The image's interpreter: with the base's python3, a link to it (as
 	// the image definition makes it).
 	b.dir(imagespec.PythonDir+"/bin", 0)
-	b.tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(imagespec.InterpreterPath, "/"), Typeflag: tar.TypeSymlink, Linkname: "/usr/bin/python3.11", Mode: 0o777, ModTime: time.Unix(0, 0)})
+	if o.flood {
+		b.file(imagespec.InterpreterPath, []byte(floodPython), 0o755, 0)
+		// code-server is never run: the entrypoint floods instead.
+		b.file(imagespec.CodeServerBin, []byte("#!/bin/sh\nexit 1\n"), 0o755, 0)
+	} else {
+		b.tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(imagespec.InterpreterPath, "/"), Typeflag: tar.TypeSymlink, Linkname: "/usr/bin/python3.11", Mode: 0o777, ModTime: time.Unix(0, 0)})
+	}
 
 	extDir := imagespec.ExtensionsDir + "/" + fixtureExtID + "-" + fixtureExtVer
 	b.dir("/config", 911)
@@ -315,9 +340,12 @@ func fixtureImage(t *testing.T, arch string, set imagespec.Set, o fixtureOpts) v
 		p = imagespec.PythonDir + "/bin:" + DefaultPath
 	}
 	cf.Config.Env = []string{"PATH=" + p, "PYTHONPATH=" + site, "HOME=/config"}
-	if hasInit {
+	switch {
+	case o.flood:
+		cf.Config.Entrypoint = floodEntrypoint
+	case hasInit:
 		cf.Config.Entrypoint = []string{"/init"}
-	} else {
+	default:
 		cf.Config.Cmd = []string{"/bin/sh"}
 	}
 	cf.Config.Labels = build.Labels(set, "linux/"+arch, "sha256:"+strings.Repeat("1", 64), time.Unix(0, 0), build.LabelSource{})

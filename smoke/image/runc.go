@@ -133,18 +133,28 @@ func (r *Runc) Create(ctx context.Context, p *Platform, spec Spec) (_ Container,
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o600); err != nil {
 		return nil, err
 	}
-	// The entrypoint's stdio is this file: runc create detaches, and its
-	// children keep the descriptors it was given.
-	c.logPath = filepath.Join(dir, "entrypoint.log")
-	logf, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	// The entrypoint's stdio is a pipe this process drains into a bounded
+	// buffer: runc create detaches, and its children keep the descriptors
+	// it was given.
+	logR, logW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	defer logf.Close()
+	c.logR, c.log, c.logDone = logR, newBoundedOutput(), make(chan struct{})
+	go func() {
+		defer close(c.logDone)
+		io.Copy(c.log, logR)
+	}()
 	cmd := r.command(ctx, "create", "--bundle", dir, "--pid-file", filepath.Join(dir, "init.pid"), spec.ID)
-	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Stdout, cmd.Stderr = logW, logW
 	c.created = true // delete --force is harmless if create failed
-	if err := cmd.Run(); err != nil {
+	err = cmd.Run()
+	logW.Close()
+	if err != nil {
+		select { // runc's own message, once read
+		case <-c.logDone:
+		case <-time.After(2 * time.Second):
+		}
 		return nil, fmt.Errorf("runc create %s: %w: %s", spec.ID, err, tail(c.Logs(ctx), 10))
 	}
 	return c, nil
@@ -227,12 +237,15 @@ func defaultCaps() *specs.LinuxCapabilities {
 }
 
 type runcContainer struct {
-	r       *Runc
-	id      string
-	dir     string
-	rootfs  string
-	logPath string
-	spec    *specs.Spec
+	r      *Runc
+	id     string
+	dir    string
+	rootfs string
+	spec   *specs.Spec
+	// log keeps the entrypoint's output, read from logR until logDone.
+	log     *boundedOutput
+	logR    *os.File
+	logDone chan struct{}
 	created bool
 }
 
@@ -302,21 +315,29 @@ func (c *runcContainer) Exec(ctx context.Context, p Process) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout, stderr := newBoundedOutput(), newBoundedOutput()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err = cmd.Run()
-	res := &Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	res := outputResult(stdout, stderr)
 	return res, exitResult(ctx, res, err)
 }
 
+// outputResult is a Result of what stdout and stderr kept.
+func outputResult(stdout, stderr *boundedOutput) *Result {
+	return &Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Dropped: stdout.Dropped() + stderr.Dropped()}
+}
+
 // exitResult fills the exit code; a process that did not start, or a
-// cancelled context, is an error.
+// context that ended before the process (its output quoted), is an error.
 func exitResult(ctx context.Context, res *Result, err error) error {
 	if err == nil {
 		return nil
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		if out := tail(string(res.Stderr)+string(res.Stdout), 4); out != "" {
+			return fmt.Errorf("%w before the process exited; its output: %s", ctx.Err(), out)
+		}
+		return fmt.Errorf("%w before the process exited, which printed nothing", ctx.Err())
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -333,7 +354,7 @@ type cmdProc struct {
 	cmd    *exec.Cmd
 	ctx    context.Context
 	out    *lineWriter
-	errb   *limitedBuffer
+	errb   *boundedOutput
 	done   chan struct{}
 	res    *Result
 	resErr error
@@ -351,7 +372,7 @@ func (p *cmdProc) Wait() (*Result, error) {
 }
 
 func startProc(ctx context.Context, cmd *exec.Cmd) (Proc, error) {
-	p := &cmdProc{cmd: cmd, ctx: ctx, out: newLineWriter(), errb: &limitedBuffer{max: 64 << 10}, done: make(chan struct{})}
+	p := &cmdProc{cmd: cmd, ctx: ctx, out: newLineWriter(), errb: newBoundedOutput(), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.errb
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -359,7 +380,7 @@ func startProc(ctx context.Context, cmd *exec.Cmd) (Proc, error) {
 	go func() {
 		err := cmd.Wait()
 		p.out.close()
-		p.res = &Result{Stdout: p.out.bytes(), Stderr: []byte(p.errb.String())}
+		p.res = outputResult(p.out.all, p.errb)
 		p.resErr = exitResult(ctx, p.res, err)
 		close(p.done)
 	}()
@@ -422,11 +443,7 @@ func (c *runcContainer) ReadFile(_ context.Context, p string, max int64) ([]byte
 }
 
 func (c *runcContainer) Logs(context.Context) string {
-	b, _ := os.ReadFile(c.logPath)
-	if len(b) > 64<<10 {
-		b = b[len(b)-64<<10:]
-	}
-	return string(b)
+	return string(c.log.Bytes())
 }
 
 // Remove kills and deletes the container (runc delete --force kills every
@@ -440,6 +457,11 @@ func (c *runcContainer) Remove(ctx context.Context) error {
 			!strings.Contains(string(out), "does not exist") && !strings.Contains(string(out), "not exist") {
 			errs = append(errs, fmt.Errorf("runc delete --force %s: %w: %s", c.id, err, bytes.TrimSpace(out)))
 		}
+	}
+	if c.logR != nil {
+		// Every writer is gone with the container; a process that escaped
+		// it gets EPIPE.
+		c.logR.Close()
 	}
 	if err := os.RemoveAll(c.dir); err != nil {
 		errs = append(errs, fmt.Errorf("removing %s: %w", c.dir, err))

@@ -2,6 +2,9 @@ package image
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -12,16 +15,18 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // Integration tests with the real runc (and QEMU for arm64) on the
 // fixture images of fixture_test.go.
 
-func smokeLayout(t *testing.T, dir string, workDir string, platforms ...string) *Report {
+func smokeLayout(t *testing.T, dir string, platforms ...string) *Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	rep, err := Archive(ctx, dir, WithRuntime(NewRunc(WithRuncWorkDir(workDir))), WithWorkDir(workDir), WithPlatforms(platforms...),
+	tr := newTestRunc(t)
+	rep, err := Archive(ctx, dir, WithRuntime(tr.Runc), WithWorkDir(tr.work), WithPlatforms(platforms...),
 		WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))), WithBootTimeout(4*time.Minute), WithStepTimeout(4*time.Minute))
 	if err != nil {
 		t.Fatalf("Archive: %v", err)
@@ -29,36 +34,67 @@ func smokeLayout(t *testing.T, dir string, workDir string, platforms ...string) 
 	var sb strings.Builder
 	rep.WriteText(&sb)
 	t.Logf("report:\n%s", sb.String())
-	assertClean(t, workDir)
+	tr.assertClean(t)
 	return rep
 }
 
-// assertClean checks that nothing of a smoke is left: no runc container
-// of ours, nothing in the work directory, no mount below it.
-func assertClean(t *testing.T, workDir string) {
+// testRunc is a runc runtime that owns all of its state: its own runc
+// state directory (--root) and its own work directory, so that what the
+// test asserts on is never another test's, or a user's, container.
+type testRunc struct {
+	*Runc
+	root string
+	work string
+}
+
+func newTestRunc(t *testing.T) *testRunc {
 	t.Helper()
-	out, err := exec.Command("runc", "list", "--quiet").Output()
+	tr := &testRunc{root: t.TempDir(), work: t.TempDir()}
+	tr.Runc = NewRunc(WithRuncRoot(tr.root), WithRuncWorkDir(tr.work))
+	return tr
+}
+
+// list is the ids of the containers in the test's runc root.
+func (tr *testRunc) list(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("runc", "--root", tr.root, "list", "--quiet").Output()
 	if err != nil {
-		t.Fatalf("runc list: %v", err)
+		t.Fatalf("runc --root %s list: %v", tr.root, err)
 	}
-	for _, id := range strings.Fields(string(out)) {
-		if strings.HasPrefix(id, "imagectl-smoke-") {
-			t.Errorf("runc container %s left behind", id)
+	return strings.Fields(string(out))
+}
+
+// assertClean checks that nothing of the test's smoke is left: no
+// container in its runc root, nothing in its work directory, no mount
+// below either.
+func (tr *testRunc) assertClean(t *testing.T) {
+	t.Helper()
+	for _, id := range tr.list(t) {
+		t.Errorf("runc container %s left behind in %s", id, tr.root)
+	}
+	for _, dir := range []string{tr.root, tr.work} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	entries, err := os.ReadDir(workDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		t.Errorf("left behind in the work directory: %s", e.Name())
+		for _, e := range entries {
+			t.Errorf("left behind in %s: %s", dir, e.Name())
+		}
 	}
 	mi, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(mi), workDir) {
-		t.Errorf("a mount below %s is left:\n%s", workDir, mi)
+	for _, l := range strings.Split(string(mi), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 {
+			continue
+		}
+		for _, dir := range []string{tr.root, tr.work} {
+			if f[4] == dir || strings.HasPrefix(f[4], dir+"/") {
+				t.Errorf("a mount below %s is left: %s", dir, l)
+			}
+		}
 	}
 }
 
@@ -93,7 +129,7 @@ func TestRuncSmokeAmd64(t *testing.T) {
 	requireRunc(t, "amd64")
 	set := fixtureSet(t, "amd64")
 	img := fixtureImage(t, "amd64", set, fixtureOpts{})
-	rep := smokeLayout(t, writeLayout(t, img), t.TempDir())
+	rep := smokeLayout(t, writeLayout(t, img))
 	wantLine(t, rep, "linux/amd64", CheckPython, Pass, `python3 on the image's PATH is /opt/imagectl/python/bin/python3 -> /usr/bin/python3\.11 \(Python 3\.11\.\d+, x86_64\); debugpy .* and ray 2\.46\.0 import from /opt/imagectl/python/lib/python3\.11/site-packages at the locked versions; 3 distributions, 1 ELF files all x86-64, 1 shared objects load`)
 	wantLine(t, rep, "linux/amd64", CheckDebugger, Pass, `stopped \(\w+\) in smoke_target at /\.imagectl-smoke/breakpoint\.py:25 \(the line after breakpoint\(\)\), continued; the script printed IMAGECTL-SMOKE-RESULT 49 and exited 0`)
 	wantLine(t, rep, "linux/amd64", CheckPostMortem, Pass, `stopped \(exception\) in smoke_fail at /\.imagectl-smoke/breakpoint\.py:29, exception ValueError\b.* \(imagectl smoke: task failed on 7\), continued; the script printed IMAGECTL-SMOKE-TASK-ERROR ValueError and exited 0`)
@@ -109,7 +145,7 @@ func TestRuncSmokeArm64(t *testing.T) {
 	requireRunc(t, "arm64")
 	set := fixtureSet(t, "arm64")
 	img := fixtureImage(t, "arm64", set, fixtureOpts{})
-	rep := smokeLayout(t, writeLayout(t, img), t.TempDir())
+	rep := smokeLayout(t, writeLayout(t, img))
 	wantLine(t, rep, "linux/arm64", CheckPython, Pass, `\(Python 3\.11\.\d+, aarch64\); .* 1 ELF files all AArch64, 1 shared objects load`)
 	wantLine(t, rep, "linux/arm64", CheckDebugger, Pass, `in smoke_target at /\.imagectl-smoke/breakpoint\.py:25 \(the line after breakpoint\(\)\), continued`)
 	wantLine(t, rep, "linux/arm64", CheckCodeServer, Skip, `the image has no /app/code-server/bin/code-server`)
@@ -127,7 +163,7 @@ func TestRuncSmokeBroken(t *testing.T) {
 	set := fixtureSet(t, "amd64", "arm64")
 	wrongArch := fixtureImage(t, "arm64", set, fixtureOpts{soArch: "amd64"})
 	noPath := fixtureImage(t, "amd64", set, fixtureOpts{path: DefaultPath})
-	rep := smokeLayout(t, writeLayout(t, noPath, wrongArch), t.TempDir())
+	rep := smokeLayout(t, writeLayout(t, noPath, wrongArch))
 	wantLine(t, rep, "linux/arm64", CheckPython, Fail, `compiled modules on linux/arm64: ray/_fixture/_json\.cpython-311-x86_64-linux-gnu\.so \(ray\) is x86-64 code, want AArch64`)
 	wantLine(t, rep, "linux/arm64", CheckDebugger, Pass, "")
 	wantLine(t, rep, "linux/amd64", CheckPython, Fail, `^python3 on the image's PATH \(/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\) is /usr/bin/python3, not the image's interpreter /opt/imagectl/python/bin/python3$`)
@@ -147,7 +183,7 @@ func TestRuncSmokeBroken(t *testing.T) {
 func TestRuncSmokeNoPython(t *testing.T) {
 	requireRunc(t, "amd64")
 	set := fixtureSet(t, "amd64")
-	rep := smokeLayout(t, writeLayout(t, fixtureImage(t, "amd64", set, fixtureOpts{path: "/usr/local/bin"})), t.TempDir())
+	rep := smokeLayout(t, writeLayout(t, fixtureImage(t, "amd64", set, fixtureOpts{path: "/usr/local/bin"})))
 	wantLine(t, rep, "linux/amd64", CheckPython, Fail, `^python3 does not start with the image's environment \(PATH=/usr/local/bin\): .*executable file not found`)
 	wantLine(t, rep, "linux/amd64", CheckDebugger, Fail, `executable file not found`)
 	if l := line(t, rep, "linux/amd64", CheckCodeServer); l.Status != Skip {
@@ -158,32 +194,34 @@ func TestRuncSmokeNoPython(t *testing.T) {
 func TestRuncSmokeNoInterpreterSetting(t *testing.T) {
 	requireRunc(t, "amd64")
 	set := fixtureSet(t, "amd64")
-	rep := smokeLayout(t, writeLayout(t, fixtureImage(t, "amd64", set, fixtureOpts{noInterpreterSetting: true})), t.TempDir())
+	rep := smokeLayout(t, writeLayout(t, fixtureImage(t, "amd64", set, fixtureOpts{noInterpreterSetting: true})))
 	wantLine(t, rep, "linux/amd64", CheckPython, Pass, "")
 	need(t, line(t, rep, "linux/amd64", CheckCodeServer).Status != Skip, "no code-server in the amd64 stand-in: run hack/deps.d/20-node.sh")
 	wantLine(t, rep, "linux/amd64", CheckCodeServer, Fail, `^/config/data/User/settings\.json has no python\.defaultInterpreterPath$`)
 }
 
 // A cancelled smoke (what SIGINT does through the command's context)
-// leaves nothing behind, wherever it stops.
+// leaves nothing behind, wherever it stops; a container of someone else's
+// named like a smoke's is not the test's business.
 func TestRuncSmokeCancelCleansUp(t *testing.T) {
 	requireRunc(t, "amd64")
+	startDecoy(t)
 	set := fixtureSet(t, "amd64")
 	dir := writeLayout(t, fixtureImage(t, "amd64", set, fixtureOpts{}))
 	for _, after := range []string{"create", "exec"} {
 		t.Run(after, func(t *testing.T) {
-			work := t.TempDir()
+			tr := newTestRunc(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			rt := &cancelRuntime{Runtime: NewRunc(WithRuncWorkDir(work)), after: after, cancel: cancel}
-			rep, err := Archive(ctx, dir, WithRuntime(rt), WithWorkDir(work))
+			rt := &cancelRuntime{Runtime: tr.Runc, after: after, cancel: cancel}
+			rep, err := Archive(ctx, dir, WithRuntime(rt), WithWorkDir(tr.work))
 			if err == nil {
 				t.Fatalf("cancelled smoke returned no error: %+v", rep)
 			}
 			if !rt.fired {
 				t.Fatal("the cancel point was never reached")
 			}
-			assertClean(t, work)
+			tr.assertClean(t)
 		})
 	}
 }
@@ -235,16 +273,15 @@ func TestMain(m *testing.M) {
 
 // SIGINT to `imagectl smoke image` while a container runs leaves nothing
 // behind: the command's context is cancelled and cleanup runs without it.
+// A container of someone else's named like a smoke's runs beside it.
 func TestSmokeImageCommandSIGINTCleansUp(t *testing.T) {
 	requireRunc(t, "amd64")
+	startDecoy(t)
 	set := fixtureSet(t, "amd64")
 	dir := writeLayout(t, fixtureImage(t, "amd64", set, fixtureOpts{}))
-	bin := filepath.Join(t.TempDir(), "imagectl")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/imagectl").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v: %s", err, out)
-	}
-	work := t.TempDir()
-	cmd := exec.Command(bin, "smoke", "image", "--archive", dir, "--runtime", "runc", "--work-dir", work)
+	bin := buildCLI(t)
+	tr := newTestRunc(t)
+	cmd := exec.Command(bin, "smoke", "image", "--archive", dir, "--runtime", "runc", "--work-dir", tr.work, "--runc-root", tr.root)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -253,7 +290,7 @@ func TestSmokeImageCommandSIGINTCleansUp(t *testing.T) {
 	// Wait until the container exists.
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		ids, _ := exec.Command("runc", "list", "--quiet").Output()
+		ids, _ := exec.Command("runc", "--root", tr.root, "list", "--quiet").Output()
 		if strings.Contains(string(ids), "imagectl-smoke-amd64-") {
 			break
 		}
@@ -278,5 +315,116 @@ func TestSmokeImageCommandSIGINTCleansUp(t *testing.T) {
 		t.Fatalf("smoke did not exit within 2m of SIGINT: %s", out.String())
 	}
 	t.Logf("output after SIGINT:\n%s", out.String())
-	assertClean(t, work)
+	tr.assertClean(t)
+}
+
+// buildCLI builds imagectl.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "imagectl")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/imagectl").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v: %s", err, out)
+	}
+	return bin
+}
+
+// An image whose python3 and entrypoint flood their output ends, under
+// ulimit -v of 3 GB for imagectl (and what it starts), in FAIL lines that
+// say the output was truncated, within the timeouts, and leaves nothing
+// behind.
+func TestSmokeImageCommandFlood(t *testing.T) {
+	requireRunc(t, "amd64")
+	set := fixtureSet(t, "amd64")
+	dir := writeLayout(t, fixtureImage(t, "amd64", set, fixtureOpts{flood: true}))
+	bin := buildCLI(t)
+	tr := newTestRunc(t)
+	const step, boot = 30 * time.Second, 5 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `ulimit -v "$1" && shift && exec "$@"`, "sh", fmt.Sprint(floodLimitKiB),
+		bin, "smoke", "image", "--archive", dir, "--runtime", "runc", "--work-dir", tr.work, "--runc-root", tr.root,
+		"--step-timeout", step.String(), "--boot-timeout", boot.String())
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(start)
+	t.Logf("after %s:\n%s", took.Round(time.Second), out)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("smoke image of a flooding image: %v, want exit code 1", err)
+	}
+	for _, want := range []string{
+		`(?m)^linux/amd64 +python +FAIL running python3: context deadline exceeded before the process exited; its output: \[imagectl: \d+ bytes of output not kept\] \(output truncated; its last lines follow\)`,
+		`(?m)^linux/amd64 +debugger +FAIL debugpy did not listen within 5s`,
+		`(?m)^linux/amd64 +code-server +FAIL code-server did not answer .* within 5s .*entrypoint output: \[imagectl: \d+ bytes of output not kept\] \(output truncated; its last lines follow\)\nentrypoint-flood`,
+		`(?m)^FAILED$`,
+	} {
+		if !regexp.MustCompile(want).Match(out) {
+			t.Errorf("no match for /%s/", want)
+		}
+	}
+	if max := 2*step + 2*boot + 2*time.Minute; took > max {
+		t.Errorf("took %s, want at most %s", took, max)
+	}
+	tr.assertClean(t)
+}
+
+// startDecoy creates (does not start) a container named as a smoke's in
+// runc's default state directory, as a user's own imagectl smoke image or
+// another test package would have one: the tests above must pass beside
+// it. Its root filesystem is the host's /usr, bound read-only.
+func startDecoy(t *testing.T) {
+	t.Helper()
+	bundle := t.TempDir()
+	rootfs := filepath.Join(bundle, "rootfs")
+	if err := os.Mkdir(rootfs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mounts := []specs.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc"},
+		{Destination: "/usr", Type: "bind", Source: "/usr", Options: []string{"rbind", "ro"}},
+	}
+	for _, d := range []string{"bin", "sbin", "lib", "lib64"} {
+		host := "/" + d
+		if target, err := os.Readlink(host); err == nil {
+			if err := os.Symlink(target, filepath.Join(rootfs, d)); err != nil {
+				t.Fatal(err)
+			}
+		} else if fi, err := os.Stat(host); err == nil && fi.IsDir() {
+			mounts = append(mounts, specs.Mount{Destination: host, Type: "bind", Source: host, Options: []string{"rbind", "ro"}})
+		}
+	}
+	spec := specs.Spec{
+		Version: "1.0.2",
+		Process: &specs.Process{Args: []string{"/bin/sh", "-c", "sleep 600"}, Env: []string{"PATH=" + DefaultPath}, Cwd: "/", Capabilities: defaultCaps()},
+		Root:    &specs.Root{Path: "rootfs", Readonly: true},
+		Mounts:  mounts,
+		Linux:   &specs.Linux{Namespaces: []specs.LinuxNamespace{{Type: specs.PIDNamespace}, {Type: specs.MountNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.NetworkNamespace}}},
+	}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := randomID("amd64") + "-decoy"
+	// runc init keeps runc create's stdio: a file, not a pipe that would
+	// never reach EOF.
+	logPath := filepath.Join(bundle, "create.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command("runc", "create", "--bundle", bundle, id)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Run(); err != nil {
+		out, _ := os.ReadFile(logPath)
+		t.Fatalf("runc create %s (the decoy): %v: %s", id, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("runc", "delete", "--force", id).CombinedOutput(); err != nil {
+			t.Errorf("runc delete --force %s (the decoy): %v: %s", id, err, out)
+		}
+	})
 }

@@ -192,7 +192,7 @@ func run(ctx context.Context, src *source, o *options) (*Report, error) {
 	}
 	rt := o.runtime
 	if rt == nil {
-		if rt, err = DetectRuntime(ctx, o.workDir); err != nil {
+		if rt, err = DetectRuntime(ctx, WithRuncWorkDir(o.workDir)); err != nil {
 			return nil, err
 		}
 	}

@@ -163,3 +163,63 @@ esac
 		t.Errorf("docker calls (-want +got):\n%s", diff)
 	}
 }
+
+func TestBoundedOutput(t *testing.T) {
+	letters := "abcdefghijklmnopqrstuvwxyz"
+	for _, tc := range []struct {
+		name    string
+		writes  []string
+		want    string
+		dropped int64
+	}{
+		{"fits", []string{"abc"}, "abc", 0},
+		{"head and tail exactly", []string{"0123", "456789"}, "0123456789", 0},
+		{"one write over", []string{"0123456789AB"}, "0123\n[imagectl: 2 bytes of output not kept]\n6789AB", 2},
+		{"byte by byte", strings.Split(letters, ""), "abcd\n[imagectl: 16 bytes of output not kept]\nuvwxyz", 16},
+		{"a write larger than the tail", []string{"ab", letters}, "abab\n[imagectl: 18 bytes of output not kept]\nuvwxyz", 18},
+		{"small writes after a large one", []string{letters, "1", "2", "3"}, "abcd\n[imagectl: 19 bytes of output not kept]\nxyz123", 19},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &boundedOutput{headMax: 4, tailMax: 6}
+			for _, w := range tc.writes {
+				if n, err := b.Write([]byte(w)); n != len(w) || err != nil {
+					t.Fatalf("Write(%q) = %d, %v", w, n, err)
+				}
+			}
+			if diff := cmp.Diff(tc.want, string(b.Bytes())); diff != "" {
+				t.Errorf("Bytes (-want +got):\n%s", diff)
+			}
+			if got := b.Dropped(); got != tc.dropped {
+				t.Errorf("Dropped = %d, want %d", got, tc.dropped)
+			}
+			if len(b.tail) > 2*b.tailMax {
+				t.Errorf("%d bytes of tail held, want at most %d", len(b.tail), 2*b.tailMax)
+			}
+		})
+	}
+}
+
+func TestTail(t *testing.T) {
+	long := strings.Repeat("y", 3*maxMessage)
+	for _, tc := range []struct {
+		name string
+		s    string
+		n    int
+		want string
+	}{
+		{"last lines", "a\nb\nc\n", 2, "b\nc"},
+		{"the marker among the last lines", "a\n[imagectl: 5 bytes of output not kept]\nc\n", 2, "[imagectl: 5 bytes of output not kept]\nc"},
+		{"the marker before the last lines", "a\n[imagectl: 5 bytes of output not kept]\nc\nd\ne\n", 2,
+			"[imagectl: 5 bytes of output not kept] (output truncated; its last lines follow)\nd\ne"},
+		{"two markers add up", "[imagectl: 5 bytes of output not kept]\nx\n[imagectl: 7 bytes of output not kept]\nc\nd\n", 1,
+			"[imagectl: 12 bytes of output not kept] (output truncated; its last lines follow)\nd"},
+		{"a long line is cut", "a\n" + long, 2, "..." + long[:maxMessage]},
+		{"control characters are dropped", "a\x00\x00b\x1b[31mc\td\xff\n", 1, "ab[31mc\td"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tail(tc.s, tc.n)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

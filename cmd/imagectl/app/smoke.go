@@ -297,6 +297,7 @@ type smokeImageFlags struct {
 	runtime     string
 	platforms   []string
 	workDir     string
+	runcRoot    string
 	bootTimeout time.Duration
 	stepTimeout time.Duration
 }
@@ -306,6 +307,7 @@ func (f *smokeImageFlags) add(cmd *cobra.Command, prefix string) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.runtime, prefix+"runtime", "auto", "container runtime: auto (Docker when an engine answers, else runc), runc or docker")
 	fl.StringVar(&f.workDir, prefix+"work-dir", "", "where root filesystems are unpacked (default: $TMPDIR); removed afterwards")
+	fl.StringVar(&f.runcRoot, prefix+"runc-root", "", "runc's state directory (runc --root) for the runc runtime's containers (default: runc's own, /run/runc for root)")
 	fl.DurationVar(&f.bootTimeout, prefix+"boot-timeout", 5*time.Minute, "bound on code-server's boot and on the debug script's start (arm64 runs emulated)")
 	fl.DurationVar(&f.stepTimeout, prefix+"step-timeout", 5*time.Minute, "bound on each process and each debugger request in the container")
 }
@@ -332,15 +334,19 @@ func (f *smokeImageFlags) options(ctx context.Context, g *globals) ([]smokeimage
 		level = slog.LevelInfo
 	}
 	opts = append(opts, smokeimage.WithLogger(slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))))
+	runcOpts := []smokeimage.RuncOption{smokeimage.WithRuncWorkDir(work)}
+	if f.runcRoot != "" {
+		runcOpts = append(runcOpts, smokeimage.WithRuncRoot(f.runcRoot))
+	}
 	switch f.runtime {
 	case "auto":
-		rt, err := smokeimage.DetectRuntime(ctx, work)
+		rt, err := smokeimage.DetectRuntime(ctx, runcOpts...)
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, smokeimage.WithRuntime(rt))
 	case "runc":
-		r := smokeimage.NewRunc(smokeimage.WithRuncWorkDir(work))
+		r := smokeimage.NewRunc(runcOpts...)
 		if err := r.Available(ctx); err != nil {
 			return nil, fmt.Errorf("%w: %v", smokeimage.ErrNoRuntime, err)
 		}
