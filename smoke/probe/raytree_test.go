@@ -50,19 +50,34 @@ type pod struct {
 	cmd  *exec.Cmd
 }
 
+// podTestdata is where a pod holds the test's own files (the worker
+// script, extra debugpy trees), outside its /tmp/ray.
+const podTestdata = "/tmp/imagectl-test"
+
 // root is the pod's file system seen from the test.
 func (p *pod) root() string { return fmt.Sprintf("/proc/%d/root", p.cmd.Process.Pid) }
 
 func requireNamespaces(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("the Ray tree tests need root: they mount a tmpfs on /tmp in new mount namespaces (unshare -m)")
+		skipOrFail(t, "the Ray tree tests need root: they mount a tmpfs on /tmp in new mount namespaces (unshare -m)")
 	}
 	for _, tool := range []string{"unshare", "nsenter"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s (util-linux) not found on PATH: the Ray tree tests need it for mount namespaces", tool)
+			skipOrFail(t, tool+" (util-linux) not found on PATH: the Ray tree tests need it for mount namespaces")
 		}
 	}
+}
+
+// skipOrFail skips the Ray tree tests where they cannot run, and fails
+// them under IMAGECTL_REQUIRE_TOOLS=1 (the test command runs as root with
+// util-linux installed: there they must run).
+func skipOrFail(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }
 
 // newPod starts the pod's namespace holder and lays out Ray's tree in it:
@@ -84,11 +99,14 @@ func newPod(t *testing.T, name string) *pod {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if strings.TrimSpace(line) != "ready" {
-		t.Skipf("cannot make a mount namespace with a tmpfs on /tmp here (unshare -m; mount -t tmpfs): %q %v: %s", line, err, stderr.String())
+		skipOrFail(t, fmt.Sprintf("cannot make a mount namespace with a tmpfs on /tmp here (unshare -m; mount -t tmpfs): %q %v: %s", line, err, stderr.String()))
 	}
 	p := &pod{name: name, cmd: cmd}
 	copyTree(t, "testdata/raytree/working_dir", p.root()+rayWorkingDir)
 	copyTree(t, "testdata/raytree/py_modules", p.root()+rayPyModules)
+	// The worker script goes into the pod too: the tmpfs hides the
+	// checkout when it lies under /tmp.
+	copyTree(t, "testdata/rayworker", p.root()+podTestdata)
 	if err := os.Symlink(raySession, p.root()+"/tmp/ray/session_latest"); err != nil {
 		t.Fatal(err)
 	}
@@ -134,13 +152,13 @@ var listeningRe = regexp.MustCompile(`Ray debugger is listening on ([0-9.]+):([0
 // once debugpy listens.
 func startRayWorker(t *testing.T, p *pod, debugpyPath string, env []string, module, function string, arg int) (*rayWorker, string) {
 	t.Helper()
-	script, err := filepath.Abs("testdata/rayworker.py")
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := podTestdata + "/rayworker.py"
 	pythonPath := rayWorkingDir + ":" + rayPyModules
 	if debugpyPath != "" {
-		pythonPath = debugpyPath + ":" + pythonPath
+		// A copy in the pod: the pod's tmpfs hides a tree under /tmp.
+		inPod := fmt.Sprintf("%s/debugpy-%d", podTestdata, time.Now().UnixNano())
+		copyTree(t, debugpyPath, p.root()+inPod)
+		pythonPath = inPod + ":" + pythonPath
 	}
 	w := &rayWorker{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	w.cmd = exec.Command("nsenter", "--target", strconv.Itoa(p.cmd.Process.Pid), "--mount", "--",

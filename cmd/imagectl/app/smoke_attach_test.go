@@ -20,7 +20,7 @@ import (
 // rayWorkerScript and rayTree are the probe's stand-in for a Ray worker and
 // a job's working_dir and py_modules.
 const (
-	rayWorkerScript = "../../../smoke/probe/testdata/rayworker.py"
+	rayWorkerScript = "../../../smoke/probe/testdata/rayworker/rayworker.py"
 	rayTree         = "../../../smoke/probe/testdata/raytree"
 )
 
