@@ -59,6 +59,8 @@ func TestRefreshProposesNewerPythonRuntimes(t *testing.T) {
 	noMinor := pbsRelease("20251031", map[string][]string{"3.11.14": bothArches, "3.13.9": bothArches})
 	unlisted := pbsRelease("20251020", map[string][]string{"3.11.14": bothArches, "3.12.12": bothArches},
 		"cpython-3.12.12+20251020-aarch64-unknown-linux-gnu-install_only.tar.gz")
+	badSums := pbsRelease("20251101", map[string][]string{"3.11.14": bothArches, "3.12.12": bothArches})
+	badSums.Assets[len(badSums.Assets)-1] = fakegh.SumsAsset("this is not a SHA256SUMS file\n")
 	for _, tc := range []struct {
 		name     string
 		releases []fakegh.Release // newest first, as GitHub lists them
@@ -92,6 +94,11 @@ func TestRefreshProposesNewerPythonRuntimes(t *testing.T) {
 			want:         "20251014",
 			wantVersions: []string{"3.11.14", "3.12.12"},
 			wantNotes:    []string{"release 20251031 not proposed: no install_only tarballs of CPython 3.12 for both"}},
+		{name: "a newer release whose SHA256SUMS cannot be read is not proposed", minors: []string{"3.12"},
+			releases:     []fakegh.Release{badSums, pinned},
+			want:         "20250808",
+			wantVersions: []string{"3.11.13", "3.12.11"},
+			wantNotes:    []string{"release 20251101 not proposed:"}},
 		{name: "nothing newer", minors: []string{"3.12"},
 			releases:     []fakegh.Release{pinned},
 			want:         "20250808",

@@ -231,12 +231,15 @@ func lockRuntimes(ctx context.Context, cfg *matrix.Config, c *Catalog, src Sourc
 		cand := st
 		cand.Release = tag
 		rs, err := read(cand, true)
-		if errors.Is(err, ErrUnchecked) {
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			// A candidate that cannot be read (unchecked, a bad SHA256SUMS,
+			// an upstream error) is not proposed: the pinned release
+			// still serves.
 			notef("python-build-standalone %s release %s not proposed: %v", st.Repository, tag, err)
 			continue
-		}
-		if err != nil {
-			return nil, err
 		}
 		have := map[string]bool{}
 		for _, r := range rs {
