@@ -31,7 +31,9 @@ func TestLockCancelKillsWhatTheWrapperStarted(t *testing.T) {
 	defer cancel()
 	req := catalog.LockRequest{Requirements: []string{"ray==2.46.0"}, Python: "3.12", Platform: "linux/amd64", Index: "http://127.0.0.1:9/simple"}
 	go func() {
-		for i := 0; i < 100; i++ {
+		// Cancel once the wrapper's child runs (bounded by the test's
+		// own timeout, however slow the machine).
+		for {
 			if _, err := os.Stat(pidFile); err == nil {
 				break
 			}
@@ -59,11 +61,23 @@ func TestLockCancelKillsWhatTheWrapperStarted(t *testing.T) {
 	// The killed child is reaped by init once the wrapper is gone; give
 	// it a moment, then it must not exist.
 	deadline := time.Now().Add(2 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
+	for alive(pid) {
 		if time.Now().After(deadline) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("the wrapper's child %d outlived the cancelled lock", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// alive reports whether pid is a process that has not exited: a zombie
+// (killed, waiting for init to reap it) counts as gone.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }

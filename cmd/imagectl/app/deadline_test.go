@@ -74,7 +74,7 @@ func TestRegistryThatNeverAnswersEndsWithinTimeout(t *testing.T) {
 		flag  string // default --timeout
 		what  string // default registry
 	}{
-		{"verify", []string{"verify", host + "/team/img:v1", "--key", pub}, 4 * time.Second, "", ""},
+		{"verify", []string{"verify", host + "/team/img:v1", "--key", pub}, 8 * time.Second, "", ""},
 		// Decrypting the key (scrypt), and plan's resolving and rendering,
 		// take seconds on a loaded machine before the registry is asked
 		// anything; the notice comes 3 s after that.
@@ -82,7 +82,7 @@ func TestRegistryThatNeverAnswersEndsWithinTimeout(t *testing.T) {
 		{"plan", []string{"--matrix", filepath.Join(root, "matrix.yaml"), "--catalog", filepath.Join(root, "catalog.json"), "plan", "--registry-override", host}, 8 * time.Second, "", ""},
 		{"extensions fetch", []string{"--matrix", filepath.Join(root, "matrix.yaml"), "--catalog", filepath.Join(root, "catalog.json"),
 			"extensions", "fetch", "--ray", "2.46.0", "--cache-dir", filepath.Join(dir, "cache"),
-			"--marketplace-url", "http://" + host, "--openvsx-url", "http://" + host}, 4 * time.Second, "--max-time", "host"},
+			"--marketplace-url", "http://" + host, "--openvsx-url", "http://" + host}, 8 * time.Second, "--max-time", "host"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
