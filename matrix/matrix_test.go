@@ -35,6 +35,7 @@ func TestLoadInvalid(t *testing.T) {
 		"build-standalone-flavor":     `invalid-build-standalone-flavor.yaml:5: build.standalone.flavor: unknown flavor "full" (want install_only or install_only_stripped)`,
 		"build-standalone-old-shape":  `invalid-build-standalone-old-shape.yaml:5: build.standalone.3.12: unknown field "3.12" (want one of flavor, release, repository)`,
 		"build-tools-image":           `invalid-build-tools-image.yaml:4: build.toolsImage: bad image "Python:3.12 slim"`,
+		"debugger-local-root":         `invalid-debugger-local-root.yaml:4: settings["anyscalecompute.ray-distributed-debugger.clusterDashboards"]: anyscalecompute.ray-distributed-debugger.clusterDashboards[0].localRoot is "/tmp/ray/session_latest/runtime_resources", want ""`,
 		"dup-extension":               `invalid-dup-extension.yaml:5: extensions[1].id: extension "MS-Python.Python" already listed at extensions[0]`,
 		"dup-key":                     `invalid-dup-key.yaml:4: platforms: duplicate field "platforms"`,
 		"dup-platform":                `invalid-dup-platform.yaml:3: platforms[1]: platform "linux/amd64" listed twice`,
@@ -144,7 +145,7 @@ func TestLoadValidFull(t *testing.T) {
 	if err != nil {
 		t.Fatalf("settings must be JSON-encodable: %v", err)
 	}
-	wantSettings := `{"anyscalecompute.ray-distributed-debugger.clusterDashboards":[{"host":"127.0.0.1:8265","localRoot":"/tmp/ray/session_latest/runtime_resources"}],"editor.tabSize":4,"workbench.startupEditor":"none"}`
+	wantSettings := `{"anyscalecompute.ray-distributed-debugger.clusterDashboards":[{"host":"127.0.0.1:8265","localRoot":""}],"editor.tabSize":4,"workbench.startupEditor":"none"}`
 	if string(b) != wantSettings {
 		t.Errorf("settings JSON = %s, want %s", b, wantSettings)
 	}

@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"gopkg.in/yaml.v3"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/pep440"
 )
 
@@ -49,7 +51,7 @@ func (v *validator) line(path string) int {
 }
 
 func (v *validator) config(c *Config) error {
-	checks := []func(*Config) error{v.image, v.platforms, v.base, v.components, v.extensions, v.build, v.tags, v.upstreams}
+	checks := []func(*Config) error{v.image, v.platforms, v.base, v.components, v.extensions, v.build, v.tags, v.upstreams, v.settings}
 	for _, check := range checks {
 		if err := check(c); err != nil {
 			return err
@@ -344,3 +346,21 @@ func checkURL(s string) error {
 }
 
 func equalFoldID(a, b string) bool { return strings.EqualFold(a, b) }
+
+// settings checks the debugger's cluster list when the settings carry it:
+// an image whose localRoot is not imagespec.DebuggerLocalRoot would fail
+// its own verify after the push (imagespec.DebuggerSettingsProblems).
+func (v *validator) settings(c *Config) error {
+	d, ok := c.Settings[imagespec.SettingClusterDashboards]
+	if !ok {
+		return nil
+	}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return v.errf("settings", "%s: %v", imagespec.SettingClusterDashboards, err)
+	}
+	if problems := imagespec.DebuggerSettingsProblems(raw); len(problems) > 0 {
+		return v.errf(fmt.Sprintf("settings[%q]", imagespec.SettingClusterDashboards), "%s", strings.Join(problems, "; "))
+	}
+	return nil
+}
