@@ -94,7 +94,7 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 		RunE: func(cmd *cobra.Command, _ []string) error { return g.runInject(cmd, &f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.file, "filename", "f", "", "the manifest (or Helm values) to read; - for stdin")
+	fl.VarP((*oneFile)(&f.file), "filename", "f", "the manifest (or Helm values) to read; - for stdin (once: inject reads one file)")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "yaml (the new documents) or diff (a unified diff)")
 	fl.BoolVarP(&f.inPlace, "in-place", "i", false, "rewrite the file (atomically; nothing is written on error)")
 	fl.BoolVar(&f.remove, "remove", false, "take out everything inject added, giving back the original bytes")
@@ -322,5 +322,19 @@ func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("replacing %s: %w", path, err)
 	}
+	return nil
+}
+
+// oneFile is -f: inject reads one file, so a second -f is refused rather
+// than silently replacing the first.
+type oneFile string
+
+func (o *oneFile) String() string { return string(*o) }
+func (o *oneFile) Type() string   { return "string" }
+func (o *oneFile) Set(v string) error {
+	if *o != "" {
+		return fmt.Errorf("given twice (%s, then %s): inject reads one file; run it once per file", string(*o), v)
+	}
+	*o = oneFile(v)
 	return nil
 }

@@ -125,6 +125,7 @@ func TestInjectCLIErrors(t *testing.T) {
 		want  string
 	}{
 		{"no file", "", []string{"inject"}, 2, "-f FILE (or -f - for stdin) is required"},
+		{"two files", "", []string{"inject", "-f", cm, "-f", filepath.Join(dir, "b.yaml")}, 2, "given twice (" + cm + ", then " + filepath.Join(dir, "b.yaml") + "): inject reads one file"},
 		{"bad output", injectPlainJob, []string{"inject", "-f", "-", "-o", "json"}, 2, `--output "json": expected yaml or diff`},
 		{"in place on stdin", injectPlainJob, []string{"inject", "-f", "-", "-i"}, 2, "-i (in place) needs a file"},
 		{"bad port", injectPlainJob, []string{"inject", "-f", "-", "--port", "0"}, 2, "invalid option: port 0"},
