@@ -398,6 +398,10 @@ func (c *config) defaultImage(ctx context.Context, ray string, resolved map[stri
 	} else {
 		if _, ok := c.tags[c.repository]; !ok {
 			tags, err := c.lister.ListTags(ctx, c.repository)
+			if ctx.Err() != nil {
+				// Interrupted, not offline: nothing is chosen or written.
+				return "", fmt.Errorf("listing the tags of %s: %w", c.repository, ctx.Err())
+			}
 			c.tags[c.repository] = tagList{tags, err}
 		}
 		if tl := c.tags[c.repository]; tl.err != nil {

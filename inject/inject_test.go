@@ -700,6 +700,23 @@ func TestDefaultImageChoice(t *testing.T) {
 		!strings.Contains(res.Notes[0], "ray2.47 is the floating tag of the newest build for Ray 2.47") {
 		t.Errorf("offline: image %s, notes %q", res.Targets[0].Image, res.Notes)
 	}
+
+	// Interrupted (Ctrl-C) while listing: an error, not the offline
+	// fallback, so inject -i writes nothing.
+	cctx, cancel := context.WithCancel(ctx)
+	_, err = Apply(cctx, "f.yaml", []byte(strings.ReplaceAll(plainCluster, "2.46.0", "2.47.0")), WithRepository(repo), WithTagLister(cancellingLister{cancel}))
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("interrupted tag listing: err = %v, want context.Canceled", err)
+	}
+}
+
+// cancellingLister is interrupted while it lists, as by Ctrl-C.
+type cancellingLister struct{ cancel context.CancelFunc }
+
+func (l cancellingLister) ListTags(ctx context.Context, repo string) ([]string, error) {
+	l.cancel()
+	<-ctx.Done()
+	return nil, fmt.Errorf("listing the tags of %s: %w", repo, ctx.Err())
 }
 
 // TestAuthAndNetworkPolicyWarnings: KubeRay v1.7.0's own samples of token

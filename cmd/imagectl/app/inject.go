@@ -149,6 +149,10 @@ func (g *globals) runInject(cmd *cobra.Command, f *injectFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := cmd.Context().Err(); err != nil {
+		// Interrupted: no file is written, not even a complete one.
+		return err
+	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(g.stderr, "imagectl: warning: %s: %s\n", file, w)
 	}
