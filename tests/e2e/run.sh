@@ -341,7 +341,7 @@ smoke_left() { # nothing of a smoke may remain
 }
 smoke_image built "$tag" || { cat "$work/smoke-built.json" "$work/smoke-built.err" >&2; fail "imagectl smoke image $tag"; }
 for p in linux/amd64 linux/arm64; do
-  for c in container python debugger; do
+  for c in container python debugger post-mortem; do
     [[ $(smoke_line built "$p" "$c") == pass:* ]] || fail "smoke image $p $c: $(smoke_line built "$p" "$c")"
   done
 done
