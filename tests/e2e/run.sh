@@ -325,18 +325,21 @@ fi
 # code-server with the locked extensions and settings; arm64's code-server line is
 # a skip. Two deliberately broken copies fail on the right line, and nothing
 # (container, unpacked root, mount) is left behind.
+# The containers live in a runc root of the run's own (--runc-root), so another
+# smoke on the machine (a user's, another test's) is neither seen nor disturbed.
 smoke_work=$work/smoke-work
-mkdir -p "$smoke_work"
+smoke_runc=$work/smoke-runc
+mkdir -p "$smoke_work" "$smoke_runc"
 smoke_image() { # NAME [smoke image args]: -o json into $work/smoke-NAME.json; returns its exit code
   local n=$1; shift
-  "$imagectl" smoke image "$@" --runtime runc --work-dir "$smoke_work" -o json >"$work/smoke-$n.json" 2>"$work/smoke-$n.err"
+  "$imagectl" smoke image "$@" --runtime runc --runc-root "$smoke_runc" --work-dir "$smoke_work" -o json >"$work/smoke-$n.json" 2>"$work/smoke-$n.err"
 }
 smoke_line() { # NAME PLATFORM CHECK: "status: detail"
   jq -r --arg p "$2" --arg c "$3" '.platforms[] | select(.platform == $p) | .lines[] | select(.check == $c) | "\(.status): \(.detail)"' "$work/smoke-$1.json"
 }
 smoke_left() { # nothing of a smoke may remain
   [ -z "$(ls -A "$smoke_work")" ] || fail "smoke image left $(ls -A "$smoke_work") in $smoke_work"
-  ! runc list -q | grep -q '^imagectl-smoke-' || fail "smoke image left runc containers: $(runc list -q | grep '^imagectl-smoke-')"
+  [ -z "$(runc --root "$smoke_runc" list -q)" ] || fail "smoke image left runc containers: $(runc --root "$smoke_runc" list -q)"
   ! grep -q "$smoke_work" /proc/self/mountinfo || fail "smoke image left a mount below $smoke_work"
 }
 smoke_image built "$tag" || { cat "$work/smoke-built.json" "$work/smoke-built.err" >&2; fail "imagectl smoke image $tag"; }
