@@ -20,10 +20,15 @@ unit: ## Go tests only, with whatever tools are already installed
 	$(GO) test ./...
 
 test: deps ## The test command: install what is needed, run every Go test with the real tools required, the race detector over the concurrent code, the fuzzers briefly, then the end-to-end test
-	bash tests/e2e/with-buildkitd.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 ./...
+	bash tests/e2e/with-buildkitd.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) race
 	$(MAKE) fuzz
 	bash tests/e2e/run.sh
+
+# TEST_TIMEOUT bounds one test package (go test's default, 10m, is less
+# than smoke/image's real containers take on a loaded 2-core machine, where
+# arm64 runs under QEMU).
+TEST_TIMEOUT ?= 45m
 
 # RACE_PACKAGES run their goroutines (concurrent scans sharing syft's
 # license scanner, the base prefetch, concurrent signing and validation,
@@ -31,7 +36,7 @@ test: deps ## The test command: install what is needed, run every Go test with t
 RACE_PACKAGES := ./sbom ./extensions ./extensions/cache ./sign ./build ./build/pipeline
 
 race: ## The packages that run concurrent code, under the race detector
-	$(GO) test -count=1 -race $(RACE_PACKAGES)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -race $(RACE_PACKAGES)
 
 # FUZZTIME is how long each fuzz target runs in make fuzz (and make test).
 FUZZTIME ?= 10s

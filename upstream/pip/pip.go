@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/imagectl/imagectl/catalog"
@@ -37,6 +38,9 @@ type Locker struct {
 	timeout time.Duration
 	retries int
 	hc      *http.Client
+
+	mu   sync.Mutex
+	argv []string // cmd with its interpreter resolved; see run
 }
 
 // Option configures New.
@@ -75,6 +79,38 @@ func New(opts ...Option) *Locker {
 	return l
 }
 
+// resolve returns the command that runs pip. For "INTERPRETER -m pip" it is
+// the interpreter's own sys.executable, asked once: an interpreter reached
+// through a wrapper such as pyenv's shims gets side effects around pip (the
+// shim's pip-rehash hook rewrites the shared shims directory after every
+// "-m pip install", and fails when two pip runs finish together, although
+// pip itself succeeded). When the question fails the command is used as
+// given, and running it reports the error.
+func (l *Locker) resolve(ctx context.Context) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.argv != nil {
+		return l.argv
+	}
+	if len(l.cmd) < 3 || l.cmd[1] != "-m" || l.cmd[2] != "pip" {
+		return l.cmd
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, l.cmd[0], "-c", "import sys; sys.stdout.write(sys.executable)")
+	killGroupOnCancel(cmd)
+	out, err := cmd.Output()
+	exe := string(out)
+	if err != nil || !filepath.IsAbs(exe) || strings.ContainsAny(exe, "\n\r") {
+		return l.cmd
+	}
+	if fi, err := os.Stat(exe); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return l.cmd
+	}
+	l.argv = append([]string{exe}, l.cmd[1:]...)
+	return l.argv
+}
+
 // Command returns the pip command line as configured.
 func (l *Locker) Command() []string { return append([]string(nil), l.cmd...) }
 
@@ -85,7 +121,8 @@ var pipVersion = regexp.MustCompile(`^pip (\d+)\.(\d+)(?:\.(\d+))?\S* from `)
 func (l *Locker) Check(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, l.cmd[0], append(l.cmd[1:], "--version")...)
+	argv := l.resolve(ctx)
+	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], "--version")...)
 	killGroupOnCancel(cmd)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -161,7 +198,8 @@ func (l *Locker) Lock(ctx context.Context, req catalog.LockRequest) ([]catalog.D
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*l.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, l.cmd[0], append(l.cmd[1:], args...)...)
+	argv := l.resolve(ctx)
+	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], args...)...)
 	killGroupOnCancel(cmd)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr

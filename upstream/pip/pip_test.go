@@ -354,3 +354,29 @@ func TestCheckNamesWhatIsMissing(t *testing.T) {
 		t.Errorf("pip 21.3.1: err = %v, want one asking for pip >= 22.2", err)
 	}
 }
+
+// TestPipRunsUnderTheInterpreterItself runs "python3 -m pip" where python3
+// is a shim that, like pyenv's, fails after "-m pip" when its rehash hook
+// races another pip run: pip must run under the interpreter the shim names
+// (its sys.executable), not through the shim.
+func TestPipRunsUnderTheInterpreterItself(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "python3.12")
+	if err := os.WriteFile(real, []byte("#!/bin/sh\n[ \"$1 $2 $3\" = '-m pip --version' ] || exit 3\necho 'pip 24.0 from /usr/lib/python3/dist-packages/pip (python 3.12)'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shim := filepath.Join(dir, "python3")
+	script := "#!/bin/sh\nif [ \"$1\" = -c ]; then printf %s " + real + "; exit 0; fi\n" +
+		"echo 'pyenv: cannot rehash: /root/.pyenv/shims is not writable' >&2\nexit 1\n"
+	if err := os.WriteFile(shim, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v, err := New(WithCommand(shim, "-m", "pip")).Check(context.Background())
+	if err != nil || v != "24.0" {
+		t.Fatalf("Check through a shim = %q, %v; want 24.0 from the interpreter the shim names", v, err)
+	}
+	// A command that is not "INTERPRETER -m pip" runs as given.
+	if _, err := New(WithCommand(shim, "--version")).Check(context.Background()); err == nil {
+		t.Errorf("Check(%s --version) succeeded; the command must run as given", shim)
+	}
+}
