@@ -22,12 +22,9 @@ type Result struct {
 	// Namespaces are the metadata.namespace values of the changed Ray
 	// documents, each once, in order ("" when a document sets none).
 	Namespaces []string
-	// Removed are inject's own whole documents Remove (or Apply, which
-	// writes none into the stream) took out: "document N".
-	Removed  []string
-	Warnings []string // things that will keep the debugger from working
-	Notes    []string // what inject chose and why (the default image)
-	Changed  bool     // Output differs from the input
+	Warnings   []string // things that will keep the debugger from working
+	Notes      []string // what inject chose and why (the default image)
+	Changed    bool     // Output differs from the input
 }
 
 // Target is one document inject changed.

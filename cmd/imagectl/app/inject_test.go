@@ -61,7 +61,7 @@ func TestInjectCLI(t *testing.T) {
 	}
 	for _, want := range []string{
 		"# my job\n",
-		"          - name: code-server # added by imagectl inject\n",
+		"          - name: code-server\n",
 		"            image: docker.io/onesizefitsquorum/code-server-with-ray-distributed-debugger:ray2.46\n",
 	} {
 		if !strings.Contains(out, want) {
@@ -79,7 +79,7 @@ func TestInjectCLI(t *testing.T) {
 	}
 
 	code, diff, _ := runIn(t, injectPlainJob, "inject", "-f", "-", "-o", "diff", "--no-resolve")
-	if code != 0 || !strings.Contains(diff, "--- a/-\n+++ b/-\n") || !strings.Contains(diff, "+          - name: code-server # added by imagectl inject\n") {
+	if code != 0 || !strings.Contains(diff, "--- a/-\n+++ b/-\n") || !strings.Contains(diff, "+          - name: code-server\n") {
 		t.Errorf("-o diff: exit %d\n%s", code, diff)
 	}
 
@@ -93,7 +93,7 @@ func TestInjectCLI(t *testing.T) {
 		t.Fatalf("-i: exit %d out %q err %s", code, out, errs)
 	}
 	injected, _ := os.ReadFile(path)
-	if !strings.Contains(string(injected), "name: code-server # added by imagectl inject") {
+	if !strings.Contains(string(injected), "          - name: code-server\n") {
 		t.Errorf("-i did not write the sidecar:\n%s", injected)
 	}
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
