@@ -55,7 +55,12 @@ func decodeRecord(s string) (record, error) {
 	if err := dec.Decode(&r); err != nil {
 		return r, err
 	}
+	seen := map[[2]string]bool{}
 	for _, e := range r.Added {
+		if seen[[2]string{e.List, e.Name}] {
+			return r, fmt.Errorf("%s %q is listed twice", e.List, e.Name)
+		}
+		seen[[2]string{e.List, e.Name}] = true
 		switch {
 		case e.Name == "":
 			return r, fmt.Errorf("an entry of list %q has no name", e.List)
@@ -351,9 +356,6 @@ func checkNoAnchors(root *yaml.Node, s *site, pullSecret bool) error {
 	if s.top != nil {
 		if err := walk(s.top, where); err != nil {
 			return err
-		}
-		if s.top.Anchor != "" {
-			return atLine(s.top, "the anchor &%s on %s; %s", s.top.Anchor, where, fix)
 		}
 	}
 	if ps := valueAt(s.pullSecretsOf, "imagePullSecrets"); pullSecret && ps != nil && s.pullSecretsOf != s.pod {
