@@ -231,6 +231,9 @@ func Remove(file string, data []byte) (*Result, error) {
 				}
 				t := newText(chunk)
 				removed, err := removeRecorded(t, root, kind, helm)
+				if err == nil && removed {
+					err = checkLineBreaks(chunk)
+				}
 				if err != nil {
 					return nil, docError(file, i+1, offsets[i], kind, name, err)
 				}
@@ -334,6 +337,9 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 	tgt := Target{Document: index, Kind: kind, Name: scalarAt(root, "metadata", "name")}
 	if kind == "" {
 		tgt.Kind = "Helm values"
+	}
+	if err := checkLineBreaks(chunk); err != nil {
+		return nil, tgt, err
 	}
 	if err := checkDuplicateKeys(root); err != nil {
 		return nil, tgt, err
@@ -579,6 +585,14 @@ func (c *config) addSidecar(t *text, st style, s *site, image string) error {
 		return err
 	}
 	adds[sidecarAt].it = c.sidecar(image, volume, subPath, s, recJSON)
+	// Additions after the same line go innermost first: the block that
+	// closes last in the text is the outermost.
+	slices.SortStableFunc(adds, func(a, b *addition) int {
+		if c := b.column() - a.column(); c != 0 {
+			return c
+		}
+		return boolOrder(a.entry.How != addAppended) - boolOrder(b.entry.How != addAppended)
+	})
 	for _, a := range adds {
 		a.apply(t, st)
 	}

@@ -113,6 +113,22 @@ func planItem(t *text, m *yaml.Node, key, name string, it item, where string) (*
 	return a, nil
 }
 
+// column is where the addition's lines start: the keys of the mapping it
+// adds a key to, or the dashes of the list it appends to.
+func (a *addition) column() int {
+	if a.entry.How == addAppended {
+		return a.v.Column
+	}
+	return a.m.Column
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // apply makes the addition in t.
 func (a *addition) apply(t *text, st style) {
 	switch a.entry.How {
@@ -121,7 +137,7 @@ func (a *addition) apply(t *text, st style) {
 		t.insertAfter(t.nodeEnd(a.m), st.emitPair(a.m.Column-1, kv{a.key, listOf(a.it)}, "")...)
 	case addAppended:
 		ist := st
-		if a.v.Content[0].Column > a.v.Column {
+		if first := a.v.Content[0]; first.Kind == yaml.MappingNode && first.Column > a.v.Column+1 {
 			ist.step = a.v.Content[0].Column - a.v.Column
 		}
 		t.insertAfter(t.nodeEnd(a.v), ist.emitItem(a.v.Column-1, a.it, "")...)
@@ -377,4 +393,20 @@ func contains(n, target *yaml.Node) bool {
 		}
 	}
 	return false
+}
+
+// checkLineBreaks refuses a document with a line break other than "\n"
+// and "\r\n" (a lone "\r", NEL, U+2028, U+2029): YAML counts lines at
+// them, inject's line edits would not.
+func checkLineBreaks(chunk []byte) error {
+	line := 1
+	for i, r := range string(chunk) {
+		switch {
+		case r == '\n':
+			line++
+		case r == '\r' && (i+1 == len(chunk) || chunk[i+1] != '\n'), r == 0x85, r == 0x2028, r == 0x2029:
+			return &lineError{line: line, err: fmt.Errorf("a line break %U that is not \\n or \\r\\n: inject edits lines ending in \\n or \\r\\n; write it as an escape in a double-quoted string (\"\\r\", \"\\u2028\")", r)}
+		}
+	}
+	return nil
 }

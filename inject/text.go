@@ -102,6 +102,12 @@ func indentOf(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
 // too (the items of a sequence whose dashes sit at indent). Comment lines at
 // or left of indent, and blank lines, belong only between content lines.
 func (t *text) lastLine(start, indent int, dashes bool) int {
+	return t.blockEnd(start, indent, dashes, true)
+}
+
+// blockEnd is lastLine; without comments, a comment line belongs to the
+// block only when a content line of the block follows it.
+func (t *text) blockEnd(start, indent int, dashes, comments bool) int {
 	last := start
 	for i := start + 1; i < len(t.lines); i++ {
 		l := t.lines[i]
@@ -114,7 +120,7 @@ func (t *text) lastLine(start, indent int, dashes bool) int {
 			break // the document ends
 		}
 		if strings.HasPrefix(s, "#") {
-			if in > indent {
+			if in > indent && comments {
 				last = i
 			}
 			continue
@@ -146,21 +152,23 @@ func (t *text) nodeEnd(n *yaml.Node) int {
 	return n.Line - 1
 }
 
-// pairRange is the lines of the key k (at its column) and its value.
+// pairRange is the lines of the key k (at its column) and its value,
+// without the comment lines after it.
 func (t *text) pairRange(k, v *yaml.Node) (int, int) {
 	start := k.Line - 1
 	in := k.Column - 1
 	dashes := v.Kind == yaml.SequenceNode && v.Column == k.Column && v.Style&yaml.FlowStyle == 0
-	return start, t.lastLine(start, in, dashes)
+	return start, t.blockEnd(start, in, dashes, false)
 }
 
-// itemRange is the lines of the sequence item n of seq.
+// itemRange is the lines of the sequence item n of seq, without the
+// comment lines after it.
 func (t *text) itemRange(seq, n *yaml.Node) (int, int) {
 	start := n.Line - 1
 	for start > seq.Line-1 && !strings.HasPrefix(strings.TrimSpace(t.lines[start]), "-") {
 		start--
 	}
-	return start, t.lastLine(start, seq.Column-1, false)
+	return start, t.blockEnd(start, seq.Column-1, false, false)
 }
 
 func (t *text) deleteLines(from, to int) {
