@@ -239,6 +239,9 @@ func Remove(file string, data []byte) (*Result, error) {
 				}
 				if removed {
 					s = string(t.render())
+					if _, err := parseDoc([]byte(s)); err != nil {
+						return nil, docError(file, i+1, offsets[i], kind, name, fmt.Errorf("after taking out what the %s record lists, the document does not parse (was it edited by hand?): %w", RecordEnv, err))
+					}
 					res.Targets = append(res.Targets, Target{Document: i + 1, Kind: kind, Name: name})
 				}
 			}

@@ -244,6 +244,12 @@ func removeRecorded(t *text, root *yaml.Node, kind string, helm bool) (bool, err
 		if it == nil {
 			return false, atLine(recNode, "%s: the %s record lists %s %q as added by inject, and %s has no such item as inject writes it: put it back, or take the sidecar out by hand", rs.desc, RecordEnv, e.List, e.Name, e.List)
 		}
+		if e.How == addReplaced {
+			want := strings.Repeat(" ", k.Column-1) + e.List + ":"
+			if !strings.HasPrefix(e.Line, want) || strings.ContainsAny(e.Line, "\r\n") {
+				return false, atLine(recNode, "%s: the %s record's line for %s is %q, not the key %q on a line of its own", rs.desc, RecordEnv, e.List, e.Line, want)
+			}
+		}
 		if e.How != addAppended && len(v.Content) == 1 {
 			from, to := t.pairRange(k, v)
 			t.deleteLines(from, to)
