@@ -295,3 +295,54 @@ func TestResolveDigestImageNotFound(t *testing.T) {
 		t.Errorf("WithKeepUnresolved: warnings %q\n%s", res.Warnings, res.Output)
 	}
 }
+
+// TestAnchorsOutsideTheHeadKept: anchors and aliases among the worker
+// groups are not where inject edits: the sidecar goes to the head only,
+// and Remove gives the bytes back.
+func TestAnchorsOutsideTheHeadKept(t *testing.T) {
+	in := clusterWith(`    template:
+      spec:
+        containers:
+        - name: ray
+          image: rayproject/ray:2.46.0
+`, `  - groupName: a
+    rayStartParams: {}
+    template: &w
+      spec:
+        containers:
+        - name: ray
+          image: rayproject/ray:2.46.0
+  - groupName: b
+    rayStartParams: {}
+    template: *w
+`)
+	res, err := Apply(context.Background(), "f.yaml", []byte(in), WithImage("example.com/cs:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Spec struct {
+			HeadGroupSpec struct {
+				Template struct{ Spec struct{ Containers []struct{ Name string } } }
+			} `yaml:"headGroupSpec"`
+			WorkerGroupSpecs []struct {
+				Template struct{ Spec struct{ Containers []struct{ Name string } } }
+			} `yaml:"workerGroupSpecs"`
+		}
+	}
+	if err := yaml.Unmarshal(res.Output, &out); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(out.Spec.HeadGroupSpec.Template.Spec.Containers); n != 2 {
+		t.Errorf("head: %d containers, want 2", n)
+	}
+	for i, w := range out.Spec.WorkerGroupSpecs {
+		if n := len(w.Template.Spec.Containers); n != 1 {
+			t.Errorf("worker group %d: %d containers, want 1", i, n)
+		}
+	}
+	removed, err := Remove("f.yaml", res.Output)
+	if err != nil || string(removed.Output) != in {
+		t.Errorf("Remove: %v\n%s", err, cmp.Diff(in, string(removed.Output)))
+	}
+}
