@@ -323,10 +323,14 @@ func TestAnchorsOutsideTheHeadKept(t *testing.T) {
 	var out struct {
 		Spec struct {
 			HeadGroupSpec struct {
-				Template struct{ Spec struct{ Containers []struct{ Name string } } }
+				Template struct {
+					Spec struct{ Containers []struct{ Name string } }
+				}
 			} `yaml:"headGroupSpec"`
 			WorkerGroupSpecs []struct {
-				Template struct{ Spec struct{ Containers []struct{ Name string } } }
+				Template struct {
+					Spec struct{ Containers []struct{ Name string } }
+				}
 			} `yaml:"workerGroupSpecs"`
 		}
 	}

@@ -319,7 +319,6 @@ type site struct {
 	pod           *yaml.Node // mapping holding volumes (head, for Helm values)
 	containerList *yaml.Node // mapping holding the list the sidecar is added to
 	containerKey  string     // containers, or sidecarContainers
-	firstSidecar  int        // index of the first item of that list that may be inject's sidecar
 	mountsOf      *yaml.Node // mapping holding the Ray container's volumeMounts
 	pullSecretsOf *yaml.Node // mapping holding imagePullSecrets
 	rayEnv        *yaml.Node // the Ray container's env list
@@ -673,7 +672,7 @@ func raySite(root *yaml.Node, kind string) (*site, error) {
 	if containers.Style&yaml.FlowStyle != 0 {
 		return nil, atLine(containers, "%s.containers is a flow sequence ([...]); write it as a block sequence (one \"- \" item per line) so inject can add to it", desc)
 	}
-	s := &site{desc: desc, top: valueAt(root, tpl...), pod: pod, containerList: pod, containerKey: "containers", firstSidecar: 1, pullSecretsOf: pod,
+	s := &site{desc: desc, top: valueAt(root, tpl...), pod: pod, containerList: pod, containerKey: "containers", pullSecretsOf: pod,
 		rayVersion: scalarAt(cluster, "rayVersion"), startParams: valueAt(cluster, "headGroupSpec", "rayStartParams")}
 	for i, ct := range containers.Content {
 		if ct.Kind != yaml.MappingNode {

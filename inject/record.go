@@ -153,7 +153,6 @@ type recordedSite struct {
 	holders map[string]*yaml.Node // list key -> the mapping holding it
 	list    *yaml.Node            // the container list the sidecar is in
 	first   int                   // the first index of list that may be the sidecar
-	ray     *yaml.Node            // the Ray container (nil for Helm values)
 }
 
 // findRecordedSite locates the head pod without judging it; nil when the
@@ -177,7 +176,7 @@ func findRecordedSite(root *yaml.Node, kind string, helm bool) *recordedSite {
 		return nil
 	}
 	ray := list.Content[0]
-	return &recordedSite{desc: strings.Join(path, "."), list: list, first: 1, ray: ray, holders: map[string]*yaml.Node{
+	return &recordedSite{desc: strings.Join(path, "."), list: list, first: 1, holders: map[string]*yaml.Node{
 		"containers": pod, "volumeMounts": ray, "volumes": pod, "imagePullSecrets": pod}}
 }
 
