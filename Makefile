@@ -40,11 +40,12 @@ race: ## The packages that run concurrent code, under the race detector
 
 # FUZZTIME is how long each fuzz target runs in make fuzz (and make test).
 FUZZTIME ?= 10s
-# The decoders of untrusted files, one package at a time (go test -fuzz
-# accepts a single package).
-FUZZ_TARGETS := ./matrix:FuzzParse ./catalog:FuzzParse ./vscode/engine:FuzzAccepts
+# The decoders of untrusted input, one package at a time (go test -fuzz
+# accepts a single package): matrix.yaml, catalog.json, engines.vscode, PEP
+# 440 specifiers, and inject (its output parses; --remove gives the input back).
+FUZZ_TARGETS := ./matrix:FuzzParse ./catalog:FuzzParse ./vscode/engine:FuzzAccepts ./internal/pep440:FuzzSpecifier ./inject:FuzzInject
 
-fuzz: ## Run each fuzz target (matrix.yaml, catalog.json and engines.vscode decoders) for $(FUZZTIME)
+fuzz: ## Run each fuzz target (matrix.yaml, catalog.json, engines.vscode and PEP 440 decoders, inject) for $(FUZZTIME)
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \

@@ -405,3 +405,89 @@ func TestHelmValues(t *testing.T) {
 		t.Errorf("Remove(bare):\n%s", removed.Output)
 	}
 }
+
+// TestKubeRaySamples: KubeRay's own samples come back byte for byte from
+// Remove when nothing is injected, and from Remove after Apply; every
+// document that is not a Ray kind, and every part of a Ray document outside
+// the head pod, is untouched; injecting twice changes nothing.
+func TestKubeRaySamples(t *testing.T) {
+	ctx := context.Background()
+	refused := map[string]string{
+		"ray-cluster.verl.yaml":                `containers[0] (name "ray-head", image "hiyouga/verl:ngc-th2.6.0-cu126-vllm0.8.4-flashinfer0.2.2-cxx11abi0") is not a Ray container`,
+		"ray-job.use-existing-raycluster.yaml": "runs on an existing cluster",
+	}
+	files, err := filepath.Glob("testdata/kuberay-samples/v1.5.0/*.yaml")
+	if err != nil || len(files) < 15 {
+		t.Fatalf("%d samples (%v)", len(files), err)
+	}
+	const image = "example.com/code-server-ray:1"
+	for _, f := range files {
+		base := filepath.Base(f)
+		t.Run(base, func(t *testing.T) {
+			in := mustRead(t, f)
+			plain, err := Remove(base, in)
+			if err != nil || !bytes.Equal(plain.Output, in) || plain.Changed {
+				t.Fatalf("Remove of the sample as it is: %v\n%s", err, cmp.Diff(string(in), string(plain.Output)))
+			}
+			res, err := Apply(ctx, base, in, WithImage(image))
+			if want, ok := refused[base]; ok {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("Apply: error %v, want one containing %q", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			inDocs, outDocs := splitDocuments(in), splitDocuments(res.Output)
+			if len(inDocs) != len(outDocs) {
+				t.Fatalf("%d documents out of %d", len(outDocs), len(inDocs))
+			}
+			rays := 0
+			for i := range inDocs {
+				root, err := parseDoc(outDocs[i])
+				if err != nil {
+					t.Fatalf("output document %d does not parse: %v", i+1, err)
+				}
+				if _, ok := rayDoc(root); !ok {
+					if !bytes.Equal(inDocs[i], outDocs[i]) {
+						t.Errorf("document %d (not a Ray kind) changed:\n%s", i+1, cmp.Diff(string(inDocs[i]), string(outDocs[i])))
+					}
+					continue
+				}
+				rays++
+				before, err := decodeStrict(inDocs[i])
+				if err != nil {
+					t.Fatalf("input document %d: %v", i+1, err)
+				}
+				after, err := decodeStrict(outDocs[i])
+				if err != nil {
+					t.Fatalf("output document %d: %v", i+1, err)
+				}
+				bs, as := clusterSpec(before), clusterSpec(after)
+				bp, ap := bs.HeadGroupSpec.Template.Spec, as.HeadGroupSpec.Template.Spec
+				if len(ap.Containers) != len(bp.Containers)+1 || ap.Containers[len(ap.Containers)-1].Image != image {
+					t.Errorf("document %d: head containers %d (was %d), want the sidecar last with image %s", i+1, len(ap.Containers), len(bp.Containers), image)
+				}
+				as.HeadGroupSpec.Template.Spec = bp
+				if d := cmp.Diff(before, after); d != "" {
+					t.Errorf("document %d: changed outside the head pod (-before +after):\n%s", i+1, d)
+				}
+			}
+			if rays == 0 {
+				t.Fatal("no Ray document")
+			}
+			again, err := Apply(ctx, base, res.Output, WithImage(image))
+			if err != nil || again.Changed {
+				t.Errorf("injecting again: changed=%v err=%v", again != nil && again.Changed, err)
+			}
+			removed, err := Remove(base, res.Output)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(string(in), string(removed.Output)); d != "" {
+				t.Errorf("Remove did not give the sample back (-sample +removed):\n%s", d)
+			}
+		})
+	}
+}

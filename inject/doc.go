@@ -28,14 +28,24 @@
 // makes it as a document of its own (for --secret-file), keeping the
 // password of an existing one.
 //
-// It edits text, not structs: every document is parsed with the yaml.v3 node
-// API only to find positions, and the additions are spliced into the
-// original bytes, each added item or key carrying the line comment
-// "# added by imagectl inject". So comments, key order, quoting, unknown
-// fields and every document that is not a Ray kind are kept byte for byte;
-// injecting an injected manifest gives the same bytes (the marked additions
-// are replaced by the same additions); and Remove deletes exactly the marked
-// lines, which gives back the original bytes.
+// It edits text located structurally: every document is parsed with the
+// yaml.v3 node API to find the exact nodes (line and column) it edits, and
+// the additions are spliced into the original bytes. So comments, key
+// order, quoting, unknown fields and every document that is not a Ray kind
+// are kept byte for byte. The sidecar's RecordEnv variable records, as
+// JSON, each item added and how (appended to a list, the list's key
+// created, an empty "key: []" line rewritten); Remove takes out exactly
+// what the record lists, in the head pod only, which gives back the
+// original bytes, and Apply on an injected manifest does the same before
+// adding anew, so applying twice changes nothing.
+//
+// What it cannot edit safely is an error naming the line: an anchor on
+// the head pod template, in it or above it (an alias elsewhere would carry
+// the sidecar into worker pods), an alias or merge key in it, a duplicate
+// mapping key, a containers[0] that is no Ray container, a hostPath
+// /tmp/ray (unless WithAllowHostPath), a line break other than \n or
+// \r\n. Every value it writes is a one-line YAML scalar, and the result is
+// parsed again.
 //
 // Problems that make the debugger silently useless are reported as
 // warnings: RAY_DEBUG=legacy or 0 on a Ray container (or in a RayJob's

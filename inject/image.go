@@ -2,7 +2,9 @@ package inject
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/imagectl/imagectl/internal/pep440"
 	"github.com/imagectl/imagectl/matrix"
@@ -199,9 +202,34 @@ func (r RegistryResolver) Resolve(ctx context.Context, ref string) (string, erro
 		// Some registries answer HEAD badly; GET is what pulls do.
 		got, gerr := remote.Get(parsed, opts...)
 		if gerr != nil {
+			if notFound(gerr) {
+				return "", fmt.Errorf("resolving %s to a digest: %w: %w", ref, ErrImageNotFound, gerr)
+			}
 			return "", fmt.Errorf("resolving %s to a digest: %w", ref, gerr)
 		}
 		return ref + "@" + got.Digest.String(), nil
 	}
 	return ref + "@" + desc.Digest.String(), nil
+}
+
+// ErrImageNotFound is wrapped by a Resolver's error when the registry says
+// the image does not exist.
+var ErrImageNotFound = errors.New("the registry has no such image")
+
+// notFound reports whether the registry answered that the repository or
+// the manifest does not exist (404, NAME_UNKNOWN, MANIFEST_UNKNOWN).
+func notFound(err error) bool {
+	var te *transport.Error
+	if !errors.As(err, &te) {
+		return false
+	}
+	if te.StatusCode == http.StatusNotFound {
+		return true
+	}
+	for _, d := range te.Errors {
+		if d.Code == transport.NameUnknownErrorCode || d.Code == transport.ManifestUnknownErrorCode {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"gopkg.in/yaml.v3"
 
 	"github.com/imagectl/imagectl/imagespec"
@@ -21,12 +22,9 @@ type Result struct {
 	// Namespaces are the metadata.namespace values of the changed Ray
 	// documents, each once, in order ("" when a document sets none).
 	Namespaces []string
-	// Removed are inject's own whole documents Remove (or Apply, which
-	// writes none into the stream) took out: "document N".
-	Removed  []string
-	Warnings []string // things that will keep the debugger from working
-	Notes    []string // what inject chose and why (the default image)
-	Changed  bool     // Output differs from the input
+	Warnings   []string // things that will keep the debugger from working
+	Notes      []string // what inject chose and why (the default image)
+	Changed    bool     // Output differs from the input
 }
 
 // Target is one document inject changed.
@@ -47,6 +45,7 @@ func (t Target) String() string {
 // Error is a problem with one document of the input.
 type Error struct {
 	File     string
+	Line     int // 1-based line of the input the problem is on; 0: none
 	Document int // 1-based; 0: the stream as a whole
 	Kind     string
 	Name     string
@@ -57,6 +56,9 @@ func (e *Error) Error() string {
 	where := e.File
 	if where == "" {
 		where = "-"
+	}
+	if e.Line > 0 {
+		where += ":" + strconv.Itoa(e.Line)
 	}
 	if e.Document > 0 {
 		where += fmt.Sprintf(": document %d", e.Document)
@@ -69,11 +71,54 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// lineError is a problem on a line of one document (1-based, counted in
+// the document); Apply and Remove turn it into an Error with the line of
+// the input.
+type lineError struct {
+	line int
+	err  error
+}
+
+func (e *lineError) Error() string { return e.err.Error() }
+func (e *lineError) Unwrap() error { return e.err }
+
+func atLine(n *yaml.Node, format string, a ...any) error {
+	return &lineError{line: n.Line, err: fmt.Errorf(format, a...)}
+}
+
+// docError makes err, about document index (1-based) whose first line is
+// line offset+1 of the input, an Error naming the file and the line.
+func docError(file string, index, offset int, kind, name string, err error) error {
+	e := &Error{File: file, Document: index, Kind: kind, Name: name, Err: err}
+	var le *lineError
+	if errors.As(err, &le) && le.line > 0 {
+		e.Line = offset + le.line
+	}
+	return e
+}
+
 // ErrNoRayKind is returned (wrapped) when the input holds no ray.io/v1
 // RayJob, RayCluster or RayService.
 var ErrNoRayKind = errors.New("no ray.io/v1 RayJob, RayCluster or RayService")
 
 var rayKinds = map[string]bool{"RayJob": true, "RayCluster": true, "RayService": true}
+
+// lineOffsets is, for each chunk, the number of lines of data before it.
+func lineOffsets(chunks [][]byte) []int {
+	offs := make([]int, len(chunks))
+	n := 0
+	for i, c := range chunks {
+		offs[i] = n
+		n += strings.Count(string(c), "\n")
+	}
+	return offs
+}
+
+// rayDoc reports whether root is a Ray kind inject edits, and its kind.
+func rayDoc(root *yaml.Node) (kind string, ok bool) {
+	apiVersion, kind := scalarAt(root, "apiVersion"), scalarAt(root, "kind")
+	return kind, rayKinds[kind] && strings.HasPrefix(apiVersion, "ray.io/")
+}
 
 // Apply adds the sidecar to the head group of every Ray document of data
 // (named file in errors), or to a ray-cluster Helm values file with
@@ -85,8 +130,8 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 		return nil, err
 	}
 	res := &Result{}
-	chunks, removed := dropOwnDocuments(splitDocuments(data))
-	res.Removed = removed
+	chunks := splitDocuments(data)
+	offsets := lineOffsets(chunks)
 	out := make([][]byte, len(chunks))
 	seenNS := map[string]bool{}
 	resolved := map[string]string{}
@@ -95,7 +140,7 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 	found := false
 	for i, chunk := range chunks {
 		docErr := func(kind, name string, err error) error {
-			return &Error{File: file, Document: i + 1, Kind: kind, Name: name, Err: err}
+			return docError(file, i+1, offsets[i], kind, name, err)
 		}
 		root, err := parseDoc(chunk)
 		if err != nil {
@@ -119,13 +164,13 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 			res.Namespaces = []string{""}
 			continue
 		}
-		apiVersion, kind := scalarAt(root, "apiVersion"), scalarAt(root, "kind")
+		kind, ok := rayDoc(root)
 		meta := valueAt(root, "metadata")
 		name, ns := scalarAt(meta, "name"), scalarAt(meta, "namespace")
-		if !rayKinds[kind] || !strings.HasPrefix(apiVersion, "ray.io/") {
+		if !ok {
 			continue
 		}
-		if apiVersion != "ray.io/v1" {
+		if apiVersion := scalarAt(root, "apiVersion"); apiVersion != "ray.io/v1" {
 			return nil, docErr(kind, name, fmt.Errorf("apiVersion %s: expected ray.io/v1 (KubeRay >= 1.0)", apiVersion))
 		}
 		found = true
@@ -152,29 +197,6 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 	return res, nil
 }
 
-// dropOwnDocuments takes out the whole documents inject marked as its own
-// (their first line is Marker) and the separator line it wrote before the
-// first document after them, and names the documents it took out.
-func dropOwnDocuments(chunks [][]byte) ([][]byte, []string) {
-	var kept [][]byte
-	var removed []string
-	for i, chunk := range chunks {
-		s := string(chunk)
-		if first, rest, _ := strings.Cut(s, "\n"); strings.TrimRight(first, "\r") == separatorLine {
-			s = rest
-		}
-		if l, _, _ := strings.Cut(s, "\n"); strings.TrimRight(l, "\r") == Marker {
-			removed = append(removed, fmt.Sprintf("document %d", i+1))
-			continue
-		}
-		kept = append(kept, []byte(s))
-	}
-	if len(kept) == 0 {
-		kept = [][]byte{nil}
-	}
-	return kept, removed
-}
-
 // joinOutput concatenates the documents.
 func joinOutput(out [][]byte) []byte {
 	var b strings.Builder
@@ -184,26 +206,44 @@ func joinOutput(out [][]byte) []byte {
 	return []byte(b.String())
 }
 
-// Remove takes out everything inject added: the marked items and keys of
-// every document, the Secret documents it created, and the separator it
-// wrote. What is left is the input as it was before Apply.
+// Remove takes out everything inject added to the head pod of every Ray
+// document (or of a Helm values file, a document with head: and no kind):
+// what the sidecar's record (RecordEnv) lists, nothing else. What is left
+// is the input as it was before Apply.
 func Remove(file string, data []byte) (*Result, error) {
 	res := &Result{}
-	chunks, removed := dropOwnDocuments(splitDocuments(data))
-	res.Removed = removed
+	chunks := splitDocuments(data)
+	offsets := lineOffsets(chunks)
 	var b strings.Builder
 	for i, chunk := range chunks {
 		s := string(chunk)
 		root, err := parseDoc(chunk)
 		if err != nil {
-			return nil, &Error{File: file, Document: i + 1, Err: err}
+			return nil, docError(file, i+1, offsets[i], "", "", err)
 		}
 		if root != nil {
-			t := newText(chunk)
-			if t.removeMarked(root) {
-				s = string(t.render())
-				meta := valueAt(root, "metadata")
-				res.Targets = append(res.Targets, Target{Document: i + 1, Kind: scalarAt(root, "kind"), Name: scalarAt(meta, "name")})
+			kind, ok := rayDoc(root)
+			helm := !ok && scalarAt(root, "kind") == "" && valueAt(root, "head") != nil
+			name := scalarAt(root, "metadata", "name")
+			if ok || helm {
+				if helm {
+					kind = "Helm values"
+				}
+				t := newText(chunk)
+				removed, err := removeRecorded(t, root, kind, helm)
+				if err == nil && removed {
+					err = checkLineBreaks(chunk)
+				}
+				if err != nil {
+					return nil, docError(file, i+1, offsets[i], kind, name, err)
+				}
+				if removed {
+					s = string(t.render())
+					if _, err := parseDoc([]byte(s)); err != nil {
+						return nil, docError(file, i+1, offsets[i], kind, name, fmt.Errorf("after taking out what the %s record lists, the document does not parse (was it edited by hand?): %w", RecordEnv, err))
+					}
+					res.Targets = append(res.Targets, Target{Document: i + 1, Kind: kind, Name: name})
+				}
 			}
 		}
 		b.WriteString(s)
@@ -275,7 +315,8 @@ func scalarAt(m *yaml.Node, path ...string) string {
 // site is where the additions go in one document.
 type site struct {
 	desc          string     // where, for messages: spec.rayClusterSpec.headGroupSpec.template.spec
-	pod           *yaml.Node // mapping holding volumes and imagePullSecrets (head, for Helm values)
+	top           *yaml.Node // the head pod template (Helm values: head), nothing above it is edited
+	pod           *yaml.Node // mapping holding volumes (head, for Helm values)
 	containerList *yaml.Node // mapping holding the list the sidecar is added to
 	containerKey  string     // containers, or sidecarContainers
 	mountsOf      *yaml.Node // mapping holding the Ray container's volumeMounts
@@ -295,20 +336,28 @@ type site struct {
 func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind string, resolved map[string]string, res *Result) ([]byte, Target, error) {
 	t := newText(chunk)
 	root, _ := parseDoc(chunk)
-	if t.removeMarked(root) {
-		chunk = t.render()
-		var err error
-		if root, err = parseDoc(chunk); err != nil {
-			return nil, Target{}, fmt.Errorf("after taking out the earlier sidecar: %w", err)
-		}
-		t = newText(chunk)
-	}
 	tgt := Target{Document: index, Kind: kind, Name: scalarAt(root, "metadata", "name")}
 	if kind == "" {
 		tgt.Kind = "Helm values"
 	}
+	if err := checkLineBreaks(chunk); err != nil {
+		return nil, tgt, err
+	}
+	if err := checkDuplicateKeys(root); err != nil {
+		return nil, tgt, err
+	}
+	removed, err := removeRecorded(t, root, kind, c.helmValues)
+	if err != nil {
+		return nil, tgt, err
+	}
+	if removed {
+		chunk = t.render()
+		if root, err = parseDoc(chunk); err != nil {
+			return nil, tgt, fmt.Errorf("after taking out the earlier sidecar: %w", err)
+		}
+		t = newText(chunk)
+	}
 	var s *site
-	var err error
 	if c.helmValues {
 		s, err = helmSite(root)
 	} else {
@@ -317,8 +366,21 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 	if err != nil {
 		return nil, tgt, err
 	}
+	if err := checkNoAnchors(root, s, c.pullSecret != ""); err != nil {
+		return nil, tgt, err
+	}
+	if !c.helmValues {
+		if err := checkRayContainer(s); err != nil {
+			return nil, tgt, err
+		}
+	}
 	warn := func(format string, a ...any) {
 		res.Warnings = append(res.Warnings, tgt.String()+": "+fmt.Sprintf(format, a...))
+	}
+	if c.dashboard == "" {
+		if err := checkDashboardPort(s); err != nil {
+			return nil, tgt, err
+		}
 	}
 	c.checkDebugger(root, kind, s, warn)
 	c.checkHardened(scalarAt(root, "metadata", "namespace"), s, warn)
@@ -335,7 +397,13 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 	if err := c.addSidecar(t, detectStyle(root), s, image); err != nil {
 		return nil, tgt, err
 	}
-	return t.render(), tgt, nil
+	out := t.render()
+	// What inject writes is always valid YAML: a value that would not
+	// survive the trip is a bug here, never a broken manifest.
+	if _, err := parseDoc(out); err != nil {
+		return nil, tgt, fmt.Errorf("the injected document does not parse (a bug in imagectl inject): %w", err)
+	}
+	return out, tgt, nil
 }
 
 // sidecarImage is the sidecar's image: --image, else the published image
@@ -368,6 +436,12 @@ func (c *config) sidecarImage(ctx context.Context, s *site, resolved map[string]
 		if r, ok := resolved[image]; ok {
 			image = r
 		} else if r, err := c.resolver.Resolve(ctx, image); err != nil {
+			if ctx.Err() != nil {
+				return "", fmt.Errorf("resolving %s to a digest: %w", image, ctx.Err())
+			}
+			if errors.Is(err, ErrImageNotFound) && !c.keepUnresolved {
+				return "", fmt.Errorf("the sidecar image %s: %w; pass another image (--image), or keep the tag anyway (--keep-unresolved)", image, err)
+			}
 			warn("keeping %s by tag: %v", image, err)
 			resolved[image] = image
 		} else {
@@ -426,7 +500,7 @@ type tagList struct {
 func (c *config) checkConflicts(s *site) error {
 	for _, ct := range s.containers {
 		if scalarAt(ct, "name") == c.name {
-			return fmt.Errorf("%s already has a container named %q that imagectl inject did not add (its first line lacks %q): rename it, or pick another name for the sidecar (--name)", s.desc, c.name, Marker)
+			return fmt.Errorf("%s already has a container named %q that imagectl inject did not add (it has no %s record): rename it, or pick another name for the sidecar (--name)", s.desc, c.name, RecordEnv)
 		}
 	}
 	for _, p := range s.ports {
@@ -442,43 +516,56 @@ func (c *config) checkConflicts(s *site) error {
 
 // addSidecar appends, in t, the Ray container's /tmp/ray mount (unless it
 // has one), the sidecar, the /tmp/ray volume (unless the pod has it) and
-// the image pull secret (unless listed).
+// the image pull secret (unless listed). The sidecar carries the record of
+// all of them (RecordEnv), which is what Remove takes out.
 func (c *config) addSidecar(t *text, st style, s *site, image string) error {
 	// The /tmp/ray volume: reuse the Ray container's mount, or add one.
 	volume, subPath := rayTmpMount(s)
 	volumes := valueAt(s.pod, "volumes")
-	hasVolume := func(name string) (bool, bool) {
+	findVolume := func(name string) *yaml.Node {
 		if volumes == nil || volumes.Kind != yaml.SequenceNode {
-			return false, false
+			return nil
 		}
 		for _, v := range volumes.Content {
 			if scalarAt(v, "name") == name {
-				_, ed := lookup(v, "emptyDir")
-				return true, ed != nil
+				return v
 			}
 		}
-		return false, false
+		return nil
 	}
-	addVolume := false
-	if volume == "" {
-		volume = DefaultVolume
-		if exists, emptyDir := hasVolume(volume); exists && !emptyDir {
-			volume = "imagectl-ray-tmp"
-		}
-		if err := appendItem(t, st, s.mountsOf, "volumeMounts", mapOf(pair("name", volume), pair("mountPath", RayTmp)), s.desc+" (Ray container)"); err != nil {
+	var adds []*addition
+	var rec record
+	plan := func(m *yaml.Node, key, name string, it item, where string) error {
+		a, err := planItem(t, m, key, name, it, where)
+		if err != nil {
 			return err
 		}
+		adds = append(adds, a)
+		rec.Added = append(rec.Added, a.entry)
+		return nil
 	}
-	if exists, _ := hasVolume(volume); !exists {
-		addVolume = true
+	if volume == "" {
+		volume = DefaultVolume
+		if v := findVolume(volume); v != nil {
+			if _, ed := lookup(v, "emptyDir"); ed == nil {
+				volume = "imagectl-ray-tmp"
+			}
+		}
+		if err := plan(s.mountsOf, "volumeMounts", volume, mapOf(pair("name", volume), pair("mountPath", RayTmp)), s.desc+" (Ray container)"); err != nil {
+			return err
+		}
+	} else if v := findVolume(volume); v != nil {
+		if _, hp := lookup(v, "hostPath"); hp != nil && !c.allowHostPath {
+			return atLine(v, "%s.volumes: the Ray container mounts /tmp/ray from the hostPath volume %q (path %q): the web IDE would open the node's own files in a browser editor; mount an emptyDir at /tmp/ray, or pass --allow-hostpath to share that node directory with the sidecar",
+				s.desc, volume, scalarAt(v, "hostPath", "path"))
+		}
 	}
-
-	sidecar := c.sidecar(image, volume, subPath, s)
-	if err := appendItem(t, st, s.containerList, s.containerKey, sidecar, s.desc); err != nil {
+	sidecarAt := len(adds)
+	if err := plan(s.containerList, s.containerKey, c.name, item{}, s.desc); err != nil {
 		return err
 	}
-	if addVolume {
-		if err := appendItem(t, st, s.pod, "volumes", mapOf(pair("name", volume), pair("emptyDir", emptyMap())), s.desc); err != nil {
+	if findVolume(volume) == nil {
+		if err := plan(s.pod, "volumes", volume, mapOf(pair("name", volume), pair("emptyDir", emptyMap())), s.desc); err != nil {
 			return err
 		}
 	}
@@ -490,10 +577,26 @@ func (c *config) addSidecar(t *text, st style, s *site, image string) error {
 			}
 		}
 		if !listed {
-			if err := appendItem(t, st, s.pullSecretsOf, "imagePullSecrets", mapOf(pair("name", c.pullSecret)), s.desc); err != nil {
+			if err := plan(s.pullSecretsOf, "imagePullSecrets", c.pullSecret, mapOf(pair("name", c.pullSecret)), s.desc); err != nil {
 				return err
 			}
 		}
+	}
+	recJSON, err := rec.encode()
+	if err != nil {
+		return err
+	}
+	adds[sidecarAt].it = c.sidecar(image, volume, subPath, s, recJSON)
+	// Additions after the same line go innermost first: the block that
+	// closes last in the text is the outermost.
+	slices.SortStableFunc(adds, func(a, b *addition) int {
+		if c := b.column() - a.column(); c != 0 {
+			return c
+		}
+		return boolOrder(a.entry.How != addAppended) - boolOrder(b.entry.How != addAppended)
+	})
+	for _, a := range adds {
+		a.apply(t, st)
 	}
 	return nil
 }
@@ -531,24 +634,30 @@ func (c *config) checkAutoscalerVolume(root *yaml.Node, kind string, s *site, wa
 	}
 }
 
-// raySite finds the head pod template of a RayJob, RayCluster or RayService.
-func raySite(root *yaml.Node, kind string) (*site, error) {
+// headTemplatePath is the path of the head pod template of a Ray kind.
+func headTemplatePath(kind string) []string {
 	path := []string{"spec"}
 	switch kind {
 	case "RayJob":
-		if valueAt(root, "spec", "rayClusterSpec") == nil && valueAt(root, "spec", "clusterSelector") != nil {
-			return nil, errors.New("no head group: the RayJob runs on an existing cluster (spec.clusterSelector); inject into that RayCluster instead")
-		}
 		path = append(path, "rayClusterSpec")
 	case "RayService":
 		path = append(path, "rayClusterConfig")
 	}
-	cluster := valueAt(root, path...)
-	head := append(append([]string{}, path...), "headGroupSpec", "template", "spec")
+	return append(path, "headGroupSpec", "template")
+}
+
+// raySite finds the head pod template of a RayJob, RayCluster or RayService.
+func raySite(root *yaml.Node, kind string) (*site, error) {
+	if kind == "RayJob" && valueAt(root, "spec", "rayClusterSpec") == nil && valueAt(root, "spec", "clusterSelector") != nil {
+		return nil, errors.New("no head group: the RayJob runs on an existing cluster (spec.clusterSelector); inject into that RayCluster instead")
+	}
+	tpl := headTemplatePath(kind)
+	cluster := valueAt(root, tpl[:len(tpl)-2]...)
+	head := append(append([]string{}, tpl...), "spec")
 	for i := range head {
 		v := valueAt(root, head[:i+1]...)
 		if v != nil && v.Kind == yaml.AliasNode {
-			return nil, fmt.Errorf("%s is an alias (*%s): inject edits the text in place and cannot follow aliases; write it out", strings.Join(head[:i+1], "."), v.Value)
+			return nil, atLine(v, "%s is an alias (*%s): inject edits only the head pod template and does not follow aliases; write it out", strings.Join(head[:i+1], "."), v.Value)
 		}
 		if v == nil || v.Kind != yaml.MappingNode {
 			return nil, fmt.Errorf("no head group: %s is missing or not a mapping", strings.Join(head[:i+1], "."))
@@ -561,13 +670,13 @@ func raySite(root *yaml.Node, kind string) (*site, error) {
 		return nil, fmt.Errorf("no containers: %s.containers is missing or empty (the Ray container must be containers[0])", desc)
 	}
 	if containers.Style&yaml.FlowStyle != 0 {
-		return nil, fmt.Errorf("%s.containers is a flow sequence ([...]) at line %d; write it as a block sequence (one \"- \" item per line) so inject can add to it", desc, containers.Line)
+		return nil, atLine(containers, "%s.containers is a flow sequence ([...]); write it as a block sequence (one \"- \" item per line) so inject can add to it", desc)
 	}
-	s := &site{desc: desc, pod: pod, containerList: pod, containerKey: "containers", pullSecretsOf: pod,
+	s := &site{desc: desc, top: valueAt(root, tpl...), pod: pod, containerList: pod, containerKey: "containers", pullSecretsOf: pod,
 		rayVersion: scalarAt(cluster, "rayVersion"), startParams: valueAt(cluster, "headGroupSpec", "rayStartParams")}
 	for i, ct := range containers.Content {
 		if ct.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("%s.containers[%d] is not a mapping", desc, i)
+			return nil, atLine(ct, "%s.containers[%d] is not a mapping", desc, i)
 		}
 		s.containers = append(s.containers, ct)
 		if ports := valueAt(ct, "ports"); ports != nil {
@@ -580,15 +689,44 @@ func raySite(root *yaml.Node, kind string) (*site, error) {
 	return s, nil
 }
 
+// checkRayContainer refuses a head pod whose containers[0], the container
+// KubeRay runs Ray in, is no Ray image: no "ray" in its image's repository
+// path and no "ray start" in its command or args.
+func checkRayContainer(s *site) error {
+	ct := s.containers[0]
+	image := scalarAt(ct, "image")
+	if ref, err := name.ParseReference(image); err == nil && strings.Contains(strings.ToLower(ref.Context().RepositoryStr()), "ray") {
+		return nil
+	}
+	var words []string
+	for _, key := range []string{"command", "args"} {
+		if l := valueAt(ct, key); l != nil {
+			for _, w := range l.Content {
+				if w.Kind == yaml.ScalarNode {
+					words = append(words, w.Value)
+				}
+			}
+		}
+	}
+	if strings.Contains(strings.Join(strings.Fields(strings.Join(words, " ")), " "), "ray start") {
+		return nil
+	}
+	return atLine(ct, "%s.containers[0] (name %q, image %q) is not a Ray container: no \"ray\" in its image's repository path and no \"ray start\" in its command or args; KubeRay runs Ray in containers[0], so the Ray container must come first",
+		s.desc, scalarAt(ct, "name"), image)
+}
+
 // helmSite finds head: in a values file of the ray-cluster chart; the chart
 // renders head.volumeMounts on the Ray container and head.sidecarContainers
 // after it.
 func helmSite(root *yaml.Node) (*site, error) {
 	head := valueAt(root, "head")
+	if head != nil && head.Kind == yaml.AliasNode {
+		return nil, atLine(head, "head is an alias (*%s): inject edits only head and does not follow aliases; write it out", head.Value)
+	}
 	if head == nil || head.Kind != yaml.MappingNode || head.Style&yaml.FlowStyle != 0 || len(head.Content) == 0 {
 		return nil, errors.New("no head group: the values file has no block mapping head: (add at least head: {rayStartParams: {}} written as a block)")
 	}
-	s := &site{desc: "head", pod: head, containerList: head, containerKey: "sidecarContainers", mountsOf: head, pullSecretsOf: root,
+	s := &site{desc: "head", top: head, pod: head, containerList: head, containerKey: "sidecarContainers", mountsOf: head, pullSecretsOf: root,
 		rayEnv: valueAt(head, "containerEnv"), rayVersion: scalarAt(head, "rayVersion"), startParams: valueAt(head, "rayStartParams")}
 	// The chart renders head.image.repository:head.image.tag when head.image
 	// is set, else image.repository:image.tag.
@@ -613,50 +751,8 @@ func helmSite(root *yaml.Node) (*site, error) {
 	return s, nil
 }
 
-// appendItem appends it to the block sequence under key of the mapping m,
-// adding the key when it is missing and turning an empty "key: []" into a
-// block sequence; every addition carries the marker.
-func appendItem(t *text, st style, m *yaml.Node, key string, it item, where string) error {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return fmt.Errorf("%s: expected a mapping to add %s to", where, key)
-	}
-	if m.Style&yaml.FlowStyle != 0 {
-		return fmt.Errorf("%s is a flow mapping ({...}) at line %d; write it as a block mapping so %s can be added", where, m.Line, key)
-	}
-	k, v := lookup(m, key)
-	switch {
-	case v == nil:
-		// Add "key:" after the mapping's last line, at its keys' column.
-		lines := st.emitPair(m.Column-1, kv{key, listOf(it)}, Marker)
-		t.insertAfter(t.nodeEnd(m), lines...)
-		return nil
-	case v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle == 0:
-		dash := v.Column - 1
-		ist := st
-		if len(v.Content) > 0 && v.Content[0].Column > v.Column {
-			ist.step = v.Content[0].Column - v.Column
-		}
-		t.insertAfter(t.nodeEnd(v), ist.emitItem(dash, it, " "+Marker)...)
-		return nil
-	case (v.Kind == yaml.SequenceNode && len(v.Content) == 0) || (v.Kind == yaml.ScalarNode && v.Tag == "!!null"):
-		// "key: []" or "key:" (null): keep the line in a comment, write a
-		// block sequence.
-		if v.Line != k.Line {
-			return fmt.Errorf("%s.%s at line %d: expected the empty list on the key's line", where, key, k.Line)
-		}
-		l := k.Line - 1
-		pad := t.lines[l][:indentOf(t.lines[l])]
-		t.replaced[l] = pad + replacedPrefix + strings.TrimLeft(t.lines[l], " ") + t.eol +
-			strings.Join(st.emitPair(k.Column-1, kv{key, listOf(it)}, Marker), t.eol)
-		return nil
-	case v.Kind == yaml.SequenceNode:
-		return fmt.Errorf("%s.%s is a flow sequence ([...]) at line %d; write it as a block sequence (one \"- \" item per line) so inject can add to it", where, key, v.Line)
-	}
-	return fmt.Errorf("%s.%s at line %d: expected a list, found %s", where, key, v.Line, kindName(v))
-}
-
 // sidecar is the container inject adds.
-func (c *config) sidecar(image, volume, subPath string, s *site) item {
+func (c *config) sidecar(image, volume, subPath string, s *site, record string) item {
 	uid, gid := "1000", "1000"
 	for i := len(s.securityCtx) - 1; i >= 0; i-- {
 		if v := scalarAt(s.securityCtx[i], "runAsUser"); v != "" {
@@ -689,6 +785,8 @@ func (c *config) sidecar(image, volume, subPath string, s *site) item {
 			mapOf(pair("name", "DEFAULT_WORKSPACE"), pair("value", Workspace)),
 			mapOf(pair("name", "PASSWORD"), pair("valueFrom", mapOf(pair("secretKeyRef",
 				mapOf(pair("name", c.secretName), pair("key", c.secretKey)))))),
+			// What inject added to this pod, for Remove.
+			mapOf(pair("name", RecordEnv), pair("value", record)),
 		)),
 	)
 	resources := mapOf()
@@ -763,4 +861,17 @@ func (c *config) dashboardFor(s *site) string {
 		port = p
 	}
 	return "127.0.0.1:" + port
+}
+
+// checkDashboardPort refuses a rayStartParams dashboard-port that is no
+// port: it would go into the sidecar's postStart command.
+func checkDashboardPort(s *site) error {
+	_, v := lookup(s.startParams, "dashboard-port")
+	if v == nil {
+		return nil
+	}
+	if p, err := strconv.Atoi(v.Value); v.Kind != yaml.ScalarNode || err != nil || p < 1 || p > 65535 {
+		return atLine(v, "%s.rayStartParams.dashboard-port %q: expected a port number (1-65535)", strings.TrimSuffix(strings.TrimSuffix(s.desc, ".template.spec"), ".headGroupSpec")+".headGroupSpec", v.Value)
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/imagectl/imagectl/imagespec"
@@ -74,6 +75,10 @@ type config struct {
 	dashboard  string
 	pullSecret string
 	helmValues bool
+	// allowHostPath lets the sidecar share a hostPath /tmp/ray volume.
+	allowHostPath bool
+	// keepUnresolved keeps an image the registry says does not exist.
+	keepUnresolved bool
 
 	lister TagLister
 
@@ -111,9 +116,20 @@ func WithRepository(repo string) Option { return func(c *config) { c.repository 
 // gets the floating minor tag (ray2.46). Result.Notes says which and why.
 func WithTagLister(l TagLister) Option { return func(c *config) { c.lister = l } }
 
-// WithResolver pins the image to a digest with r. When r fails, the image
-// stays as it is and the failure is a warning.
+// WithResolver pins the image to a digest with r. When r says the image
+// does not exist (an error wrapping ErrImageNotFound), Apply fails unless
+// WithKeepUnresolved; when r fails otherwise, the image stays as it is and
+// the failure is a warning.
 func WithResolver(r Resolver) Option { return func(c *config) { c.resolver = r } }
+
+// WithKeepUnresolved keeps the image by tag, with a warning, when the
+// resolver says it does not exist.
+func WithKeepUnresolved() Option { return func(c *config) { c.keepUnresolved = true } }
+
+// WithAllowHostPath lets the sidecar share the Ray container's /tmp/ray
+// when it is a hostPath volume (the node's directory then opens in the web
+// IDE); without it, that is an error.
+func WithAllowHostPath() Option { return func(c *config) { c.allowHostPath = true } }
 
 // WithName sets the sidecar container's name (default code-server).
 func WithName(name string) Option { return func(c *config) { c.name = name } }
@@ -186,6 +202,14 @@ func (c *config) check() error {
 		return fmt.Errorf("password secret key %q: expected letters, digits, '-', '_' or '.'", c.secretKey)
 	case c.pullSecret != "" && !dnsLabel.MatchString(c.pullSecret):
 		return fmt.Errorf("image pull secret %q: expected a DNS label", c.pullSecret)
+	}
+	if c.image != "" {
+		if _, err := name.ParseReference(c.image, name.WeakValidation); err != nil {
+			return fmt.Errorf("image %q: expected an image reference (registry/repository:tag or @sha256:...): %w", c.image, err)
+		}
+	}
+	if _, err := name.NewRepository(c.repository); err != nil {
+		return fmt.Errorf("repository %q: expected an image repository (registry/path): %w", c.repository, err)
 	}
 	for what, m := range map[string]map[string]string{"requests": c.requests, "limits": c.limits} {
 		for _, k := range slices.Sorted(maps.Keys(m)) {

@@ -4,24 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
-
-// Marker ends the first line of everything inject adds: an item of a
-// sequence, a mapping key, or a whole document. Remove deletes exactly what
-// carries it.
-const Marker = "# added by imagectl inject"
-
-// replacedPrefix starts the comment line that keeps a line inject rewrote
-// (an empty flow sequence "key: []" turned into a block sequence): Remove
-// puts the kept line back.
-const replacedPrefix = "# imagectl inject replaced: "
-
-// separatorLine is the document separator inject writes before the first
-// original document when it adds a document in front of it.
-const separatorLine = "--- " + Marker
 
 var docStart = regexp.MustCompile(`^---(\s.*)?$`)
 
@@ -108,14 +96,18 @@ func (t *text) insertAfter(i int, lines ...string) {
 
 func indentOf(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
 
-func hasMarker(l string) bool { return strings.HasSuffix(strings.TrimRight(l, " \t"), Marker) }
-
 // lastLine is the index of the last line that belongs to the block that
 // starts on line start (0-based) and whose continuation lines are indented
 // more than indent; with dashes, lines at indent starting with "-" belong
 // too (the items of a sequence whose dashes sit at indent). Comment lines at
 // or left of indent, and blank lines, belong only between content lines.
 func (t *text) lastLine(start, indent int, dashes bool) int {
+	return t.blockEnd(start, indent, dashes, true)
+}
+
+// blockEnd is lastLine; without comments, a comment line belongs to the
+// block only when a content line of the block follows it.
+func (t *text) blockEnd(start, indent int, dashes, comments bool) int {
 	last := start
 	for i := start + 1; i < len(t.lines); i++ {
 		l := t.lines[i]
@@ -128,7 +120,7 @@ func (t *text) lastLine(start, indent int, dashes bool) int {
 			break // the document ends
 		}
 		if strings.HasPrefix(s, "#") {
-			if in > indent {
+			if in > indent && comments {
 				last = i
 			}
 			continue
@@ -160,64 +152,23 @@ func (t *text) nodeEnd(n *yaml.Node) int {
 	return n.Line - 1
 }
 
-// pairRange is the lines of the key k (at its column) and its value.
+// pairRange is the lines of the key k (at its column) and its value,
+// without the comment lines after it.
 func (t *text) pairRange(k, v *yaml.Node) (int, int) {
 	start := k.Line - 1
 	in := k.Column - 1
 	dashes := v.Kind == yaml.SequenceNode && v.Column == k.Column && v.Style&yaml.FlowStyle == 0
-	return start, t.lastLine(start, in, dashes)
+	return start, t.blockEnd(start, in, dashes, false)
 }
 
-// itemRange is the lines of the sequence item n of seq.
+// itemRange is the lines of the sequence item n of seq, without the
+// comment lines after it.
 func (t *text) itemRange(seq, n *yaml.Node) (int, int) {
 	start := n.Line - 1
 	for start > seq.Line-1 && !strings.HasPrefix(strings.TrimSpace(t.lines[start]), "-") {
 		start--
 	}
-	return start, t.lastLine(start, seq.Column-1, false)
-}
-
-// removeMarked deletes every sequence item, mapping pair and replaced line
-// marked by inject under n, and reports whether it found any.
-func (t *text) removeMarked(n *yaml.Node) bool {
-	found := false
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			found = t.removeMarked(c) || found
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if n.Style&yaml.FlowStyle == 0 && hasMarker(t.lines[k.Line-1]) {
-				from, to := t.pairRange(k, v)
-				t.deleteLines(from, to)
-				// A key written in place of "key: []" gets its line back.
-				if p := from - 1; p >= 0 {
-					kept := strings.TrimSpace(t.lines[p])
-					if rest, ok := strings.CutPrefix(kept, replacedPrefix); ok && indentOf(t.lines[p]) == k.Column-1 {
-						t.replaced[p] = t.lines[p][:indentOf(t.lines[p])] + rest
-					}
-				}
-				found = true
-				continue
-			}
-			found = t.removeMarked(v) || found
-		}
-	case yaml.SequenceNode:
-		for _, c := range n.Content {
-			if n.Style&yaml.FlowStyle == 0 {
-				from, to := t.itemRange(n, c)
-				if hasMarker(t.lines[from]) {
-					t.deleteLines(from, to)
-					found = true
-					continue
-				}
-			}
-			found = t.removeMarked(c) || found
-		}
-	}
-	return found
+	return start, t.blockEnd(start, seq.Column-1, false, false)
 }
 
 func (t *text) deleteLines(from, to int) {
@@ -297,13 +248,26 @@ func toItem(v any) item {
 	return scalar(v)
 }
 
-// scalarText renders a scalar as yaml.v3 would (quoted where needed).
+// scalarText renders a scalar as yaml.v3 would (quoted where needed), on
+// one line whatever it holds: a string yaml.v3 would write as a block
+// scalar (a newline in it) is written double-quoted with escapes instead
+// (Go's ASCII quoting is valid YAML double-quoted).
 func scalarText(v any) string {
 	b, err := yaml.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("inject: marshalling %v: %v", v, err))
 	}
-	return strings.TrimSuffix(string(b), "\n")
+	out := strings.TrimSuffix(string(b), "\n")
+	if s, ok := v.(string); ok && (strings.ContainsAny(out, "\n\r") || strings.IndexFunc(s, needsEscape) >= 0) {
+		return strconv.QuoteToASCII(s)
+	}
+	return out
+}
+
+// needsEscape reports a character a plain or single-quoted YAML scalar
+// cannot hold as it is.
+func needsEscape(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x2028 || r == 0x2029 || r == 0xfeff || r == utf8.RuneError
 }
 
 // emitValue renders "key: value" lines for a mapping entry at indent.

@@ -368,7 +368,7 @@ func TestHarnessRunsTheGuide(t *testing.T) {
 		t.Fatalf("the plugin got no RayJob file: %v", err)
 	}
 	for _, s := range []string{
-		"          - name: code-server # added by imagectl inject\n            image: " + pinned + "\n",
+		"          - name: code-server\n            image: " + pinned + "\n",
 		"kind: RayJob\n", "submissionMode: InteractiveMode\n", "RAY_DEBUG_POST_MORTEM: \"1\"\n",
 	} {
 		if !strings.Contains(string(submitted), s) {
@@ -492,7 +492,7 @@ func TestHarnessPrivateRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"image: " + image + "@" + digest + "\n", "imagePullSecrets: # added by imagectl inject\n          - name: " + PullSecretName + "\n"} {
+	for _, s := range []string{"image: " + image + "@" + digest + "\n", "imagePullSecrets:\n          - name: " + PullSecretName + "\n"} {
 		if !strings.Contains(string(manifest), s) {
 			t.Errorf("manifest lacks %q:\n%s", s, manifest)
 		}

@@ -26,7 +26,9 @@ type injectFlags struct {
 	helmValues       bool
 	image, repo      string
 	resolveDigest    bool
+	keepUnresolved   bool
 	noResolve        bool
+	allowHostPath    bool
 	timeout          time.Duration
 	name             string
 	port             int
@@ -48,14 +50,17 @@ func newInjectCommand(g *globals) *cobra.Command {
 code-server sidecar added to the head group of every ray.io/v1 RayJob,
 RayCluster and RayService; every other document passes through byte for byte.
 
-In the head pod template it adds, each first line marked "# added by imagectl
-inject": the sidecar after the Ray container (which stays containers[0]) with
+In the head pod template it adds: the sidecar after the Ray container (which stays containers[0]) with
 a named port, resources, DEFAULT_WORKSPACE, PASSWORD from a Secret (never a
 plain value, no sudo password) and its own securityContext (linuxserver's init
 starts as root whatever the pod's securityContext says); the /tmp/ray volume
 shared by the Ray container, the sidecar and KubeRay's autoscaler (an existing
-/tmp/ray mount is reused, else an emptyDir named ray-logs, KubeRay's own name).
-Comments, key order and unknown fields are kept.
+/tmp/ray mount is reused, else an emptyDir named ray-logs, KubeRay's own name;
+a hostPath one only with --allow-hostpath). The sidecar's IMAGECTL_INJECTED
+variable records what was added. Comments, key order and unknown fields are
+kept. The Ray container must be containers[0] (a Ray image or "ray start");
+anchors, aliases and merge keys in the head pod template, and duplicate keys,
+are refused.
 
 The image defaults to the published image for the Ray version of the manifest
 (the Ray image's X.Y.Z tag, else rayVersion): inject lists the repository's
@@ -63,7 +68,8 @@ tags (credentials from DOCKER_CONFIG or ~/.docker/config.json, bounded by
 --timeout) and takes the build for that patch (ray2.46.0), else the newest
 build for its minor (ray2.46.1); offline, or with --no-resolve, it takes the
 floating minor tag (ray2.46). It says on stderr which it chose and why.
---resolve-digest pins the image to the digest the registry reports.
+--resolve-digest pins the image to the digest the registry reports; an image
+the registry does not have is an error unless --keep-unresolved.
 
 --secret-file FILE writes the password Secret, one document, to FILE (mode
 0600), never to stdout, so the output's first document stays the Ray one
@@ -72,8 +78,8 @@ password unless --rotate-password. Apply it with
 kubectl apply --server-side -f FILE (a client-side apply would copy the
 password into the last-applied-configuration annotation).
 
-Injecting an injected manifest changes nothing; --remove takes everything
-marked out again and gives back the original bytes. --helm-values edits a
+Injecting an injected manifest changes nothing; --remove takes out what the
+record lists, and only that, giving back the original bytes. --helm-values edits a
 values file of KubeRay's ray-cluster chart instead (head.sidecarContainers,
 head.volumes, head.volumeMounts).
 
@@ -102,6 +108,8 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 	fl.StringVar(&f.image, "image", "", "the sidecar image (default: the published image for the manifest's Ray version)")
 	fl.StringVar(&f.repo, "repository", inject.DefaultRepository, "where the default image is taken from")
 	fl.BoolVar(&f.resolveDigest, "resolve-digest", false, "pin the image to the digest the registry reports (docker config credentials)")
+	fl.BoolVar(&f.keepUnresolved, "keep-unresolved", false, "with --resolve-digest: keep the image by tag (a warning) when the registry has no such image")
+	fl.BoolVar(&f.allowHostPath, "allow-hostpath", false, "let the sidecar share a hostPath volume the Ray container mounts at /tmp/ray (the node's directory opens in the web IDE)")
 	fl.BoolVar(&f.noResolve, "no-resolve", false, "do not list the repository's tags: the default image is the floating tag of the manifest's Ray minor (ray2.46)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound on each registry lookup (the tag list, --resolve-digest)")
 	fl.StringVar(&f.name, "name", inject.DefaultName, "the sidecar container's name")
@@ -158,9 +166,6 @@ func (g *globals) runInject(cmd *cobra.Command, f *injectFlags) error {
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(g.stderr, "imagectl: %s: %s\n", file, n)
-	}
-	for _, d := range res.Removed {
-		fmt.Fprintf(g.stderr, "imagectl: %s: took out %s, a document imagectl inject wrote into the stream (the password Secret goes to --secret-file)\n", file, d)
 	}
 	if f.secretFile != "" && !f.remove {
 		if err := g.writeSecret(f, res); err != nil {
@@ -235,6 +240,9 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 	if f.noResolve && f.resolveDigest {
 		return &exitError{2, errors.New("--no-resolve keeps inject off the registry, and --resolve-digest asks it: drop one of them")}
 	}
+	if f.keepUnresolved && !f.resolveDigest {
+		return &exitError{2, errors.New("--keep-unresolved applies to --resolve-digest: add it, or drop --keep-unresolved")}
+	}
 	if f.rotatePassword && f.secretFile == "" {
 		return &exitError{2, errors.New("--rotate-password needs --secret-file FILE (the file the new password is written to)")}
 	}
@@ -252,7 +260,7 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 	}
 	if f.remove {
 		for _, fl := range []string{"image", "repository", "resolve-digest", "no-resolve", "name", "port", "secret-name", "secret-key",
-			"secret-file", "rotate-password", "requests", "limits", "dashboard", "image-pull-secret"} {
+			"secret-file", "rotate-password", "requests", "limits", "dashboard", "image-pull-secret", "keep-unresolved", "allow-hostpath"} {
 			if cmd.Flags().Changed(fl) {
 				return &exitError{2, fmt.Errorf("--remove takes out what inject added; --%s does not apply", fl)}
 			}
@@ -276,6 +284,12 @@ func (f *injectFlags) injectOptions() []inject.Option {
 	}
 	if f.resolveDigest {
 		opts = append(opts, inject.WithResolver(reg))
+	}
+	if f.keepUnresolved {
+		opts = append(opts, inject.WithKeepUnresolved())
+	}
+	if f.allowHostPath {
+		opts = append(opts, inject.WithAllowHostPath())
 	}
 	if f.dashboard != "" {
 		opts = append(opts, inject.WithDashboard(f.dashboard))

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"sigs.k8s.io/yaml"
 
@@ -61,7 +65,7 @@ func TestInjectCLI(t *testing.T) {
 	}
 	for _, want := range []string{
 		"# my job\n",
-		"          - name: code-server # added by imagectl inject\n",
+		"          - name: code-server\n",
 		"            image: docker.io/onesizefitsquorum/code-server-with-ray-distributed-debugger:ray2.46\n",
 	} {
 		if !strings.Contains(out, want) {
@@ -79,7 +83,7 @@ func TestInjectCLI(t *testing.T) {
 	}
 
 	code, diff, _ := runIn(t, injectPlainJob, "inject", "-f", "-", "-o", "diff", "--no-resolve")
-	if code != 0 || !strings.Contains(diff, "--- a/-\n+++ b/-\n") || !strings.Contains(diff, "+          - name: code-server # added by imagectl inject\n") {
+	if code != 0 || !strings.Contains(diff, "--- a/-\n+++ b/-\n") || !strings.Contains(diff, "+          - name: code-server\n") {
 		t.Errorf("-o diff: exit %d\n%s", code, diff)
 	}
 
@@ -93,7 +97,7 @@ func TestInjectCLI(t *testing.T) {
 		t.Fatalf("-i: exit %d out %q err %s", code, out, errs)
 	}
 	injected, _ := os.ReadFile(path)
-	if !strings.Contains(string(injected), "name: code-server # added by imagectl inject") {
+	if !strings.Contains(string(injected), "          - name: code-server\n") {
 		t.Errorf("-i did not write the sidecar:\n%s", injected)
 	}
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
@@ -131,6 +135,7 @@ func TestInjectCLIErrors(t *testing.T) {
 		{"bad port", injectPlainJob, []string{"inject", "-f", "-", "--port", "0"}, 2, "invalid option: port 0"},
 		{"bad quantity", injectPlainJob, []string{"inject", "-f", "-", "--requests", "cpu=lots"}, 2, `requests cpu="lots"`},
 		{"remove with options", injectPlainJob, []string{"inject", "-f", "-", "--remove", "--image", "x"}, 2, "--image does not apply"},
+		{"keep-unresolved without resolve-digest", injectPlainJob, []string{"inject", "-f", "-", "--keep-unresolved"}, 2, "--keep-unresolved applies to --resolve-digest"},
 		{"no-resolve and resolve-digest", injectPlainJob, []string{"inject", "-f", "-", "--no-resolve", "--resolve-digest"}, 2, "drop one of them"},
 		{"create-secret", injectPlainJob, []string{"inject", "-f", "-", "--create-secret"}, 2, "use --secret-file FILE, then kubectl apply --server-side -f FILE"},
 		{"rotate without a file", injectPlainJob, []string{"inject", "-f", "-", "--rotate-password"}, 2, "--rotate-password needs --secret-file"},
@@ -276,5 +281,50 @@ func TestInjectCLIChoosesPublishedImage(t *testing.T) {
 	}
 	if want := "imagectl: -: sidecar image " + repo + ":ray2.46.1: no build for Ray 2.46.0 is published in " + repo + "; ray2.46.1 is the newest build for Ray 2.46\n"; errs != want {
 		t.Errorf("stderr %q, want %q", errs, want)
+	}
+}
+
+// TestInjectCLIImageNotInRegistry: with --resolve-digest, an image the
+// registry does not have fails inject -i and leaves the file as it was;
+// --keep-unresolved keeps the tag with a warning. A hostPath /tmp/ray
+// needs --allow-hostpath.
+func TestInjectCLIImageNotInRegistry(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	image := strings.TrimPrefix(srv.URL, "http://") + "/team/cs:ray2.46.0"
+	path := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(path, []byte(injectPlainJob), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runIn(t, "", "inject", "-f", path, "-i", "--resolve-digest", "--image", image)
+	if code != 1 || !strings.Contains(errs, "the sidecar image "+image+": resolving "+image+" to a digest: the registry has no such image") || !strings.Contains(errs, "--keep-unresolved") {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming the image and --keep-unresolved", code, errs)
+	}
+	if b, _ := os.ReadFile(path); string(b) != injectPlainJob {
+		t.Errorf("a failed -i changed the file:\n%s", b)
+	}
+	code, _, errs = runIn(t, "", "inject", "-f", path, "-i", "--resolve-digest", "--keep-unresolved", "--image", image)
+	if code != 0 || !strings.Contains(errs, "imagectl: warning: "+path+": document 1 (RayJob job): keeping "+image+" by tag") {
+		t.Errorf("--keep-unresolved: exit %d, stderr %q", code, errs)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "image: "+image+"\n") {
+		t.Errorf("--keep-unresolved did not write the tag:\n%s", b)
+	}
+
+	hostPath := strings.Replace(injectPlainJob, "image: rayproject/ray:2.46.0-py312\n", `image: rayproject/ray:2.46.0-py312
+            volumeMounts:
+            - name: node
+              mountPath: /tmp/ray
+          volumes:
+          - name: node
+            hostPath:
+              path: /var/ray
+`, 1)
+	if code, _, errs := runIn(t, hostPath, "inject", "-f", "-", "--no-resolve"); code != 1 || !strings.Contains(errs, `the hostPath volume "node" (path "/var/ray")`) || !strings.Contains(errs, "--allow-hostpath") {
+		t.Errorf("hostPath: exit %d, stderr %q", code, errs)
+	}
+	if code, out, errs := runIn(t, hostPath, "inject", "-f", "-", "--no-resolve", "--allow-hostpath"); code != 0 || strings.Count(out, "- name: node\n") != 3 {
+		t.Errorf("--allow-hostpath: exit %d, stderr %q\n%s", code, errs, out)
 	}
 }

@@ -1,0 +1,69 @@
+package inject
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// FuzzInject: whatever the input, Apply either fails or writes a stream
+// that parses, and Remove of its output gives the input back byte for byte
+// when the input carried no sidecar of inject's.
+func FuzzInject(f *testing.F) {
+	for _, glob := range []string{"testdata/*.yaml", "testdata/kuberay-samples/*.yaml", "testdata/kuberay-samples/v1.5.0/*.yaml", "testdata/ray-cluster-chart/*.yaml"} {
+		files, err := filepath.Glob(glob)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, file := range files {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b, filepath.Base(filepath.Dir(file)) == "ray-cluster-chart" || filepath.Base(file) == "helm-values.yaml")
+		}
+	}
+	f.Fuzz(func(t *testing.T, in []byte, helm bool) {
+		opts := []Option{WithImage("example.com/code-server-ray:1"), WithImagePullSecret("regcred")}
+		if helm {
+			opts = append(opts, WithHelmValues())
+		}
+		plain, err := Remove("f.yaml", in)
+		res, aerr := Apply(context.Background(), "f.yaml", in, opts...)
+		if aerr != nil {
+			return
+		}
+		if err := parsesAll(res.Output); err != nil {
+			t.Fatalf("the output does not parse: %v\ninput:\n%s\noutput:\n%s", err, in, res.Output)
+		}
+		if err != nil || plain.Changed {
+			return // the input carried a sidecar already
+		}
+		removed, err := Remove("f.yaml", res.Output)
+		if err != nil {
+			t.Fatalf("Remove of Apply's output: %v\ninput:\n%s\noutput:\n%s", err, in, res.Output)
+		}
+		if !bytes.Equal(removed.Output, in) {
+			t.Fatalf("Remove of Apply's output is not the input\ninput:\n%q\noutput:\n%q\nremoved:\n%q", in, res.Output, removed.Output)
+		}
+	})
+}
+
+// parsesAll parses every document of a YAML stream with yaml.v3.
+func parsesAll(b []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+}
