@@ -19,7 +19,6 @@
 // skips that pattern for a file that contains none of the strings its
 // matches must contain, and runs syft's two patterns otherwise.
 //
-// Packages reads the packages of an SPDX or CycloneDX JSON document back
-// (name, version, purl, sha256, declared licence), for imagectl verify's check that every
-// locked distribution and extension is in the SBOM with the locked version.
+// Reading an SBOM document back, and writing one from the lock, is
+// package sbom/document, which does not link syft.
 package sbom

@@ -17,6 +17,7 @@ import (
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/sbom"
+	"github.com/imagectl/imagectl/sbom/document"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -33,8 +34,8 @@ const maxConcurrentScans = 2
 // it: nothing is scanned or uploaded for it, and its output says so. The
 // platforms are scanned concurrently (at most maxConcurrentScans).
 func (res *Result) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign.Option) error {
-	in := sign.SBOMInputFromLock(res.Set, res.signing.repo.Name(), res.signing.epoch)
-	doc, err := sign.SPDX(in, "")
+	in := document.SBOMInputFromLock(res.Set, res.signing.repo.Name(), res.signing.epoch)
+	doc, err := document.SPDX(in, "")
 	if err != nil {
 		return fmt.Errorf("SBOM of %s from the lock: %w", res.Ref, err)
 	}
@@ -66,7 +67,7 @@ func (res *Result) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 			if res.signing.sbomLock {
 				out.Source, out.Format = "lock", sbom.FormatSPDX
 				var err error
-				if lockDoc, err = sign.SPDX(in, p.Platform); err != nil {
+				if lockDoc, err = document.SPDX(in, p.Platform); err != nil {
 					return fmt.Errorf("SBOM of %s (%s) from the lock: %w", ref, p.Platform, err)
 				}
 				match = sign.SamePredicate(lockDoc)
