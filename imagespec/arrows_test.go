@@ -7,7 +7,8 @@ import (
 
 // TestArrows: packages that must not depend on others. Reading an SBOM
 // (verify, smoke) does not link syft, which only the scanner (package sbom)
-// needs; the build pipeline does not depend on release, which adapts it.
+// needs; the build pipeline does not depend on release, which adapts it;
+// publish does not depend on the build.
 func TestArrows(t *testing.T) {
 	for _, tc := range []struct {
 		pkgs      []string
@@ -16,6 +17,8 @@ func TestArrows(t *testing.T) {
 	}{
 		{[]string{"./verify", "./smoke/..."}, "github.com/anchore/syft", "only the SBOM scanner (package sbom) links syft; documents are read with sbom/document"},
 		{[]string{"./build/..."}, "github.com/imagectl/imagectl/release", "release adapts the build pipeline, not the other way round"},
+		{[]string{"./publish"}, "github.com/imagectl/imagectl/build", "publish knows BuildKit's exports as digests and tarballs, not the build"},
+		{[]string{"./publish"}, "github.com/moby/buildkit", "publish links no BuildKit"},
 	} {
 		deps := goList(t, append([]string{"-deps"}, tc.pkgs...)...)
 		if len(deps) < 2 {

@@ -14,9 +14,9 @@
 //     (computed once) and build contexts, as a build.Spec;
 //   - solve (solveAll, solve.go): every platform through build.Interface,
 //     the platforms pushed in turn so a shared layer is uploaded once;
-//   - publish (publish.go): a publisher, as ko's publish.Interface, chosen
-//     in newPublisher: the registry (index, provenance referrers, tags) or
-//     an OCI archive;
+//   - publish (publish.go): a publish.Interface, as ko's, chosen in
+//     newPublisher: the registry (index, provenance referrers, tags) or an
+//     OCI archive;
 //   - sign (Signing): the index and every platform manifest, with the
 //     SBOM and provenance attestations.
 //

@@ -24,6 +24,7 @@ import (
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/publish"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sbom"
@@ -218,7 +219,7 @@ func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing
 	}
 	stages.lap("fetch")
 	pub := newPublisher(ctx, &req, t)
-	specs, err := layoutStage(ctx, &req, t, files, pub, work)
+	specs, err := layoutStage(ctx, &req, t, files, work)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -235,7 +236,7 @@ func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing
 		return nil, nil, err
 	}
 	stages.lap("solve")
-	out, err := pub.Publish(ctx, specs, results)
+	out, err := pub.Publish(ctx, exports(specs, results))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -437,8 +438,8 @@ func workDir(dir string) (string, func(), error) {
 
 // layoutStage lays out every platform's build contexts under work,
 // concurrently (they are independent), and returns their solves, each
-// exported where pub publishes from.
-func layoutStage(ctx context.Context, req *Request, t *target, files extensions.Files, pub publisher, work string) ([]build.Spec, error) {
+// exported where the publisher publishes from (exportTo).
+func layoutStage(ctx context.Context, req *Request, t *target, files extensions.Files, work string) ([]build.Spec, error) {
 	set := t.set()
 	settings := req.Settings
 	if settings == nil {
@@ -475,7 +476,7 @@ func layoutStage(ctx context.Context, req *Request, t *target, files extensions.
 				CacheFrom:       req.Solve.CacheFrom,
 				CacheTo:         req.Solve.CacheTo,
 			}
-			pub.export(&specs[i], dir)
+			exportTo(&specs[i], dir, req.Publish.Push)
 			return nil
 		})
 	}
@@ -512,17 +513,17 @@ func platformContexts(ctx context.Context, req *Request, t *target, files extens
 }
 
 // The solve stage is solveAll (solve.go); the publish stage is the
-// publisher newPublisher picks (publish.go).
+// publisher newPublisher picks (publish.go, package publish).
 
 // newResult is what the build produced: the published index and each
 // platform's manifest and solve.
-func newResult(t *target, out *publication, results []*build.PlatformResult) *Result {
+func newResult(t *target, out *publish.Publication, results []*build.PlatformResult) *Result {
 	res := &Result{
-		Ref: out.ref, Index: out.index, Tags: out.tags, Archive: out.archive,
+		Ref: out.Ref, Index: out.Index, Tags: out.Tags, Archive: out.Archive,
 		InputsDigest: t.rendered.Inputs, ToolsImage: t.set().ToolsImage, Set: *t.set(),
 	}
 	for _, r := range results {
-		res.Platforms = append(res.Platforms, PlatformOutput{Digest: out.platforms[r.Platform], PlatformResult: *r})
+		res.Platforms = append(res.Platforms, PlatformOutput{Digest: out.Platforms[r.Platform], PlatformResult: *r})
 		res.BytesPushed += r.BytesPushed
 		res.EmulatedSteps += r.EmulatedSteps
 	}
@@ -530,9 +531,9 @@ func newResult(t *target, out *publication, results []*build.PlatformResult) *Re
 }
 
 // newSigning is the sign stage of res: what it reads besides res.
-func newSigning(ctx context.Context, req *Request, t *target, res *Result, out *publication) *Signing {
+func newSigning(ctx context.Context, req *Request, t *target, res *Result, out *publish.Publication) *Signing {
 	return &Signing{
-		res: res, provenance: out.provenance, repo: t.repo, epoch: t.epoch, insecure: req.Publish.Insecure,
+		res: res, provenance: out.Provenance, repo: t.repo, epoch: t.epoch, insecure: req.Publish.Insecure,
 		remoteOpts: regauth.RemoteOptions(ctx, req.Publish.RemoteOptions...),
 		sbomFormat: req.Sign.SBOMFormat, sbomLock: req.Sign.SBOMFromLock, warnings: req.Warnings,
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/publish"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -47,7 +48,7 @@ type Result struct {
 // caller, which signs later (imagectl release, in its sign step).
 type Signing struct {
 	res        *Result
-	provenance map[string]build.Statement
+	provenance map[string]publish.Statement
 	repo       name.Repository
 	epoch      time.Time
 	insecure   bool
