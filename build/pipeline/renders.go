@@ -9,8 +9,8 @@ import (
 
 // Renders renders each set once per command and keeps the render by its
 // inputs digest: plan's digests (it is release's InputsDigester), the build
-// of each entry (ReleaseBuilder) and release's inputs check (the digest
-// carried by the plan's entry) all use that one render.
+// of each entry (imagectl release, through Build) and release's inputs
+// check (the digest carried by the plan's entry) all use that one render.
 type Renders struct {
 	def      *build.Definition
 	mu       sync.Mutex
