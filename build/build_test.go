@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/connhelper"
 	digest "github.com/opencontainers/go-digest"
@@ -421,53 +420,6 @@ func TestPlatformCacheRef(t *testing.T) {
 		if got := platformCacheRef(in, "linux/arm64"); got != want {
 			t.Errorf("platformCacheRef(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-func TestNewIndexAndReferrer(t *testing.T) {
-	amd := v1.Descriptor{MediaType: "application/vnd.oci.image.manifest.v1+json", Size: 10, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("1", 64)}, Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}, Annotations: map[string]string{"x": "y"}}
-	arm := amd
-	arm.Digest.Hex = strings.Repeat("2", 64)
-	arm.Platform = &v1.Platform{OS: "linux", Architecture: "arm64"}
-	raw1, h1, err := newIndex([]v1.Descriptor{amd, arm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw2, h2, _ := newIndex([]v1.Descriptor{amd, arm})
-	if h1 != h2 || string(raw1) != string(raw2) {
-		t.Fatal("newIndex is not deterministic")
-	}
-	if strings.Contains(string(raw1), `"x"`) {
-		t.Error("newIndex kept BuildKit's descriptor annotations")
-	}
-	bkIndex := &v1.IndexManifest{Manifests: []v1.Descriptor{
-		amd,
-		{MediaType: amd.MediaType, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("7", 64)}, Platform: &v1.Platform{OS: "unknown", Architecture: "unknown"},
-			Annotations: map[string]string{imagespec.AnnotationReferenceType: imagespec.ReferenceTypeAttestation, "vnd.docker.reference.digest": amd.Digest.String()}},
-	}}
-	e, err := splitExported(bkIndex, "linux/amd64")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e.image.Digest != amd.Digest || len(e.attestations) != 1 {
-		t.Errorf("splitExported = %+v", e)
-	}
-	if _, err := splitExported(bkIndex, "linux/arm64"); err == nil {
-		t.Error("splitExported accepted an amd64 image for linux/arm64")
-	}
-	ref, err := referrer([]byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","layers":[]}`), amd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct {
-		Subject      v1.Descriptor `json:"subject"`
-		ArtifactType string        `json:"artifactType"`
-	}
-	if err := json.Unmarshal(ref, &m); err != nil {
-		t.Fatal(err)
-	}
-	if m.Subject.Digest != amd.Digest || m.ArtifactType != imagespec.ProvenanceArtifactType || m.Subject.Platform != nil {
-		t.Errorf("referrer = %s", ref)
 	}
 }
 

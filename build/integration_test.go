@@ -35,6 +35,7 @@ import (
 	"github.com/imagectl/imagectl/dockerfiles"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
+	"github.com/imagectl/imagectl/publish"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/upstream/pip"
 )
@@ -165,7 +166,7 @@ func TestBuildKitTwoPlatforms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	solve := func(cold bool) *Published {
+	solve := func(cold bool) *publish.Published {
 		var results []*PlatformResult
 		for _, p := range []string{"linux/amd64", "linux/arm64"} {
 			ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: rendered, Requirements: unlocked(set),
@@ -189,7 +190,7 @@ func TestBuildKitTwoPlatforms(t *testing.T) {
 			}
 			results = append(results, r)
 		}
-		pub, err := Publish(ctx, repo, results, []string{"t"}, nil)
+		pub, err := publish.Publish(ctx, repo, exports(results), []string{"t"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -364,6 +365,15 @@ func addedLayers(t *testing.T, ref name.Reference, base int, epoch time.Time) ma
 	return out
 }
 
+// exports are the pushed exports of results, for publish.Publish.
+func exports(results []*PlatformResult) []publish.Export {
+	out := make([]publish.Export, len(results))
+	for i, r := range results {
+		out[i] = publish.Export{Platform: r.Platform, Digest: r.Exported}
+	}
+	return out
+}
+
 func nopLogger() *log.Logger { return log.New(io.Discard, "", 0) }
 
 func mustRootfs(t *testing.T, path string) v1.Layer {
@@ -511,7 +521,7 @@ func TestBuildKitStandaloneRuntime(t *testing.T) {
 	if r.EmulatedSteps != 0 || r.Steps < 2 {
 		t.Errorf("standalone runtime: %d RUN steps, %d emulated (%v); want 2 (runtime, wheels) and 0", r.Steps, r.EmulatedSteps, r.Emulated)
 	}
-	pub, err := Publish(ctx, repo, []*PlatformResult{r}, nil, nil)
+	pub, err := publish.Publish(ctx, repo, exports([]*PlatformResult{r}), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,7 +574,7 @@ func TestBuildKitCountsEmulatedRun(t *testing.T) {
 	if r.EmulatedSteps != 1 || r.Steps != 1 || len(r.Emulated) != 1 || !strings.Contains(r.Emulated[0], "RUN uname -m") {
 		t.Errorf("an arm64 RUN on %s: steps %d, emulated %d %v; want 1 and 1", native, r.Steps, r.EmulatedSteps, r.Emulated)
 	}
-	pub, err := Publish(ctx, repo, []*PlatformResult{r}, nil, nil)
+	pub, err := publish.Publish(ctx, repo, exports([]*PlatformResult{r}), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/imagectl/imagectl/internal/registry"
 )
 
 // Verifiers runs every verifier in order and stops at the first failure.
@@ -23,7 +25,7 @@ func Verifiers(vs ...Verifier) Verifier {
 // computed for the entry (e.InputsDigest, not computed again), so a tag
 // never moves to an image built from other inputs (a stale cache, a
 // concurrent run).
-func InputsVerifier(reg *Registry) Verifier {
+func InputsVerifier(reg *registry.Registry) Verifier {
 	return VerifierFunc(func(ctx context.Context, ref name.Digest, e Entry) error {
 		want := e.InputsDigest
 		if want == "" {

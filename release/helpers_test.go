@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/imagectl/imagectl/imagespec"
+	registryclient "github.com/imagectl/imagectl/internal/registry"
 	"github.com/imagectl/imagectl/matrix"
 )
 
@@ -66,7 +67,7 @@ func (c *counter) snapshot() (reads, writes int) {
 type testRegistry struct {
 	host  string
 	count *counter
-	reg   *Registry
+	reg   *registryclient.Registry
 }
 
 func newTestRegistry(t testing.TB) *testRegistry {
@@ -74,7 +75,7 @@ func newTestRegistry(t testing.TB) *testRegistry {
 	c := &counter{byPath: map[string]int{}}
 	srv := httptest.NewServer(c.wrap(registry.New(registry.Logger(log.New(io.Discard, "", 0)))))
 	t.Cleanup(srv.Close)
-	reg, err := NewRegistry()
+	reg, err := registryclient.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func headDigest(t testing.TB, repo name.Repository, tag string) string {
 	t.Helper()
 	d, err := remote.Head(repo.Tag(tag))
 	if err != nil {
-		if IsNotFound(err) {
+		if registryclient.IsNotFound(err) {
 			return ""
 		}
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/registry"
 )
 
 // InputsDigester computes the digest of every input of a set's build (the
@@ -163,7 +164,7 @@ func (p *Plan) Empty() bool { return len(p.Entries) == 0 }
 // Planner compares targets (their inputs digests computed by Targets) with
 // what a repository publishes.
 type Planner struct {
-	reg      *Registry
+	reg      *registry.Registry
 	repo     name.Repository
 	parallel int
 }
@@ -181,7 +182,7 @@ func WithParallelism(n int) PlanOption {
 }
 
 // NewPlanner returns a Planner reading repo through reg.
-func NewPlanner(reg *Registry, repo name.Repository, opts ...PlanOption) *Planner {
+func NewPlanner(reg *registry.Registry, repo name.Repository, opts ...PlanOption) *Planner {
 	p := &Planner{reg: reg, repo: repo, parallel: 8}
 	for _, o := range opts {
 		o(p)
@@ -191,10 +192,10 @@ func NewPlanner(reg *Registry, repo name.Repository, opts ...PlanOption) *Planne
 
 type observed struct {
 	inputs    string
-	versioned *Published
-	immutable map[string]string // tag -> digest, for Target.Immutable ("" when absent)
-	floating  map[string]string // tag -> digest ("" when absent)
-	previous  *Published        // image at the first existing floating tag, when versioned is absent
+	versioned *registry.Published
+	immutable map[string]string   // tag -> digest, for Target.Immutable ("" when absent)
+	floating  map[string]string   // tag -> digest ("" when absent)
+	previous  *registry.Published // image at the first existing floating tag, when versioned is absent
 }
 
 // Plan compares every target with the repository. Targets should already have
@@ -236,7 +237,7 @@ func (p *Planner) Plan(ctx context.Context, targets []Target) (*Plan, error) {
 	publishedRay := map[string]bool{}
 	publishedCS := map[string]bool{}
 	for _, o := range obs {
-		for _, pub := range []*Published{o.versioned, o.previous} {
+		for _, pub := range []*registry.Published{o.versioned, o.previous} {
 			if pub != nil && pub.Lock != nil {
 				publishedRay[pub.Lock.Ray] = true
 				publishedCS[pub.Lock.CodeServer.Version] = true
@@ -368,7 +369,7 @@ func (p *Planner) observe(ctx context.Context, t Target) (observed, error) {
 }
 
 // explain compares the lock recorded in a published image with the new set.
-func explain(pub *Published, s imagespec.Set) []Reason {
+func explain(pub *registry.Published, s imagespec.Set) []Reason {
 	if pub.Lock == nil {
 		return []Reason{{KindInputs, fmt.Sprintf("%s -> new inputs (no readable lock label on %s)", orNone(short(pub.Inputs)), short(pub.Digest.String()))}}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/registry"
 )
 
 // Builder builds a planned entry's set (e.Set, whose inputs digest the
@@ -68,7 +69,7 @@ func (f VerifierFunc) Verify(ctx context.Context, ref name.Digest, e Entry) erro
 
 // Releaser publishes planned entries.
 type Releaser struct {
-	reg      *Registry
+	reg      *registry.Registry
 	repo     name.Repository
 	builder  Builder
 	signer   Signer
@@ -104,7 +105,7 @@ func WithSmoker(s Smoker) ReleaseOption { return func(r *Releaser) { r.smoker = 
 func WithLog(w io.Writer) ReleaseOption { return func(r *Releaser) { r.log = w } }
 
 // NewReleaser returns a Releaser writing to repo through reg.
-func NewReleaser(reg *Registry, repo name.Repository, b Builder, s Signer, v Verifier, opts ...ReleaseOption) *Releaser {
+func NewReleaser(reg *registry.Registry, repo name.Repository, b Builder, s Signer, v Verifier, opts ...ReleaseOption) *Releaser {
 	r := &Releaser{reg: reg, repo: repo, builder: b, signer: s, verifier: v, floating: true, log: io.Discard}
 	for _, o := range opts {
 		o(r)

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/registry"
 )
 
 // fakeBuilder stands in for BuildKit only: it "builds" by pushing, by digest,
@@ -64,7 +65,7 @@ func (s *fakeSigner) Sign(ctx context.Context, ref name.Digest) error {
 
 // labelVerifier checks the signature tag exists and the labels match the set.
 type labelVerifier struct {
-	reg    *Registry
+	reg    *registry.Registry
 	digest DigestFunc
 	fail   error
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/sbom/document"
 )
 
 // TestScanRecordsTheLicencesOfVSIXFixtures installs the vsce-built fixtures
@@ -68,7 +69,7 @@ func TestScanRecordsTheLicencesOfVSIXFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkgs, err := Packages(res.Document)
+	pkgs, err := document.Packages(res.Document)
 	if err != nil {
 		t.Fatal(err)
 	}

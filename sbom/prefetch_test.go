@@ -318,3 +318,10 @@ func BenchmarkGunzip(b *testing.B) {
 		})
 	}
 }
+
+// splice returns b with s written at off.
+func splice(b []byte, off int, s string) []byte {
+	b = bytes.Clone(b)
+	copy(b[off:], s)
+	return b
+}

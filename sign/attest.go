@@ -17,6 +17,8 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/types"
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
+
+	"github.com/imagectl/imagectl/sbom/document"
 )
 
 // In-toto predicate types imagectl attaches.
@@ -130,9 +132,9 @@ func attestDigest(ctx context.Context, d name.Digest, s *Signer, typ, predicateT
 // AttestSBOM builds an SPDX 2.3 SBOM from what imagectl knows (per platform,
 // and one covering all platforms for the index) and attaches it as a signed
 // in-toto attestation to the index and every platform manifest.
-func AttestSBOM(ctx context.Context, ref string, s *Signer, in SBOMInput, opts ...Option) (*Result, error) {
+func AttestSBOM(ctx context.Context, ref string, s *Signer, in document.SBOMInput, opts ...Option) (*Result, error) {
 	return Attest(ctx, ref, s, PredicateSPDX, func(platform string) ([]byte, error) {
-		return SPDX(in, platform)
+		return document.SPDX(in, platform)
 	}, opts...)
 }
 

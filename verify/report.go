@@ -101,7 +101,7 @@ type InstalledExtension struct {
 type ExtensionLicense struct {
 	ID      string `json:"id"`
 	Version string `json:"version"`
-	// License is the declared licence (sbom.Package.License), "" when the
+	// License is the declared licence (document.Package.License), "" when the
 	// SBOM asserts none.
 	License string `json:"license"`
 	// Source says where the licence was read (the SBOM's licence comment).

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/sbom"
+	"github.com/imagectl/imagectl/sbom/document"
 )
 
 // statementPredicate reads the in-toto predicate type and predicate of a
@@ -70,7 +70,7 @@ func (v *verifier) checkSBOMContents(mi manifestInfo, m *Manifest, lock *imagesp
 	fail := func(format string, args ...any) {
 		v.fail(Failure{Check: CheckSBOM, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: m.SBOM, Message: fmt.Sprintf(format, args...)})
 	}
-	pkgs, err := sbom.Packages(doc)
+	pkgs, err := document.Packages(doc)
 	if err != nil {
 		fail("reading the SBOM: %v", err)
 		return
@@ -82,9 +82,9 @@ func (v *verifier) checkSBOMContents(mi manifestInfo, m *Manifest, lock *imagesp
 	}
 	// Python distributions by normalized name: their versions in the SBOM.
 	py := map[string][]string{}
-	byName := map[string][]sbom.Package{}
+	byName := map[string][]document.Package{}
 	for _, p := range pkgs {
-		if n, ver, ok := sbom.PyPIName(p.PURL); ok {
+		if n, ver, ok := document.PyPIName(p.PURL); ok {
 			py[n] = append(py[n], ver)
 		}
 		byName[strings.ToLower(p.Name)] = append(byName[strings.ToLower(p.Name)], p)
@@ -100,7 +100,7 @@ func (v *verifier) checkSBOMContents(mi manifestInfo, m *Manifest, lock *imagesp
 	}
 	found := 0
 	for _, d := range dists {
-		vs := py[sbom.NormalizeName(d.name)]
+		vs := py[document.NormalizeName(d.name)]
 		switch {
 		case slices.Contains(vs, d.version):
 			found++

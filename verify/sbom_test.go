@@ -9,7 +9,7 @@ import (
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
-	"github.com/imagectl/imagectl/sign"
+	"github.com/imagectl/imagectl/sbom/document"
 )
 
 func TestCheckSBOMContents(t *testing.T) {
@@ -32,7 +32,7 @@ func TestCheckSBOMContents(t *testing.T) {
 	}
 	doc := func(t *testing.T, s imagespec.Set) []byte {
 		t.Helper()
-		b, err := sign.SPDX(sign.SBOMInputFromLock(s, "r.example/x", time.Unix(0, 0)), "linux/arm64")
+		b, err := document.SPDX(document.SBOMInputFromLock(s, "r.example/x", time.Unix(0, 0)), "linux/arm64")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/sbom/document"
 	"github.com/imagectl/imagectl/sign"
 	"github.com/imagectl/imagectl/verify"
 )
@@ -86,7 +87,7 @@ func signAll(t *testing.T, ctx context.Context, ref string, s *sign.Signer, spec
 	if _, err := sign.Image(ctx, ref, s); err != nil {
 		t.Fatalf("sign.Image: %v", err)
 	}
-	if _, err := sign.AttestSBOM(ctx, ref, s, sign.SBOMInputFromLock(spec.Lock(), "example/code-server-ray", testTime)); err != nil {
+	if _, err := sign.AttestSBOM(ctx, ref, s, document.SBOMInputFromLock(spec.Lock(), "example/code-server-ray", testTime)); err != nil {
 		t.Fatalf("sign.AttestSBOM: %v", err)
 	}
 }
@@ -172,7 +173,7 @@ func TestImage(t *testing.T) {
 				if _, err := sign.Image(ctx, root.String(), k.signer, sign.WithAllManifests(false)); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := sign.AttestSBOM(ctx, root.String(), k.signer, sign.SBOMInputFromLock(spec.Lock(), "x", testTime)); err != nil {
+				if _, err := sign.AttestSBOM(ctx, root.String(), k.signer, document.SBOMInputFromLock(spec.Lock(), "x", testTime)); err != nil {
 					t.Fatal(err)
 				}
 			},

@@ -14,15 +14,23 @@
 //     (computed once) and build contexts, as a build.Spec;
 //   - solve (solveAll, solve.go): every platform through build.Interface,
 //     the platforms pushed in turn so a shared layer is uploaded once;
-//   - publish (publish.go): a publisher, as ko's publish.Interface, chosen
-//     in newPublisher: the registry (index, provenance referrers, tags) or
-//     an OCI archive;
-//   - sign (Result.sign): the index and every platform manifest, with the
+//   - publish (publish.go): a publish.Interface, as ko's, chosen in
+//     newPublisher: the registry (index, provenance referrers, tags) or an
+//     OCI archive;
+//   - sign (Signing): the index and every platform manifest, with the
 //     SBOM and provenance attestations.
 //
-// ReleaseBuilder (release.go) runs the same pipeline for imagectl release
-// from the render its plan made (Renders), and signs in release's sign
-// step. The package sits above build, extensions, sign and sbom and joins
-// them; build itself (the BuildKit client and the image definition) links
-// none of them, and nothing below pipeline links BuildKit.
+// Each stage hands its output to the next; Result is what the build
+// produced (imagectl build -o json), not the sign stage's state. Build runs
+// every stage but sign and hands the sign stage (Signing) to its caller:
+// imagectl release builds with it and signs in its own sign step. Renders
+// keeps each render by its inputs digest, so plan and release render a set
+// once. Speed-ups wrap the stage they speed up: the scan of each platform
+// image reads the base layers a prefetch decompressed during the solve
+// (layerSource).
+//
+// The package sits above build, extensions, sign and sbom and joins them;
+// it imports nothing from release, which the CLI adapts it to. build itself
+// (the BuildKit client and the image definition) links none of them, and
+// nothing below pipeline links BuildKit.
 package pipeline

@@ -24,6 +24,7 @@ import (
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/publish"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sbom"
@@ -68,9 +69,10 @@ type Request struct {
 	Publish    PublishOptions
 	Sign       SignOptions
 
-	// settings is code-server's settings.json when the caller computed it
-	// already (ReleaseBuilder: once per command); Run computes it otherwise.
-	settings []byte
+	// Settings is code-server's settings.json when the caller computed it
+	// already (imagectl release: once per command); Run computes it from
+	// Matrix otherwise.
+	Settings []byte
 }
 
 // ExtensionOptions are the fetch stage's: where the VSIX files come from.
@@ -160,14 +162,33 @@ type SignOptions struct {
 //  8. sign: the index and every platform manifest, with the SBOM and
 //     provenance attestations.
 func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
+	res, _, err := run(ctx, b, req)
+	return res, err
+}
+
+// Build runs Run's stages but the last on a request that does not sign,
+// and returns the image with its sign stage for the caller to run later
+// (Signing.Sign; nil when nothing was pushed: an OCI archive, or an image
+// already published for these inputs). imagectl release builds with it and
+// signs in its own sign step.
+func Build(ctx context.Context, b build.Interface, req Request) (*Result, *Signing, error) {
+	if req.signs() {
+		return nil, nil, fmt.Errorf("pipeline.Build does not sign: run the returned Signing instead")
+	}
+	return run(ctx, b, req)
+}
+
+// run is Run's stages; the sign stage runs when the request signs, and is
+// returned otherwise.
+func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing, error) {
 	start := time.Now()
 	stages := stageTimes{last: start}
 	if err := req.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t, err := resolveStage(&req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stages.lap("resolve")
 	if res, err := publishedStage(ctx, &req, t); res != nil || err != nil {
@@ -176,12 +197,12 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 			res.Stages = stages.list
 			res.Duration = build.Duration(time.Since(start))
 		}
-		return res, err
+		return res, nil, err
 	}
 	stages.lap("published")
 	work, cleanup, err := workDir(req.WorkDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer cleanup()
 	// The bases are decompressed for the SBOM scans from here on, while
@@ -189,51 +210,55 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 	prefetch := startBasePrefetch(ctx, &req, t.set(), work)
 	defer prefetch.stop() // before cleanup removes work
 	if err := preflight(ctx, b, t.set().Platforms, t.repo, req.Publish.Push); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stages.lap("preflight")
 	files, err := fetchStage(ctx, &req, t.set())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stages.lap("fetch")
 	pub := newPublisher(ctx, &req, t)
-	specs, err := layoutStage(ctx, &req, t, files, pub, work)
+	specs, err := layoutStage(ctx, &req, t, files, work)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stages.lap("layout")
 	// A signing key that does not load (or is not VerifyKey's private half)
 	// stops the build here, before anything is solved or pushed.
 	signer, err := req.signer(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stages.lap("key")
 	results, err := solveAll(ctx, b, specs, req.Solve.Progress, req.Solve.ProgressMode)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stages.lap("solve")
-	out, err := pub.Publish(ctx, specs, results)
+	out, err := pub.Publish(ctx, exports(specs, results))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stages.lap("publish")
-	res := newResult(ctx, &req, t, out, results)
+	res := newResult(t, out, results)
+	sg := newSigning(ctx, &req, t, res, out)
 	if signer != nil {
-		res.signing.prefetch = prefetch
-		err := res.sign(ctx, signer)
-		res.signing.prefetch = nil
+		// The scans read the bases the prefetch decompressed.
+		err := sg.sign(ctx, signer, prefetch)
 		stages.lap("sign")
 		res.Stages = stages.list
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
+		sg = nil
 	}
 	res.Stages = stages.list
 	res.Duration = build.Duration(time.Since(start))
-	return res, nil
+	if !req.Publish.Push {
+		sg = nil
+	}
+	return res, sg, nil
 }
 
 // stageTimes records how long each stage of Run took, in order.
@@ -258,7 +283,7 @@ func (req *Request) check() error {
 	if f := req.Sign.SBOMFormat; f != "" && f != sbom.FormatSPDX && f != sbom.FormatCycloneDX {
 		return fmt.Errorf("SBOM format %q: want %s or %s", f, sbom.FormatSPDX, sbom.FormatCycloneDX)
 	}
-	if req.signing() && !req.Publish.Push {
+	if req.signs() && !req.Publish.Push {
 		return fmt.Errorf("signing needs a pushed image (--push)")
 	}
 	if req.Warnings == nil {
@@ -413,10 +438,10 @@ func workDir(dir string) (string, func(), error) {
 
 // layoutStage lays out every platform's build contexts under work,
 // concurrently (they are independent), and returns their solves, each
-// exported where pub publishes from.
-func layoutStage(ctx context.Context, req *Request, t *target, files extensions.Files, pub publisher, work string) ([]build.Spec, error) {
+// exported where the publisher publishes from (exportTo).
+func layoutStage(ctx context.Context, req *Request, t *target, files extensions.Files, work string) ([]build.Spec, error) {
 	set := t.set()
-	settings := req.settings
+	settings := req.Settings
 	if settings == nil {
 		var err error
 		if settings, err = extensions.SettingsJSON(imagespec.ImageSettings(req.Matrix.Settings)); err != nil {
@@ -451,7 +476,7 @@ func layoutStage(ctx context.Context, req *Request, t *target, files extensions.
 				CacheFrom:       req.Solve.CacheFrom,
 				CacheTo:         req.Solve.CacheTo,
 			}
-			pub.export(&specs[i], dir)
+			exportTo(&specs[i], dir, req.Publish.Push)
 			return nil
 		})
 	}
@@ -488,53 +513,62 @@ func platformContexts(ctx context.Context, req *Request, t *target, files extens
 }
 
 // The solve stage is solveAll (solve.go); the publish stage is the
-// publisher newPublisher picks (publish.go).
+// publisher newPublisher picks (publish.go, package publish).
 
-// newResult is what the build produced: the published index, each
-// platform's manifest and solve, and what signing needs afterwards.
-func newResult(ctx context.Context, req *Request, t *target, out *publication, results []*build.PlatformResult) *Result {
+// newResult is what the build produced: the published index and each
+// platform's manifest and solve.
+func newResult(t *target, out *publish.Publication, results []*build.PlatformResult) *Result {
 	res := &Result{
-		Ref: out.ref, Index: out.index, Tags: out.tags, Archive: out.archive,
+		Ref: out.Ref, Index: out.Index, Tags: out.Tags, Archive: out.Archive,
 		InputsDigest: t.rendered.Inputs, ToolsImage: t.set().ToolsImage, Set: *t.set(),
-		signing: signing{
-			provenance: out.provenance, repo: t.repo, epoch: t.epoch, insecure: req.Publish.Insecure,
-			remoteOpts: regauth.RemoteOptions(ctx, req.Publish.RemoteOptions...),
-			sbomFormat: req.Sign.SBOMFormat, sbomLock: req.Sign.SBOMFromLock, warnings: req.Warnings,
-		},
 	}
 	for _, r := range results {
-		res.Platforms = append(res.Platforms, PlatformOutput{Digest: out.platforms[r.Platform], PlatformResult: *r})
+		res.Platforms = append(res.Platforms, PlatformOutput{Digest: out.Platforms[r.Platform], PlatformResult: *r})
 		res.BytesPushed += r.BytesPushed
 		res.EmulatedSteps += r.EmulatedSteps
 	}
 	return res
 }
 
+// newSigning is the sign stage of res: what it reads besides res.
+func newSigning(ctx context.Context, req *Request, t *target, res *Result, out *publish.Publication) *Signing {
+	return &Signing{
+		res: res, provenance: out.Provenance, repo: t.repo, epoch: t.epoch, insecure: req.Publish.Insecure,
+		remoteOpts: regauth.RemoteOptions(ctx, req.Publish.RemoteOptions...),
+		sbomFormat: req.Sign.SBOMFormat, sbomLock: req.Sign.SBOMFromLock, warnings: req.Warnings,
+	}
+}
+
+// Sign runs the sign stage with s (see sign).
+func (sg *Signing) Sign(ctx context.Context, s *sign.Signer) error { return sg.sign(ctx, s, nil) }
+
 // sign is the sign stage: it signs the pushed index and every platform
 // manifest with s, and attaches as signed attestations: to the index an
 // SBOM written from the lock (every platform's closure), to each platform
 // manifest the SBOM scanned from that image's content (or written from the
 // lock), and BuildKit's provenance of each platform. SBOMs already attached
-// are kept (attachSBOMs).
-func (res *Result) sign(ctx context.Context, s *sign.Signer) error {
-	sopts := []sign.Option{sign.WithNameOptions(nameOpts(res.signing.insecure)...)}
+// are kept (attachSBOMs). The scans read the base layers layers has
+// decompressed (nil: none).
+func (sg *Signing) sign(ctx context.Context, s *sign.Signer, layers layerSource) error {
+	res := sg.res
+	sopts := []sign.Option{sign.WithNameOptions(nameOpts(sg.insecure)...)}
 	sres, err := sign.Image(ctx, res.Ref, s, sopts...)
 	if err != nil {
 		return fmt.Errorf("signing %s: %w", res.Ref, err)
 	}
 	res.Signed = sres
-	if err := res.attachSBOMs(ctx, s, sopts); err != nil {
+	if err := sg.attachSBOMs(ctx, s, sopts, layers); err != nil {
 		return err
 	}
 	// Each platform's provenance goes to its own attestation image, after
 	// its SBOM (which writes the same image): concurrently per platform.
 	g, gctx := errgroup.WithContext(ctx)
 	for _, p := range res.Platforms {
-		st, ok := res.signing.provenance[p.Platform]
+		st, ok := sg.provenance[p.Platform]
 		if !ok {
 			continue
 		}
-		ref := res.signing.repo.Digest(p.Digest).String()
+		ref := sg.repo.Digest(p.Digest).String()
 		g.Go(func() error {
 			if _, err := sign.Attest(gctx, ref, s, st.PredicateType, func(string) ([]byte, error) { return st.Predicate, nil }, sopts...); err != nil {
 				return fmt.Errorf("attaching %s's provenance to %s: %w", p.Platform, ref, err)
@@ -545,8 +579,8 @@ func (res *Result) sign(ctx context.Context, s *sign.Signer) error {
 	return g.Wait()
 }
 
-// signing reports whether the request signs what it builds.
-func (req *Request) signing() bool { return req.Sign.Signer != nil || req.Sign.LoadSigner != nil }
+// signs reports whether the request signs what it builds.
+func (req *Request) signs() bool { return req.Sign.Signer != nil || req.Sign.LoadSigner != nil }
 
 // signer returns Sign.Signer, else what Sign.LoadSigner gives (nil when not
 // signing), and checks it against Sign.VerifyKey.

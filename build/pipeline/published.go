@@ -17,8 +17,8 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/registry"
 	"github.com/imagectl/imagectl/regauth"
-	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/verify"
 )
 
@@ -44,7 +44,7 @@ type publishedImage struct {
 // says which). Only manifests and config blobs are read.
 func published(ctx context.Context, req *Request, tag name.Tag, inputs string, platforms []string) (*publishedImage, error) {
 	ropts := regauth.RemoteOptions(ctx, req.Publish.RemoteOptions...)
-	reg, err := release.NewRegistry(ropts...)
+	reg, err := registry.New(ropts...)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func published(ctx context.Context, req *Request, tag name.Tag, inputs string, p
 		return nil, nil
 	}
 	out.why = fmt.Sprintf("%s already names %s, built from inputs %s", tag, pub.Digest, inputs)
-	if !req.signing() {
+	if !req.signs() {
 		out.why += "; nothing built or pushed (--force rebuilds)"
 		return out, nil
 	}
@@ -183,7 +183,7 @@ func missingAttestations(ctx context.Context, d name.Digest, provenance bool, ro
 	var types []string
 	desc, err := remote.Get(att, ropts...)
 	switch {
-	case release.IsNotFound(err):
+	case registry.IsNotFound(err):
 	case err != nil:
 		return "", fmt.Errorf("reading the attestations of %s: %w", d, err)
 	default:

@@ -31,6 +31,7 @@ import (
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/sbom/document"
 	"github.com/imagectl/imagectl/sign"
 	"github.com/imagectl/imagectl/verify"
 )
@@ -169,7 +170,7 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 		if _, err := sign.Image(ctx, ref, s); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sign.AttestSBOM(ctx, ref, s, sign.SBOMInputFromLock(r.Set, repo.Name(), time.Unix(0, 0)), sign.WithAllManifests(true)); err != nil {
+		if _, err := sign.AttestSBOM(ctx, ref, s, document.SBOMInputFromLock(r.Set, repo.Name(), time.Unix(0, 0)), sign.WithAllManifests(true)); err != nil {
 			t.Fatal(err)
 		}
 		return d

@@ -9,6 +9,7 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/publish"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -39,26 +40,22 @@ type Result struct {
 	// for the signing key decrypted in the background.
 	Stages []StageTime   `json:"stages,omitempty"`
 	Set    imagespec.Set `json:"set"`
-
-	// signing is what the sign stage needs after the build (also when
-	// ReleaseBuilder signs later).
-	signing signing
 }
 
-// signing is what the sign stage reads besides the Result's own fields.
-type signing struct {
-	provenance map[string]build.Statement
+// Signing is the sign stage of one built image, ready to run: the Result
+// it signs into (Signed, each platform's SBOM) and what the stage reads
+// besides it. Run runs it when the request signs; Build hands it to the
+// caller, which signs later (imagectl release, in its sign step).
+type Signing struct {
+	res        *Result
+	provenance map[string]publish.Statement
 	repo       name.Repository
 	epoch      time.Time
 	insecure   bool
 	remoteOpts []remote.Option
 	sbomFormat string
 	sbomLock   bool
-	// prefetch has the base layers decompressed during the solve (nil
-	// when none were, and once Run returned: they were in its work
-	// directory); warnings is Request.Warnings.
-	prefetch *basePrefetch
-	warnings io.Writer
+	warnings   io.Writer
 }
 
 // StageTime is how long one stage of a build took.

@@ -326,3 +326,51 @@ func archiveIndex(t *testing.T, p string) string {
 		return im.Manifests[0].Digest.String()
 	}
 }
+
+// Build runs every stage but sign and hands the sign stage on: signing the
+// image later gives what Run's sign stage gives (verify passes with the
+// key); an archive has no sign stage, and a request with a signer is
+// refused (Run signs it).
+func TestBuildHandsOnTheSignStage(t *testing.T) {
+	ctx := context.Background()
+	host := newRegistry(t)
+	req, _ := happyInputs(t)
+	req.Publish = PublishOptions{Repo: host + "/team/code-server-ray", Push: true}
+	req.Solve.Provenance = true
+	req.Sign = SignOptions{SBOMFromLock: true}
+	res, sg, err := Build(ctx, &buildkit.Builder{}, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sg == nil || res.Signed != nil {
+		t.Fatalf("Build: sign stage %v, signed %+v; want a sign stage and nothing signed", sg, res.Signed)
+	}
+	s := signerForTest(t)
+	if err := sg.Sign(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	pem, err := s.PublicKeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := verify.PublicKeyFromPEM(pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verify.Image(ctx, res.Ref, verify.WithVerifier(pk), verify.WithSkipContents(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK || res.Signed == nil || len(res.Signed.Targets) != 3 {
+		t.Errorf("verify after Signing.Sign: ok=%v failures=%v; signed %+v, want the index and both platforms", rep.OK, rep.Failures, res.Signed)
+	}
+
+	req.Publish = PublishOptions{Repo: req.Publish.Repo, DistDir: t.TempDir()}
+	if _, sg, err := Build(ctx, &buildkit.Builder{}, req); err != nil || sg != nil {
+		t.Errorf("Build of an archive: sign stage %v, err %v; want none and no error", sg, err)
+	}
+	req.Sign.Signer = s
+	if _, _, err := Build(ctx, &buildkit.Builder{}, req); err == nil || !strings.Contains(err.Error(), "does not sign") {
+		t.Errorf("Build with a signer: %v, want it refused", err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/sbom"
+	"github.com/imagectl/imagectl/sbom/document"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -31,10 +32,12 @@ const maxConcurrentScans = 2
 // s's key (the lock document, or a scan by this scanner: the manifest
 // digest fixes the content, so a scan would write the same document) keeps
 // it: nothing is scanned or uploaded for it, and its output says so. The
-// platforms are scanned concurrently (at most maxConcurrentScans).
-func (res *Result) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign.Option) error {
-	in := sign.SBOMInputFromLock(res.Set, res.signing.repo.Name(), res.signing.epoch)
-	doc, err := sign.SPDX(in, "")
+// platforms are scanned concurrently (at most maxConcurrentScans), each
+// reading the base layers layers decompressed, if any.
+func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign.Option, layers layerSource) error {
+	res := sg.res
+	in := document.SBOMInputFromLock(res.Set, sg.repo.Name(), sg.epoch)
+	doc, err := document.SPDX(in, "")
 	if err != nil {
 		return fmt.Errorf("SBOM of %s from the lock: %w", res.Ref, err)
 	}
@@ -45,7 +48,7 @@ func (res *Result) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 			return fmt.Errorf("attaching the SBOM to %s: %w", res.Ref, err)
 		}
 	}
-	format := res.signing.sbomFormat
+	format := sg.sbomFormat
 	if format == "" {
 		format = sbom.FormatSPDX
 	}
@@ -57,16 +60,16 @@ func (res *Result) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 	g.SetLimit(maxConcurrentScans)
 	for i := range res.Platforms {
 		p := res.Platforms[i]
-		ref := res.signing.repo.Digest(p.Digest)
+		ref := sg.repo.Digest(p.Digest)
 		g.Go(func() error {
 			start := time.Now()
 			out := &SBOMOutput{Source: "image", Format: format}
 			predicateType, match := sbom.PredicateSPDX, sbom.MadeByThisScanner
 			var lockDoc []byte
-			if res.signing.sbomLock {
+			if sg.sbomLock {
 				out.Source, out.Format = "lock", sbom.FormatSPDX
 				var err error
-				if lockDoc, err = sign.SPDX(in, p.Platform); err != nil {
+				if lockDoc, err = document.SPDX(in, p.Platform); err != nil {
 					return fmt.Errorf("SBOM of %s (%s) from the lock: %w", ref, p.Platform, err)
 				}
 				match = sign.SamePredicate(lockDoc)
@@ -84,20 +87,22 @@ func (res *Result) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 				return nil
 			}
 			doc := lockDoc
-			if !res.signing.sbomLock {
-				img, err := remote.Image(ref, res.signing.remoteOpts...)
+			if !sg.sbomLock {
+				img, err := remote.Image(ref, sg.remoteOpts...)
 				if err != nil {
 					return fmt.Errorf("reading %s (%s) for its SBOM: %w", ref, p.Platform, err)
 				}
-				layers, err := res.signing.prefetch.layerDir(gctx, p.Platform)
-				if err != nil {
-					if gctx.Err() != nil {
-						return gctx.Err()
+				var layerDir string
+				if layers != nil {
+					if layerDir, err = layers.layerDir(gctx, p.Platform); err != nil {
+						if gctx.Err() != nil {
+							return gctx.Err()
+						}
+						fmt.Fprintf(sg.warnings, "warning: prefetching the %s base's layers for its SBOM: %v; the scan reads them itself\n", p.Platform, err)
 					}
-					fmt.Fprintf(res.signing.warnings, "warning: prefetching the %s base's layers for its SBOM: %v; the scan reads them itself\n", p.Platform, err)
 				}
-				scan, err := sbom.Scan(gctx, img, sbom.Options{Name: res.signing.repo.Name(), Version: version, Platform: p.Platform,
-					Created: res.signing.epoch, Extensions: res.Set.Extensions, Format: format, LayerDir: layers})
+				scan, err := sbom.Scan(gctx, img, sbom.Options{Name: sg.repo.Name(), Version: version, Platform: p.Platform,
+					Created: sg.epoch, Extensions: res.Set.Extensions, Format: format, LayerDir: layerDir})
 				if err != nil {
 					return fmt.Errorf("SBOM of %s (%s): %w", ref, p.Platform, err)
 				}
@@ -112,6 +117,13 @@ func (res *Result) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 		})
 	}
 	return g.Wait()
+}
+
+// layerSource gives the directory of a platform's base layers decompressed
+// ahead of its scan (sbom.Options.LayerDir), "" for none: a speed-up of the
+// scan, which reads the layers itself otherwise.
+type layerSource interface {
+	layerDir(ctx context.Context, platform string) (string, error)
 }
 
 // basePrefetch decompresses each platform's base layers (sbom.Prefetch)
@@ -140,7 +152,7 @@ type prefetched struct {
 // published inputs keeps the SBOMs its manifests already carry, so it
 // would decompress for nothing). nil when there is nothing to prefetch.
 func startBasePrefetch(ctx context.Context, req *Request, set *imagespec.Set, work string) *basePrefetch {
-	if !req.signing() || req.Sign.SBOMFromLock || !req.Publish.Push || req.Force {
+	if !req.signs() || req.Sign.SBOMFromLock || !req.Publish.Push || req.Force {
 		return nil
 	}
 	baseRef, err := name.ParseReference(set.CodeServer.Base)

@@ -34,7 +34,8 @@ func TestAttachSBOMsKeepsWhatIsThere(t *testing.T) {
 	root, im := pushTestImage(t, "team/img:t")
 	set := spec.Lock()
 	set.Tags = []string{"t"}
-	res := &Result{Ref: root.String(), Set: set, signing: signing{repo: root.Context(), epoch: time.Unix(1752537600, 0)}}
+	res := &Result{Ref: root.String(), Set: set}
+	sg := &Signing{res: res, repo: root.Context(), epoch: time.Unix(1752537600, 0)}
 	for _, d := range im.Manifests {
 		if d.Platform != nil && d.Platform.OS != "unknown" {
 			res.Platforms = append(res.Platforms, PlatformOutput{Digest: d.Digest.String()})
@@ -60,11 +61,11 @@ func TestAttachSBOMsKeepsWhatIsThere(t *testing.T) {
 	}
 	run := func(t *testing.T, s *sign.Signer, format string, lock, wantReused bool) {
 		t.Helper()
-		res.signing.sbomFormat, res.signing.sbomLock = format, lock
+		sg.sbomFormat, sg.sbomLock = format, lock
 		for i := range res.Platforms {
 			res.Platforms[i].SBOM = nil
 		}
-		if err := res.attachSBOMs(ctx, s, nil); err != nil {
+		if err := sg.attachSBOMs(ctx, s, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range res.Platforms {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -72,26 +71,22 @@ func (f *buildFlags) signer(ctx context.Context) (func(context.Context) (*sign.S
 		}
 	}
 	pw := f.key.Password()
-	type loaded struct {
-		s   *sign.Signer
-		err error
-	}
-	ch := make(chan loaded, 1)
+	var (
+		s    *sign.Signer
+		err  error
+		done = make(chan struct{})
+	)
 	go func() {
-		s, err := sign.LoadKey(ctx, f.key.Key, pw)
-		ch <- loaded{s, err}
+		defer close(done)
+		s, err = sign.LoadKey(ctx, f.key.Key, pw)
 	}()
-	var once sync.Once
-	var l loaded
 	return func(ctx context.Context) (*sign.Signer, error) {
-		once.Do(func() {
-			select {
-			case l = <-ch:
-			case <-ctx.Done():
-				l.err = ctx.Err()
-			}
-		})
-		return l.s, l.err
+		select {
+		case <-done:
+			return s, err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}, vk, nil
 }
 

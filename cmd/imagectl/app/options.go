@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/build/dockerdriver"
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
@@ -236,7 +237,7 @@ func (o *buildKitOptions) BuildKit(ctx context.Context) (*build.BuildKit, error)
 	}
 	addr := o.Addr
 	if o.Driver == driverDockerContainer {
-		a, err := build.EnsureDockerContainer(ctx, "imagectl-buildkit", "")
+		a, err := dockerdriver.Ensure(ctx, "imagectl-buildkit", "")
 		if err != nil {
 			return nil, err
 		}

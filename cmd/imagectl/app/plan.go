@@ -13,6 +13,7 @@ import (
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/registry"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/resolve"
@@ -51,7 +52,7 @@ func (f *publishFlags) Validate() error {
 type publishSetup struct {
 	cfg  *matrix.Config
 	repo name.Repository
-	reg  *release.Registry
+	reg  *registry.Registry
 	def  *build.Definition
 	// renders holds the one render of each target's set (its inputs
 	// digest and definition), made by release.Targets; plan, the builds
@@ -82,7 +83,7 @@ func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSe
 		return nil, fmt.Errorf("image repository %q: %w", repoName, err)
 	}
 	ropts := f.reg.RemoteOptions()
-	reg, err := release.NewRegistry(ropts...)
+	reg, err := registry.New(ropts...)
 	if err != nil {
 		return nil, err
 	}

@@ -135,7 +135,7 @@ func (g *globals) runRelease(cmd *cobra.Command, f *releaseFlags) error {
 		if plan.NeedsBuild() {
 			// Build and sign: the pipeline of imagectl build (from the
 			// plan's render of each set), pushing by digest with no tag; the
-			// ReleaseBuilder signs in release's sign step, once.
+			// releaseBuilder signs in release's sign step, once.
 			pub, err := f.publisher(cmd, g, ps, s)
 			if err != nil {
 				return err
@@ -217,7 +217,7 @@ func (f *releaseFlags) smoker(ctx context.Context, g *globals, ropts []remote.Op
 }
 
 // publisher maps the build flags onto the pipeline imagectl build runs.
-func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetup, s *sign.Signer) (*pipeline.ReleaseBuilder, error) {
+func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetup, s *sign.Signer) (*releaseBuilder, error) {
 	cache, err := f.ext.openCache(g)
 	if err != nil {
 		return nil, err
@@ -231,7 +231,7 @@ func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetu
 		return nil, err
 	}
 	cfg := ps.cfg
-	return pipeline.NewReleaseBuilder(bk, pipeline.Request{
+	return newReleaseBuilder(bk, pipeline.Request{
 		Matrix:          cfg,
 		Definition:      ps.def,
 		Revision:        firstNonEmpty(f.img.Revision, gitRevision()),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/imagectl/imagectl/internal/safefile"
 	"github.com/imagectl/imagectl/internal/sourcedate"
+	"github.com/imagectl/imagectl/sbom/document"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -174,7 +175,7 @@ func (g *globals) runSign(ctx context.Context, f *signFlags, args []string) erro
 			return lerr
 		}
 		repo, _ := sign.Repository(ref, f.reg.NameOptions()...)
-		in := sign.SBOMInputFromLock(lock, repo, sbomCreated(built, envTime, g.stderr))
+		in := document.SBOMInputFromLock(lock, repo, sbomCreated(built, envTime, g.stderr))
 		out.SBOM, err = sign.AttestSBOM(ctx, ref, signer, in, opts...)
 	}
 	if err != nil {

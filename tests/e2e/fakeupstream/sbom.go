@@ -16,6 +16,7 @@ import (
 
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/sbom"
+	"github.com/imagectl/imagectl/sbom/document"
 )
 
 // runSBOMPackages prints, for every platform manifest of an image index,
@@ -68,7 +69,7 @@ func runSBOMPackages(ctx context.Context, args []string) error {
 			if !ok {
 				continue
 			}
-			pkgs, err := sbom.Packages(pred)
+			pkgs, err := document.Packages(pred)
 			if err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}

@@ -1,4 +1,4 @@
-package build
+package dockerdriver
 
 import (
 	"bytes"
@@ -9,17 +9,17 @@ import (
 	"time"
 )
 
-// DockerContainerImage is the buildkitd image the docker-container driver
+// Image is the buildkitd image the docker-container driver
 // runs: the same BuildKit version as the client library imagectl links.
-const DockerContainerImage = "moby/buildkit:v0.33.0"
+const Image = "moby/buildkit:v0.33.0"
 
-// EnsureDockerContainer starts (or reuses) a privileged buildkitd container
+// Ensure starts (or reuses) a privileged buildkitd container
 // named name through the docker CLI, as buildx's docker-container driver
 // does, and returns its address (docker-container://name), which the client
 // dials through `docker exec`. It needs a reachable Docker engine.
-func EnsureDockerContainer(ctx context.Context, name, image string) (string, error) {
+func Ensure(ctx context.Context, name, image string) (string, error) {
 	if image == "" {
-		image = DockerContainerImage
+		image = Image
 	}
 	docker := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)

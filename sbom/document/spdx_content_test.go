@@ -1,4 +1,4 @@
-package sign_test
+package document_test
 
 import (
 	"encoding/json"
@@ -13,10 +13,10 @@ import (
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
-	"github.com/imagectl/imagectl/sign"
+	"github.com/imagectl/imagectl/sbom/document"
 )
 
-var updateSPDX = flag.Bool("update-spdx", false, "rewrite testdata/spdx-*.json from sign.SPDX")
+var updateSPDX = flag.Bool("update-spdx", false, "rewrite testdata/spdx-*.json from document.SPDX")
 
 // TestSPDXContent compares the SPDX documents, decoded, with the ones
 // recorded in testdata: every field and value but documentNamespace (a
@@ -30,14 +30,14 @@ func TestSPDXContent(t *testing.T) {
 		"linux/arm64": {{Name: "aiosignal", Version: "1.3.1", URL: "https://files.example/aiosignal.whl", SHA256: strings.Repeat("a", 64)},
 			{Name: "Frozen_List", Version: "1.4.1", SHA256: strings.Repeat("2", 64)}},
 	}
-	in := sign.SBOMInputFromLock(set, "docker.io/example/code-server-ray", time.Unix(1748736000, 0))
+	in := document.SBOMInputFromLock(set, "docker.io/example/code-server-ray", time.Unix(1748736000, 0))
 	for _, platform := range []string{"linux/arm64", ""} {
 		name := "spdx-" + strings.NewReplacer("/", "-").Replace(platform) + ".json"
 		if platform == "" {
 			name = "spdx-index.json"
 		}
 		t.Run(name, func(t *testing.T) {
-			b, err := sign.SPDX(in, platform)
+			b, err := document.SPDX(in, platform)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,8 +84,8 @@ func TestSPDXBasePURL(t *testing.T) {
 		"localhost:5000/code-server": "pkg:oci/code-server@sha256%3A" + strings.Repeat("2", 64) + "?repository_url=localhost:5000/code-server&platform=linux%2Farm64",
 		"localhost:5000/cs:4.101.2@sha256:" + strings.Repeat("9", 64): "pkg:oci/cs@sha256%3A" + strings.Repeat("2", 64) + "?repository_url=localhost:5000/cs&platform=linux%2Farm64",
 	} {
-		in := sign.SBOMInput{ImageName: "r.example/x", BaseName: base, BaseDigests: map[string]string{"linux/arm64": d}}
-		b, err := sign.SPDX(in, "linux/arm64")
+		in := document.SBOMInput{ImageName: "r.example/x", BaseName: base, BaseDigests: map[string]string{"linux/arm64": d}}
+		b, err := document.SPDX(in, "linux/arm64")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package sbom
+package document
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package sbom
+package document
 
 import (
 	"testing"
@@ -20,5 +20,15 @@ func TestSPDXLicense(t *testing.T) {
 		if diff := cmp.Diff(tc.want, spdxLicense(tc.expr, names)); diff != "" {
 			t.Errorf("spdxLicense(%q) (-want +got):\n%s", tc.expr, diff)
 		}
+	}
+}
+
+func TestPyPIName(t *testing.T) {
+	n, v, ok := PyPIName("pkg:pypi/Aio_Signal@1.3.1?x=y")
+	if !ok || n != "aio-signal" || v != "1.3.1" {
+		t.Errorf("PyPIName = %q %q %v", n, v, ok)
+	}
+	if _, _, ok := PyPIName("pkg:npm/x@1"); ok {
+		t.Error("npm purl read as pypi")
 	}
 }

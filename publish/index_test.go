@@ -1,4 +1,4 @@
-package build
+package publish
 
 import (
 	"archive/tar"
@@ -153,10 +153,9 @@ func sortedBlobNames(m map[string][]byte) []string {
 
 func TestWriteArchiveBytesPinned(t *testing.T) {
 	dir := t.TempDir()
-	parts := []string{ociPart(t, dir, "linux/amd64", true), ociPart(t, dir, "linux/arm64/v8", false)}
-	results := []*PlatformResult{{Platform: "linux/amd64"}, {Platform: "linux/arm64/v8"}}
+	results := []Export{{Platform: "linux/amd64", Archive: ociPart(t, dir, "linux/amd64", true)}, {Platform: "linux/arm64/v8", Archive: ociPart(t, dir, "linux/arm64/v8", false)}}
 	dst := filepath.Join(dir, "out", "image.tar")
-	h, plats, err := WriteArchive(dst, parts, results, "registry.example/img", "1.0")
+	h, plats, err := WriteArchive(dst, results, "registry.example/img", "1.0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,5 +207,52 @@ func TestWriteArchiveBytesPinned(t *testing.T) {
 	wantTop = strings.Replace(wantTop, "SIZE", itoa(int(im.Manifests[0].Size)), 1)
 	if diff := cmp.Diff(wantTop, string(top)); diff != "" {
 		t.Errorf("index.json (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewIndexAndReferrer(t *testing.T) {
+	amd := v1.Descriptor{MediaType: "application/vnd.oci.image.manifest.v1+json", Size: 10, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("1", 64)}, Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}, Annotations: map[string]string{"x": "y"}}
+	arm := amd
+	arm.Digest.Hex = strings.Repeat("2", 64)
+	arm.Platform = &v1.Platform{OS: "linux", Architecture: "arm64"}
+	raw1, h1, err := newIndex([]v1.Descriptor{amd, arm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw2, h2, _ := newIndex([]v1.Descriptor{amd, arm})
+	if h1 != h2 || string(raw1) != string(raw2) {
+		t.Fatal("newIndex is not deterministic")
+	}
+	if strings.Contains(string(raw1), `"x"`) {
+		t.Error("newIndex kept BuildKit's descriptor annotations")
+	}
+	bkIndex := &v1.IndexManifest{Manifests: []v1.Descriptor{
+		amd,
+		{MediaType: amd.MediaType, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("7", 64)}, Platform: &v1.Platform{OS: "unknown", Architecture: "unknown"},
+			Annotations: map[string]string{imagespec.AnnotationReferenceType: imagespec.ReferenceTypeAttestation, "vnd.docker.reference.digest": amd.Digest.String()}},
+	}}
+	e, err := splitExported(bkIndex, "linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.image.Digest != amd.Digest || len(e.attestations) != 1 {
+		t.Errorf("splitExported = %+v", e)
+	}
+	if _, err := splitExported(bkIndex, "linux/arm64"); err == nil {
+		t.Error("splitExported accepted an amd64 image for linux/arm64")
+	}
+	ref, err := referrer([]byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","layers":[]}`), amd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Subject      v1.Descriptor `json:"subject"`
+		ArtifactType string        `json:"artifactType"`
+	}
+	if err := json.Unmarshal(ref, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Subject.Digest != amd.Digest || m.ArtifactType != imagespec.ProvenanceArtifactType || m.Subject.Platform != nil {
+		t.Errorf("referrer = %s", ref)
 	}
 }

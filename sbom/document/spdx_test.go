@@ -1,8 +1,7 @@
-package sign_test
+package document_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -12,16 +11,16 @@ import (
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
-	"github.com/imagectl/imagectl/sign"
+	"github.com/imagectl/imagectl/sbom/document"
 )
 
 func TestSPDX(t *testing.T) {
-	in := sign.SBOMInputFromLock(testimage.Default().Lock(), "docker.io/example/code-server-ray", time.Unix(1748736000, 0))
-	a, err := sign.SPDX(in, "linux/arm64")
+	in := document.SBOMInputFromLock(testimage.Default().Lock(), "docker.io/example/code-server-ray", time.Unix(1748736000, 0))
+	a, err := document.SPDX(in, "linux/arm64")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := sign.SPDX(in, "linux/arm64")
+	b, err := document.SPDX(in, "linux/arm64")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,19 +62,12 @@ func TestSPDX(t *testing.T) {
 	if doc.SPDXVersion != "SPDX-2.3" || doc.Created.Created != "2025-06-01T00:00:00Z" {
 		t.Errorf("spdxVersion %q created %q", doc.SPDXVersion, doc.Created.Created)
 	}
-	idx, err := sign.SPDX(in, "")
+	idx, err := document.SPDX(in, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if bytes.Count(idx, []byte(`"name": "ms-python.python"`)) != 2 {
 		t.Errorf("index SBOM should list ms-python.python once per platform:\n%s", idx)
-	}
-}
-
-func TestAttestSBOMFileRejectsNonSBOM(t *testing.T) {
-	s, _, _ := newKey(t)
-	if _, err := sign.AttestSBOMFile(context.Background(), "127.0.0.1:1/x:y", s, []byte(`{"hello":"world"}`)); err == nil {
-		t.Error("AttestSBOMFile accepted a document that is neither SPDX nor CycloneDX")
 	}
 }
 
@@ -90,10 +82,10 @@ func TestSPDXFromLockWithClosure(t *testing.T) {
 		"linux/amd64": {wheel("aiosignal", "1.3.1", "aiosignal-1.3.1-py3-none-any.whl", 'a'), wheel("frozenlist", "1.4.1", "frozenlist-1.4.1-cp312-cp312-manylinux2014_x86_64.whl", '1')},
 		"linux/arm64": {wheel("aiosignal", "1.3.1", "aiosignal-1.3.1-py3-none-any.whl", 'a'), wheel("frozenlist", "1.4.1", "frozenlist-1.4.1-cp312-cp312-manylinux2014_aarch64.whl", '2')},
 	}
-	in := sign.SBOMInputFromLock(set, "docker.io/example/code-server-ray", time.Unix(1748736000, 0))
+	in := document.SBOMInputFromLock(set, "docker.io/example/code-server-ray", time.Unix(1748736000, 0))
 	pyPackages := func(platform string) []string {
 		t.Helper()
-		b, err := sign.SPDX(in, platform)
+		b, err := document.SPDX(in, platform)
 		if err != nil {
 			t.Fatal(err)
 		}

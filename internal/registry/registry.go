@@ -1,4 +1,4 @@
-package release
+package registry
 
 import (
 	"context"
@@ -33,9 +33,9 @@ type Registry struct {
 	pusher *remote.Pusher
 }
 
-// NewRegistry returns a Registry using opts for every request (auth,
+// New returns a Registry using opts for every request (auth,
 // transport, user agent). Contexts are passed per call.
-func NewRegistry(opts ...remote.Option) (*Registry, error) {
+func New(opts ...remote.Option) (*Registry, error) {
 	p, err := remote.NewPuller(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("registry client: %w", err)

@@ -1,4 +1,4 @@
-package build
+package publish
 
 import (
 	"context"
@@ -134,10 +134,21 @@ type Statement struct {
 	Predicate     json.RawMessage `json:"predicate"`
 }
 
+// Export is one platform's solve as BuildKit exported it: an index holding
+// the image manifest and, with attestations, their manifest.
+type Export struct {
+	// Platform is the OCI platform built.
+	Platform string
+	// Digest is the exported index's digest in the repository (pushed).
+	Digest string
+	// Archive is the OCI layout tarball BuildKit wrote (not pushed).
+	Archive string
+}
+
 // Publish reads each platform's export from the registry, pushes the
 // multi-platform index (by digest, then every tag) and each attestation as a
 // referrer of its platform manifest.
-func Publish(ctx context.Context, repo name.Repository, results []*PlatformResult, tags []string, ropts []remote.Option) (*Published, error) {
+func Publish(ctx context.Context, repo name.Repository, results []Export, tags []string, ropts []remote.Option) (*Published, error) {
 	ropts = append([]remote.Option{remote.WithContext(ctx)}, ropts...)
 	var images []v1.Descriptor
 	pub := &Published{Platforms: map[string]v1.Descriptor{}, Provenance: map[string]Statement{}}
@@ -148,7 +159,7 @@ func Publish(ctx context.Context, repo name.Repository, results []*PlatformResul
 	}
 	var atts []att
 	for _, r := range results {
-		ref := repo.Digest(r.Exported)
+		ref := repo.Digest(r.Digest)
 		idx, err := remote.Index(ref, ropts...)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s's export %s: %w", r.Platform, ref, err)

@@ -1,4 +1,4 @@
-package build
+package publish
 
 import (
 	"archive/tar"
@@ -41,7 +41,7 @@ const (
 // (json.MarshalIndent on AppendIndex) are not the bytes of the archives
 // written so far (compact JSON; TestWriteArchiveBytesPinned). ggcr's
 // tarball package writes `docker save` tarballs, not OCI layouts.
-func WriteArchive(dst string, parts []string, results []*PlatformResult, repoName, tag string) (v1.Hash, map[string]v1.Descriptor, error) {
+func WriteArchive(dst string, results []Export, repoName, tag string) (v1.Hash, map[string]v1.Descriptor, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return v1.Hash{}, nil, err
 	}
@@ -49,7 +49,8 @@ func WriteArchive(dst string, parts []string, results []*PlatformResult, repoNam
 	files := map[string]string{} // blob path -> source archive for big blobs
 	var images []v1.Descriptor
 	plats := map[string]v1.Descriptor{}
-	for i, part := range parts {
+	for i := range results {
+		part := results[i].Archive
 		rootIndex, err := scanLayout(part, blobs, files)
 		if err != nil {
 			return v1.Hash{}, nil, fmt.Errorf("reading %s's OCI archive %s: %w", results[i].Platform, part, err)
