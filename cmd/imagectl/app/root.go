@@ -38,6 +38,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := NewRootCommand(stdout, stderr)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
+	if ctx.Err() != nil {
+		// Interrupted (Ctrl-C, SIGTERM): whatever the verb returned, the
+		// run did not finish; a verb writes nothing once interrupted.
+		if err == nil {
+			err = context.Cause(ctx)
+		}
+		fmt.Fprintf(stderr, "imagectl: %s\n", safetext.Text(err.Error()))
+		return ExitInterrupted
+	}
 	if err == nil {
 		return 0
 	}

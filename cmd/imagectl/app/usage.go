@@ -13,10 +13,14 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Exit codes of every verb (smoke attach adds its own, 3 to 6).
+// Exit codes of every verb (smoke attach adds its own, 3 to 7); docs/cli.md
+// has the table.
 const (
 	exitFailure = 1 // the verb ran and failed
 	exitUsage   = 2 // the command line is wrong: nothing was done
+	// ExitInterrupted is the exit code of a run ended by SIGINT or SIGTERM
+	// (128 + SIGINT, as a shell reports it).
+	ExitInterrupted = 130
 )
 
 // exitError carries a specific exit code.
