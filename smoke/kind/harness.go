@@ -48,10 +48,10 @@ type Config struct {
 // Result is what a successful run saw.
 type Result struct {
 	Attaches   []*probe.Report `json:"attaches"`
-	PostMortem *probe.Report   `json:"post_mortem,omitempty"`
-	JobStatus  string          `json:"job_status"`
-	Output     []string        `json:"output_lines"`
-	LogDir     string          `json:"log_dir,omitempty"`
+	PostMortem *probe.Report   `json:"postMortem,omitempty"`
+	JobStatus  string          `json:"jobStatus"`
+	Output     []string        `json:"outputLines"`
+	LogDir     string          `json:"logDir,omitempty"`
 }
 
 // Preflight checks what the harness needs and returns a *SkipError naming

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/internal/sourcedate"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
@@ -60,7 +60,7 @@ func (f *extensionsFlags) addResolve(cmd *cobra.Command, multiPlatform bool) {
 	cmd.Flags().StringVar(&f.python, "python", "", "pin the CPython minor version (default: the matrix policy)")
 	cmd.Flags().StringVar(&f.codeServer, "code-server", "", "pin the code-server version (default: newest compatible)")
 	if multiPlatform {
-		cmd.Flags().StringSliceVar(&f.platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
+		addPlatformsFlag(cmd, &f.platforms, "OCI platforms, comma separated (default: matrix.yaml platforms)")
 	}
 	markRequired(cmd, "ray")
 }
@@ -129,7 +129,7 @@ func (f *extensionsFlags) fetcher(g *globals, cfg *matrix.Config, c *cache.Cache
 		extensions.WithParallelism(f.parallel),
 		extensions.WithLimits(f.limits()),
 		extensions.WithRequirePins(f.requirePins),
-		extensions.WithWarnings(safetext.Writer(g.stderr)),
+		extensions.WithWarnings(g.warnings()),
 	}
 	for name, s := range f.sources(cfg, f.httpClient(g)) {
 		opts = append(opts, extensions.WithSource(name, s))
@@ -151,7 +151,7 @@ func (f *extensionsFlags) openCache(g *globals) (*cache.Cache, error) {
 	}
 	// A hit is identified under the limits of the command line, as a
 	// download is validated.
-	return cache.Open(dir, cache.WithWarnings(safetext.Writer(g.stderr)), cache.WithIdentify(cache.IdentifyVSIXWithin(f.limits())))
+	return cache.Open(dir, cache.WithWarnings(g.warnings()), cache.WithIdentify(cache.IdentifyVSIXWithin(f.limits())))
 }
 
 // resolveSet loads matrix.yaml and the catalog and resolves one set.
@@ -305,7 +305,12 @@ It reads the cache only: run "imagectl extensions fetch" first. With
 	cmd.Flags().StringVar(&inImage, "in-image-dir", imagespec.ExtensionsDir, "where the directory will live in the image (recorded in extensions.json)")
 	cmd.Flags().StringVar(&settingsOut, "settings", "", "also write code-server's settings.json here")
 	f.addLimits(cmd)
-	addOptions(cmd, &out)
+	addOptions(cmd, &out, check(func() error {
+		if platform != "" && !slices.Contains(imagespec.Platforms(), platform) {
+			return fmt.Errorf("--platform %q: want %s", platform, orList(imagespec.Platforms()))
+		}
+		return nil
+	}))
 	markRequired(cmd, "platform", "out")
 	return cmd
 }
@@ -368,7 +373,7 @@ catalog already pins is checked, never re-pinned.`,
 	cmd.Flags().StringVar(&f.ray, "ray", "", "pin only this Ray version's set (default: every buildable set)")
 	cmd.Flags().StringVar(&f.python, "python", "", "with --ray: pin the CPython minor version (default: the matrix policy)")
 	cmd.Flags().StringVar(&f.codeServer, "code-server", "", "with --ray: pin the code-server version (default: newest compatible)")
-	cmd.Flags().StringSliceVar(&f.platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
+	addPlatformsFlag(cmd, &f.platforms, "OCI platforms, comma separated (default: matrix.yaml platforms)")
 	f.addCache(cmd)
 	addOptions(cmd, &f.upstream, &out)
 	cmd.Flags().IntVar(&f.parallel, "parallel", 4, "concurrent downloads")

@@ -33,7 +33,6 @@ type injectFlags struct {
 	secretName, key  string
 	secretFile       string
 	rotatePassword   bool
-	createSecret     bool // refused: --secret-file writes the Secret
 	requests, limits map[string]string
 	dashboard        string
 	pullSecret       string
@@ -110,8 +109,6 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 	fl.StringVar(&f.key, "secret-key", inject.DefaultSecretKey, "the key of the password in that Secret")
 	fl.StringVar(&f.secretFile, "secret-file", "", "write that Secret, with a random password, to this file (mode 0600; an existing one keeps its password)")
 	fl.BoolVar(&f.rotatePassword, "rotate-password", false, "with --secret-file: a new password even when the file has one")
-	fl.BoolVar(&f.createSecret, "create-secret", false, "")
-	_ = fl.MarkHidden("create-secret")
 	fl.StringToStringVar(&f.requests, "requests", inject.DefaultRequests, "the sidecar's resource requests")
 	fl.StringToStringVar(&f.limits, "limits", inject.DefaultLimits, "the sidecar's resource limits")
 	fl.StringVar(&f.dashboard, "dashboard", "", "dashboard host:port written into the debugger settings (default 127.0.0.1 and the head's dashboard-port)")
@@ -134,7 +131,7 @@ func (g *globals) runInject(cmd *cobra.Command, f *injectFlags) error {
 		data, err = safefile.ReadFile(file, maxManifestFile)
 	}
 	if err != nil {
-		return &exitError{2, fmt.Errorf("reading %s: %w", file, err)}
+		return fmt.Errorf("reading %s: %w", file, err)
 	}
 
 	var res *inject.Result
@@ -229,8 +226,13 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 	if f.file == "" {
 		return &exitError{2, errors.New("-f FILE (or -f - for stdin) is required")}
 	}
-	if f.createSecret {
-		return &exitError{2, errors.New("--create-secret: the password Secret is written to a file of its own, never to the output: use --secret-file FILE, then kubectl apply --server-side -f FILE")}
+	if err := checkRepository("repository", f.repo); err != nil {
+		return usageError(err)
+	}
+	if f.image != "" {
+		if err := checkReference("--image", f.image); err != nil {
+			return usageError(err)
+		}
 	}
 	if f.noResolve && f.resolveDigest {
 		return &exitError{2, errors.New("--no-resolve keeps inject off the registry, and --resolve-digest asks it: drop one of them")}
@@ -244,8 +246,8 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 	if f.secretFile != "" && f.secretFile == f.file {
 		return &exitError{2, fmt.Errorf("--secret-file %s is the manifest itself: the Secret needs a file of its own", f.secretFile)}
 	}
-	if f.output != "yaml" && f.output != "diff" {
-		return &exitError{2, fmt.Errorf("--output %q: expected yaml or diff", f.output)}
+	if err := checkOutput(f.output, "yaml", "diff"); err != nil {
+		return err
 	}
 	if f.inPlace && f.file == "-" {
 		return &exitError{2, errors.New("-i (in place) needs a file, not stdin")}

@@ -132,7 +132,6 @@ func TestInjectCLIErrors(t *testing.T) {
 		{"bad quantity", injectPlainJob, []string{"inject", "-f", "-", "--requests", "cpu=lots"}, 2, `requests cpu="lots"`},
 		{"remove with options", injectPlainJob, []string{"inject", "-f", "-", "--remove", "--image", "x"}, 2, "--image does not apply"},
 		{"no-resolve and resolve-digest", injectPlainJob, []string{"inject", "-f", "-", "--no-resolve", "--resolve-digest"}, 2, "drop one of them"},
-		{"create-secret", injectPlainJob, []string{"inject", "-f", "-", "--create-secret"}, 2, "use --secret-file FILE, then kubectl apply --server-side -f FILE"},
 		{"rotate without a file", injectPlainJob, []string{"inject", "-f", "-", "--rotate-password"}, 2, "--rotate-password needs --secret-file"},
 		{"secret file with diff", injectPlainJob, []string{"inject", "-f", "-", "--secret-file", filepath.Join(dir, "pw.yaml"), "-o", "diff"}, 2, "-o diff only shows the change"},
 		{"secret file is the manifest", "", []string{"inject", "-f", cm, "--secret-file", cm}, 2, "is the manifest itself"},

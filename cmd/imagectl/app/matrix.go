@@ -45,8 +45,6 @@ and never touch the network.`,
 		Example: `  imagectl matrix refresh
   imagectl matrix resolve --ray 2.46.0 --explain
   imagectl matrix list --output json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newMatrixResolveCommand(g), newMatrixListCommand(g), newMatrixRefreshCommand(g))
 	return cmd
@@ -125,7 +123,7 @@ version lists the Ray versions the catalog knows.`,
 	f.StringVar(&req.Ray, "ray", "", "Ray version (required), e.g. 2.46.0")
 	f.StringVar(&req.CodeServer, "code-server", "", "pin the code-server version, e.g. 4.101.2 (default: newest compatible)")
 	f.StringVar(&req.Python, "python", "", "pin the CPython version, e.g. 3.11 (default: matrix.yaml python policy)")
-	f.StringSliceVar(&req.Platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
+	addPlatformsFlag(cmd, &req.Platforms, "OCI platforms, comma separated (default: matrix.yaml platforms)")
 	addOptions(cmd, &out)
 	f.BoolVar(&explain, "explain", false, "explain why each version won and why each newer candidate lost")
 	return cmd
@@ -239,7 +237,7 @@ reason (and under "skipped" in JSON).`,
 		},
 	}
 	addOptions(cmd, &out)
-	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
+	addPlatformsFlag(cmd, &platforms, "OCI platforms, comma separated (default: matrix.yaml platforms)")
 	return cmd
 }
 
@@ -364,7 +362,7 @@ func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
 	if oldErr == nil {
 		kept = extensions.CarryPins(old, c)
 	} else if !errors.Is(oldErr, fs.ErrNotExist) {
-		fmt.Fprintf(safetext.Writer(g.stderr), "warning: the old catalog does not load, so none of its extension pins or base image VS Code versions are kept: %v\n", oldErr)
+		fmt.Fprintf(g.warnings(), "warning: the old catalog does not load, so none of its extension pins or base image VS Code versions are kept: %v\n", oldErr)
 	}
 	locked := "not locked (--no-python-lock)"
 	if locker != nil {
@@ -404,7 +402,7 @@ func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, old *catalog
 		github.WithTokenHost(f.tokenHost)}
 	ghc := github.New(ghOpts...)
 	if err := ghc.TokenError(); err != nil {
-		fmt.Fprintf(safetext.Writer(stderr), "warning: %v\n", err)
+		fmt.Fprintf(safetext.Writer(stderr), warnPrefix+"warning: %v\n", err)
 	}
 	src.PythonRuntimes = ghc
 	// A newer release is proposed only when it has the CPython minor of
@@ -431,7 +429,7 @@ func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, old *catalog
 		if old != nil {
 			known = old.CodeServer
 		}
-		ropts := append(slices.Clip(opts), registry.WithKnown(known), registry.WithWarnings(stderr))
+		ropts := append(slices.Clip(opts), registry.WithKnown(known), registry.WithWarnings(&linePrefixer{w: safetext.Writer(stderr), prefix: []byte(warnPrefix)}))
 		rs, err := registry.New(firstNonEmpty(f.baseImage, cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, ropts...)
 		if err != nil {
 			return src, err

@@ -77,7 +77,9 @@ on KubeRay, and plans scheduled rebuilds.`,
   imagectl verify docker.io/example/code-server-ray:4.101.2-ray2.46.0-py3.12 --key cosign.pub`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       currentVersion().line(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	// The hook of every verb: the environment fallbacks, deprecated

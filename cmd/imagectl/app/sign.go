@@ -104,7 +104,7 @@ any registry.`,
 			if f.generateKey != "" {
 				return cobra.NoArgs(cmd, args)
 			}
-			return cobra.ExactArgs(1)(cmd, args)
+			return imageArgs(1, true)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return g.runSign(cmd.Context(), &f, args) },
 	}
@@ -136,7 +136,7 @@ func (g *globals) runSign(ctx context.Context, f *signFlags, args []string) erro
 	if f.generateKey != "" {
 		pw, err := password()
 		if err != nil {
-			return &exitError{2, err}
+			return err
 		}
 		k, p, err := sign.WriteKeyPair(f.generateKey, pw)
 		if err != nil {
@@ -192,7 +192,7 @@ func (f *signFlags) sbomInputs() (doc []byte, envTime time.Time, err error) {
 	if f.sbomFile != "" {
 		b, err := safefile.ReadFile(f.sbomFile, maxSBOMFile)
 		if err != nil {
-			return nil, time.Time{}, &exitError{2, fmt.Errorf("--sbom: %w", err)}
+			return nil, time.Time{}, fmt.Errorf("--sbom: %w", err)
 		}
 		doc = b
 	}
@@ -247,7 +247,7 @@ func sbomCreated(built, env time.Time, warn io.Writer) time.Time {
 		return env
 	}
 	if os.Getenv(sourcedate.Env) != "" && !env.Equal(built) {
-		fmt.Fprintf(warn, "warning: %s=%d is not the image's creation time %s; the SBOM uses the image's\n", sourcedate.Env, env.Unix(), built.Format(time.RFC3339))
+		fmt.Fprintf(warn, warnPrefix+"warning: %s=%d is not the image's creation time %s; the SBOM uses the image's\n", sourcedate.Env, env.Unix(), built.Format(time.RFC3339))
 	}
 	return built
 }

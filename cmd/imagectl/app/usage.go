@@ -195,8 +195,17 @@ func prepareFlags(cmd *cobra.Command, stderr io.Writer) error {
 // commands that only group subcommands into ones that print their help
 // and refuse arguments.
 func enforceUsage(root *cobra.Command) {
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// "imagectl buidl --ray 2.46.0": the flag is not the mistake.
+		if c.HasSubCommands() && len(c.Flags().Args()) > 0 {
+			if uerr := unknownSubcommand(c, c.Flags().Args()); uerr != nil {
+				return usageError(uerr)
+			}
+		}
+		return usageError(err)
+	})
 	walkCommands(root, func(c *cobra.Command) {
+		c.SuggestionsMinimumDistance = 2
 		if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
 			c.Args = unknownSubcommand
 			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }

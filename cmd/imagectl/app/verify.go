@@ -72,7 +72,7 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
   imagectl verify ghcr.io/example/code-server-ray:ray2.46.0 \
     --certificate-identity-regexp '^https://github.com/example/' \
     --certificate-oidc-issuer https://token.actions.githubusercontent.com`,
-		Args: cobra.ExactArgs(1),
+		Args: imageArgs(1, true),
 		RunE: func(cmd *cobra.Command, args []string) error { return g.runVerify(cmd.Context(), &f, args[0]) },
 	}
 	fl := cmd.Flags()
@@ -91,7 +91,7 @@ func (g *globals) runVerify(ctx context.Context, f *verifyFlags, ref string) err
 	if f.keyPath != "" {
 		v, err := verify.LoadPublicKey(f.keyPath)
 		if err != nil {
-			return &exitError{2, err}
+			return err
 		}
 		opts = append(opts, verify.WithVerifier(v))
 	} else {
