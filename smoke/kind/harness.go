@@ -355,7 +355,7 @@ func (h *harness) prepull(ctx context.Context, guide []Command, access *PullAcce
 // attach runs `imagectl smoke attach` inside the sidecar for task fn.
 func (h *harness) attach(ctx context.Context, fn string, flags ...string) (*probe.Report, error) {
 	args := append([]string{"exec", h.headPod, "-c", "code-server", "--", "/tmp/imagectl", "smoke", "attach",
-		"--dashboard", "http://127.0.0.1:8265", "--timeout", "15m", "--task", fn,
+		"--dashboard", "http://127.0.0.1:8265", "--pause-timeout", "15m", "--task", fn,
 		"--expect-function", fn, "--expect-file", ExpectedFile,
 		"--action", "continue", "--output", "json"}, flags...)
 	out, err := h.kubectl(ctx, nil, args...)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/build/pipeline"
-	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/imagespec"
@@ -220,11 +219,11 @@ func (g *globals) runBuild(ctx context.Context, f *buildFlags) error {
 // buildSet loads matrix.yaml and the catalog, opens the extension cache and
 // resolves the set to build.
 func (g *globals) buildSet(f *buildFlags) (*matrix.Config, imagespec.Set, *cache.Cache, error) {
-	cfg, err := matrix.Load(g.matrixPath)
+	cfg, err := g.loadMatrix()
 	if err != nil {
 		return nil, imagespec.Set{}, nil, err
 	}
-	cat, err := catalog.Load(g.catalog())
+	cat, err := g.loadCatalog()
 	if err != nil {
 		return nil, imagespec.Set{}, nil, err
 	}

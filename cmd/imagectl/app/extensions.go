@@ -82,7 +82,7 @@ const (
 // files: the HTTP timeouts and, but for pinsNone, --require-pins.
 func (f *extensionsFlags) addFetch(cmd *cobra.Command, pins pinMode) {
 	fl := cmd.Flags()
-	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long one HTTP attempt may wait for the response headers")
+	fl.DurationVar(&f.timeout, "http-timeout", 60*time.Second, "how long one HTTP attempt may wait for the response headers")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", httpx.DefaultIdleTimeout, "fail (and retry) a download that receives no byte for this long; a slow but steady one is never cut (0: no limit)")
 	switch pins {
 	case pinsAlways:
@@ -156,11 +156,11 @@ func (f *extensionsFlags) openCache(g *globals) (*cache.Cache, error) {
 
 // resolveSet loads matrix.yaml and the catalog and resolves one set.
 func (f *extensionsFlags) resolveSet(g *globals, platforms []string) (*matrix.Config, imagespec.Set, error) {
-	cfg, err := matrix.Load(g.matrixPath)
+	cfg, err := g.loadMatrix()
 	if err != nil {
 		return nil, imagespec.Set{}, err
 	}
-	cat, err := catalog.Load(g.catalog())
+	cat, err := g.loadCatalog()
 	if err != nil {
 		return nil, imagespec.Set{}, err
 	}
@@ -240,7 +240,7 @@ IMAGECTL_OPENVSX_URL, else matrix.yaml upstreams, else the public services.`,
 	cmd.Flags().IntVar(&f.parallel, "parallel", 4, "concurrent downloads")
 	f.addFetch(cmd, pinsOptional)
 	f.addLimits(cmd)
-	addCommandTimeout(g, cmd, "max-time", 30*time.Minute, "host")
+	addCommandTimeout(g, cmd, "timeout", 30*time.Minute, "host")
 	return cmd
 }
 
@@ -407,7 +407,7 @@ func (g *globals) runPin(ctx context.Context, f *extensionsFlags, out *outputOpt
 		return err
 	}
 	if len(pinned) > 0 {
-		if err := catalog.Write(g.catalog(), cat); err != nil {
+		if err := catalog.Write(g.catalogName(), cat); err != nil {
 			return err
 		}
 	}
@@ -425,23 +425,26 @@ func (g *globals) runPin(ctx context.Context, f *extensionsFlags, out *outputOpt
 			Catalog string        `json:"catalog"`
 			Pinned  []fetchedFile `json:"pinned"`
 			Sets    int           `json:"sets"`
-		}{g.catalog(), append([]fetchedFile{}, files...), len(sets)})
+		}{g.catalogName(), append([]fetchedFile{}, files...), len(sets)})
 	}
 	for _, p := range files {
 		fmt.Fprintf(g.stdout, "pinned %s@%s (%s) sha256 %s\n", p.ID, p.Version, p.TargetPlatform, p.SHA256)
 	}
-	fmt.Fprintf(g.stdout, "%s: %d extension file(s) newly pinned, %d set(s) checked\n", g.catalog(), len(seen), len(sets))
+	fmt.Fprintf(g.stdout, "%s: %d extension file(s) newly pinned, %d set(s) checked\n", g.catalogName(), len(seen), len(sets))
 	return nil
 }
 
 // pinSets loads matrix.yaml and the catalog and resolves the sets pin
 // covers: --ray's set, else every buildable one.
 func (g *globals) pinSets(f *extensionsFlags) (*matrix.Config, *catalog.Catalog, []imagespec.Set, error) {
-	cfg, err := matrix.Load(g.matrixPath)
+	if _, err := g.catalogFile(); err != nil {
+		return nil, nil, nil, err
+	}
+	cfg, err := g.loadMatrix()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cat, err := catalog.Load(g.catalog())
+	cat, err := g.loadCatalog()
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -59,7 +59,7 @@ Comments, key order and unknown fields are kept.
 The image defaults to the published image for the Ray version of the manifest
 (the Ray image's X.Y.Z tag, else rayVersion): inject lists the repository's
 tags (credentials from DOCKER_CONFIG or ~/.docker/config.json, bounded by
---timeout) and takes the build for that patch (ray2.46.0), else the newest
+--http-timeout) and takes the build for that patch (ray2.46.0), else the newest
 build for its minor (ray2.46.1); offline, or with --no-resolve, it takes the
 floating minor tag (ray2.46). It says on stderr which it chose and why.
 --resolve-digest pins the image to the digest the registry reports.
@@ -102,7 +102,7 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 	fl.StringVar(&f.repo, "repository", inject.DefaultRepository, "where the default image is taken from")
 	fl.BoolVar(&f.resolveDigest, "resolve-digest", false, "pin the image to the digest the registry reports (docker config credentials)")
 	fl.BoolVar(&f.noResolve, "no-resolve", false, "do not list the repository's tags: the default image is the floating tag of the manifest's Ray minor (ray2.46)")
-	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound on each registry lookup (the tag list, --resolve-digest)")
+	fl.DurationVar(&f.timeout, "http-timeout", 10*time.Second, "bound on each registry lookup (the tag list, --resolve-digest)")
 	fl.StringVar(&f.name, "name", inject.DefaultName, "the sidecar container's name")
 	fl.IntVar(&f.port, "port", inject.DefaultPort, "the code-server port")
 	fl.StringVar(&f.secretName, "secret-name", inject.DefaultSecretName, "the Secret holding the code-server password")

@@ -126,7 +126,7 @@ func TestInjectCLIErrors(t *testing.T) {
 	}{
 		{"no file", "", []string{"inject"}, 2, "-f FILE (or -f - for stdin) is required"},
 		{"two files", "", []string{"inject", "-f", cm, "-f", filepath.Join(dir, "b.yaml")}, 2, "given twice (" + cm + ", then " + filepath.Join(dir, "b.yaml") + "): inject reads one file"},
-		{"bad output", injectPlainJob, []string{"inject", "-f", "-", "-o", "json"}, 2, `--output "json": expected yaml or diff`},
+		{"bad output", injectPlainJob, []string{"inject", "-f", "-", "-o", "json"}, 2, `--output "json": want yaml or diff`},
 		{"in place on stdin", injectPlainJob, []string{"inject", "-f", "-", "-i"}, 2, "-i (in place) needs a file"},
 		{"bad port", injectPlainJob, []string{"inject", "-f", "-", "--port", "0"}, 2, "invalid option: port 0"},
 		{"bad quantity", injectPlainJob, []string{"inject", "-f", "-", "--requests", "cpu=lots"}, 2, `requests cpu="lots"`},
@@ -135,7 +135,7 @@ func TestInjectCLIErrors(t *testing.T) {
 		{"rotate without a file", injectPlainJob, []string{"inject", "-f", "-", "--rotate-password"}, 2, "--rotate-password needs --secret-file"},
 		{"secret file with diff", injectPlainJob, []string{"inject", "-f", "-", "--secret-file", filepath.Join(dir, "pw.yaml"), "-o", "diff"}, 2, "-o diff only shows the change"},
 		{"secret file is the manifest", "", []string{"inject", "-f", cm, "--secret-file", cm}, 2, "is the manifest itself"},
-		{"missing file", "", []string{"inject", "-f", filepath.Join(dir, "nope.yaml")}, 2, "reading "},
+		{"missing file", "", []string{"inject", "-f", filepath.Join(dir, "nope.yaml")}, 1, "reading "},
 		{"not a Ray kind", "", []string{"inject", "-f", cm, "-i"}, 1, cm + ": no ray.io/v1 RayJob, RayCluster or RayService"},
 		{"invalid YAML", "a: [\n", []string{"inject", "-f", "-"}, 1, "-: document 1: invalid YAML"},
 	}

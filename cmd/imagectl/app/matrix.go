@@ -52,11 +52,11 @@ and never touch the network.`,
 
 // loadMatrixAndCatalog reads matrix.yaml and the catalog named by the globals.
 func (g *globals) loadMatrixAndCatalog() (*matrix.Config, *catalog.Catalog, error) {
-	cfg, err := matrix.Load(g.matrixPath)
+	cfg, err := g.loadMatrix()
 	if err != nil {
 		return nil, nil, err
 	}
-	cat, err := catalog.Load(g.catalog())
+	cat, err := g.loadCatalog()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -231,7 +231,7 @@ reason (and under "skipped" in JSON).`,
 				fmt.Fprintf(g.stderr, "skipped Ray %s: %s\n", s.Ray, s.Reason)
 			}
 			if len(sets) == 0 {
-				return fmt.Errorf("no buildable combination (matrix %s, catalog %s)", g.matrixPath, g.catalog())
+				return fmt.Errorf("no buildable combination (matrix %s, catalog %s)", g.matrixName(), g.catalogName())
 			}
 			return nil
 		},
@@ -319,7 +319,7 @@ extensions pin.`,
 	bindEnv(cmd, "pip", "IMAGECTL_PIP")
 	addPackageIndexFlag(cmd, &f.packageIndex, "PEP 503 index the closures are locked against (default matrix.yaml upstreams.packageIndex)")
 	fl.BoolVar(&f.noPythonLock, "no-python-lock", false, "record no Python closures (builds then let pip resolve dependencies unlocked)")
-	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long one HTTP attempt may wait for the response headers (a body is bounded by the idle timeout instead)")
+	fl.DurationVar(&f.timeout, "http-timeout", 60*time.Second, "how long one HTTP attempt may wait for the response headers (a body is bounded by the idle timeout instead)")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", httpx.DefaultIdleTimeout, "fail (and retry) a response body that sends no byte for this long (0: no limit)")
 	fl.IntVar(&f.retries, "retries", 5, "retries of a failed HTTP attempt (429/503 honour Retry-After)")
 	fl.StringVar(&f.tokenHost, "github-token-host", github.DefaultTokenHost, "the one host GITHUB_TOKEN is sent to, over HTTPS only")
@@ -331,13 +331,17 @@ extensions pin.`,
 // runRefresh queries the upstreams, locks the Python closures and writes
 // the catalog; on any error the old catalog is left as it was.
 func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
-	cfg, err := matrix.Load(g.matrixPath)
+	catFile, err := g.catalogFile()
+	if err != nil {
+		return err
+	}
+	cfg, err := g.loadMatrix()
 	if err != nil {
 		return err
 	}
 	// The snapshot being replaced: its extension pins are kept, and its
 	// base images' VS Code versions reused where the digests are the same.
-	old, oldErr := catalog.Load(g.catalog())
+	old, oldErr := catalog.Load(catFile)
 	hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithIdleTimeout(f.idleTimeout), httpx.WithRetries(f.retries))
 	src, err := f.sources(cfg, hc, old, g.stderr)
 	if err != nil {
@@ -350,12 +354,12 @@ func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
 		locker = pip.New(pip.WithCommand(strings.Fields(f.pip)...),
 			pip.WithTimeout(f.timeout), pip.WithRetries(f.retries), pip.WithHTTPClient(hc))
 		if _, err := locker.Check(ctx); err != nil {
-			return fmt.Errorf("refresh failed, %s left unchanged: python lock: %w (or pass --no-python-lock)", g.catalog(), err)
+			return fmt.Errorf("refresh failed, %s left unchanged: python lock: %w (or pass --no-python-lock)", catFile, err)
 		}
 	}
 	c, err := catalog.Refresh(ctx, cfg, src)
 	if err != nil {
-		return fmt.Errorf("refresh failed, %s left unchanged: %w", g.catalog(), err)
+		return fmt.Errorf("refresh failed, %s left unchanged: %w", catFile, err)
 	}
 	// Keep the extension pins of the snapshot being replaced.
 	kept := 0
@@ -367,10 +371,10 @@ func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
 	locked := "not locked (--no-python-lock)"
 	if locker != nil {
 		if locked, err = lockPython(ctx, cfg, c, firstNonEmpty(f.packageIndex, cfg.Upstreams.PackageIndex), locker); err != nil {
-			return fmt.Errorf("refresh failed, %s left unchanged: %w", g.catalog(), err)
+			return fmt.Errorf("refresh failed, %s left unchanged: %w", catFile, err)
 		}
 	}
-	if err := catalog.Write(g.catalog(), c); err != nil {
+	if err := catalog.Write(catFile, c); err != nil {
 		return err
 	}
 	return g.printRefresh(f, old, c, locked, kept)
@@ -459,7 +463,7 @@ func (g *globals) printRefresh(f *refreshFlags, old, c *catalog.Catalog, locked 
 	changes := runtimeChanges(old, c)
 	if f.out.JSON() {
 		return writeJSON(g.stdout, refreshSummary{
-			Catalog: g.catalog(), CodeServer: len(c.CodeServer), Ray: len(c.Ray), Debugpy: len(c.Debugpy), Extensions: len(c.Extensions),
+			Catalog: g.catalogName(), CodeServer: len(c.CodeServer), Ray: len(c.Ray), Debugpy: len(c.Debugpy), Extensions: len(c.Extensions),
 			ToolsImage: c.ToolsImage, PythonRuntimes: pys, PythonRuntimeRelease: release, PythonRuntimeChanges: changes,
 			PythonClosures: locked, KeptPins: kept,
 		})
@@ -469,7 +473,7 @@ func (g *globals) printRefresh(f *refreshFlags, old, c *catalog.Catalog, locked 
 		runtimes = strings.Join(pys, ", ") + " (python-build-standalone " + release + ")"
 	}
 	fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions; tools image %s; Python runtimes %s; Python closures %s\n",
-		g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools, runtimes, locked)
+		g.catalogName(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools, runtimes, locked)
 	if kept > 0 {
 		fmt.Fprintf(g.stdout, "kept %d extension file pin(s) of the previous snapshot\n", kept)
 	}

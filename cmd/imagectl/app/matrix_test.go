@@ -92,7 +92,7 @@ func TestMatrixResolveErrors(t *testing.T) {
 		{"unknown ray", []string{"--ray", "9.9.9"}, `unknown Ray version "9.9.9"; known Ray versions: 2.46.0`},
 		{"missing ray", nil, "--ray is required"},
 		{"bad output", []string{"--ray", "2.46.0", "--output", "yaml"}, `--output "yaml": want text or json`},
-		{"bad platform", []string{"--ray", "2.46.0", "--platform", "linux/riscv64"}, `unsupported platform "linux/riscv64"`},
+		{"bad platform", []string{"--ray", "2.46.0", "--platform", "linux/riscv64"}, `platform "linux/riscv64": want linux/amd64 or linux/arm64`},
 		{"python not shipped", []string{"--ray", "2.46.0", "--python", "3.13"}, "--python 3.13: Ray 2.46.0 ships wheels for it on none"},
 		{"unknown code-server", []string{"--ray", "2.46.0", "--code-server", "4.1.0"}, "code-server 4.1.0 is not in the catalog (known: 4.101.2)"},
 		{"extra args", []string{"--ray", "2.46.0", "x"}, "unknown command"},

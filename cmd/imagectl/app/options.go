@@ -43,7 +43,6 @@ func (o *registryOptions) AddFlags(cmd *cobra.Command) {
 		usage = "allow plain HTTP to the registry (automatic for localhost and 127.0.0.1)"
 	}
 	cmd.Flags().BoolVar(&o.Insecure, "insecure", false, usage)
-	aliasFlag(cmd, "insecure-registry", "insecure")
 }
 
 func (o *registryOptions) Validate() error { return nil }
@@ -84,7 +83,6 @@ func (o *keyOptions) AddFlags(cmd *cobra.Command) {
 		bindEnv(cmd, "key", o.keyEnv)
 	}
 	fl.StringVar(&o.PasswordFile, "key-password-file", "", "file holding the key password (default: env "+sign.PasswordEnv+")")
-	aliasFlag(cmd, "password-file", "key-password-file")
 	if o.verifyKeyUsage != "" {
 		fl.StringVar(&o.VerifyKey, "verify-key", "", o.verifyKeyUsage)
 	}
@@ -361,7 +359,7 @@ func (o *definitionOptions) AddFlags(cmd *cobra.Command) {
 // environment variable) of the PEP 503 index on every verb.
 func addPackageIndexFlag(cmd *cobra.Command, p *string, usage string) {
 	cmd.Flags().StringVar(p, "package-index", "", usage)
-	bindEnv(cmd, "package-index", "IMAGECTL_PACKAGE_INDEX", "IMAGECTL_PACKAGE_INDEX_URL")
+	bindEnv(cmd, "package-index", "IMAGECTL_PACKAGE_INDEX")
 }
 
 func (o *definitionOptions) Validate() error {

@@ -74,7 +74,7 @@ func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSe
 		return nil, err
 	}
 	if repoName == "" {
-		return nil, fmt.Errorf("%s: image.repositories is empty and no --repository given", g.matrixPath)
+		return nil, fmt.Errorf("%s: image.repositories is empty and no --repository given", g.matrixName())
 	}
 	repo, err := name.NewRepository(repoName, f.reg.NameOptions()...)
 	if err != nil {

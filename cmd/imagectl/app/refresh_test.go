@@ -287,7 +287,7 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 
 	refresh := func() []byte {
 		t.Helper()
-		code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "refresh", "--retries", "0", "--timeout", "20s")
+		code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "refresh", "--retries", "0", "--http-timeout", "20s")
 		if code != 0 {
 			t.Fatalf("matrix refresh: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}

@@ -191,7 +191,7 @@ head pod (the worker's IP and port are cluster-internal, and the sidecar
 shares the head's /tmp/ray, where the task's files are).
 
 Exit codes: 0 attached, the frame matched and its source opened; 3 no paused
-worker before --timeout; 4 the port refused the connection or another client
+worker before --pause-timeout; 4 the port refused the connection or another client
 is attached; 5 attached but no stop or no matching frame; 6 the dashboard
 never answered usably; 7 the frame's source does not open here, a breakpoint
 there is not verified, or (--post-mortem) the stop is not on an exception;
@@ -232,7 +232,7 @@ there is not verified, or (--post-mortem) the stop is not on an exception;
 	}
 	f := cmd.Flags()
 	f.StringVar(&dashboardURL, "dashboard", "http://127.0.0.1:8265", "Ray dashboard address (http://host:port or host:port)")
-	f.DurationVar(&timeout, "timeout", 2*time.Minute, "how long to poll the dashboard for a paused worker")
+	f.DurationVar(&timeout, "pause-timeout", 2*time.Minute, "how long to poll the dashboard for a paused worker")
 	f.DurationVar(&interval, "poll-interval", 3*time.Second, "time between dashboard polls (the extension uses 3s)")
 	f.DurationVar(&stepTimeout, "step-timeout", 30*time.Second, "timeout of the dial and of each DAP request")
 	f.DurationVar(&stopTimeout, "stop-timeout", 30*time.Second, "how long to wait for the stopped event after attaching")

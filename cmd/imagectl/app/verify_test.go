@@ -33,7 +33,7 @@ func TestVerifyAllowRepository(t *testing.T) {
 	if code, out, errs := run("sign", "--generate-key", filepath.Join(dir, "k")); code != 0 {
 		t.Fatalf("generate-key: exit %d\n%s%s", code, out, errs)
 	}
-	if code, out, errs := run("sign", image, "--key", filepath.Join(dir, "k.key"), "--sbom-from-labels"); code != 0 {
+	if code, out, errs := run("sign", image, "--key", filepath.Join(dir, "k.key"), "--sbom-from-lock"); code != 0 {
 		t.Fatalf("sign: exit %d\n%s%s", code, out, errs)
 	}
 	// Copy the index (with its platform manifests) and every .sig and .att tag.
