@@ -102,12 +102,14 @@ version lists the Ray versions the catalog knows.`,
 				return err
 			}
 			if out.JSON() {
-				var v any = set
+				// One shape with or without --explain.
+				v := struct {
+					Set         imagespec.Set        `json:"set"`
+					Explanation *resolve.Explanation `json:"explanation,omitempty"`
+				}{Set: set}
+				v.Set.Tags, _ = setTagNames(cfg, set)
 				if explain {
-					v = struct {
-						Set         imagespec.Set        `json:"set"`
-						Explanation *resolve.Explanation `json:"explanation"`
-					}{set, ex}
+					v.Explanation = ex
 				}
 				return writeJSON(g.stdout, v)
 			}
@@ -192,7 +194,7 @@ func writeSetText(w io.Writer, s imagespec.Set, tags string) {
 
 func newMatrixListCommand(g *globals) *cobra.Command {
 	var platforms []string
-	out := newOutputOptions("table", "json")
+	out := newOutputOptions("text", "json")
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "Print every buildable combination (what CI builds)",
@@ -216,6 +218,9 @@ reason (and under "skipped" in JSON).`,
 				sets = []imagespec.Set{}
 			}
 			if out.JSON() {
+				for i := range sets {
+					sets[i].Tags, _ = setTagNames(cfg, sets[i])
+				}
 				return writeJSON(g.stdout, struct {
 					Sets    []imagespec.Set   `json:"sets"`
 					Skipped []resolve.Skipped `json:"skipped,omitempty"`
@@ -228,7 +233,7 @@ reason (and under "skipped" in JSON).`,
 			}
 			tw.Flush()
 			for _, s := range skipped {
-				fmt.Fprintf(g.stderr, "skipped Ray %s: %s\n", s.Ray, s.Reason)
+				fmt.Fprintf(g.stderr, warnPrefix+"skipped Ray %s: %s\n", s.Ray, s.Reason)
 			}
 			if len(sets) == 0 {
 				return fmt.Errorf("no buildable combination (matrix %s, catalog %s)", g.matrixName(), g.catalogName())

@@ -90,7 +90,7 @@ func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSe
 		return nil, err
 	}
 	for _, s := range skipped {
-		fmt.Fprintf(g.stderr, "skipped Ray %s: %s\n", s.Ray, s.Reason)
+		fmt.Fprintf(g.stderr, warnPrefix+"skipped Ray %s: %s\n", s.Ray, s.Reason)
 	}
 	// The one definition build uses too: same parameters, same inputs digest.
 	def, err := f.def.definition(cfg)
@@ -164,12 +164,22 @@ for fromJSON. Nothing changed: an empty plan.`,
 // they carry the inputs digest, so they are rendered with matrix.yaml's
 // definition (no overrides); Resolve leaves them out of the lock.
 func setTags(cfg *matrix.Config, s imagespec.Set) string {
-	def, err := build.NewDefinition(cfg, build.Overrides{}, Version)
-	if err == nil {
-		var tags imagespec.Tags
-		if tags, err = def.Tags(s); err == nil {
-			return strings.Join(tags.Names(), ", ")
-		}
+	names, err := setTagNames(cfg, s)
+	if err != nil {
+		return "(not rendered: " + err.Error() + ")"
 	}
-	return "(not rendered: " + err.Error() + ")"
+	return strings.Join(names, ", ")
+}
+
+// setTagNames are the tags of s, for the JSON of matrix list and resolve.
+func setTagNames(cfg *matrix.Config, s imagespec.Set) ([]string, error) {
+	def, err := build.NewDefinition(cfg, build.Overrides{}, Version)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := def.Tags(s)
+	if err != nil {
+		return nil, err
+	}
+	return tags.Names(), nil
 }

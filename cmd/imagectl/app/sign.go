@@ -26,7 +26,7 @@ type signFlags struct {
 	allManifests        bool
 	attestManifests     bool
 	sbomFile            string
-	sbomFromLock      bool
+	sbomFromLock        bool
 	keyless             bool
 	fulcioURL, rekorURL string
 	annotations         []string

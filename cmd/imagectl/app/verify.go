@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/verify"
 )
 
@@ -85,6 +86,10 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
 	return cmd
 }
 
+// checkRead is the check of a verify -o json report for an image that could
+// not be read at all.
+const checkRead verify.Check = "read"
+
 // runVerify verifies ref and prints the report; a failed check exits 1.
 func (g *globals) runVerify(ctx context.Context, f *verifyFlags, ref string) error {
 	opts := []verify.Option{verify.WithSkipContents(f.skipContents), verify.WithSkipAttestations(f.skipAttest)}
@@ -103,6 +108,12 @@ func (g *globals) runVerify(ctx context.Context, f *verifyFlags, ref string) err
 	opts = append(opts, verify.WithAllowedRepositories(f.allowRepos...))
 	rep, err := verify.Image(ctx, ref, opts...)
 	if err != nil {
+		if f.out.JSON() {
+			// The same report shape, also when the image cannot be read.
+			if werr := (&verify.Report{Ref: ref, Manifests: []verify.Manifest{}, Failures: []verify.Failure{{Check: checkRead, Message: safetext.Text(err.Error())}}}).WriteJSON(g.stdout); werr != nil {
+				return werr
+			}
+		}
 		return err
 	}
 	if f.out.JSON() {
