@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -363,6 +364,10 @@ func addPackageIndexFlag(cmd *cobra.Command, p *string, usage string) {
 }
 
 func (o *definitionOptions) Validate() error {
+	if u, err := url.Parse(o.packageIndex); err == nil && u.User != nil {
+		u.User = nil
+		return fmt.Errorf("--package-index %s: the URL carries credentials (user:password@ before the host), which the build would record in the image; give the index without them", u)
+	}
 	_, err := o.standaloneSHA256()
 	return err
 }

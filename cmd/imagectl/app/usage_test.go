@@ -153,6 +153,8 @@ func TestInvalidCombinationsExitTwo(t *testing.T) {
 		{`--python-standalone-sha256 "sha"`, []string{"plan", "--matrix", missing, "--python-standalone-sha256", "sha"}},
 		{`--versions "tarballs"`, []string{"matrix", "refresh", "--matrix", missing, "--versions", "tarballs"}},
 		{"--ray is required", []string{"matrix", "resolve", "--matrix", missing}},
+		{"--package-index https://x.example/simple: the URL carries credentials", []string{"build", "--matrix", missing, "--ray", "2.46.0", "--package-index", "https://u:p@x.example/simple"}},
+		{"--package-index https://x.example/simple: the URL carries credentials", []string{"plan", "--matrix", missing, "--package-index", "https://tok@x.example/simple"}},
 		{`action "pause"`, []string{"smoke", "attach", "--action", "pause"}},
 		{"pass an image reference or --archive FILE", []string{"smoke", "image"}},
 		{"-i (in place) needs a file", []string{"inject", "-f", "-", "-i"}},
