@@ -196,7 +196,7 @@ A file the catalog pins no sha256 for is trusted on first use: it is still
 validated, and a warning names it and the digest accepted; --require-pins
 refuses such files instead (release always does). A download that receives
 nothing for --idle-timeout is cut and tried again; a slow but steady one is
-never cut. The whole fetch ends after --max-time (default 30m) with one line
+never cut. The whole fetch ends after --timeout (default 30m) with one line
 naming the hosts that did not answer; a request that waits longer than a few
 seconds, and every retry, is said on stderr.
 
