@@ -34,11 +34,33 @@ func TestMatrixResolveJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
-	var set imagespec.Set
+	// One shape with or without --explain: {"set": ..., "explanation": ...}.
+	var res struct {
+		Set         imagespec.Set   `json:"set"`
+		Explanation json.RawMessage `json:"explanation"`
+	}
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&set); err != nil {
-		t.Fatalf("stdout is not one Set: %v\n%s", err, out)
+	if err := dec.Decode(&res); err != nil {
+		t.Fatalf("stdout is not {\"set\": ...}: %v\n%s", err, out)
+	}
+	set := res.Set
+	if res.Explanation != nil {
+		t.Errorf("an explanation without --explain: %s", res.Explanation)
+	}
+	_, explained, _ := run(t, "--matrix", repoMatrix, "matrix", "resolve", "--ray", "2.46.0", "--output", "json", "--explain")
+	var withExplain struct {
+		Set         imagespec.Set   `json:"set"`
+		Explanation json.RawMessage `json:"explanation"`
+	}
+	if err := json.Unmarshal([]byte(explained), &withExplain); err != nil || withExplain.Explanation == nil {
+		t.Errorf("--explain -o json: %v, explanation %s", err, withExplain.Explanation)
+	}
+	if diff := cmp.Diff(set, withExplain.Set); diff != "" {
+		t.Errorf("the set differs with --explain (-without +with):\n%s", diff)
+	}
+	if len(set.Tags) == 0 {
+		t.Error("the set's JSON has no tags")
 	}
 	if diff := cmp.Diff([]string{"3.9", "3.10", "3.11", "3.12"}, set.RayPythons); diff != "" {
 		t.Errorf("rayPythons (-want +got):\n%s", diff)
