@@ -81,6 +81,13 @@ func globalArgs(p Params) (map[string]string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("render: package index %q is not an http(s) URL", p.PackageIndex)
 	}
+	if u.User != nil {
+		// A build argument is recorded in the image's history and
+		// provenance: no password may go there.
+		bare := *u
+		bare.User = nil
+		return nil, fmt.Errorf("render: package index %s carries credentials (user:password@ before the host), which a build argument would record in the image; give the index without them", bare.String())
+	}
 	trusted := ""
 	if u.Scheme == "http" {
 		trusted = u.Hostname()

@@ -4,11 +4,13 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,7 +28,99 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv("IMAGECTL_TEST_MAIN"); args != "" {
 		os.Exit(run(strings.Split(args, "\n")))
 	}
+	if pidFile := os.Getenv("IMAGECTL_TEST_STUCK"); pidFile != "" {
+		os.Exit(handleSignals(func(context.Context) int { return stuckVerb(pidFile) }))
+	}
 	os.Exit(m.Run())
+}
+
+// stuckVerb stands for a verb whose clean-up hangs on a child process: it
+// starts a shell in a process group of its own that ignores SIGINT and
+// SIGTERM and has a child of its own, writes the shell's pid to pidFile, and
+// waits for the shell however often it is interrupted.
+func stuckVerb(pidFile string) int {
+	cmd := exec.Command("sh", "-c", `trap "" INT TERM; sleep 300 & wait`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return 3
+	}
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		return 3
+	}
+	_ = cmd.Wait()
+	return 0
+}
+
+// alive reports whether process group pgid has a member that is not a
+// zombie.
+func alive(t *testing.T, pgid int) bool {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+			return true
+		}
+	}
+	return false
+}
+
+// A second Ctrl-C ends imagectl with exit 130 within 2 s, and with it its
+// child processes, even those in a process group of their own that ignore
+// the signal.
+func TestSecondInterruptKillsChildren(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "IMAGECTL_TEST_STUCK="+pidFile)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var pgid int
+	for deadline := time.Now().Add(30 * time.Second); pgid == 0; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 {
+			pgid, _ = strconv.Atoi(string(b))
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the child never started")
+		}
+	}
+	t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+	for range 2 {
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sent := time.Now()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("exit %v after two interrupts, want 130; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("still running 10 s after the second interrupt")
+	}
+	for alive(t, pgid) {
+		if time.Since(sent) > 2*time.Second {
+			t.Fatalf("the child's process group %d is still alive 2 s after the second interrupt", pgid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // bigStored returns vsix plus n MiB of incompressible data in stored

@@ -8,7 +8,7 @@ import (
 )
 
 // The KubeRay versions the smoke test runs against. This is the one place
-// they are pinned: the harness, `imagectl smoke --kuberay-version`, the
+// they are pinned: the harness, `imagectl smoke kind --kuberay-version`, the
 // README (a test checks) and the smoke workflow's matrix ("oldest",
 // "newest") all take them from here.
 const (

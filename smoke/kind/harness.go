@@ -48,10 +48,10 @@ type Config struct {
 // Result is what a successful run saw.
 type Result struct {
 	Attaches   []*probe.Report `json:"attaches"`
-	PostMortem *probe.Report   `json:"post_mortem,omitempty"`
-	JobStatus  string          `json:"job_status"`
-	Output     []string        `json:"output_lines"`
-	LogDir     string          `json:"log_dir,omitempty"`
+	PostMortem *probe.Report   `json:"postMortem,omitempty"`
+	JobStatus  string          `json:"jobStatus"`
+	Output     []string        `json:"outputLines"`
+	LogDir     string          `json:"logDir,omitempty"`
 }
 
 // Preflight checks what the harness needs and returns a *SkipError naming
@@ -355,7 +355,7 @@ func (h *harness) prepull(ctx context.Context, guide []Command, access *PullAcce
 // attach runs `imagectl smoke attach` inside the sidecar for task fn.
 func (h *harness) attach(ctx context.Context, fn string, flags ...string) (*probe.Report, error) {
 	args := append([]string{"exec", h.headPod, "-c", "code-server", "--", "/tmp/imagectl", "smoke", "attach",
-		"--dashboard", "http://127.0.0.1:8265", "--timeout", "15m", "--task", fn,
+		"--dashboard", "http://127.0.0.1:8265", "--pause-timeout", "15m", "--task", fn,
 		"--expect-function", fn, "--expect-file", ExpectedFile,
 		"--action", "continue", "--output", "json"}, flags...)
 	out, err := h.kubectl(ctx, nil, args...)

@@ -59,7 +59,7 @@ var (
 type Frame struct {
 	Name            string `json:"name"`
 	Path            string `json:"path,omitempty"`
-	SourceReference int    `json:"source_reference,omitempty"`
+	SourceReference int    `json:"sourceReference,omitempty"`
 	Line            int    `json:"line"`
 }
 
@@ -70,21 +70,21 @@ type Frame struct {
 // the frame's line, its answer recorded, and cleared again.
 type SourceCheck struct {
 	Path            string `json:"path,omitempty"`
-	SourceReference int    `json:"source_reference,omitempty"`
+	SourceReference int    `json:"sourceReference,omitempty"`
 	// Opened is "path" (the file exists here), "sourceReference" (debugpy
 	// served its text) or "" (it did not open: Problem says why).
 	Opened             string `json:"opened"`
 	Problem            string `json:"problem,omitempty"`
-	BreakpointLine     int    `json:"breakpoint_line,omitempty"`
-	BreakpointVerified bool   `json:"breakpoint_verified"`
-	BreakpointMessage  string `json:"breakpoint_message,omitempty"`
+	BreakpointLine     int    `json:"breakpointLine,omitempty"`
+	BreakpointVerified bool   `json:"breakpointVerified"`
+	BreakpointMessage  string `json:"breakpointMessage,omitempty"`
 }
 
 // ExceptionInfo is debugpy's answer to exceptionInfo at a post-mortem stop.
 type ExceptionInfo struct {
 	ID          string `json:"id"`
 	Description string `json:"description,omitempty"`
-	BreakMode   string `json:"break_mode,omitempty"`
+	BreakMode   string `json:"breakMode,omitempty"`
 }
 
 // AttachResult is what one attach saw.
@@ -92,16 +92,16 @@ type AttachResult struct {
 	Address string `json:"address"`
 	// AttachArguments are the arguments of the DAP attach request, the
 	// configuration the debugger extension starts.
-	AttachArguments map[string]any `json:"attach_arguments,omitempty"`
+	AttachArguments map[string]any `json:"attachArguments,omitempty"`
 	AttachTime      time.Duration  `json:"-"`
-	AttachMillis    int64          `json:"attach_ms"`
-	StopReason      string         `json:"stop_reason"`
-	ThreadID        int            `json:"thread_id"`
+	AttachMillis    int64          `json:"attachMs"`
+	StopReason      string         `json:"stopReason"`
+	ThreadID        int            `json:"threadId"`
 	Frame           *Frame         `json:"frame,omitempty"` // the frame that matched the expectation
 	Frames          []Frame        `json:"frames"`
 	Source          *SourceCheck   `json:"source,omitempty"`
 	Exception       *ExceptionInfo `json:"exception,omitempty"`
-	SkippedEvents   []string       `json:"skipped_events,omitempty"`
+	SkippedEvents   []string       `json:"skippedEvents,omitempty"`
 	Action          Action         `json:"action"`
 }
 

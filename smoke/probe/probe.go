@@ -20,12 +20,12 @@ var ErrDashboard = errors.New("dashboard not usable")
 
 // Breakpoint is a paused worker as the dashboard lists it.
 type Breakpoint struct {
-	WorkerID         string `json:"worker_id"`
+	WorkerID         string `json:"workerId"`
 	IP               string `json:"ip"`
-	DebuggerPort     int    `json:"debugger_port"`
-	NumPausedThreads int    `json:"num_paused_threads"`
-	TaskName         string `json:"task_name,omitempty"`
-	JobID            string `json:"job_id,omitempty"`
+	DebuggerPort     int    `json:"debuggerPort"`
+	NumPausedThreads int    `json:"numPausedThreads"`
+	TaskName         string `json:"taskName,omitempty"`
+	JobID            string `json:"jobId,omitempty"`
 }
 
 // Address is ip:debugger_port.
@@ -37,14 +37,14 @@ func (b Breakpoint) Address() string {
 type Report struct {
 	OK          bool          `json:"ok"`
 	Dashboard   string        `json:"dashboard"`
-	ClusterID   string        `json:"cluster_id,omitempty"`
+	ClusterID   string        `json:"clusterId,omitempty"`
 	Polls       int           `json:"polls"`
 	Breakpoints []Breakpoint  `json:"breakpoints"`
 	Target      *Breakpoint   `json:"target,omitempty"`
 	Expect      Expect        `json:"expect"`
 	Attach      *AttachResult `json:"attach,omitempty"`
 	Error       string        `json:"error,omitempty"`
-	ErrorKind   string        `json:"error_kind,omitempty"`
+	ErrorKind   string        `json:"errorKind,omitempty"`
 }
 
 type config struct {

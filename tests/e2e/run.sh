@@ -398,7 +398,7 @@ lockcfg() { # DIR: the e2e matrix.yaml with this section's repository and index
 refresh() { # DIR [flags]: imagectl matrix refresh into DIR/catalog.json, seconds to DIR/refresh.seconds
   local d=$1 start; shift
   start=$(date +%s.%N)
-  "$imagectl" --matrix "$d/matrix.yaml" matrix refresh --insecure --retries 1 --timeout 30s "$@" >"$d/refresh.out" 2>"$d/refresh.err" \
+  "$imagectl" --matrix "$d/matrix.yaml" matrix refresh --insecure --retries 1 --http-timeout 30s "$@" >"$d/refresh.out" 2>"$d/refresh.err" \
     || { cat "$d/refresh.err" >&2; fail "imagectl matrix refresh ($d)"; }
   awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b - a}' >"$d/refresh.seconds"
   log "refresh $(basename "$d") in $(cat "$d/refresh.seconds") s: $(cat "$d/refresh.out")"

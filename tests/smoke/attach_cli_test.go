@@ -18,7 +18,7 @@ func TestAttachCLINoPausedWorker(t *testing.T) {
 	d := dashboard.New()
 	defer d.Close()
 	var stdout, stderr bytes.Buffer
-	code := app.Run(context.Background(), []string{"smoke", "attach", "--dashboard", d.Address(), "--timeout", "1s",
+	code := app.Run(context.Background(), []string{"smoke", "attach", "--dashboard", d.Address(), "--pause-timeout", "1s",
 		"--poll-interval", "200ms", "--output", "json"}, &stdout, &stderr)
 	if code != 3 {
 		t.Fatalf("exit code %d, want 3\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/build/pipeline"
-	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/imagespec"
@@ -34,7 +33,7 @@ type buildFlags struct {
 	key  keyOptions
 	out  outputOptions
 	push bool
-	repo string
+	repo repositoryOptions
 	dist string
 	sbom bool
 	sign bool
@@ -128,11 +127,9 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 	f.ext.addResolve(cmd, true)
 	f.ext.addCache(cmd)
 	f.ext.addFetch(cmd, pinsOptional)
-	addOptions(cmd, &f.ext.upstream, &f.def, &f.bk, &f.img, &f.reg, &f.key, &f.out, check(f.Validate))
+	addOptions(cmd, &f.repo, &f.ext.upstream, &f.def, &f.bk, &f.img, &f.reg, &f.key, &f.out, check(f.Validate))
 	fl := cmd.Flags()
 	fl.BoolVar(&f.push, "push", false, "push to --repository by digest and tag it with the versioned (immutable) tag; floating tags are moved by imagectl release")
-	fl.StringVar(&f.repo, "repository", "", "image repository REGISTRY/NAME (default: matrix.yaml's first repository)")
-	aliasFlag(cmd, "repo", "repository")
 	fl.StringVar(&f.dist, "dist", "dist", "directory for the OCI archive when not pushing")
 	fl.BoolVar(&f.sbom, "buildkit-sbom", false, "also ask buildkitd for its SBOM (runs docker/buildkit-syft-scanner, which must be pullable)")
 	fl.BoolVar(&f.sign, "sign", false, "sign the index and every platform manifest (needs --push and --key)")
@@ -165,6 +162,13 @@ func (g *globals) runBuild(ctx context.Context, f *buildFlags) error {
 	if err != nil {
 		return err
 	}
+	repo := ""
+	if len(cfg.Image.Repositories) > 0 {
+		repo = cfg.Image.Repositories[0]
+	}
+	if repo, err = f.repo.resolve(repo); err != nil {
+		return err
+	}
 	res, err := pipeline.Run(ctx, bk, pipeline.Request{
 		Matrix:          cfg,
 		Definition:      def,
@@ -172,7 +176,7 @@ func (g *globals) runBuild(ctx context.Context, f *buildFlags) error {
 		Revision:        firstNonEmpty(f.img.Revision, gitRevision()),
 		SourceDateEpoch: epoch,
 		Force:           f.force,
-		Warnings:        g.stderr,
+		Warnings:        g.warnings(),
 		Extensions: pipeline.ExtensionOptions{
 			Cache:   c,
 			Sources: f.ext.sources(cfg, f.ext.httpClient(g)),
@@ -187,7 +191,7 @@ func (g *globals) runBuild(ctx context.Context, f *buildFlags) error {
 			Progress:     g.stderr,
 			ProgressMode: f.img.Progress,
 		},
-		Publish: pipeline.PublishOptions{Repo: f.repo, Push: f.push, DistDir: f.dist, Insecure: f.reg.Insecure},
+		Publish: pipeline.PublishOptions{Repo: repo, Push: f.push, DistDir: f.dist, Insecure: f.reg.Insecure},
 		Sign: pipeline.SignOptions{
 			LoadSigner:    loadSigner,
 			VerifyKey:     verifyKey,
@@ -210,11 +214,11 @@ func (g *globals) runBuild(ctx context.Context, f *buildFlags) error {
 // buildSet loads matrix.yaml and the catalog, opens the extension cache and
 // resolves the set to build.
 func (g *globals) buildSet(f *buildFlags) (*matrix.Config, imagespec.Set, *cache.Cache, error) {
-	cfg, err := matrix.Load(g.matrixPath)
+	cfg, err := g.loadMatrix()
 	if err != nil {
 		return nil, imagespec.Set{}, nil, err
 	}
-	cat, err := catalog.Load(g.catalog())
+	cat, err := g.loadCatalog()
 	if err != nil {
 		return nil, imagespec.Set{}, nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +22,7 @@ func parseOptions(t *testing.T, args []string, opts ...options) error {
 	if err := cmd.ParseFlags(args); err != nil {
 		return err
 	}
-	if err := prepareFlags(cmd, io.Discard); err != nil {
+	if err := prepareFlags(cmd); err != nil {
 		return err
 	}
 	return cmd.PreRunE(cmd, nil)

@@ -79,10 +79,10 @@ func TestRegistryThatNeverAnswersEndsWithinTimeout(t *testing.T) {
 		// take seconds on a loaded machine before the registry is asked
 		// anything; the notice comes 3 s after that.
 		{"sign", []string{"sign", host + "/team/img:v1", "--key", key, "--key-password-file", pwFile}, 15 * time.Second, "", ""},
-		{"plan", []string{"--matrix", filepath.Join(root, "matrix.yaml"), "--catalog", filepath.Join(root, "catalog.json"), "plan", "--registry-override", host}, 8 * time.Second, "", ""},
+		{"plan", []string{"--matrix", filepath.Join(root, "matrix.yaml"), "--catalog", filepath.Join(root, "catalog.json"), "plan", "--repository", host}, 8 * time.Second, "", ""},
 		{"extensions fetch", []string{"--matrix", filepath.Join(root, "matrix.yaml"), "--catalog", filepath.Join(root, "catalog.json"),
 			"extensions", "fetch", "--ray", "2.46.0", "--cache-dir", filepath.Join(dir, "cache"),
-			"--marketplace-url", "http://" + host, "--openvsx-url", "http://" + host}, 8 * time.Second, "--max-time", "host"},
+			"--marketplace-url", "http://" + host, "--openvsx-url", "http://" + host}, 8 * time.Second, "", "host"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -8,6 +8,7 @@
 // each with AddFlags and Validate, registered with addOptions. usage.go holds
 // the rules every verb follows: usage errors (unknown flag, bad value, wrong
 // arguments, missing required flag, invalid combination) exit 2 and failures
-// exit 1; bindEnv is the one environment fallback of a flag; aliasFlag keeps
-// a renamed flag's old spelling working, hidden and with a warning.
+// exit 1, an interrupted run exits 130; bindEnv is the one environment
+// fallback of a flag. Every flag has one name and one meaning across verbs
+// (flagnames_test.go holds the table).
 package app

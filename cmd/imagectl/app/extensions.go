@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/internal/sourcedate"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
@@ -60,7 +60,7 @@ func (f *extensionsFlags) addResolve(cmd *cobra.Command, multiPlatform bool) {
 	cmd.Flags().StringVar(&f.python, "python", "", "pin the CPython minor version (default: the matrix policy)")
 	cmd.Flags().StringVar(&f.codeServer, "code-server", "", "pin the code-server version (default: newest compatible)")
 	if multiPlatform {
-		cmd.Flags().StringSliceVar(&f.platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
+		addPlatformsFlag(cmd, &f.platforms, "OCI platforms, comma separated (default: matrix.yaml platforms)")
 	}
 	markRequired(cmd, "ray")
 }
@@ -82,7 +82,7 @@ const (
 // files: the HTTP timeouts and, but for pinsNone, --require-pins.
 func (f *extensionsFlags) addFetch(cmd *cobra.Command, pins pinMode) {
 	fl := cmd.Flags()
-	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long one HTTP attempt may wait for the response headers")
+	fl.DurationVar(&f.timeout, "http-timeout", 60*time.Second, "how long one HTTP attempt may wait for the response headers")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", httpx.DefaultIdleTimeout, "fail (and retry) a download that receives no byte for this long; a slow but steady one is never cut (0: no limit)")
 	switch pins {
 	case pinsAlways:
@@ -129,7 +129,7 @@ func (f *extensionsFlags) fetcher(g *globals, cfg *matrix.Config, c *cache.Cache
 		extensions.WithParallelism(f.parallel),
 		extensions.WithLimits(f.limits()),
 		extensions.WithRequirePins(f.requirePins),
-		extensions.WithWarnings(safetext.Writer(g.stderr)),
+		extensions.WithWarnings(g.warnings()),
 	}
 	for name, s := range f.sources(cfg, f.httpClient(g)) {
 		opts = append(opts, extensions.WithSource(name, s))
@@ -151,16 +151,16 @@ func (f *extensionsFlags) openCache(g *globals) (*cache.Cache, error) {
 	}
 	// A hit is identified under the limits of the command line, as a
 	// download is validated.
-	return cache.Open(dir, cache.WithWarnings(safetext.Writer(g.stderr)), cache.WithIdentify(cache.IdentifyVSIXWithin(f.limits())))
+	return cache.Open(dir, cache.WithWarnings(g.warnings()), cache.WithIdentify(cache.IdentifyVSIXWithin(f.limits())))
 }
 
 // resolveSet loads matrix.yaml and the catalog and resolves one set.
 func (f *extensionsFlags) resolveSet(g *globals, platforms []string) (*matrix.Config, imagespec.Set, error) {
-	cfg, err := matrix.Load(g.matrixPath)
+	cfg, err := g.loadMatrix()
 	if err != nil {
 		return nil, imagespec.Set{}, err
 	}
-	cat, err := catalog.Load(g.catalog())
+	cat, err := g.loadCatalog()
 	if err != nil {
 		return nil, imagespec.Set{}, err
 	}
@@ -196,7 +196,7 @@ A file the catalog pins no sha256 for is trusted on first use: it is still
 validated, and a warning names it and the digest accepted; --require-pins
 refuses such files instead (release always does). A download that receives
 nothing for --idle-timeout is cut and tried again; a slow but steady one is
-never cut. The whole fetch ends after --max-time (default 30m) with one line
+never cut. The whole fetch ends after --timeout (default 30m) with one line
 naming the hosts that did not answer; a request that waits longer than a few
 seconds, and every retry, is said on stderr.
 
@@ -240,7 +240,7 @@ IMAGECTL_OPENVSX_URL, else matrix.yaml upstreams, else the public services.`,
 	cmd.Flags().IntVar(&f.parallel, "parallel", 4, "concurrent downloads")
 	f.addFetch(cmd, pinsOptional)
 	f.addLimits(cmd)
-	addCommandTimeout(g, cmd, "max-time", 30*time.Minute, "host")
+	addCommandTimeout(g, cmd, "timeout", 30*time.Minute, "host")
 	return cmd
 }
 
@@ -305,7 +305,12 @@ It reads the cache only: run "imagectl extensions fetch" first. With
 	cmd.Flags().StringVar(&inImage, "in-image-dir", imagespec.ExtensionsDir, "where the directory will live in the image (recorded in extensions.json)")
 	cmd.Flags().StringVar(&settingsOut, "settings", "", "also write code-server's settings.json here")
 	f.addLimits(cmd)
-	addOptions(cmd, &out)
+	addOptions(cmd, &out, check(func() error {
+		if platform != "" && !slices.Contains(imagespec.Platforms(), platform) {
+			return fmt.Errorf("--platform %q: want %s", platform, orList(imagespec.Platforms()))
+		}
+		return nil
+	}))
 	markRequired(cmd, "platform", "out")
 	return cmd
 }
@@ -368,7 +373,7 @@ catalog already pins is checked, never re-pinned.`,
 	cmd.Flags().StringVar(&f.ray, "ray", "", "pin only this Ray version's set (default: every buildable set)")
 	cmd.Flags().StringVar(&f.python, "python", "", "with --ray: pin the CPython minor version (default: the matrix policy)")
 	cmd.Flags().StringVar(&f.codeServer, "code-server", "", "with --ray: pin the code-server version (default: newest compatible)")
-	cmd.Flags().StringSliceVar(&f.platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
+	addPlatformsFlag(cmd, &f.platforms, "OCI platforms, comma separated (default: matrix.yaml platforms)")
 	f.addCache(cmd)
 	addOptions(cmd, &f.upstream, &out)
 	cmd.Flags().IntVar(&f.parallel, "parallel", 4, "concurrent downloads")
@@ -402,7 +407,7 @@ func (g *globals) runPin(ctx context.Context, f *extensionsFlags, out *outputOpt
 		return err
 	}
 	if len(pinned) > 0 {
-		if err := catalog.Write(g.catalog(), cat); err != nil {
+		if err := catalog.Write(g.catalogName(), cat); err != nil {
 			return err
 		}
 	}
@@ -420,23 +425,26 @@ func (g *globals) runPin(ctx context.Context, f *extensionsFlags, out *outputOpt
 			Catalog string        `json:"catalog"`
 			Pinned  []fetchedFile `json:"pinned"`
 			Sets    int           `json:"sets"`
-		}{g.catalog(), append([]fetchedFile{}, files...), len(sets)})
+		}{g.catalogName(), append([]fetchedFile{}, files...), len(sets)})
 	}
 	for _, p := range files {
 		fmt.Fprintf(g.stdout, "pinned %s@%s (%s) sha256 %s\n", p.ID, p.Version, p.TargetPlatform, p.SHA256)
 	}
-	fmt.Fprintf(g.stdout, "%s: %d extension file(s) newly pinned, %d set(s) checked\n", g.catalog(), len(seen), len(sets))
+	fmt.Fprintf(g.stdout, "%s: %d extension file(s) newly pinned, %d set(s) checked\n", g.catalogName(), len(seen), len(sets))
 	return nil
 }
 
 // pinSets loads matrix.yaml and the catalog and resolves the sets pin
 // covers: --ray's set, else every buildable one.
 func (g *globals) pinSets(f *extensionsFlags) (*matrix.Config, *catalog.Catalog, []imagespec.Set, error) {
-	cfg, err := matrix.Load(g.matrixPath)
+	if _, err := g.catalogFile(); err != nil {
+		return nil, nil, nil, err
+	}
+	cfg, err := g.loadMatrix()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cat, err := catalog.Load(g.catalog())
+	cat, err := g.loadCatalog()
 	if err != nil {
 		return nil, nil, nil, err
 	}

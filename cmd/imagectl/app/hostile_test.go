@@ -49,8 +49,8 @@ func TestHostileInputFiles(t *testing.T) {
 		{"verify key FIFO", []string{"verify", img, "--key", fifo}, fifo + ": not a regular file (a FIFO)"},
 		{"sign key FIFO", []string{"sign", img, "--key", fifo}, fifo + ": not a regular file (a FIFO)"},
 		{"sign key sparse", []string{"sign", img, "--key", sparse}, sparse + ": larger than the limit of 64 KiB"},
-		{"sign password file FIFO", []string{"sign", img, "--key", key + ".key", "--password-file", fifo}, fifo + ": not a regular file (a FIFO)"},
-		{"sign password file /dev/zero", []string{"sign", img, "--key", key + ".key", "--password-file", "/dev/zero"}, "/dev/zero: not a regular file"},
+		{"sign password file FIFO", []string{"sign", img, "--key", key + ".key", "--key-password-file", fifo}, fifo + ": not a regular file (a FIFO)"},
+		{"sign password file /dev/zero", []string{"sign", img, "--key", key + ".key", "--key-password-file", "/dev/zero"}, "/dev/zero: not a regular file"},
 		{"sign key password file FIFO", []string{"sign", img, "--key", key + ".key", "--key-password-file", fifo}, fifo + ": not a regular file (a FIFO)"},
 		{"inject /dev/zero", []string{"inject", "-f", "/dev/zero"}, "/dev/zero: not a regular file (a character device)"},
 		{"inject FIFO", []string{"inject", "-f", fifo}, fifo + ": not a regular file (a FIFO)"},
@@ -112,8 +112,8 @@ func TestSourceDateEpochRange(t *testing.T) {
 			"--platform", "linux/amd64", "--out", filepath.Join(dir, "out"), "--cache-dir", filepath.Join(dir, "cache")}},
 		{"build env", huge, "SOURCE_DATE_EPOCH" + want, []string{"--matrix", repoMatrix, "build", "--ray", "2.46.0", "--cache-dir", filepath.Join(dir, "cache")}},
 		{"build flag", "", "--source-date-epoch" + want, []string{"--matrix", repoMatrix, "build", "--ray", "2.46.0", "--cache-dir", filepath.Join(dir, "cache"), "--source-date-epoch", huge}},
-		{"sign SBOM from labels", huge, "SOURCE_DATE_EPOCH" + want, []string{"sign", img, "--key", key + ".key", "--sbom-from-labels"}},
-		{"sign SBOM, not a number", "yesterday", `SOURCE_DATE_EPOCH="yesterday": want`, []string{"sign", img, "--key", key + ".key", "--sbom-from-labels"}},
+		{"sign SBOM from labels", huge, "SOURCE_DATE_EPOCH" + want, []string{"sign", img, "--key", key + ".key", "--sbom-from-lock"}},
+		{"sign SBOM, not a number", "yesterday", `SOURCE_DATE_EPOCH="yesterday": want`, []string{"sign", img, "--key", key + ".key", "--sbom-from-lock"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SOURCE_DATE_EPOCH", tc.env)

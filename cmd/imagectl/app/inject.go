@@ -35,7 +35,6 @@ type injectFlags struct {
 	secretName, key  string
 	secretFile       string
 	rotatePassword   bool
-	createSecret     bool // refused: --secret-file writes the Secret
 	requests, limits map[string]string
 	dashboard        string
 	pullSecret       string
@@ -65,7 +64,7 @@ are refused.
 The image defaults to the published image for the Ray version of the manifest
 (the Ray image's X.Y.Z tag, else rayVersion): inject lists the repository's
 tags (credentials from DOCKER_CONFIG or ~/.docker/config.json, bounded by
---timeout) and takes the build for that patch (ray2.46.0), else the newest
+--http-timeout) and takes the build for that patch (ray2.46.0), else the newest
 build for its minor (ray2.46.1); offline, or with --no-resolve, it takes the
 floating minor tag (ray2.46). It says on stderr which it chose and why.
 --resolve-digest pins the image to the digest the registry reports; an image
@@ -111,15 +110,13 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 	fl.BoolVar(&f.keepUnresolved, "keep-unresolved", false, "with --resolve-digest: keep the image by tag (a warning) when the registry has no such image")
 	fl.BoolVar(&f.allowHostPath, "allow-hostpath", false, "let the sidecar share a hostPath volume the Ray container mounts at /tmp/ray (the node's directory opens in the web IDE)")
 	fl.BoolVar(&f.noResolve, "no-resolve", false, "do not list the repository's tags: the default image is the floating tag of the manifest's Ray minor (ray2.46)")
-	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound on each registry lookup (the tag list, --resolve-digest)")
+	fl.DurationVar(&f.timeout, "http-timeout", 10*time.Second, "bound on each registry lookup (the tag list, --resolve-digest)")
 	fl.StringVar(&f.name, "name", inject.DefaultName, "the sidecar container's name")
 	fl.IntVar(&f.port, "port", inject.DefaultPort, "the code-server port")
 	fl.StringVar(&f.secretName, "secret-name", inject.DefaultSecretName, "the Secret holding the code-server password")
 	fl.StringVar(&f.key, "secret-key", inject.DefaultSecretKey, "the key of the password in that Secret")
 	fl.StringVar(&f.secretFile, "secret-file", "", "write that Secret, with a random password, to this file (mode 0600; an existing one keeps its password)")
 	fl.BoolVar(&f.rotatePassword, "rotate-password", false, "with --secret-file: a new password even when the file has one")
-	fl.BoolVar(&f.createSecret, "create-secret", false, "")
-	_ = fl.MarkHidden("create-secret")
 	fl.StringToStringVar(&f.requests, "requests", inject.DefaultRequests, "the sidecar's resource requests")
 	fl.StringToStringVar(&f.limits, "limits", inject.DefaultLimits, "the sidecar's resource limits")
 	fl.StringVar(&f.dashboard, "dashboard", "", "dashboard host:port written into the debugger settings (default 127.0.0.1 and the head's dashboard-port)")
@@ -142,7 +139,7 @@ func (g *globals) runInject(cmd *cobra.Command, f *injectFlags) error {
 		data, err = safefile.ReadFile(file, maxManifestFile)
 	}
 	if err != nil {
-		return &exitError{2, fmt.Errorf("reading %s: %w", file, err)}
+		return fmt.Errorf("reading %s: %w", file, err)
 	}
 
 	var res *inject.Result
@@ -234,8 +231,13 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 	if f.file == "" {
 		return &exitError{2, errors.New("-f FILE (or -f - for stdin) is required")}
 	}
-	if f.createSecret {
-		return &exitError{2, errors.New("--create-secret: the password Secret is written to a file of its own, never to the output: use --secret-file FILE, then kubectl apply --server-side -f FILE")}
+	if err := checkRepository("repository", f.repo); err != nil {
+		return usageError(err)
+	}
+	if f.image != "" {
+		if err := checkReference("--image", f.image); err != nil {
+			return usageError(err)
+		}
 	}
 	if f.noResolve && f.resolveDigest {
 		return &exitError{2, errors.New("--no-resolve keeps inject off the registry, and --resolve-digest asks it: drop one of them")}
@@ -252,8 +254,8 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 	if f.secretFile != "" && f.secretFile == f.file {
 		return &exitError{2, fmt.Errorf("--secret-file %s is the manifest itself: the Secret needs a file of its own", f.secretFile)}
 	}
-	if f.output != "yaml" && f.output != "diff" {
-		return &exitError{2, fmt.Errorf("--output %q: expected yaml or diff", f.output)}
+	if err := checkOutput(f.output, "yaml", "diff"); err != nil {
+		return err
 	}
 	if f.inPlace && f.file == "-" {
 		return &exitError{2, errors.New("-i (in place) needs a file, not stdin")}

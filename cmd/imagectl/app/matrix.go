@@ -45,8 +45,6 @@ and never touch the network.`,
 		Example: `  imagectl matrix refresh
   imagectl matrix resolve --ray 2.46.0 --explain
   imagectl matrix list --output json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newMatrixResolveCommand(g), newMatrixListCommand(g), newMatrixRefreshCommand(g))
 	return cmd
@@ -54,11 +52,11 @@ and never touch the network.`,
 
 // loadMatrixAndCatalog reads matrix.yaml and the catalog named by the globals.
 func (g *globals) loadMatrixAndCatalog() (*matrix.Config, *catalog.Catalog, error) {
-	cfg, err := matrix.Load(g.matrixPath)
+	cfg, err := g.loadMatrix()
 	if err != nil {
 		return nil, nil, err
 	}
-	cat, err := catalog.Load(g.catalog())
+	cat, err := g.loadCatalog()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,12 +102,14 @@ version lists the Ray versions the catalog knows.`,
 				return err
 			}
 			if out.JSON() {
-				var v any = set
+				// One shape with or without --explain.
+				v := struct {
+					Set         imagespec.Set        `json:"set"`
+					Explanation *resolve.Explanation `json:"explanation,omitempty"`
+				}{Set: set}
+				v.Set.Tags, _ = setTagNames(cfg, set)
 				if explain {
-					v = struct {
-						Set         imagespec.Set        `json:"set"`
-						Explanation *resolve.Explanation `json:"explanation"`
-					}{set, ex}
+					v.Explanation = ex
 				}
 				return writeJSON(g.stdout, v)
 			}
@@ -125,7 +125,7 @@ version lists the Ray versions the catalog knows.`,
 	f.StringVar(&req.Ray, "ray", "", "Ray version (required), e.g. 2.46.0")
 	f.StringVar(&req.CodeServer, "code-server", "", "pin the code-server version, e.g. 4.101.2 (default: newest compatible)")
 	f.StringVar(&req.Python, "python", "", "pin the CPython version, e.g. 3.11 (default: matrix.yaml python policy)")
-	f.StringSliceVar(&req.Platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
+	addPlatformsFlag(cmd, &req.Platforms, "OCI platforms, comma separated (default: matrix.yaml platforms)")
 	addOptions(cmd, &out)
 	f.BoolVar(&explain, "explain", false, "explain why each version won and why each newer candidate lost")
 	return cmd
@@ -194,7 +194,7 @@ func writeSetText(w io.Writer, s imagespec.Set, tags string) {
 
 func newMatrixListCommand(g *globals) *cobra.Command {
 	var platforms []string
-	out := newOutputOptions("table", "json")
+	out := newOutputOptions("text", "json")
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "Print every buildable combination (what CI builds)",
@@ -218,6 +218,9 @@ reason (and under "skipped" in JSON).`,
 				sets = []imagespec.Set{}
 			}
 			if out.JSON() {
+				for i := range sets {
+					sets[i].Tags, _ = setTagNames(cfg, sets[i])
+				}
 				return writeJSON(g.stdout, struct {
 					Sets    []imagespec.Set   `json:"sets"`
 					Skipped []resolve.Skipped `json:"skipped,omitempty"`
@@ -230,16 +233,16 @@ reason (and under "skipped" in JSON).`,
 			}
 			tw.Flush()
 			for _, s := range skipped {
-				fmt.Fprintf(g.stderr, "skipped Ray %s: %s\n", s.Ray, s.Reason)
+				fmt.Fprintf(g.stderr, warnPrefix+"skipped Ray %s: %s\n", s.Ray, s.Reason)
 			}
 			if len(sets) == 0 {
-				return fmt.Errorf("no buildable combination (matrix %s, catalog %s)", g.matrixPath, g.catalog())
+				return fmt.Errorf("no buildable combination (matrix %s, catalog %s)", g.matrixName(), g.catalogName())
 			}
 			return nil
 		},
 	}
 	addOptions(cmd, &out)
-	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
+	addPlatformsFlag(cmd, &platforms, "OCI platforms, comma separated (default: matrix.yaml platforms)")
 	return cmd
 }
 
@@ -321,7 +324,7 @@ extensions pin.`,
 	bindEnv(cmd, "pip", "IMAGECTL_PIP")
 	addPackageIndexFlag(cmd, &f.packageIndex, "PEP 503 index the closures are locked against (default matrix.yaml upstreams.packageIndex)")
 	fl.BoolVar(&f.noPythonLock, "no-python-lock", false, "record no Python closures (builds then let pip resolve dependencies unlocked)")
-	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "how long one HTTP attempt may wait for the response headers (a body is bounded by the idle timeout instead)")
+	fl.DurationVar(&f.timeout, "http-timeout", 60*time.Second, "how long one HTTP attempt may wait for the response headers (a body is bounded by the idle timeout instead)")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", httpx.DefaultIdleTimeout, "fail (and retry) a response body that sends no byte for this long (0: no limit)")
 	fl.IntVar(&f.retries, "retries", 5, "retries of a failed HTTP attempt (429/503 honour Retry-After)")
 	fl.StringVar(&f.tokenHost, "github-token-host", github.DefaultTokenHost, "the one host GITHUB_TOKEN is sent to, over HTTPS only")
@@ -333,13 +336,17 @@ extensions pin.`,
 // runRefresh queries the upstreams, locks the Python closures and writes
 // the catalog; on any error the old catalog is left as it was.
 func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
-	cfg, err := matrix.Load(g.matrixPath)
+	catFile, err := g.catalogFile()
+	if err != nil {
+		return err
+	}
+	cfg, err := g.loadMatrix()
 	if err != nil {
 		return err
 	}
 	// The snapshot being replaced: its extension pins are kept, and its
 	// base images' VS Code versions reused where the digests are the same.
-	old, oldErr := catalog.Load(g.catalog())
+	old, oldErr := catalog.Load(catFile)
 	hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithIdleTimeout(f.idleTimeout), httpx.WithRetries(f.retries))
 	src, err := f.sources(cfg, hc, old, g.stderr)
 	if err != nil {
@@ -352,27 +359,27 @@ func (g *globals) runRefresh(ctx context.Context, f *refreshFlags) error {
 		locker = pip.New(pip.WithCommand(strings.Fields(f.pip)...),
 			pip.WithTimeout(f.timeout), pip.WithRetries(f.retries), pip.WithHTTPClient(hc))
 		if _, err := locker.Check(ctx); err != nil {
-			return fmt.Errorf("refresh failed, %s left unchanged: python lock: %w (or pass --no-python-lock)", g.catalog(), err)
+			return fmt.Errorf("refresh failed, %s left unchanged: python lock: %w (or pass --no-python-lock)", catFile, err)
 		}
 	}
 	c, err := catalog.Refresh(ctx, cfg, src)
 	if err != nil {
-		return fmt.Errorf("refresh failed, %s left unchanged: %w", g.catalog(), err)
+		return fmt.Errorf("refresh failed, %s left unchanged: %w", catFile, err)
 	}
 	// Keep the extension pins of the snapshot being replaced.
 	kept := 0
 	if oldErr == nil {
 		kept = extensions.CarryPins(old, c)
 	} else if !errors.Is(oldErr, fs.ErrNotExist) {
-		fmt.Fprintf(safetext.Writer(g.stderr), "warning: the old catalog does not load, so none of its extension pins or base image VS Code versions are kept: %v\n", oldErr)
+		fmt.Fprintf(g.warnings(), "warning: the old catalog does not load, so none of its extension pins or base image VS Code versions are kept: %v\n", oldErr)
 	}
 	locked := "not locked (--no-python-lock)"
 	if locker != nil {
 		if locked, err = lockPython(ctx, cfg, c, firstNonEmpty(f.packageIndex, cfg.Upstreams.PackageIndex), locker); err != nil {
-			return fmt.Errorf("refresh failed, %s left unchanged: %w", g.catalog(), err)
+			return fmt.Errorf("refresh failed, %s left unchanged: %w", catFile, err)
 		}
 	}
-	if err := catalog.Write(g.catalog(), c); err != nil {
+	if err := catalog.Write(catFile, c); err != nil {
 		return err
 	}
 	return g.printRefresh(f, old, c, locked, kept)
@@ -404,7 +411,7 @@ func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, old *catalog
 		github.WithTokenHost(f.tokenHost)}
 	ghc := github.New(ghOpts...)
 	if err := ghc.TokenError(); err != nil {
-		fmt.Fprintf(safetext.Writer(stderr), "warning: %v\n", err)
+		fmt.Fprintf(safetext.Writer(stderr), warnPrefix+"warning: %v\n", err)
 	}
 	src.PythonRuntimes = ghc
 	// A newer release is proposed only when it has the CPython minor of
@@ -431,7 +438,7 @@ func (f *refreshFlags) sources(cfg *matrix.Config, hc *http.Client, old *catalog
 		if old != nil {
 			known = old.CodeServer
 		}
-		ropts := append(slices.Clip(opts), registry.WithKnown(known), registry.WithWarnings(stderr))
+		ropts := append(slices.Clip(opts), registry.WithKnown(known), registry.WithWarnings(&linePrefixer{w: safetext.Writer(stderr), prefix: []byte(warnPrefix)}))
 		rs, err := registry.New(firstNonEmpty(f.baseImage, cfg.Base.Image), cfg.Base.TagPattern, cfg.Base.VSCodeOverrides, ropts...)
 		if err != nil {
 			return src, err
@@ -461,7 +468,7 @@ func (g *globals) printRefresh(f *refreshFlags, old, c *catalog.Catalog, locked 
 	changes := runtimeChanges(old, c)
 	if f.out.JSON() {
 		return writeJSON(g.stdout, refreshSummary{
-			Catalog: g.catalog(), CodeServer: len(c.CodeServer), Ray: len(c.Ray), Debugpy: len(c.Debugpy), Extensions: len(c.Extensions),
+			Catalog: g.catalogName(), CodeServer: len(c.CodeServer), Ray: len(c.Ray), Debugpy: len(c.Debugpy), Extensions: len(c.Extensions),
 			ToolsImage: c.ToolsImage, PythonRuntimes: pys, PythonRuntimeRelease: release, PythonRuntimeChanges: changes,
 			PythonClosures: locked, KeptPins: kept,
 		})
@@ -471,7 +478,7 @@ func (g *globals) printRefresh(f *refreshFlags, old, c *catalog.Catalog, locked 
 		runtimes = strings.Join(pys, ", ") + " (python-build-standalone " + release + ")"
 	}
 	fmt.Fprintf(g.stdout, "wrote %s: %d code-server, %d Ray, %d debugpy versions, %d extensions; tools image %s; Python runtimes %s; Python closures %s\n",
-		g.catalog(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools, runtimes, locked)
+		g.catalogName(), len(c.CodeServer), len(c.Ray), len(c.Debugpy), len(c.Extensions), tools, runtimes, locked)
 	if kept > 0 {
 		fmt.Fprintf(g.stdout, "kept %d extension file pin(s) of the previous snapshot\n", kept)
 	}

@@ -34,11 +34,33 @@ func TestMatrixResolveJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
-	var set imagespec.Set
+	// One shape with or without --explain: {"set": ..., "explanation": ...}.
+	var res struct {
+		Set         imagespec.Set   `json:"set"`
+		Explanation json.RawMessage `json:"explanation"`
+	}
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&set); err != nil {
-		t.Fatalf("stdout is not one Set: %v\n%s", err, out)
+	if err := dec.Decode(&res); err != nil {
+		t.Fatalf("stdout is not {\"set\": ...}: %v\n%s", err, out)
+	}
+	set := res.Set
+	if res.Explanation != nil {
+		t.Errorf("an explanation without --explain: %s", res.Explanation)
+	}
+	_, explained, _ := run(t, "--matrix", repoMatrix, "matrix", "resolve", "--ray", "2.46.0", "--output", "json", "--explain")
+	var withExplain struct {
+		Set         imagespec.Set   `json:"set"`
+		Explanation json.RawMessage `json:"explanation"`
+	}
+	if err := json.Unmarshal([]byte(explained), &withExplain); err != nil || withExplain.Explanation == nil {
+		t.Errorf("--explain -o json: %v, explanation %s", err, withExplain.Explanation)
+	}
+	if diff := cmp.Diff(set, withExplain.Set); diff != "" {
+		t.Errorf("the set differs with --explain (-without +with):\n%s", diff)
+	}
+	if len(set.Tags) == 0 {
+		t.Error("the set's JSON has no tags")
 	}
 	if diff := cmp.Diff([]string{"3.9", "3.10", "3.11", "3.12"}, set.RayPythons); diff != "" {
 		t.Errorf("rayPythons (-want +got):\n%s", diff)
@@ -92,7 +114,7 @@ func TestMatrixResolveErrors(t *testing.T) {
 		{"unknown ray", []string{"--ray", "9.9.9"}, `unknown Ray version "9.9.9"; known Ray versions: 2.46.0`},
 		{"missing ray", nil, "--ray is required"},
 		{"bad output", []string{"--ray", "2.46.0", "--output", "yaml"}, `--output "yaml": want text or json`},
-		{"bad platform", []string{"--ray", "2.46.0", "--platform", "linux/riscv64"}, `unsupported platform "linux/riscv64"`},
+		{"bad platform", []string{"--ray", "2.46.0", "--platform", "linux/riscv64"}, `platform "linux/riscv64": want linux/amd64 or linux/arm64`},
 		{"python not shipped", []string{"--ray", "2.46.0", "--python", "3.13"}, "--python 3.13: Ray 2.46.0 ships wheels for it on none"},
 		{"unknown code-server", []string{"--ray", "2.46.0", "--code-server", "4.1.0"}, "code-server 4.1.0 is not in the catalog (known: 4.101.2)"},
 		{"extra args", []string{"--ray", "2.46.0", "x"}, "unknown command"},

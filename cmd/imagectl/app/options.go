@@ -1,9 +1,11 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
+	"github.com/imagectl/imagectl/internal/sourcedate"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/sbom"
@@ -42,7 +45,6 @@ func (o *registryOptions) AddFlags(cmd *cobra.Command) {
 		usage = "allow plain HTTP to the registry (automatic for localhost and 127.0.0.1)"
 	}
 	cmd.Flags().BoolVar(&o.Insecure, "insecure", false, usage)
-	aliasFlag(cmd, "insecure-registry", "insecure")
 }
 
 func (o *registryOptions) Validate() error { return nil }
@@ -83,7 +85,6 @@ func (o *keyOptions) AddFlags(cmd *cobra.Command) {
 		bindEnv(cmd, "key", o.keyEnv)
 	}
 	fl.StringVar(&o.PasswordFile, "key-password-file", "", "file holding the key password (default: env "+sign.PasswordEnv+")")
-	aliasFlag(cmd, "password-file", "key-password-file")
 	if o.verifyKeyUsage != "" {
 		fl.StringVar(&o.VerifyKey, "verify-key", "", o.verifyKeyUsage)
 	}
@@ -279,6 +280,11 @@ func (o *imageOptions) AddFlags(cmd *cobra.Command) {
 }
 
 func (o *imageOptions) Validate() error {
+	if o.SourceDateEpoch != "" {
+		if _, err := sourcedate.Parse("--source-date-epoch", o.SourceDateEpoch); err != nil {
+			return err
+		}
+	}
 	switch o.Progress {
 	case "auto", "tty", "plain", "quiet", "rawjson":
 	default:
@@ -355,10 +361,14 @@ func (o *definitionOptions) AddFlags(cmd *cobra.Command) {
 // environment variable) of the PEP 503 index on every verb.
 func addPackageIndexFlag(cmd *cobra.Command, p *string, usage string) {
 	cmd.Flags().StringVar(p, "package-index", "", usage)
-	bindEnv(cmd, "package-index", "IMAGECTL_PACKAGE_INDEX", "IMAGECTL_PACKAGE_INDEX_URL")
+	bindEnv(cmd, "package-index", "IMAGECTL_PACKAGE_INDEX")
 }
 
 func (o *definitionOptions) Validate() error {
+	if u, err := url.Parse(o.packageIndex); err == nil && u.User != nil {
+		u.User = nil
+		return fmt.Errorf("--package-index %s: the URL carries credentials (user:password@ before the host), which the build would record in the image; give the index without them", u)
+	}
 	_, err := o.standaloneSHA256()
 	return err
 }
@@ -385,4 +395,54 @@ func (o *definitionOptions) definition(cfg *matrix.Config) (*build.Definition, e
 		return nil, usageError(err)
 	}
 	return build.NewDefinition(cfg, build.Overrides{ToolsImage: o.toolsImage, PackageIndex: o.packageIndex, PythonRuntime: o.pythonRuntime, StandaloneURL: o.standaloneURL, StandaloneSHA256: sums}, Version)
+}
+
+// repositoryOptions are --repository, where the images are published (and,
+// for inject, taken from): REGISTRY/NAME, or a bare REGISTRY (HOST[:PORT])
+// that replaces only the registry of matrix.yaml's first repository.
+type repositoryOptions struct {
+	Repository string
+	usage      string // help; empty: publishing
+	def        string // default value
+}
+
+var _ options = (*repositoryOptions)(nil)
+
+func (o *repositoryOptions) AddFlags(cmd *cobra.Command) {
+	usage := o.usage
+	if usage == "" {
+		usage = "where images are published: REGISTRY/NAME, or REGISTRY alone (HOST[:PORT]) to keep matrix.yaml's name (default: matrix.yaml's first repository)"
+	}
+	cmd.Flags().StringVar(&o.Repository, "repository", o.def, usage)
+	bindEnv(cmd, "repository", "IMAGECTL_REPOSITORY")
+}
+
+func (o *repositoryOptions) Validate() error {
+	switch {
+	case o.Repository == "":
+		return nil
+	case strings.Contains(o.Repository, "/"):
+		return checkRepository("repository", o.Repository)
+	default:
+		if _, err := name.NewRegistry(o.Repository, name.StrictValidation); err != nil {
+			return fmt.Errorf("--repository %q: %w (want REGISTRY/NAME or HOST[:PORT])", o.Repository, err)
+		}
+		return nil
+	}
+}
+
+// resolve applies --repository to repo (matrix.yaml's first repository, or
+// ""): the flag's REGISTRY/NAME, or repo on the flag's registry.
+func (o *repositoryOptions) resolve(repo string) (string, error) {
+	if o.Repository == "" || strings.Contains(o.Repository, "/") {
+		return cmp.Or(o.Repository, repo), nil
+	}
+	if repo == "" {
+		return "", fmt.Errorf("--repository %s names a registry only, and matrix.yaml lists no image.repositories to take the name from: give REGISTRY/NAME", o.Repository)
+	}
+	r, err := name.NewRepository(repo)
+	if err != nil {
+		return "", fmt.Errorf("image repository %q: %w", repo, err)
+	}
+	return o.Repository + "/" + r.RepositoryStr(), nil
 }

@@ -23,25 +23,25 @@ import (
 // their inputs digest is computed (the same overrides of matrix.yaml's build:
 // section that imagectl build takes).
 type publishFlags struct {
-	registryOverride string
-	reg              registryOptions
-	platforms        []string
-	def              definitionOptions
+	repo      repositoryOptions
+	reg       registryOptions
+	platforms []string
+	def       definitionOptions
 }
 
 var _ options = (*publishFlags)(nil)
 
 func (f *publishFlags) AddFlags(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.StringVar(&f.registryOverride, "registry-override", "",
-		"publish to another registry: HOST[:PORT] replaces the registry of matrix.yaml's first repository, HOST/PATH replaces the whole repository")
-	bindEnv(cmd, "registry-override", "IMAGECTL_REGISTRY_OVERRIDE")
+	f.repo.AddFlags(cmd)
 	f.reg.AddFlags(cmd)
-	fl.StringSliceVar(&f.platforms, "platform", nil, "OCI platforms, comma separated (default: matrix.yaml platforms)")
+	addPlatformsFlag(cmd, &f.platforms, "OCI platforms, comma separated (default: matrix.yaml platforms)")
 	f.def.AddFlags(cmd)
 }
 
 func (f *publishFlags) Validate() error {
+	if err := f.repo.Validate(); err != nil {
+		return err
+	}
 	if err := f.reg.Validate(); err != nil {
 		return err
 	}
@@ -67,16 +67,15 @@ func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSe
 	if err != nil {
 		return nil, err
 	}
-	if len(cfg.Image.Repositories) == 0 && f.registryOverride == "" {
-		return nil, fmt.Errorf("%s: image.repositories is empty and no --registry-override given", g.matrixPath)
-	}
 	repoName := ""
 	if len(cfg.Image.Repositories) > 0 {
 		repoName = cfg.Image.Repositories[0]
 	}
-	repoName, err = overrideRegistry(repoName, f.registryOverride)
-	if err != nil {
+	if repoName, err = f.repo.resolve(repoName); err != nil {
 		return nil, err
+	}
+	if repoName == "" {
+		return nil, fmt.Errorf("%s: image.repositories is empty and no --repository given", g.matrixName())
 	}
 	repo, err := name.NewRepository(repoName, f.reg.NameOptions()...)
 	if err != nil {
@@ -92,7 +91,7 @@ func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSe
 		return nil, err
 	}
 	for _, s := range skipped {
-		fmt.Fprintf(g.stderr, "skipped Ray %s: %s\n", s.Ray, s.Reason)
+		fmt.Fprintf(g.stderr, warnPrefix+"skipped Ray %s: %s\n", s.Ray, s.Reason)
 	}
 	// The one definition build uses too: same parameters, same inputs digest.
 	def, err := f.def.definition(cfg)
@@ -114,21 +113,6 @@ func (g *globals) publishSetup(ctx context.Context, f *publishFlags) (*publishSe
 		return nil, err
 	}
 	return &publishSetup{cfg: cfg, repo: repo, reg: reg, def: def, renders: renders, targets: targets, ropts: ropts}, nil
-}
-
-// overrideRegistry applies --registry-override to repo.
-func overrideRegistry(repo, override string) (string, error) {
-	if override == "" {
-		return repo, nil
-	}
-	if strings.Contains(override, "/") {
-		return override, nil
-	}
-	r, err := name.NewRepository(repo)
-	if err != nil {
-		return "", fmt.Errorf("image repository %q: %w", repo, err)
-	}
-	return override + "/" + r.RepositoryStr(), nil
 }
 
 func newPlanCommand(g *globals) *cobra.Command {
@@ -156,7 +140,7 @@ definition change, or a floating tag behind its build (promote only).
 for fromJSON. Nothing changed: an empty plan.`,
 		Example: `  imagectl plan
   imagectl plan --output json
-  imagectl plan --registry-override localhost:5000 --insecure
+  imagectl plan --repository localhost:5000 --insecure
   echo "matrix=$(imagectl plan --output github)" >> "$GITHUB_OUTPUT"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -181,12 +165,22 @@ for fromJSON. Nothing changed: an empty plan.`,
 // they carry the inputs digest, so they are rendered with matrix.yaml's
 // definition (no overrides); Resolve leaves them out of the lock.
 func setTags(cfg *matrix.Config, s imagespec.Set) string {
-	def, err := build.NewDefinition(cfg, build.Overrides{}, Version)
-	if err == nil {
-		var tags imagespec.Tags
-		if tags, err = def.Tags(s); err == nil {
-			return strings.Join(tags.Names(), ", ")
-		}
+	names, err := setTagNames(cfg, s)
+	if err != nil {
+		return "(not rendered: " + err.Error() + ")"
 	}
-	return "(not rendered: " + err.Error() + ")"
+	return strings.Join(names, ", ")
+}
+
+// setTagNames are the tags of s, for the JSON of matrix list and resolve.
+func setTagNames(cfg *matrix.Config, s imagespec.Set) ([]string, error) {
+	def, err := build.NewDefinition(cfg, build.Overrides{}, Version)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := def.Tags(s)
+	if err != nil {
+		return nil, err
+	}
+	return tags.Names(), nil
 }

@@ -63,7 +63,7 @@ func TestTokenRealmOnAnotherHostGetsNoCredentials(t *testing.T) {
 	}{
 		{"verify", []string{"verify", host + "/team/img:v1", "--key", pub}},
 		{"verify --insecure", []string{"verify", host + "/team/img:v1", "--key", pub, "--insecure"}},
-		{"plan", []string{"--matrix", filepath.Join(root, "matrix.yaml"), "--catalog", filepath.Join(root, "catalog.json"), "plan", "--registry-override", host}},
+		{"plan", []string{"--matrix", filepath.Join(root, "matrix.yaml"), "--catalog", filepath.Join(root, "catalog.json"), "plan", "--repository", host}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

@@ -82,7 +82,7 @@ func TestMatrixRefreshProposesNewerPythonStandalone(t *testing.T) {
 		t.Helper()
 		gh := httptest.NewServer(fakegh.New(releases))
 		t.Cleanup(gh.Close)
-		code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "refresh", "--no-python-lock", "--retries", "0", "--timeout", "20s", "--github-url", gh.URL)
+		code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "refresh", "--no-python-lock", "--retries", "0", "--http-timeout", "20s", "--github-url", gh.URL)
 		if code != 0 {
 			t.Fatalf("matrix refresh: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}

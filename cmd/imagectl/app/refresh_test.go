@@ -287,7 +287,7 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 
 	refresh := func() []byte {
 		t.Helper()
-		code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "refresh", "--retries", "0", "--timeout", "20s")
+		code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "refresh", "--retries", "0", "--http-timeout", "20s")
 		if code != 0 {
 			t.Fatalf("matrix refresh: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -385,12 +385,15 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("matrix resolve: exit %d\nstderr:\n%s", code, stderr)
 	}
-	var set imagespec.Set
+	var res struct {
+		Set imagespec.Set `json:"set"`
+	}
 	dec := json.NewDecoder(strings.NewReader(stdout))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&set); err != nil {
-		t.Fatalf("stdout is not one Set: %v\n%s", err, stdout)
+	if err := dec.Decode(&res); err != nil {
+		t.Fatalf("stdout is not {\"set\": ...}: %v\n%s", err, stdout)
 	}
+	set := res.Set
 	if want := base.tools + "@" + base.toolsIndex; set.ToolsImage != want {
 		t.Errorf("set toolsImage %q, want %q (pinned by the refreshed catalog)", set.ToolsImage, want)
 	}

@@ -236,7 +236,7 @@ func (f *releaseFlags) publisher(cmd *cobra.Command, g *globals, ps *publishSetu
 		Definition:      ps.def,
 		Revision:        firstNonEmpty(f.img.Revision, gitRevision()),
 		SourceDateEpoch: epoch,
-		Warnings:        g.stderr,
+		Warnings:        g.warnings(),
 		Extensions: pipeline.ExtensionOptions{
 			Cache:   cache,
 			Sources: f.ext.sources(cfg, f.ext.httpClient(g)),

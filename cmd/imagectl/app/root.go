@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -18,19 +18,13 @@ var Version = "dev"
 
 // globals are the flags every command shares.
 type globals struct {
-	matrixPath  string
-	catalogPath string
+	matrixPath  string // "": the built-in matrix.yaml (see resolveFiles)
+	catalogPath string // "": the built-in catalog.json
+	filesOnce   sync.Once
+	noticeOnce  sync.Once
 	verbose     bool
 	stdout      io.Writer
 	stderr      io.Writer
-}
-
-// catalog returns the catalog path: the flag, or catalog.json beside matrix.yaml.
-func (g *globals) catalog() string {
-	if g.catalogPath != "" {
-		return g.catalogPath
-	}
-	return filepath.Join(filepath.Dir(g.matrixPath), "catalog.json")
 }
 
 // Run executes imagectl with args and returns the process exit code.
@@ -38,6 +32,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := NewRootCommand(stdout, stderr)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
+	if ctx.Err() != nil {
+		// Interrupted (Ctrl-C, SIGTERM): whatever the verb returned, the
+		// run did not finish; a verb writes nothing once interrupted.
+		if err == nil {
+			err = context.Cause(ctx)
+		}
+		fmt.Fprintf(stderr, "imagectl: %s\n", safetext.Text(err.Error()))
+		return ExitInterrupted
+	}
 	if err == nil {
 		return 0
 	}
@@ -68,15 +71,17 @@ on KubeRay, and plans scheduled rebuilds.`,
   imagectl verify docker.io/example/code-server-ray:4.101.2-ray2.46.0-py3.12 --key cosign.pub`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       currentVersion().line(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	// The hook of every verb: the environment fallbacks, deprecated
-	// spellings and required flags (see prepareFlags).
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return prepareFlags(cmd, stderr) }
+	// The hook of every verb: the environment fallbacks and required flags
+	// (see prepareFlags).
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return prepareFlags(cmd) }
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.matrixPath, "matrix", "matrix.yaml", "path to matrix.yaml")
-	pf.StringVar(&g.catalogPath, "catalog", "", "path to the catalog snapshot (default: catalog.json beside matrix.yaml)")
+	pf.StringVar(&g.matrixPath, "matrix", "", "path to matrix.yaml (default: ./matrix.yaml, else the one built into imagectl)")
+	pf.StringVar(&g.catalogPath, "catalog", "", "path to the catalog snapshot (default: catalog.json beside matrix.yaml, else the one built into imagectl)")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log progress and retries to stderr")
 	for name, env := range map[string]string{"matrix": "IMAGECTL_MATRIX", "catalog": "IMAGECTL_CATALOG"} {
 		pf.Lookup(name).Usage += " (env " + env + ")"

@@ -27,7 +27,7 @@ type signFlags struct {
 	allManifests        bool
 	attestManifests     bool
 	sbomFile            string
-	sbomFromLabels      bool
+	sbomFromLock        bool
 	keyless             bool
 	fulcioURL, rekorURL string
 	annotations         []string
@@ -54,8 +54,8 @@ func (f *signFlags) Validate() error {
 	if f.keyless == (f.key.Key != "") {
 		return errors.New("pass exactly one of --key cosign.key and --keyless")
 	}
-	if f.sbomFile != "" && f.sbomFromLabels {
-		return errors.New("pass at most one of --sbom and --sbom-from-labels")
+	if f.sbomFile != "" && f.sbomFromLock {
+		return errors.New("pass at most one of --sbom and --sbom-from-lock")
 	}
 	return nil
 }
@@ -84,7 +84,7 @@ Keyless mode (--keyless) is for CI with an OIDC identity (GitHub Actions with
 'permissions: id-token: write', or SIGSTORE_ID_TOKEN): an ephemeral key is
 certified by Fulcio and every signature is recorded in Rekor.
 
---sbom FILE attaches an SPDX or CycloneDX JSON document, and --sbom-from-labels
+--sbom FILE attaches an SPDX or CycloneDX JSON document, and --sbom-from-lock
 an SPDX 2.3 SBOM built from the image's dev.imagectl.lock label and dated with
 the image's creation time (as imagectl build --sign dates it; SOURCE_DATE_EPOCH
 only for an image without one), as signed in-toto attestations
@@ -98,14 +98,14 @@ Registry credentials come from the Docker config (docker login). localhost and
 127.0.0.1 registries are spoken to over plain HTTP; --insecure allows it for
 any registry.`,
 		Example: `  imagectl sign --generate-key cosign            # writes cosign.key, cosign.pub
-  COSIGN_PASSWORD=... imagectl sign 127.0.0.1:5000/code-server-ray:ray2.46.0 --key cosign.key --sbom-from-labels
+  COSIGN_PASSWORD=... imagectl sign 127.0.0.1:5000/code-server-ray:ray2.46.0 --key cosign.key --sbom-from-lock
   imagectl sign docker.io/example/code-server-ray@sha256:... --key cosign.key --key-password-file pw.txt --sbom sbom.spdx.json
   imagectl sign ghcr.io/example/code-server-ray:ray2.46.0 --keyless   # in GitHub Actions`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if f.generateKey != "" {
 				return cobra.NoArgs(cmd, args)
 			}
-			return cobra.ExactArgs(1)(cmd, args)
+			return imageArgs(1, true)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return g.runSign(cmd.Context(), &f, args) },
 	}
@@ -113,7 +113,7 @@ any registry.`,
 	fl.BoolVar(&f.allManifests, "all-manifests", true, "also sign every platform manifest of an index")
 	fl.BoolVar(&f.attestManifests, "attestation-manifests", false, "also sign BuildKit's attestation manifests (unknown/unknown)")
 	fl.StringVar(&f.sbomFile, "sbom", "", "attach this SPDX or CycloneDX JSON file as a signed SBOM attestation")
-	fl.BoolVar(&f.sbomFromLabels, "sbom-from-labels", false, "attach an SPDX SBOM built from the image's dev.imagectl.lock label")
+	fl.BoolVar(&f.sbomFromLock, "sbom-from-lock", false, "attach an SPDX SBOM written from the lock (the image's dev.imagectl.lock label) instead of a file")
 	fl.BoolVar(&f.keyless, "keyless", false, "keyless signing with the CI's OIDC identity (Fulcio + Rekor; needs network)")
 	fl.StringVar(&f.fulcioURL, "fulcio-url", sign.DefaultFulcioURL, "Fulcio for --keyless")
 	fl.StringVar(&f.rekorURL, "rekor-url", sign.DefaultRekorURL, "Rekor for --keyless")
@@ -137,7 +137,7 @@ func (g *globals) runSign(ctx context.Context, f *signFlags, args []string) erro
 	if f.generateKey != "" {
 		pw, err := password()
 		if err != nil {
-			return &exitError{2, err}
+			return err
 		}
 		k, p, err := sign.WriteKeyPair(f.generateKey, pw)
 		if err != nil {
@@ -169,7 +169,7 @@ func (g *globals) runSign(ctx context.Context, f *signFlags, args []string) erro
 	switch {
 	case sbomDoc != nil:
 		out.SBOM, err = sign.AttestSBOMFile(ctx, ref, signer, sbomDoc, opts...)
-	case f.sbomFromLabels:
+	case f.sbomFromLock:
 		lock, built, lerr := sign.LockFromImage(ctx, ref, opts...)
 		if lerr != nil {
 			return lerr
@@ -184,7 +184,7 @@ func (g *globals) runSign(ctx context.Context, f *signFlags, args []string) erro
 	return g.printSign(f, out, signer)
 }
 
-// sbomInputs reads --sbom, and for --sbom-from-labels resolves
+// sbomInputs reads --sbom, and for --sbom-from-lock resolves
 // SOURCE_DATE_EPOCH before anything is signed: the SBOM's creation time is
 // the image's (its config's created, set by the build from
 // SOURCE_DATE_EPOCH), as imagectl build --sign gives it; SOURCE_DATE_EPOCH
@@ -193,11 +193,11 @@ func (f *signFlags) sbomInputs() (doc []byte, envTime time.Time, err error) {
 	if f.sbomFile != "" {
 		b, err := safefile.ReadFile(f.sbomFile, maxSBOMFile)
 		if err != nil {
-			return nil, time.Time{}, &exitError{2, fmt.Errorf("--sbom: %w", err)}
+			return nil, time.Time{}, fmt.Errorf("--sbom: %w", err)
 		}
 		doc = b
 	}
-	if f.sbomFromLabels {
+	if f.sbomFromLock {
 		t, err := sourcedate.FromEnv()
 		if err != nil {
 			return nil, time.Time{}, &exitError{2, err}
@@ -248,7 +248,7 @@ func sbomCreated(built, env time.Time, warn io.Writer) time.Time {
 		return env
 	}
 	if os.Getenv(sourcedate.Env) != "" && !env.Equal(built) {
-		fmt.Fprintf(warn, "warning: %s=%d is not the image's creation time %s; the SBOM uses the image's\n", sourcedate.Env, env.Unix(), built.Format(time.RFC3339))
+		fmt.Fprintf(warn, warnPrefix+"warning: %s=%d is not the image's creation time %s; the SBOM uses the image's\n", sourcedate.Env, env.Unix(), built.Format(time.RFC3339))
 	}
 	return built
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/imagectl/imagectl/sign"
 )
 
-// `build --push` then `sign --sbom-from-labels` dates the SBOM as
+// `build --push` then `sign --sbom-from-lock` dates the SBOM as
 // `build --sign` does: with the image's creation time (its config's
 // created, the build's SOURCE_DATE_EPOCH), even when sign runs with
 // another SOURCE_DATE_EPOCH.
@@ -54,16 +54,16 @@ func TestSignSBOMTimeIsTheBuildsTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("SOURCE_DATE_EPOCH", "1600000000") // another time: the image's wins
-	code, _, errOut := run(t, "sign", pushed.Ref, "--key", filepath.Join(dir, "k.key"), "--sbom-from-labels")
+	code, _, errOut := run(t, "sign", pushed.Ref, "--key", filepath.Join(dir, "k.key"), "--sbom-from-lock")
 	if code != 0 {
-		t.Fatalf("sign --sbom-from-labels: exit %d: %s", code, errOut)
+		t.Fatalf("sign --sbom-from-lock: exit %d: %s", code, errOut)
 	}
 	if !strings.Contains(errOut, "SOURCE_DATE_EPOCH=1600000000 is not the image's creation time 2025-07-15T00:00:00Z") {
 		t.Errorf("sign did not warn about the other SOURCE_DATE_EPOCH: %q", errOut)
 	}
 	a, b := attestedSBOMCreated(t, byBuild.Ref), attestedSBOMCreated(t, pushed.Ref)
 	if a != built.Format(time.RFC3339) || b != a {
-		t.Errorf("SBOM created %q by build --sign and %q by sign --sbom-from-labels, want both %s", a, b, built.Format(time.RFC3339))
+		t.Errorf("SBOM created %q by build --sign and %q by sign --sbom-from-lock, want both %s", a, b, built.Format(time.RFC3339))
 	}
 }
 

@@ -43,7 +43,7 @@ func TestSignVerifyCLI(t *testing.T) {
 		t.Errorf("--generate-key overwrote an existing key:\n%s%s", out, errs)
 	}
 
-	code, out, errs := run("sign", image, "--key", filepath.Join(dir, "good.key"), "--sbom-from-labels", "--output", "json")
+	code, out, errs := run("sign", image, "--key", filepath.Join(dir, "good.key"), "--sbom-from-lock", "--output", "json")
 	if code != 0 {
 		t.Fatalf("sign: exit %d\n%s%s", code, out, errs)
 	}

@@ -24,13 +24,25 @@ import (
 )
 
 func newSmokeCommand(g *globals) *cobra.Command {
-	var cfg kind.Config
-	var probeBin string
-	out := newOutputOptions("json", "text")
 	cmd := &cobra.Command{
 		Use:   "smoke",
+		Short: "Prove the image works: in containers (image), on KubeRay (kind), and the debugger attach itself (attach)",
+		Example: `  imagectl smoke image 127.0.0.1:5000/code-server-ray:4.101.2-ray2.46.0-py3.12
+  imagectl smoke kind --image docker.io/example/code-server-ray:4.101.2-ray2.46.0-py3.12 --ray 2.46.0
+  imagectl smoke attach --dashboard http://127.0.0.1:8265 --expect-function f`,
+	}
+	cmd.AddCommand(newSmokeKindCommand(g), newSmokeAttachCommand(g), newSmokeImageCommand(g), newSmokeHoldCommand())
+	return cmd
+}
+
+func newSmokeKindCommand(g *globals) *cobra.Command {
+	var cfg kind.Config
+	var probeBin string
+	out := newOutputOptions("text", "json")
+	cmd := &cobra.Command{
+		Use:   "kind --image IMAGE",
 		Short: "Prove a debugger attaches to a Ray breakpoint from the code-server sidecar (kind + KubeRay)",
-		Long: `smoke creates a kind cluster, installs the pinned KubeRay operator (by
+		Long: `kind creates a kind cluster, installs the pinned KubeRay operator (by
 default its newest supported release; "oldest" is the oldest) and follows the
 README's "Debug a RayJob on KubeRay" with a plain smoke RayJob: imagectl inject
 --secret-file (with this binary), a server-side apply of the Secret, a pre-pull
@@ -46,13 +58,9 @@ missing it says which and exits 2. inject runs with this binary; the one
 copied into the sidecar is this one (when it is a static linux build) or
 --probe-binary.`,
 		Example: `  CGO_ENABLED=0 go build -o bin/imagectl ./cmd/imagectl
-  bin/imagectl smoke --image docker.io/example/code-server-ray:4.101.2-ray2.46.0-py3.12 --ray 2.46.0
-  bin/imagectl smoke attach --dashboard http://127.0.0.1:8265 --expect-function f`,
+  bin/imagectl smoke kind --image docker.io/example/code-server-ray:4.101.2-ray2.46.0-py3.12 --ray 2.46.0 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.Image == "" {
-				return &exitError{2, errors.New("--image is required")}
-			}
 			if probeBin == "" {
 				if runtime.GOOS != "linux" {
 					return &exitError{2, errors.New("--probe-binary is required when not running on linux: a static linux imagectl for the sidecar")}
@@ -91,7 +99,7 @@ copied into the sidecar is this one (when it is a static linux build) or
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Image, "image", "", "the code-server image to test (required)")
+	f.StringVar(&cfg.Image, "image", "", "the code-server image to test")
 	f.StringVar(&cfg.RayVersion, "ray", "2.46.0", "Ray version of the rayproject/ray image")
 	f.StringVar(&cfg.Python, "python", "3.12", "Python version of the rayproject/ray image (-pyXY)")
 	f.StringVar(&cfg.KindNodeImage, "kind-image", "", "kindest/node image (default: kind v0.33.0's default)")
@@ -101,8 +109,14 @@ copied into the sidecar is this one (when it is a static linux build) or
 	f.StringVar(&cfg.LogDir, "log-dir", "", "where logs are collected on failure (default: a temp dir)")
 	f.DurationVar(&cfg.Timeout, "timeout", 45*time.Minute, "bound on the whole run")
 	f.StringVar(&probeBin, "probe-binary", "", "static linux imagectl copied into the sidecar (default: this binary)")
-	addOptions(cmd, &out)
-	cmd.AddCommand(newSmokeAttachCommand(g), newSmokeImageCommand(g), newSmokeHoldCommand())
+	addOptions(cmd, &out, check(func() error {
+		if err := checkReference("--image", cfg.Image); err != nil {
+			return err
+		}
+		_, err := kind.KubeRayVersion(cfg.KubeRayVersion)
+		return err
+	}))
+	markRequired(cmd, "image")
 	return cmd
 }
 
@@ -177,7 +191,7 @@ head pod (the worker's IP and port are cluster-internal, and the sidecar
 shares the head's /tmp/ray, where the task's files are).
 
 Exit codes: 0 attached, the frame matched and its source opened; 3 no paused
-worker before --timeout; 4 the port refused the connection or another client
+worker before --pause-timeout; 4 the port refused the connection or another client
 is attached; 5 attached but no stop or no matching frame; 6 the dashboard
 never answered usably; 7 the frame's source does not open here, a breakpoint
 there is not verified, or (--post-mortem) the stop is not on an exception;
@@ -194,7 +208,7 @@ there is not verified, or (--post-mortem) the stop is not on an exception;
 			logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
 			root, err := attachLocalRoot(cmd, dashboardURL, settingsPath, localRoot, logger)
 			if err != nil {
-				return &exitError{2, err}
+				return err
 			}
 			rep, runErr := probe.Run(cmd.Context(), dashboardURL,
 				probe.WithTimeout(timeout), probe.WithPollInterval(interval),
@@ -218,7 +232,7 @@ there is not verified, or (--post-mortem) the stop is not on an exception;
 	}
 	f := cmd.Flags()
 	f.StringVar(&dashboardURL, "dashboard", "http://127.0.0.1:8265", "Ray dashboard address (http://host:port or host:port)")
-	f.DurationVar(&timeout, "timeout", 2*time.Minute, "how long to poll the dashboard for a paused worker")
+	f.DurationVar(&timeout, "pause-timeout", 2*time.Minute, "how long to poll the dashboard for a paused worker")
 	f.DurationVar(&interval, "poll-interval", 3*time.Second, "time between dashboard polls (the extension uses 3s)")
 	f.DurationVar(&stepTimeout, "step-timeout", 30*time.Second, "timeout of the dial and of each DAP request")
 	f.DurationVar(&stopTimeout, "stop-timeout", 30*time.Second, "how long to wait for the stopped event after attaching")
@@ -410,12 +424,12 @@ no container runtime.`,
 		Example: `  imagectl smoke image 127.0.0.1:5000/code-server-ray:4.101.2-ray2.46.0-py3.12
   imagectl smoke image --archive dist/code-server-ray-4.101.2-ray2.46.0-py3.12.oci.tar --platform linux/arm64
   imagectl smoke image docker.io/example/code-server-ray@sha256:... --runtime docker -o json`,
-		Args: cobra.MaximumNArgs(1),
+		Args: imageArgs(1, false),
 		RunE: func(cmd *cobra.Command, args []string) error { return g.runSmokeImage(cmd.Context(), &sf, args) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&sf.archive, "archive", "", "OCI archive (imagectl build's .oci.tar) or OCI layout directory instead of a registry reference")
-	fl.StringSliceVar(&f.platforms, "platform", nil, "platforms to run (repeatable or comma separated; default: every platform of the image)")
+	addImagePlatformsFlag(cmd, &f.platforms, "platforms to run (repeatable or comma separated; default: every platform of the image)")
 	fl.DurationVar(&sf.timeout, "timeout", 45*time.Minute, "bound on the whole smoke")
 	f.add(cmd, "")
 	addOptions(cmd, &sf.out, &sf.reg, check(f.Validate))

@@ -102,7 +102,7 @@ func TestSmokeAttachPostMortem(t *testing.T) {
 	}
 
 	code, out, errOut := run(t, "smoke", "attach", "--dashboard", d.URL, "--post-mortem", "--expect-function", "fail",
-		"--settings", settings, "--poll-interval", "100ms", "--timeout", "60s", "--output", "json")
+		"--settings", settings, "--poll-interval", "100ms", "--pause-timeout", "60s", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}

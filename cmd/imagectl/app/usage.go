@@ -3,7 +3,6 @@ package app
 import (
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
@@ -13,10 +12,14 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Exit codes of every verb (smoke attach adds its own, 3 to 6).
+// Exit codes of every verb (smoke attach adds its own, 3 to 7); docs/cli.md
+// has the table.
 const (
 	exitFailure = 1 // the verb ran and failed
 	exitUsage   = 2 // the command line is wrong: nothing was done
+	// ExitInterrupted is the exit code of a run ended by SIGINT or SIGTERM
+	// (128 + SIGINT, as a shell reports it).
+	ExitInterrupted = 130
 )
 
 // exitError carries a specific exit code.
@@ -89,21 +92,19 @@ func addOptions(cmd *cobra.Command, opts ...options) {
 const (
 	annotationEnv      = "imagectl/env"      // environment variables, first the documented one
 	annotationRequired = "imagectl/required" // the flag must be given
-	annotationAliasOf  = "imagectl/alias-of" // a deprecated spelling of this flag
 )
 
 // bindEnv is the one environment fallback of the CLI: flag name of cmd
-// takes the value of the first environment variable of envs that is set and
-// not empty when the flag is not given. The first variable is the documented
-// one (added to the flag's help); the others are older spellings that still
-// work, with a warning. The value is parsed as the flag would parse it.
-func bindEnv(cmd *cobra.Command, name string, envs ...string) {
+// takes the value of the environment variable env when the flag is not
+// given and env is set and not empty. The value is parsed as the flag
+// would parse it.
+func bindEnv(cmd *cobra.Command, name, env string) {
 	f := cmd.Flags().Lookup(name)
-	if f == nil || len(envs) == 0 {
+	if f == nil {
 		panic(fmt.Sprintf("bindEnv: %s has no flag --%s", cmd.CommandPath(), name))
 	}
-	f.Usage += " (env " + envs[0] + ")"
-	_ = cmd.Flags().SetAnnotation(name, annotationEnv, envs)
+	f.Usage += " (env " + env + ")"
+	_ = cmd.Flags().SetAnnotation(name, annotationEnv, []string{env})
 }
 
 // markRequired marks flags of cmd as required: missing, the verb exits 2
@@ -121,53 +122,23 @@ func markRequired(cmd *cobra.Command, names ...string) {
 	}
 }
 
-// aliasFlag registers old as a hidden, deprecated spelling of the flag name
-// of cmd: both set the same value, and using old prints a warning
-// (prepareFlags; pflag's own Deprecated would print its notice around the
-// command's writers). Scripts written against the old name keep working.
-func aliasFlag(cmd *cobra.Command, old, name string) {
-	fl := cmd.Flags()
-	f := fl.Lookup(name)
-	if f == nil {
-		panic(fmt.Sprintf("aliasFlag: %s has no flag --%s", cmd.CommandPath(), name))
-	}
-	fl.AddFlag(&pflag.Flag{
-		Name:        old,
-		Usage:       f.Usage,
-		Value:       f.Value,
-		DefValue:    f.DefValue,
-		NoOptDefVal: f.NoOptDefVal,
-		Hidden:      true,
-		Annotations: map[string][]string{annotationAliasOf: {name}},
-	})
-}
-
 // prepareFlags runs once the flags of cmd are parsed, before any check of
-// the verb: it warns about deprecated spellings, applies the environment
-// fallbacks of flags not given, and refuses missing required flags.
-func prepareFlags(cmd *cobra.Command, stderr io.Writer) error {
+// the verb: it applies the environment fallbacks of flags not given, and
+// refuses missing required flags.
+func prepareFlags(cmd *cobra.Command) error {
 	fl := cmd.Flags()
 	given := map[string]bool{}
-	fl.Visit(func(f *pflag.Flag) {
-		given[f.Name] = true
-		if to := f.Annotations[annotationAliasOf]; len(to) == 1 {
-			given[to[0]] = true
-			fmt.Fprintf(stderr, "imagectl: warning: --%s is deprecated, use --%s\n", f.Name, to[0])
-		}
-	})
+	fl.Visit(func(f *pflag.Flag) { given[f.Name] = true })
 	var errs []error
 	var missing []string
 	fl.VisitAll(func(f *pflag.Flag) {
 		if given[f.Name] {
 			return
 		}
-		for i, env := range f.Annotations[annotationEnv] {
+		for _, env := range f.Annotations[annotationEnv] {
 			v := os.Getenv(env)
 			if v == "" {
 				continue
-			}
-			if i > 0 {
-				fmt.Fprintf(stderr, "imagectl: warning: %s is deprecated, use %s\n", env, f.Annotations[annotationEnv][0])
 			}
 			if err := f.Value.Set(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s=%q (for --%s): %w", env, v, f.Name, err))
@@ -191,8 +162,17 @@ func prepareFlags(cmd *cobra.Command, stderr io.Writer) error {
 // commands that only group subcommands into ones that print their help
 // and refuse arguments.
 func enforceUsage(root *cobra.Command) {
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// "imagectl buidl --ray 2.46.0": the flag is not the mistake.
+		if c.HasSubCommands() && len(c.Flags().Args()) > 0 {
+			if uerr := unknownSubcommand(c, c.Flags().Args()); uerr != nil {
+				return usageError(uerr)
+			}
+		}
+		return usageError(err)
+	})
 	walkCommands(root, func(c *cobra.Command) {
+		c.SuggestionsMinimumDistance = 2
 		if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
 			c.Args = unknownSubcommand
 			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }

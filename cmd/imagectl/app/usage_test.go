@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -112,7 +111,7 @@ func TestEveryVerbExitsTwoOnUsageErrors(t *testing.T) {
 				want := `--output "no-such-format": want `
 				if c.Name() == "inject" { // its formats are yaml and diff, and -f comes first
 					args = append(args, "-f", "-")
-					want = `--output "no-such-format": expected yaml or diff`
+					want = `--output "no-such-format": want yaml or diff`
 				}
 				expectExit(t, exitUsage, want, append(args, "-o", "no-such-format")...)
 			})
@@ -132,7 +131,7 @@ func TestInvalidCombinationsExitTwo(t *testing.T) {
 	}{
 		{"pass exactly one of --key cosign.key and --keyless", []string{"sign", img, "--keyless", "--key", missing}},
 		{"pass exactly one of --key cosign.key and --keyless", []string{"sign", img}},
-		{"pass at most one of --sbom and --sbom-from-labels", []string{"sign", img, "--key", missing, "--sbom", missing, "--sbom-from-labels"}},
+		{"pass at most one of --sbom and --sbom-from-lock", []string{"sign", img, "--key", missing, "--sbom", missing, "--sbom-from-lock"}},
 		{`--annotation "novalue": expected key=value`, []string{"sign", img, "--key", missing, "-a", "novalue"}},
 		{"pass --key cosign.pub, or --certificate-identity", []string{"verify", img}},
 		{"not both", []string{"verify", img, "--key", missing, "--certificate-identity", "x", "--certificate-oidc-issuer", "y"}},
@@ -154,6 +153,8 @@ func TestInvalidCombinationsExitTwo(t *testing.T) {
 		{`--python-standalone-sha256 "sha"`, []string{"plan", "--matrix", missing, "--python-standalone-sha256", "sha"}},
 		{`--versions "tarballs"`, []string{"matrix", "refresh", "--matrix", missing, "--versions", "tarballs"}},
 		{"--ray is required", []string{"matrix", "resolve", "--matrix", missing}},
+		{"--package-index https://x.example/simple: the URL carries credentials", []string{"build", "--matrix", missing, "--ray", "2.46.0", "--package-index", "https://u:p@x.example/simple"}},
+		{"--package-index https://x.example/simple: the URL carries credentials", []string{"plan", "--matrix", missing, "--package-index", "https://tok@x.example/simple"}},
 		{`action "pause"`, []string{"smoke", "attach", "--action", "pause"}},
 		{"pass an image reference or --archive FILE", []string{"smoke", "image"}},
 		{"-i (in place) needs a file", []string{"inject", "-f", "-", "-i"}},
@@ -197,50 +198,86 @@ func TestFailuresExitOne(t *testing.T) {
 	}
 }
 
-// The old spellings of renamed flags and environment variables still set
-// the same value, with a warning; an environment variable never overrides
-// a flag given under its old name.
-func TestDeprecatedSpellings(t *testing.T) {
-	t.Setenv("IMAGECTL_PACKAGE_INDEX", "")
-	t.Setenv("IMAGECTL_PACKAGE_INDEX_URL", "https://old.example/simple")
-	var reg registryOptions
-	var key keyOptions
-	var def definitionOptions
-	if err := parseOptions(t, []string{"--insecure-registry", "--password-file", "pw.txt"}, &reg, &key, &def); err != nil {
+// The exit-code table of docs/cli.md, enforced: every verb that takes a
+// platform, a SOURCE_DATE_EPOCH, a KubeRay version or an image or
+// repository name exits 2 on a malformed one, before it reads anything; a
+// file that does not exist exits 1 whichever verb and flag name it.
+func TestExitCodeTable(t *testing.T) {
+	t.Setenv("BUILDKIT_HOST", "")
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "cli.md"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	got := []string{boolString(reg.Insecure), key.PasswordFile, def.packageIndex}
-	if diff := cmp.Diff([]string{"true", "pw.txt", "https://old.example/simple"}, got); diff != "" {
-		t.Errorf("old spellings (-want +got):\n%s", diff)
+	for _, row := range []string{"| 0 |", "| 1 |", "| 2 |", "| 3-7 |", "| 130 |"} {
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/cli.md has no exit-code row %q", row)
+		}
 	}
-
-	var v string
-	cmd := &cobra.Command{Use: "x", Run: func(*cobra.Command, []string) {}}
-	cmd.Flags().StringVar(&v, "new", "", "")
-	bindEnv(cmd, "new", "IMAGECTL_TEST_NEW")
-	aliasFlag(cmd, "old", "new")
-	t.Setenv("IMAGECTL_TEST_NEW", "from-env")
-	if err := cmd.ParseFlags([]string{"--old", "from-flag"}); err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	img := "127.0.0.1:1/x:t"
+	// Every verb with one of these flags gets the bad value (the walk finds
+	// new verbs by themselves).
+	bad := map[string]string{
+		"platform":          "linux/s390x",
+		"source-date-epoch": "yesterday",
+		"kuberay-version":   "9",
+		"repository":        "Not A/Repository",
+		"image":             "bad image::ref",
 	}
-	var stderr bytes.Buffer
-	if err := prepareFlags(cmd, &stderr); err != nil {
-		t.Fatal(err)
+	walked := map[string]bool{}
+	for path, c := range verbs(t) {
+		args := split(path)
+		if c.Args != nil && c.Args(c, nil) != nil {
+			args = append(args, img)
+		}
+		for flag, v := range bad {
+			if c.Flags().Lookup(flag) == nil {
+				continue
+			}
+			walked[flag] = true
+			a := append(append([]string{}, args...), "--"+flag, v)
+			c.Flags().VisitAll(func(f *pflag.Flag) {
+				if f.Annotations[annotationRequired] != nil && f.Name != flag {
+					a = append(a, "--"+f.Name+"=x")
+				}
+			})
+			if c.Name() == "inject" {
+				a = append(a, "-f", "-")
+			}
+			t.Run(path+"/--"+flag, func(t *testing.T) { expectExit(t, exitUsage, v, a...) })
+		}
 	}
-	if v != "from-flag" {
-		t.Errorf("--old from-flag with IMAGECTL_TEST_NEW set: value %q, want from-flag", v)
+	for flag := range bad {
+		if !walked[flag] {
+			t.Errorf("no verb has --%s", flag)
+		}
 	}
-	if want := "imagectl: warning: --old is deprecated, use --new\n"; stderr.String() != want {
-		t.Errorf("warning %q, want %q", stderr.String(), want)
+	for _, args := range [][]string{
+		{"verify", "BAD::NAME", "--key", missing},
+		{"sign", "BAD::NAME", "--key", missing},
+		{"smoke", "image", "BAD::NAME"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) { expectExit(t, exitUsage, `image "BAD::NAME"`, args...) })
 	}
-	if strings.Contains(cmd.UsageString(), "--old") {
-		t.Errorf("--old is listed in the help:\n%s", cmd.UsageString())
+	for _, args := range [][]string{
+		{"verify", img, "--key", missing},
+		{"sign", img, "--key", missing},
+		{"sign", img, "--key", missing, "--sbom", missing},
+		{"sign", "--generate-key", filepath.Join(dir, "k"), "--key-password-file", missing},
+		{"inject", "-f", missing},
+		{"smoke", "image", "--archive", missing},
+		{"smoke", "attach", "--settings", dir},
+		{"--matrix", missing, "matrix", "list"},
+		{"--matrix", filepath.Join("..", "..", "..", "matrix.yaml"), "--catalog", missing, "matrix", "list"},
+		{"build", "--ray", "2.46.0", "--matrix", missing},
+	} {
+		t.Run("missing file/"+strings.Join(args, " "), func(t *testing.T) {
+			want := missing
+			if args[0] == "smoke" && args[1] == "attach" {
+				want = dir
+			}
+			expectExit(t, exitFailure, want, args...)
+		})
 	}
-}
-
-func boolString(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }

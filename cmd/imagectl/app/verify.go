@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/verify"
 )
 
@@ -72,7 +73,7 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
   imagectl verify ghcr.io/example/code-server-ray:ray2.46.0 \
     --certificate-identity-regexp '^https://github.com/example/' \
     --certificate-oidc-issuer https://token.actions.githubusercontent.com`,
-		Args: cobra.ExactArgs(1),
+		Args: imageArgs(1, true),
 		RunE: func(cmd *cobra.Command, args []string) error { return g.runVerify(cmd.Context(), &f, args[0]) },
 	}
 	fl := cmd.Flags()
@@ -85,13 +86,17 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
 	return cmd
 }
 
+// checkRead is the check of a verify -o json report for an image that could
+// not be read at all.
+const checkRead verify.Check = "read"
+
 // runVerify verifies ref and prints the report; a failed check exits 1.
 func (g *globals) runVerify(ctx context.Context, f *verifyFlags, ref string) error {
 	opts := []verify.Option{verify.WithSkipContents(f.skipContents), verify.WithSkipAttestations(f.skipAttest)}
 	if f.keyPath != "" {
 		v, err := verify.LoadPublicKey(f.keyPath)
 		if err != nil {
-			return &exitError{2, err}
+			return err
 		}
 		opts = append(opts, verify.WithVerifier(v))
 	} else {
@@ -103,6 +108,12 @@ func (g *globals) runVerify(ctx context.Context, f *verifyFlags, ref string) err
 	opts = append(opts, verify.WithAllowedRepositories(f.allowRepos...))
 	rep, err := verify.Image(ctx, ref, opts...)
 	if err != nil {
+		if f.out.JSON() {
+			// The same report shape, also when the image cannot be read.
+			if werr := (&verify.Report{Ref: ref, Manifests: []verify.Manifest{}, Failures: []verify.Failure{{Check: checkRead, Message: safetext.Text(err.Error())}}}).WriteJSON(g.stdout); werr != nil {
+				return werr
+			}
+		}
 		return err
 	}
 	if f.out.JSON() {

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestVerifyAllowRepository(t *testing.T) {
 	if code, out, errs := run("sign", "--generate-key", filepath.Join(dir, "k")); code != 0 {
 		t.Fatalf("generate-key: exit %d\n%s%s", code, out, errs)
 	}
-	if code, out, errs := run("sign", image, "--key", filepath.Join(dir, "k.key"), "--sbom-from-labels"); code != 0 {
+	if code, out, errs := run("sign", image, "--key", filepath.Join(dir, "k.key"), "--sbom-from-lock"); code != 0 {
 		t.Fatalf("sign: exit %d\n%s%s", code, out, errs)
 	}
 	// Copy the index (with its platform manifests) and every .sig and .att tag.
@@ -78,5 +79,33 @@ func TestVerifyAllowRepository(t *testing.T) {
 	}
 	if code, _, errs := run("verify", root.String(), "--key", pub, "--allow-repository", signedRepo+":latest"); code != 2 || !strings.Contains(errs, `--allow-repository "`+signedRepo+`:latest"`) {
 		t.Errorf("verify --allow-repository with a tag: exit %d, want 2 naming the flag (%s)", code, errs)
+	}
+}
+
+// verify -o json prints its report also when the image cannot be read, in
+// the shape of every other report.
+func TestVerifyJSONOnFailure(t *testing.T) {
+	reg := newRegistry(t)
+	dir := t.TempDir()
+	t.Setenv("COSIGN_PASSWORD", "verify-json")
+	if code, _, errs := runArgs(t, "sign", "--generate-key", filepath.Join(dir, "k")); code != 0 {
+		t.Fatalf("generate-key: exit %d\n%s", code, errs)
+	}
+	code, out, errs := runArgs(t, "verify", reg+"/no/such:image", "--key", filepath.Join(dir, "k.pub"), "-o", "json")
+	if code != exitFailure {
+		t.Fatalf("exit %d, want %d\n%s", code, exitFailure, errs)
+	}
+	var rep struct {
+		Ref      string `json:"ref"`
+		OK       bool   `json:"ok"`
+		Failures []struct {
+			Check, Message string
+		} `json:"failures"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("stdout is not a JSON report: %v\n%q", err, out)
+	}
+	if rep.OK || rep.Ref != reg+"/no/such:image" || len(rep.Failures) != 1 || rep.Failures[0].Check != "read" || !strings.Contains(rep.Failures[0].Message, "no/such") {
+		t.Errorf("report %+v, want not ok with one read failure naming the image", rep)
 	}
 }

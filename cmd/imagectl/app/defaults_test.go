@@ -1,0 +1,79 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// An installed imagectl works from any directory: without --matrix and no
+// ./matrix.yaml it reads the matrix.yaml and catalog.json built into it
+// (saying so on stderr); ./matrix.yaml, when there, wins over the built-in
+// one, and --matrix/IMAGECTL_MATRIX over both.
+func TestBuiltinDefaults(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", "..", "..")) // before the Chdir
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("IMAGECTL_MATRIX", "")
+	t.Setenv("IMAGECTL_CATALOG", "")
+	want, _, errOut := mustRun(t, "--matrix", filepath.Join(root, "matrix.yaml"), "matrix", "list", "-o", "json")
+	if errOut != "" {
+		t.Errorf("--matrix given: stderr %q, want nothing", errOut)
+	}
+
+	t.Chdir(t.TempDir())
+	got, _, errOut := mustRun(t, "matrix", "list", "-o", "json")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("matrix list from an empty directory (-repository's files +built-in):\n%s", diff)
+	}
+	if !strings.Contains(errOut, "imagectl: no ./matrix.yaml: using the matrix.yaml and catalog.json built into imagectl") {
+		t.Errorf("stderr does not say the built-in files are used: %q", errOut)
+	}
+	if code, _, errOut := runArgs(t, "matrix", "refresh", "--no-python-lock"); code != exitUsage || !strings.Contains(errOut, "pass --catalog FILE") {
+		t.Errorf("matrix refresh with the built-in catalog: exit %d, stderr %q; want 2 and a pointer to --catalog", code, errOut)
+	}
+
+	// ./matrix.yaml wins over the built-in one: a copy with one platform.
+	m, err := os.ReadFile(filepath.Join(root, "matrix.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := os.ReadFile(filepath.Join(root, "catalog.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("catalog.json", c, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("matrix.yaml", m, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _, errOut = mustRun(t, "matrix", "list", "-o", "json")
+	if errOut != "" || got != want {
+		t.Errorf("with ./matrix.yaml: stderr %q, output equal: %v", errOut, got == want)
+	}
+	if err := os.WriteFile("matrix.yaml", []byte("not: [a matrix"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runArgs(t, "matrix", "list"); code != exitFailure || !strings.Contains(errOut, "matrix.yaml") {
+		t.Errorf("with a broken ./matrix.yaml: exit %d, stderr %q; want 1 naming it (not the built-in one)", code, errOut)
+	}
+	t.Setenv("IMAGECTL_MATRIX", filepath.Join(root, "matrix.yaml"))
+	t.Setenv("IMAGECTL_CATALOG", filepath.Join(root, "catalog.json"))
+	if got, _, _ := mustRun(t, "matrix", "list", "-o", "json"); got != want {
+		t.Errorf("IMAGECTL_MATRIX does not win over ./matrix.yaml")
+	}
+}
+
+func mustRun(t *testing.T, args ...string) (string, int, string) {
+	t.Helper()
+	code, out, errOut := runArgs(t, args...)
+	if code != 0 {
+		t.Fatalf("imagectl %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+	}
+	return out, code, errOut
+}
