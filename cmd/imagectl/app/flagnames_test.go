@@ -67,7 +67,7 @@ var flagMeanings = map[string]string{
 	"filename": "inject", "in-place": "inject", "remove": "inject", "helm-values": "inject",
 	"resolve-digest": "inject", "no-resolve": "inject", "port": "inject", "secret-name": "inject",
 	"secret-key": "inject", "secret-file": "inject", "rotate-password": "inject", "requests": "inject",
-	"limits": "inject", "image-pull-secret": "inject",
+	"limits": "inject", "image-pull-secret": "inject", "keep-unresolved": "inject", "allow-hostpath": "inject",
 	// cobra
 	"no-descriptions": "completion", "version": "--version",
 }
