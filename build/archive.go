@@ -38,8 +38,8 @@ const (
 // to disk and packed again, where this copies each blob from BuildKit's
 // tarball straight into the new one), and its oci-layout file
 // ("{\n    \"imageLayoutVersion\": ...}") and index.json
-// (json.MarshalIndent on AppendIndex) are not the bytes of the archives
-// written so far (compact JSON; TestWriteArchiveBytesPinned). ggcr's
+// (json.MarshalIndent on AppendIndex) are indented, where this archive's
+// are compact JSON (pinned by TestWriteArchiveBytesPinned). ggcr's
 // tarball package writes `docker save` tarballs, not OCI layouts.
 func WriteArchive(dst string, parts []string, results []*PlatformResult, repoName, tag string) (v1.Hash, map[string]v1.Descriptor, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -78,10 +78,6 @@ func WriteArchive(dst string, parts []string, results []*PlatformResult, repoNam
 		return v1.Hash{}, nil, err
 	}
 	blobs[blobPath(h)] = raw
-	ref := repoName
-	if tag != "" {
-		ref += ":" + tag
-	}
 	topRaw, err := topIndex(raw, h, repoName, tag)
 	if err != nil {
 		return v1.Hash{}, nil, err
