@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Package is one package of an SBOM document.
@@ -168,11 +170,5 @@ func PyPIName(purl string) (name, version string, ok bool) {
 	rest, _, _ = strings.Cut(rest, "?")
 	rest, _, _ = strings.Cut(rest, "#")
 	name, version, _ = strings.Cut(rest, "@")
-	return NormalizeName(name), version, true
-}
-
-// NormalizeName is the PEP 503 normalized form of a distribution name.
-func NormalizeName(n string) string {
-	n = strings.ToLower(n)
-	return strings.Join(strings.FieldsFunc(n, func(r rune) bool { return r == '-' || r == '_' || r == '.' }), "-")
+	return imagespec.NormalizeName(name), version, true
 }

@@ -171,7 +171,7 @@ func TestScanSPDX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.PredicateType != PredicateSPDX {
+	if res.PredicateType != imagespec.PredicateSPDX {
 		t.Errorf("predicate type %s", res.PredicateType)
 	}
 	var head struct {
@@ -282,7 +282,7 @@ func TestScanCycloneDX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.PredicateType != PredicateCycloneDX {
+	if res.PredicateType != imagespec.PredicateCycloneDX {
 		t.Errorf("predicate type %s", res.PredicateType)
 	}
 	pkgs, err := Packages(res.Document)

@@ -463,7 +463,7 @@ func checkPython(fs files, lock *imagespec.Set, labels map[string]string, c *Con
 			fail(p, "%v", err)
 			continue
 		}
-		n := normalizeName(name)
+		n := imagespec.NormalizeName(name)
 		if n != "ray" && n != "debugpy" {
 			continue
 		}
@@ -554,8 +554,3 @@ func parseMetadata(b []byte) (name, version string, err error) {
 	}
 	return name, version, nil
 }
-
-var nameSepRe = regexp.MustCompile(`[-_.]+`)
-
-// normalizeName is the PEP 503 normalized project name.
-func normalizeName(n string) string { return strings.ToLower(nameSepRe.ReplaceAllString(n, "-")) }

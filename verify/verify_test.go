@@ -366,7 +366,7 @@ func TestImage(t *testing.T) {
 			publish: func(t *testing.T, root name.Digest, spec testimage.Spec) {
 				signAll(t, ctx, root.String(), k.signer, spec)
 				pred := []byte(`{"builder":{"id":"https://github.com/imagectl/imagectl"},"buildType":"https://mobyproject.org/buildkit@v1"}`)
-				if _, err := sign.Attest(ctx, root.String(), k.signer, sign.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
+				if _, err := sign.Attest(ctx, root.String(), k.signer, imagespec.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -455,7 +455,7 @@ func TestImageSingleManifest(t *testing.T) {
 	}
 
 	pred := []byte(`{"builder":{"id":"https://github.com/imagectl/imagectl"},"buildType":"https://mobyproject.org/buildkit@v1"}`)
-	if _, err := sign.Attest(ctx, d.String(), k.signer, sign.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
+	if _, err := sign.Attest(ctx, d.String(), k.signer, imagespec.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = verify.Image(ctx, reg+"/single:latest", verify.WithVerifier(k.pub))
@@ -531,7 +531,7 @@ func TestImageLayerSwappedByTheRegistry(t *testing.T) {
 	}
 	signAll(t, ctx, d.String(), k.signer, spec)
 	pred := []byte(`{"builder":{"id":"https://github.com/imagectl/imagectl"},"buildType":"https://mobyproject.org/buildkit@v1"}`)
-	if _, err := sign.Attest(ctx, d.String(), k.signer, sign.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
+	if _, err := sign.Attest(ctx, d.String(), k.signer, imagespec.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
 		t.Fatal(err)
 	}
 	if rep, err := verify.Image(ctx, reg+"/swapped:latest", verify.WithVerifier(k.pub)); err != nil || !rep.OK {

@@ -8,6 +8,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/imagectl/imagectl/attest"
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/regauth"
 )
@@ -37,7 +38,7 @@ type publication struct {
 	// platforms maps each OCI platform to its image manifest digest.
 	platforms map[string]string
 	// provenance is BuildKit's provenance statement of each platform.
-	provenance map[string]build.Statement
+	provenance map[string]attest.Statement
 }
 
 // newPublisher is the one place the publisher is chosen: with Push the

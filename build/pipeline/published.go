@@ -196,12 +196,10 @@ func missingAttestations(ctx context.Context, d name.Digest, provenance bool, ro
 		}
 	}
 	has := func(pred func(string) bool) bool { return slices.ContainsFunc(types, pred) }
-	if !has(func(t string) bool {
-		return strings.HasPrefix(t, "https://spdx.dev/") || strings.HasPrefix(t, "https://cyclonedx.org/")
-	}) {
+	if !has(imagespec.IsSBOM) {
 		return "SBOM", nil
 	}
-	if provenance && !has(func(t string) bool { return strings.HasPrefix(t, "https://slsa.dev/provenance/") }) {
+	if provenance && !has(imagespec.IsProvenance) {
 		return "provenance", nil
 	}
 	return "", nil

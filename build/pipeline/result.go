@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/imagectl/imagectl/attest"
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/sign"
@@ -47,7 +48,7 @@ type Result struct {
 
 // signing is what the sign stage reads besides the Result's own fields.
 type signing struct {
-	provenance map[string]build.Statement
+	provenance map[string]attest.Statement
 	repo       name.Repository
 	epoch      time.Time
 	insecure   bool
