@@ -189,3 +189,13 @@ func DebuggerSettingsProblems(raw []byte) []string {
 func PythonSitePackages(version string) string {
 	return PythonDir + "/lib/python" + version + "/site-packages"
 }
+
+// Where the image's python3 comes from (matrix.yaml build.pythonRuntime,
+// build --python-runtime).
+const (
+	// PythonRuntimeStandalone is a python-build-standalone tarball from the
+	// catalog, unpacked under PythonDir.
+	PythonRuntimeStandalone = "standalone"
+	// PythonRuntimeBase is the base image's own python3.
+	PythonRuntimeBase = "base"
+)

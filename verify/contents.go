@@ -34,7 +34,7 @@ func (v *verifier) platform(ctx context.Context, mi manifestInfo, img v1.Image, 
 		fail(CheckContents, "config", "reading image config: %v", err)
 		return nil
 	}
-	if cfp := cf.Platform().String(); mi.platform != "" && cfp != mi.platform && !(cfp == "linux/arm64" && mi.platform == "linux/arm64/v8") {
+	if cfp := cf.Platform().String(); mi.platform != "" && !imagespec.SamePlatform(cfp, mi.platform) {
 		fail(CheckPlatforms, "config", "image config says %s, index says %s", cfp, mi.platform)
 	}
 	labels := cf.Config.Labels

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/regauth"
 )
 
@@ -175,10 +176,7 @@ func (s *Source) digests(ctx context.Context, ref name.Tag, cs *catalog.CodeServ
 			if m.Platform == nil || m.Platform.OS != "linux" {
 				continue // attestation manifests are unknown/unknown
 			}
-			p := m.Platform.OS + "/" + m.Platform.Architecture
-			if m.Platform.Variant != "" && !(m.Platform.Architecture == "arm64" && m.Platform.Variant == "v8") {
-				p += "/" + m.Platform.Variant
-			}
+			p := imagespec.PlatformName(m.Platform.OS, m.Platform.Architecture, m.Platform.Variant)
 			if _, dup := cs.Platforms[p]; !dup {
 				cs.Platforms[p] = m.Digest.String()
 				imgs[p] = ref.Context().Digest(m.Digest.String())
