@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/package-url/packageurl-go"
+
 	"github.com/imagectl/imagectl/imagespec"
 )
 
@@ -163,12 +165,9 @@ func spdxLicense(expr string, names map[string]string) string {
 
 // PyPIName returns the normalized distribution name of a pkg:pypi purl.
 func PyPIName(purl string) (name, version string, ok bool) {
-	rest, ok := strings.CutPrefix(purl, "pkg:pypi/")
-	if !ok {
+	p, err := packageurl.FromString(purl)
+	if err != nil || p.Type != packageurl.TypePyPi {
 		return "", "", false
 	}
-	rest, _, _ = strings.Cut(rest, "?")
-	rest, _, _ = strings.Cut(rest, "#")
-	name, version, _ = strings.Cut(rest, "@")
-	return imagespec.NormalizeName(name), version, true
+	return imagespec.NormalizeName(p.Name), p.Version, true
 }
