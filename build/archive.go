@@ -2,6 +2,7 @@ package build
 
 import (
 	"archive/tar"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -178,7 +179,7 @@ func scanLayout(archive string, blobs map[string][]byte, files map[string]string
 				if err != nil {
 					return nil, err
 				}
-				got, _, err := v1.SHA256(bytesReader(b))
+				got, _, err := v1.SHA256(bytes.NewReader(b))
 				if err != nil {
 					return nil, err
 				}

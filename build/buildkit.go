@@ -67,12 +67,6 @@ func WithBuilder(platform, addr string) BuildKitOption {
 	return func(b *BuildKit) { b.builders[platform] = addr }
 }
 
-// WithSession replaces what the client session offers buildkitd (default:
-// DockerAuth, the docker config's registry credentials).
-func WithSession(attachables ...session.Attachable) BuildKitOption {
-	return func(b *BuildKit) { b.session = func() ([]session.Attachable, error) { return attachables, nil } }
-}
-
 // DockerAuth returns BuildKit's docker auth provider over the docker config
 // ($DOCKER_CONFIG/config.json or ~/.docker/config.json: auths, credsStore,
 // credHelpers), as buildctl attaches it. buildkitd pushes and pulls itself

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -185,7 +186,7 @@ func Publish(ctx context.Context, repo name.Repository, results []*PlatformResul
 		return nil, fmt.Errorf("pushing index %s@%s: %w", repo, h, err)
 	}
 	for _, a := range atts {
-		ah, _, err := v1.SHA256(bytesReader(a.raw))
+		ah, _, err := v1.SHA256(bytes.NewReader(a.raw))
 		if err != nil {
 			return nil, err
 		}

@@ -52,15 +52,6 @@ type options struct {
 // WithVerifier verifies signatures with a public key.
 func WithVerifier(v signature.Verifier) Option { return func(o *options) { o.verifier = v } }
 
-// WithKeyless accepts signatures made keylessly (Fulcio certificate, Rekor
-// entry) by this identity. subject and issuer are exact; use
-// WithKeylessRegexp for patterns. Needs the Sigstore public-good trust root
-// (TUF, fetched over the network): for CI, not for offline use.
-func WithKeyless(subject, issuer string) Option {
-	return func(o *options) {
-		o.identities = append(o.identities, cosign.Identity{Subject: subject, Issuer: issuer})
-	}
-}
 
 // Identity is a keyless signer identity: exact values or regular
 // expressions for the certificate subject and the OIDC issuer.
@@ -75,12 +66,6 @@ func WithKeylessIdentity(id Identity) Option {
 	}
 }
 
-// WithKeylessRegexp is WithKeyless with regular expressions.
-func WithKeylessRegexp(subjectRE, issuerRE string) Option {
-	return func(o *options) {
-		o.identities = append(o.identities, cosign.Identity{SubjectRegExp: subjectRE, IssuerRegExp: issuerRE})
-	}
-}
 
 // WithRemoteOptions adds go-containerregistry remote options. The default
 // keychain and the context are always set.

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -74,12 +73,6 @@ type Option func(*settings)
 // regauth.Transport as the default one is.
 func WithTransport(rt http.RoundTripper) Option {
 	return func(s *settings) { s.opts = append(s.opts, remote.WithTransport(regauth.Transport(rt))) }
-}
-
-// WithKeychain authenticates with kc instead of the docker config keychain
-// (regauth.Keychain, the default).
-func WithKeychain(kc authn.Keychain) Option {
-	return func(s *settings) { s.auth = remote.WithAuthFromKeychain(kc) }
 }
 
 // WithInsecure allows plain HTTP to the registry.
