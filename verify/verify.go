@@ -52,20 +52,20 @@ type options struct {
 // WithVerifier verifies signatures with a public key.
 func WithVerifier(v signature.Verifier) Option { return func(o *options) { o.verifier = v } }
 
-
 // Identity is a keyless signer identity: exact values or regular
 // expressions for the certificate subject and the OIDC issuer.
 type Identity struct {
 	Subject, SubjectRegExp, Issuer, IssuerRegExp string
 }
 
-// WithKeylessIdentity accepts keyless signatures from id (see WithKeyless).
+// WithKeylessIdentity accepts signatures made keylessly (Fulcio
+// certificate, Rekor entry) by id. Needs the Sigstore public-good trust
+// root (TUF, fetched over the network): for CI, not for offline use.
 func WithKeylessIdentity(id Identity) Option {
 	return func(o *options) {
 		o.identities = append(o.identities, cosign.Identity{Subject: id.Subject, SubjectRegExp: id.SubjectRegExp, Issuer: id.Issuer, IssuerRegExp: id.IssuerRegExp})
 	}
 }
-
 
 // WithRemoteOptions adds go-containerregistry remote options. The default
 // keychain and the context are always set.
