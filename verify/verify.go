@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"crypto"
 	"errors"
 	"fmt"
 	"io"
@@ -14,21 +13,17 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/regauth"
 
 	"github.com/imagectl/imagectl/attest"
-	"github.com/imagectl/imagectl/internal/safefile"
 )
 
 // In-toto predicate types.
 const (
 	maxStatementLen = 32 << 20
-	// maxPublicKeyFile bounds cosign.pub (a PEM public key is < 1 KiB).
-	maxPublicKeyFile = 64 << 10
 )
 
 // Option configures Image.
@@ -101,28 +96,6 @@ func WithAllowedRepositories(repos ...string) Option {
 // and the uncompressed bytes of one platform's layers.
 func WithLimits(maxFileBytes, maxImageBytes int64) Option {
 	return func(o *options) { o.maxFileBytes, o.maxImageBytes = maxFileBytes, maxImageBytes }
-}
-
-// LoadPublicKey reads a PEM public key (cosign.pub).
-func LoadPublicKey(path string) (signature.Verifier, error) {
-	raw, err := safefile.ReadFile(path, maxPublicKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading public key: %w", err)
-	}
-	return PublicKeyFromPEM(raw)
-}
-
-// PublicKeyFromPEM parses a PEM public key.
-func PublicKeyFromPEM(raw []byte) (signature.Verifier, error) {
-	pk, err := cryptoutils.UnmarshalPEMToPublicKey(raw)
-	if err != nil {
-		return nil, fmt.Errorf("parsing public key PEM: %w", err)
-	}
-	v, err := signature.LoadVerifier(pk, crypto.SHA256)
-	if err != nil {
-		return nil, fmt.Errorf("loading public key: %w", err)
-	}
-	return v, nil
 }
 
 // manifestInfo is one manifest to check.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
+	ikeys "github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/sign"
 	"github.com/imagectl/imagectl/verify"
 )
@@ -49,7 +50,7 @@ func newKeys(t *testing.T) keys {
 		}
 		*dst = s
 		if i == 0 {
-			if k.pub, err = verify.LoadPublicKey(pubPath); err != nil {
+			if k.pub, err = ikeys.LoadPublic(pubPath); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/verify"
@@ -145,7 +146,7 @@ func publishedSignatures(ctx context.Context, req *Request, ref name.Digest, pla
 		if err != nil {
 			return "", "", fmt.Errorf("public key of %s: %w", s, err)
 		}
-		if pk, err = verify.PublicKeyFromPEM(pem); err != nil {
+		if pk, err = keys.PublicFromPEM(pem); err != nil {
 			return "", "", err
 		}
 		keyName = s.String()

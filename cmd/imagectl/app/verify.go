@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/verify"
 )
 
@@ -89,7 +90,7 @@ stdout (--output text or json); the exit code is 0 when the image verifies,
 func (g *globals) runVerify(ctx context.Context, f *verifyFlags, ref string) error {
 	opts := []verify.Option{verify.WithSkipContents(f.skipContents), verify.WithSkipAttestations(f.skipAttest)}
 	if f.keyPath != "" {
-		v, err := verify.LoadPublicKey(f.keyPath)
+		v, err := keys.LoadPublic(f.keyPath)
 		if err != nil {
 			return &exitError{2, err}
 		}
