@@ -96,7 +96,7 @@ func TestInputsDigestIgnoresMapOrder(t *testing.T) {
 
 func TestRender(t *testing.T) {
 	def := dockerfiles.Dockerfile()
-	got, err := Render(def, Params{ToolsImage: "127.0.0.1:5000/tools@sha256:" + strings.Repeat("a", 64), PackageIndex: "http://127.0.0.1:8080/simple", PythonRuntime: PythonRuntimeBase})
+	got, err := Render(def, Params{ToolsImage: "127.0.0.1:5000/tools@sha256:" + strings.Repeat("a", 64), PackageIndex: "http://127.0.0.1:8080/simple", PythonRuntime: imagespec.PythonRuntimeBase})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestRender(t *testing.T) {
 	sa := map[string]string{"x86_64": strings.Repeat("b", 64), "aarch64": strings.Repeat("c", 64)}
 	saURL := "https://example.com/cpython-3.12.11-{arch}-unknown-linux-gnu-install_only.tar.gz"
 	https, err := Render(def, Params{ToolsImage: "python:3.12-slim", PackageIndex: "https://pypi.org/simple",
-		PythonRuntime: PythonRuntimeStandalone, StandaloneURL: saURL, StandaloneSHA256: sa})
+		PythonRuntime: imagespec.PythonRuntimeStandalone, StandaloneURL: saURL, StandaloneSHA256: sa})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestRender(t *testing.T) {
 	}
 
 	// One COPY --link per extension, in install order, where the marker was.
-	exts, err := Render(def, Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple", PythonRuntime: PythonRuntimeBase,
+	exts, err := Render(def, Params{ToolsImage: "x", PackageIndex: "https://pypi.org/simple", PythonRuntime: imagespec.PythonRuntimeBase,
 		Extensions: []string{"ms-python.python", "ms-python.debugpy", "anyscalecompute.ray-distributed-debugger"}})
 	if err != nil {
 		t.Fatal(err)
@@ -464,7 +464,7 @@ func TestDefinitionFromMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Params{
-		ToolsImage: "python:3.12-slim", PackageIndex: "https://pypi.org/simple", PythonRuntime: PythonRuntimeStandalone,
+		ToolsImage: "python:3.12-slim", PackageIndex: "https://pypi.org/simple", PythonRuntime: imagespec.PythonRuntimeStandalone,
 		StandaloneURL:    "https://example.com/cpython-3.12.11-{arch}-install_only.tar.gz",
 		StandaloneSHA256: map[string]string{"x86_64": strings.Repeat("1", 64), "aarch64": strings.Repeat("2", 64)},
 		Extensions:       []string{"ms-python.debugpy"},
@@ -508,7 +508,7 @@ func TestDefinitionFromMatrix(t *testing.T) {
 	for name, o := range map[string]Overrides{
 		"tools image":    {ToolsImage: "python:3.12-slim@sha256:" + strings.Repeat("c", 64)},
 		"package index":  {PackageIndex: "https://mirror.example/simple"},
-		"python runtime": {PythonRuntime: PythonRuntimeBase},
+		"python runtime": {PythonRuntime: imagespec.PythonRuntimeBase},
 		"standalone": {StandaloneURL: "https://example.com/other-{arch}.tar.gz",
 			StandaloneSHA256: map[string]string{"x86_64": strings.Repeat("3", 64), "aarch64": strings.Repeat("4", 64)}},
 		"definition": {Definition: append([]byte("# changed\n"), dockerfiles.Dockerfile()...)},

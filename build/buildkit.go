@@ -31,6 +31,7 @@ import (
 	"github.com/tonistiigi/fsutil"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/regauth"
 )
 
@@ -64,12 +65,6 @@ func WithAddress(addr string) BuildKitOption {
 // WithBuilder sends one platform's solve to another buildkitd.
 func WithBuilder(platform, addr string) BuildKitOption {
 	return func(b *BuildKit) { b.builders[platform] = addr }
-}
-
-// WithSession replaces what the client session offers buildkitd (default:
-// DockerAuth, the docker config's registry credentials).
-func WithSession(attachables ...session.Attachable) BuildKitOption {
-	return func(b *BuildKit) { b.session = func() ([]session.Attachable, error) { return attachables, nil } }
 }
 
 // DockerAuth returns BuildKit's docker auth provider over the docker config
@@ -142,7 +137,8 @@ func nativePlatform(ctx context.Context, c *client.Client, addr string) (string,
 	if len(ws) == 0 || len(ws[0].Platforms) == 0 {
 		return "", fmt.Errorf("buildkitd at %s has no worker", addr)
 	}
-	return platforms.Format(platforms.Normalize(ws[0].Platforms[0])), nil
+	p := ws[0].Platforms[0]
+	return imagespec.PlatformName(p.OS, p.Architecture, p.Variant), nil
 }
 
 // Build solves spec's platform with the dockerfile.v0 frontend built into
@@ -474,6 +470,8 @@ func (r *recorder) summarize(res *PlatformResult, native string) {
 	}
 }
 
+// samePlatform reports whether the native platform b runs a without
+// emulation (containerd's compatibility match, same architecture).
 func samePlatform(a, b string) bool {
 	pa, err1 := platforms.Parse(a)
 	pb, err2 := platforms.Parse(b)

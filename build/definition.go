@@ -64,8 +64,8 @@ func NewDefinition(cfg *matrix.Config, o Overrides, version string) (*Definition
 	if cfg == nil {
 		return nil, fmt.Errorf("definition: no matrix")
 	}
-	if o.PythonRuntime != "" && o.PythonRuntime != PythonRuntimeBase && o.PythonRuntime != PythonRuntimeStandalone {
-		return nil, fmt.Errorf("python runtime override %q: want %q or %q", o.PythonRuntime, PythonRuntimeBase, PythonRuntimeStandalone)
+	if o.PythonRuntime != "" && o.PythonRuntime != imagespec.PythonRuntimeBase && o.PythonRuntime != imagespec.PythonRuntimeStandalone {
+		return nil, fmt.Errorf("python runtime override %q: want %q or %q", o.PythonRuntime, imagespec.PythonRuntimeBase, imagespec.PythonRuntimeStandalone)
 	}
 	src := o.Definition
 	if src == nil {
@@ -110,7 +110,7 @@ func (d *Definition) Params(set imagespec.Set) (Params, error) {
 	for _, e := range set.Extensions {
 		p.Extensions = append(p.Extensions, e.ID)
 	}
-	if p.PythonRuntime != PythonRuntimeStandalone {
+	if p.PythonRuntime != imagespec.PythonRuntimeStandalone {
 		return p, nil
 	}
 	if d.o.StandaloneURL != "" || len(d.o.StandaloneSHA256) > 0 {

@@ -132,7 +132,7 @@ func TestBuildKitTwoPlatforms(t *testing.T) {
 	// platforms), testpub.native has a build per platform.
 	folders := []ExtensionFolder{{ID: "testpub.hello", Folder: "testpub.hello-1.0.0"}, {ID: "testpub.native", Folder: "testpub.native-2.0.0"}}
 	ids := []string{folders[0].ID, folders[1].ID}
-	rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: tools, PackageIndex: py.URL + "/simple", PythonRuntime: PythonRuntimeBase, Extensions: ids})
+	rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: tools, PackageIndex: py.URL + "/simple", PythonRuntime: imagespec.PythonRuntimeBase, Extensions: ids})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +503,7 @@ func TestBuildKitStandaloneRuntime(t *testing.T) {
 
 	solve := func(sums map[string]string) (*PlatformResult, error) {
 		rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: tools, PackageIndex: srv.URL + "/simple",
-			PythonRuntime: PythonRuntimeStandalone, StandaloneURL: srv.URL + "/cpython-3.11-{arch}-install_only.tar.gz", StandaloneSHA256: sums})
+			PythonRuntime: imagespec.PythonRuntimeStandalone, StandaloneURL: srv.URL + "/cpython-3.11-{arch}-install_only.tar.gz", StandaloneSHA256: sums})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -707,7 +707,7 @@ func TestBuildKitLockedWheels(t *testing.T) {
 	if !locked || aiosignal.SHA256 == "" {
 		t.Fatalf("no locked requirements (aiosignal %+v):\n%s", aiosignal, reqs)
 	}
-	rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: f.tools, PackageIndex: index, PythonRuntime: PythonRuntimeBase})
+	rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: f.tools, PackageIndex: index, PythonRuntime: imagespec.PythonRuntimeBase})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,12 +64,6 @@ func extensionCopies(ids []string) (string, error) {
 	return b.String(), nil
 }
 
-// Python runtimes for Params.PythonRuntime.
-const (
-	PythonRuntimeBase       = "base"
-	PythonRuntimeStandalone = "standalone"
-)
-
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // globalArgs are the default values Render gives the global ARGs, checked.
@@ -113,8 +107,8 @@ func globalArgs(p Params) (map[string]string, error) {
 		vals["PIP_PLATFORMS_"+strings.ToUpper(arch)] = strings.Join(tags, ",")
 	}
 	switch p.PythonRuntime {
-	case PythonRuntimeBase:
-	case PythonRuntimeStandalone:
+	case imagespec.PythonRuntimeBase:
+	case imagespec.PythonRuntimeStandalone:
 		su, err := url.Parse(strings.ReplaceAll(p.StandaloneURL, "{arch}", "x86_64"))
 		if err != nil || (su.Scheme != "http" && su.Scheme != "https") || su.Host == "" {
 			return nil, fmt.Errorf("render: python-build-standalone URL %q is not an http(s) URL", p.StandaloneURL)
@@ -128,7 +122,7 @@ func globalArgs(p Params) (map[string]string, error) {
 			vals["PYTHON_STANDALONE_SHA256_"+strings.ToUpper(arch)] = sum
 		}
 	default:
-		return nil, fmt.Errorf("render: Python runtime %q: want %q or %q", p.PythonRuntime, PythonRuntimeBase, PythonRuntimeStandalone)
+		return nil, fmt.Errorf("render: Python runtime %q: want %q or %q", p.PythonRuntime, imagespec.PythonRuntimeBase, imagespec.PythonRuntimeStandalone)
 	}
 	for k, v := range vals {
 		if strings.ContainsAny(v, "\"\\\n\r$` ") {

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // A package index URL with userinfo is refused: PIP_INDEX_URL is a build
@@ -15,7 +17,7 @@ func TestRenderRefusesIndexCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, idx := range []string{"https://user:s3cret@idx.example/simple", "http://tok3n@idx.example/simple"} {
-		out, err := Render(def, Params{ToolsImage: "x", PackageIndex: idx, PythonRuntime: PythonRuntimeBase})
+		out, err := Render(def, Params{ToolsImage: "x", PackageIndex: idx, PythonRuntime: imagespec.PythonRuntimeBase})
 		if err == nil {
 			t.Errorf("%s: rendered, want an error; PIP_INDEX_URL line: %q", idx, pipIndexLine(out))
 			continue

@@ -72,7 +72,7 @@ func TestWheelsStageInstallsTheBaseManylinuxTags(t *testing.T) {
 	})
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: "python:3.12-slim", PackageIndex: srv.URL + "/simple", PythonRuntime: PythonRuntimeBase})
+	rendered, err := Render(dockerfiles.Dockerfile(), Params{ToolsImage: "python:3.12-slim", PackageIndex: srv.URL + "/simple", PythonRuntime: imagespec.PythonRuntimeBase})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // PythonLock is the complete closure of Python distributions that pip's own
@@ -105,16 +107,8 @@ func (c *Catalog) FindPythonLock(k LockKey) (PythonLock, bool) {
 	return PythonLock{}, false
 }
 
-// NormalizeName is the PEP 503 normalized form of a distribution name.
-func NormalizeName(name string) string {
-	return strings.ToLower(nameRuns.ReplaceAllString(name, "-"))
-}
-
-var (
-	nameRuns = regexp.MustCompile(`[-_.]+`)
-	// distName is a valid distribution name (PEP 508).
-	distName = regexp.MustCompile(`^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$`)
-)
+// distName is a valid distribution name (PEP 508).
+var distName = regexp.MustCompile(`^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$`)
 
 // check reports the first malformed field of l (the rules of Validate).
 func (l PythonLock) check() error {
@@ -170,8 +164,8 @@ func (v *validator) pythonLock(p string, l PythonLock) {
 	for i, d := range l.Distributions {
 		pd := fmt.Sprintf("%s[%d]", at("distributions"), i)
 		v.distribution(pd, d)
-		v.duplicate(seen, NormalizeName(d.Name), pd+".name", at("distributions")+"[%d] (the same normalized name)")
-		switch NormalizeName(d.Name) {
+		v.duplicate(seen, imagespec.NormalizeName(d.Name), pd+".name", at("distributions")+"[%d] (the same normalized name)")
+		switch imagespec.NormalizeName(d.Name) {
 		case "ray":
 			if d.Version != l.Ray {
 				v.fail(pd+".version", "%s: the closure's ray, want the locked ray %s", quote(d.Version), l.Ray)
@@ -202,7 +196,7 @@ func (v *validator) distribution(p string, d Distribution) {
 	switch {
 	case !strings.HasSuffix(d.Filename, ".whl") || strings.ContainsAny(d.Filename, "/\\ "):
 		v.fail(p+".filename", "%s: want a wheel file name (*.whl)", quote(d.Filename))
-	case len(parts) < 5 || NormalizeName(parts[0]) != NormalizeName(d.Name) || parts[1] != strings.ReplaceAll(d.Version, "-", "_"):
+	case len(parts) < 5 || imagespec.NormalizeName(parts[0]) != imagespec.NormalizeName(d.Name) || parts[1] != strings.ReplaceAll(d.Version, "-", "_"):
 		v.fail(p+".filename", "%s: not a wheel of %s %s", quote(d.Filename), d.Name, d.Version)
 	}
 	v.url(p+".url", d.URL, false)
@@ -217,7 +211,7 @@ func normalizePythonLocks(ls []PythonLock) {
 	for i := range ls {
 		slices.Sort(ls[i].RayExtras)
 		slices.SortStableFunc(ls[i].Distributions, func(a, b Distribution) int {
-			return strings.Compare(NormalizeName(a.Name), NormalizeName(b.Name))
+			return strings.Compare(imagespec.NormalizeName(a.Name), imagespec.NormalizeName(b.Name))
 		})
 	}
 	slices.SortStableFunc(ls, func(a, b PythonLock) int {

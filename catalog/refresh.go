@@ -10,6 +10,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/pep440"
 	"github.com/imagectl/imagectl/matrix"
 )
@@ -152,7 +153,7 @@ func Refresh(ctx context.Context, cfg *matrix.Config, src Sources) (*Catalog, er
 		}
 		c.ToolsImage = &ToolsImage{Ref: ref, Digest: d}
 	}
-	if src.PythonRuntimes != nil && cfg.Build.PythonRuntime == matrix.PythonRuntimeStandalone {
+	if src.PythonRuntimes != nil && cfg.Build.PythonRuntime == imagespec.PythonRuntimeStandalone {
 		Normalize(c) // PythonMinors resolves sets from it
 		if c.PythonRuntimes, err = lockRuntimes(ctx, cfg, c, src); err != nil {
 			return nil, err

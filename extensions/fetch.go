@@ -25,9 +25,14 @@ type Source interface {
 
 // Fetcher fetches extension files into a cache.
 type Fetcher struct {
-	cache       *cache.Cache
-	sources     map[string]Source
-	parallel    int
+	cache    *cache.Cache
+	sources  map[string]Source
+	parallel int
+	// attempts is how many times a download whose body was cut short
+	// (connection reset, truncated body, no data for the idle timeout) is
+	// tried in all. Everything else is retried once, by one policy: a
+	// request that fails before its body (connection refused, 429, 5xx) is
+	// retried by the HTTP client (upstream/httpx) and not again here.
 	attempts    int
 	limits      vsix.Limits
 	log         *slog.Logger
@@ -44,13 +49,6 @@ func WithSource(name string, s Source) Option { return func(f *Fetcher) { f.sour
 
 // WithParallelism bounds concurrent downloads (default 4).
 func WithParallelism(n int) Option { return func(f *Fetcher) { f.parallel = n } }
-
-// WithAttempts sets how many times a download whose body was cut short
-// (connection reset, truncated body, no data for the idle timeout) is tried
-// in all (default 4). Everything else is retried once, by one policy: a
-// request that fails before its body (connection refused, 429, 5xx) is
-// retried by the HTTP client (upstream/httpx) and not again here.
-func WithAttempts(n int) Option { return func(f *Fetcher) { f.attempts = n } }
 
 // WithRequirePins makes Fetch fail, before any request, when a file of the
 // set carries no sha256 (trust on first use refused).
@@ -75,9 +73,6 @@ func NewFetcher(c *cache.Cache, opts ...Option) *Fetcher {
 	}
 	if f.parallel < 1 {
 		f.parallel = 1
-	}
-	if f.attempts < 1 {
-		f.attempts = 1
 	}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)

@@ -3,6 +3,7 @@ package imagespec
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // The image contract: what every image imagectl builds carries, and what
@@ -84,9 +85,33 @@ const (
 	// the subject).
 	AnnotationReferenceType  = "vnd.docker.reference.type"
 	ReferenceTypeAttestation = "attestation-manifest"
-	// ProvenancePredicateType is the in-toto predicate type BuildKit writes.
-	ProvenancePredicateType = "https://slsa.dev/provenance/v1"
 )
+
+// The in-toto predicate types imagectl attaches and reads, and the layer
+// annotation of an attestation manifest that names a layer's predicate type.
+const (
+	PredicateSPDX      = "https://spdx.dev/Document"
+	PredicateCycloneDX = "https://cyclonedx.org/bom"
+	PredicateSLSA02    = "https://slsa.dev/provenance/v0.2"
+	PredicateSLSA1     = "https://slsa.dev/provenance/v1"
+	// ProvenancePredicateType is the in-toto predicate type BuildKit writes.
+	ProvenancePredicateType = PredicateSLSA1
+	// AnnotationPredicateType is the layer annotation of an attestation
+	// manifest (BuildKit's and cosign's) naming the layer's predicate type.
+	AnnotationPredicateType = "in-toto.io/predicate-type"
+)
+
+// IsProvenance reports whether an in-toto predicate type is SLSA provenance
+// of any version.
+func IsProvenance(predicateType string) bool {
+	return strings.HasPrefix(predicateType, "https://slsa.dev/provenance/")
+}
+
+// IsSBOM reports whether an in-toto predicate type is an SBOM imagectl
+// reads (SPDX or CycloneDX).
+func IsSBOM(predicateType string) bool {
+	return predicateType == PredicateSPDX || predicateType == PredicateCycloneDX
+}
 
 // What the base (linuxserver/code-server) provides and how its entrypoint
 // starts code-server: the s6 service svc-code-server runs CodeServerBin as
@@ -164,3 +189,13 @@ func DebuggerSettingsProblems(raw []byte) []string {
 func PythonSitePackages(version string) string {
 	return PythonDir + "/lib/python" + version + "/site-packages"
 }
+
+// Where the image's python3 comes from (matrix.yaml build.pythonRuntime,
+// build --python-runtime).
+const (
+	// PythonRuntimeStandalone is a python-build-standalone tarball from the
+	// catalog, unpacked under PythonDir.
+	PythonRuntimeStandalone = "standalone"
+	// PythonRuntimeBase is the base image's own python3.
+	PythonRuntimeBase = "base"
+)

@@ -55,14 +55,22 @@ func TestNoBuildKitOutsideBuild(t *testing.T) {
 	}
 }
 
-// TestLeaf: imagespec imports the standard library and
-// go-containerregistry's descriptor types only, so any package may import
-// it.
+// TestLeaf: imagespec imports the standard library, go-containerregistry's
+// descriptor types and containerd's platform names only, so any package may
+// import it.
 func TestLeaf(t *testing.T) {
 	allowed := map[string]bool{
 		"github.com/google/go-containerregistry/pkg/v1":       true,
 		"github.com/google/go-containerregistry/pkg/v1/types": true,
 		"github.com/imagectl/imagectl/imagespec":              true,
+		// containerd/platforms and what it imports.
+		"github.com/containerd/platforms":                  true,
+		"github.com/containerd/log":                        true,
+		"github.com/sirupsen/logrus":                       true,
+		"github.com/opencontainers/go-digest":              true,
+		"github.com/opencontainers/image-spec/specs-go":    true,
+		"github.com/opencontainers/image-spec/specs-go/v1": true,
+		"golang.org/x/sys/unix":                            true,
 	}
 	deps := goList(t, "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./imagespec")
 	if len(deps) == 0 {
@@ -70,7 +78,7 @@ func TestLeaf(t *testing.T) {
 	}
 	for _, d := range deps {
 		if !allowed[d] {
-			t.Errorf("imagespec depends on %s; it must stay a leaf (standard library and ggcr's pkg/v1 only)", d)
+			t.Errorf("imagespec depends on %s; it must stay a leaf (standard library, ggcr's pkg/v1 and containerd/platforms only)", d)
 		}
 	}
 }

@@ -14,7 +14,8 @@
 //     they must never change by accident) and DecodeLock is the one strict
 //     reader;
 //   - the OCI platform to VS Code target platform map (VSCodeTarget,
-//     Platforms);
+//     Platforms), and the one spelling of an OCI platform (PlatformName,
+//     SamePlatform: linux/arm64 is linux/arm64/v8);
 //   - the base's glibc (BaseGlibcMajor, BaseGlibcMinor) and the wheel
 //     platform tags it installs (ManylinuxTags, WheelArch), which the lock,
 //     the build and the catalog's wheel reading share;
@@ -24,8 +25,8 @@
 //     release both write Tags.Immutable, the first of which is the versioned
 //     tag plan reads, and release moves Tags.Floating.
 //
-// It is a leaf: it imports the standard library and go-containerregistry's
-// descriptor types only (a test checks it), so nothing that imports it links
+// It is a leaf: it imports the standard library, go-containerregistry's
+// descriptor types and containerd's platforms only (a test checks it), so nothing that imports it links
 // BuildKit, cosign or syft. Change it only together with dockerfiles/ and the
 // packages that read images.
 package imagespec

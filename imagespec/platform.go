@@ -3,6 +3,9 @@ package imagespec
 import (
 	"fmt"
 	"strings"
+
+	cplatforms "github.com/containerd/platforms"
+	specs "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // VSCodeUniversal is the VS Code target platform of a VSIX that installs on
@@ -19,9 +22,6 @@ var platforms = []struct {
 }{
 	{"linux/amd64", "linux-x64", true},
 	{"linux/arm64", "linux-arm64", true},
-	// linux/arm64 with its default variant spelled out, as some indexes
-	// write it.
-	{"linux/arm64/v8", "linux-arm64", false},
 	{"linux/arm/v7", "linux-armhf", false},
 }
 
@@ -47,12 +47,35 @@ func (e *UnknownPlatformError) Error() string {
 }
 
 // VSCodeTarget returns the VS Code target platform of an OCI platform
-// (linux/amd64 -> linux-x64), or an *UnknownPlatformError naming it.
+// (linux/amd64 -> linux-x64; linux/arm64/v8 is linux/arm64), or an
+// *UnknownPlatformError naming it.
 func VSCodeTarget(ociPlatform string) (string, error) {
 	for _, p := range platforms {
-		if p.oci == ociPlatform {
+		if SamePlatform(p.oci, ociPlatform) {
 			return p.vscode, nil
 		}
 	}
 	return "", &UnknownPlatformError{Platform: ociPlatform}
+}
+
+// PlatformName is the one spelling of an OCI platform imagectl reports and
+// compares: os/architecture[/variant], normalised by containerd's platforms
+// package, so a default variant is dropped (linux/arm64/v8 is linux/arm64).
+func PlatformName(os, architecture, variant string) string {
+	return cplatforms.Format(cplatforms.Normalize(specs.Platform{OS: os, Architecture: architecture, Variant: variant}))
+}
+
+// SamePlatform reports whether two OCI platform names name one platform
+// (linux/arm64 and linux/arm64/v8 do). A name containerd cannot parse is
+// only the same as itself.
+func SamePlatform(a, b string) bool {
+	if a == b {
+		return true
+	}
+	pa, err1 := cplatforms.Parse(a)
+	pb, err2 := cplatforms.Parse(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return cplatforms.Format(cplatforms.Normalize(pa)) == cplatforms.Format(cplatforms.Normalize(pb))
 }

@@ -49,3 +49,34 @@ func TestPlatforms(t *testing.T) {
 		t.Error("Platforms shares its slice with the caller")
 	}
 }
+
+func TestPlatformName(t *testing.T) {
+	for _, tc := range []struct{ os, arch, variant, want string }{
+		{"linux", "amd64", "", "linux/amd64"},
+		{"linux", "arm64", "", "linux/arm64"},
+		{"linux", "arm64", "v8", "linux/arm64"},
+		{"linux", "arm", "v7", "linux/arm/v7"},
+	} {
+		if got := PlatformName(tc.os, tc.arch, tc.variant); got != tc.want {
+			t.Errorf("PlatformName(%q, %q, %q) = %q, want %q", tc.os, tc.arch, tc.variant, got, tc.want)
+		}
+	}
+}
+
+func TestSamePlatform(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"linux/arm64", "linux/arm64/v8", true},
+		{"linux/arm64/v8", "linux/arm64", true},
+		{"linux/amd64", "linux/amd64", true},
+		{"linux/amd64", "linux/arm64", false},
+		{"linux/arm/v7", "linux/arm/v6", false},
+		{"not a platform!", "not a platform!", true},
+	} {
+		if got := SamePlatform(tc.a, tc.b); got != tc.want {
+			t.Errorf("SamePlatform(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

@@ -22,7 +22,7 @@ const (
 	DefaultAnyConstraint = "*"
 	// DefaultToolsImage is the build-platform image with python3 and pip.
 	DefaultToolsImage    = "docker.io/library/python:3.12-slim-bookworm"
-	DefaultPythonRuntime = PythonRuntimeStandalone
+	DefaultPythonRuntime = imagespec.PythonRuntimeStandalone
 	// DefaultStandaloneRepository publishes python-build-standalone.
 	DefaultStandaloneRepository = "astral-sh/python-build-standalone"
 	// DefaultStandaloneRelease is the python-build-standalone release used

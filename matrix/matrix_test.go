@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 func TestLoadInvalid(t *testing.T) {
@@ -105,7 +107,7 @@ func TestLoadValidMinimalDefaults(t *testing.T) {
 			Python:     PythonPolicy{Policy: PolicyHighestCommon},
 			Debugpy:    Constraint{Constraint: ">=1.8.0"},
 		},
-		Build: Build{ToolsImage: DefaultToolsImage, PythonRuntime: PythonRuntimeStandalone, Standalone: Standalone{
+		Build: Build{ToolsImage: DefaultToolsImage, PythonRuntime: imagespec.PythonRuntimeStandalone, Standalone: Standalone{
 			Repository: DefaultStandaloneRepository, Release: DefaultStandaloneRelease, Flavor: StandaloneInstallOnly,
 		}},
 		Tags: []Tag{{Template: "{{.CodeServer}}-{{.Ray}}-{{.Python}}-{{.Inputs}}"}},
@@ -151,7 +153,7 @@ func TestLoadValidFull(t *testing.T) {
 	}
 	wantBuild := Build{
 		ToolsImage:    "docker.io/library/python:3.12-slim-bookworm",
-		PythonRuntime: PythonRuntimeStandalone,
+		PythonRuntime: imagespec.PythonRuntimeStandalone,
 		Standalone: Standalone{
 			Repository: "astral-sh/python-build-standalone", Release: "20250808", Flavor: StandaloneInstallOnlyStripped,
 		},

@@ -143,12 +143,6 @@ const (
 	StandaloneInstallOnlyStripped = "install_only_stripped"
 )
 
-// Values of Build.PythonRuntime.
-const (
-	PythonRuntimeStandalone = "standalone"
-	PythonRuntimeBase       = "base"
-)
-
 // Tag is one tag template.
 type Tag struct {
 	Template string `json:"template" yaml:"template"`

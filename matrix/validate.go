@@ -249,9 +249,9 @@ func (v *validator) build(c *Config) error {
 		return v.errf("build.toolsImage", "bad image %q: %v (want e.g. docker.io/library/python:3.12-slim-bookworm@sha256:...)", b.ToolsImage, err)
 	}
 	switch b.PythonRuntime {
-	case PythonRuntimeStandalone, PythonRuntimeBase:
+	case imagespec.PythonRuntimeStandalone, imagespec.PythonRuntimeBase:
 	default:
-		return v.errf("build.pythonRuntime", "unknown Python runtime %q (want %s or %s)", b.PythonRuntime, PythonRuntimeStandalone, PythonRuntimeBase)
+		return v.errf("build.pythonRuntime", "unknown Python runtime %q (want %s or %s)", b.PythonRuntime, imagespec.PythonRuntimeStandalone, imagespec.PythonRuntimeBase)
 	}
 	st := b.Standalone
 	if !repositoryRE.MatchString(st.Repository) {

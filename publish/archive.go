@@ -2,6 +2,7 @@ package publish
 
 import (
 	"archive/tar"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,8 +39,8 @@ const (
 // to disk and packed again, where this copies each blob from BuildKit's
 // tarball straight into the new one), and its oci-layout file
 // ("{\n    \"imageLayoutVersion\": ...}") and index.json
-// (json.MarshalIndent on AppendIndex) are not the bytes of the archives
-// written so far (compact JSON; TestWriteArchiveBytesPinned). ggcr's
+// (json.MarshalIndent on AppendIndex) are indented, where this archive's
+// are compact JSON (pinned by TestWriteArchiveBytesPinned). ggcr's
 // tarball package writes `docker save` tarballs, not OCI layouts.
 func WriteArchive(dst string, results []Export, repoName, tag string) (v1.Hash, map[string]v1.Descriptor, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -79,10 +80,6 @@ func WriteArchive(dst string, results []Export, repoName, tag string) (v1.Hash, 
 		return v1.Hash{}, nil, err
 	}
 	blobs[blobPath(h)] = raw
-	ref := repoName
-	if tag != "" {
-		ref += ":" + tag
-	}
 	topRaw, err := topIndex(raw, h, repoName, tag)
 	if err != nil {
 		return v1.Hash{}, nil, err
@@ -183,7 +180,7 @@ func scanLayout(archive string, blobs map[string][]byte, files map[string]string
 				if err != nil {
 					return nil, err
 				}
-				got, _, err := v1.SHA256(bytesReader(b))
+				got, _, err := v1.SHA256(bytes.NewReader(b))
 				if err != nil {
 					return nil, err
 				}

@@ -1,12 +1,12 @@
 package publish
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/imagectl/imagectl/attest"
 	"github.com/imagectl/imagectl/imagespec"
 )
 
@@ -125,13 +126,7 @@ type Published struct {
 	Platforms map[string]v1.Descriptor
 	// Provenance maps an OCI platform to BuildKit's provenance statement for
 	// it (empty without Spec.Provenance).
-	Provenance map[string]Statement
-}
-
-// Statement is one in-toto statement BuildKit attached.
-type Statement struct {
-	PredicateType string          `json:"predicateType"`
-	Predicate     json.RawMessage `json:"predicate"`
+	Provenance map[string]attest.Statement
 }
 
 // Export is one platform's solve as BuildKit exported it: an index holding
@@ -151,7 +146,7 @@ type Export struct {
 func Publish(ctx context.Context, repo name.Repository, results []Export, tags []string, ropts []remote.Option) (*Published, error) {
 	ropts = append([]remote.Option{remote.WithContext(ctx)}, ropts...)
 	var images []v1.Descriptor
-	pub := &Published{Platforms: map[string]v1.Descriptor{}, Provenance: map[string]Statement{}}
+	pub := &Published{Platforms: map[string]v1.Descriptor{}, Provenance: map[string]attest.Statement{}}
 	type att struct {
 		raw     []byte
 		mt      types.MediaType
@@ -202,7 +197,7 @@ func Publish(ctx context.Context, repo name.Repository, results []Export, tags [
 		return nil, fmt.Errorf("pushing index %s@%s: %w", repo, h, err)
 	}
 	for _, a := range atts {
-		ah, _, err := v1.SHA256(bytesReader(a.raw))
+		ah, _, err := v1.SHA256(bytes.NewReader(a.raw))
 		if err != nil {
 			return nil, err
 		}
@@ -221,7 +216,7 @@ func Publish(ctx context.Context, repo name.Repository, results []Export, tags [
 
 // provenanceStatement returns the SLSA provenance statement in a BuildKit
 // attestation manifest, or nil if it has none.
-func provenanceStatement(repo name.Repository, d *remote.Descriptor, ropts []remote.Option) (*Statement, error) {
+func provenanceStatement(repo name.Repository, d *remote.Descriptor, ropts []remote.Option) (*attest.Statement, error) {
 	img, err := d.Image()
 	if err != nil {
 		return nil, err
@@ -231,8 +226,8 @@ func provenanceStatement(repo name.Repository, d *remote.Descriptor, ropts []rem
 		return nil, err
 	}
 	for _, l := range m.Layers {
-		pt := l.Annotations["in-toto.io/predicate-type"]
-		if !strings.HasPrefix(pt, "https://slsa.dev/provenance/") {
+		pt := l.Annotations[imagespec.AnnotationPredicateType]
+		if !imagespec.IsProvenance(pt) {
 			continue
 		}
 		layer, err := remote.Layer(repo.Digest(l.Digest.String()), ropts...)
@@ -248,14 +243,14 @@ func provenanceStatement(repo name.Repository, d *remote.Descriptor, ropts []rem
 		if err != nil {
 			return nil, err
 		}
-		var st Statement
-		if err := json.Unmarshal(b, &st); err != nil {
+		st, err := attest.ParseStatement(b)
+		if err != nil {
 			return nil, fmt.Errorf("provenance layer %s: %w", l.Digest, err)
 		}
 		if st.PredicateType != pt || len(st.Predicate) == 0 {
 			return nil, fmt.Errorf("provenance layer %s: predicate type %q, want %q with a predicate", l.Digest, st.PredicateType, pt)
 		}
-		return &st, nil
+		return st, nil
 	}
 	return nil, nil
 }

@@ -6,6 +6,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/imagectl/imagectl/attest"
 )
 
 // Interface is where a build's images go, as ko's publish.Interface: a
@@ -30,7 +32,7 @@ type Publication struct {
 	Platforms map[string]string
 	// Provenance is BuildKit's provenance statement of each platform
 	// (pushed images only).
-	Provenance map[string]Statement
+	Provenance map[string]attest.Statement
 }
 
 // registry pushes: BuildKit pushed each platform image by digest; Publish

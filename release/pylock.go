@@ -30,7 +30,7 @@ func diffPythonLocks(old, cur imagespec.Set) []Reason {
 		m := map[string]map[string]pyVersion{}
 		for p, ds := range s.PythonLocks {
 			for _, d := range ds {
-				n := normalizeName(d.Name)
+				n := imagespec.NormalizeName(d.Name)
 				if m[n] == nil {
 					m[n] = map[string]pyVersion{}
 				}
@@ -93,11 +93,6 @@ func closureSizes(s imagespec.Set) string {
 		out = append(out, fmt.Sprintf("%d distributions on %s", len(s.PythonLocks[p]), p))
 	}
 	return strings.Join(out, ", ")
-}
-
-func normalizeName(n string) string {
-	n = strings.ToLower(n)
-	return strings.Join(strings.FieldsFunc(n, func(r rune) bool { return r == '-' || r == '_' || r == '.' }), "-")
 }
 
 func shortHex(s string) string {

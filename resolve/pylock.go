@@ -72,7 +72,7 @@ func (r *resolver) pythonLocks(ray, debugpy, python string, ex *Explanation) (ma
 		}
 		// By normalized name, as catalog.Normalize sorts a closure.
 		slices.SortStableFunc(ds, func(a, b imagespec.PythonDist) int {
-			return strings.Compare(catalog.NormalizeName(a.Name), catalog.NormalizeName(b.Name))
+			return strings.Compare(imagespec.NormalizeName(a.Name), imagespec.NormalizeName(b.Name))
 		})
 		out[p] = ds
 		index = l.Index
@@ -105,7 +105,7 @@ func closureSummary(locks map[string][]imagespec.PythonDist) string {
 	ver := map[string]map[string]string{} // name -> platform -> version
 	for _, p := range plats {
 		for _, d := range locks[p] {
-			n := catalog.NormalizeName(d.Name)
+			n := imagespec.NormalizeName(d.Name)
 			if ver[n] == nil {
 				ver[n] = map[string]string{}
 			}

@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/matrix"
 )
 
 // toolsImage pins matrix.yaml's build.toolsImage with the digest the catalog
@@ -41,7 +40,7 @@ func (r *resolver) toolsImage(ex *Explanation) string {
 // complete one), when build.pythonRuntime is standalone; otherwise, or when
 // the catalog has none, nil (with a note).
 func (r *resolver) pythonRuntime(python string, ex *Explanation) *imagespec.PythonRuntime {
-	if r.cfg.Build.PythonRuntime != matrix.PythonRuntimeStandalone {
+	if r.cfg.Build.PythonRuntime != imagespec.PythonRuntimeStandalone {
 		return nil
 	}
 	st := r.cfg.Build.Standalone

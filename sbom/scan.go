@@ -44,12 +44,6 @@ const (
 	FormatCycloneDX = "cyclonedx"
 )
 
-// In-toto predicate types of the formats (the same as package sign's).
-const (
-	PredicateSPDX      = "https://spdx.dev/Document"
-	PredicateCycloneDX = "https://cyclonedx.org/bom"
-)
-
 // ToolName is the tool an SBOM Scan writes names in the document
 // (SPDX creators "Tool: imagectl-syft-<ToolVersion>", CycloneDX
 // metadata.tools).
@@ -248,12 +242,12 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 		if err := writeSPDX(&buf, s, o, digest.String(), notes); err != nil {
 			return nil, err
 		}
-		res.PredicateType = PredicateSPDX
+		res.PredicateType = imagespec.PredicateSPDX
 	case FormatCycloneDX:
 		if err := writeCycloneDX(&buf, s, o); err != nil {
 			return nil, err
 		}
-		res.PredicateType = PredicateCycloneDX
+		res.PredicateType = imagespec.PredicateCycloneDX
 	}
 	res.Document = buf.Bytes()
 	res.Duration = time.Since(start)

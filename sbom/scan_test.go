@@ -172,7 +172,7 @@ func TestScanSPDX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.PredicateType != PredicateSPDX {
+	if res.PredicateType != imagespec.PredicateSPDX {
 		t.Errorf("predicate type %s", res.PredicateType)
 	}
 	var head struct {
@@ -283,7 +283,7 @@ func TestScanCycloneDX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.PredicateType != PredicateCycloneDX {
+	if res.PredicateType != imagespec.PredicateCycloneDX {
 		t.Errorf("predicate type %s", res.PredicateType)
 	}
 	pkgs, err := document.Packages(res.Document)

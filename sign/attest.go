@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/sigstore/cosign/v2/pkg/cosign/attestation"
 	"github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
@@ -21,24 +22,16 @@ import (
 	"github.com/imagectl/imagectl/sbom/document"
 )
 
-// In-toto predicate types imagectl attaches.
-const (
-	PredicateSPDX      = "https://spdx.dev/Document"
-	PredicateCycloneDX = "https://cyclonedx.org/bom"
-	PredicateSLSA02    = "https://slsa.dev/provenance/v0.2"
-	PredicateSLSA1     = "https://slsa.dev/provenance/v1"
-)
-
 // cosignType maps a predicate type URI to cosign's statement generator name.
 func cosignType(predicateType string) (string, error) {
 	switch predicateType {
-	case PredicateSPDX:
+	case imagespec.PredicateSPDX:
 		return "spdxjson", nil
-	case PredicateCycloneDX:
+	case imagespec.PredicateCycloneDX:
 		return "cyclonedx", nil
-	case PredicateSLSA02:
+	case imagespec.PredicateSLSA02:
 		return "slsaprovenance02", nil
-	case PredicateSLSA1:
+	case imagespec.PredicateSLSA1:
 		return "slsaprovenance1", nil
 	}
 	return "", fmt.Errorf("unsupported predicate type %q", predicateType)
@@ -133,7 +126,7 @@ func attestDigest(ctx context.Context, d name.Digest, s *Signer, typ, predicateT
 // and one covering all platforms for the index) and attaches it as a signed
 // in-toto attestation to the index and every platform manifest.
 func AttestSBOM(ctx context.Context, ref string, s *Signer, in document.SBOMInput, opts ...Option) (*Result, error) {
-	return Attest(ctx, ref, s, PredicateSPDX, func(platform string) ([]byte, error) {
+	return Attest(ctx, ref, s, imagespec.PredicateSPDX, func(platform string) ([]byte, error) {
 		return document.SPDX(in, platform)
 	}, opts...)
 }
@@ -159,9 +152,9 @@ func sbomType(doc []byte) (string, error) {
 	}
 	switch {
 	case probe.SPDXVersion != "":
-		return PredicateSPDX, nil
+		return imagespec.PredicateSPDX, nil
 	case probe.BOMFormat == "CycloneDX":
-		return PredicateCycloneDX, nil
+		return imagespec.PredicateCycloneDX, nil
 	}
 	return "", errors.New("SBOM is neither SPDX JSON (spdxVersion) nor CycloneDX JSON (bomFormat)")
 }

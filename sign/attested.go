@@ -3,15 +3,14 @@ package sign
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/imagectl/imagectl/attest"
 	"github.com/sigstore/cosign/v2/pkg/oci"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/cosign/v2/pkg/types"
@@ -86,43 +85,29 @@ func attestedBy(a oci.Signature, s *Signer, d name.Digest, predicateType string,
 	if size, err := a.Size(); err != nil || size > maxAttestation {
 		return fmt.Sprintf("is larger than %d bytes", maxAttestation), nil
 	}
-	env, err := a.Payload()
+	payload, err := a.Payload()
 	if err != nil {
 		return "", err
 	}
-	if err := dsse.WrapVerifier(s.sv).VerifySignature(bytes.NewReader(env), nil); err != nil {
+	if err := dsse.WrapVerifier(s.sv).VerifySignature(bytes.NewReader(payload), nil); err != nil {
 		return "is not signed by " + s.String(), nil
 	}
-	var e struct {
-		PayloadType string `json:"payloadType"`
-		Payload     string `json:"payload"`
+	env, err := attest.ParseEnvelope(payload)
+	if err != nil {
+		return "is " + err.Error(), nil
 	}
-	if err := json.Unmarshal(env, &e); err != nil {
-		return "is not a DSSE envelope: " + err.Error(), nil
-	}
-	raw, err := base64.StdEncoding.DecodeString(e.Payload)
+	raw, err := env.DecodeB64Payload()
 	if err != nil {
 		return "has a payload that is not base64", nil
 	}
-	var st struct {
-		PredicateType string `json:"predicateType"`
-		Subject       []struct {
-			Digest map[string]string `json:"digest"`
-		} `json:"subject"`
-		Predicate json.RawMessage `json:"predicate"`
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return "is not an in-toto statement: " + err.Error(), nil
+	st, err := attest.ParseStatement(raw)
+	if err != nil {
+		return "is " + err.Error(), nil
 	}
 	if st.PredicateType != predicateType {
 		return "says predicate type " + st.PredicateType, nil
 	}
-	hex := strings.TrimPrefix(d.DigestStr(), "sha256:")
-	subject := false
-	for _, sub := range st.Subject {
-		subject = subject || sub.Digest["sha256"] == hex
-	}
-	if !subject {
+	if !st.Names(d.DigestStr()) {
 		return "is about another subject", nil
 	}
 	if match != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/sign"
 )
@@ -37,7 +38,7 @@ func TestAttested(t *testing.T) {
 	s, _, _ := newKey(t)
 	other, _, _ := newKey(t)
 	doc := []byte(`{"spdxVersion":"SPDX-2.3","name":"x","packages":[]}`)
-	if _, err := sign.Attest(ctx, plats[0], s, sign.PredicateSPDX, func(string) ([]byte, error) { return doc, nil }, sign.WithAllManifests(false)); err != nil {
+	if _, err := sign.Attest(ctx, plats[0], s, imagespec.PredicateSPDX, func(string) ([]byte, error) { return doc, nil }, sign.WithAllManifests(false)); err != nil {
 		t.Fatal(err)
 	}
 	reject := func([]byte) error { return errors.New("was made by another scanner") }
@@ -48,13 +49,13 @@ func TestAttested(t *testing.T) {
 		match         func([]byte) error
 		want          bool
 	}{
-		{"signed by the key", plats[0], s, sign.PredicateSPDX, nil, true},
-		{"same document", plats[0], s, sign.PredicateSPDX, sign.SamePredicate(doc), true},
-		{"another document", plats[0], s, sign.PredicateSPDX, sign.SamePredicate([]byte(`{"spdxVersion":"SPDX-2.3","name":"y","packages":[]}`)), false},
-		{"predicate rejected", plats[0], s, sign.PredicateSPDX, reject, false},
-		{"another key", plats[0], other, sign.PredicateSPDX, nil, false},
-		{"another predicate type", plats[0], s, sign.PredicateCycloneDX, nil, false},
-		{"another manifest (no attestation)", plats[1], s, sign.PredicateSPDX, nil, false},
+		{"signed by the key", plats[0], s, imagespec.PredicateSPDX, nil, true},
+		{"same document", plats[0], s, imagespec.PredicateSPDX, sign.SamePredicate(doc), true},
+		{"another document", plats[0], s, imagespec.PredicateSPDX, sign.SamePredicate([]byte(`{"spdxVersion":"SPDX-2.3","name":"y","packages":[]}`)), false},
+		{"predicate rejected", plats[0], s, imagespec.PredicateSPDX, reject, false},
+		{"another key", plats[0], other, imagespec.PredicateSPDX, nil, false},
+		{"another predicate type", plats[0], s, imagespec.PredicateCycloneDX, nil, false},
+		{"another manifest (no attestation)", plats[1], s, imagespec.PredicateSPDX, nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ok, why, err := sign.Attested(ctx, c.ref, c.signer, c.predicateType, c.match)
@@ -80,10 +81,10 @@ func TestAttested(t *testing.T) {
 	if err := remote.Write(root.Context().Tag(digestTag(plats[1])+".att"), img); err != nil {
 		t.Fatal(err)
 	}
-	if ok, why, err := sign.Attested(ctx, plats[1], s, sign.PredicateSPDX, nil); err != nil || ok {
+	if ok, why, err := sign.Attested(ctx, plats[1], s, imagespec.PredicateSPDX, nil); err != nil || ok {
 		t.Errorf("an attestation about %s counted for %s: %v %q %v", plats[0], plats[1], ok, why, err)
 	}
-	if _, _, err := sign.Attested(ctx, reg+"/code-server-ray:test", s, sign.PredicateSPDX, nil); err == nil {
+	if _, _, err := sign.Attested(ctx, reg+"/code-server-ray:test", s, imagespec.PredicateSPDX, nil); err == nil {
 		t.Error("Attested accepted a tag, not a digest")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"github.com/imagectl/imagectl/keys"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,11 +17,8 @@ import (
 	"github.com/imagectl/imagectl/internal/safefile"
 )
 
-// Bounds of the files read by path: a cosign key is a few hundred bytes.
-const (
-	maxKeyFile      = 64 << 10
-	maxPasswordFile = 64 << 10
-)
+// maxPasswordFile bounds a key password file.
+const maxPasswordFile = 64 << 10
 
 // PasswordEnv is the environment variable cosign (and imagectl) read the
 // private key password from.
@@ -96,10 +94,6 @@ func LoadKey(ctx context.Context, keyPath string, password Password) (*Signer, e
 	if keyPath == "" {
 		return nil, errors.New("no signing key: pass the path of cosign.key")
 	}
-	raw, err := safefile.ReadFile(keyPath, maxKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading signing key: %w", err)
-	}
 	if password == nil {
 		password = PasswordFromEnv()
 	}
@@ -107,10 +101,9 @@ func LoadKey(ctx context.Context, keyPath string, password Password) (*Signer, e
 	if err != nil {
 		return nil, err
 	}
-	sv, err := cosign.LoadPrivateKey(raw, pw, nil)
+	sv, err := keys.LoadPrivate(keyPath, pw)
 	if err != nil {
-		// cosign's error says "decrypt: ..." for a wrong password; never echo the password.
-		return nil, fmt.Errorf("loading signing key %s: %w", keyPath, err)
+		return nil, err
 	}
 	return &Signer{sv: sv, desc: "key " + keyPath}, nil
 }

@@ -34,7 +34,7 @@ func (v *verifier) platform(ctx context.Context, mi manifestInfo, img v1.Image, 
 		fail(CheckContents, "config", "reading image config: %v", err)
 		return nil
 	}
-	if cfp := cf.Platform().String(); mi.platform != "" && cfp != mi.platform && !(cfp == "linux/arm64" && mi.platform == "linux/arm64/v8") {
+	if cfp := cf.Platform().String(); mi.platform != "" && !imagespec.SamePlatform(cfp, mi.platform) {
 		fail(CheckPlatforms, "config", "image config says %s, index says %s", cfp, mi.platform)
 	}
 	labels := cf.Config.Labels
@@ -463,7 +463,7 @@ func checkPython(fs files, lock *imagespec.Set, labels map[string]string, c *Con
 			fail(p, "%v", err)
 			continue
 		}
-		n := normalizeName(name)
+		n := imagespec.NormalizeName(name)
 		if n != "ray" && n != "debugpy" {
 			continue
 		}
@@ -554,8 +554,3 @@ func parseMetadata(b []byte) (name, version string, err error) {
 	}
 	return name, version, nil
 }
-
-var nameSepRe = regexp.MustCompile(`[-_.]+`)
-
-// normalizeName is the PEP 503 normalized project name.
-func normalizeName(n string) string { return strings.ToLower(nameSepRe.ReplaceAllString(n, "-")) }

@@ -1,12 +1,11 @@
 package verify
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/imagectl/imagectl/attest"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/sbom/document"
 )
@@ -18,30 +17,11 @@ func statementPredicate(a interface{ Payload() ([]byte, error) }) (string, []byt
 	if err != nil {
 		return "", nil, err
 	}
-	var env struct {
-		Payload string `json:"payload"`
-	}
-	if err := json.Unmarshal(p, &env); err != nil {
-		return "", nil, err
-	}
-	st, err := base64.StdEncoding.DecodeString(env.Payload)
+	st, err := attest.EnvelopeStatement(p)
 	if err != nil {
 		return "", nil, err
 	}
-	var s struct {
-		PredicateType string          `json:"predicateType"`
-		Predicate     json.RawMessage `json:"predicate"`
-	}
-	if err := json.Unmarshal(st, &s); err != nil {
-		return "", nil, err
-	}
-	return s.PredicateType, s.Predicate, nil
-}
-
-// statement is an in-toto statement's predicate type and predicate.
-type statement struct {
-	PredicateType string
-	Predicate     json.RawMessage
+	return st.PredicateType, st.Predicate, nil
 }
 
 // acceptSBOM records doc as the SBOM of mi, whose contents checkSBOMContents
@@ -100,7 +80,7 @@ func (v *verifier) checkSBOMContents(mi manifestInfo, m *Manifest, lock *imagesp
 	}
 	found := 0
 	for _, d := range dists {
-		vs := py[document.NormalizeName(d.name)]
+		vs := py[imagespec.NormalizeName(d.name)]
 		switch {
 		case slices.Contains(vs, d.version):
 			found++

@@ -30,7 +30,7 @@ func spdxAttestationManifest(t *testing.T, subject v1.Hash, doc string) v1.Image
 	t.Helper()
 	st, err := json.Marshal(map[string]any{
 		"_type":         "https://in-toto.io/Statement/v0.1",
-		"predicateType": sign.PredicateSPDX,
+		"predicateType": imagespec.PredicateSPDX,
 		"subject":       []any{map[string]any{"name": "pkg:docker/example/image", "digest": map[string]string{"sha256": subject.Hex}}},
 		"predicate":     json.RawMessage(doc),
 	})
@@ -40,7 +40,7 @@ func spdxAttestationManifest(t *testing.T, subject v1.Hash, doc string) v1.Image
 	img := ggcrmutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = ggcrmutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = ggcrmutate.Append(img, ggcrmutate.Addendum{Layer: static.NewLayer(st, "application/vnd.in-toto+json"),
-		Annotations: map[string]string{"in-toto.io/predicate-type": sign.PredicateSPDX}})
+		Annotations: map[string]string{"in-toto.io/predicate-type": imagespec.PredicateSPDX}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestImageBuildKitSBOMIsRead(t *testing.T) {
 	if _, err := sign.Image(ctx, cosignRoot.String(), k.signer); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sign.Attest(ctx, cosignRoot.String(), k.signer, sign.PredicateSPDX, func(string) ([]byte, error) { return []byte(emptySPDX), nil }); err != nil {
+	if _, err := sign.Attest(ctx, cosignRoot.String(), k.signer, imagespec.PredicateSPDX, func(string) ([]byte, error) { return []byte(emptySPDX), nil }); err != nil {
 		t.Fatal(err)
 	}
 

@@ -2,8 +2,6 @@ package verify
 
 import (
 	"context"
-	"crypto"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,24 +13,17 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/regauth"
 
-	"github.com/imagectl/imagectl/internal/safefile"
+	"github.com/imagectl/imagectl/attest"
 )
 
 // In-toto predicate types.
 const (
-	annPredicate    = "in-toto.io/predicate-type"
-	predicateSPDX   = "https://spdx.dev/Document"
-	predicateCDX    = "https://cyclonedx.org/bom"
-	predicateSLSA   = "https://slsa.dev/provenance/"
 	maxStatementLen = 32 << 20
-	// maxPublicKeyFile bounds cosign.pub (a PEM public key is < 1 KiB).
-	maxPublicKeyFile = 64 << 10
 )
 
 // Option configures Image.
@@ -56,33 +47,18 @@ type options struct {
 // WithVerifier verifies signatures with a public key.
 func WithVerifier(v signature.Verifier) Option { return func(o *options) { o.verifier = v } }
 
-// WithKeyless accepts signatures made keylessly (Fulcio certificate, Rekor
-// entry) by this identity. subject and issuer are exact; use
-// WithKeylessRegexp for patterns. Needs the Sigstore public-good trust root
-// (TUF, fetched over the network): for CI, not for offline use.
-func WithKeyless(subject, issuer string) Option {
-	return func(o *options) {
-		o.identities = append(o.identities, cosign.Identity{Subject: subject, Issuer: issuer})
-	}
-}
-
 // Identity is a keyless signer identity: exact values or regular
 // expressions for the certificate subject and the OIDC issuer.
 type Identity struct {
 	Subject, SubjectRegExp, Issuer, IssuerRegExp string
 }
 
-// WithKeylessIdentity accepts keyless signatures from id (see WithKeyless).
+// WithKeylessIdentity accepts signatures made keylessly (Fulcio
+// certificate, Rekor entry) by id. Needs the Sigstore public-good trust
+// root (TUF, fetched over the network): for CI, not for offline use.
 func WithKeylessIdentity(id Identity) Option {
 	return func(o *options) {
 		o.identities = append(o.identities, cosign.Identity{Subject: id.Subject, SubjectRegExp: id.SubjectRegExp, Issuer: id.Issuer, IssuerRegExp: id.IssuerRegExp})
-	}
-}
-
-// WithKeylessRegexp is WithKeyless with regular expressions.
-func WithKeylessRegexp(subjectRE, issuerRE string) Option {
-	return func(o *options) {
-		o.identities = append(o.identities, cosign.Identity{SubjectRegExp: subjectRE, IssuerRegExp: issuerRE})
 	}
 }
 
@@ -120,28 +96,6 @@ func WithAllowedRepositories(repos ...string) Option {
 // and the uncompressed bytes of one platform's layers.
 func WithLimits(maxFileBytes, maxImageBytes int64) Option {
 	return func(o *options) { o.maxFileBytes, o.maxImageBytes = maxFileBytes, maxImageBytes }
-}
-
-// LoadPublicKey reads a PEM public key (cosign.pub).
-func LoadPublicKey(path string) (signature.Verifier, error) {
-	raw, err := safefile.ReadFile(path, maxPublicKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading public key: %w", err)
-	}
-	return PublicKeyFromPEM(raw)
-}
-
-// PublicKeyFromPEM parses a PEM public key.
-func PublicKeyFromPEM(raw []byte) (signature.Verifier, error) {
-	pk, err := cryptoutils.UnmarshalPEMToPublicKey(raw)
-	if err != nil {
-		return nil, fmt.Errorf("parsing public key PEM: %w", err)
-	}
-	v, err := signature.LoadVerifier(pk, crypto.SHA256)
-	if err != nil {
-		return nil, fmt.Errorf("loading public key: %w", err)
-	}
-	return v, nil
 }
 
 // manifestInfo is one manifest to check.
@@ -391,10 +345,10 @@ func (v *verifier) attestations(ctx context.Context, mi manifestInfo, m *Manifes
 			continue
 		}
 		switch {
-		case (pt == predicateSPDX || pt == predicateCDX) && m.SBOM == "":
+		case imagespec.IsSBOM(pt) && m.SBOM == "":
 			m.SBOM = "cosign attestation " + pt
 			v.acceptSBOM(mi, doc)
-		case strings.HasPrefix(pt, predicateSLSA) && m.Provenance == "":
+		case imagespec.IsProvenance(pt) && m.Provenance == "":
 			m.Provenance = "cosign attestation " + pt
 		}
 	}
@@ -406,10 +360,10 @@ func (v *verifier) attestations(ctx context.Context, mi manifestInfo, m *Manifes
 		}
 		for _, st := range sts {
 			switch pt := st.PredicateType; {
-			case pt == predicateSPDX && m.SBOM == "":
+			case pt == imagespec.PredicateSPDX && m.SBOM == "":
 				m.SBOM = "buildkit attestation manifest " + d.Digest.String()
 				v.acceptSBOM(mi, st.Predicate)
-			case strings.HasPrefix(pt, predicateSLSA) && m.Provenance == "":
+			case imagespec.IsProvenance(pt) && m.Provenance == "":
 				m.Provenance = "buildkit attestation manifest " + d.Digest.String() + " (" + pt + ")"
 			}
 		}
@@ -432,7 +386,7 @@ func (v *verifier) attestations(ctx context.Context, mi manifestInfo, m *Manifes
 // buildkitStatements reads a BuildKit attestation manifest and returns its
 // in-toto statements (predicate type and predicate), each of whose subjects
 // (when given) names the platform digest.
-func buildkitStatements(idx v1.ImageIndex, d v1.Descriptor, subject string) ([]statement, error) {
+func buildkitStatements(idx v1.ImageIndex, d v1.Descriptor, subject string) ([]*attest.Statement, error) {
 	img, err := idx.Image(d.Digest)
 	if err != nil {
 		return nil, fmt.Errorf("reading attestation manifest: %w", err)
@@ -441,9 +395,9 @@ func buildkitStatements(idx v1.ImageIndex, d v1.Descriptor, subject string) ([]s
 	if err != nil {
 		return nil, fmt.Errorf("reading attestation manifest: %w", err)
 	}
-	var out []statement
+	var out []*attest.Statement
 	for _, l := range mf.Layers {
-		pt := l.Annotations[annPredicate]
+		pt := l.Annotations[imagespec.AnnotationPredicateType]
 		if pt == "" {
 			continue
 		}
@@ -463,31 +417,17 @@ func buildkitStatements(idx v1.ImageIndex, d v1.Descriptor, subject string) ([]s
 		if int64(len(b)) > maxStatementLen {
 			return nil, fmt.Errorf("layer %s: in-toto statement larger than %d bytes", l.Digest, maxStatementLen)
 		}
-		var st struct {
-			PredicateType string `json:"predicateType"`
-			Subject       []struct {
-				Digest map[string]string `json:"digest"`
-			} `json:"subject"`
-			Predicate json.RawMessage `json:"predicate"`
-		}
-		if err := json.Unmarshal(b, &st); err != nil {
-			return nil, fmt.Errorf("layer %s: not an in-toto statement: %w", l.Digest, err)
+		st, err := attest.ParseStatement(b)
+		if err != nil {
+			return nil, fmt.Errorf("layer %s: %w", l.Digest, err)
 		}
 		if st.PredicateType != pt {
 			return nil, fmt.Errorf("layer %s: predicate type %q, annotation says %q", l.Digest, st.PredicateType, pt)
 		}
-		if len(st.Subject) > 0 {
-			ok := false
-			for _, s := range st.Subject {
-				if "sha256:"+s.Digest["sha256"] == subject {
-					ok = true
-				}
-			}
-			if !ok {
-				return nil, fmt.Errorf("layer %s: %s statement does not name subject %s", l.Digest, pt, subject)
-			}
+		if len(st.Subject) > 0 && !st.Names(subject) {
+			return nil, fmt.Errorf("layer %s: %s statement does not name subject %s", l.Digest, pt, subject)
 		}
-		out = append(out, statement{PredicateType: pt, Predicate: st.Predicate})
+		out = append(out, st)
 	}
 	return out, nil
 }

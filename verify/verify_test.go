@@ -25,6 +25,7 @@ import (
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/sbom/document"
+	ikeys "github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/sign"
 	"github.com/imagectl/imagectl/verify"
 )
@@ -50,7 +51,7 @@ func newKeys(t *testing.T) keys {
 		}
 		*dst = s
 		if i == 0 {
-			if k.pub, err = verify.LoadPublicKey(pubPath); err != nil {
+			if k.pub, err = ikeys.LoadPublic(pubPath); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -367,7 +368,7 @@ func TestImage(t *testing.T) {
 			publish: func(t *testing.T, root name.Digest, spec testimage.Spec) {
 				signAll(t, ctx, root.String(), k.signer, spec)
 				pred := []byte(`{"builder":{"id":"https://github.com/imagectl/imagectl"},"buildType":"https://mobyproject.org/buildkit@v1"}`)
-				if _, err := sign.Attest(ctx, root.String(), k.signer, sign.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
+				if _, err := sign.Attest(ctx, root.String(), k.signer, imagespec.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -456,7 +457,7 @@ func TestImageSingleManifest(t *testing.T) {
 	}
 
 	pred := []byte(`{"builder":{"id":"https://github.com/imagectl/imagectl"},"buildType":"https://mobyproject.org/buildkit@v1"}`)
-	if _, err := sign.Attest(ctx, d.String(), k.signer, sign.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
+	if _, err := sign.Attest(ctx, d.String(), k.signer, imagespec.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = verify.Image(ctx, reg+"/single:latest", verify.WithVerifier(k.pub))
@@ -532,7 +533,7 @@ func TestImageLayerSwappedByTheRegistry(t *testing.T) {
 	}
 	signAll(t, ctx, d.String(), k.signer, spec)
 	pred := []byte(`{"builder":{"id":"https://github.com/imagectl/imagectl"},"buildType":"https://mobyproject.org/buildkit@v1"}`)
-	if _, err := sign.Attest(ctx, d.String(), k.signer, sign.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
+	if _, err := sign.Attest(ctx, d.String(), k.signer, imagespec.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
 		t.Fatal(err)
 	}
 	if rep, err := verify.Image(ctx, reg+"/swapped:latest", verify.WithVerifier(k.pub)); err != nil || !rep.OK {

@@ -18,6 +18,7 @@ import (
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/registry"
+	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/verify"
 )
@@ -145,7 +146,7 @@ func publishedSignatures(ctx context.Context, req *Request, ref name.Digest, pla
 		if err != nil {
 			return "", "", fmt.Errorf("public key of %s: %w", s, err)
 		}
-		if pk, err = verify.PublicKeyFromPEM(pem); err != nil {
+		if pk, err = keys.PublicFromPEM(pem); err != nil {
 			return "", "", err
 		}
 		keyName = s.String()
@@ -196,12 +197,10 @@ func missingAttestations(ctx context.Context, d name.Digest, provenance bool, ro
 		}
 	}
 	has := func(pred func(string) bool) bool { return slices.ContainsFunc(types, pred) }
-	if !has(func(t string) bool {
-		return strings.HasPrefix(t, "https://spdx.dev/") || strings.HasPrefix(t, "https://cyclonedx.org/")
-	}) {
+	if !has(imagespec.IsSBOM) {
 		return "SBOM", nil
 	}
-	if provenance && !has(func(t string) bool { return strings.HasPrefix(t, "https://slsa.dev/provenance/") }) {
+	if provenance && !has(imagespec.IsProvenance) {
 		return "provenance", nil
 	}
 	return "", nil

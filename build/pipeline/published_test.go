@@ -29,11 +29,11 @@ import (
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
+	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sbom/document"
 	"github.com/imagectl/imagectl/sign"
-	"github.com/imagectl/imagectl/verify"
 )
 
 // countingHandler counts the requests that could change the registry.
@@ -157,7 +157,7 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := verify.PublicKeyFromPEM(pem)
+		v, err := keys.PublicFromPEM(pem)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,7 +303,7 @@ func TestSignerChecksVerifyKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := verify.PublicKeyFromPEM(pem)
+		v, err := keys.PublicFromPEM(pem)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,9 +7,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/imagectl/imagectl/attest"
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/publish"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -48,7 +48,7 @@ type Result struct {
 // caller, which signs later (imagectl release, in its sign step).
 type Signing struct {
 	res        *Result
-	provenance map[string]publish.Statement
+	provenance map[string]attest.Statement
 	repo       name.Repository
 	epoch      time.Time
 	insecure   bool

@@ -27,6 +27,7 @@ import (
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/buildkit"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/verify"
@@ -177,7 +178,7 @@ func TestRunPublishesAndSigns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pk, err := verify.PublicKeyFromPEM(pem)
+	pk, err := keys.PublicFromPEM(pem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +354,7 @@ func TestBuildHandsOnTheSignStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pk, err := verify.PublicKeyFromPEM(pem)
+	pk, err := keys.PublicFromPEM(pem)
 	if err != nil {
 		t.Fatal(err)
 	}

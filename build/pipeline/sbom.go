@@ -41,10 +41,10 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 	if err != nil {
 		return fmt.Errorf("SBOM of %s from the lock: %w", res.Ref, err)
 	}
-	if ok, _, err := sign.Attested(ctx, res.Ref, s, sign.PredicateSPDX, sign.SamePredicate(doc), sopts...); err != nil {
+	if ok, _, err := sign.Attested(ctx, res.Ref, s, imagespec.PredicateSPDX, sign.SamePredicate(doc), sopts...); err != nil {
 		return err
 	} else if !ok {
-		if _, err := sign.Attest(ctx, res.Ref, s, sign.PredicateSPDX, func(string) ([]byte, error) { return doc, nil }, append(sopts, sign.WithAllManifests(false))...); err != nil {
+		if _, err := sign.Attest(ctx, res.Ref, s, imagespec.PredicateSPDX, func(string) ([]byte, error) { return doc, nil }, append(sopts, sign.WithAllManifests(false))...); err != nil {
 			return fmt.Errorf("attaching the SBOM to %s: %w", res.Ref, err)
 		}
 	}
@@ -64,7 +64,7 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 		g.Go(func() error {
 			start := time.Now()
 			out := &SBOMOutput{Source: "image", Format: format}
-			predicateType, match := sbom.PredicateSPDX, sbom.MadeByThisScanner
+			predicateType, match := imagespec.PredicateSPDX, sbom.MadeByThisScanner
 			var lockDoc []byte
 			if sg.sbomLock {
 				out.Source, out.Format = "lock", sbom.FormatSPDX
@@ -74,7 +74,7 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 				}
 				match = sign.SamePredicate(lockDoc)
 			} else if format == sbom.FormatCycloneDX {
-				predicateType = sbom.PredicateCycloneDX
+				predicateType = imagespec.PredicateCycloneDX
 			}
 			ok, why, err := sign.Attested(gctx, ref.String(), s, predicateType, match, sopts...)
 			if err != nil {

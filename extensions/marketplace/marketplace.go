@@ -58,10 +58,6 @@ func WithBaseURL(u string) Option {
 // WithHTTPClient sets the HTTP client (default httpx.New()).
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
-// WithMaxDownloadBytes bounds the size of one decompressed VSIX (default
-// vsix.DefaultMaxDownloadBytes).
-func WithMaxDownloadBytes(n int64) Option { return func(c *Client) { c.maxBytes = n } }
-
 // New returns a Client.
 func New(opts ...Option) *Client {
 	c := &Client{base: DefaultBaseURL, maxBytes: vsix.DefaultMaxDownloadBytes}

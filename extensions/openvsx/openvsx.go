@@ -32,10 +32,9 @@ const (
 
 // Client talks to one Open VSX registry.
 type Client struct {
-	base        string
-	hc          *http.Client
-	maxBytes    int64
-	maxVersions int
+	base     string
+	hc       *http.Client
+	maxBytes int64
 }
 
 // Option configures New.
@@ -52,13 +51,6 @@ func WithBaseURL(u string) Option {
 
 // WithHTTPClient sets the HTTP client (default httpx.New()).
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
-
-// WithMaxDownloadBytes bounds one decompressed VSIX.
-func WithMaxDownloadBytes(n int64) Option { return func(c *Client) { c.maxBytes = n } }
-
-// WithMaxVersions makes Versions describe only the newest n versions (each
-// costs one request); 0, the default, means all.
-func WithMaxVersions(n int) Option { return func(c *Client) { c.maxVersions = n } }
 
 // New returns a Client.
 func New(opts ...Option) *Client {
@@ -230,9 +222,6 @@ func (c *Client) Versions(ctx context.Context, id string) ([]catalog.ExtensionVe
 	vs, err := c.VersionList(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	if c.maxVersions > 0 && len(vs) > c.maxVersions {
-		vs = vs[:c.maxVersions]
 	}
 	out := make([]catalog.ExtensionVersion, len(vs))
 	g, gctx := errgroup.WithContext(ctx)

@@ -325,12 +325,6 @@ func (s Spec) Image(platform string) (v1.Image, error) {
 	return mutate.ConfigFile(img, cf)
 }
 
-// Provenance predicate types BuildKit writes.
-const (
-	PredicateSLSA02 = "https://slsa.dev/provenance/v0.2"
-	PredicateSLSA1  = "https://slsa.dev/provenance/v1"
-)
-
 // AttestationManifest builds a BuildKit-style attestation manifest for the
 // image with digest subject: one in-toto layer with a provenance statement.
 func AttestationManifest(subject v1.Hash, predicateType string) (v1.Image, error) {
@@ -346,7 +340,7 @@ func AttestationManifest(subject v1.Hash, predicateType string) (v1.Image, error
 	l := static.NewLayer(st, "application/vnd.in-toto+json")
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img, mutate.Addendum{Layer: l, Annotations: map[string]string{"in-toto.io/predicate-type": predicateType}})
+	img, err = mutate.Append(img, mutate.Addendum{Layer: l, Annotations: map[string]string{imagespec.AnnotationPredicateType: predicateType}})
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +370,7 @@ func (s Spec) Index() (v1.ImageIndex, error) {
 			if err != nil {
 				return nil, err
 			}
-			att, err := AttestationManifest(d, PredicateSLSA02)
+			att, err := AttestationManifest(d, imagespec.PredicateSLSA02)
 			if err != nil {
 				return nil, err
 			}

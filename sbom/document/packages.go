@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/package-url/packageurl-go"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Package is one package of an SBOM document.
@@ -161,18 +165,9 @@ func spdxLicense(expr string, names map[string]string) string {
 
 // PyPIName returns the normalized distribution name of a pkg:pypi purl.
 func PyPIName(purl string) (name, version string, ok bool) {
-	rest, ok := strings.CutPrefix(purl, "pkg:pypi/")
-	if !ok {
+	p, err := packageurl.FromString(purl)
+	if err != nil || p.Type != packageurl.TypePyPi {
 		return "", "", false
 	}
-	rest, _, _ = strings.Cut(rest, "?")
-	rest, _, _ = strings.Cut(rest, "#")
-	name, version, _ = strings.Cut(rest, "@")
-	return NormalizeName(name), version, true
-}
-
-// NormalizeName is the PEP 503 normalized form of a distribution name.
-func NormalizeName(n string) string {
-	n = strings.ToLower(n)
-	return strings.Join(strings.FieldsFunc(n, func(r rune) bool { return r == '-' || r == '_' || r == '.' }), "-")
+	return imagespec.NormalizeName(p.Name), p.Version, true
 }

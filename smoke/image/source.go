@@ -257,11 +257,8 @@ func newPlatform(img v1.Image, indexPlatform string) (*Platform, error) {
 	if p == nil || p.OS == "" || p.Architecture == "" {
 		return nil, fmt.Errorf("image %s: its config names no os/architecture", d)
 	}
-	plat := p.OS + "/" + p.Architecture
-	if p.Variant != "" && !(p.Architecture == "arm64" && p.Variant == "v8") {
-		plat += "/" + p.Variant
-	}
-	if indexPlatform != "" && indexPlatform != plat && !(indexPlatform == "linux/arm64/v8" && plat == "linux/arm64") {
+	plat := imagespec.PlatformName(p.OS, p.Architecture, p.Variant)
+	if indexPlatform != "" && !imagespec.SamePlatform(indexPlatform, plat) {
 		return nil, fmt.Errorf("image %s: the index says %s, its config %s", d, indexPlatform, plat)
 	}
 	return &Platform{Platform: plat, Digest: d, Image: img, Config: cf}, nil
@@ -276,7 +273,7 @@ func selectPlatforms(all []*Platform, want []string) ([]*Platform, error) {
 	for _, w := range want {
 		found := false
 		for _, p := range all {
-			if p.Platform == w || (w == "linux/arm64/v8" && p.Platform == "linux/arm64") {
+			if imagespec.SamePlatform(p.Platform, w) {
 				out = append(out, p)
 				found = true
 				break

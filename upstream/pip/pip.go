@@ -361,7 +361,7 @@ func Blocked(stderr string) (catalog.LockBlocked, bool) {
 		if c := couldNotFind.FindStringSubmatch(stderr); c != nil {
 			detail = strings.TrimSpace(c[1])
 		}
-		return catalog.LockBlocked{Distribution: catalog.NormalizeName(reqName.FindString(m[1])), Detail: detail}, true
+		return catalog.LockBlocked{Distribution: imagespec.NormalizeName(reqName.FindString(m[1])), Detail: detail}, true
 	}
 	if m := conflict.FindStringSubmatch(stderr); m != nil {
 		return catalog.LockBlocked{Detail: strings.TrimSpace(m[1])}, true

@@ -122,7 +122,7 @@ func checkAPIVersion(v string) error {
 // (PEP 691). Releases none of whose files could be attributed to them are
 // left out.
 func (c *Client) Releases(ctx context.Context, project string) ([]catalog.PythonPackage, error) {
-	name := catalog.NormalizeName(project)
+	name := imagespec.NormalizeName(project)
 	u := c.base + "/simple/" + url.PathEscape(name) + "/"
 	resp, err := httpx.Get(ctx, c.hc, u, http.Header{"Accept": {SimpleJSON}})
 	if err != nil {
@@ -189,14 +189,14 @@ func isSimpleJSON(contentType string) bool {
 func fileVersion(filename, name string, versions []string) (string, bool) {
 	if base, ok := strings.CutSuffix(filename, ".whl"); ok {
 		parts := strings.Split(base, "-")
-		if (len(parts) != 5 && len(parts) != 6) || catalog.NormalizeName(parts[0]) != name {
+		if (len(parts) != 5 && len(parts) != 6) || imagespec.NormalizeName(parts[0]) != name {
 			return "", false
 		}
 		return matchVersion(parts[1], versions)
 	}
 	best := ""
 	for i := strings.IndexByte(filename, '-'); i >= 0; i = nextDash(filename, i) {
-		if catalog.NormalizeName(filename[:i]) != name {
+		if imagespec.NormalizeName(filename[:i]) != name {
 			continue
 		}
 		rest := filename[i+1:]

@@ -10,11 +10,11 @@ import (
 	"sort"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/regauth"
 )
 
@@ -73,12 +73,6 @@ type Option func(*settings)
 // regauth.Transport as the default one is.
 func WithTransport(rt http.RoundTripper) Option {
 	return func(s *settings) { s.opts = append(s.opts, remote.WithTransport(regauth.Transport(rt))) }
-}
-
-// WithKeychain authenticates with kc instead of the docker config keychain
-// (regauth.Keychain, the default).
-func WithKeychain(kc authn.Keychain) Option {
-	return func(s *settings) { s.auth = remote.WithAuthFromKeychain(kc) }
 }
 
 // WithInsecure allows plain HTTP to the registry.
@@ -175,10 +169,7 @@ func (s *Source) digests(ctx context.Context, ref name.Tag, cs *catalog.CodeServ
 			if m.Platform == nil || m.Platform.OS != "linux" {
 				continue // attestation manifests are unknown/unknown
 			}
-			p := m.Platform.OS + "/" + m.Platform.Architecture
-			if m.Platform.Variant != "" && !(m.Platform.Architecture == "arm64" && m.Platform.Variant == "v8") {
-				p += "/" + m.Platform.Variant
-			}
+			p := imagespec.PlatformName(m.Platform.OS, m.Platform.Architecture, m.Platform.Variant)
 			if _, dup := cs.Platforms[p]; !dup {
 				cs.Platforms[p] = m.Digest.String()
 				imgs[p] = ref.Context().Digest(m.Digest.String())

@@ -18,10 +18,10 @@ import (
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/sourcedate"
+	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
-	"github.com/imagectl/imagectl/verify"
 )
 
 type buildFlags struct {
@@ -65,7 +65,7 @@ func (f *buildFlags) signer(ctx context.Context) (func(context.Context) (*sign.S
 	var vk signature.Verifier
 	if f.key.VerifyKey != "" {
 		var err error
-		if vk, err = verify.LoadPublicKey(f.key.VerifyKey); err != nil {
+		if vk, err = keys.LoadPublic(f.key.VerifyKey); err != nil {
 			return nil, nil, fmt.Errorf("--verify-key: %w", err)
 		}
 	}

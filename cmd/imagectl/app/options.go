@@ -119,9 +119,9 @@ func (o *certificateOptions) AddFlags(cmd *cobra.Command) {
 }
 
 // Validate refuses half an identity, and a regular expression given as an
-// exact value: release took --certificate-oidc-issuer as a regular
-// expression before it meant what it means on verify (and cosign), so an old
-// script fails here, at once, instead of at the verify after the build.
+// exact value: --certificate-identity and --certificate-oidc-issuer are
+// matched exactly (as cosign matches them), so a pattern passed to them
+// fails here, at once, instead of at the verify after the build.
 func (o *certificateOptions) Validate() error {
 	for _, f := range []struct{ flag, v string }{{"certificate-identity", o.Identity}, {"certificate-oidc-issuer", o.OIDCIssuer}} {
 		if strings.ContainsAny(f.v, `^$\`) {

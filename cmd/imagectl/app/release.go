@@ -12,6 +12,7 @@ import (
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/sign"
 	smokeimage "github.com/imagectl/imagectl/smoke/image"
@@ -273,7 +274,7 @@ func (f *releaseFlags) signerAndVerifyOption(ctx context.Context) (*sign.Signer,
 			return nil, nil, err
 		}
 		if f.key.VerifyKey != "" {
-			v, err := verify.LoadPublicKey(f.key.VerifyKey)
+			v, err := keys.LoadPublic(f.key.VerifyKey)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -283,7 +284,7 @@ func (f *releaseFlags) signerAndVerifyOption(ctx context.Context) (*sign.Signer,
 		if err != nil {
 			return nil, nil, fmt.Errorf("public key of %s: %w", f.key.Key, err)
 		}
-		v, err := verify.PublicKeyFromPEM(pem)
+		v, err := keys.PublicFromPEM(pem)
 		if err != nil {
 			return nil, nil, err
 		}

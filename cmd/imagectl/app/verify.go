@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/internal/safetext"
+	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/verify"
 )
 
@@ -94,7 +95,7 @@ const checkRead verify.Check = "read"
 func (g *globals) runVerify(ctx context.Context, f *verifyFlags, ref string) error {
 	opts := []verify.Option{verify.WithSkipContents(f.skipContents), verify.WithSkipAttestations(f.skipAttest)}
 	if f.keyPath != "" {
-		v, err := verify.LoadPublicKey(f.keyPath)
+		v, err := keys.LoadPublic(f.keyPath)
 		if err != nil {
 			return err
 		}

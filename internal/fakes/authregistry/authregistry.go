@@ -43,9 +43,6 @@ type Option func(*Handler)
 // requests (a public repository); by default anonymous tokens grant nothing.
 func WithAnonymousPull() Option { return func(h *Handler) { h.anonymousPull = true } }
 
-// WithTokenTTL sets how long an issued token is valid (default 5 minutes,
-// Docker Hub's expires_in of 300).
-func WithTokenTTL(d time.Duration) Option { return func(h *Handler) { h.ttl = d } }
 
 // New returns a Handler that serves next only to clients holding a token
 // obtained at /token with user and password.

@@ -120,7 +120,7 @@ func export(s build.Spec, files map[string][]byte) (v1.ImageIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	att, err := testimage.AttestationManifest(d, testimage.PredicateSLSA02)
+	att, err := testimage.AttestationManifest(d, imagespec.PredicateSLSA02)
 	if err != nil {
 		return nil, err
 	}

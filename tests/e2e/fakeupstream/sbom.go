@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -14,8 +13,9 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/oci"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 
+	"github.com/imagectl/imagectl/attest"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/regauth"
-	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/sbom/document"
 )
 
@@ -96,24 +96,11 @@ func sbomPredicate(s oci.Signature) (json.RawMessage, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	var env struct {
-		Payload string `json:"payload"`
-	}
-	if err := json.Unmarshal(payload, &env); err != nil {
-		return nil, false, err
-	}
-	st, err := base64.StdEncoding.DecodeString(env.Payload)
+	stmt, err := attest.EnvelopeStatement(payload)
 	if err != nil {
 		return nil, false, err
 	}
-	var stmt struct {
-		PredicateType string          `json:"predicateType"`
-		Predicate     json.RawMessage `json:"predicate"`
-	}
-	if err := json.Unmarshal(st, &stmt); err != nil {
-		return nil, false, err
-	}
-	if stmt.PredicateType != sbom.PredicateSPDX && stmt.PredicateType != sbom.PredicateCycloneDX {
+	if !imagespec.IsSBOM(stmt.PredicateType) {
 		return nil, false, nil
 	}
 	return stmt.Predicate, true, nil

@@ -1,0 +1,66 @@
+package attest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/in-toto/in-toto-golang/in_toto"
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+)
+
+// Statement is an in-toto statement (v0.1 or v1): its header and its
+// predicate's bytes.
+type Statement struct {
+	//lint:ignore SA1019 the v1 protobuf Statement re-encodes the predicate; this header keeps its bytes, as in-toto-golang's own typed statements do
+	in_toto.StatementHeader
+	Predicate json.RawMessage `json:"predicate"`
+}
+
+// ParseStatement decodes an in-toto statement.
+func ParseStatement(b []byte) (*Statement, error) {
+	var st Statement
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("not an in-toto statement: %w", err)
+	}
+	return &st, nil
+}
+
+// Names reports whether one of the statement's subjects is the sha256
+// digest d ("sha256:<hex>").
+func (s *Statement) Names(d string) bool {
+	hex, ok := strings.CutPrefix(d, "sha256:")
+	if !ok {
+		return false
+	}
+	for _, sub := range s.Subject {
+		if sub.Digest["sha256"] == hex {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseEnvelope decodes a DSSE envelope (the payload of a cosign
+// attestation); it does not check the signatures.
+func ParseEnvelope(b []byte) (*dsse.Envelope, error) {
+	var env dsse.Envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return nil, fmt.Errorf("not a DSSE envelope: %w", err)
+	}
+	return &env, nil
+}
+
+// EnvelopeStatement decodes a DSSE envelope and the in-toto statement that
+// is its payload; it does not check the signatures.
+func EnvelopeStatement(b []byte) (*Statement, error) {
+	env, err := ParseEnvelope(b)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := env.DecodeB64Payload()
+	if err != nil {
+		return nil, fmt.Errorf("DSSE payload is not base64: %w", err)
+	}
+	return ParseStatement(raw)
+}
