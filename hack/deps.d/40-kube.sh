@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A real Kubernetes control plane for tests/e2e/with-kube.sh, built from the Go
 # module proxy at the versions pinned by the build modules in tests/kube/build/:
-# etcd (etcd/), kube-apiserver and kube-controller-manager (kubernetes/) and the
+# etcd (etcd/), kube-apiserver, kube-controller-manager and kubectl (kubernetes/:
+# the tests use this kubectl, so every machine runs the same one) and the
 # KubeRay operator of each pinned release (kuberay-vX.Y.Z/). Each lands in
 #   $IMAGECTL_TEST_CACHE/bin/kube/<component>-<version>-<go.sum hash>/
 # so a pin or dependency change rebuilds it and an unchanged one is reused.
@@ -10,6 +11,8 @@
 # COMPONENT is etcd, kubernetes or kuberay-vX.Y.Z. Printed on stdout, one per
 # line: COMPONENT DIR (the directory holding its binaries); progress on stderr.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+apt_install openssl python3 >&2
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=$repo/tests/kube/build
 cache=${IMAGECTL_TEST_CACHE:-$HOME/.cache/imagectl-test}
@@ -36,7 +39,7 @@ kube_build() {
   ver=${dir##*/}
   case $c in
     etcd) bins=(etcd) ;;
-    kubernetes) bins=(kube-apiserver kube-controller-manager) ;;
+    kubernetes) bins=(kube-apiserver kube-controller-manager kubectl) ;;
     kuberay-v*) bins=(ray-operator) ;;
   esac
   local have=1 b
@@ -58,7 +61,7 @@ kube_build() {
         mm=${v#v}; major=${mm%%.*}; minor=${mm#*.}; minor=${minor%%.*}
         # Clients parse the server's version: without these it is v0.0.0-master.
         ld="-X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-        go build -trimpath -ldflags "$ld" -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+        go build -trimpath -ldflags "$ld" -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
         ;;
       kuberay-v*) go build -trimpath -o "$tmp/ray-operator" github.com/ray-project/kuberay/ray-operator ;;
     esac

@@ -13,10 +13,11 @@
 # server-side from its module. There is no kubelet and no scheduler: Pods are
 # objects only and stay Pending.
 #
-# CMD gets KUBECONFIG and IMAGECTL_KUBE_KUBECONFIG (the same file; tests use
-# the second so that they never act on a developer's own cluster),
-# IMAGECTL_KUBE_KUBERAY (the operator's version) and IMAGECTL_KUBE_LOGS (the
-# directory of the components' logs). Every start begins with empty state.
+# CMD gets kubectl (built with kube-apiserver) first in PATH, KUBECONFIG and
+# IMAGECTL_KUBE_KUBECONFIG (the same file; tests use the second so that they
+# never act on a developer's own cluster), IMAGECTL_KUBE_KUBERAY (the
+# operator's version) and IMAGECTL_KUBE_LOGS (the components' logs). Every
+# start begins with empty state.
 # IMAGECTL_E2E_KEEP=1 keeps the work directory.
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: $0 CMD [ARG...]" >&2; exit 2; }
@@ -27,7 +28,7 @@ kuberay=${IMAGECTL_KUBE_KUBERAY:-v1.5.0}
   echo "with-kube.sh: IMAGECTL_KUBE_KUBERAY=$kuberay: no build module tests/kube/build/kuberay-$kuberay (have: $(cd "$repo/tests/kube/build" && ls -d kuberay-v* | sed 's/^kuberay-//' | tr '\n' ' '))" >&2
   exit 2
 }
-for t in kubectl openssl python3; do
+for t in openssl python3; do
   command -v $t >/dev/null || { echo "with-kube.sh: $t is not installed" >&2; exit 1; }
 done
 
@@ -36,7 +37,10 @@ log() { printf '[kube %4ds] %s\n' "$((SECONDS - t0))" "$*" >&2; }
 
 # The binaries (built when missing or stale).
 declare -A dir
-while read -r c d; do dir[$c]=$d; done < <(bash "$repo/hack/deps.d/40-kube.sh" etcd kubernetes "kuberay-$kuberay")
+built=$(bash "$repo/hack/deps.d/40-kube.sh" etcd kubernetes "kuberay-$kuberay")
+while read -r c d; do dir[$c]=$d; done <<<"$built"
+# kubectl of the same release as the API server, for this script and CMD.
+export PATH=${dir[kubernetes]}:$PATH
 crds=$(cd "$repo/tests/kube/build/kuberay-$kuberay" && go mod download -json "github.com/ray-project/kuberay/ray-operator@$kuberay" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')/config/crd/bases
 [ -d "$crds" ] || { echo "with-kube.sh: no CRDs in $crds" >&2; exit 1; }
 
