@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # A real Kubernetes control plane for tests/e2e/with-kube.sh, built from the Go
 # module proxy at the versions pinned by the build modules in tests/kube/build/:
-# etcd (etcd/), kube-apiserver, kube-controller-manager and kubectl (kubernetes/:
-# the tests use this kubectl, so every machine runs the same one) and the
+# etcd (etcd/), kube-apiserver and kube-controller-manager (kubernetes/), kubectl
+# (kubernetes/ too; with-kube.sh builds it only on a machine without one) and the
 # KubeRay operator of each pinned release (kuberay-vX.Y.Z/). Each lands in
 #   $IMAGECTL_TEST_CACHE/bin/kube/<component>-<version>-<go.sum hash>/
 # so a pin or dependency change rebuilds it and an unchanged one is reused.
 #
 # bash hack/deps.d/40-kube.sh [COMPONENT...]   (default: all of them)
-# COMPONENT is etcd, kubernetes or kuberay-vX.Y.Z. Printed on stdout, one per
+# COMPONENT is etcd, kubernetes, kubectl or kuberay-vX.Y.Z. Printed on stdout, one per
 # line: COMPONENT DIR (the directory holding its binaries); progress on stderr.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -22,13 +22,15 @@ kube_dir() {
   local c=$1 mod ver sum
   case $c in
     etcd) mod=go.etcd.io/etcd/server/v3 ;;
-    kubernetes) mod=k8s.io/kubernetes ;;
+    kubernetes | kubectl) mod=k8s.io/kubernetes ;;
     kuberay-v*) mod=github.com/ray-project/kuberay/ray-operator ;;
-    *) echo "40-kube.sh: unknown component $c (want etcd, kubernetes or kuberay-vX.Y.Z)" >&2; return 2 ;;
+    *) echo "40-kube.sh: unknown component $c (want etcd, kubernetes, kubectl or kuberay-vX.Y.Z)" >&2; return 2 ;;
   esac
-  [ -f "$build/$c/go.mod" ] || { echo "40-kube.sh: $build/$c/go.mod is missing" >&2; return 2; }
-  ver=$(cd "$build/$c" && go list -m -f '{{.Version}}' "$mod")
-  sum=$(sha256sum "$build/$c/go.sum" | cut -c1-12)
+  local m=$c
+  [ "$c" = kubectl ] && m=kubernetes
+  [ -f "$build/$m/go.mod" ] || { echo "40-kube.sh: $build/$m/go.mod is missing" >&2; return 2; }
+  ver=$(cd "$build/$m" && go list -m -f '{{.Version}}' "$mod")
+  sum=$(sha256sum "$build/$m/go.sum" | cut -c1-12)
   echo "$cache/bin/kube/$c-$ver-$sum"
 }
 
@@ -39,7 +41,8 @@ kube_build() {
   ver=${dir##*/}
   case $c in
     etcd) bins=(etcd) ;;
-    kubernetes) bins=(kube-apiserver kube-controller-manager kubectl) ;;
+    kubernetes) bins=(kube-apiserver kube-controller-manager) ;;
+    kubectl) bins=(kubectl) ;;
     kuberay-v*) bins=(ray-operator) ;;
   esac
   local have=1 b
@@ -53,15 +56,17 @@ kube_build() {
   tmp=$(mktemp -d "$cache/bin/kube/.$ver.XXXXXX")
   echo "kube: building $ver (${bins[*]}; kube-apiserver takes about 4 minutes on 2 cores)" >&2
   if ! (
-    cd "$build/$c"
+    cd "$build/${c/#kubectl/kubernetes}"
     case $c in
       etcd) go build -trimpath -o "$tmp/etcd" . ;;
-      kubernetes)
+      kubernetes | kubectl)
         v=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
         mm=${v#v}; major=${mm%%.*}; minor=${mm#*.}; minor=${minor%%.*}
         # Clients parse the server's version: without these it is v0.0.0-master.
-        ld="-X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-        go build -trimpath -ldflags "$ld" -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+        ld="-X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor"
+        pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
+        [ "$c" = kubectl ] && pkgs=(k8s.io/kubernetes/cmd/kubectl)
+        go build -trimpath -ldflags "$ld" -o "$tmp/" "${pkgs[@]}"
         ;;
       kuberay-v*) go build -trimpath -o "$tmp/ray-operator" github.com/ray-project/kuberay/ray-operator ;;
     esac

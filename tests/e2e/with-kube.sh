@@ -13,7 +13,7 @@
 # server-side from its module. There is no kubelet and no scheduler: Pods are
 # objects only and stay Pending.
 #
-# CMD gets kubectl (built with kube-apiserver) first in PATH, KUBECONFIG and
+# CMD gets KUBECONFIG and
 # IMAGECTL_KUBE_KUBECONFIG (the same file; tests use the second so that they
 # never act on a developer's own cluster), IMAGECTL_KUBE_KUBERAY (the
 # operator's version) and IMAGECTL_KUBE_LOGS (the components' logs). Every
@@ -37,10 +37,12 @@ log() { printf '[kube %4ds] %s\n' "$((SECONDS - t0))" "$*" >&2; }
 
 # The binaries (built when missing or stale).
 declare -A dir
-built=$(bash "$repo/hack/deps.d/40-kube.sh" etcd kubernetes "kuberay-$kuberay")
+need=(etcd kubernetes "kuberay-$kuberay")
+command -v kubectl >/dev/null || need+=(kubectl)
+built=$(bash "$repo/hack/deps.d/40-kube.sh" "${need[@]}")
 while read -r c d; do dir[$c]=$d; done <<<"$built"
-# kubectl of the same release as the API server, for this script and CMD.
-export PATH=${dir[kubernetes]}:$PATH
+# Without a kubectl of its own, the machine gets the API server's release.
+[ -z "${dir[kubectl]:-}" ] || export PATH=${dir[kubectl]}:$PATH
 crds=$(cd "$repo/tests/kube/build/kuberay-$kuberay" && go mod download -json "github.com/ray-project/kuberay/ray-operator@$kuberay" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')/config/crd/bases
 [ -d "$crds" ] || { echo "with-kube.sh: no CRDs in $crds" >&2; exit 1; }
 
