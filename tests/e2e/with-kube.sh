@@ -13,11 +13,11 @@
 # server-side from its module. There is no kubelet and no scheduler: Pods are
 # objects only and stay Pending.
 #
-# CMD gets KUBECONFIG and
-# IMAGECTL_KUBE_KUBECONFIG (the same file; tests use the second so that they
-# never act on a developer's own cluster), IMAGECTL_KUBE_KUBERAY (the
-# operator's version) and IMAGECTL_KUBE_LOGS (the components' logs). Every
-# start begins with empty state.
+# CMD gets KUBECONFIG and IMAGECTL_KUBE_KUBECONFIG (the same file; tests use
+# the second so that they never act on a developer's own cluster),
+# IMAGECTL_KUBE_KUBERAY (the operator's version) and IMAGECTL_KUBE_LOGS (the
+# components' logs). Every start begins with empty state. kubectl is the
+# machine's; one of the API server's release is built where there is none.
 # IMAGECTL_E2E_KEEP=1 keeps the work directory.
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: $0 CMD [ARG...]" >&2; exit 2; }
