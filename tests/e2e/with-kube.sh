@@ -171,7 +171,7 @@ EOF
 chmod 600 "$work/kubeconfig"
 export KUBECONFIG=$work/kubeconfig IMAGECTL_KUBE_KUBECONFIG=$work/kubeconfig
 k() { kubectl --kubeconfig "$work/kubeconfig" "$@"; }
-until_ok kube-apiserver 180 k get --raw /readyz
+until_ok kube-apiserver 300 k get --raw /readyz
 log "kube-apiserver $(k version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])') on 127.0.0.1:$apiserver"
 
 # kube-controller-manager: the default ServiceAccount of every namespace
@@ -180,7 +180,7 @@ start kube-controller-manager "${dir[kubernetes]}/kube-controller-manager" \
   --kubeconfig "$work/kubeconfig" --secure-port 0 --leader-elect=false \
   --service-account-private-key-file "$work/sa.key" --root-ca-file "$work/pki/apiserver.crt" \
   --use-service-account-credentials=false
-until_ok kube-controller-manager 120 k get serviceaccount default -n default
+until_ok kube-controller-manager 180 k get serviceaccount default -n default
 log "kube-controller-manager: ServiceAccount default/default exists"
 
 # The KubeRay operator and its release's CRDs.
@@ -190,7 +190,7 @@ log "KubeRay $kuberay CRDs: $(k get crd -o name | tr '\n' ' ')"
 start ray-operator "${dir[kuberay-$kuberay]}/ray-operator" --kubeconfig "$work/kubeconfig" \
   --enable-leader-election=false --metrics-addr "127.0.0.1:$op_metrics" \
   --health-probe-bind-address "127.0.0.1:$op_health"
-until_ok ray-operator 120 python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$op_health/readyz', timeout=2)"
+until_ok ray-operator 180 python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$op_health/readyz', timeout=2)"
 log "KubeRay operator $kuberay ready (startup $((SECONDS - t0))s)"
 
 export IMAGECTL_KUBE_KUBERAY=$kuberay IMAGECTL_KUBE_LOGS=$work
