@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# A real Kubernetes control plane for tests/e2e/with-kube.sh, built from the Go
+# module proxy at the versions pinned by the build modules in tests/kube/build/:
+# etcd (etcd/), kube-apiserver and kube-controller-manager (kubernetes/), kubectl
+# (kubernetes/ too; with-kube.sh builds it only on a machine without one) and the
+# KubeRay operator of each pinned release (kuberay-vX.Y.Z/). Each lands in
+#   $IMAGECTL_TEST_CACHE/bin/kube/<component>-<version>-<go.sum hash>/
+# so a pin or dependency change rebuilds it and an unchanged one is reused.
+#
+# bash hack/deps.d/kube.sh [COMPONENT...]   (default: all of them)
+# COMPONENT is etcd, kubernetes, kubectl or kuberay-vX.Y.Z. Printed on stdout, one per
+# line: COMPONENT DIR (the directory holding its binaries); progress on stderr.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+apt_install openssl python3 >&2
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+build=$repo/tests/kube/build
+cache=${IMAGECTL_TEST_CACHE:-$HOME/.cache/imagectl-test}
+
+# kube_dir COMPONENT: where its binaries are cached.
+kube_dir() {
+  local c=$1 mod ver sum
+  case $c in
+    etcd) mod=go.etcd.io/etcd/server/v3 ;;
+    kubernetes | kubectl) mod=k8s.io/kubernetes ;;
+    kuberay-v*) mod=github.com/ray-project/kuberay/ray-operator ;;
+    *) echo "kube.sh: unknown component $c (want etcd, kubernetes, kubectl or kuberay-vX.Y.Z)" >&2; return 2 ;;
+  esac
+  local m=$c
+  [ "$c" = kubectl ] && m=kubernetes
+  [ -f "$build/$m/go.mod" ] || { echo "kube.sh: $build/$m/go.mod is missing" >&2; return 2; }
+  ver=$(cd "$build/$m" && go list -m -f '{{.Version}}' "$mod")
+  sum=$(sha256sum "$build/$m/go.sum" | cut -c1-12)
+  echo "$cache/bin/kube/$c-$ver-$sum"
+}
+
+# kube_build COMPONENT: build it unless cached.
+kube_build() {
+  local c=$1 dir tmp ver t0=$SECONDS
+  dir=$(kube_dir "$c")
+  ver=${dir##*/}
+  case $c in
+    etcd) bins=(etcd) ;;
+    kubernetes) bins=(kube-apiserver kube-controller-manager) ;;
+    kubectl) bins=(kubectl) ;;
+    kuberay-v*) bins=(ray-operator) ;;
+  esac
+  local have=1 b
+  for b in "${bins[@]}"; do [ -x "$dir/$b" ] || have=0; done
+  if [ $have = 1 ]; then
+    echo "kube: $ver cached in $dir" >&2
+    echo "$c $dir"
+    return
+  fi
+  mkdir -p "$cache/bin/kube"
+  tmp=$(mktemp -d "$cache/bin/kube/.$ver.XXXXXX")
+  echo "kube: building $ver (${bins[*]}; kube-apiserver takes about 4 minutes on 2 cores)" >&2
+  if ! (
+    cd "$build/${c/#kubectl/kubernetes}"
+    case $c in
+      etcd) go build -trimpath -o "$tmp/etcd" . ;;
+      kubernetes | kubectl)
+        v=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+        mm=${v#v}; major=${mm%%.*}; minor=${mm#*.}; minor=${minor%%.*}
+        # Clients parse the server's version: without these it is v0.0.0-master.
+        ld="-X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor"
+        pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
+        [ "$c" = kubectl ] && pkgs=(k8s.io/kubernetes/cmd/kubectl)
+        go build -trimpath -ldflags "$ld" -o "$tmp/" "${pkgs[@]}"
+        ;;
+      kuberay-v*) go build -trimpath -o "$tmp/ray-operator" github.com/ray-project/kuberay/ray-operator ;;
+    esac
+  ) >&2; then
+    rm -rf "$tmp"
+    echo "kube.sh: building $c failed" >&2
+    return 1
+  fi
+  rm -rf "$dir"
+  mv "$tmp" "$dir"
+  echo "kube: built $ver in $((SECONDS - t0))s" >&2
+  echo "$c $dir"
+}
+
+if [ $# -eq 0 ]; then
+  set -- etcd kubernetes
+  for d in "$build"/kuberay-v*/; do set -- "$@" "$(basename "$d")"; done
+fi
+for c in "$@"; do kube_build "$c"; done

@@ -1,0 +1,266 @@
+package kube
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/imagectl/imagectl/smoke/kind"
+)
+
+// testImage is a sidecar image named by digest, as the smoke harness
+// passes it (--image REF@sha256:...); nothing pulls it.
+const testImage = "registry.example/code-server-ray:4.101.2-ray2.46.0-py3.12@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// applyCase is one manifest the project ships or produces.
+type applyCase struct {
+	name string
+	// make writes the manifest (and, when it makes one, secret.yaml) in
+	// dir and returns the manifest and the sidecar image it asked for ("":
+	// the published default).
+	make func(t *testing.T, dir string) (manifest []byte, image string)
+	// createSecret: the Secret is created the README's other way
+	// (kubectl create secret generic) instead of from secret.yaml.
+	createSecret bool
+	// refused: strict field validation refuses the manifest; the error
+	// must match.
+	refused *regexp.Regexp
+}
+
+// injectInputs are inject's test inputs that are meant to be applied:
+// RayJob, RayCluster (autoscaler, TLS init container, an existing /tmp/ray
+// volume, other volumes) and RayService, alone and among other documents.
+var injectInputs = []string{
+	"rayjob-plain.yaml",
+	"raycluster-autoscaler.yaml",
+	"raycluster-tls.yaml",
+	"raycluster-tmpray.yaml",
+	"raycluster-volumes.yaml",
+	"rayservice.yaml",
+	"multi-doc.yaml",
+}
+
+func applyCases(t *testing.T) []applyCase {
+	root := repoRoot(t)
+	asIs := func(path string) func(*testing.T, string) ([]byte, string) {
+		return func(t *testing.T, _ string) ([]byte, string) { return readFile(t, path), "" }
+	}
+	var cases []applyCase
+	for _, f := range []string{"rayjob.yaml", "raycluster.yaml", "prepull.yaml"} {
+		cases = append(cases, applyCase{name: "examples/" + f, make: asIs(filepath.Join(root, "examples", f)), createSecret: true})
+	}
+	for _, f := range injectInputs {
+		in := filepath.Join(root, "inject", "testdata", f)
+		cases = append(cases,
+			applyCase{name: "inject/" + f + "/secret-file", make: func(t *testing.T, dir string) ([]byte, string) {
+				writeFile(t, filepath.Join(dir, "in.yaml"), readFile(t, in))
+				out, _ := inject(t, dir, "-f", "in.yaml", "--secret-file", "secret.yaml", "--no-resolve")
+				return out, ""
+			}},
+			applyCase{name: "inject/" + f + "/image-created-secret", createSecret: true, make: func(t *testing.T, dir string) ([]byte, string) {
+				writeFile(t, filepath.Join(dir, "in.yaml"), readFile(t, in))
+				out, _ := inject(t, dir, "-f", "in.yaml", "--image", testImage)
+				return out, testImage
+			}},
+			applyCase{name: "inject/" + f + "/remove", make: func(t *testing.T, dir string) ([]byte, string) {
+				orig := readFile(t, in)
+				writeFile(t, filepath.Join(dir, "in.yaml"), orig)
+				out, _ := inject(t, dir, "-f", "in.yaml", "--no-resolve")
+				writeFile(t, filepath.Join(dir, "injected.yaml"), out)
+				back, _ := inject(t, dir, "-f", "injected.yaml", "--remove")
+				if string(back) != string(orig) {
+					t.Errorf("inject --remove did not give back %s", f)
+				}
+				return back, ""
+			}},
+		)
+	}
+	// A manifest with fields neither Kubernetes nor KubeRay knows: inject
+	// keeps them, and strict validation refuses them by name.
+	cases = append(cases, applyCase{
+		name: "inject/unknown-fields.yaml/secret-file",
+		make: func(t *testing.T, dir string) ([]byte, string) {
+			writeFile(t, filepath.Join(dir, "in.yaml"), readFile(t, filepath.Join(root, "inject", "testdata", "unknown-fields.yaml")))
+			out, _ := inject(t, dir, "-f", "in.yaml", "--secret-file", "secret.yaml", "--no-resolve")
+			return out, ""
+		},
+		refused: regexp.MustCompile(`x-probe-hint`),
+	})
+	// The smoke harness's RayJob, injected as the harness does it (README
+	// step 2 with the image under test by digest).
+	cases = append(cases, applyCase{name: "smoke/kind", make: func(t *testing.T, dir string) ([]byte, string) {
+		return smokeRayJob(t, dir), testImage
+	}})
+	return cases
+}
+
+// smokeRayJob writes the smoke harness's plain RayJob (kind.PlainFile) and
+// its injected form (kind.InjectedFile, with kind.SecretFile) in dir, as
+// the harness does, and returns the injected one.
+func smokeRayJob(t *testing.T, dir string) []byte {
+	t.Helper()
+	plain, err := kind.RenderPlain(kind.Params{Name: "smoke", RayVersion: "2.46.0", Python: "3.12"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, kind.PlainFile), plain)
+	out, _ := inject(t, dir, "-f", kind.PlainFile, "--secret-file", kind.SecretFile, "--image", testImage)
+	writeFile(t, filepath.Join(dir, kind.InjectedFile), out)
+	return out
+}
+
+// TestApply applies every manifest server-side with strict field
+// validation, in a namespace of its own, and checks the head Pod and head
+// Service the real KubeRay operator makes of each Ray object.
+func TestApply(t *testing.T) {
+	c := needCluster(t)
+	for _, tc := range applyCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			manifest, image := tc.make(t, dir)
+			ns := c.namespace(t, nil)
+			manifest = inNamespace(manifest, ns)
+			if _, err := os.Stat(filepath.Join(dir, "secret.yaml")); err == nil {
+				if tc.createSecret {
+					t.Fatal("the case both writes secret.yaml and creates the Secret")
+				}
+				c.must(t, inNamespace(readFile(t, filepath.Join(dir, "secret.yaml")), ns), "apply", "--server-side", "--validate=strict", "-n", ns, "-f", "-")
+			} else if tc.createSecret {
+				c.must(t, nil, "create", "secret", "generic", secretName, "-n", ns, "--from-literal="+secretKey+"=test-password")
+			}
+			err := c.apply(t, ns, manifest)
+			if tc.refused != nil {
+				if err == nil || !tc.refused.MatchString(err.Error()) {
+					t.Fatalf("kubectl apply --server-side --validate=strict: %v, want an error matching %s", err, tc.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range rayObjects(t, manifest) {
+				pod := c.headPod(t, ns, o)
+				c.checkHeadPod(t, ns, o, pod, image)
+				ports := c.checkHeadService(t, ns, pod)
+				t.Logf("%s %s: head Pod %s containers %v; head Service ports %v", o.Kind, o.Name, pod.Name, names(pod.Spec.Containers), ports)
+			}
+		})
+	}
+}
+
+// A head Pod's fate under PodSecurity: admitted, or refused with the
+// operator's FailedToCreateHeadPod event.
+func (c *cluster) admitted(t *testing.T, ns string, o rayObject) (bool, string) {
+	t.Helper()
+	sel := "ray.io/node-type=head,ray.io/originated-from-crd=" + o.Kind + ",ray.io/originated-from-cr-name=" + o.Name
+	if o.Kind == "RayCluster" {
+		sel = "ray.io/node-type=head,ray.io/cluster=" + o.Name
+	}
+	var ok bool
+	var why string
+	c.waitFor(t, 90*time.Second, "the head Pod of "+o.Name+" or its refusal in "+ns, func() (bool, error) {
+		if len(c.pods(t, ns, sel)) > 0 {
+			ok = true
+			return true, nil
+		}
+		if ev := c.events(t, ns, "FailedToCreateHeadPod"); len(ev) > 0 {
+			why = ev[0].Message
+			return true, nil
+		}
+		return false, nil
+	})
+	return ok, why
+}
+
+// TestPodSecurity applies inject's output in namespaces that enforce the
+// baseline and restricted Pod Security Standards (the Namespace document
+// in the input, where inject reads the level from) and records which head
+// Pods the API server's admission lets in. inject must warn about exactly
+// the ones it refuses.
+func TestPodSecurity(t *testing.T) {
+	c := needCluster(t)
+	root := repoRoot(t)
+	inputs := map[string]func(t *testing.T, dir string) []byte{
+		"inject/rayjob-plain.yaml": func(t *testing.T, _ string) []byte {
+			return readFile(t, filepath.Join(root, "inject", "testdata", "rayjob-plain.yaml"))
+		},
+		"inject/raycluster-autoscaler.yaml": func(t *testing.T, _ string) []byte {
+			return readFile(t, filepath.Join(root, "inject", "testdata", "raycluster-autoscaler.yaml"))
+		},
+		"inject/rayservice.yaml": func(t *testing.T, _ string) []byte {
+			return readFile(t, filepath.Join(root, "inject", "testdata", "rayservice.yaml"))
+		},
+		"examples/rayjob.yaml": func(t *testing.T, _ string) []byte {
+			return readFile(t, filepath.Join(root, "examples", "rayjob.yaml"))
+		},
+		"smoke/kind": func(t *testing.T, dir string) []byte {
+			p, err := kind.RenderPlain(kind.Params{Name: "smoke", RayVersion: "2.46.0", Python: "3.12"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
+	}
+	for _, level := range []string{"baseline", "restricted"} {
+		for name, input := range inputs {
+			t.Run(level+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				ns := c.namespace(t, nil)
+				// The level comes with the input, as a Namespace document,
+				// so that inject can see it.
+				nsDoc := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n  labels:\n    pod-security.kubernetes.io/enforce: %s\n---\n", ns, level)
+				writeFile(t, filepath.Join(dir, "in.yaml"), append([]byte(nsDoc), inNamespaceDocs(input(t, dir), ns)...))
+				out, warnings := inject(t, dir, "-f", "in.yaml", "--secret-file", "secret.yaml", "--no-resolve")
+				c.must(t, readFile(t, filepath.Join(dir, "secret.yaml")), "apply", "--server-side", "--validate=strict", "-n", ns, "-f", "-")
+				if err := c.apply(t, ns, out); err != nil {
+					t.Fatal(err)
+				}
+				warned := podSecurityWarning(warnings)
+				for _, o := range rayObjects(t, out) {
+					ok, why := c.admitted(t, ns, o)
+					t.Logf("PodSecurity %s, %s %s: admitted=%v inject warned=%v %s", level, o.Kind, o.Name, ok, warned != "", why)
+					switch {
+					case !ok && warned == "":
+						t.Errorf("PodSecurity %s refused the head Pod of %s %s and inject said nothing about it:\n%s\ninject's stderr:\n%s", level, o.Kind, o.Name, why, warnings)
+					case ok && strings.Contains(warned, ns):
+						t.Errorf("PodSecurity %s admitted the head Pod of %s %s but inject warned that namespace %s refuses it:\n%s", level, o.Kind, o.Name, ns, warned)
+					case ok && warned != "":
+						// inject's runAsNonRoot guess, made even when the
+						// input's Namespace says which level is enforced.
+						t.Logf("MISMATCH: PodSecurity %s admitted the head Pod of %s %s; inject warned anyway: %s", level, o.Kind, o.Name, warned)
+					}
+				}
+			})
+		}
+	}
+}
+
+// podSecurityWarning is inject's warning that the head Pod will be
+// refused (PodSecurity or runAsNonRoot), or "".
+func podSecurityWarning(stderr string) string {
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.Contains(l, "FailedToCreateHeadPod") {
+			return l
+		}
+	}
+	return ""
+}
+
+// inNamespaceDocs puts every document of manifest into ns: those without a
+// namespace get one (their metadata is the first "metadata:" line).
+func inNamespaceDocs(manifest []byte, ns string) []byte {
+	manifest = inNamespace(manifest, ns)
+	docs := strings.Split(string(manifest), "\n---")
+	for i, d := range docs {
+		if !strings.Contains(d, "\n  namespace:") {
+			docs[i] = strings.Replace(d, "\nmetadata:\n", "\nmetadata:\n  namespace: "+ns+"\n", 1)
+		}
+	}
+	return []byte(strings.Join(docs, "\n---"))
+}

@@ -1,0 +1,20 @@
+// Package kube holds the tests that run against a real Kubernetes control
+// plane and the real KubeRay operator, both started by
+// tests/e2e/with-kube.sh (etcd, kube-apiserver, kube-controller-manager and
+// ray-operator built from the Go module proxy; no kubelet, so Pods are
+// objects that stay Pending).
+//
+// Every manifest the project ships or produces (examples/*.yaml, inject's
+// output in each of its modes, the smoke harness's RayJob) is applied
+// server-side with strict field validation, and the head Pod the operator
+// writes is checked: the Ray container first, the sidecar second and
+// unchanged, one /tmp/ray volume, the head Service's ports. PodSecurity
+// admission decides on inject's output in namespaces enforcing baseline and
+// restricted, and README's kubectl lines run up to where a Pod would have to
+// run.
+//
+// The tests use only the kubeconfig the script exports as
+// IMAGECTL_KUBE_KUBECONFIG (never a developer's KUBECONFIG) and each works
+// in namespaces of its own. Without that variable they skip, or fail under
+// IMAGECTL_REQUIRE_TOOLS=1.
+package kube
