@@ -24,8 +24,8 @@ import (
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
-	"github.com/imagectl/imagectl/sbom/document"
 	ikeys "github.com/imagectl/imagectl/keys"
+	"github.com/imagectl/imagectl/sbom/document"
 	"github.com/imagectl/imagectl/sign"
 	"github.com/imagectl/imagectl/verify"
 )

@@ -43,7 +43,6 @@ type Option func(*Handler)
 // requests (a public repository); by default anonymous tokens grant nothing.
 func WithAnonymousPull() Option { return func(h *Handler) { h.anonymousPull = true } }
 
-
 // New returns a Handler that serves next only to clients holding a token
 // obtained at /token with user and password.
 func New(next http.Handler, user, password string, opts ...Option) *Handler {
