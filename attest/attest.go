@@ -9,10 +9,10 @@ import (
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 )
 
-// Statement is an in-toto statement (v0.1 or v1): its header and its
-// predicate's bytes.
+// Statement is an in-toto statement (v0.1 or v1): in-toto-golang's header
+// and the predicate's bytes as read (the v1 protobuf Statement would
+// re-encode the predicate).
 type Statement struct {
-	//lint:ignore SA1019 the v1 protobuf Statement re-encodes the predicate; this header keeps its bytes, as in-toto-golang's own typed statements do
 	in_toto.StatementHeader
 	Predicate json.RawMessage `json:"predicate"`
 }
