@@ -296,6 +296,20 @@ func TestResolveDigestImageNotFound(t *testing.T) {
 	}
 }
 
+// TestDefaultImageRepositoryNotFound: a repository the registry says does
+// not exist has no floating tag either: an error naming it and the way
+// out, not a manifest whose image cannot be pulled.
+func TestDefaultImageRepositoryNotFound(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	repo := strings.TrimPrefix(srv.URL, "http://") + "/team/typo"
+	_, err := Apply(context.Background(), "f.yaml", []byte(plainCluster), WithRepository(repo), WithTagLister(RegistryResolver{}))
+	if !errors.Is(err, ErrImageNotFound) || !strings.Contains(err.Error(), repo) || !strings.Contains(err.Error(), "--no-resolve") {
+		t.Errorf("error %v, want ErrImageNotFound naming %s and --no-resolve", err, repo)
+	}
+}
+
 // TestAnchorsOutsideTheHeadKept: anchors and aliases among the worker
 // groups are not where inject edits: the sidecar goes to the head only,
 // and Remove gives the bytes back.

@@ -175,6 +175,9 @@ func (r RegistryResolver) ListTags(ctx context.Context, repo string) ([]string, 
 	defer cancel()
 	tags, err := remote.List(parsed, regauth.RemoteOptions(ctx, r.Options...)...)
 	if err != nil {
+		if notFound(err) {
+			return nil, fmt.Errorf("listing the tags of %s: %w: %w", repo, ErrImageNotFound, err)
+		}
 		return nil, fmt.Errorf("listing the tags of %s: %w", repo, err)
 	}
 	return tags, nil

@@ -478,7 +478,11 @@ func (c *config) defaultImage(ctx context.Context, ray string, resolved map[stri
 			}
 			c.tags[c.repository] = tagList{tags, err}
 		}
-		if tl := c.tags[c.repository]; tl.err != nil {
+		if tl := c.tags[c.repository]; errors.Is(tl.err, ErrImageNotFound) {
+			// The registry answered that the repository does not exist:
+			// its floating tag does not either.
+			return "", fmt.Errorf("the sidecar image repository %s: %w; name the repository the images are published to (--repository), an image (--image), or take the floating tag unchecked (--no-resolve)", c.repository, tl.err)
+		} else if tl.err != nil {
 			why = fmt.Sprintf("%v; %s is the floating tag of the newest build for Ray %s", tl.err, floating[strings.LastIndex(floating, ":")+1:], rayMinor(ray))
 		} else if image, why, err = chooseImage(c.repository, ray, tl.tags); err != nil {
 			return "", err

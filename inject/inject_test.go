@@ -113,11 +113,27 @@ func TestOptionsValidated(t *testing.T) {
 		{WithResources(map[string]string{"cpu": "lots"}, nil), `requests cpu="lots": expected a Kubernetes quantity`},
 		{WithDashboard("8265"), `dashboard "8265": expected host:port`},
 		{WithImagePullSecret("Bad Name"), `image pull secret "Bad Name"`},
+		{WithPasswordSecret("pw.", "password"), `password secret name "pw."`},
 	}
 	for _, tt := range tests {
 		_, err := Apply(context.Background(), "f.yaml", []byte(plainCluster), tt.opt)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("error %v, want %q", err, tt.want)
+		}
+	}
+}
+
+// TestSecretNamesAreSubdomains: Secret names are DNS subdomains, as
+// Kubernetes takes them (dots allowed), not DNS labels.
+func TestSecretNamesAreSubdomains(t *testing.T) {
+	res, err := Apply(context.Background(), "f.yaml", []byte(plainCluster), WithImage("example.com/cs:1"),
+		WithPasswordSecret("code-server.pw", "password"), WithImagePullSecret("regcred.hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"name: code-server.pw", "name: regcred.hub"} {
+		if !strings.Contains(string(res.Output), want) {
+			t.Errorf("output lacks %q:\n%s", want, res.Output)
 		}
 	}
 }

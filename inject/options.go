@@ -181,6 +181,10 @@ func WithHelmValues() Option { return func(c *config) { c.helmValues = true } }
 var ErrInvalidOption = errors.New("invalid option")
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// dnsSubdomain is a Kubernetes object name such as a Secret's (RFC 1123
+// subdomain; at most 253 characters, checked apart).
+var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 var secretKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 
 func (c *config) validate() error {
@@ -196,12 +200,12 @@ func (c *config) check() error {
 		return fmt.Errorf("sidecar name %q: expected a DNS label (lower case letters, digits and '-', at most 63)", c.name)
 	case c.port < 1 || c.port > 65535:
 		return fmt.Errorf("port %d: expected 1-65535", c.port)
-	case len(c.secretName) > 253 || !dnsLabel.MatchString(c.secretName):
-		return fmt.Errorf("password secret name %q: expected a DNS label", c.secretName)
+	case len(c.secretName) > 253 || !dnsSubdomain.MatchString(c.secretName):
+		return fmt.Errorf("password secret name %q: expected a Secret name (lower case letters, digits, '-' and '.', at most 253)", c.secretName)
 	case !secretKeyRE.MatchString(c.secretKey):
 		return fmt.Errorf("password secret key %q: expected letters, digits, '-', '_' or '.'", c.secretKey)
-	case c.pullSecret != "" && !dnsLabel.MatchString(c.pullSecret):
-		return fmt.Errorf("image pull secret %q: expected a DNS label", c.pullSecret)
+	case c.pullSecret != "" && (len(c.pullSecret) > 253 || !dnsSubdomain.MatchString(c.pullSecret)):
+		return fmt.Errorf("image pull secret %q: expected a Secret name (lower case letters, digits, '-' and '.', at most 253)", c.pullSecret)
 	}
 	if c.image != "" {
 		if _, err := name.ParseReference(c.image, name.WeakValidation); err != nil {

@@ -41,6 +41,16 @@ func PublicFromPEM(raw []byte) (signature.Verifier, error) {
 // LoadPrivate reads an encrypted cosign private key and decrypts it with
 // password. Its errors never carry the password.
 func LoadPrivate(path string, password []byte) (signature.SignerVerifier, error) {
+	raw, err := ReadPrivate(path)
+	if err != nil {
+		return nil, err
+	}
+	return DecryptPrivate(raw, path, password)
+}
+
+// ReadPrivate reads the PEM of an encrypted cosign private key, so that a
+// missing file is reported before a password is asked for.
+func ReadPrivate(path string) ([]byte, error) {
 	if path == "" {
 		return nil, errors.New("no signing key: pass the path of cosign.key")
 	}
@@ -48,6 +58,12 @@ func LoadPrivate(path string, password []byte) (signature.SignerVerifier, error)
 	if err != nil {
 		return nil, fmt.Errorf("reading signing key: %w", err)
 	}
+	return raw, nil
+}
+
+// DecryptPrivate decrypts raw, the PEM ReadPrivate read from path, with
+// password. Its errors never carry the password.
+func DecryptPrivate(raw []byte, path string, password []byte) (signature.SignerVerifier, error) {
 	sv, err := cosign.LoadPrivateKey(raw, password, nil)
 	if err != nil {
 		// cosign's error says "decrypt: ..." for a wrong password.

@@ -3,7 +3,6 @@ package sign
 import (
 	"context"
 	"crypto"
-	"errors"
 	"fmt"
 	"github.com/imagectl/imagectl/keys"
 	"os"
@@ -91,8 +90,9 @@ func (s *Signer) String() string { return s.desc }
 // LoadKey loads an encrypted cosign private key (the PEM that
 // `cosign generate-key-pair` writes) and decrypts it with the password.
 func LoadKey(ctx context.Context, keyPath string, password Password) (*Signer, error) {
-	if keyPath == "" {
-		return nil, errors.New("no signing key: pass the path of cosign.key")
+	raw, err := keys.ReadPrivate(keyPath)
+	if err != nil {
+		return nil, err
 	}
 	if password == nil {
 		password = PasswordFromEnv()
@@ -101,7 +101,7 @@ func LoadKey(ctx context.Context, keyPath string, password Password) (*Signer, e
 	if err != nil {
 		return nil, err
 	}
-	sv, err := keys.LoadPrivate(keyPath, pw)
+	sv, err := keys.DecryptPrivate(raw, keyPath, pw)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func addCommandTimeout(g *globals, cmd *cobra.Command, flag string, def time.Dur
 	run := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if limit <= 0 {
-			return fmt.Errorf("--%s %s: want a positive duration", flag, limit)
+			return &exitError{2, fmt.Errorf("--%s %s: want a positive duration", flag, limit)}
 		}
 		n := &waitnotice.Notice{After: waitNoticeAfter, Printf: func(format string, args ...any) {
 			fmt.Fprintf(g.stderr, "imagectl: %s\n", safetext.Text(fmt.Sprintf(format, args...)))

@@ -131,6 +131,8 @@ func TestInvalidCombinationsExitTwo(t *testing.T) {
 	}{
 		{"pass exactly one of --key cosign.key and --keyless", []string{"sign", img, "--keyless", "--key", missing}},
 		{"pass exactly one of --key cosign.key and --keyless", []string{"sign", img}},
+		{"--timeout 0s: want a positive duration", []string{"verify", img, "--key", missing, "--timeout", "0"}},
+		{"--timeout -1s: want a positive duration", []string{"plan", "--matrix", missing, "--timeout", "-1s"}},
 		{"pass at most one of --sbom and --sbom-from-lock", []string{"sign", img, "--key", missing, "--sbom", missing, "--sbom-from-lock"}},
 		{`--annotation "novalue": expected key=value`, []string{"sign", img, "--key", missing, "-a", "novalue"}},
 		{"pass --key cosign.pub, or --certificate-identity", []string{"verify", img}},
