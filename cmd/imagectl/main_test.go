@@ -75,7 +75,7 @@ func alive(t *testing.T, pgid int) bool {
 // the signal.
 func TestSecondInterruptKillsChildren(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("no /proc")
+		t.Skip("no /proc/self/stat: the second-interrupt kill and this test find child processes through /proc (Linux only)")
 	}
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
