@@ -62,16 +62,16 @@ func Load(path string) (*Config, error) {
 // Parse decodes matrix.yaml content strictly, applies defaults and validates
 // it. name is used in error messages (usually the file path).
 func Parse(name string, data []byte) (*Config, error) {
-	root, err := parseDocument(name, data)
+	root, s, err := parseDocument(name, data)
 	if err != nil {
 		return nil, err
 	}
-	cfg, lines, err := decode(name, data, root)
+	cfg, err := decode(data, root, s)
 	if err != nil {
 		return nil, err
 	}
 	applyDefaults(cfg)
-	v := &validator{file: name, lines: lines, root: root}
+	v := &validator{file: name, lines: s.lines, root: root}
 	if err := v.config(cfg); err != nil {
 		return nil, err
 	}

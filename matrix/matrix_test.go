@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,11 +36,11 @@ func TestLoadInvalid(t *testing.T) {
 		"build-standalone-repository": `invalid-build-standalone-repository.yaml:5: build.standalone.repository: bad GitHub repository "python-build-standalone" (want owner/name`,
 		"build-standalone-release":    `invalid-build-standalone-release.yaml:6: build.standalone.release: bad release "2025.08" (want a python-build-standalone release tag`,
 		"build-standalone-flavor":     `invalid-build-standalone-flavor.yaml:5: build.standalone.flavor: unknown flavor "full" (want install_only or install_only_stripped)`,
-		"build-standalone-old-shape":  `invalid-build-standalone-old-shape.yaml:5: build.standalone.3.12: unknown field "3.12" (want one of flavor, release, repository)`,
+		"build-standalone-old-shape":  `invalid-build-standalone-old-shape.yaml:5: build.standalone["3.12"]: unknown field "3.12" (want one of flavor, release, repository)`,
 		"build-tools-image":           `invalid-build-tools-image.yaml:4: build.toolsImage: bad image "Python:3.12 slim"`,
 		"debugger-local-root":         `invalid-debugger-local-root.yaml:4: settings["anyscalecompute.ray-distributed-debugger.clusterDashboards"]: anyscalecompute.ray-distributed-debugger.clusterDashboards[0].localRoot is "/tmp/ray/session_latest/runtime_resources", want ""`,
 		"dup-extension":               `invalid-dup-extension.yaml:5: extensions[1].id: extension "MS-Python.Python" already listed at extensions[0]`,
-		"dup-key":                     `invalid-dup-key.yaml:4: platforms: duplicate field "platforms"`,
+		"dup-key":                     `invalid-dup-key.yaml:4: platforms: duplicate key (first at line 3)`,
 		"dup-platform":                `invalid-dup-platform.yaml:3: platforms[1]: platform "linux/amd64" listed twice`,
 		"empty":                       `invalid-empty.yaml: empty document`,
 		"first-tag-floating":          `invalid-first-tag-floating.yaml:2: tags[0].floating: the first tag must be immutable`,
@@ -51,7 +52,7 @@ func TestLoadInvalid(t *testing.T) {
 		"python-min-above-max":        `invalid-python-min-above-max.yaml:4: components.python.min: min 3.12 is above max 3.10`,
 		"python-policy":               `invalid-python-policy.yaml:5: components.python.policy: unknown python policy "newest" (want highest-common)`,
 		"settings-key":                `invalid-settings-key.yaml:4: settings: want a string key, got a list`,
-		"settings-nan":                `invalid-settings-nan.yaml:4: settings["a"]: .nan is not representable in JSON`,
+		"settings-nan":                `invalid-settings-nan.yaml:4: settings.a: .nan is not representable in JSON`,
 		"tag-invalid-chars":           `invalid-tag-invalid-chars.yaml:2: tags[0].template: tag template "{{.CodeServer}}/ray{{.Ray}}:{{.Python}}" renders "4.101.2/ray2.46.0:3.12", not a valid tag`,
 		"tag-floating-inputs":         `invalid-tag-floating-inputs.yaml:4: tags[1].template: floating tag "ray{{.Ray}}-{{.Inputs}}" uses {{.Inputs}}`,
 		"tag-no-inputs":               `invalid-tag-no-inputs.yaml:2: tags[0].template: immutable tag "{{.CodeServer}}-ray{{.Ray}}-py{{.Python}}" does not change with the inputs digest (add {{.Inputs}}`,
@@ -303,18 +304,24 @@ func TestParseLimitsAndStrictness(t *testing.T) {
 		{"anchor", head + "settings: {a: &x 1}", "m.yaml:3: YAML anchors and aliases are not supported"},
 		{"merge key", head + "settings: {<<: {a: 1}}", "m.yaml:3: YAML merge keys (<<) are not supported"},
 		{"too many keys", keys(maxMappingKeys+1, distinct), "m.yaml:4: a mapping with 1001 keys (want at most 1000)"},
-		{"one key repeated", keys(maxMappingKeys, func(int) string { return "k" }), `m.yaml:5: settings["k"]: duplicate key`},
-		{"duplicate nested field", head + "build: {standalone: {flavor: a, flavor: b}}", `m.yaml:3: build.standalone.flavor: duplicate field "flavor"`},
+		{"one key repeated", keys(maxMappingKeys, func(int) string { return "k" }), `m.yaml:5: settings.k: duplicate key (first at line 4)`},
+		{"duplicate nested field", head + "build: {standalone: {flavor: a, flavor: b}}", `m.yaml:3: build.standalone.flavor: duplicate key (first at line 3)`},
 		{"string written as true", head + "base: {image: true}", `m.yaml:3: base.image: want a string, got the boolean true`},
 		{"boolean written as on", head + "extensions: [{id: a.b, source: openvsx, preRelease: on}]", `m.yaml:3: extensions[0].preRelease: want true or false, got the string "on"`},
-		{"null list item", head + "platforms: [linux/amd64, ~]", "m.yaml:3: platforms[1]: want a string, got null"},
-		{"null extension", head + "extensions:\n  -\n", "m.yaml:4: extensions[0]: want a mapping, got null"},
+		{"null list item", head + "platforms: [linux/amd64, ~]", "m.yaml:3: platforms[1]: want a list item, got null"},
+		{"null extension", head + "extensions:\n  -\n", "m.yaml:4: extensions[0]: want a list item, got null"},
 		{"tag that does not fit", head + "components: {python: {max: !!int abc}}", "m.yaml:3: components.python.max: bad !!int \"abc\""},
 		{"binary key", head + "!!binary cGxhdGZvcm1z: [linux/amd64]", `m.yaml:3: want a string key, got !!binary "cGxhdGZvcm1z"`},
 		{"binary value", head + "base: {image: !!binary eA==}", `m.yaml:3: base.image: want a string, got !!binary "eA=="`},
-		{"timestamp", head + "settings: {a: 2025-08-08}", `m.yaml:3: settings["a"]: unsupported YAML tag !!timestamp`},
-		{"integer beyond int64", head + "settings: {a: 18446744073709551615}", `m.yaml:3: settings["a"]: bad integer "18446744073709551615"`},
-		{"unknown before duplicate", head + "s: 1\nplatforms: 0\ns: 2", `m.yaml:3: s: unknown field "s"`},
+		{"timestamp", head + "settings: {a: 2025-08-08}", `m.yaml:3: settings.a: unsupported YAML tag !!timestamp`},
+		{"integer beyond int64", head + "settings: {a: 18446744073709551615}", `m.yaml:3: settings.a: bad integer "18446744073709551615"`},
+		{"duplicate before unknown", head + "s: 1\nplatforms: 0\ns: 2", `m.yaml:5: s: duplicate key (first at line 3)`},
+		{"unknown field in a list item", head + "extensions:\n  - {id: a.b, source: openvsx}\n  - {id: c.d, source: openvsx, pre: true}", `m.yaml:5: extensions[1].pre: unknown field "pre" (want one of constraint, exclude, id, preRelease, source)`},
+		{"mapping written as true", "tags: [{template: x}]\nimage: true", `m.yaml:2: image: want a mapping, got the boolean true`},
+		{"list of mappings written as a string", "image: {name: x, repositories: [ghcr.io/a/b]}\ntags: x", `m.yaml:2: tags: want a list, got the string "x"`},
+		{"floating written as on", "image: {name: x, repositories: [ghcr.io/a/b]}\ntags: [{template: '{{.CodeServer}}-{{.Ray}}-{{.Python}}-{{.Inputs}}'}, {template: latest, floating: on}]", `m.yaml:2: tags[1].floating: want true or false, got the string "on"`},
+		{"unknown field before a lenient value", head + "s: 1\nbase: {image: true}", `m.yaml:3: s: unknown field "s"`},
+		{"lenient value before an unknown field", head + "base: {image: true}\ns: 1", `m.yaml:3: base.image: want a string, got the boolean true`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -354,5 +361,29 @@ func TestParseSettingsKeys(t *testing.T) {
 	cfg, err = Parse("m.yaml", []byte(b.String()))
 	if err != nil || len(cfg.Settings) != maxMappingKeys {
 		t.Fatalf("Parse(%d settings) = %v; want them all", maxMappingKeys, err)
+	}
+}
+
+// boolFields names every boolean field of Config: the scan takes true and
+// false only there.
+func TestBoolFieldsComplete(t *testing.T) {
+	got := map[string]bool{}
+	var visit func(typ reflect.Type, path string)
+	visit = func(typ reflect.Type, path string) {
+		switch typ.Kind() {
+		case reflect.Bool:
+			got[path] = true
+		case reflect.Slice:
+			visit(typ.Elem(), path+"[]")
+		case reflect.Struct:
+			for i := range typ.NumField() {
+				name, _, _ := strings.Cut(typ.Field(i).Tag.Get("yaml"), ",")
+				visit(typ.Field(i).Type, joinKey(path, name))
+			}
+		}
+	}
+	visit(reflect.TypeFor[Config](), "")
+	if diff := cmp.Diff(got, boolFields); diff != "" {
+		t.Errorf("boolFields (-Config's bool fields +boolFields):\n%s", diff)
 	}
 }

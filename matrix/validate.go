@@ -119,7 +119,7 @@ func (v *validator) base(c *Config) error {
 	}
 	for _, cs := range slices.Sorted(maps.Keys(c.Base.VSCodeOverrides)) {
 		vs := c.Base.VSCodeOverrides[cs]
-		path := fmt.Sprintf("base.vscodeOverrides[%q]", cs)
+		path := joinKey("base.vscodeOverrides", cs)
 		if _, err := semver.StrictNewVersion(cs); err != nil {
 			return v.errf(path, "bad code-server version %q: %v", cs, err)
 		}
@@ -360,7 +360,7 @@ func (v *validator) settings(c *Config) error {
 		return v.errf("settings", "%s: %v", imagespec.SettingClusterDashboards, err)
 	}
 	if problems := imagespec.DebuggerSettingsProblems(raw); len(problems) > 0 {
-		return v.errf(fmt.Sprintf("settings[%q]", imagespec.SettingClusterDashboards), "%s", strings.Join(problems, "; "))
+		return v.errf(joinKey("settings", imagespec.SettingClusterDashboards), "%s", strings.Join(problems, "; "))
 	}
 	return nil
 }

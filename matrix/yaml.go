@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -19,86 +22,186 @@ const (
 	// maxDepth bounds nesting so hostile input cannot exhaust the stack.
 	maxDepth = 64
 	// maxMappingKeys bounds the keys of one mapping: yaml.v3 compares every
-	// pair of keys of a mapping when decoding it, so 50,000 keys (half a
-	// megabyte) would take it most of a minute.
+	// pair of keys of a mapping.
 	maxMappingKeys = 1000
 )
 
-// parseDocument parses data into its single YAML document, checks the
-// limits and returns the root node.
-func parseDocument(name string, data []byte) (*yaml.Node, error) {
+// boolFields are the paths, with [] for any index, of matrix.yaml's
+// boolean fields. yaml.v3 reads "yes" and "on" into a bool and true into a
+// string; the scan takes true and false only here and refuses them
+// elsewhere outside settings.
+var boolFields = map[string]bool{"extensions[].preRelease": true, "tags[].floating": true}
+
+// parseDocument parses data into its single YAML document and scans it. It
+// returns the root node and the scanner, which holds the line of each field
+// path and the first lenient value found.
+func parseDocument(name string, data []byte) (*yaml.Node, *scanner, error) {
 	if len(data) > maxFileSize {
-		return nil, &Error{File: name, Msg: fmt.Sprintf("larger than %d bytes", maxFileSize)}
+		return nil, nil, &Error{File: name, Msg: fmt.Sprintf("larger than %d bytes", maxFileSize)}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, &Error{File: name, Msg: "empty document"}
+			return nil, nil, &Error{File: name, Msg: "empty document"}
 		}
-		return nil, &Error{File: name, Msg: fmt.Sprintf("invalid YAML: %v", err)}
+		return nil, nil, &Error{File: name, Msg: fmt.Sprintf("invalid YAML: %v", err)}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, &Error{File: name, Line: extra.Line, Msg: "more than one YAML document"}
+		return nil, nil, &Error{File: name, Line: extra.Line, Msg: "more than one YAML document"}
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		return nil, &Error{File: name, Msg: "empty document"}
+		return nil, nil, &Error{File: name, Msg: "empty document"}
 	}
+	s := &scanner{file: name, lines: map[string]int{}}
 	root := doc.Content[0]
-	if err := checkLimits(name, root, 0); err != nil {
-		return nil, err
+	if err := s.scan(root, "", 0, false); err != nil {
+		return nil, nil, err
 	}
-	return root, nil
+	return root, s, nil
 }
 
-// checkLimits rejects anchors, aliases and merge keys (matrix.yaml is small,
-// and aliases could otherwise expand without bound), nesting deeper than
-// maxDepth and mappings with more than maxMappingKeys keys.
-func checkLimits(name string, n *yaml.Node, depth int) error {
-	errf := func(format string, args ...any) error {
-		return &Error{File: name, Line: n.Line, Msg: fmt.Sprintf(format, args...)}
+// scanner records the path of every node and the line of every field path.
+// It refuses what yaml.v3 must not see: anchors, aliases and merge keys
+// (which could expand without bound), nesting deeper than maxDepth,
+// mappings with more than maxMappingKeys keys, keys that are not strings,
+// and duplicate keys (yaml.v3 would report every equal pair). It notes the
+// first value that yaml.v3 would accept leniently: a boolean written as
+// "yes", a string written as true, a null list item (yaml.v3 drops it), a
+// scalar whose explicit tag does not fit its text, and settings values that
+// have no JSON form.
+type scanner struct {
+	file  string
+	lines map[string]int
+	nodes []pathNode // in document order, keys included
+	first *Error
+}
+
+type pathNode struct {
+	n    *yaml.Node
+	path string
+}
+
+func (s *scanner) errf(n *yaml.Node, path, format string, args ...any) *Error {
+	return &Error{File: s.file, Line: n.Line, Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// note keeps the first lenient value found.
+func (s *scanner) note(err *Error) {
+	if s.first == nil {
+		s.first = err
 	}
+}
+
+// scan walks n, the value at path; settings says whether it is inside
+// settings (free-form, but JSON). It returns what yaml.v3 must not see.
+func (s *scanner) scan(n *yaml.Node, path string, depth int, settings bool) *Error {
 	if depth > maxDepth {
-		return errf("nested deeper than %d levels", maxDepth)
+		return s.errf(n, "", "nested deeper than %d levels", maxDepth)
 	}
 	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		return errf("YAML anchors and aliases are not supported")
+		return s.errf(n, "", "YAML anchors and aliases are not supported")
 	}
-	if n.Tag == "!!merge" {
-		return errf("YAML merge keys (<<) are not supported")
-	}
-	if n.Kind == yaml.MappingNode && len(n.Content)/2 > maxMappingKeys {
-		return errf("a mapping with %d keys (want at most %d)", len(n.Content)/2, maxMappingKeys)
-	}
-	for _, c := range n.Content {
-		if err := checkLimits(name, c, depth+1); err != nil {
-			return err
+	s.nodes = append(s.nodes, pathNode{n, path})
+	switch n.Kind {
+	case yaml.MappingNode:
+		if len(n.Content)/2 > maxMappingKeys {
+			return s.errf(n, "", "a mapping with %d keys (want at most %d)", len(n.Content)/2, maxMappingKeys)
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Tag == "!!merge" {
+				return s.errf(k, "", "YAML merge keys (<<) are not supported")
+			}
+			if k.Kind == yaml.AliasNode || k.Anchor != "" {
+				return s.errf(k, "", "YAML anchors and aliases are not supported")
+			}
+			if k.Kind != yaml.ScalarNode || k.Tag == "!!null" || k.Tag == "!!binary" {
+				return s.errf(k, path, "want a string key, got %s", kindName(k))
+			}
+			p := joinKey(path, k.Value)
+			if line, dup := s.lines[p]; dup {
+				return s.errf(k, p, "duplicate key (first at line %d)", line)
+			}
+			s.lines[p] = k.Line
+			s.nodes = append(s.nodes, pathNode{k, p})
+			if err := s.scan(v, p, depth+1, settings || p == "settings"); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			s.lines[p] = c.Line
+			if !settings && c.Kind == yaml.ScalarNode && c.Tag == "!!null" {
+				s.note(s.errf(c, p, "want a list item, got null"))
+			}
+			if err := s.scan(c, p, depth+1, settings); err != nil {
+				return err
+			}
+		}
+	case yaml.ScalarNode:
+		if err := s.scalar(n, path, settings); err != nil {
+			s.note(err)
 		}
 	}
 	return nil
 }
 
-// decode decodes data, whose root node is root, into a Config and returns
-// it with the line of each field path.
-//
-// A walk over the node tree (shape) first reports, in document order, what
-// matrix.yaml does not accept: unknown fields, duplicate keys, wrong types
-// and what yaml.v3 is lenient about (it reads "yes" as a boolean and true as
-// a string). yaml.v3 then decodes strictly (KnownFields; duplicate keys are
-// errors too) what the walk accepted. The walk comes first because yaml.v3
-// records one error per pair of equal keys: a few kilobytes of one repeated
-// key would make it build hundreds of megabytes of errors.
-func decode(name string, data []byte, root *yaml.Node) (*Config, map[string]int, error) {
-	s := newShape(name)
-	if err := s.check(root, reflect.TypeFor[Config](), ""); err != nil {
-		return nil, nil, err
+var indexRE = regexp.MustCompile(`\[\d+\]`)
+
+// scalar checks a scalar at path.
+func (s *scanner) scalar(n *yaml.Node, path string, settings bool) *Error {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		// An explicit tag that does not fit, such as "!!int abc", which
+		// yaml.v3 would report without a line.
+		return s.errf(n, path, "bad %s %q: %v", n.Tag, n.Value, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
+	if settings {
+		switch n.Tag {
+		case "!!null", "!!str", "!!bool":
+		case "!!int":
+			if _, ok := v.(int); !ok {
+				return s.errf(n, path, "bad integer %q (want one that fits in 64 bits, signed)", n.Value)
+			}
+		case "!!float":
+			if f := v.(float64); math.IsNaN(f) || math.IsInf(f, 0) {
+				return s.errf(n, path, "%s is not representable in JSON", n.Value)
+			}
+		default:
+			return s.errf(n, path, "unsupported YAML tag %s", n.Tag)
+		}
+		return nil
+	}
+	switch want := boolFields[indexRE.ReplaceAllString(path, "[]")]; {
+	case n.Tag == "!!null":
+	case want && n.Tag != "!!bool":
+		return s.errf(n, path, "want true or false, got %s", kindName(n))
+	case !want && n.Tag != "!!str" && n.Tag != "!!int" && n.Tag != "!!float":
+		// Numbers keep their literal text, so "max: 3.10" stays "3.10".
+		return s.errf(n, path, "want a string, got %s", kindName(n))
+	}
+	return nil
+}
+
+// decode decodes data, scanned by s, strictly (yaml.v3's KnownFields:
+// unknown fields are errors) into a Config. Of the
+// scan's first problem and yaml.v3's first error, it reports the one on the
+// earlier line, yaml.v3's on the same line (it knows the Go types).
+func decode(data []byte, root *yaml.Node, s *scanner) (*Config, error) {
 	var cfg Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil {
-		return nil, nil, yamlError(name, err)
+		e := s.yamlError(err)
+		if s.first == nil || (e.Line > 0 && e.Line <= s.first.Line) {
+			return nil, e
+		}
+	}
+	if s.first != nil {
+		return nil, s.first
 	}
 	if n := mappingValue(root, "settings"); n != nil {
 		// Settings become JSON: every key is a string, whatever it looks
@@ -106,27 +209,141 @@ func decode(name string, data []byte, root *yaml.Node) (*Config, map[string]int,
 		stringKeys(n)
 		cfg.Settings = nil
 		if err := n.Decode(&cfg.Settings); err != nil {
-			return nil, nil, yamlError(name, err)
+			return nil, s.yamlError(err)
 		}
 	}
-	return &cfg, s.lines, nil
+	return &cfg, nil
 }
 
-var yamlLineRE = regexp.MustCompile(`(?s)^line (\d+): (.*)$`)
+var (
+	yamlLineRE      = regexp.MustCompile(`(?s)^line (\d+): (.*)$`)
+	yamlUnknownRE   = regexp.MustCompile(`^field (.*) not found in type (\S+)$`)
+	yamlTypeRE      = regexp.MustCompile("(?s)^cannot unmarshal (!!\\w+)(?: `(.*)`)? into (\\S+)$")
+)
 
-// yamlError turns an error of yaml.v3's decoder, which the walk should have
-// made impossible, into an *Error with the line of its first message.
-func yamlError(name string, err error) *Error {
+// yamlError turns yaml.v3's decoding error into an *Error naming the line
+// and the field path of its earliest message.
+func (s *scanner) yamlError(err error) *Error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) || len(te.Errors) == 0 {
-		return &Error{File: name, Msg: err.Error()}
+		return &Error{File: s.file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
-	m := yamlLineRE.FindStringSubmatch(te.Errors[0])
-	if m == nil {
-		return &Error{File: name, Msg: te.Errors[0]}
+	e := &Error{File: s.file, Msg: te.Errors[0]}
+	for _, msg := range te.Errors {
+		m := yamlLineRE.FindStringSubmatch(msg)
+		if m == nil {
+			continue
+		}
+		if line, _ := strconv.Atoi(m[1]); e.Line == 0 || line < e.Line {
+			e.Line, e.Msg = line, m[2]
+		}
 	}
-	line, _ := strconv.Atoi(m[1])
-	return &Error{File: name, Line: line, Msg: m[2]}
+	if m := yamlUnknownRE.FindStringSubmatch(e.Msg); m != nil {
+		e.Path = s.find(e.Line, func(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Value == m[1] })
+		e.Msg = fmt.Sprintf("unknown field %q (want one of %s)", m[1], strings.Join(fieldNames(m[2]), ", "))
+	} else if m := yamlTypeRE.FindStringSubmatch(e.Msg); m != nil {
+		var got *yaml.Node
+		e.Path = s.find(e.Line, func(n *yaml.Node) bool {
+			if n.ShortTag() != m[1] || (m[2] != "" && !strings.HasPrefix(n.Value, strings.TrimSuffix(m[2], "..."))) {
+				return false
+			}
+			got = n
+			return true
+		})
+		if got != nil {
+			e.Msg = fmt.Sprintf("want %s, got %s", wantName(m[3]), kindName(got))
+		}
+	}
+	return e
+}
+
+// find returns the path of the first node on line that matches.
+func (s *scanner) find(line int, match func(*yaml.Node) bool) string {
+	for _, pn := range s.nodes {
+		if pn.n.Line == line && match(pn.n) {
+			return pn.path
+		}
+	}
+	return ""
+}
+
+// fieldNames lists, sorted, the yaml names of the fields of the struct
+// type named typeName (as yaml.v3 prints it, e.g. matrix.Ray).
+func fieldNames(typeName string) []string {
+	var names []string
+	seen := map[reflect.Type]bool{}
+	var visit func(t reflect.Type)
+	visit = func(t reflect.Type) {
+		for t.Kind() == reflect.Slice || t.Kind() == reflect.Map || t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); t.String() == typeName && name != "" && name != "-" {
+				names = append(names, name)
+			}
+			visit(f.Type)
+		}
+	}
+	visit(reflect.TypeFor[Config]())
+	slices.Sort(names)
+	return names
+}
+
+// wantName says how a value of the Go type named goType (as yaml.v3
+// prints it) is written.
+func wantName(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "a list"
+	case goType == "string":
+		return "a string"
+	case goType == "bool":
+		return "true or false"
+	}
+	return "a mapping"
+}
+
+var plainKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// joinKey appends a mapping key to a field path: parent.key, or
+// parent["key"] when the key is not a plain word.
+func joinKey(parent, key string) string {
+	switch {
+	case !plainKeyRE.MatchString(key):
+		return fmt.Sprintf("%s[%q]", parent, key)
+	case parent == "":
+		return key
+	}
+	return parent + "." + key
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!str":
+			return fmt.Sprintf("the string %q", n.Value)
+		case "!!null":
+			return "null"
+		case "!!bool":
+			return "the boolean " + n.Value
+		case "!!int", "!!float":
+			return "the number " + n.Value
+		}
+		return fmt.Sprintf("%s %q", n.Tag, n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "an unexpected node"
 }
 
 // mappingValue returns the value of key in mapping n, or nil.
