@@ -187,9 +187,9 @@ func (s *scanner) scalar(n *yaml.Node, path string, settings bool) *Error {
 }
 
 // decode decodes data, scanned by s, strictly (yaml.v3's KnownFields:
-// unknown fields are errors) into a Config. Of the
-// scan's first problem and yaml.v3's first error, it reports the one on the
-// earlier line, yaml.v3's on the same line (it knows the Go types).
+// unknown fields are errors) into a Config. Of the scan's first problem and
+// yaml.v3's first error, it reports the one on the earlier line, yaml.v3's
+// on the same line (it knows the Go types).
 func decode(data []byte, root *yaml.Node, s *scanner) (*Config, error) {
 	var cfg Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -216,9 +216,9 @@ func decode(data []byte, root *yaml.Node, s *scanner) (*Config, error) {
 }
 
 var (
-	yamlLineRE      = regexp.MustCompile(`(?s)^line (\d+): (.*)$`)
-	yamlUnknownRE   = regexp.MustCompile(`^field (.*) not found in type (\S+)$`)
-	yamlTypeRE      = regexp.MustCompile("(?s)^cannot unmarshal (!!\\w+)(?: `(.*)`)? into (\\S+)$")
+	yamlLineRE    = regexp.MustCompile(`(?s)^line (\d+): (.*)$`)
+	yamlUnknownRE = regexp.MustCompile(`^field (.*) not found in type (\S+)$`)
+	yamlTypeRE    = regexp.MustCompile("(?s)^cannot unmarshal (!!\\w+)(?: `(.*)`)? into (\\S+)$")
 )
 
 // yamlError turns yaml.v3's decoding error into an *Error naming the line
