@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,12 +12,17 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Error is a problem with a catalog file: the file, the JSON path of the
-// offending value (empty for the whole document) and what was expected.
+// Error is a problem with a catalog file: the file, the line (when the
+// problem was found while decoding), the JSON path of the offending value
+// (empty for the whole document) and what was expected.
 type Error struct {
 	File string
+	Line int // 0 when unknown
 	// Path is like extensions[2].versions[0].files.universal.sha256; map
 	// keys that are not plain words are quoted, as in pythons["linux/amd64"].
 	Path string
@@ -31,185 +35,143 @@ func (e *Error) Error() string {
 		s = e.Path + ": " + s
 	}
 	if e.File != "" {
+		if e.Line > 0 {
+			s = strconv.Itoa(e.Line) + ": " + s
+			return e.File + ":" + s
+		}
 		s = e.File + ": " + s
 	}
 	return s
 }
 
-// maxString bounds every string in a catalog (the longest real ones, the
-// origin note and download URLs, are well under 4 KiB).
+// maxString bounds every string value in a catalog (the longest real ones,
+// the origin note and download URLs, are well under 4 KiB).
 const maxString = 16 << 10
 
-// checkStructure walks the JSON document in data token by token against the
-// shape of v (a pointer to the Go type it will be decoded into) before
-// encoding/json sees it, and reports, with the JSON path, what encoding/json
-// would let through: a duplicate object key (the last value would silently
-// win), a key that matches no field exactly (encoding/json matches keys
-// case-insensitively, so "Version" would overwrite "version"), a value of
-// the wrong type, null where a value is required (null for a list
-// included), a number that is not an
-// integer, an overlong string, and anything after the document.
-func checkStructure(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	w := &walker{dec: dec}
-	if err := w.value(reflect.TypeOf(v).Elem(), ""); err != nil {
-		return err
+// decode decodes data, exactly one JSON object, into c with the strict
+// defaults of encoding/json/v2 (duplicate names and names that differ in
+// case from a field's are errors) and RejectUnknownMembers, plus the rules
+// of checkValue. Errors name the line and the JSON path.
+func decode(data []byte, c *Catalog) *Error {
+	dec := jsontext.NewDecoder(bytes.NewReader(data))
+	err := json.UnmarshalDecode(dec, c, json.RejectUnknownMembers(true), json.WithUnmarshalers(json.UnmarshalFromFunc(checkValue)))
+	if err != nil {
+		return decodeError(data, err)
 	}
-	if tok, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if err == nil {
-			return &Error{Msg: fmt.Sprintf("data after the JSON document at byte %d (%s): want exactly one JSON object", dec.InputOffset(), describeToken(tok))}
-		}
-		return &Error{Msg: fmt.Sprintf("data after the JSON document at byte %d: %v", dec.InputOffset(), err)}
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return &Error{Line: lineAt(data, int64(len(data)-len(rest))), Msg: "data after the JSON document: want exactly one JSON object"}
 	}
 	return nil
 }
 
-type walker struct{ dec *json.Decoder }
-
-func (w *walker) token(path string) (json.Token, error) {
-	tok, err := w.dec.Token()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, &Error{Path: path, Msg: fmt.Sprintf("invalid JSON at byte %d: %v", w.dec.InputOffset(), err)}
-	}
-	return tok, nil
-}
-
-func (w *walker) value(t reflect.Type, path string) error {
-	tok, err := w.token(path)
-	if err != nil {
-		return err
-	}
-	return w.valueFrom(tok, t, path)
-}
-
-func (w *walker) valueFrom(tok json.Token, t reflect.Type, path string) error {
-	if tok == nil { // null
-		switch t.Kind() {
+// checkValue refuses null where the Go value is not a pointer or a map
+// (encoding/json would leave a string empty and read a list as empty; a
+// list is written [] when empty) and strings longer than maxString. It
+// leaves every other value to the default decoding.
+func checkValue(dec *jsontext.Decoder, v any) error {
+	switch dec.PeekKind() {
+	case 'n':
+		switch t := reflect.TypeOf(v).Elem(); t.Kind() {
 		case reflect.Pointer, reflect.Map:
-			return nil // absent
 		case reflect.Slice:
-			// A list is written as [] when empty; null would read as
-			// an empty list and hide what was meant.
-			return &Error{Path: path, Msg: "null: want a list ([] for none)"}
+			return errors.New("null: want a list ([] for none)")
+		default:
+			return errors.New("null: want " + typeName(t))
 		}
-		return &Error{Path: path, Msg: "null: want " + typeName(t)}
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return w.valueFrom(tok, t.Elem(), path)
-	case reflect.Struct:
-		if tok != json.Delim('{') {
-			return mismatch(path, t, tok)
-		}
-		fields := jsonFields(t)
-		return w.object(path, func(k, sub string) error {
-			f, ok := fields[k]
-			if !ok {
-				return &Error{Path: sub, Msg: "unknown field (want one of " + strings.Join(fieldNames(t), ", ") + ")"}
-			}
-			return w.value(f, sub)
-		})
-	case reflect.Map:
-		if tok != json.Delim('{') {
-			return mismatch(path, t, tok)
-		}
-		return w.object(path, func(_, sub string) error { return w.value(t.Elem(), sub) })
-	case reflect.Slice:
-		if tok != json.Delim('[') {
-			return mismatch(path, t, tok)
-		}
-		for i := 0; w.dec.More(); i++ {
-			if err := w.value(t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+	case '"':
+		if s, ok := v.(*string); ok {
+			tok, err := dec.ReadToken()
+			if err != nil {
 				return err
 			}
-		}
-		_, err := w.token(path)
-		return err
-	}
-	return scalar(tok, t, path)
-}
-
-// object reads the members of an object whose '{' was read, refusing a
-// duplicate key; member reads each value (k its key, sub its path).
-func (w *walker) object(path string, member func(k, sub string) error) error {
-	seen := map[string]bool{}
-	for w.dec.More() {
-		k, err := w.key(path)
-		if err != nil {
-			return err
-		}
-		sub := joinKey(path, k)
-		if seen[k] {
-			return &Error{Path: sub, Msg: "duplicate key"}
-		}
-		seen[k] = true
-		if err := member(k, sub); err != nil {
-			return err
+			if *s = tok.String(); len(*s) > maxString {
+				return fmt.Errorf("a string of %d bytes: want at most %d", len(*s), maxString)
+			}
+			return nil
 		}
 	}
-	_, err := w.token(path) // '}'
-	return err
+	return errors.ErrUnsupported // the default decoding
 }
 
-// scalar checks a string, bool or integer token against t.
-func scalar(tok json.Token, t reflect.Type, path string) error {
-	switch t.Kind() {
-	case reflect.String:
-		s, ok := tok.(string)
-		if !ok {
-			return mismatch(path, t, tok)
+// decodeError turns an error of encoding/json/v2 into an *Error with the
+// line and the JSON path.
+func decodeError(data []byte, err error) *Error {
+	var sem *json.SemanticError
+	var syn *jsontext.SyntacticError
+	switch {
+	case errors.As(err, &syn):
+		e := &Error{Line: lineAt(data, syn.ByteOffset), Path: jsonPath(syn.JSONPointer)}
+		switch {
+		case errors.Is(syn.Err, jsontext.ErrDuplicateName):
+			e.Msg = "duplicate key"
+		case errors.Is(syn.Err, io.ErrUnexpectedEOF):
+			e.Msg = "invalid JSON: unexpected end of the document"
+		default:
+			e.Msg = "invalid JSON: " + syn.Err.Error()
 		}
-		return checkLen(path, s)
-	case reflect.Bool:
-		if _, ok := tok.(bool); !ok {
-			return mismatch(path, t, tok)
+		return e
+	case errors.As(err, &sem):
+		e := &Error{Line: lineAt(data, sem.ByteOffset), Path: jsonPath(sem.JSONPointer)}
+		switch {
+		case errors.Is(sem.Err, json.ErrUnknownName):
+			e.Msg = "unknown field (want one of " + strings.Join(fieldNames(sem.GoType), ", ") + ")"
+		case sem.Err != nil && sem.JSONKind == 0:
+			e.Msg = sem.Err.Error() // checkValue's
+		default:
+			e.Msg = fmt.Sprintf("%s: want %s", describeValue(data, sem.ByteOffset), typeName(sem.GoType))
 		}
-		return nil
-	case reflect.Int, reflect.Int64:
-		n, ok := tok.(json.Number)
-		if !ok {
-			return mismatch(path, t, tok)
-		}
-		if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err != nil {
-			return &Error{Path: path, Msg: fmt.Sprintf("%s: want an integer (%d-bit)", quote(string(n)), t.Bits())}
-		}
-		return nil
+		return e
 	}
-	return &Error{Path: path, Msg: "unsupported type " + t.String()} // a programming error
+	return &Error{Msg: err.Error()}
 }
 
-// key reads an object key (or the closing brace, which More ruled out).
-func (w *walker) key(path string) (string, error) {
-	tok, err := w.token(path)
+// lineAt returns the line of the byte at off in data.
+func lineAt(data []byte, off int64) int {
+	return 1 + bytes.Count(data[:min(max(off, 0), int64(len(data)))], []byte("\n"))
+}
+
+// jsonPath turns a JSON pointer (/extensions/0/id) into a path
+// (extensions[0].id).
+func jsonPath(p jsontext.Pointer) string {
+	var path string
+	for tok := range p.Tokens() {
+		if _, err := strconv.ParseUint(tok, 10, 31); err == nil {
+			path += "[" + tok + "]"
+			continue
+		}
+		path = joinKey(path, tok)
+	}
+	return path
+}
+
+// describeValue describes the JSON value at off in data for an error.
+func describeValue(data []byte, off int64) string {
+	v, err := jsontext.NewDecoder(bytes.NewReader(data[off:])).ReadValue()
 	if err != nil {
-		return "", err
+		return "a value"
 	}
-	k, ok := tok.(string)
-	if !ok {
-		return "", &Error{Path: path, Msg: fmt.Sprintf("invalid JSON at byte %d: want an object key", w.dec.InputOffset())}
+	switch v.Kind() {
+	case '"':
+		var s string
+		if err := json.Unmarshal(v, &s); err == nil {
+			return "the string " + quote(s)
+		}
+	case '0':
+		return "the number " + quote(string(v))
+	case 't', 'f':
+		return "a boolean"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
 	}
-	if err := checkLen(path, k); err != nil {
-		return "", err
-	}
-	return k, nil
-}
-
-func checkLen(path, s string) error {
-	if len(s) > maxString {
-		return &Error{Path: path, Msg: fmt.Sprintf("a string of %d bytes: want at most %d", len(s), maxString)}
-	}
-	return nil
-}
-
-func mismatch(path string, t reflect.Type, tok json.Token) error {
-	return &Error{Path: path, Msg: fmt.Sprintf("%s: want %s", describeToken(tok), typeName(t))}
+	return "a value"
 }
 
 func typeName(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		return typeName(t.Elem())
@@ -222,51 +184,24 @@ func typeName(t reflect.Type) string {
 	case reflect.Bool:
 		return "true or false"
 	case reflect.Int, reflect.Int64:
-		return "an integer"
+		return fmt.Sprintf("an integer (%d-bit)", t.Bits())
 	}
 	return t.String()
 }
 
-func describeToken(tok json.Token) string {
-	switch v := tok.(type) {
-	case json.Delim:
-		if v == '{' || v == '}' {
-			return "an object"
-		}
-		return "an array"
-	case string:
-		return "the string " + quote(v)
-	case json.Number:
-		return "the number " + quote(string(v))
-	case bool:
-		return "a boolean"
-	case nil:
-		return "null"
+// fieldNames lists the JSON names of struct t's fields, sorted.
+func fieldNames(t reflect.Type) []string {
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
 	}
-	return fmt.Sprintf("%v", tok)
-}
-
-// jsonFields maps the JSON names of t's exported fields to their types.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	m := map[string]reflect.Type{}
+	names := map[string]bool{}
 	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
+		if n, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); n != "" && n != "-" {
+			names[n] = true
 		}
-		n, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if n == "-" {
-			continue
-		}
-		if n == "" {
-			n = f.Name
-		}
-		m[n] = f.Type
 	}
-	return m
+	return slices.Sorted(maps.Keys(names))
 }
-
-func fieldNames(t reflect.Type) []string { return slices.Sorted(maps.Keys(jsonFields(t))) }
 
 var plainKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 

@@ -34,8 +34,9 @@ func Load(path string) (*Catalog, error) {
 // Parse decodes and validates catalog.json content; name (usually the
 // path) starts every error, which is an *Error naming the JSON path of the
 // first problem: invalid UTF-8 or JSON, a duplicate or unknown key, a value
-// of the wrong type, data after the document (checkStructure), or a
-// malformed or duplicate entry (Validate). The result is normalized.
+// of the wrong type, data after the document (decode, which also names the
+// line), or a malformed or duplicate entry (Validate). The result is
+// normalized.
 func Parse(name string, data []byte) (*Catalog, error) {
 	if len(data) > maxCatalogSize {
 		return nil, &Error{File: name, Msg: fmt.Sprintf("larger than the limit of %s", safefile.FormatSize(maxCatalogSize))}
@@ -43,12 +44,10 @@ func Parse(name string, data []byte) (*Catalog, error) {
 	if !utf8.Valid(data) {
 		return nil, &Error{File: name, Msg: "not UTF-8 text"}
 	}
-	if err := checkStructure(data, &Catalog{}); err != nil {
-		return nil, withFile(name, err)
-	}
 	var c Catalog
-	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, &Error{File: name, Msg: err.Error()} // checkStructure let through something it should not have
+	if err := decode(data, &c); err != nil {
+		err.File = name
+		return nil, err
 	}
 	if err := Validate(&c); err != nil {
 		return nil, withFile(name, err)

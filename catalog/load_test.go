@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -46,102 +47,108 @@ const baseCatalog = `{
 
 // hostileCases replace old (once) with new in baseCatalog; each must be
 // refused with an error naming the file, the JSON path and what was wanted.
+// wantErr follows the file name: ":LINE: " for what decoding finds, ": "
+// for what Validate finds.
 var hostileCases = []struct {
 	name, old, new, wantErr string
 }{
 	// sha256 values that are not 64 lowercase hex digits.
 	{"sha256 not hex", `"1111111111111111111111111111111111111111111111111111111111111111"`, `"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"`,
-		`extensions[0].versions[0].files.universal.sha256: "zzzz`},
+		`: extensions[0].versions[0].files.universal.sha256: "zzzz`},
 	{"sha256 short", `"1111111111111111111111111111111111111111111111111111111111111111"`, `"abc"`,
-		`extensions[0].versions[0].files.universal.sha256: "abc": want 64 lowercase hex digits`},
+		`: extensions[0].versions[0].files.universal.sha256: "abc": want 64 lowercase hex digits`},
 	{"sha256 with prefix", `"2222222222222222222222222222222222222222222222222222222222222222"`, `"sha256:2222222222222222222222222222222222222222222222222222222222222222"`,
-		`extensions[0].versions[1].files.universal.sha256: "sha256:2222`},
+		`: extensions[0].versions[1].files.universal.sha256: "sha256:2222`},
 	{"sha256 upper case", `"1111111111111111111111111111111111111111111111111111111111111111"`, `"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"`,
-		`extensions[0].versions[0].files.universal.sha256`},
+		`: extensions[0].versions[0].files.universal.sha256`},
 	// A malformed newest version must not be skipped in favour of 0.1.4.
 	{"version without engine", `{"version": "0.1.6", "engine": "^1.66.0",`, `{"version": "0.1.6",`,
-		`extensions[0].versions[0].engine: missing`},
+		`: extensions[0].versions[0].engine: missing`},
 	{"version with a bad engine", `"engine": "^1.66.0", "files": {"universal": {"url"`, `"engine": "latest", "files": {"universal": {"url"`,
-		`extensions[0].versions[0].engine: "latest": want engines.vscode`},
+		`: extensions[0].versions[0].engine: "latest": want engines.vscode`},
 	{"version without files", `"files": {"universal": {"url": "https://example.com/0.1.6.vsix", "sha256": "1111111111111111111111111111111111111111111111111111111111111111", "size": 1234}}`, `"files": {}`,
-		`extensions[0].versions[0].files: none`},
+		`: extensions[0].versions[0].files: none`},
 	{"version with null files", `"files": {"universal": {"url": "https://example.com/0.1.6.vsix", "sha256": "1111111111111111111111111111111111111111111111111111111111111111", "size": 1234}}`, `"files": null`,
-		`extensions[0].versions[0].files: none`},
+		`: extensions[0].versions[0].files: none`},
 	{"version is a path", `"version": "0.1.6"`, `"version": "../../x"`,
-		`extensions[0].versions[0].version: "../../x": want a version`},
+		`: extensions[0].versions[0].version: "../../x": want a version`},
 	{"version is empty", `"version": "0.1.6"`, `"version": ""`,
-		`extensions[0].versions[0].version: "": want a version`},
+		`: extensions[0].versions[0].version: "": want a version`},
 	{"version is not a version", `"version": "0.1.6"`, `"version": "banana"`,
-		`extensions[0].versions[0].version: "banana": want a semver or PEP 440 version`},
+		`: extensions[0].versions[0].version: "banana": want a semver or PEP 440 version`},
 	{"unknown target platform", `"files": {"linux-x64": {}`, `"files": {"linux-x64/../../x": {}`,
-		`extensions[1].versions[0].files["linux-x64/../../x"]: key "linux-x64/../../x": want a VS Code target platform`},
+		`: extensions[1].versions[0].files["linux-x64/../../x"]: key "linux-x64/../../x": want a VS Code target platform`},
 	{"file URL not http", `"https://example.com/0.1.6.vsix"`, `"file:///etc/passwd"`,
-		`extensions[0].versions[0].files.universal.url: "file:///etc/passwd": want an absolute http(s) URL`},
+		`: extensions[0].versions[0].files.universal.url: "file:///etc/passwd": want an absolute http(s) URL`},
 	{"negative size", `"size": 1234`, `"size": -1`,
-		`extensions[0].versions[0].files.universal.size: -1`},
+		`: extensions[0].versions[0].files.universal.size: -1`},
 	{"fractional size", `"size": 1234`, `"size": 12.5`,
-		`extensions[0].versions[0].files.universal.size: "12.5": want an integer`},
+		`:18: extensions[0].versions[0].files.universal.size: the number "12.5": want an integer (64-bit)`},
 	{"bad dependency", `"dependencies": ["ms-python.python"]`, `"dependencies": ["ms-python.python", "../x"]`,
-		`extensions[1].versions[0].dependencies[1]: "../x": want an extension id`},
+		`: extensions[1].versions[0].dependencies[1]: "../x": want an extension id`},
 	{"bad extension id", `"id": "ms-python.debugpy"`, `"id": "ms-python/debugpy"`,
-		`extensions[1].id: "ms-python/debugpy": want publisher.name`},
+		`: extensions[1].id: "ms-python/debugpy": want publisher.name`},
 	{"bad source", `"id": "ms-python.debugpy", "source": "marketplace"`, `"id": "ms-python.debugpy", "source": "evil"`,
-		`extensions[1].source: "evil": want marketplace or openvsx`},
+		`: extensions[1].source: "evil": want marketplace or openvsx`},
 	// Duplicates.
 	{"duplicate key", `"schemaVersion": 1,`, `"schemaVersion": 1, "schemaVersion": 1,`,
-		`schemaVersion: duplicate key`},
+		`:2: schemaVersion: duplicate key`},
 	{"duplicate nested key", `{"version": "0.1.4", "engine": "^1.66.0",`, `{"version": "0.1.4", "engine": "^1.66.0", "engine": "^1.0.0",`,
-		`extensions[0].versions[1].engine: duplicate key`},
+		`:19: extensions[0].versions[1].engine: duplicate key`},
 	{"duplicate map key", `"linux/amd64": ["3.11", "3.12"], "linux/arm64"`, `"linux/amd64": ["3.11", "3.12"], "linux/amd64": ["3.9"], "linux/arm64"`,
-		`ray[0].pythons["linux/amd64"]: duplicate key`},
+		`:11: ray[0].pythons["linux/amd64"]: duplicate key`},
 	{"key differing in case", `{"version": "0.1.4", "engine": "^1.66.0",`, `{"version": "0.1.4", "Engine": "^1.0.0", "engine": "^1.66.0",`,
-		`extensions[0].versions[1].Engine: unknown field`},
+		`:19: extensions[0].versions[1].Engine: unknown field (want one of dependencies, engine, extensionPack, files, preRelease, version)`},
+	{"overlong string", `"describes": "2025-07-15",`, `"describes": "2025-07-15", "origin": "` + strings.Repeat("a", 20000) + `",`,
+		`:3: origin: a string of 20000 bytes: want at most 16384`},
+	{"unknown field in a list item", `"dependencies": ["ms-python.python"]`, `"dependencies": ["ms-python.python"], "sha256": "x"`,
+		`:22: extensions[1].versions[0].sha256: unknown field (want one of dependencies, engine, extensionPack, files, preRelease, version)`},
 	{"unknown field", `"describes": "2025-07-15",`, `"describes": "2025-07-15", "trustMe": true,`,
-		`trustMe: unknown field`},
+		`:3: trustMe: unknown field (want one of codeServer, debugpy, describes, extensions, origin, pythonLocks, pythonRuntimes, ray, schemaVersion, toolsImage)`},
 	{"duplicate extension record", `{"id": "ms-python.debugpy", "source": "marketplace"`, `{"id": "anyscalecompute.Ray-Distributed-Debugger", "source": "marketplace"`,
-		`extensions[1]: duplicate of extensions[0]`},
+		`: extensions[1]: duplicate of extensions[0]`},
 	{"duplicate extension version", `{"version": "0.1.4", "engine"`, `{"version": "0.1.6", "engine"`,
-		`extensions[0].versions[1].version: duplicate of extensions[0].versions[0]`},
+		`: extensions[0].versions[1].version: duplicate of extensions[0].versions[0]`},
 	{"duplicate ray version", `"debugpy": [
     {"version": "1.8.14"`, `"debugpy": [
     {"version": "1.8.14", "pythons": {"any": ["any"]}},
     {"version": "1.8.14"`,
-		`debugpy[1].version: duplicate of debugpy[0]`},
+		`: debugpy[1].version: duplicate of debugpy[0]`},
 	{"duplicate code-server version", `"codeServer": [`, `"codeServer": [
     {"version": "4.101.2"},`,
-		`codeServer[1].version: duplicate of codeServer[0]`},
+		`: codeServer[1].version: duplicate of codeServer[0]`},
 	{"duplicate python", `["3.11", "3.12"], "linux/arm64"`, `["3.12", "3.12"], "linux/arm64"`,
-		`ray[0].pythons["linux/amd64"][1]: duplicate of ray[0].pythons["linux/amd64"][0]`},
+		`: ray[0].pythons["linux/amd64"][1]: duplicate of ray[0].pythons["linux/amd64"][0]`},
 	// Trailing data.
-	{"trailing object", "]\n}\n", "]\n}\n{}", `data after the JSON document`},
-	{"trailing garbage", "]\n}\n", "]\n}\nxyz", `data after the JSON document`},
-	{"trailing brace", "]\n}\n", "]\n}\n}", `data after the JSON document`},
+	{"trailing object", "]\n}\n", "]\n}\n{}", `:27: data after the JSON document: want exactly one JSON object`},
+	{"trailing garbage", "]\n}\n", "]\n}\nxyz", `:27: data after the JSON document`},
+	{"trailing brace", "]\n}\n", "]\n}\n}", `:27: data after the JSON document`},
 	// Base image references.
 	{"index digest not a digest", `"indexDigest": "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"`, `"indexDigest": "sha256:xyz"`,
-		`codeServer[0].indexDigest: "sha256:xyz": want sha256:<64 lowercase hex digits>`},
+		`: codeServer[0].indexDigest: "sha256:xyz": want sha256:<64 lowercase hex digits>`},
 	{"tag carrying a digest", `"tag": "4.101.2",`, `"tag": "4.101.2@sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",`,
-		`codeServer[0].tag: "4.101.2@sha256:bbbb`},
+		`: codeServer[0].tag: "4.101.2@sha256:bbbb`},
 	{"platform digest", `"sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"`, `"latest"`,
-		`codeServer[0].platforms["linux/arm64"]: "latest": want sha256:`},
+		`: codeServer[0].platforms["linux/arm64"]: "latest": want sha256:`},
 	{"bad vscode", `"vscode": "1.101.2"`, `"vscode": "1.101"`,
-		`codeServer[0].vscode: "1.101": want the bundled VS Code version`},
+		`: codeServer[0].vscode: "1.101": want the bundled VS Code version`},
 	{"bad vscodeFrom", `"vscode": "1.101.2"`, `"vscode": "1.101.2", "vscodeFrom": "guess"`,
-		`codeServer[0].vscodeFrom: "guess": want "image" (read from the base image) or nothing`},
+		`: codeServer[0].vscodeFrom: "guess": want "image" (read from the base image) or nothing`},
 	// Python packages.
 	{"bad requires-python", `"requiresPython": ">=3.9"`, `"requiresPython": "python3 please"`,
-		`ray[0].requiresPython: "python3 please": want a PEP 440 specifier`},
+		`: ray[0].requiresPython: "python3 please": want a PEP 440 specifier`},
 	{"bad wheel platform", `"pythons": {"any": ["any"]}`, `"pythons": {"windows": ["any"]}`,
-		`debugpy[0].pythons.windows: key "windows"`},
+		`: debugpy[0].pythons.windows: key "windows"`},
 	{"bad python", `["3.11", "3.12"], "linux/arm64"`, `["3.11", "python3.12"], "linux/arm64"`,
-		`ray[0].pythons["linux/amd64"][1]: "python3.12": want a CPython minor version`},
+		`: ray[0].pythons["linux/amd64"][1]: "python3.12": want a CPython minor version`},
 	// Types and the document.
-	{"wrong type", `"schemaVersion": 1,`, `"schemaVersion": "1",`, `schemaVersion: the string "1": want an integer`},
-	{"null string", `"describes": "2025-07-15"`, `"describes": null`, `describes: null: want a string`},
-	{"bad date", `"describes": "2025-07-15"`, `"describes": "yesterday"`, `describes: "yesterday": want the date`},
-	{"schema version", `"schemaVersion": 1,`, `"schemaVersion": 2,`, `schemaVersion: 2: want 1`},
-	{"origin with escape", `"describes": "2025-07-15",`, `"describes": "2025-07-15", "origin": "\u001b]0;pwned\u0007",`, `origin: control character`},
-	{"invalid JSON", `"ray": [`, `"ray": [,`, `ray[0]: invalid JSON at byte`},
-	{"truncated", "]\n}\n", "]\n", `invalid JSON`},
+	{"wrong type", `"schemaVersion": 1,`, `"schemaVersion": "1",`, `:2: schemaVersion: the string "1": want an integer`},
+	{"null string", `"describes": "2025-07-15"`, `"describes": null`, `:3: describes: null: want a string`},
+	{"bad date", `"describes": "2025-07-15"`, `"describes": "yesterday"`, `: describes: "yesterday": want the date`},
+	{"schema version", `"schemaVersion": 1,`, `"schemaVersion": 2,`, `: schemaVersion: 2: want 1`},
+	{"origin with escape", `"describes": "2025-07-15",`, `"describes": "2025-07-15", "origin": "\u001b]0;pwned\u0007",`, `: origin: control character`},
+	{"invalid JSON", `"ray": [`, `"ray": [,`, `:10: ray: invalid JSON: invalid character ',' at start of value`},
+	{"truncated", "]\n}\n", "]\n", `:26: invalid JSON: unexpected end of the document`},
 }
 
 func TestParseHostile(t *testing.T) {
@@ -158,7 +165,7 @@ func TestParseHostile(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Parse accepted it: %+v", c)
 			}
-			want := "catalog.json: " + tc.wantErr
+			want := "catalog.json" + tc.wantErr
 			if !strings.HasPrefix(err.Error(), want) {
 				t.Errorf("error\n  %v\nwant one starting with\n  %s", err, want)
 			}
@@ -246,6 +253,8 @@ func TestLoadRepoCatalog(t *testing.T) {
 	}
 }
 
+var fuzzErrRE = regexp.MustCompile(`^fuzz\.json(:\d+)?: `)
+
 // FuzzParse: Parse never panics; whatever it accepts Marshal encodes and
 // Parse accepts again, identically (so nothing it accepts is half-valid).
 func FuzzParse(f *testing.F) {
@@ -267,7 +276,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := catalog.Parse("fuzz.json", data)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "fuzz.json: ") {
+			if !fuzzErrRE.MatchString(err.Error()) {
 				t.Fatalf("error does not name the file: %v", err)
 			}
 			return
@@ -294,10 +303,10 @@ func FuzzParse(f *testing.F) {
 // catalog whose lists are empty is written with [] and reads back.
 func TestParseNullList(t *testing.T) {
 	for _, tc := range []struct{ field, want string }{
-		{"codeServer", "catalog.json: codeServer: null: want a list ([] for none)"},
-		{"ray", "catalog.json: ray: null: want a list ([] for none)"},
-		{"debugpy", "catalog.json: debugpy: null: want a list ([] for none)"},
-		{"extensions", "catalog.json: extensions: null: want a list ([] for none)"},
+		{"codeServer", "catalog.json:1: codeServer: null: want a list ([] for none)"},
+		{"ray", "catalog.json:1: ray: null: want a list ([] for none)"},
+		{"debugpy", "catalog.json:1: debugpy: null: want a list ([] for none)"},
+		{"extensions", "catalog.json:1: extensions: null: want a list ([] for none)"},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			var doc map[string]json.RawMessage
@@ -321,7 +330,7 @@ func TestParseNullList(t *testing.T) {
       {"version": "2025.10.0"`, `"source": "marketplace", "versions": null, "x": [
       {"version": "2025.10.0"`, 1)
 		_, err := catalog.Parse("catalog.json", []byte(doc))
-		want := "catalog.json: extensions[1].versions: null: want a list ([] for none)"
+		want := "catalog.json:21: extensions[1].versions: null: want a list ([] for none)"
 		if got := fmt.Sprint(err); got != want {
 			t.Errorf("Parse error %q, want %q", got, want)
 		}
