@@ -6,4 +6,11 @@
 //
 // Refresh queries the upstreams and writes the snapshot atomically; after that,
 // resolution never touches the network.
+//
+// Load and Parse decode strictly with encoding/json/v2 (the
+// github.com/go-json-experiment/json mirror): a duplicate key, a key that is
+// not exactly a field name, a wrong type, null for a value that is not
+// optional, a string over 16 KiB and data after the document are errors
+// naming the line and the JSON path (decode.go). Validate then checks every
+// value resolution and fetching use.
 package catalog

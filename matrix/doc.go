@@ -10,17 +10,15 @@
 // ("matrix.yaml:6: components.ray.extra: unknown field ..."):
 //
 //   - yaml.go parses the single YAML document into a yaml.v3 node tree and
-//     enforces the limits on hostile input: the file size, a nesting depth
-//     of 64, at most 1000 keys per mapping, and no anchors, aliases or merge
-//     keys. It then decodes into the types of types.go with yaml.v3's
-//     Decoder.KnownFields(true).
-//   - shape.go walks the node tree alongside those types before yaml.v3
-//     decodes it. It records the line of every field path, and reports, in
-//     document order, unknown fields, duplicate keys, wrong types, and what
-//     yaml.v3 would accept but matrix.yaml does not ("yes" for true, true for
-//     a string, a null list item, settings with no JSON form). yaml.v3 records
-//     one error per pair of equal keys, so a few kilobytes of one repeated key
-//     would otherwise cost it hundreds of megabytes.
+//     scans it: it records the line of every field path, refuses what
+//     yaml.v3 must not decode (a file over 1 MiB, nesting deeper than 64,
+//     more than 1000 keys in a mapping, anchors, aliases, merge keys,
+//     duplicate or non-string keys) and notes what yaml.v3 would accept but
+//     matrix.yaml does not ("yes" for true, true for a string, a null list
+//     item, settings with no JSON form). yaml.v3 then decodes into the
+//     types of types.go with Decoder.KnownFields(true); its errors (an
+//     unknown field, a list where a string belongs) are given the field
+//     path of the node on their line. The earlier of the two is reported.
 //   - validate.go checks the decoded values (constraints, URLs, platforms,
 //     tag templates) after defaults are applied (applyDefaults, matrix.go).
 package matrix
