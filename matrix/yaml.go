@@ -56,7 +56,7 @@ func parseDocument(name string, data []byte) (*yaml.Node, *scanner, error) {
 	}
 	s := &scanner{file: name, lines: map[string]int{}}
 	root := doc.Content[0]
-	if err := s.scan(root, "", 0, false); err != nil {
+	if err := s.scan(pathNode{n: root, parent: -1}, 0, false); err != nil {
 		return nil, nil, err
 	}
 	return root, s, nil
@@ -78,9 +78,13 @@ type scanner struct {
 	first *Error
 }
 
+// pathNode is a node with its field path and its place in the tree.
 type pathNode struct {
-	n    *yaml.Node
-	path string
+	n      *yaml.Node
+	path   string
+	parent int    // index in nodes of the enclosing mapping or list; -1 for the root
+	key    string // the key of a mapping value
+	isKey  bool
 }
 
 func (s *scanner) errf(n *yaml.Node, path, format string, args ...any) *Error {
@@ -94,16 +98,18 @@ func (s *scanner) note(err *Error) {
 	}
 }
 
-// scan walks n, the value at path; settings says whether it is inside
+// scan walks pn.n, the value at pn.path; settings says whether it is inside
 // settings (free-form, but JSON). It returns what yaml.v3 must not see.
-func (s *scanner) scan(n *yaml.Node, path string, depth int, settings bool) *Error {
+func (s *scanner) scan(pn pathNode, depth int, settings bool) *Error {
+	n, path := pn.n, pn.path
 	if depth > maxDepth {
 		return s.errf(n, "", "nested deeper than %d levels", maxDepth)
 	}
 	if n.Kind == yaml.AliasNode || n.Anchor != "" {
 		return s.errf(n, "", "YAML anchors and aliases are not supported")
 	}
-	s.nodes = append(s.nodes, pathNode{n, path})
+	idx := len(s.nodes)
+	s.nodes = append(s.nodes, pn)
 	switch n.Kind {
 	case yaml.MappingNode:
 		if len(n.Content)/2 > maxMappingKeys {
@@ -125,8 +131,8 @@ func (s *scanner) scan(n *yaml.Node, path string, depth int, settings bool) *Err
 				return s.errf(k, p, "duplicate key (first at line %d)", line)
 			}
 			s.lines[p] = k.Line
-			s.nodes = append(s.nodes, pathNode{k, p})
-			if err := s.scan(v, p, depth+1, settings || p == "settings"); err != nil {
+			s.nodes = append(s.nodes, pathNode{n: k, path: p, parent: idx, isKey: true})
+			if err := s.scan(pathNode{n: v, path: p, parent: idx, key: k.Value}, depth+1, settings || p == "settings"); err != nil {
 				return err
 			}
 		}
@@ -137,7 +143,7 @@ func (s *scanner) scan(n *yaml.Node, path string, depth int, settings bool) *Err
 			if !settings && c.Kind == yaml.ScalarNode && c.Tag == "!!null" {
 				s.note(s.errf(c, p, "want a list item, got null"))
 			}
-			if err := s.scan(c, p, depth+1, settings); err != nil {
+			if err := s.scan(pathNode{n: c, path: p, parent: idx}, depth+1, settings); err != nil {
 				return err
 			}
 		}
@@ -239,57 +245,74 @@ func (s *scanner) yamlError(err error) *Error {
 		}
 	}
 	if m := yamlUnknownRE.FindStringSubmatch(e.Msg); m != nil {
-		e.Path = s.find(e.Line, func(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Value == m[1] })
-		e.Msg = fmt.Sprintf("unknown field %q (want one of %s)", m[1], strings.Join(fieldNames(m[2]), ", "))
-	} else if m := yamlTypeRE.FindStringSubmatch(e.Msg); m != nil {
-		var got *yaml.Node
-		e.Path = s.find(e.Line, func(n *yaml.Node) bool {
-			if n.ShortTag() != m[1] || (m[2] != "" && !strings.HasPrefix(n.Value, strings.TrimSuffix(m[2], "..."))) {
-				return false
-			}
-			got = n
-			return true
+		i := s.find(e.Line, func(i int, pn pathNode) bool {
+			return pn.isKey && pn.n.Value == m[1] && typeString(s.typeOf(pn.parent)) == m[2]
 		})
-		if got != nil {
-			e.Msg = fmt.Sprintf("want %s, got %s", wantName(m[3]), kindName(got))
+		e.Msg = fmt.Sprintf("unknown field %q", m[1])
+		if i >= 0 {
+			e.Path = s.nodes[i].path
+			e.Msg += fmt.Sprintf(" (want one of %s)", strings.Join(fieldNames(s.typeOf(s.nodes[i].parent)), ", "))
+		}
+	} else if m := yamlTypeRE.FindStringSubmatch(e.Msg); m != nil {
+		i := s.find(e.Line, func(i int, pn pathNode) bool {
+			return !pn.isKey && pn.n.ShortTag() == m[1] && typeString(s.typeOf(i)) == m[3] &&
+				(m[2] == "" || strings.HasPrefix(pn.n.Value, strings.TrimSuffix(m[2], "...")))
+		})
+		if i >= 0 {
+			e.Path = s.nodes[i].path
+			e.Msg = fmt.Sprintf("want %s, got %s", wantName(m[3]), kindName(s.nodes[i].n))
 		}
 	}
 	return e
 }
 
-// find returns the path of the first node on line that matches.
-func (s *scanner) find(line int, match func(*yaml.Node) bool) string {
-	for _, pn := range s.nodes {
-		if pn.n.Line == line && match(pn.n) {
-			return pn.path
+// find returns the index of the first node on line that matches, or -1.
+func (s *scanner) find(line int, match func(int, pathNode) bool) int {
+	for i, pn := range s.nodes {
+		if pn.n.Line == line && match(i, pn) {
+			return i
 		}
 	}
-	return ""
+	return -1
 }
 
-// fieldNames lists, sorted, the yaml names of the fields of the struct
-// type named typeName (as yaml.v3 prints it, e.g. matrix.Ray).
-func fieldNames(typeName string) []string {
-	var names []string
-	seen := map[reflect.Type]bool{}
-	var visit func(t reflect.Type)
-	visit = func(t reflect.Type) {
-		for t.Kind() == reflect.Slice || t.Kind() == reflect.Map || t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct || seen[t] {
-			return
-		}
-		seen[t] = true
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); t.String() == typeName && name != "" && name != "-" {
-				names = append(names, name)
+// typeOf returns the Go type that nodes[i] decodes into, nil if none.
+func (s *scanner) typeOf(i int) reflect.Type {
+	pn := s.nodes[i]
+	if pn.parent < 0 {
+		return reflect.TypeFor[Config]()
+	}
+	t := s.typeOf(pn.parent)
+	switch {
+	case t == nil:
+		return nil
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Map:
+		return t.Elem()
+	case t.Kind() == reflect.Struct:
+		for f := range t.Fields() {
+			if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name == pn.key {
+				return f.Type
 			}
-			visit(f.Type)
 		}
 	}
-	visit(reflect.TypeFor[Config]())
+	return nil
+}
+
+func typeString(t reflect.Type) string {
+	if t == nil {
+		return ""
+	}
+	return t.String()
+}
+
+// fieldNames lists the yaml names of struct t's fields, sorted.
+func fieldNames(t reflect.Type) []string {
+	var names []string
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
 	slices.Sort(names)
 	return names
 }
