@@ -26,12 +26,6 @@ const (
 	maxMappingKeys = 1000
 )
 
-// boolFields are the paths, with [] for any index, of matrix.yaml's
-// boolean fields. yaml.v3 reads "yes" and "on" into a bool and true into a
-// string; the scan takes true and false only here and refuses them
-// elsewhere outside settings.
-var boolFields = map[string]bool{"extensions[].preRelease": true, "tags[].floating": true}
-
 // parseDocument parses data into its single YAML document and scans it. It
 // returns the root node and the scanner, which holds the line of each field
 // path and the first lenient value found.
@@ -140,25 +134,25 @@ func (s *scanner) scan(pn pathNode, depth int, settings bool) *Error {
 		for i, c := range n.Content {
 			p := fmt.Sprintf("%s[%d]", path, i)
 			s.lines[p] = c.Line
-			if !settings && c.Kind == yaml.ScalarNode && c.Tag == "!!null" {
-				s.note(s.errf(c, p, "want a list item, got null"))
+			if t := s.typeOf(idx); t != nil && t.Kind() == reflect.Slice && c.Tag == "!!null" {
+				s.note(s.errf(c, p, "want %s, got null", wantName(t.Elem())))
 			}
 			if err := s.scan(pathNode{n: c, path: p, parent: idx}, depth+1, settings); err != nil {
 				return err
 			}
 		}
 	case yaml.ScalarNode:
-		if err := s.scalar(n, path, settings); err != nil {
+		if err := s.scalar(n, path, settings, s.typeOf(idx)); err != nil {
 			s.note(err)
 		}
 	}
 	return nil
 }
 
-var indexRE = regexp.MustCompile(`\[\d+\]`)
-
-// scalar checks a scalar at path.
-func (s *scanner) scalar(n *yaml.Node, path string, settings bool) *Error {
+// scalar checks a scalar at path, decoded into a value of type t (nil if
+// none: an unknown field, which yaml.v3 reports). yaml.v3 would read "yes"
+// and "on" into a bool, and true into a string.
+func (s *scanner) scalar(n *yaml.Node, path string, settings bool, t reflect.Type) *Error {
 	var v any
 	if err := n.Decode(&v); err != nil {
 		// An explicit tag that does not fit, such as "!!int abc", which
@@ -181,11 +175,11 @@ func (s *scanner) scalar(n *yaml.Node, path string, settings bool) *Error {
 		}
 		return nil
 	}
-	switch want := boolFields[indexRE.ReplaceAllString(path, "[]")]; {
-	case n.Tag == "!!null":
-	case want && n.Tag != "!!bool":
+	switch {
+	case t == nil || n.Tag == "!!null":
+	case t.Kind() == reflect.Bool && n.Tag != "!!bool":
 		return s.errf(n, path, "want true or false, got %s", kindName(n))
-	case !want && n.Tag != "!!str" && n.Tag != "!!int" && n.Tag != "!!float":
+	case t.Kind() == reflect.String && n.Tag != "!!str" && n.Tag != "!!int" && n.Tag != "!!float":
 		// Numbers keep their literal text, so "max: 3.10" stays "3.10".
 		return s.errf(n, path, "want a string, got %s", kindName(n))
 	}
@@ -260,7 +254,7 @@ func (s *scanner) yamlError(err error) *Error {
 		})
 		if i >= 0 {
 			e.Path = s.nodes[i].path
-			e.Msg = fmt.Sprintf("want %s, got %s", wantName(m[3]), kindName(s.nodes[i].n))
+			e.Msg = fmt.Sprintf("want %s, got %s", wantName(s.typeOf(i)), kindName(s.nodes[i].n))
 		}
 	}
 	return e
@@ -317,15 +311,14 @@ func fieldNames(t reflect.Type) []string {
 	return names
 }
 
-// wantName says how a value of the Go type named goType (as yaml.v3
-// prints it) is written.
-func wantName(goType string) string {
-	switch {
-	case strings.HasPrefix(goType, "[]"):
+// wantName says how a value of type t is written.
+func wantName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Slice:
 		return "a list"
-	case goType == "string":
+	case reflect.String:
 		return "a string"
-	case goType == "bool":
+	case reflect.Bool:
 		return "true or false"
 	}
 	return "a mapping"
