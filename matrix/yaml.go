@@ -131,10 +131,11 @@ func (s *scanner) scan(pn pathNode, depth int, settings bool) *Error {
 			}
 		}
 	case yaml.SequenceNode:
+		t := s.typeOf(idx)
 		for i, c := range n.Content {
 			p := fmt.Sprintf("%s[%d]", path, i)
 			s.lines[p] = c.Line
-			if t := s.typeOf(idx); t != nil && t.Kind() == reflect.Slice && c.Tag == "!!null" {
+			if c.Tag == "!!null" && t != nil && t.Kind() == reflect.Slice {
 				s.note(s.errf(c, p, "want %s, got null", wantName(t.Elem())))
 			}
 			if err := s.scan(pathNode{n: c, path: p, parent: idx}, depth+1, settings); err != nil {
@@ -189,7 +190,7 @@ func (s *scanner) scalar(n *yaml.Node, path string, settings bool, t reflect.Typ
 // decode decodes data, scanned by s, strictly (yaml.v3's KnownFields:
 // unknown fields are errors) into a Config. Of the scan's first problem and
 // yaml.v3's first error, it reports the one on the earlier line, yaml.v3's
-// on the same line (it knows the Go types).
+// on the same line.
 func decode(data []byte, root *yaml.Node, s *scanner) (*Config, error) {
 	var cfg Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
