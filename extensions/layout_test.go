@@ -18,6 +18,7 @@ import (
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // fetchedCache fetches the locked test set into a fresh cache.
@@ -194,11 +195,7 @@ func TestWriteSettings(t *testing.T) {
 func codeServerEntry(t *testing.T) string {
 	t.Helper()
 	missing := func(what string) string {
-		msg := what + " (install it with: bash hack/deps.d/20-node.sh)"
-		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testutil.SkipOrFail(t, "%s (install it with: bash hack/deps.d/20-node.sh)", what)
 		return ""
 	}
 	if _, err := exec.LookPath("node"); err != nil {
@@ -206,12 +203,7 @@ func codeServerEntry(t *testing.T) string {
 	}
 	p := os.Getenv("IMAGECTL_CODE_SERVER_ENTRY")
 	if p == "" {
-		c := os.Getenv("IMAGECTL_TEST_CACHE")
-		if c == "" {
-			home, _ := os.UserHomeDir()
-			c = filepath.Join(home, ".cache", "imagectl-test")
-		}
-		p = filepath.Join(c, "node", "code-server-4.100.3", "node_modules", "code-server", "out", "node", "entry.js")
+		p = filepath.Join(testutil.CacheDir(), "node", "code-server-4.100.3", "node_modules", "code-server", "out", "node", "entry.js")
 	}
 	if _, err := os.Stat(p); err != nil {
 		return missing("code-server not found at " + p)

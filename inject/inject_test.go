@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,13 +17,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	yaml3 "gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
 )
 
@@ -472,9 +470,7 @@ func basicAuth(h http.Handler, user, pass string) http.Handler {
 // the credentials of a docker config, as `docker login` writes it.
 func TestResolveDigest(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(basicAuth(registry.New(registry.Logger(log.New(io.Discard, "", 0))), "alice", "s3cret"))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host := testutil.Serve(t, basicAuth(testutil.RegistryHandler(), "alice", "s3cret"))
 	repo := host + "/team/code-server-ray"
 	img, err := testimage.RandomPlatformImage("amd64")
 	if err != nil {
@@ -619,7 +615,7 @@ func TestSidecarStartsAsRootInHardenedPods(t *testing.T) {
 // offline or without a lookup, the floating minor tag. A note says which.
 func TestDefaultImageChoice(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	srv := httptest.NewServer(testutil.RegistryHandler())
 	defer srv.Close()
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	repo := strings.TrimPrefix(srv.URL, "http://") + "/team/code-server-ray"

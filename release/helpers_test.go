@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/imagectl/imagectl/imagespec"
 	registryclient "github.com/imagectl/imagectl/internal/registry"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
 )
 
@@ -73,7 +72,7 @@ type testRegistry struct {
 func newTestRegistry(t testing.TB) *testRegistry {
 	t.Helper()
 	c := &counter{byPath: map[string]int{}}
-	srv := httptest.NewServer(c.wrap(registry.New(registry.Logger(log.New(io.Discard, "", 0)))))
+	srv := httptest.NewServer(c.wrap(testutil.RegistryHandler()))
 	t.Cleanup(srv.Close)
 	reg, err := registryclient.New()
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -29,6 +26,7 @@ import (
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
@@ -124,7 +122,7 @@ func pushIndex(t *testing.T, tag name.Tag, set imagespec.Set, inputs string, pla
 // Force, goes on to build (here: stops at the missing extension cache).
 func TestRunSkipsPublishedInputs(t *testing.T) {
 	cfg, cat, def := pinnedInputs(t)
-	reg := &countingHandler{next: authregistry.New(registry.New(registry.Logger(log.New(io.Discard, "", 0))), "ci", "s3cret")}
+	reg := &countingHandler{next: authregistry.New(testutil.RegistryHandler(), "ci", "s3cret")}
 	srv := httptest.NewServer(reg)
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")

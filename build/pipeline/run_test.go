@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -27,6 +24,7 @@ import (
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/buildkit"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
@@ -88,10 +86,8 @@ func happyInputs(t *testing.T) (Request, *gallery.Fake) {
 // docker config is empty (the registry takes anonymous pushes).
 func newRegistry(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	return strings.TrimPrefix(srv.URL, "http://")
+	return testutil.Registry(t)
 }
 
 // The whole build with a fake build.Interface and an in-process registry:

@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -18,7 +16,6 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"gopkg.in/yaml.v3"
@@ -29,6 +26,7 @@ import (
 	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
 	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/upstream/pip"
 )
 
@@ -84,9 +82,8 @@ func twoPlatformIndex(t *testing.T) (v1.ImageIndex, v1.Image, v1.Image) {
 
 func startFakeBase(t *testing.T) fakeBase {
 	t.Helper()
-	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	repo := strings.TrimPrefix(srv.URL, "http://") + "/linuxserver/code-server"
+	host := testutil.Registry(t)
+	repo := host + "/linuxserver/code-server"
 	push := func(tag string, write func(name.Reference) error) {
 		t.Helper()
 		ref, err := name.ParseReference(repo+":"+tag, name.Insecure)
@@ -115,7 +112,7 @@ func startFakeBase(t *testing.T) fakeBase {
 		}
 		return h.String()
 	}
-	tools := strings.TrimPrefix(srv.URL, "http://") + "/library/python:3.12-slim-bookworm"
+	tools := host + "/library/python:3.12-slim-bookworm"
 	toolsIdx, _, _ := twoPlatformIndex(t)
 	tref, err := name.ParseReference(tools)
 	if err != nil {
@@ -609,12 +606,7 @@ func catalogURL(cat *catalog.Catalog, id, version, tp string) string {
 // refresh runs is missing.
 func requirePip(t *testing.T) {
 	t.Helper()
-	if _, err := pip.New().Check(context.Background()); err != nil {
-		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("refresh locks Python closures with pip: %v", err)
-		}
-		t.Skipf("refresh locks Python closures with pip: %v", err)
-	}
+	testutil.RequirePip(t, "refresh locks Python closures with pip", pip.New().Check)
 }
 
 // A missing pip fails refresh in one line before any upstream is asked,
