@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // padded returns the VSIX with n entries of 900 KiB of zeros added: each
@@ -16,29 +17,16 @@ import (
 // total expansion ratio of 40.
 func padded(t *testing.T, vsix []byte, n int) []byte {
 	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(vsix), int64(len(vsix)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, f := range zr.File {
-		if err := zw.Copy(f); err != nil {
-			t.Fatal(err)
-		}
-	}
 	zeros := make([]byte, 900<<10)
-	for i := range n {
-		w, err := zw.Create(fmt.Sprintf("extension/padding%d.bin", i))
-		if err != nil {
-			t.Fatal(err)
+	return testutil.EditZip(t, vsix, nil, func(zw *zip.Writer) {
+		for i := range n {
+			w, err := zw.Create(fmt.Sprintf("extension/padding%d.bin", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write(zeros)
 		}
-		w.Write(zeros)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	})
 }
 
 // Files fetched under limits raised on the command line are cache hits the
