@@ -24,17 +24,10 @@ import (
 // fetchedCache fetches the locked test set into a fresh cache.
 func fetchedCache(t *testing.T) (*gallery.Fake, func(dir, platform string) ([]extensions.Installed, error)) {
 	t.Helper()
-	builds := loadBuilds(t)
-	f := gallery.New(builds)
-	t.Cleanup(f.Close)
-	fe, c := newFetcher(t, f, t.TempDir())
-	set := testSet(t, builds, true)
-	if _, err := fe.FetchExtensions(context.Background(), set, platforms, testVSCode); err != nil {
-		t.Fatal(err)
-	}
+	fx := fetchTestSet(t, true)
 	ts := time.Unix(1700000000, 0)
-	return f, func(dir, platform string) ([]extensions.Installed, error) {
-		return extensions.Layout(context.Background(), c, set, extensions.LayoutOptions{Dir: dir, Platform: platform, VSCode: testVSCode, Time: &ts})
+	return fx.gallery, func(dir, platform string) ([]extensions.Installed, error) {
+		return extensions.Layout(context.Background(), fx.cache, fx.set, extensions.LayoutOptions{Dir: dir, Platform: platform, VSCode: testVSCode, Time: &ts})
 	}
 }
 
