@@ -1,12 +1,8 @@
 package pipeline
 
 import (
-	"archive/tar"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,6 +24,7 @@ import (
 	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/sign"
 	"github.com/imagectl/imagectl/verify"
 )
 
@@ -170,18 +167,7 @@ func TestRunPublishesAndSigns(t *testing.T) {
 
 	// Signed: imagectl verify (signatures of the index and every platform,
 	// SBOM and provenance attestations, labels) passes with the key.
-	pem, err := req.Sign.Signer.PublicKeyPEM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, err := keys.PublicFromPEM(pem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := verify.Image(ctx, res.Ref, verify.WithVerifier(pk), verify.WithSkipContents(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := verifyWithKey(t, ctx, req.Sign.Signer, res.Ref)
 	if !rep.OK || res.Signed == nil || len(res.Signed.Targets) != 3 {
 		t.Errorf("verify: ok=%v failures=%v; signed %+v, want the index and both platforms", rep.OK, rep.Failures, res.Signed)
 	}
@@ -296,32 +282,37 @@ func checkIndex(t *testing.T, repo name.Repository, res *Result, epoch time.Time
 	}
 }
 
-// archiveIndex returns the digest index.json of the OCI archive at p names.
-func archiveIndex(t *testing.T, p string) string {
+// verifyWithKey verifies ref (signatures and attestations, contents
+// skipped) with s's public key.
+func verifyWithKey(t *testing.T, ctx context.Context, s *sign.Signer, ref string) *verify.Report {
 	t.Helper()
-	f, err := os.Open(p)
+	pem, err := s.PublicKeyPEM()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			t.Fatalf("%s has no index.json", p)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Name != "index.json" {
-			continue
-		}
-		var im v1.IndexManifest
-		if err := json.NewDecoder(tr).Decode(&im); err != nil || len(im.Manifests) != 1 {
-			t.Fatalf("%s index.json: %v, %+v", p, err, im)
-		}
-		return im.Manifests[0].Digest.String()
+	pk, err := keys.PublicFromPEM(pem)
+	if err != nil {
+		t.Fatal(err)
 	}
+	rep, err := verify.Image(ctx, ref, verify.WithVerifier(pk), verify.WithSkipContents(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// archiveIndex returns the digest index.json of the OCI archive at p names.
+func archiveIndex(t *testing.T, p string) string {
+	t.Helper()
+	b, ok := testutil.TarMember(t, p, "index.json")
+	if !ok {
+		t.Fatalf("%s has no index.json", p)
+	}
+	var im v1.IndexManifest
+	if err := json.Unmarshal(b, &im); err != nil || len(im.Manifests) != 1 {
+		t.Fatalf("%s index.json: %v, %+v", p, err, im)
+	}
+	return im.Manifests[0].Digest.String()
 }
 
 // Build runs every stage but sign and hands the sign stage on: signing the
@@ -346,18 +337,7 @@ func TestBuildHandsOnTheSignStage(t *testing.T) {
 	if err := sg.Sign(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	pem, err := s.PublicKeyPEM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, err := keys.PublicFromPEM(pem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := verify.Image(ctx, res.Ref, verify.WithVerifier(pk), verify.WithSkipContents(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := verifyWithKey(t, ctx, s, res.Ref)
 	if !rep.OK || res.Signed == nil || len(res.Signed.Targets) != 3 {
 		t.Errorf("verify after Signing.Sign: ok=%v failures=%v; signed %+v, want the index and both platforms", rep.OK, rep.Failures, res.Signed)
 	}

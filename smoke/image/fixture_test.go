@@ -200,25 +200,11 @@ var floodEntrypoint = []string{"/bin/sh", "-c", "yes entrypoint-flood"}
 // memberOf reads one file of a tarball.
 func memberOf(t *testing.T, tarPath, name string) []byte {
 	t.Helper()
-	f, err := os.Open(tarPath)
-	if err != nil {
-		t.Fatal(err)
+	b, ok := testutil.TarMember(t, tarPath, name)
+	if !ok {
+		t.Fatalf("%s: no %s", tarPath, name)
 	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			t.Fatalf("%s: no %s: %v", tarPath, name, err)
-		}
-		if strings.TrimPrefix(h.Name, "./") == name {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}
-	}
+	return b
 }
 
 func unameArch(arch string) string {
@@ -375,24 +361,8 @@ func copyFollow(t *testing.T, src, rel string, files map[string][]byte) {
 
 func tarHas(t *testing.T, tarPath, name string) bool {
 	t.Helper()
-	f, err := os.Open(tarPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return false
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.TrimPrefix(h.Name, "./") == name {
-			return true
-		}
-	}
+	_, ok := testutil.TarMember(t, tarPath, name)
+	return ok
 }
 
 // codeServerLayer lays code-server out with hack/standin/code-server.sh and
