@@ -81,8 +81,8 @@ func TestLeaf(t *testing.T) {
 }
 
 // TestNothingImportsTests: no package outside tests/ imports one under
-// tests/, and no package at all imports internal/testutil (test files
-// aside), so the shipped binary links no test code.
+// tests/, and no package at all imports internal/testutil or a package
+// under it (test files aside), so the shipped binary links no test code.
 func TestNothingImportsTests(t *testing.T) {
 	const module = "github.com/imagectl/imagectl"
 	lines := goList(t, "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
@@ -90,7 +90,7 @@ func TestNothingImportsTests(t *testing.T) {
 	for _, line := range lines {
 		f := strings.Fields(line)
 		for _, imp := range f[1:] {
-			if imp == module+"/internal/testutil" {
+			if imp == module+"/internal/testutil" || strings.HasPrefix(imp, module+"/internal/testutil/") {
 				t.Errorf("%s imports %s outside its test files: testutil is for tests only", f[0], imp)
 			}
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/internal/testutil"
+	"github.com/imagectl/imagectl/internal/testutil/kubetest"
 	"github.com/imagectl/imagectl/matrix"
 )
 
@@ -147,7 +148,7 @@ func TestOptionsShapeTheSidecar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := decodeStrict(res.Output)
+	obj, err := kubetest.DecodeStrict(res.Output)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestOptionsShapeTheSidecar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err = decodeStrict(again.Output)
+	obj, err = kubetest.DecodeStrict(again.Output)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestCRLFAndNoFinalNewline(t *testing.T) {
 				t.Fatalf("%d documents, want the cluster alone:\n%s", len(docs), res.Output)
 			}
 			for _, d := range docs {
-				if _, err := decodeStrict(d); err != nil {
+				if _, err := kubetest.DecodeStrict(d); err != nil {
 					t.Errorf("%v\n%s", err, d)
 				}
 			}
@@ -248,7 +249,7 @@ func TestPasswordSecret(t *testing.T) {
 	if len(docs) != 1 {
 		t.Fatalf("%d documents, want 1:\n%s", len(docs), first.Doc)
 	}
-	obj, err := decodeStrict(first.Doc)
+	obj, err := kubetest.DecodeStrict(first.Doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestPasswordSecret(t *testing.T) {
 
 	password := func(doc []byte) string {
 		t.Helper()
-		obj, err := decodeStrict(doc)
+		obj, err := kubetest.DecodeStrict(doc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -575,7 +576,7 @@ func TestSidecarStartsAsRootInHardenedPods(t *testing.T) {
 				t.Fatal(err)
 			}
 			docs := splitDocuments(res.Output)
-			obj, err := decodeStrict(docs[len(docs)-1])
+			obj, err := kubetest.DecodeStrict(docs[len(docs)-1])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -798,7 +799,7 @@ func TestAutoscalerSharesRayTmp(t *testing.T) {
 				t.Errorf("warnings %q, want one with %q", res.Warnings, tt.warn)
 			}
 			if !tt.helm {
-				obj, err := decodeStrict(res.Output)
+				obj, err := kubetest.DecodeStrict(res.Output)
 				if err != nil {
 					t.Fatal(err)
 				}
