@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
 	"github.com/imagectl/imagectl/internal/testutil"
 )
 
@@ -32,21 +31,8 @@ func padded(t *testing.T, vsix []byte, n int) []byte {
 // Files fetched under limits raised on the command line are cache hits the
 // next time under the same limits: not removed and downloaded again.
 func TestRaisedVSIXLimitsApplyToCacheHits(t *testing.T) {
-	builds, err := gallery.LoadDir(gallery.FixtureDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range builds {
-		builds[i].Body = padded(t, builds[i].Body, 8)
-	}
-	f := gallery.New(builds)
-	t.Cleanup(f.Close)
-	root := filepath.Join("..", "..", "..")
-	tmp := t.TempDir()
-	catPath := filepath.Join(tmp, "catalog.json")
-	if err := f.WriteCatalog(context.Background(), filepath.Join(root, "catalog.json"), catPath); err != nil {
-		t.Fatal(err)
-	}
+	e := newGalleryEnvWith(t, func(vsix []byte) []byte { return padded(t, vsix, 8) })
+	f, root, tmp, catPath := e.f, e.root, e.tmp, e.catPath
 	run := func(args ...string) (int, string) {
 		var out, errb bytes.Buffer
 		base := []string{"--matrix", filepath.Join(root, "matrix.yaml"), "--catalog", catPath}

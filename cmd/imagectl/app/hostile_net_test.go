@@ -27,9 +27,21 @@ type galleryEnv struct {
 
 func newGalleryEnv(t *testing.T) *galleryEnv {
 	t.Helper()
+	return newGalleryEnvWith(t, nil)
+}
+
+// newGalleryEnvWith is newGalleryEnv with every fixture VSIX passed
+// through edit (nil: served as it is).
+func newGalleryEnvWith(t *testing.T, edit func([]byte) []byte) *galleryEnv {
+	t.Helper()
 	builds, err := gallery.LoadDir(gallery.FixtureDir())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		for i := range builds {
+			builds[i].Body = edit(builds[i].Body)
+		}
 	}
 	f := gallery.New(builds)
 	t.Cleanup(f.Close)
