@@ -22,6 +22,7 @@ import (
 
 	"github.com/imagectl/imagectl/imagespec"
 	registryclient "github.com/imagectl/imagectl/internal/registry"
+	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
 )
@@ -130,18 +131,7 @@ func imageWithLabels(t testing.TB, platforms []string, labels map[string]string)
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, pl := range platforms {
 		os, arch, _ := strings.Cut(pl, "/")
-		img, err := random.Image(512, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf = cf.DeepCopy()
-		cf.OS, cf.Architecture = os, arch
-		cf.Config.Labels = labels
-		img, err = mutate.ConfigFile(img, cf)
+		img, err := testimage.RandomLabelledImage(v1.Platform{OS: os, Architecture: arch}, labels)
 		if err != nil {
 			t.Fatal(err)
 		}

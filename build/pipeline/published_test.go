@@ -17,7 +17,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
@@ -26,6 +25,7 @@ import (
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
+	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/regauth"
@@ -86,22 +86,12 @@ func pushIndex(t *testing.T, tag name.Tag, set imagespec.Set, inputs string, pla
 	t.Helper()
 	var idx v1.ImageIndex = mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, p := range platforms {
-		img, err := random.Image(64, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf = cf.DeepCopy()
 		pl, err := v1.ParsePlatform(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cf.OS, cf.Architecture = pl.OS, pl.Architecture
-		cf.Config.Labels = build.Labels(set, p, inputs, time.Unix(0, 0), build.LabelSource{})
-		if img, err = mutate.ConfigFile(img, cf); err != nil {
+		img, err := testimage.RandomLabelledImage(*pl, build.Labels(set, p, inputs, time.Unix(0, 0), build.LabelSource{}))
+		if err != nil {
 			t.Fatal(err)
 		}
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: pl}})
