@@ -20,14 +20,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
-	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
 	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/internal/testutil"
-	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sbom/document"
@@ -140,17 +138,6 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 	key, other := signerForTest(t), signerForTest(t)
 
 	ctx := context.Background()
-	verifier := func(s *sign.Signer) signature.Verifier {
-		pem, err := s.PublicKeyPEM()
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := keys.PublicFromPEM(pem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
 	// signed signs the index d and every platform manifest with s and
 	// attaches the SBOM attestations, as build --sign does.
 	signed := func(t *testing.T, repo name.Repository, d v1.Hash, s *sign.Signer) v1.Hash {
@@ -238,7 +225,7 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 				}
 			}
 			if c.verifyKey != nil {
-				req.Sign.VerifyKey, req.Sign.VerifyKeyName = verifier(c.verifyKey), "the verify key"
+				req.Sign.VerifyKey, req.Sign.VerifyKeyName = publicKey(t, c.verifyKey), "the verify key"
 			}
 			res, err := Run(ctx, failBuilder{t}, req)
 			if !c.skip {
@@ -286,23 +273,12 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 // the solve), and the lazy signer is loaded once.
 func TestSignerChecksVerifyKey(t *testing.T) {
 	key, other := signerForTest(t), signerForTest(t)
-	pub := func(s *sign.Signer) signature.Verifier {
-		pem, err := s.PublicKeyPEM()
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := keys.PublicFromPEM(pem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
 	loads := 0
-	req := Request{Sign: SignOptions{LoadSigner: func(context.Context) (*sign.Signer, error) { loads++; return key, nil }, VerifyKey: pub(other), VerifyKeyName: "other.pub"}}
+	req := Request{Sign: SignOptions{LoadSigner: func(context.Context) (*sign.Signer, error) { loads++; return key, nil }, VerifyKey: publicKey(t, other), VerifyKeyName: "other.pub"}}
 	if _, err := req.signer(context.Background()); err == nil || !strings.Contains(err.Error(), "other.pub is not the public key of test key") {
 		t.Errorf("signer with another key's public half: %v", err)
 	}
-	req.Sign.VerifyKey = pub(key)
+	req.Sign.VerifyKey = publicKey(t, key)
 	for range 2 {
 		if s, err := req.signer(context.Background()); err != nil || s != key {
 			t.Errorf("signer with its own public half: %v, %v", s, err)

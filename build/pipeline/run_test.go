@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/cache"
@@ -286,19 +287,25 @@ func checkIndex(t *testing.T, repo name.Repository, res *Result, epoch time.Time
 // skipped) with s's public key.
 func verifyWithKey(t *testing.T, ctx context.Context, s *sign.Signer, ref string) *verify.Report {
 	t.Helper()
-	pem, err := s.PublicKeyPEM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, err := keys.PublicFromPEM(pem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := verify.Image(ctx, ref, verify.WithVerifier(pk), verify.WithSkipContents(true))
+	rep, err := verify.Image(ctx, ref, verify.WithVerifier(publicKey(t, s)), verify.WithSkipContents(true))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep
+}
+
+// publicKey is the verifier of s's public half.
+func publicKey(t *testing.T, s *sign.Signer) signature.Verifier {
+	t.Helper()
+	pem, err := s.PublicKeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := keys.PublicFromPEM(pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // archiveIndex returns the digest index.json of the OCI archive at p names.
