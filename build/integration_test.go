@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -35,6 +33,7 @@ import (
 	"github.com/imagectl/imagectl/dockerfiles"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/publish"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/upstream/pip"
@@ -45,35 +44,25 @@ func requireBuildKit(t *testing.T) *BuildKit {
 	t.Helper()
 	addr := os.Getenv("BUILDKIT_HOST")
 	if addr == "" {
-		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-			t.Fatal("BUILDKIT_HOST is not set: no buildkitd to build with (make test runs go test under tests/e2e/with-buildkitd.sh, which starts one)")
-		}
-		t.Skip("BUILDKIT_HOST is not set: no buildkitd to build with")
+		testutil.SkipOrFail(t, "BUILDKIT_HOST is not set: no buildkitd to build with (make test runs go test under tests/e2e/with-buildkitd.sh, which starts one)")
 	}
 	b := NewBuildKit(WithAddress(addr))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	native, err := b.Ping(ctx, "linux/amd64")
 	if err != nil {
-		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("BUILDKIT_HOST=%s is unreachable: %v", addr, err)
-		}
-		t.Skipf("BUILDKIT_HOST=%s is unreachable: %v", addr, err)
+		testutil.SkipOrFail(t, "BUILDKIT_HOST=%s is unreachable: %v", addr, err)
 	}
 	t.Logf("buildkitd at %s, native platform %s", addr, native)
 	return b
 }
 
-// need fails under IMAGECTL_REQUIRE_TOOLS=1 and skips otherwise.
+// need skips (fails under IMAGECTL_REQUIRE_TOOLS=1) when err is not nil.
 func need(t *testing.T, what string, err error) {
 	t.Helper()
-	if err == nil {
-		return
+	if err != nil {
+		testutil.SkipOrFail(t, "%s: %v", what, err)
 	}
-	if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-		t.Fatalf("%s: %v", what, err)
-	}
-	t.Skipf("%s: %v", what, err)
 }
 
 // TestBuildKitTwoPlatforms solves both platforms of the real definition on
@@ -93,20 +82,14 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	b := requireBuildKit(t)
-	cache := os.Getenv("IMAGECTL_TEST_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "imagectl-test")
-	}
+	cache := testutil.CacheDir()
 	toolsTar := filepath.Join(cache, "base", "tools-amd64.tar")
 	_, err := os.Stat(toolsTar)
 	need(t, "tools image tarball (run hack/deps.d/35-base-images.sh)", err)
 	_, err = exec.LookPath("python3")
 	need(t, "python3 (builds the fixture wheels)", err)
 
-	reg := httptest.NewServer(registry.New(registry.Logger(nopLogger())))
-	t.Cleanup(reg.Close)
-	host := strings.TrimPrefix(reg.URL, "http://")
+	host := testutil.Registry(t)
 	pyDir := t.TempDir()
 	if out, err := exec.Command("python3", "../tests/e2e/mkwheels.py", pyDir).CombinedOutput(); err != nil {
 		t.Fatalf("mkwheels.py: %v\n%s", err, out)
@@ -374,8 +357,6 @@ func exports(results []*PlatformResult) []publish.Export {
 	return out
 }
 
-func nopLogger() *log.Logger { return log.New(io.Discard, "", 0) }
-
 func mustRootfs(t *testing.T, path string) v1.Layer {
 	t.Helper()
 	l, err := tarball.LayerFromFile(path)
@@ -539,11 +520,7 @@ func TestBuildKitStandaloneRuntime(t *testing.T) {
 // a RUN in an arm64 stage on an amd64 buildkitd must count as one.
 func TestBuildKitCountsEmulatedRun(t *testing.T) {
 	b := requireBuildKit(t)
-	cache := os.Getenv("IMAGECTL_TEST_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "imagectl-test")
-	}
+	cache := testutil.CacheDir()
 	baseTar := filepath.Join(cache, "base", "base-arm64.tar")
 	_, err := os.Stat(baseTar)
 	need(t, "arm64 stand-in base tarball (run hack/deps.d/35-base-images.sh)", err)
@@ -556,9 +533,7 @@ func TestBuildKitCountsEmulatedRun(t *testing.T) {
 	if native == "linux/arm64" {
 		t.Skip("buildkitd is native arm64: nothing would be emulated")
 	}
-	reg := httptest.NewServer(registry.New(registry.Logger(nopLogger())))
-	defer reg.Close()
-	host := strings.TrimPrefix(reg.URL, "http://")
+	host := testutil.Registry(t)
 	base := pushImage(t, host+"/arm-base", mustRootfs(t, baseTar), "linux/arm64")
 	def := []byte("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN uname -m > /arch\n")
 	ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: def, Time: time.Unix(0, 0)})
@@ -591,10 +566,8 @@ func TestBuildKitPushesWithDockerLogin(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	private := authregistry.New(registry.New(registry.Logger(nopLogger())), "ci", "s3cret")
-	srv := httptest.NewServer(private)
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	private := authregistry.New(testutil.RegistryHandler(), "ci", "s3cret")
+	host := testutil.Serve(t, private)
 	def := []byte("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n")
 	ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: def, Time: time.Unix(0, 0)})
 	if err != nil {

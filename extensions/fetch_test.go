@@ -78,6 +78,30 @@ func testSet(t testing.TB, builds []gallery.Build, lock bool) []imagespec.Extens
 	}
 }
 
+// fetchFixture is the test set (locked or not) fetched once into a fresh
+// cache from a fresh fake gallery.
+type fetchFixture struct {
+	gallery *gallery.Fake
+	fetcher *extensions.Fetcher
+	cache   *cache.Cache
+	set     []imagespec.Extension
+	got     []extensions.Fetched
+}
+
+func fetchTestSet(t *testing.T, lock bool) fetchFixture {
+	t.Helper()
+	builds := loadBuilds(t)
+	f := gallery.New(builds)
+	t.Cleanup(f.Close)
+	fe, c := newFetcher(t, f, t.TempDir())
+	set := testSet(t, builds, lock)
+	got, err := fe.FetchExtensions(context.Background(), set, platforms, testVSCode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fetchFixture{gallery: f, fetcher: fe, cache: c, set: set, got: got}
+}
+
 func newFetcher(t testing.TB, f *gallery.Fake, dir string) (*extensions.Fetcher, *cache.Cache) {
 	t.Helper()
 	c, err := cache.Open(dir)
@@ -179,15 +203,8 @@ func TestFetchColdThenWarm(t *testing.T) {
 }
 
 func TestFetchCorruptBlobIsRefetched(t *testing.T) {
-	builds := loadBuilds(t)
-	f := gallery.New(builds)
-	defer f.Close()
-	fe, c := newFetcher(t, f, t.TempDir())
-	set := testSet(t, builds, true)
-	got, err := fe.FetchExtensions(context.Background(), set, platforms, testVSCode)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx := fetchTestSet(t, true)
+	f, fe, c, set, got := fx.gallery, fx.fetcher, fx.cache, fx.set, fx.got
 	p := got[0].Path
 	os.Chmod(p, 0o644)
 	if err := os.WriteFile(p, []byte("PK\x03\x04 corrupted"), 0o644); err != nil {

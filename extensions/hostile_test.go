@@ -177,15 +177,8 @@ func TestFetchUnpinnedFiles(t *testing.T) {
 // An unpinned index entry edited to name another valid blob is not served:
 // fetch downloads the right file again and reports its digest.
 func TestFetchIndexNamingAnotherBlob(t *testing.T) {
-	builds := loadBuilds(t)
-	f := gallery.New(builds)
-	defer f.Close()
-	fe, c := newFetcher(t, f, t.TempDir())
-	set := testSet(t, builds, false)
-	got, err := fe.FetchExtensions(context.Background(), set, platforms, testVSCode)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx := fetchTestSet(t, false)
+	f, fe, c, set, got := fx.gallery, fx.fetcher, fx.cache, fx.set, fx.got
 	py, dbg := got[0], got[2] // python linux-x64, debugpy universal
 	idx := filepath.Join(c.Dir(), "index", "ms-python.python", py.Version, py.TargetPlatform+".json")
 	b, err := os.ReadFile(idx)

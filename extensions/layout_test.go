@@ -18,22 +18,16 @@ import (
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // fetchedCache fetches the locked test set into a fresh cache.
 func fetchedCache(t *testing.T) (*gallery.Fake, func(dir, platform string) ([]extensions.Installed, error)) {
 	t.Helper()
-	builds := loadBuilds(t)
-	f := gallery.New(builds)
-	t.Cleanup(f.Close)
-	fe, c := newFetcher(t, f, t.TempDir())
-	set := testSet(t, builds, true)
-	if _, err := fe.FetchExtensions(context.Background(), set, platforms, testVSCode); err != nil {
-		t.Fatal(err)
-	}
+	fx := fetchTestSet(t, true)
 	ts := time.Unix(1700000000, 0)
-	return f, func(dir, platform string) ([]extensions.Installed, error) {
-		return extensions.Layout(context.Background(), c, set, extensions.LayoutOptions{Dir: dir, Platform: platform, VSCode: testVSCode, Time: &ts})
+	return fx.gallery, func(dir, platform string) ([]extensions.Installed, error) {
+		return extensions.Layout(context.Background(), fx.cache, fx.set, extensions.LayoutOptions{Dir: dir, Platform: platform, VSCode: testVSCode, Time: &ts})
 	}
 }
 
@@ -194,11 +188,7 @@ func TestWriteSettings(t *testing.T) {
 func codeServerEntry(t *testing.T) string {
 	t.Helper()
 	missing := func(what string) string {
-		msg := what + " (install it with: bash hack/deps.d/20-node.sh)"
-		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testutil.SkipOrFail(t, "%s (install it with: bash hack/deps.d/20-node.sh)", what)
 		return ""
 	}
 	if _, err := exec.LookPath("node"); err != nil {
@@ -206,12 +196,7 @@ func codeServerEntry(t *testing.T) string {
 	}
 	p := os.Getenv("IMAGECTL_CODE_SERVER_ENTRY")
 	if p == "" {
-		c := os.Getenv("IMAGECTL_TEST_CACHE")
-		if c == "" {
-			home, _ := os.UserHomeDir()
-			c = filepath.Join(home, ".cache", "imagectl-test")
-		}
-		p = filepath.Join(c, "node", "code-server-4.100.3", "node_modules", "code-server", "out", "node", "entry.js")
+		p = filepath.Join(testutil.CacheDir(), "node", "code-server-4.100.3", "node_modules", "code-server", "out", "node", "entry.js")
 	}
 	if _, err := os.Stat(p); err != nil {
 		return missing("code-server not found at " + p)

@@ -1,10 +1,11 @@
 package imagespec_test
 
 import (
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // goList runs go list at the module root, skipping (or failing with
@@ -12,11 +13,7 @@ import (
 func goList(t *testing.T, args ...string) []string {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
-		msg := "go command not found on PATH: go list is needed to read the import graph"
-		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testutil.SkipOrFail(t, "go command not found on PATH: go list is needed to read the import graph")
 	}
 	cmd := exec.Command("go", append([]string{"list"}, args...)...)
 	cmd.Dir = ".."
@@ -84,13 +81,19 @@ func TestLeaf(t *testing.T) {
 }
 
 // TestNothingImportsTests: no package outside tests/ imports one under
-// tests/ (test files aside), so the shipped binary links no test code.
+// tests/, and no package at all imports internal/testutil or a package
+// under it (test files aside), so the shipped binary links no test code.
 func TestNothingImportsTests(t *testing.T) {
 	const module = "github.com/imagectl/imagectl"
 	lines := goList(t, "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
 	checked := 0
 	for _, line := range lines {
 		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			if imp == module+"/internal/testutil" || strings.HasPrefix(imp, module+"/internal/testutil/") {
+				t.Errorf("%s imports %s outside its test files: testutil is for tests only", f[0], imp)
+			}
+		}
 		if strings.HasPrefix(f[0], module+"/tests/") {
 			continue
 		}

@@ -16,44 +16,11 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/imagectl/imagectl/internal/testutil/kubetest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
-
-// decodeStrict decodes one document into its KubeRay or core/v1 type; an
-// unknown or misspelt field, or a wrong type, fails.
-func decodeStrict(doc []byte) (any, error) {
-	var meta struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
-	if err := yaml.Unmarshal(doc, &meta); err != nil {
-		return nil, err
-	}
-	var obj any
-	switch meta.APIVersion + " " + meta.Kind {
-	case "ray.io/v1 RayJob":
-		obj = &rayv1.RayJob{}
-	case "ray.io/v1 RayCluster":
-		obj = &rayv1.RayCluster{}
-	case "ray.io/v1 RayService":
-		obj = &rayv1.RayService{}
-	case "v1 ConfigMap":
-		obj = &corev1.ConfigMap{}
-	case "v1 Secret":
-		obj = &corev1.Secret{}
-	case "v1 Service":
-		obj = &corev1.Service{}
-	case " ":
-		return nil, nil
-	default:
-		return nil, fmt.Errorf("unexpected %s %s", meta.APIVersion, meta.Kind)
-	}
-	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
-		return nil, fmt.Errorf("%s: %w", meta.Kind, err)
-	}
-	return obj, nil
-}
 
 // clusterSpec is the RayClusterSpec inside a Ray object.
 func clusterSpec(obj any) *rayv1.RayClusterSpec {
@@ -262,11 +229,11 @@ func TestCorpus(t *testing.T) {
 			}
 			rays := 0
 			for i := range inDocs {
-				before, err := decodeStrict(inDocs[i])
+				before, err := kubetest.DecodeStrict(inDocs[i])
 				if err != nil {
 					t.Fatalf("input document %d: %v", i+1, err)
 				}
-				after, err := decodeStrict(outDocs[i])
+				after, err := kubetest.DecodeStrict(outDocs[i])
 				if err != nil {
 					t.Fatalf("output document %d: %v\n%s", i+1, err, outDocs[i])
 				}
@@ -331,8 +298,8 @@ func TestUnknownFieldsKept(t *testing.T) {
 		}
 	}
 	// The strict decoder rejects exactly the unknown fields, before and after.
-	_, errIn := decodeStrict(in)
-	_, errOut := decodeStrict(res.Output)
+	_, errIn := kubetest.DecodeStrict(in)
+	_, errOut := kubetest.DecodeStrict(res.Output)
 	if errIn == nil || errOut == nil || errIn.Error() != errOut.Error() {
 		t.Errorf("strict decoding: input %v, output %v; want the same unknown-field error", errIn, errOut)
 	}
@@ -456,11 +423,11 @@ func TestKubeRaySamples(t *testing.T) {
 					continue
 				}
 				rays++
-				before, err := decodeStrict(inDocs[i])
+				before, err := kubetest.DecodeStrict(inDocs[i])
 				if err != nil {
 					t.Fatalf("input document %d: %v", i+1, err)
 				}
-				after, err := decodeStrict(outDocs[i])
+				after, err := kubetest.DecodeStrict(outDocs[i])
 				if err != nil {
 					t.Fatalf("output document %d: %v", i+1, err)
 				}

@@ -3,15 +3,13 @@ package inject
 import (
 	"context"
 	"errors"
-	"io"
-	"log"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"gopkg.in/yaml.v3"
+
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // clusterWith is a RayCluster whose head pod template is head (indented
@@ -278,10 +276,9 @@ func TestHostPathRayTmp(t *testing.T) {
 // or "manifest unknown" makes --resolve-digest an error, unless the tag is
 // to be kept anyway.
 func TestResolveDigestImageNotFound(t *testing.T) {
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
+	host := testutil.Registry(t)
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	image := strings.TrimPrefix(srv.URL, "http://") + "/team/code-server-ray:ray2.46.0"
+	image := host + "/team/code-server-ray:ray2.46.0"
 	reg := RegistryResolver{}
 	_, err := Apply(context.Background(), "f.yaml", []byte(plainCluster), WithImage(image), WithResolver(reg))
 	if !errors.Is(err, ErrImageNotFound) || !strings.Contains(err.Error(), "the sidecar image "+image) || !strings.Contains(err.Error(), "--keep-unresolved") {
@@ -300,10 +297,9 @@ func TestResolveDigestImageNotFound(t *testing.T) {
 // not exist has no floating tag either: an error naming it and the way
 // out, not a manifest whose image cannot be pulled.
 func TestDefaultImageRepositoryNotFound(t *testing.T) {
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
+	host := testutil.Registry(t)
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	repo := strings.TrimPrefix(srv.URL, "http://") + "/team/typo"
+	repo := host + "/team/typo"
 	_, err := Apply(context.Background(), "f.yaml", []byte(plainCluster), WithRepository(repo), WithTagLister(RegistryResolver{}))
 	if !errors.Is(err, ErrImageNotFound) || !strings.Contains(err.Error(), repo) || !strings.Contains(err.Error(), "--no-resolve") {
 		t.Errorf("error %v, want ErrImageNotFound naming %s and --no-resolve", err, repo)

@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,13 +17,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	yaml3 "gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
+	"github.com/imagectl/imagectl/internal/testutil/kubetest"
 	"github.com/imagectl/imagectl/matrix"
 )
 
@@ -149,7 +148,7 @@ func TestOptionsShapeTheSidecar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := decodeStrict(res.Output)
+	obj, err := kubetest.DecodeStrict(res.Output)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +172,7 @@ func TestOptionsShapeTheSidecar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err = decodeStrict(again.Output)
+	obj, err = kubetest.DecodeStrict(again.Output)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +206,7 @@ func TestCRLFAndNoFinalNewline(t *testing.T) {
 				t.Fatalf("%d documents, want the cluster alone:\n%s", len(docs), res.Output)
 			}
 			for _, d := range docs {
-				if _, err := decodeStrict(d); err != nil {
+				if _, err := kubetest.DecodeStrict(d); err != nil {
 					t.Errorf("%v\n%s", err, d)
 				}
 			}
@@ -250,7 +249,7 @@ func TestPasswordSecret(t *testing.T) {
 	if len(docs) != 1 {
 		t.Fatalf("%d documents, want 1:\n%s", len(docs), first.Doc)
 	}
-	obj, err := decodeStrict(first.Doc)
+	obj, err := kubetest.DecodeStrict(first.Doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +264,7 @@ func TestPasswordSecret(t *testing.T) {
 
 	password := func(doc []byte) string {
 		t.Helper()
-		obj, err := decodeStrict(doc)
+		obj, err := kubetest.DecodeStrict(doc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -472,9 +471,7 @@ func basicAuth(h http.Handler, user, pass string) http.Handler {
 // the credentials of a docker config, as `docker login` writes it.
 func TestResolveDigest(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(basicAuth(registry.New(registry.Logger(log.New(io.Discard, "", 0))), "alice", "s3cret"))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host := testutil.Serve(t, basicAuth(testutil.RegistryHandler(), "alice", "s3cret"))
 	repo := host + "/team/code-server-ray"
 	img, err := testimage.RandomPlatformImage("amd64")
 	if err != nil {
@@ -579,7 +576,7 @@ func TestSidecarStartsAsRootInHardenedPods(t *testing.T) {
 				t.Fatal(err)
 			}
 			docs := splitDocuments(res.Output)
-			obj, err := decodeStrict(docs[len(docs)-1])
+			obj, err := kubetest.DecodeStrict(docs[len(docs)-1])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -619,7 +616,7 @@ func TestSidecarStartsAsRootInHardenedPods(t *testing.T) {
 // offline or without a lookup, the floating minor tag. A note says which.
 func TestDefaultImageChoice(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	srv := httptest.NewServer(testutil.RegistryHandler())
 	defer srv.Close()
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	repo := strings.TrimPrefix(srv.URL, "http://") + "/team/code-server-ray"
@@ -802,7 +799,7 @@ func TestAutoscalerSharesRayTmp(t *testing.T) {
 				t.Errorf("warnings %q, want one with %q", res.Warnings, tt.warn)
 			}
 			if !tt.helm {
-				obj, err := decodeStrict(res.Output)
+				obj, err := kubetest.DecodeStrict(res.Output)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -4,20 +4,17 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/regauth"
 )
 
@@ -40,17 +37,16 @@ func login(host, user, pass string) map[string]any {
 	return map[string]any{"auths": map[string]any{host: map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))}}}
 }
 
-func newRegistry(t *testing.T, opts ...authregistry.Option) (host string, h *authregistry.Handler) {
+// newAuthRegistry serves an in-memory registry that wants ci:s3cret.
+func newAuthRegistry(t *testing.T, opts ...authregistry.Option) (host string, h *authregistry.Handler) {
 	t.Helper()
-	h = authregistry.New(registry.New(registry.Logger(log.New(io.Discard, "", 0))), "ci", "s3cret", opts...)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://"), h
+	h = authregistry.New(testutil.RegistryHandler(), "ci", "s3cret", opts...)
+	return testutil.Serve(t, h), h
 }
 
 func TestCheckPushAndWriteWithDockerLogin(t *testing.T) {
 	ctx := context.Background()
-	host, _ := newRegistry(t)
+	host, _ := newAuthRegistry(t)
 	dockerConfig(t, login(host, "ci", "s3cret"))
 	repo, err := name.NewRepository(host + "/team/img")
 	if err != nil {
@@ -93,7 +89,7 @@ func TestCheckPushRefusals(t *testing.T) {
 			if tc.anonPull {
 				opts = append(opts, authregistry.WithAnonymousPull())
 			}
-			host, _ := newRegistry(t, opts...)
+			host, _ := newAuthRegistry(t, opts...)
 			dockerConfig(t, tc.cfg(host))
 			repo, _ := name.NewRepository(host + "/team/img")
 			err := regauth.CheckPush(ctx, repo, nil, nil)
@@ -123,7 +119,7 @@ func TestCheckPushRefusals(t *testing.T) {
 // is asked for the registry's credentials, as docker does.
 func TestCredentialHelper(t *testing.T) {
 	ctx := context.Background()
-	host, h := newRegistry(t)
+	host, h := newAuthRegistry(t)
 	bin := t.TempDir()
 	script := "#!/bin/sh\n[ \"$1\" = get ] || exit 1\nread host\necho '{\"ServerURL\":\"'\"$host\"'\",\"Username\":\"ci\",\"Secret\":\"s3cret\"}'\n"
 	if err := os.WriteFile(filepath.Join(bin, "docker-credential-imagectltest"), []byte(script), 0o755); err != nil {
@@ -147,7 +143,7 @@ func TestCredentialHelper(t *testing.T) {
 // Without credentials nothing at all is served: the fake is as strict as a
 // private Docker Hub repository, so the tests above cannot pass anonymously.
 func TestFakeRefusesAnonymousReads(t *testing.T) {
-	host, _ := newRegistry(t)
+	host, _ := newAuthRegistry(t)
 	dockerConfig(t, map[string]any{})
 	ref, _ := name.ParseReference(host + "/team/img:v1")
 	_, err := remote.Head(ref, regauth.RemoteOptions(context.Background())...)
@@ -158,10 +154,9 @@ func TestFakeRefusesAnonymousReads(t *testing.T) {
 
 // A registry that allows anonymous pushes (a local one) needs no login.
 func TestCheckPushAnonymousWhereAllowed(t *testing.T) {
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
+	host := testutil.Registry(t)
 	dockerConfig(t, map[string]any{})
-	repo, _ := name.NewRepository(strings.TrimPrefix(srv.URL, "http://") + "/open/img")
+	repo, _ := name.NewRepository(host + "/open/img")
 	if err := regauth.CheckPush(context.Background(), repo, nil, nil); err != nil {
 		t.Fatalf("CheckPush to an open registry without credentials: %v", err)
 	}

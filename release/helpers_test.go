@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -24,6 +22,8 @@ import (
 
 	"github.com/imagectl/imagectl/imagespec"
 	registryclient "github.com/imagectl/imagectl/internal/registry"
+	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
 )
 
@@ -73,7 +73,7 @@ type testRegistry struct {
 func newTestRegistry(t testing.TB) *testRegistry {
 	t.Helper()
 	c := &counter{byPath: map[string]int{}}
-	srv := httptest.NewServer(c.wrap(registry.New(registry.Logger(log.New(io.Discard, "", 0)))))
+	srv := httptest.NewServer(c.wrap(testutil.RegistryHandler()))
 	t.Cleanup(srv.Close)
 	reg, err := registryclient.New()
 	if err != nil {
@@ -131,18 +131,7 @@ func imageWithLabels(t testing.TB, platforms []string, labels map[string]string)
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, pl := range platforms {
 		os, arch, _ := strings.Cut(pl, "/")
-		img, err := random.Image(512, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf = cf.DeepCopy()
-		cf.OS, cf.Architecture = os, arch
-		cf.Config.Labels = labels
-		img, err = mutate.ConfigFile(img, cf)
+		img, err := testimage.RandomLabelledImage(v1.Platform{OS: os, Architecture: arch}, labels)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -82,30 +82,3 @@ func TestReleaseDryRunListsTheSmoke(t *testing.T) {
 		t.Errorf("dry-run steps %q do not list the smoke", rep.Results[0].Steps)
 	}
 }
-
-// The release workflow's build job runs smoke image (release's default)
-// with Docker, after QEMU is set up for every run (the arm64 container is
-// emulated even when arm64 is built natively), and nothing turns it off
-// there.
-func TestReleaseWorkflowSmokesImage(t *testing.T) {
-	w := loadWorkflow(t, "release.yml")
-	qemu, rel := -1, -1
-	var run string
-	for i, s := range w.Jobs["build"].Steps {
-		if strings.HasPrefix(s.Uses, "docker/setup-qemu-action") {
-			qemu = i
-			if s.If != "" {
-				t.Errorf("the QEMU step runs only if %q; smoke image's arm64 container always needs it", s.If)
-			}
-		}
-		if strings.Contains(s.Run, "imagectl release") {
-			rel, run = i, s.Run
-		}
-	}
-	if qemu < 0 || rel < 0 || qemu > rel {
-		t.Fatalf("build job: QEMU step %d, release step %d: want QEMU set up before release", qemu, rel)
-	}
-	if strings.Contains(run, "--smoke-image=false") || !strings.Contains(run, "--smoke-runtime docker") {
-		t.Errorf("build's release step must run smoke image with Docker:\n%s", run)
-	}
-}

@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // ColdBuildEnv names the wall time, in seconds, of one cold multi-arch build
@@ -23,19 +25,12 @@ const ColdBuildEnv = "IMAGECTL_COLD_BUILD_SECONDS"
 // testImage (Python distributions, npm packages, extensions): the time SBOM
 // scanning adds to a build per platform (without the registry pull).
 func BenchmarkScanImage(b *testing.B) {
-	cache := os.Getenv("IMAGECTL_TEST_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "imagectl-test")
-	}
+	cache := testutil.CacheDir()
 	for _, arch := range []string{"amd64", "arm64"} {
 		b.Run("linux/"+arch, func(b *testing.B) {
 			tar := filepath.Join(cache, "base", "base-"+arch+".tar")
 			if _, err := os.Stat(tar); err != nil {
-				if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-					b.Fatalf("stand-in base %s (hack/deps.d/35-base-images.sh): %v", tar, err)
-				}
-				b.Skipf("stand-in base %s (hack/deps.d/35-base-images.sh): %v", tar, err)
+				testutil.SkipOrFail(b, "stand-in base %s (hack/deps.d/35-base-images.sh): %v", tar, err)
 			}
 			base, err := tarball.LayerFromFile(tar)
 			if err != nil {

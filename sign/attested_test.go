@@ -10,6 +10,7 @@ import (
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -17,7 +18,7 @@ import (
 // that digest, whose predicate matches; nothing else.
 func TestAttested(t *testing.T) {
 	ctx := context.Background()
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 	root, err := testimage.Default().Push(ctx, reg+"/code-server-ray:test")
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,7 @@ import (
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/sigstore/pkg/tuf"
 
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -417,7 +418,7 @@ func TestKeylessSignaturesVerifyPastCertificateValidity(t *testing.T) {
 	if err != nil {
 		t.Fatalf("KeylessSigner: %v", err)
 	}
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 	var signed []string
 	start := time.Now()
 	for i := range batches {

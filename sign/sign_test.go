@@ -3,9 +3,6 @@ package sign_test
 import (
 	"context"
 	"crypto"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -23,15 +19,9 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/sign"
 )
-
-func newRegistry(t *testing.T) string {
-	t.Helper()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
-}
 
 func newKey(t *testing.T) (*sign.Signer, signature.Verifier, string) {
 	t.Helper()
@@ -100,7 +90,7 @@ func TestPasswordSources(t *testing.T) {
 
 func TestImageSignsIndexAndEveryPlatform(t *testing.T) {
 	ctx := context.Background()
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 	spec := testimage.Default()
 	root, err := spec.Push(ctx, reg+"/code-server-ray:test")
 	if err != nil {
@@ -187,7 +177,7 @@ func TestImageSignsIndexAndEveryPlatform(t *testing.T) {
 
 func TestImageAttestationManifestsOptIn(t *testing.T) {
 	ctx := context.Background()
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 	root, err := testimage.Default().Push(ctx, reg+"/img:att")
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +194,7 @@ func TestImageAttestationManifestsOptIn(t *testing.T) {
 
 func TestImageSinglePlatform(t *testing.T) {
 	ctx := context.Background()
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 	d, err := testimage.Default().PushImage(ctx, reg+"/single:1", "linux/arm64")
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +217,7 @@ func TestImageSinglePlatform(t *testing.T) {
 // writers of one .sig tag would race.
 func TestImageSignsAManifestListedTwiceOnce(t *testing.T) {
 	ctx := context.Background()
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 	d, err := testimage.Default().PushImage(ctx, reg+"/single:1", "linux/arm64")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/verify"
 )
 
@@ -47,7 +48,7 @@ func copyImage(t *testing.T, src name.Digest, dst name.Repository) name.Digest {
 func TestImageSignedRepository(t *testing.T) {
 	ctx := context.Background()
 	k := newKeys(t)
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 	spec := testimage.Default()
 	root, err := spec.Push(ctx, reg+"/code-server-ray:latest")
 	if err != nil {
@@ -115,7 +116,7 @@ func TestImageSignedRepository(t *testing.T) {
 
 func TestWithAllowedRepositoriesRejectsBadNames(t *testing.T) {
 	k := newKeys(t)
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 	root, err := testimage.Default().Push(context.Background(), reg+"/x:latest")
 	if err != nil {
 		t.Fatal(err)

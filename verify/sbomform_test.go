@@ -17,6 +17,7 @@ import (
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/sign"
 	"github.com/imagectl/imagectl/verify"
 )
@@ -65,7 +66,7 @@ func sbomFailures(rep *verify.Report) []string {
 func TestImageBuildKitSBOMIsRead(t *testing.T) {
 	ctx := context.Background()
 	k := newKeys(t)
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 	spec := testimage.Default()
 
 	// Cosign form: the empty document attested for every platform.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/empty"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 	ikeys "github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/sbom/document"
 	"github.com/imagectl/imagectl/sign"
@@ -57,13 +56,6 @@ func newKeys(t *testing.T) keys {
 		}
 	}
 	return k
-}
-
-func newRegistry(t *testing.T) string {
-	t.Helper()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
 }
 
 // platformDigest returns the digest of one platform manifest in the index.
@@ -141,7 +133,7 @@ func onlySignature(t *testing.T, d name.Digest) ([]byte, string) {
 func TestImage(t *testing.T) {
 	ctx := context.Background()
 	k := newKeys(t)
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 
 	type tc struct {
 		name string
@@ -438,7 +430,7 @@ func TestImage(t *testing.T) {
 func TestImageSingleManifest(t *testing.T) {
 	ctx := context.Background()
 	k := newKeys(t)
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 	spec := testimage.Default()
 	spec.Platforms = []string{"linux/arm64"}
 	d, err := spec.PushImage(ctx, reg+"/single:latest", "linux/arm64")
@@ -513,7 +505,7 @@ func TestImageLayerSwappedByTheRegistry(t *testing.T) {
 		digest string
 		body   []byte
 	}
-	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	inner := testutil.RegistryHandler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if swap.digest != "" && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/blobs/"+swap.digest) {
 			w.Header().Set("Docker-Content-Digest", swap.digest)

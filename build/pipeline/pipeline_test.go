@@ -3,19 +3,15 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"io"
-	"log"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/registry"
-
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 )
@@ -77,9 +73,7 @@ func (downPinger) Ping(context.Context, string) (string, error) {
 // fail with "no extension cache").
 func TestRunPreflightBeforeAnyDownload(t *testing.T) {
 	cfg, cat, def := pinnedInputs(t)
-	srv := httptest.NewServer(authregistry.New(registry.New(registry.Logger(log.New(io.Discard, "", 0))), "ci", "s3cret"))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host := testutil.Serve(t, authregistry.New(testutil.RegistryHandler(), "ci", "s3cret"))
 	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials at all
 
 	req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}, Publish: PublishOptions{Repo: host + "/team/img", Push: true}}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,20 +14,18 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
-	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/authregistry"
-	"github.com/imagectl/imagectl/keys"
+	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sbom/document"
@@ -88,22 +84,12 @@ func pushIndex(t *testing.T, tag name.Tag, set imagespec.Set, inputs string, pla
 	t.Helper()
 	var idx v1.ImageIndex = mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, p := range platforms {
-		img, err := random.Image(64, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf = cf.DeepCopy()
 		pl, err := v1.ParsePlatform(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cf.OS, cf.Architecture = pl.OS, pl.Architecture
-		cf.Config.Labels = build.Labels(set, p, inputs, time.Unix(0, 0), build.LabelSource{})
-		if img, err = mutate.ConfigFile(img, cf); err != nil {
+		img, err := testimage.RandomLabelledImage(*pl, build.Labels(set, p, inputs, time.Unix(0, 0), build.LabelSource{}))
+		if err != nil {
 			t.Fatal(err)
 		}
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: pl}})
@@ -124,7 +110,7 @@ func pushIndex(t *testing.T, tag name.Tag, set imagespec.Set, inputs string, pla
 // Force, goes on to build (here: stops at the missing extension cache).
 func TestRunSkipsPublishedInputs(t *testing.T) {
 	cfg, cat, def := pinnedInputs(t)
-	reg := &countingHandler{next: authregistry.New(registry.New(registry.Logger(log.New(io.Discard, "", 0))), "ci", "s3cret")}
+	reg := &countingHandler{next: authregistry.New(testutil.RegistryHandler(), "ci", "s3cret")}
 	srv := httptest.NewServer(reg)
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
@@ -152,17 +138,6 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 	key, other := signerForTest(t), signerForTest(t)
 
 	ctx := context.Background()
-	verifier := func(s *sign.Signer) signature.Verifier {
-		pem, err := s.PublicKeyPEM()
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := keys.PublicFromPEM(pem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
 	// signed signs the index d and every platform manifest with s and
 	// attaches the SBOM attestations, as build --sign does.
 	signed := func(t *testing.T, repo name.Repository, d v1.Hash, s *sign.Signer) v1.Hash {
@@ -250,7 +225,7 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 				}
 			}
 			if c.verifyKey != nil {
-				req.Sign.VerifyKey, req.Sign.VerifyKeyName = verifier(c.verifyKey), "the verify key"
+				req.Sign.VerifyKey, req.Sign.VerifyKeyName = publicKey(t, c.verifyKey), "the verify key"
 			}
 			res, err := Run(ctx, failBuilder{t}, req)
 			if !c.skip {
@@ -298,23 +273,12 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 // the solve), and the lazy signer is loaded once.
 func TestSignerChecksVerifyKey(t *testing.T) {
 	key, other := signerForTest(t), signerForTest(t)
-	pub := func(s *sign.Signer) signature.Verifier {
-		pem, err := s.PublicKeyPEM()
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := keys.PublicFromPEM(pem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
 	loads := 0
-	req := Request{Sign: SignOptions{LoadSigner: func(context.Context) (*sign.Signer, error) { loads++; return key, nil }, VerifyKey: pub(other), VerifyKeyName: "other.pub"}}
+	req := Request{Sign: SignOptions{LoadSigner: func(context.Context) (*sign.Signer, error) { loads++; return key, nil }, VerifyKey: publicKey(t, other), VerifyKeyName: "other.pub"}}
 	if _, err := req.signer(context.Background()); err == nil || !strings.Contains(err.Error(), "other.pub is not the public key of test key") {
 		t.Errorf("signer with another key's public half: %v", err)
 	}
-	req.Sign.VerifyKey = pub(key)
+	req.Sign.VerifyKey = publicKey(t, key)
 	for range 2 {
 		if s, err := req.signer(context.Background()); err != nil || s != key {
 			t.Errorf("signer with its own public half: %v, %v", s, err)

@@ -1,14 +1,8 @@
 package pipeline
 
 import (
-	"archive/tar"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
-	"log"
-	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/cache"
@@ -27,9 +21,11 @@ import (
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/buildkit"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
+	"github.com/imagectl/imagectl/sign"
 	"github.com/imagectl/imagectl/verify"
 )
 
@@ -88,10 +84,8 @@ func happyInputs(t *testing.T) (Request, *gallery.Fake) {
 // docker config is empty (the registry takes anonymous pushes).
 func newRegistry(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	return strings.TrimPrefix(srv.URL, "http://")
+	return testutil.Registry(t)
 }
 
 // The whole build with a fake build.Interface and an in-process registry:
@@ -174,18 +168,7 @@ func TestRunPublishesAndSigns(t *testing.T) {
 
 	// Signed: imagectl verify (signatures of the index and every platform,
 	// SBOM and provenance attestations, labels) passes with the key.
-	pem, err := req.Sign.Signer.PublicKeyPEM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, err := keys.PublicFromPEM(pem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := verify.Image(ctx, res.Ref, verify.WithVerifier(pk), verify.WithSkipContents(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := verifyWithKey(t, ctx, req.Sign.Signer, res.Ref)
 	if !rep.OK || res.Signed == nil || len(res.Signed.Targets) != 3 {
 		t.Errorf("verify: ok=%v failures=%v; signed %+v, want the index and both platforms", rep.OK, rep.Failures, res.Signed)
 	}
@@ -300,32 +283,43 @@ func checkIndex(t *testing.T, repo name.Repository, res *Result, epoch time.Time
 	}
 }
 
-// archiveIndex returns the digest index.json of the OCI archive at p names.
-func archiveIndex(t *testing.T, p string) string {
+// verifyWithKey verifies ref (signatures and attestations, contents
+// skipped) with s's public key.
+func verifyWithKey(t *testing.T, ctx context.Context, s *sign.Signer, ref string) *verify.Report {
 	t.Helper()
-	f, err := os.Open(p)
+	rep, err := verify.Image(ctx, ref, verify.WithVerifier(publicKey(t, s)), verify.WithSkipContents(true))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			t.Fatalf("%s has no index.json", p)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Name != "index.json" {
-			continue
-		}
-		var im v1.IndexManifest
-		if err := json.NewDecoder(tr).Decode(&im); err != nil || len(im.Manifests) != 1 {
-			t.Fatalf("%s index.json: %v, %+v", p, err, im)
-		}
-		return im.Manifests[0].Digest.String()
+	return rep
+}
+
+// publicKey is the verifier of s's public half.
+func publicKey(t *testing.T, s *sign.Signer) signature.Verifier {
+	t.Helper()
+	pem, err := s.PublicKeyPEM()
+	if err != nil {
+		t.Fatal(err)
 	}
+	v, err := keys.PublicFromPEM(pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// archiveIndex returns the digest index.json of the OCI archive at p names.
+func archiveIndex(t *testing.T, p string) string {
+	t.Helper()
+	b, ok := testutil.TarMember(t, p, "index.json")
+	if !ok {
+		t.Fatalf("%s has no index.json", p)
+	}
+	var im v1.IndexManifest
+	if err := json.Unmarshal(b, &im); err != nil || len(im.Manifests) != 1 {
+		t.Fatalf("%s index.json: %v, %+v", p, err, im)
+	}
+	return im.Manifests[0].Digest.String()
 }
 
 // Build runs every stage but sign and hands the sign stage on: signing the
@@ -350,18 +344,7 @@ func TestBuildHandsOnTheSignStage(t *testing.T) {
 	if err := sg.Sign(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	pem, err := s.PublicKeyPEM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, err := keys.PublicFromPEM(pem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := verify.Image(ctx, res.Ref, verify.WithVerifier(pk), verify.WithSkipContents(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := verifyWithKey(t, ctx, s, res.Ref)
 	if !rep.OK || res.Signed == nil || len(res.Signed.Targets) != 3 {
 		t.Errorf("verify after Signing.Sign: ok=%v failures=%v; signed %+v, want the index and both platforms", rep.OK, rep.Failures, res.Signed)
 	}

@@ -3,9 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,12 +10,12 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/sign"
 )
@@ -177,10 +174,9 @@ func TestStartBasePrefetch(t *testing.T) {
 // registry (anonymous: DOCKER_CONFIG is empty) and returns its index.
 func pushTestImage(t *testing.T, repoTag string) (name.Digest, *v1.IndexManifest) {
 	t.Helper()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
+	host := testutil.Registry(t)
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	root, err := testimage.Default().Push(context.Background(), strings.TrimPrefix(srv.URL, "http://")+"/"+repoTag)
+	root, err := testimage.Default().Push(context.Background(), host+"/"+repoTag)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,17 +2,13 @@ package pipeline
 
 import (
 	"context"
-	"io"
-	"log"
-	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/resolve"
@@ -30,10 +26,9 @@ func TestBuildAndReleaseTagTheSame(t *testing.T) {
 		{Template: "ray{{.Ray}}-py{{.Python}}-cs{{.CodeServer}}-{{.Inputs}}"},
 		{Template: "latest", Floating: true},
 	}
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
+	host := testutil.Registry(t)
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	repo, err := name.NewRepository(strings.TrimPrefix(srv.URL, "http://") + "/team/img")
+	repo, err := name.NewRepository(host + "/team/img")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/imagectl/imagectl/cmd/imagectl/app"
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // TestMain runs imagectl itself (run, with its signal handling) when the
@@ -127,36 +128,23 @@ func TestSecondInterruptKillsChildren(t *testing.T) {
 // entries under extension/dist/.
 func bigStored(t *testing.T, vsix []byte, n int) []byte {
 	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(vsix), int64(len(vsix)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, f := range zr.File {
-		if err := zw.Copy(f); err != nil {
-			t.Fatal(err)
-		}
-	}
 	r := rand.New(rand.NewPCG(3, 4))
 	chunk := make([]byte, 1<<20)
-	for i := range n {
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: "extension/dist/part" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + ".bin", Method: zip.Store})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j := 0; j < len(chunk); j += 8 {
-			v := r.Uint64()
-			for k := range 8 {
-				chunk[j+k] = byte(v >> (8 * k))
+	return testutil.EditZip(t, vsix, nil, func(zw *zip.Writer) {
+		for i := range n {
+			w, err := zw.CreateHeader(&zip.FileHeader{Name: "extension/dist/part" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + ".bin", Method: zip.Store})
+			if err != nil {
+				t.Fatal(err)
 			}
+			for j := 0; j < len(chunk); j += 8 {
+				v := r.Uint64()
+				for k := range 8 {
+					chunk[j+k] = byte(v >> (8 * k))
+				}
+			}
+			w.Write(chunk)
 		}
-		w.Write(chunk)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	})
 }
 
 // SIGINT during "extensions layout" of a large extension stops it within a

@@ -716,15 +716,23 @@ func TestConcurrentProcessesSameKey(t *testing.T) {
 
 var helperBody = bytes.Repeat([]byte("PK\x03\x04 from a process "), 8192)
 
-func TestHelperProcessCachePut(t *testing.T) {
-	dir := os.Getenv("IMAGECTL_HELPER_CACHE_DIR")
+// helperCache opens the cache a helper process is given in env, or skips
+// the helper when it runs as an ordinary test (not re-executed by parent).
+func helperCache(t *testing.T, env, parent string) *cache.Cache {
+	t.Helper()
+	dir := os.Getenv(env)
 	if dir == "" {
-		t.Skip("helper process for TestConcurrentProcessesSameKey (runs only when re-executed by it)")
+		t.Skipf("helper process for %s (runs only when re-executed by it)", parent)
 	}
 	c, err := cache.Open(dir, cache.WithIdentify(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func TestHelperProcessCachePut(t *testing.T) {
+	c := helperCache(t, "IMAGECTL_HELPER_CACHE_DIR", "TestConcurrentProcessesSameKey")
 	for range 20 { // repeat so the processes really race on the same files
 		if _, err := put(t, c, keyArm, helperBody, digest(helperBody)); err != nil {
 			t.Fatal(err)

@@ -330,14 +330,7 @@ func TestOpenSweepsWhatAKilledProcessLeft(t *testing.T) {
 }
 
 func TestHelperProcessLiveWriter(t *testing.T) {
-	dir := os.Getenv("IMAGECTL_HELPER_LIVE_WRITER")
-	if dir == "" {
-		t.Skip("helper process for TestOpenSweepsWhatAKilledProcessLeft (runs only when re-executed by it)")
-	}
-	c, err := cache.Open(dir, cache.WithIdentify(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := helperCache(t, "IMAGECTL_HELPER_LIVE_WRITER", "TestOpenSweepsWhatAKilledProcessLeft")
 	w, err := c.NewWriter()
 	if err != nil {
 		t.Fatal(err)

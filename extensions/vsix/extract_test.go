@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 var fixedTime = time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
@@ -194,33 +195,19 @@ func TestExtractRefusesUnsafe(t *testing.T) {
 // fails on it after writing every other file.
 func liarVSIX(t *testing.T) []byte {
 	t.Helper()
-	uni := readFixture(t, universalFixture)
-	zr, err := zip.NewReader(bytes.NewReader(uni), int64(len(uni)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, f := range zr.File {
-		if err := zw.Copy(f); err != nil {
+	data := bytes.Repeat([]byte("A"), 1<<16)
+	return testutil.EditZip(t, readFixture(t, universalFixture), nil, func(zw *zip.Writer) {
+		w, err := zw.CreateRaw(&zip.FileHeader{
+			Name: "extension/liar.bin", Method: zip.Store,
+			CRC32:              crc32.ChecksumIEEE(data),
+			CompressedSize64:   uint64(len(data)),
+			UncompressedSize64: 10, // a lie
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	data := bytes.Repeat([]byte("A"), 1<<16)
-	w, err := zw.CreateRaw(&zip.FileHeader{
-		Name: "extension/liar.bin", Method: zip.Store,
-		CRC32:              crc32.ChecksumIEEE(data),
-		CompressedSize64:   uint64(len(data)),
-		UncompressedSize64: 10, // a lie
+		w.Write(data)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(data)
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // An entry whose data is longer than its header declares is cut off, not

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/internal/safefile"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 func TestReadFile(t *testing.T) {
@@ -71,7 +72,7 @@ func TestReadFileSparseTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := f.Truncate(4 << 30); err != nil {
-		skipOrFail(t, "cannot create a sparse file here: %v", err)
+		testutil.SkipOrFail(t, "cannot create a sparse file here: %v", err)
 	}
 	f.Close()
 	_, err = safefile.ReadFile(p, 1<<20)
@@ -89,7 +90,7 @@ func TestReadFileSparseTooLarge(t *testing.T) {
 func TestReadFileFIFO(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(p, 0o644); err != nil {
-		skipOrFail(t, "mkfifo: %v", err)
+		testutil.SkipOrFail(t, "mkfifo: %v", err)
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -130,15 +131,4 @@ func TestFormatSize(t *testing.T) {
 			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
 		}
 	}
-}
-
-// skipOrFail skips a test whose file system cannot make the hostile file,
-// and fails it instead under IMAGECTL_REQUIRE_TOOLS=1 (CI's Linux machines
-// can).
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
 }

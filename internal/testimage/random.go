@@ -12,6 +12,12 @@ import (
 // RandomPlatformImage is a random image (one small layer) whose config says
 // linux/arch, so that registry readers see a real platform image.
 func RandomPlatformImage(arch string) (v1.Image, error) {
+	return RandomLabelledImage(v1.Platform{OS: "linux", Architecture: arch}, nil)
+}
+
+// RandomLabelledImage is a random image (one small layer) whose config
+// says platform's OS and architecture and carries labels.
+func RandomLabelledImage(platform v1.Platform, labels map[string]string) (v1.Image, error) {
 	img, err := random.Image(128, 1)
 	if err != nil {
 		return nil, err
@@ -20,7 +26,9 @@ func RandomPlatformImage(arch string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	cf.OS, cf.Architecture = "linux", arch
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = platform.OS, platform.Architecture
+	cf.Config.Labels = labels
 	return mutate.ConfigFile(img, cf)
 }
 

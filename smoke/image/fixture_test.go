@@ -27,6 +27,7 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // The fixture images of the runc integration tests: the stand-in base root
@@ -50,24 +51,12 @@ const (
 	standinCodeServ = "../../hack/standin/code-server.sh"
 )
 
-func testCache() string {
-	if c := os.Getenv("IMAGECTL_TEST_CACHE"); c != "" {
-		return c
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "imagectl-test")
-}
-
 // need skips (or fails under IMAGECTL_REQUIRE_TOOLS=1) with msg.
 func need(t *testing.T, ok bool, msg string) {
 	t.Helper()
-	if ok {
-		return
+	if !ok {
+		testutil.SkipOrFail(t, "%s", msg)
 	}
-	if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
 
 // requireRunc checks what the runc tests need: root, runc, the stand-in base
@@ -81,7 +70,7 @@ func requireRunc(t *testing.T, arch string) {
 	need(t, os.Geteuid() == 0, "runc tests need root")
 	_, err := exec.LookPath("runc")
 	need(t, err == nil, "runc not on PATH: install Debian's runc (hack/deps.d/10-apt.sh)")
-	base := filepath.Join(testCache(), "base", "base-"+arch+".tar")
+	base := filepath.Join(testutil.CacheDir(), "base", "base-"+arch+".tar")
 	_, err = os.Stat(base)
 	need(t, err == nil, "no stand-in base "+base+": run hack/deps.d/35-base-images.sh")
 	_, err = os.Stat(filepath.Join(systemDebugpy, "__init__.py"))
@@ -211,25 +200,11 @@ var floodEntrypoint = []string{"/bin/sh", "-c", "yes entrypoint-flood"}
 // memberOf reads one file of a tarball.
 func memberOf(t *testing.T, tarPath, name string) []byte {
 	t.Helper()
-	f, err := os.Open(tarPath)
-	if err != nil {
-		t.Fatal(err)
+	b, ok := testutil.TarMember(t, tarPath, name)
+	if !ok {
+		t.Fatalf("%s: no %s", tarPath, name)
 	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			t.Fatalf("%s: no %s: %v", tarPath, name, err)
-		}
-		if strings.TrimPrefix(h.Name, "./") == name {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}
-	}
+	return b
 }
 
 func unameArch(arch string) string {
@@ -261,7 +236,7 @@ func fixtureSet(t *testing.T, arches ...string) imagespec.Set {
 // fixtureImage builds the platform image for arch.
 func fixtureImage(t *testing.T, arch string, set imagespec.Set, o fixtureOpts) v1.Image {
 	t.Helper()
-	baseTar := filepath.Join(testCache(), "base", "base-"+arch+".tar")
+	baseTar := filepath.Join(testutil.CacheDir(), "base", "base-"+arch+".tar")
 	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), &fileLayer{path: baseTar})
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +257,7 @@ func fixtureImage(t *testing.T, arch string, set imagespec.Set, o fixtureOpts) v
 		soArch = arch
 	}
 	soName := fmt.Sprintf("_json.cpython-311-%s-linux-gnu.so", unameArch(soArch))
-	so := memberOf(t, filepath.Join(testCache(), "base", "base-"+soArch+".tar"), "usr/lib/python3.11/lib-dynload/"+soName)
+	so := memberOf(t, filepath.Join(testutil.CacheDir(), "base", "base-"+soArch+".tar"), "usr/lib/python3.11/lib-dynload/"+soName)
 	b := newTar()
 	b.dist(site, "ray", fixtureRay, map[string][]byte{
 		"ray/__init__.py":          []byte("__version__ = \"" + fixtureRay + "\"\n"),
@@ -386,31 +361,15 @@ func copyFollow(t *testing.T, src, rel string, files map[string][]byte) {
 
 func tarHas(t *testing.T, tarPath, name string) bool {
 	t.Helper()
-	f, err := os.Open(tarPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return false
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.TrimPrefix(h.Name, "./") == name {
-			return true
-		}
-	}
+	_, ok := testutil.TarMember(t, tarPath, name)
+	return ok
 }
 
 // codeServerLayer lays code-server out with hack/standin/code-server.sh and
 // tars it, or returns nil when the npm build is missing.
 func codeServerLayer(t *testing.T) v1.Layer {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(testCache(), "node", "code-server-4.100.3", ".done")); err != nil {
+	if _, err := os.Stat(filepath.Join(testutil.CacheDir(), "node", "code-server-4.100.3", ".done")); err != nil {
 		return nil
 	}
 	root := t.TempDir()

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -24,13 +23,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/imagectl/imagectl/inject"
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/smoke/probe"
 )
 
@@ -215,7 +214,7 @@ func calls(t *testing.T, dir string) [][]string {
 // basic auth when user is set) and returns its tag reference and digest.
 func pushTestImage(t *testing.T, user, pass string) (string, string) {
 	t.Helper()
-	var h http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	var h http.Handler = testutil.RegistryHandler()
 	if user != "" {
 		next := h
 		want := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))

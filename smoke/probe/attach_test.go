@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	godap "github.com/google/go-dap"
 
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/smoke/dap"
 )
 
@@ -170,7 +171,7 @@ func TestExpectMatches(t *testing.T) {
 // image dials into a container's network namespace this way), to the
 // address it names, and the name given to Attach is only reported.
 func TestAttachWithDialer(t *testing.T) {
-	requireDebugpy(t)
+	testutil.RequireDebugpy(t, systemPython)
 	w := startWorker(t, "break")
 	var dialed []string
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {

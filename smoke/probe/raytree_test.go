@@ -26,6 +26,7 @@ import (
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/inject"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
 )
 
@@ -57,27 +58,19 @@ const podTestdata = "/tmp/imagectl-test"
 // root is the pod's file system seen from the test.
 func (p *pod) root() string { return fmt.Sprintf("/proc/%d/root", p.cmd.Process.Pid) }
 
+// requireNamespaces skips the Ray tree tests where they cannot run; under
+// IMAGECTL_REQUIRE_TOOLS=1 (the test command runs as root with util-linux
+// installed) they fail instead.
 func requireNamespaces(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "the Ray tree tests need root: they mount a tmpfs on /tmp in new mount namespaces (unshare -m)")
+		testutil.SkipOrFail(t, "the Ray tree tests need root: they mount a tmpfs on /tmp in new mount namespaces (unshare -m)")
 	}
 	for _, tool := range []string{"unshare", "nsenter"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			skipOrFail(t, tool+" (util-linux) not found on PATH: the Ray tree tests need it for mount namespaces")
+			testutil.SkipOrFail(t, "%s (util-linux) not found on PATH: the Ray tree tests need it for mount namespaces", tool)
 		}
 	}
-}
-
-// skipOrFail skips the Ray tree tests where they cannot run, and fails
-// them under IMAGECTL_REQUIRE_TOOLS=1 (the test command runs as root with
-// util-linux installed: there they must run).
-func skipOrFail(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
 
 // newPod starts the pod's namespace holder and lays out Ray's tree in it:
@@ -99,7 +92,7 @@ func newPod(t *testing.T, name string) *pod {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if strings.TrimSpace(line) != "ready" {
-		skipOrFail(t, fmt.Sprintf("cannot make a mount namespace with a tmpfs on /tmp here (unshare -m; mount -t tmpfs): %q %v: %s", line, err, stderr.String()))
+		testutil.SkipOrFail(t, "cannot make a mount namespace with a tmpfs on /tmp here (unshare -m; mount -t tmpfs): %q %v: %s", line, err, stderr.String())
 	}
 	p := &pod{name: name, cmd: cmd}
 	copyTree(t, "testdata/raytree/working_dir", p.root()+rayWorkingDir)
@@ -329,7 +322,7 @@ func mustReadFile(t *testing.T, p string) []byte {
 // by IMAGECTL_TEST_DEBUGPY, each with the version it reports.
 func debugpyBuilds(t *testing.T) map[string]string {
 	t.Helper()
-	requireDebugpy(t)
+	testutil.RequireDebugpy(t, systemPython)
 	builds := map[string]string{}
 	paths := []string{""}
 	if v := os.Getenv(debugpyEnv); v != "" {
@@ -464,7 +457,7 @@ func TestPostMortemOnRayTree(t *testing.T) {
 // not a post-mortem stop.
 func TestPostMortemRefusesABreakpointStop(t *testing.T) {
 	requireNamespaces(t)
-	requireDebugpy(t)
+	testutil.RequireDebugpy(t, systemPython)
 	head := newPod(t, "head")
 	w, addr := startRayWorker(t, head, "", nil, "helpers", "cube", 3)
 	res, err := Attach(testCtx(t), addr, WithPostMortem(true), WithSourceRoot(head.root()),

@@ -14,26 +14,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // systemPython is Debian's interpreter, the one python3-debugpy installs for;
 // the python3 on PATH may be another one without debugpy.
 const systemPython = "/usr/bin/python3"
-
-// requireDebugpy skips (or fails, with IMAGECTL_REQUIRE_TOOLS=1) when the
-// real debugpy is not importable by /usr/bin/python3.
-func requireDebugpy(t *testing.T) {
-	t.Helper()
-	out, err := exec.Command(systemPython, "-c", "import debugpy; print(debugpy.__version__)").CombinedOutput()
-	if err == nil {
-		return
-	}
-	msg := "real debugpy not available: " + systemPython + " -c 'import debugpy' failed: " + strings.TrimSpace(string(out)) + " (" + err.Error() + "); install Debian's python3-debugpy (hack/deps.d/10-apt.sh)"
-	if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
 
 // lockedBuffer collects the worker's output.
 type lockedBuffer struct {
@@ -79,7 +66,7 @@ func (w *worker) wait(t *testing.T, d time.Duration) error {
 
 func startWorker(t *testing.T, mode string) *worker {
 	t.Helper()
-	requireDebugpy(t)
+	testutil.RequireDebugpy(t, systemPython)
 	script, err := filepath.Abs("testdata/worker.py")
 	if err != nil {
 		t.Fatal(err)

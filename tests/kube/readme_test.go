@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/smoke/kind"
 )
 
@@ -17,35 +18,9 @@ const readmeSection = "## Debug a RayJob on KubeRay"
 // blocks skipped, continuation lines joined).
 func readmeLines(t *testing.T) []string {
 	t.Helper()
-	md := "\n" + string(readFile(t, filepath.Join(repoRoot(t), "README.md")))
-	i := strings.Index(md, "\n"+readmeSection+"\n")
-	if i < 0 {
-		t.Fatalf("README.md has no %q section", readmeSection)
-	}
-	sec := md[i+1:]
-	if j := strings.Index(sec[len(readmeSection):], "\n## "); j >= 0 {
-		sec = sec[:len(readmeSection)+j]
-	}
-	var lines []string
-	in, shell, pending := false, false, ""
-	for _, raw := range strings.Split(sec, "\n") {
-		l := strings.TrimSpace(raw)
-		if strings.HasPrefix(l, "```") {
-			if !in {
-				lang := strings.TrimPrefix(l, "```")
-				shell = lang == "" || lang == "sh" || lang == "shell" || lang == "bash"
-			}
-			in = !in
-			continue
-		}
-		if !in || !shell || l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		if strings.HasSuffix(l, `\`) {
-			pending += strings.TrimSuffix(l, `\`) + " "
-			continue
-		}
-		lines, pending = append(lines, pending+l), ""
+	lines, err := testutil.ShellLines(string(readFile(t, filepath.Join(repoRoot(t), "README.md"))), readmeSection)
+	if err != nil {
+		t.Fatalf("README.md: %v", err)
 	}
 	return lines
 }

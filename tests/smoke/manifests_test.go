@@ -11,15 +11,15 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/imagectl/imagectl/inject"
-	"github.com/imagectl/imagectl/smoke/kind"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
+
+	"github.com/imagectl/imagectl/inject"
+	"github.com/imagectl/imagectl/internal/testutil/kubetest"
+	"github.com/imagectl/imagectl/smoke/kind"
 )
 
 // decodeAll strictly decodes every document of a multi-document YAML into
-// its KubeRay or core/v1 Go type: an unknown or misspelt field, a duplicate
+// its KubeRay or Kubernetes Go type: an unknown or misspelt field, a duplicate
 // key or a wrong type fails.
 func decodeAll(data []byte) ([]any, error) {
 	var objs []any
@@ -27,30 +27,12 @@ func decodeAll(data []byte) ([]any, error) {
 		if strings.TrimSpace(stripComments(doc)) == "" {
 			continue
 		}
-		var meta struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-		}
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+		obj, err := kubetest.DecodeStrict([]byte(doc))
+		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
-		var obj any
-		switch meta.APIVersion + " " + meta.Kind {
-		case "ray.io/v1 RayJob":
-			obj = &rayv1.RayJob{}
-		case "ray.io/v1 RayCluster":
-			obj = &rayv1.RayCluster{}
-		case "v1 ConfigMap":
-			obj = &corev1.ConfigMap{}
-		case "v1 Secret":
-			obj = &corev1.Secret{}
-		case "apps/v1 DaemonSet":
-			obj = &appsv1.DaemonSet{}
-		default:
-			return nil, fmt.Errorf("document %d: unexpected %s %s", i, meta.APIVersion, meta.Kind)
-		}
-		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
-			return nil, fmt.Errorf("document %d (%s): %w", i, meta.Kind, err)
+		if obj == nil {
+			return nil, fmt.Errorf("document %d: no apiVersion and kind", i)
 		}
 		objs = append(objs, obj)
 	}

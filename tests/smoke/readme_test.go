@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/smoke/kind"
 )
 
@@ -27,37 +28,12 @@ type shellCommand struct {
 // markdown section that starts with heading (python blocks are skipped).
 func readmeCommands(t *testing.T, markdown, heading string) []shellCommand {
 	t.Helper()
-	markdown = "\n" + markdown
-	i := strings.Index(markdown, "\n"+heading+"\n")
-	if i < 0 {
-		t.Fatalf("README has no %q section", heading)
-	}
-	section := markdown[i+1:]
-	if j := strings.Index(section[len(heading):], "\n## "); j >= 0 {
-		section = section[:len(heading)+j]
+	lines, err := testutil.ShellLines(markdown, heading)
+	if err != nil {
+		t.Fatalf("README: %v", err)
 	}
 	var cmds []shellCommand
-	inBlock, shell := false, false
-	var pending string
-	for _, raw := range strings.Split(section, "\n") {
-		l := strings.TrimSpace(raw)
-		if strings.HasPrefix(l, "```") {
-			if !inBlock {
-				lang := strings.TrimPrefix(l, "```")
-				inBlock, shell = true, lang == "" || lang == "sh" || lang == "shell" || lang == "bash"
-			} else {
-				inBlock = false
-			}
-			continue
-		}
-		if !inBlock || !shell || l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		if strings.HasSuffix(l, `\`) {
-			pending += strings.TrimSuffix(l, `\`) + " "
-			continue
-		}
-		l, pending = pending+l, ""
+	for _, l := range lines {
 		cmds = append(cmds, parseShell(t, l))
 	}
 	return cmds

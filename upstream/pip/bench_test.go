@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // ColdBuildEnv names the wall time, in seconds, of one cold multi-arch build
@@ -19,12 +20,7 @@ const ColdBuildEnv = "IMAGECTL_COLD_BUILD_SECONDS"
 // machine's pip, as matrix refresh does: the time refresh adds per set.
 func BenchmarkLockClosure(b *testing.B) {
 	l := New(WithTimeout(30*time.Second), WithRetries(0))
-	if _, err := l.Check(context.Background()); err != nil {
-		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-			b.Fatalf("pip for python3: %v", err)
-		}
-		b.Skipf("pip for python3: %v", err)
-	}
+	testutil.RequirePip(b, "pip for python3", l.Check)
 	_, index := fixtureIndex(b)
 	ctx := context.Background()
 	b.ResetTimer()

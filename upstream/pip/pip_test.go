@@ -20,6 +20,7 @@ import (
 
 	"github.com/imagectl/imagectl/catalog"
 	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -183,15 +184,9 @@ func TestArgs(t *testing.T) {
 func requirePip(t *testing.T) *Locker {
 	t.Helper()
 	l := New(WithTimeout(20*time.Second), WithRetries(0), WithHTTPClient(httpx.New(httpx.WithRetries(0))))
-	v, err := l.Check(context.Background())
-	if err == nil {
-		_, err = exec.LookPath("python3")
-	}
-	if err != nil {
-		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("pip for python3: %v", err)
-		}
-		t.Skipf("pip for python3: %v", err)
+	v := testutil.RequirePip(t, "pip for python3", l.Check)
+	if _, err := exec.LookPath("python3"); err != nil {
+		testutil.SkipOrFail(t, "pip for python3: %v", err)
 	}
 	t.Logf("pip %s", v)
 	return l

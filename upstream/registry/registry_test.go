@@ -2,13 +2,11 @@ package registry
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 func platformImage(t *testing.T, arch string) v1.Image {
@@ -28,9 +27,8 @@ func platformImage(t *testing.T, arch string) v1.Image {
 }
 
 func TestCodeServers(t *testing.T) {
-	srv := httptest.NewServer(ggcrregistry.New())
-	defer srv.Close()
-	repo := strings.TrimPrefix(srv.URL, "http://") + "/linuxserver/code-server"
+	host := testutil.Registry(t)
+	repo := host + "/linuxserver/code-server"
 
 	amd, arm := platformImage(t, "amd64"), platformImage(t, "arm64")
 	idx := mutate.AppendManifests(empty.Index,
@@ -78,9 +76,8 @@ func TestCodeServersErrors(t *testing.T) {
 	if _, err := New("x", `^\d+$`, nil); err == nil || !strings.Contains(err.Error(), "no group") {
 		t.Errorf("New without group: %v", err)
 	}
-	srv := httptest.NewServer(ggcrregistry.New())
-	defer srv.Close()
-	src, err := New(strings.TrimPrefix(srv.URL, "http://")+"/nope/none", `^(\d+\.\d+\.\d+)$`, nil)
+	host := testutil.Registry(t)
+	src, err := New(host+"/nope/none", `^(\d+\.\d+\.\d+)$`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -24,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // entry is one tar entry of a test layer: a regular file with body, a
@@ -153,7 +152,7 @@ func pushIndex(t *testing.T, repo, tag string, idx v1.ImageIndex) {
 }
 
 func quietRegistry(t *testing.T, wrap func(http.Handler) http.Handler) string {
-	var h http.Handler = ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
+	var h http.Handler = testutil.RegistryHandler()
 	if wrap != nil {
 		h = wrap(h)
 	}

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // padded returns the VSIX with n entries of 900 KiB of zeros added: each
@@ -16,49 +16,23 @@ import (
 // total expansion ratio of 40.
 func padded(t *testing.T, vsix []byte, n int) []byte {
 	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(vsix), int64(len(vsix)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, f := range zr.File {
-		if err := zw.Copy(f); err != nil {
-			t.Fatal(err)
-		}
-	}
 	zeros := make([]byte, 900<<10)
-	for i := range n {
-		w, err := zw.Create(fmt.Sprintf("extension/padding%d.bin", i))
-		if err != nil {
-			t.Fatal(err)
+	return testutil.EditZip(t, vsix, nil, func(zw *zip.Writer) {
+		for i := range n {
+			w, err := zw.Create(fmt.Sprintf("extension/padding%d.bin", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write(zeros)
 		}
-		w.Write(zeros)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	})
 }
 
 // Files fetched under limits raised on the command line are cache hits the
 // next time under the same limits: not removed and downloaded again.
 func TestRaisedVSIXLimitsApplyToCacheHits(t *testing.T) {
-	builds, err := gallery.LoadDir(gallery.FixtureDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range builds {
-		builds[i].Body = padded(t, builds[i].Body, 8)
-	}
-	f := gallery.New(builds)
-	t.Cleanup(f.Close)
-	root := filepath.Join("..", "..", "..")
-	tmp := t.TempDir()
-	catPath := filepath.Join(tmp, "catalog.json")
-	if err := f.WriteCatalog(context.Background(), filepath.Join(root, "catalog.json"), catPath); err != nil {
-		t.Fatal(err)
-	}
+	e := newGalleryEnvWith(t, func(vsix []byte) []byte { return padded(t, vsix, 8) })
+	f, root, tmp, catPath := e.f, e.root, e.tmp, e.catPath
 	run := func(args ...string) (int, string) {
 		var out, errb bytes.Buffer
 		base := []string{"--matrix", filepath.Join(root, "matrix.yaml"), "--catalog", catPath}

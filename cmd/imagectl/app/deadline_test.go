@@ -5,66 +5,19 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/imagectl/imagectl/sign"
 )
-
-// blackhole listens on loopback, accepts every connection and never
-// answers; it returns its host:port.
-func blackhole(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
 
 // A registry (or gallery) that accepts connections and never answers ends
 // verify, sign, plan and extensions fetch within their time limit, with a
 // notice of what they wait for and one final line naming the host.
 func TestRegistryThatNeverAnswersEndsWithinTimeout(t *testing.T) {
-	host := blackhole(t)
+	host, _ := stall(t)
 	dir := t.TempDir()
-	key, pub, err := sign.WriteKeyPair(filepath.Join(dir, "cosign"), []byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pwFile := filepath.Join(dir, "pw")
-	if err := os.WriteFile(pwFile, []byte("pw"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key, pub, pwFile := keyFiles(t, dir)
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	root := filepath.Join("..", "..", "..")
 	for _, tc := range []struct {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // galleryEnv is the committed matrix.yaml with a catalog whose extension
@@ -26,9 +27,21 @@ type galleryEnv struct {
 
 func newGalleryEnv(t *testing.T) *galleryEnv {
 	t.Helper()
+	return newGalleryEnvWith(t, nil)
+}
+
+// newGalleryEnvWith is newGalleryEnv with every fixture VSIX passed
+// through edit (nil: served as it is).
+func newGalleryEnvWith(t *testing.T, edit func([]byte) []byte) *galleryEnv {
+	t.Helper()
 	builds, err := gallery.LoadDir(gallery.FixtureDir())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		for i := range builds {
+			builds[i].Body = edit(builds[i].Body)
+		}
 	}
 	f := gallery.New(builds)
 	t.Cleanup(f.Close)
@@ -101,27 +114,13 @@ func TestURLUserinfoIsNeverPrintedNorStored(t *testing.T) {
 // withPublisher returns the VSIX with package.json's publisher replaced.
 func withPublisher(t *testing.T, vsix []byte, publisher string) []byte {
 	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(vsix), int64(len(vsix)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, f := range zr.File {
+	return testutil.EditZip(t, vsix, func(f *zip.File) ([]byte, bool) {
 		if f.Name != "extension/package.json" {
-			zw.Copy(f)
-			continue
+			return nil, false
 		}
-		rc, _ := f.Open()
-		var b bytes.Buffer
-		b.ReadFrom(rc)
-		rc.Close()
-		pj := strings.Replace(b.String(), `"publisher": "ms-python"`, `"publisher": `+strings.Trim(mustJSON(t, publisher), "\n"), 1)
-		w, _ := zw.Create(f.Name)
-		w.Write([]byte(pj))
-	}
-	zw.Close()
-	return buf.Bytes()
+		pj := strings.Replace(string(testutil.ReadZipEntry(t, f)), `"publisher": "ms-python"`, `"publisher": `+strings.Trim(mustJSON(t, publisher), "\n"), 1)
+		return []byte(pj), true
+	}, nil)
 }
 
 func mustJSON(t *testing.T, v any) string {

@@ -4,20 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"sigs.k8s.io/yaml"
 
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 const injectPlainJob = `# my job
@@ -257,7 +254,7 @@ func TestInjectSecretFile(t *testing.T) {
 // the manifest's Ray minor when its patch has none, and says so.
 func TestInjectCLIChoosesPublishedImage(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	repo := newRegistry(t) + "/code-server-ray"
+	repo := testutil.Registry(t) + "/code-server-ray"
 	img, err := testimage.RandomPlatformImage("amd64")
 	if err != nil {
 		t.Fatal(err)
@@ -288,10 +285,9 @@ func TestInjectCLIChoosesPublishedImage(t *testing.T) {
 // --keep-unresolved keeps the tag with a warning. A hostPath /tmp/ray
 // needs --allow-hostpath.
 func TestInjectCLIImageNotInRegistry(t *testing.T) {
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
+	host := testutil.Registry(t)
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	image := strings.TrimPrefix(srv.URL, "http://") + "/team/cs:ray2.46.0"
+	image := host + "/team/cs:ray2.46.0"
 	path := filepath.Join(t.TempDir(), "job.yaml")
 	if err := os.WriteFile(path, []byte(injectPlainJob), 0o644); err != nil {
 		t.Fatal(err)

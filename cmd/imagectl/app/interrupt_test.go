@@ -52,19 +52,26 @@ func stall(t *testing.T) (string, <-chan struct{}) {
 	return l.Addr().String(), asked
 }
 
+// keyFiles writes a cosign key pair and its password file into dir.
+func keyFiles(t *testing.T, dir string) (key, pub, pwFile string) {
+	t.Helper()
+	key, pub, err := sign.WriteKeyPair(filepath.Join(dir, "cosign"), []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pwFile = filepath.Join(dir, "pw")
+	if err := os.WriteFile(pwFile, []byte("pw"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return key, pub, pwFile
+}
+
 // Ctrl-C (the context cancelled by the first SIGINT) ends every verb with
 // exit 130 while it waits for the network, and inject -i leaves the file as
 // it was.
 func TestInterruptExits130(t *testing.T) {
 	dir := t.TempDir()
-	key, pub, err := sign.WriteKeyPair(filepath.Join(dir, "cosign"), []byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pwFile := filepath.Join(dir, "pw")
-	if err := os.WriteFile(pwFile, []byte("pw"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key, pub, pwFile := keyFiles(t, dir)
 	manifest, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "rayjob.yaml"))
 	if err != nil {
 		t.Fatal(err)

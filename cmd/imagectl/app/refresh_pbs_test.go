@@ -4,17 +4,11 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/imagectl/imagectl/catalog"
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
 	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
-	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 )
 
 // pbsReleaseOf is python-build-standalone release tag on the fake GitHub:
@@ -37,41 +31,7 @@ func pbsReleaseOf(tag string, files map[string][]string) fakegh.Release {
 // change; a newer release without the set's minor for aarch64 is not
 // proposed, and stderr says why.
 func TestMatrixRefreshProposesNewerPythonStandalone(t *testing.T) {
-	for _, env := range []string{"IMAGECTL_PYPI_URL", "IMAGECTL_MARKETPLACE_URL", "IMAGECTL_OPENVSX_URL", "IMAGECTL_GITHUB_URL", "IMAGECTL_BASE_IMAGE", "IMAGECTL_BASE_VERSIONS", "IMAGECTL_CATALOG", "IMAGECTL_MATRIX"} {
-		t.Setenv(env, "")
-	}
-	builds, err := gallery.LoadDir(gallery.FixtureDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gal := gallery.New(builds)
-	t.Cleanup(gal.Close)
-	pypiSrv := httptest.NewServer(fakepypi.New(fakePyPIProjects()))
-	t.Cleanup(pypiSrv.Close)
-	base := startFakeBase(t)
-	src, err := os.ReadFile(refreshRepoMatrix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil {
-		t.Fatal(err)
-	}
-	setYAML(t, &doc, base.repo, "base", "image")
-	setYAML(t, &doc, base.tools, "build", "toolsImage")
-	setYAML(t, &doc, pypiSrv.URL, "upstreams", "pypi")
-	setYAML(t, &doc, gal.MarketplaceURL(), "upstreams", "marketplace")
-	setYAML(t, &doc, gal.OpenVSXURL(), "upstreams", "openvsx")
-	out, err := yaml.Marshal(&doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	mpath := filepath.Join(dir, "matrix.yaml")
-	if err := os.WriteFile(mpath, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cpath := filepath.Join(dir, "catalog.json")
+	mpath, cpath := newRefreshFakes(t).writeMatrix(t)
 
 	pinned := pbsReleaseOf("20250808", map[string][]string{"3.11.13": {"x86_64", "aarch64"}, "3.12.11": {"x86_64", "aarch64"}})
 	complete := pbsReleaseOf("20251014", map[string][]string{"3.11.14": {"x86_64", "aarch64"}, "3.12.12": {"x86_64", "aarch64"}})

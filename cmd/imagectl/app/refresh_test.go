@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -18,7 +16,6 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"gopkg.in/yaml.v3"
@@ -29,6 +26,7 @@ import (
 	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
 	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/upstream/pip"
 )
 
@@ -84,9 +82,8 @@ func twoPlatformIndex(t *testing.T) (v1.ImageIndex, v1.Image, v1.Image) {
 
 func startFakeBase(t *testing.T) fakeBase {
 	t.Helper()
-	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	repo := strings.TrimPrefix(srv.URL, "http://") + "/linuxserver/code-server"
+	host := testutil.Registry(t)
+	repo := host + "/linuxserver/code-server"
 	push := func(tag string, write func(name.Reference) error) {
 		t.Helper()
 		ref, err := name.ParseReference(repo+":"+tag, name.Insecure)
@@ -115,7 +112,7 @@ func startFakeBase(t *testing.T) fakeBase {
 		}
 		return h.String()
 	}
-	tools := strings.TrimPrefix(srv.URL, "http://") + "/library/python:3.12-slim-bookworm"
+	tools := host + "/library/python:3.12-slim-bookworm"
 	toolsIdx, _, _ := twoPlatformIndex(t)
 	tref, err := name.ParseReference(tools)
 	if err != nil {
@@ -239,9 +236,21 @@ func setYAML(t *testing.T, doc *yaml.Node, value string, path ...string) {
 	n.Value = value
 }
 
-// End to end through the CLI: refresh against fakes of every upstream, then
-// resolve from the snapshot it wrote.
-func TestMatrixRefreshThenResolve(t *testing.T) {
+// refreshFakes are fakes of every upstream matrix refresh asks (gallery,
+// PyPI, the base and tools images) and the committed matrix.yaml as a
+// YAML node pointed at them; the IMAGECTL_* variables that would override
+// it are cleared.
+type refreshFakes struct {
+	builds  []gallery.Build
+	gallery *gallery.Fake
+	pypi    *fakepypi.Fake
+	pypiSrv *httptest.Server
+	base    fakeBase
+	doc     yaml.Node
+}
+
+func newRefreshFakes(t *testing.T) *refreshFakes {
+	t.Helper()
 	for _, env := range []string{"IMAGECTL_PYPI_URL", "IMAGECTL_MARKETPLACE_URL", "IMAGECTL_OPENVSX_URL", "IMAGECTL_GITHUB_URL", "IMAGECTL_BASE_IMAGE", "IMAGECTL_BASE_VERSIONS", "IMAGECTL_CATALOG", "IMAGECTL_MATRIX"} {
 		t.Setenv(env, "")
 	}
@@ -249,41 +258,53 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gal := gallery.New(builds)
-	t.Cleanup(gal.Close)
-	requirePip(t)
-	pypiFake := fakepypi.New(fakePyPIProjects())
-	pypiSrv := httptest.NewServer(pypiFake)
-	t.Cleanup(pypiSrv.Close)
-	base := startFakeBase(t)
-
-	// The committed matrix.yaml, with every upstream on a fake.
+	fx := &refreshFakes{builds: builds, gallery: gallery.New(builds), pypi: fakepypi.New(fakePyPIProjects())}
+	t.Cleanup(fx.gallery.Close)
+	fx.pypiSrv = httptest.NewServer(fx.pypi)
+	t.Cleanup(fx.pypiSrv.Close)
+	fx.base = startFakeBase(t)
 	src, err := os.ReadFile(refreshRepoMatrix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil {
+	if err := yaml.Unmarshal(src, &fx.doc); err != nil {
 		t.Fatal(err)
 	}
-	setYAML(t, &doc, base.repo, "base", "image")
-	setYAML(t, &doc, base.tools, "build", "toolsImage")
-	setYAML(t, &doc, pypiSrv.URL, "upstreams", "pypi")
-	setYAML(t, &doc, pypiSrv.URL+"/simple", "upstreams", "packageIndex")
-	setYAML(t, &doc, gal.MarketplaceURL(), "upstreams", "marketplace")
-	setYAML(t, &doc, gal.OpenVSXURL(), "upstreams", "openvsx")
-	gh := startFakePBS(t)
-	setYAML(t, &doc, gh.URL, "upstreams", "github")
-	out, err := yaml.Marshal(&doc)
+	setYAML(t, &fx.doc, fx.base.repo, "base", "image")
+	setYAML(t, &fx.doc, fx.base.tools, "build", "toolsImage")
+	setYAML(t, &fx.doc, fx.pypiSrv.URL, "upstreams", "pypi")
+	setYAML(t, &fx.doc, fx.gallery.MarketplaceURL(), "upstreams", "marketplace")
+	setYAML(t, &fx.doc, fx.gallery.OpenVSXURL(), "upstreams", "openvsx")
+	return fx
+}
+
+// writeMatrix writes the matrix into a fresh directory and returns its
+// path and that of the catalog.json beside it.
+func (fx *refreshFakes) writeMatrix(t *testing.T) (mpath, cpath string) {
+	t.Helper()
+	out, err := yaml.Marshal(&fx.doc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	mpath := filepath.Join(dir, "matrix.yaml")
+	mpath = filepath.Join(dir, "matrix.yaml")
 	if err := os.WriteFile(mpath, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cpath := filepath.Join(dir, "catalog.json") // the default: beside matrix.yaml
+	return mpath, filepath.Join(dir, "catalog.json")
+}
+
+// End to end through the CLI: refresh against fakes of every upstream, then
+// resolve from the snapshot it wrote.
+func TestMatrixRefreshThenResolve(t *testing.T) {
+	requirePip(t)
+	fx := newRefreshFakes(t)
+	builds, gal, pypiFake, pypiSrv, base := fx.builds, fx.gallery, fx.pypi, fx.pypiSrv, fx.base
+	setYAML(t, &fx.doc, pypiSrv.URL+"/simple", "upstreams", "packageIndex")
+	gh := startFakePBS(t)
+	setYAML(t, &fx.doc, gh.URL, "upstreams", "github")
+	mpath, cpath := fx.writeMatrix(t) // catalog.json: the default, beside matrix.yaml
+	dir := filepath.Dir(mpath)
 
 	refresh := func() []byte {
 		t.Helper()
@@ -609,12 +630,7 @@ func catalogURL(cat *catalog.Catalog, id, version, tp string) string {
 // refresh runs is missing.
 func requirePip(t *testing.T) {
 	t.Helper()
-	if _, err := pip.New().Check(context.Background()); err != nil {
-		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("refresh locks Python closures with pip: %v", err)
-		}
-		t.Skipf("refresh locks Python closures with pip: %v", err)
-	}
+	testutil.RequirePip(t, "refresh locks Python closures with pip", pip.New().Check)
 }
 
 // A missing pip fails refresh in one line before any upstream is asked,

@@ -17,6 +17,7 @@ import (
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/internal/fakes/buildkit"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sign"
@@ -28,7 +29,7 @@ import (
 // another SOURCE_DATE_EPOCH.
 func TestSignSBOMTimeIsTheBuildsTime(t *testing.T) {
 	ctx := context.Background()
-	host := newRegistry(t)
+	host := testutil.Registry(t)
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	t.Setenv("COSIGN_PASSWORD", "sbom-time-test")
 	dir := t.TempDir()

@@ -4,23 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/registry"
-
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // TestSignVerifyCLI drives `imagectl sign` and `imagectl verify` against an
 // in-process registry, as the e2e script does against a real one.
 func TestSignVerifyCLI(t *testing.T) {
 	ctx := context.Background()
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 	image := reg + "/code-server-ray:ray2.46.0"
 	if _, err := testimage.Default().Push(ctx, image); err != nil {
 		t.Fatal(err)
@@ -91,13 +87,4 @@ func TestSignVerifyCLI(t *testing.T) {
 	if code, _, errs := run("verify", image); code != 2 {
 		t.Errorf("verify without --key: exit %d, want 2 (%s)", code, errs)
 	}
-}
-
-// newRegistry starts an in-process registry (go-containerregistry's) for the
-// test and returns its host:port.
-func newRegistry(t *testing.T) string {
-	t.Helper()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
 }

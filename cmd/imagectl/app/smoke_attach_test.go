@@ -14,6 +14,7 @@ import (
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/dashboard"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/smoke/probe"
 )
 
@@ -30,13 +31,7 @@ const (
 func startPostMortemWorker(t *testing.T) (int, <-chan string) {
 	t.Helper()
 	const python = "/usr/bin/python3"
-	if out, err := exec.Command(python, "-c", "import debugpy").CombinedOutput(); err != nil {
-		msg := "real debugpy not available: " + python + " -c 'import debugpy' failed: " + strings.TrimSpace(string(out)) + "; install Debian's python3-debugpy (hack/deps.d/10-apt.sh)"
-		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	testutil.RequireDebugpy(t, python)
 	script, _ := filepath.Abs(rayWorkerScript)
 	wd, _ := filepath.Abs(rayTree + "/working_dir")
 	pm, _ := filepath.Abs(rayTree + "/py_modules")

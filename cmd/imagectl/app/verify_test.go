@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/crane"
 
 	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // verify refuses a copy of a signed image (with its signatures) in another
@@ -18,7 +19,7 @@ import (
 // accepts it as a mirror.
 func TestVerifyAllowRepository(t *testing.T) {
 	ctx := context.Background()
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 	image := reg + "/code-server-ray:ray2.46.0"
 	root, err := testimage.Default().Push(ctx, image)
 	if err != nil {
@@ -85,7 +86,7 @@ func TestVerifyAllowRepository(t *testing.T) {
 // verify -o json prints its report also when the image cannot be read, in
 // the shape of every other report.
 func TestVerifyJSONOnFailure(t *testing.T) {
-	reg := newRegistry(t)
+	reg := testutil.Registry(t)
 	dir := t.TempDir()
 	t.Setenv("COSIGN_PASSWORD", "verify-json")
 	if code, _, errs := runArgs(t, "sign", "--generate-key", filepath.Join(dir, "k")); code != 0 {

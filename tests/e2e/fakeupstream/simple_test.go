@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/upstream/pip"
 	"github.com/imagectl/imagectl/upstream/pypi"
 )
@@ -24,8 +24,8 @@ func TestServeSimpleIndex(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "idx")
 	if out, err := exec.Command("python3", "../mkwheels.py", dir).CombinedOutput(); err != nil {
 		msg := "python3 ../mkwheels.py (the fixture index): " + err.Error() + ": " + string(out)
-		if _, lerr := exec.LookPath("python3"); lerr != nil && os.Getenv("IMAGECTL_REQUIRE_TOOLS") != "1" {
-			t.Skip(msg)
+		if _, lerr := exec.LookPath("python3"); lerr != nil {
+			testutil.SkipOrFail(t, "%s", msg)
 		}
 		t.Fatal(msg)
 	}
@@ -44,7 +44,7 @@ func TestServeSimpleIndex(t *testing.T) {
 	// form: its file URLs are relative to the page.
 	l := pip.New(pip.WithTimeout(20*time.Second), pip.WithRetries(0))
 	if _, err := l.Check(context.Background()); err != nil {
-		if os.Getenv("IMAGECTL_REQUIRE_TOOLS") == "1" {
+		if testutil.ToolsRequired() {
 			t.Fatal(err)
 		}
 		t.Logf("not locking with pip: %v", err)

@@ -1,4 +1,4 @@
-package release
+package workflowstest
 
 import (
 	"os"
@@ -42,7 +42,7 @@ type step struct {
 	Env  map[string]string `yaml:"env"`
 }
 
-const workflowDir = "../.github/workflows"
+const workflowDir = "../../.github/workflows"
 
 func loadWorkflow(t *testing.T, file string) workflow {
 	t.Helper()
@@ -113,7 +113,7 @@ func TestWorkflows(t *testing.T) {
 					}
 				}
 				if j.Uses != "" && strings.HasPrefix(j.Uses, "./") {
-					if _, err := os.Stat(filepath.Join("..", j.Uses)); err != nil {
+					if _, err := os.Stat(filepath.Join("../..", j.Uses)); err != nil {
 						t.Logf("job %s calls %s, not written yet: %v", name, j.Uses, err)
 					}
 				}
@@ -270,5 +270,32 @@ func TestWorkflowsRequirePins(t *testing.T) {
 	}
 	if want := "imagectl matrix refresh,imagectl extensions pin,imagectl plan"; strings.Join(order, ",") != want {
 		t.Errorf("rebuild.yml plan job runs %v, want %s in that order", order, want)
+	}
+}
+
+// The release workflow's build job runs smoke image (release's default)
+// with Docker, after QEMU is set up for every run (the arm64 container is
+// emulated even when arm64 is built natively), and nothing turns it off
+// there.
+func TestReleaseWorkflowSmokesImage(t *testing.T) {
+	w := loadWorkflow(t, "release.yml")
+	qemu, rel := -1, -1
+	var run string
+	for i, s := range w.Jobs["build"].Steps {
+		if strings.HasPrefix(s.Uses, "docker/setup-qemu-action") {
+			qemu = i
+			if s.If != "" {
+				t.Errorf("the QEMU step runs only if %q; smoke image's arm64 container always needs it", s.If)
+			}
+		}
+		if strings.Contains(s.Run, "imagectl release") {
+			rel, run = i, s.Run
+		}
+	}
+	if qemu < 0 || rel < 0 || qemu > rel {
+		t.Fatalf("build job: QEMU step %d, release step %d: want QEMU set up before release", qemu, rel)
+	}
+	if strings.Contains(run, "--smoke-image=false") || !strings.Contains(run, "--smoke-runtime docker") {
+		t.Errorf("build's release step must run smoke image with Docker:\n%s", run)
 	}
 }

@@ -1,4 +1,4 @@
-package release
+package workflowstest
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/release"
 )
 
 // exprPath returns the dotted path of a value that is exactly one
@@ -163,8 +164,8 @@ func TestReleaseSmokesTheEntryAtItsRayAndPython(t *testing.T) {
 		}
 	}
 	var matrix strings.Builder
-	plan := &Plan{Entries: []Entry{{Name: Target{Set: sets[1]}.Name(), Action: ActionBuild, Set: sets[1]}}}
-	if err := plan.Write(&matrix, OutputGitHub); err != nil {
+	plan := &release.Plan{Entries: []release.Entry{{Name: release.Target{Set: sets[1]}.Name(), Action: release.ActionBuild, Set: sets[1]}}}
+	if err := plan.Write(&matrix, release.OutputGitHub); err != nil {
 		t.Fatal(err)
 	}
 	var m struct {
@@ -185,16 +186,16 @@ func TestReleaseSmokesTheEntryAtItsRayAndPython(t *testing.T) {
 		{
 			name:  "entry of the plan (rebuild.yml)",
 			entry: planEntry,
-			want:  map[string]string{"entry": Target{Set: sets[1]}.Name(), ray.key: "2.48.0", python.key: "3.11"},
+			want:  map[string]string{"entry": release.Target{Set: sets[1]}.Name(), ray.key: "2.48.0", python.key: "3.11"},
 		},
 		{
 			name: "newest entry (tag)",
-			want: map[string]string{"entry": Target{Set: sets[0]}.Name(), ray.key: "2.52.0", python.key: "3.13"},
+			want: map[string]string{"entry": release.Target{Set: sets[0]}.Name(), ray.key: "2.52.0", python.key: "3.13"},
 		},
 		{
 			name: "a Ray version (dispatch)",
 			ray:  "2.48.0",
-			want: map[string]string{"entry": Target{Set: sets[1]}.Name(), ray.key: "2.48.0", python.key: "3.11"},
+			want: map[string]string{"entry": release.Target{Set: sets[1]}.Name(), ray.key: "2.48.0", python.key: "3.11"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

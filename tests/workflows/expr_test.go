@@ -1,4 +1,4 @@
-package release
+package workflowstest
 
 import (
 	"fmt"
