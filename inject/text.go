@@ -37,11 +37,16 @@ func splitDocuments(data []byte) [][]byte {
 	return chunks
 }
 
-// text is one document as lines, with the edits to make to it.
+// text is one document as lines, with the edits to make to it. Each line
+// keeps its own ending, so a file with \r\n (or mixed) line endings keeps
+// them on every line inject does not touch.
 type text struct {
-	lines    []string // without the line ending
-	eol      string   // "\n" or "\r\n"
-	finalEOL bool     // the last line ends with eol
+	lines []string // without the line ending
+	ends  []string // each line's ending: "\n", "\r\n", or "" for a last line without one
+	// eol is the document's ending, for the lines inject adds: the more
+	// frequent of "\n" and "\r\n" ("\n" on a tie).
+	eol      string
+	finalEOL bool // the last line ends with a line break
 	// edits, applied together by render
 	deleted  map[int]bool
 	replaced map[int]string
@@ -51,41 +56,71 @@ type text struct {
 func newText(chunk []byte) *text {
 	s := string(chunk)
 	t := &text{eol: "\n", deleted: map[int]bool{}, replaced: map[int]string{}, inserts: map[int][]string{}}
-	if strings.Contains(s, "\r\n") {
-		t.eol = "\r\n"
-	}
 	t.finalEOL = strings.HasSuffix(s, "\n")
-	s = strings.TrimSuffix(s, "\n")
-	if s == "" && !t.finalEOL {
+	if s == "" {
 		return t
 	}
-	for _, l := range strings.Split(s, "\n") {
-		t.lines = append(t.lines, strings.TrimSuffix(l, "\r"))
+	crlf := 0
+	for s != "" {
+		l, end := s, ""
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			l, end, s = s[:i], "\n", s[i+1:]
+		} else {
+			s = ""
+		}
+		if end != "" && strings.HasSuffix(l, "\r") {
+			l, end = l[:len(l)-1], "\r\n"
+			crlf++
+		}
+		t.lines = append(t.lines, l)
+		t.ends = append(t.ends, end)
+	}
+	if lf := len(t.lines) - crlf - boolInt(!t.finalEOL); crlf > lf {
+		t.eol = "\r\n"
 	}
 	return t
 }
 
-// render applies the edits.
+// render applies the edits: lines kept or replaced end as they did, lines
+// added end with eol, and the last line ends with a line break only if
+// the document's last line did.
 func (t *text) render() []byte {
-	var b strings.Builder
-	var out []string
-	out = append(out, t.inserts[-1]...)
+	type line struct{ s, end string }
+	var out []line
+	add := func(ls []string) {
+		for _, l := range ls {
+			out = append(out, line{l, t.eol})
+		}
+	}
+	add(t.inserts[-1])
 	for i, l := range t.lines {
 		switch r, ok := t.replaced[i]; {
 		case ok:
-			out = append(out, r)
+			out = append(out, line{r, t.ends[i]})
 		case !t.deleted[i]:
-			out = append(out, l)
+			out = append(out, line{l, t.ends[i]})
 		}
-		out = append(out, t.inserts[i]...)
+		add(t.inserts[i])
 	}
+	var b strings.Builder
 	for i, l := range out {
-		b.WriteString(l)
-		if i < len(out)-1 || t.finalEOL {
+		b.WriteString(l.s)
+		switch {
+		case i == len(out)-1 && !t.finalEOL:
+		case l.end == "":
 			b.WriteString(t.eol)
+		default:
+			b.WriteString(l.end)
 		}
 	}
 	return []byte(b.String())
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // insertAfter inserts lines after line i (0-based); several inserts after
