@@ -11,13 +11,25 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-var docStart = regexp.MustCompile(`^---(\s.*)?$`)
+var (
+	docStart = regexp.MustCompile(`^---(\s.*)?$`)
+	docEnd   = regexp.MustCompile(`^\.\.\.(\s+#.*)?\s*$`)
+	// yamlDirective is a %YAML directive; group 1 is its version.
+	yamlDirective = regexp.MustCompile(`^%YAML[ \t]+(\S+)[ \t]*(#.*)?$`)
+)
 
 // splitDocuments splits a YAML stream into documents at "---" lines; each
 // chunk keeps its separator line, so joining the chunks gives the input.
+// Directives (%YAML, %TAG) stay with the document they precede: a chunk
+// is the document's directives, its "---" line and its content.
 func splitDocuments(data []byte) [][]byte {
 	var chunks [][]byte
 	start := 0
+	// prelude: the lines since start are blank, comments or directives;
+	// directive: one of them is a directive; between: no content since
+	// the start of the stream or the last "..." line, where a directive
+	// may come.
+	prelude, directive, between := true, false, true
 	for off := 0; off < len(data); {
 		end := bytes.IndexByte(data[off:], '\n')
 		next := len(data)
@@ -25,9 +37,25 @@ func splitDocuments(data []byte) [][]byte {
 			next = off + end + 1
 		}
 		line := strings.TrimRight(string(data[off:next]), "\r\n")
-		if off > start && docStart.MatchString(line) {
-			chunks = append(chunks, data[start:off])
-			start = off
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case docStart.MatchString(line):
+			if off > start && !(prelude && directive) {
+				chunks = append(chunks, data[start:off])
+				start = off
+			}
+			prelude, directive, between = false, false, false
+		case between && strings.HasPrefix(line, "%"):
+			if off > start && !prelude {
+				chunks = append(chunks, data[start:off])
+				start = off
+			}
+			prelude, directive = true, true
+		case docEnd.MatchString(line):
+			prelude, between = false, true
+		case trimmed == "" || strings.HasPrefix(trimmed, "#"):
+		default:
+			prelude, between = false, false
 		}
 		off = next
 	}
@@ -35,6 +63,43 @@ func splitDocuments(data []byte) [][]byte {
 		chunks = append(chunks, data[start:])
 	}
 	return chunks
+}
+
+// maskDirectives returns chunk (one of splitDocuments') for yaml.v3, which
+// reads YAML 1.2 documents but refuses their "%YAML 1.2" directive: in the
+// chunk's directives, that line becomes a comment of the same length, so
+// lines and columns do not move. A %YAML directive of another version
+// than 1.1 or 1.2 is an error naming its line.
+func maskDirectives(chunk []byte) ([]byte, error) {
+	var out []byte
+	for off, line := 0, 1; off < len(chunk); line++ {
+		end := bytes.IndexByte(chunk[off:], '\n')
+		next := len(chunk)
+		if end >= 0 {
+			next = off + end + 1
+		}
+		l := strings.TrimRight(string(chunk[off:next]), "\r\n")
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") && !strings.HasPrefix(l, "%") {
+			break // the directives end here
+		}
+		if m := yamlDirective.FindStringSubmatch(l); m != nil {
+			switch m[1] {
+			case "1.1":
+			case "1.2":
+				if out == nil {
+					out = bytes.Clone(chunk)
+				}
+				out[off] = '#'
+			default:
+				return nil, &lineError{line: line, err: fmt.Errorf("%%YAML %s: inject reads YAML 1.1 and 1.2 documents", m[1])}
+			}
+		}
+		off = next
+	}
+	if out == nil {
+		return chunk, nil
+	}
+	return out, nil
 }
 
 // text is one document as lines, with the edits to make to it. Each line
