@@ -77,3 +77,25 @@ func mustRun(t *testing.T, args ...string) (string, int, string) {
 	}
 	return out, code, errOut
 }
+
+// TestLocalMatrixUnreadable: a ./matrix.yaml that is there but does not
+// read is an error naming it, not a silent fall back to the built-in one.
+func TestLocalMatrixUnreadable(t *testing.T) {
+	t.Setenv("IMAGECTL_MATRIX", "")
+	t.Setenv("IMAGECTL_CATALOG", "")
+	for name, target := range map[string]string{
+		"dangling link": "gone.yaml",
+		"link loop":     "matrix.yaml",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			if err := os.Symlink(target, "matrix.yaml"); err != nil {
+				t.Fatal(err)
+			}
+			code, _, errOut := runArgs(t, "matrix", "list", "-o", "json")
+			if code == 0 || !strings.Contains(errOut, "matrix.yaml") || strings.Contains(errOut, "built into imagectl") {
+				t.Errorf("exit %d, stderr %q; want an error naming matrix.yaml and no built-in matrix", code, errOut)
+			}
+		})
+	}
+}
