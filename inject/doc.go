@@ -32,7 +32,9 @@
 // yaml.v3 node API to find the exact nodes (line and column) it edits, and
 // the additions are spliced into the original bytes. So comments, key
 // order, quoting, unknown fields and every document that is not a Ray kind
-// are kept byte for byte. The sidecar's RecordEnv variable records, as
+// are kept byte for byte, each line with its own ending (\n or \r\n); the
+// lines added end as most lines of their document do; a %YAML 1.1 or 1.2
+// directive stays with its document. The sidecar's RecordEnv variable records, as
 // JSON, each item added and how (appended to a list, the list's key
 // created, an empty "key: []" line rewritten); Remove takes out exactly
 // what the record lists, in the head pod only, which gives back the

@@ -255,6 +255,10 @@ func Remove(file string, data []byte) (*Result, error) {
 
 // parseDoc parses one document; nil when it holds no node (only comments).
 func parseDoc(chunk []byte) (*yaml.Node, error) {
+	chunk, err := maskDirectives(chunk)
+	if err != nil {
+		return nil, err
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(chunk, &doc); err != nil {
 		return nil, fmt.Errorf("invalid YAML: %w", err)

@@ -221,6 +221,118 @@ func TestCRLFAndNoFinalNewline(t *testing.T) {
 	}
 }
 
+// TestLineEndingsKept: the lines inject does not touch keep their own
+// endings, the lines it adds take the document's (the more frequent), and
+// Remove gives back the input byte for byte.
+func TestLineEndingsKept(t *testing.T) {
+	plain, err := os.ReadFile("testdata/rayjob-plain.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf := strings.SplitAfter(string(plain), "\n")
+	// mixed ends every third line with \r\n (else \n) or, with crlf, every
+	// third with \n (else \r\n).
+	mixed := func(crlf bool) string {
+		var b strings.Builder
+		for i, l := range lf {
+			if (i%3 == 0) != crlf && strings.HasSuffix(l, "\n") {
+				l = strings.TrimSuffix(l, "\n") + "\r\n"
+			}
+			b.WriteString(l)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name, in, eol string
+	}{
+		{"crlf RayJob", strings.ReplaceAll(string(plain), "\n", "\r\n"), "\r\n"},
+		{"crlf RayJob without a final line break", strings.TrimSuffix(strings.ReplaceAll(string(plain), "\n", "\r\n"), "\r\n"), "\r\n"},
+		{"mostly crlf", mixed(true), "\r\n"},
+		{"mostly lf", mixed(false), "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Apply(context.Background(), "job.yaml", []byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every input line, with its ending, is in the output; the
+			// rest of the output was added and ends with tc.eol.
+			left := map[string]int{}
+			for _, l := range strings.SplitAfter(tc.in, "\n") {
+				left[l]++
+			}
+			out := strings.SplitAfter(string(res.Output), "\n")
+			for i, l := range out {
+				if left[l] > 0 {
+					left[l]--
+					continue
+				}
+				if i < len(out)-1 && !strings.HasSuffix(l, tc.eol) || tc.eol == "\n" && strings.HasSuffix(l, "\r\n") {
+					t.Errorf("added line %d %q does not end with %q", i+1, l, tc.eol)
+				}
+			}
+			for l, n := range left {
+				if n > 0 {
+					t.Errorf("input line %q (%d of them) is not in the output", l, n)
+				}
+			}
+			removed, err := Remove("job.yaml", res.Output)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.in, string(removed.Output)); diff != "" {
+				t.Errorf("Remove(Apply(in)) differs from in (-in +removed):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestYAMLDirective: a %YAML 1.1 or 1.2 directive is kept byte for byte
+// with the document it precedes; another version is an error naming the
+// file and line.
+func TestYAMLDirective(t *testing.T) {
+	plain, err := os.ReadFile("testdata/rayjob-plain.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := string(plain)
+	for _, tc := range []struct {
+		name, in string
+		docs     int
+	}{
+		{"1.2", "%YAML 1.2\n---\n" + job, 1},
+		{"1.1", "%YAML 1.1\n---\n" + job, 1},
+		{"comment and crlf", "# a job\r\n%YAML 1.2 # the version\r\n--- \r\n" + strings.ReplaceAll(job, "\n", "\r\n"), 1},
+		{"after a document end", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n...\n%YAML 1.2\n---\n" + job, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Apply(context.Background(), "job.yaml", []byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Targets) != 1 || res.Targets[0].Document != tc.docs {
+				t.Errorf("targets %+v, want the RayJob as document %d", res.Targets, tc.docs)
+			}
+			head := tc.in[:strings.Index(tc.in, "# A plain RayJob")]
+			if !strings.HasPrefix(string(res.Output), head) || !strings.Contains(string(res.Output), "- name: code-server") {
+				t.Errorf("output does not keep %q and add the sidecar:\n%s", head, res.Output)
+			}
+			removed, err := Remove("job.yaml", res.Output)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.in, string(removed.Output)); diff != "" {
+				t.Errorf("Remove(Apply(in)) (-in +removed):\n%s", diff)
+			}
+		})
+	}
+	_, err = Apply(context.Background(), "job.yaml", []byte("# v2\n%YAML 2.0\n---\n"+job))
+	var e *Error
+	if !errors.As(err, &e) || e.File != "job.yaml" || e.Line != 2 || !strings.Contains(err.Error(), "%YAML 2.0: inject reads YAML 1.1 and 1.2") {
+		t.Errorf("%%YAML 2.0: %v, want an error at job.yaml:2 naming the version", err)
+	}
+}
+
 // TestHelmValuesDocumentEnd: a key added at the top level goes before the
 // document end marker.
 func TestHelmValuesDocumentEnd(t *testing.T) {

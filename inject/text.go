@@ -11,13 +11,25 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-var docStart = regexp.MustCompile(`^---(\s.*)?$`)
+var (
+	docStart = regexp.MustCompile(`^---(\s.*)?$`)
+	docEnd   = regexp.MustCompile(`^\.\.\.(\s+#.*)?\s*$`)
+	// yamlDirective is a %YAML directive; group 1 is its version.
+	yamlDirective = regexp.MustCompile(`^%YAML[ \t]+(\S+)[ \t]*(#.*)?$`)
+)
 
 // splitDocuments splits a YAML stream into documents at "---" lines; each
 // chunk keeps its separator line, so joining the chunks gives the input.
+// Directives (%YAML, %TAG) stay with the document they precede: a chunk
+// is the document's directives, its "---" line and its content.
 func splitDocuments(data []byte) [][]byte {
 	var chunks [][]byte
 	start := 0
+	// prelude: the lines since start are blank, comments or directives;
+	// directive: one of them is a directive; between: no content since
+	// the start of the stream or the last "..." line, where a directive
+	// may come.
+	prelude, directive, between := true, false, true
 	for off := 0; off < len(data); {
 		end := bytes.IndexByte(data[off:], '\n')
 		next := len(data)
@@ -25,9 +37,25 @@ func splitDocuments(data []byte) [][]byte {
 			next = off + end + 1
 		}
 		line := strings.TrimRight(string(data[off:next]), "\r\n")
-		if off > start && docStart.MatchString(line) {
-			chunks = append(chunks, data[start:off])
-			start = off
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case docStart.MatchString(line):
+			if off > start && !(prelude && directive) {
+				chunks = append(chunks, data[start:off])
+				start = off
+			}
+			prelude, directive, between = false, false, false
+		case between && strings.HasPrefix(line, "%"):
+			if off > start && !prelude {
+				chunks = append(chunks, data[start:off])
+				start = off
+			}
+			prelude, directive = true, true
+		case docEnd.MatchString(line):
+			prelude, between = false, true
+		case trimmed == "" || strings.HasPrefix(trimmed, "#"):
+		default:
+			prelude, between = false, false
 		}
 		off = next
 	}
@@ -37,11 +65,53 @@ func splitDocuments(data []byte) [][]byte {
 	return chunks
 }
 
-// text is one document as lines, with the edits to make to it.
+// maskDirectives returns chunk (one of splitDocuments') for yaml.v3, which
+// reads YAML 1.2 documents but refuses their "%YAML 1.2" directive: in the
+// chunk's directives, that line becomes a comment of the same length, so
+// lines and columns do not move. A %YAML directive of another version
+// than 1.1 or 1.2 is an error naming its line.
+func maskDirectives(chunk []byte) ([]byte, error) {
+	var out []byte
+	for off, line := 0, 1; off < len(chunk); line++ {
+		end := bytes.IndexByte(chunk[off:], '\n')
+		next := len(chunk)
+		if end >= 0 {
+			next = off + end + 1
+		}
+		l := strings.TrimRight(string(chunk[off:next]), "\r\n")
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") && !strings.HasPrefix(l, "%") {
+			break // the directives end here
+		}
+		if m := yamlDirective.FindStringSubmatch(l); m != nil {
+			switch m[1] {
+			case "1.1":
+			case "1.2":
+				if out == nil {
+					out = bytes.Clone(chunk)
+				}
+				out[off] = '#'
+			default:
+				return nil, &lineError{line: line, err: fmt.Errorf("%%YAML %s: inject reads YAML 1.1 and 1.2 documents", m[1])}
+			}
+		}
+		off = next
+	}
+	if out == nil {
+		return chunk, nil
+	}
+	return out, nil
+}
+
+// text is one document as lines, with the edits to make to it. Each line
+// keeps its own ending, so a file with \r\n (or mixed) line endings keeps
+// them on every line inject does not touch.
 type text struct {
-	lines    []string // without the line ending
-	eol      string   // "\n" or "\r\n"
-	finalEOL bool     // the last line ends with eol
+	lines []string // without the line ending
+	ends  []string // each line's ending: "\n", "\r\n", or "" for a last line without one
+	// eol is the document's ending, for the lines inject adds: the more
+	// frequent of "\n" and "\r\n" ("\n" on a tie).
+	eol      string
+	finalEOL bool // the last line ends with a line break
 	// edits, applied together by render
 	deleted  map[int]bool
 	replaced map[int]string
@@ -51,41 +121,71 @@ type text struct {
 func newText(chunk []byte) *text {
 	s := string(chunk)
 	t := &text{eol: "\n", deleted: map[int]bool{}, replaced: map[int]string{}, inserts: map[int][]string{}}
-	if strings.Contains(s, "\r\n") {
-		t.eol = "\r\n"
-	}
 	t.finalEOL = strings.HasSuffix(s, "\n")
-	s = strings.TrimSuffix(s, "\n")
-	if s == "" && !t.finalEOL {
+	if s == "" {
 		return t
 	}
-	for _, l := range strings.Split(s, "\n") {
-		t.lines = append(t.lines, strings.TrimSuffix(l, "\r"))
+	crlf := 0
+	for s != "" {
+		l, end := s, ""
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			l, end, s = s[:i], "\n", s[i+1:]
+		} else {
+			s = ""
+		}
+		if end != "" && strings.HasSuffix(l, "\r") {
+			l, end = l[:len(l)-1], "\r\n"
+			crlf++
+		}
+		t.lines = append(t.lines, l)
+		t.ends = append(t.ends, end)
+	}
+	if lf := len(t.lines) - crlf - boolInt(!t.finalEOL); crlf > lf {
+		t.eol = "\r\n"
 	}
 	return t
 }
 
-// render applies the edits.
+// render applies the edits: lines kept or replaced end as they did, lines
+// added end with eol, and the last line ends with a line break only if
+// the document's last line did.
 func (t *text) render() []byte {
-	var b strings.Builder
-	var out []string
-	out = append(out, t.inserts[-1]...)
+	type line struct{ s, end string }
+	var out []line
+	add := func(ls []string) {
+		for _, l := range ls {
+			out = append(out, line{l, t.eol})
+		}
+	}
+	add(t.inserts[-1])
 	for i, l := range t.lines {
 		switch r, ok := t.replaced[i]; {
 		case ok:
-			out = append(out, r)
+			out = append(out, line{r, t.ends[i]})
 		case !t.deleted[i]:
-			out = append(out, l)
+			out = append(out, line{l, t.ends[i]})
 		}
-		out = append(out, t.inserts[i]...)
+		add(t.inserts[i])
 	}
+	var b strings.Builder
 	for i, l := range out {
-		b.WriteString(l)
-		if i < len(out)-1 || t.finalEOL {
+		b.WriteString(l.s)
+		switch {
+		case i == len(out)-1 && !t.finalEOL:
+		case l.end == "":
 			b.WriteString(t.eol)
+		default:
+			b.WriteString(l.end)
 		}
 	}
 	return []byte(b.String())
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // insertAfter inserts lines after line i (0-based); several inserts after

@@ -3,6 +3,7 @@ package publish
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/imagectl/imagectl/internal/ctxio"
 )
 
 // Limits on the per-platform OCI tarballs BuildKit writes, read back here.
@@ -42,7 +45,11 @@ const (
 // (json.MarshalIndent on AppendIndex) are indented, where this archive's
 // are compact JSON (pinned by TestWriteArchiveBytesPinned). ggcr's
 // tarball package writes `docker save` tarballs, not OCI layouts.
-func WriteArchive(dst string, results []Export, repoName, tag string) (v1.Hash, map[string]v1.Descriptor, error) {
+//
+// Once ctx ends, reading and copying stop at the next chunk and the
+// temporary file (.imagectl-oci-*.tar beside dst) is removed: dst is
+// either the whole archive or untouched.
+func WriteArchive(ctx context.Context, dst string, results []Export, repoName, tag string) (v1.Hash, map[string]v1.Descriptor, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return v1.Hash{}, nil, err
 	}
@@ -52,7 +59,7 @@ func WriteArchive(dst string, results []Export, repoName, tag string) (v1.Hash, 
 	plats := map[string]v1.Descriptor{}
 	for i := range results {
 		part := results[i].Archive
-		rootIndex, err := scanLayout(part, blobs, files)
+		rootIndex, err := scanLayout(ctx, part, blobs, files)
 		if err != nil {
 			return v1.Hash{}, nil, fmt.Errorf("reading %s's OCI archive %s: %w", results[i].Platform, part, err)
 		}
@@ -84,12 +91,15 @@ func WriteArchive(dst string, results []Export, repoName, tag string) (v1.Hash, 
 	if err != nil {
 		return v1.Hash{}, nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return v1.Hash{}, nil, context.Cause(ctx)
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(dst), ".imagectl-oci-*.tar")
 	if err != nil {
 		return v1.Hash{}, nil, err
 	}
 	defer os.Remove(tmp.Name())
-	if err := writeLayoutTar(tmp, topRaw, blobs, files); err != nil {
+	if err := writeLayoutTar(ctx, tmp, topRaw, blobs, files); err != nil {
 		tmp.Close()
 		return v1.Hash{}, nil, fmt.Errorf("writing %s: %w", dst, err)
 	}
@@ -98,6 +108,9 @@ func WriteArchive(dst string, results []Export, repoName, tag string) (v1.Hash, 
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return v1.Hash{}, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return v1.Hash{}, nil, context.Cause(ctx)
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		return v1.Hash{}, nil, err
@@ -128,13 +141,13 @@ func blobPath(h v1.Hash) string { return "blobs/" + h.Algorithm + "/" + h.Hex }
 // index.json and small blobs in memory and remembers where big blobs are.
 // Only regular files under blobs/<alg>/<hex>, oci-layout and index.json are
 // accepted.
-func scanLayout(archive string, blobs map[string][]byte, files map[string]string) (*v1.IndexManifest, error) {
+func scanLayout(ctx context.Context, archive string, blobs map[string][]byte, files map[string]string) (*v1.IndexManifest, error) {
 	f, err := os.Open(archive)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
+	tr := tar.NewReader(ctxio.Reader(ctx, f))
 	var index *v1.IndexManifest
 	var total int64
 	for n := 0; ; n++ {
@@ -202,8 +215,8 @@ func scanLayout(archive string, blobs map[string][]byte, files map[string]string
 }
 
 // writeLayoutTar writes an OCI layout tarball with sorted entries and fixed
-// times.
-func writeLayoutTar(w io.Writer, index []byte, blobs map[string][]byte, files map[string]string) error {
+// times; it stops with ctx's error once ctx ends.
+func writeLayoutTar(ctx context.Context, w io.Writer, index []byte, blobs map[string][]byte, files map[string]string) error {
 	tw := tar.NewWriter(w)
 	mtime := time.Unix(0, 0)
 	put := func(name string, b []byte) error {
@@ -230,13 +243,16 @@ func writeLayoutTar(w io.Writer, index []byte, blobs map[string][]byte, files ma
 	}
 	sort.Strings(names)
 	for _, n := range names {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
 		if b, ok := blobs[n]; ok {
 			if err := put(n, b); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := copyBlob(tw, files[n], n, mtime); err != nil {
+		if err := copyBlob(ctx, tw, files[n], n, mtime); err != nil {
 			return err
 		}
 	}
@@ -244,13 +260,13 @@ func writeLayoutTar(w io.Writer, index []byte, blobs map[string][]byte, files ma
 }
 
 // copyBlob copies blob name from the OCI tarball src into tw.
-func copyBlob(tw *tar.Writer, src, name string, mtime time.Time) error {
+func copyBlob(ctx context.Context, tw *tar.Writer, src, name string, mtime time.Time) error {
 	f, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
+	tr := tar.NewReader(ctxio.Reader(ctx, f))
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -265,7 +281,7 @@ func copyBlob(tw *tar.Writer, src, name string, mtime time.Time) error {
 		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: hdr.Size, ModTime: mtime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
 			return err
 		}
-		_, err = io.Copy(tw, tr)
+		_, err = ctxio.Copy(ctx, tw, tr)
 		return err
 	}
 }

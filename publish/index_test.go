@@ -3,6 +3,7 @@ package publish
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -155,7 +156,7 @@ func TestWriteArchiveBytesPinned(t *testing.T) {
 	dir := t.TempDir()
 	results := []Export{{Platform: "linux/amd64", Archive: ociPart(t, dir, "linux/amd64", true)}, {Platform: "linux/arm64/v8", Archive: ociPart(t, dir, "linux/arm64/v8", false)}}
 	dst := filepath.Join(dir, "out", "image.tar")
-	h, plats, err := WriteArchive(dst, results, "registry.example/img", "1.0")
+	h, plats, err := WriteArchive(context.Background(), dst, results, "registry.example/img", "1.0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,8 +77,8 @@ func NewArchive(path, repoName, tag string) Interface {
 }
 
 // Publish implements Interface.
-func (p *archive) Publish(_ context.Context, exports []Export) (*Publication, error) {
-	h, descs, err := WriteArchive(p.path, exports, p.repoName, p.tag)
+func (p *archive) Publish(ctx context.Context, exports []Export) (*Publication, error) {
+	h, descs, err := WriteArchive(ctx, p.path, exports, p.repoName, p.tag)
 	if err != nil {
 		return nil, err
 	}

@@ -52,9 +52,9 @@ func (f *buildFlags) Validate() error {
 	return nil
 }
 
-// signer starts decrypting --key in the background (cosign's scrypt takes
-// about 0.2 s) and returns a func that waits for it, for the pipeline to
-// call when it needs the key, and the --verify-key public key, if given.
+// signer starts decrypting --key in the background (sign.PrefetchKey)
+// and returns the wait for it, for the pipeline to call when it needs the
+// key, and the --verify-key public key, if given.
 func (f *buildFlags) signer(ctx context.Context) (func(context.Context) (*sign.Signer, error), signature.Verifier, error) {
 	if err := f.Validate(); err != nil {
 		return nil, nil, usageError(err)
@@ -69,24 +69,7 @@ func (f *buildFlags) signer(ctx context.Context) (func(context.Context) (*sign.S
 			return nil, nil, fmt.Errorf("--verify-key: %w", err)
 		}
 	}
-	pw := f.key.Password()
-	var (
-		s    *sign.Signer
-		err  error
-		done = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		s, err = sign.LoadKey(ctx, f.key.Key, pw)
-	}()
-	return func(ctx context.Context) (*sign.Signer, error) {
-		select {
-		case <-done:
-			return s, err
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}, vk, nil
+	return sign.PrefetchKey(ctx, f.key.Key, f.key.Password()).Signer, vk, nil
 }
 
 func newBuildCommand(g *globals) *cobra.Command {

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -24,7 +26,11 @@ const (
 func (g *globals) resolveFiles() {
 	g.filesOnce.Do(func() {
 		if g.matrixPath == "" {
-			if _, err := os.Stat("matrix.yaml"); err == nil {
+			// Only a ./matrix.yaml that is not there at all gives the
+			// built-in one: one that is there but does not read (a
+			// dangling link, a directory without search permission) is
+			// read, so its error names it.
+			if _, err := os.Lstat("matrix.yaml"); !errors.Is(err, fs.ErrNotExist) {
 				g.matrixPath = "matrix.yaml"
 			}
 		}

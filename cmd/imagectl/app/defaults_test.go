@@ -1,6 +1,7 @@
 package app
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,4 +77,53 @@ func mustRun(t *testing.T, args ...string) (string, int, string) {
 		t.Fatalf("imagectl %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
 	}
 	return out, code, errOut
+}
+
+// TestLocalMatrixUnreadable: a ./matrix.yaml that is there but does not
+// read is an error naming it, not a silent fall back to the built-in one.
+func TestLocalMatrixUnreadable(t *testing.T) {
+	t.Setenv("IMAGECTL_MATRIX", "")
+	t.Setenv("IMAGECTL_CATALOG", "")
+	for name, target := range map[string]string{
+		"dangling link": "gone.yaml",
+		"link loop":     "matrix.yaml",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			if err := os.Symlink(target, "matrix.yaml"); err != nil {
+				t.Fatal(err)
+			}
+			code, _, errOut := runArgs(t, "matrix", "list", "-o", "json")
+			if code == 0 || !strings.Contains(errOut, "matrix.yaml") || strings.Contains(errOut, "built into imagectl") {
+				t.Errorf("exit %d, stderr %q; want an error naming matrix.yaml and no built-in matrix", code, errOut)
+			}
+		})
+	}
+}
+
+// TestCatalogBesideMatrix: with --matrix, the catalog is catalog.json
+// beside it, never the built-in one, and --catalog's help says so.
+func TestCatalogBesideMatrix(t *testing.T) {
+	t.Setenv("IMAGECTL_MATRIX", "")
+	t.Setenv("IMAGECTL_CATALOG", "")
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := os.ReadFile(filepath.Join(root, "matrix.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "matrix.yaml"), m, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runArgs(t, "--matrix", filepath.Join(dir, "matrix.yaml"), "matrix", "resolve", "--ray", "2.46.0")
+	if code == 0 || !strings.Contains(errOut, filepath.Join(dir, "catalog.json")) {
+		t.Errorf("--matrix without a catalog.json beside it: exit %d, stderr %q; want an error naming %s", code, errOut, filepath.Join(dir, "catalog.json"))
+	}
+	usage := NewRootCommand(io.Discard, io.Discard).PersistentFlags().Lookup("catalog").Usage
+	if !strings.Contains(usage, "built into imagectl only with the built-in matrix") {
+		t.Errorf("--catalog help %q: want it to say the built-in catalog goes only with the built-in matrix", usage)
+	}
 }

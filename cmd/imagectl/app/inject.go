@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -101,7 +102,7 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 	fl := cmd.Flags()
 	fl.VarP((*oneFile)(&f.file), "filename", "f", "the manifest (or Helm values) to read; - for stdin (once: inject reads one file)")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "yaml (the new documents) or diff (a unified diff)")
-	fl.BoolVarP(&f.inPlace, "in-place", "i", false, "rewrite the file (atomically; nothing is written on error)")
+	fl.BoolVarP(&f.inPlace, "in-place", "i", false, "rewrite the file (atomically; nothing is written on error or interrupt; through a symbolic link)")
 	fl.BoolVar(&f.remove, "remove", false, "take out everything inject added, giving back the original bytes")
 	fl.BoolVar(&f.helmValues, "helm-values", false, "the file is a values file of KubeRay's ray-cluster Helm chart")
 	fl.StringVar(&f.image, "image", "", "the sidecar image (default: the published image for the manifest's Ray version)")
@@ -165,17 +166,20 @@ func (g *globals) runInject(cmd *cobra.Command, f *injectFlags) error {
 		fmt.Fprintf(g.stderr, "imagectl: %s: %s\n", file, n)
 	}
 	if f.secretFile != "" && !f.remove {
-		if err := g.writeSecret(f, res); err != nil {
+		if err := g.writeSecret(cmd.Context(), f, res); err != nil {
 			return err
 		}
 	}
 	if f.inPlace {
 		if res.Changed {
-			if err := writeAtomic(file, res.Output); err != nil {
+			if err := writeAtomic(cmd.Context(), file, res.Output); err != nil {
 				return err
 			}
 		}
 	} else if f.output == "yaml" {
+		if err := cmd.Context().Err(); err != nil {
+			return err
+		}
 		if _, err := g.stdout.Write(res.Output); err != nil {
 			return err
 		}
@@ -194,7 +198,7 @@ func (g *globals) runInject(cmd *cobra.Command, f *injectFlags) error {
 // writeSecret writes the password Secret for the namespace of the injected
 // documents to --secret-file, mode 0600, keeping the password the file
 // holds unless --rotate-password.
-func (g *globals) writeSecret(f *injectFlags, res *inject.Result) error {
+func (g *globals) writeSecret(ctx context.Context, f *injectFlags, res *inject.Result) error {
 	ns, err := res.Namespace()
 	if err != nil {
 		return fmt.Errorf("--secret-file %s: %w", f.secretFile, err)
@@ -211,7 +215,7 @@ func (g *globals) writeSecret(f *injectFlags, res *inject.Result) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(f.secretFile, sec.Doc, 0o600); err != nil {
+	if err := writeFileAtomic(ctx, f.secretFile, sec.Doc, 0o600); err != nil {
 		return err
 	}
 	what := "a new random password"
@@ -306,19 +310,29 @@ func (f *injectFlags) injectOptions() []inject.Option {
 }
 
 // writeAtomic replaces path with data through a temporary file in the same
-// directory, keeping path's mode.
-func writeAtomic(path string, data []byte) error {
-	st, err := os.Stat(path)
+// directory, keeping path's mode. A symbolic link stays one: the file it
+// points to is replaced.
+func writeAtomic(ctx context.Context, path string, data []byte) error {
+	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data, st.Mode().Perm())
+	st, err := os.Stat(target)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(ctx, target, data, st.Mode().Perm())
 }
 
 // writeFileAtomic writes data to path through a temporary file in the same
 // directory (created with mode 0600, so the data is never readable by
-// others on the way), then gives it mode.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
+// others on the way), then gives it mode. Once ctx ends it writes nothing:
+// path is replaced only if ctx is still live just before the rename, and
+// the temporary file is removed whatever happens.
+func writeFileAtomic(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".imagectl-*")
 	if err != nil {
 		return err
@@ -337,6 +351,9 @@ func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
 		return err
 	}
 	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {

@@ -323,3 +323,76 @@ func TestInjectCLIImageNotInRegistry(t *testing.T) {
 		t.Errorf("--allow-hostpath: exit %d, stderr %q\n%s", code, errs, out)
 	}
 }
+
+// TestInjectInPlaceThroughSymlink: -i on a symbolic link rewrites the file
+// it points to and leaves the link a link.
+func TestInjectInPlaceThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real", "job.yaml")
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, []byte(injectPlainJob), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "job.yaml")
+	if err := os.Symlink(filepath.Join("real", "job.yaml"), link); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runIn(t, "", "inject", "-f", link, "-i", "--no-resolve"); code != 0 {
+		t.Fatalf("-i: exit %d %s", code, errs)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("-i replaced the symbolic link %s: %v, %v", link, st.Mode(), err)
+	}
+	got, err := os.ReadFile(target)
+	if err != nil || !strings.Contains(string(got), "- name: code-server\n") {
+		t.Errorf("the link's target was not rewritten (%v):\n%s", err, got)
+	}
+	if st, _ := os.Stat(target); st.Mode().Perm() != 0o640 {
+		t.Errorf("-i changed the target's mode to %v", st.Mode())
+	}
+	for d, want := range map[string]int{dir: 2, filepath.Dir(target): 1} {
+		if entries, _ := os.ReadDir(d); len(entries) != want {
+			t.Errorf("%s holds %v, want %d entries (a temporary file left?)", d, entries, want)
+		}
+	}
+}
+
+// cancelOnWrite cancels its context at its first write: an interrupt that
+// arrives after inject computed the output (it prints its notes then) and
+// before it writes the file.
+type cancelOnWrite struct {
+	bytes.Buffer
+	cancel context.CancelFunc
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) {
+	w.cancel()
+	return w.Buffer.Write(p)
+}
+
+// TestInjectInPlaceLateInterrupt: an interrupt after the output is
+// computed writes neither the file nor the Secret, and leaves no
+// temporary file.
+func TestInjectInPlaceLateInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(path, []byte(injectPlainJob), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &cancelOnWrite{cancel: cancel}
+	var stdout bytes.Buffer
+	code := Run(ctx, []string{"inject", "-f", path, "-i", "--no-resolve", "--secret-file", filepath.Join(dir, "secret.yaml")}, &stdout, stderr)
+	if code != ExitInterrupted {
+		t.Errorf("exit %d, want %d; stderr:\n%s", code, ExitInterrupted, stderr.String())
+	}
+	if got, _ := os.ReadFile(path); string(got) != injectPlainJob {
+		t.Errorf("an interrupted -i wrote the file:\n%s", got)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%s holds %v, want job.yaml alone", dir, entries)
+	}
+}

@@ -81,7 +81,7 @@ on KubeRay, and plans scheduled rebuilds.`,
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return prepareFlags(cmd) }
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.matrixPath, "matrix", "", "path to matrix.yaml (default: ./matrix.yaml, else the one built into imagectl)")
-	pf.StringVar(&g.catalogPath, "catalog", "", "path to the catalog snapshot (default: catalog.json beside matrix.yaml, else the one built into imagectl)")
+	pf.StringVar(&g.catalogPath, "catalog", "", "path to the catalog snapshot (default: catalog.json beside the matrix file; the one built into imagectl only with the built-in matrix)")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log progress and retries to stderr")
 	for name, env := range map[string]string{"matrix": "IMAGECTL_MATRIX", "catalog": "IMAGECTL_CATALOG"} {
 		pf.Lookup(name).Usage += " (env " + env + ")"
