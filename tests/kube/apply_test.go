@@ -157,10 +157,7 @@ func TestApply(t *testing.T) {
 // operator's FailedToCreateHeadPod event.
 func (c *cluster) admitted(t *testing.T, ns string, o rayObject) (bool, string) {
 	t.Helper()
-	sel := "ray.io/node-type=head,ray.io/originated-from-crd=" + o.Kind + ",ray.io/originated-from-cr-name=" + o.Name
-	if o.Kind == "RayCluster" {
-		sel = "ray.io/node-type=head,ray.io/cluster=" + o.Name
-	}
+	sel := c.headSelector(t, ns, o)
 	var ok bool
 	var why string
 	c.waitFor(t, 90*time.Second, "the head Pod of "+o.Name+" or its refusal in "+ns, func() (bool, error) {

@@ -100,13 +100,46 @@ func inNamespace(manifest []byte, ns string) []byte {
 	return namespaceLine.ReplaceAll(manifest, []byte("${1}"+ns))
 }
 
+// rayCluster waits for the RayCluster that holds o's head group and returns
+// its name: o itself for a RayCluster; for a RayJob or RayService the one
+// the operator creates under a generated name and labels
+// ray.io/originated-from-crd and ray.io/originated-from-cr-name. KubeRay
+// does not copy those two labels to the Pods, which carry only
+// ray.io/cluster.
+func (c *cluster) rayCluster(t *testing.T, ns string, o rayObject) string {
+	t.Helper()
+	if o.Kind == "RayCluster" {
+		return o.Name
+	}
+	sel := "ray.io/originated-from-crd=" + o.Kind + ",ray.io/originated-from-cr-name=" + o.Name
+	var name string
+	c.waitFor(t, 90*time.Second, fmt.Sprintf("the RayCluster of %s %s in %s (%s)", o.Kind, o.Name, ns, sel), func() (bool, error) {
+		out, err := c.kubectl(t, nil, "get", "rayclusters", "-n", ns, "-l", sel, "-o", `jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}`)
+		if err != nil {
+			return false, err
+		}
+		f := strings.Fields(out)
+		if len(f) > 1 {
+			return false, fmt.Errorf("%d RayClusters, want 1: %v", len(f), f)
+		}
+		if len(f) == 1 {
+			name = f[0]
+		}
+		return name != "", nil
+	})
+	return name
+}
+
+// headSelector selects the head Pod of o's RayCluster.
+func (c *cluster) headSelector(t *testing.T, ns string, o rayObject) string {
+	t.Helper()
+	return "ray.io/node-type=head,ray.io/cluster=" + c.rayCluster(t, ns, o)
+}
+
 // headPod waits for the head Pod the operator makes for o in ns.
 func (c *cluster) headPod(t *testing.T, ns string, o rayObject) corev1.Pod {
 	t.Helper()
-	sel := "ray.io/node-type=head,ray.io/cluster=" + o.Name
-	if o.Kind != "RayCluster" {
-		sel = "ray.io/node-type=head,ray.io/originated-from-crd=" + o.Kind + ",ray.io/originated-from-cr-name=" + o.Name
-	}
+	sel := c.headSelector(t, ns, o)
 	var pods []corev1.Pod
 	c.waitFor(t, 90*time.Second, fmt.Sprintf("the head Pod of %s %s in %s (%s)", o.Kind, o.Name, ns, sel), func() (bool, error) {
 		pods = c.pods(t, ns, sel)
