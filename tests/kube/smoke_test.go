@@ -26,10 +26,11 @@ func TestSmokeHarness(t *testing.T) {
 	if err := os.Mkdir(guide, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	bin := imagectlBin(t) // before the timeout starts: the first call builds it
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	got, err := kind.RunUntilPods(ctx, kind.Config{Image: testImage, RayVersion: "2.46.0", Python: "3.12",
-		KubeRayVersion: c.kuberay, Imagectl: imagectlBin(t), Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}, kc, guide)
+		KubeRayVersion: c.kuberay, Imagectl: bin, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}, kc, guide)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestSmokeHarness(t *testing.T) {
 		t.Errorf("the harness found head Pod %q, the operator made %q", got.HeadPod, pod.Name)
 	}
 	c.checkHeadPod(t, ns, o, pod, testImage)
-	c.checkHeadService(t, ns, pod)
+	c.checkHeadService(t, ns, o, pod)
 }
 
 // testWriter sends the harness's log to the test's.
