@@ -9,7 +9,10 @@
 //     version of the manifest, a named port (8443), resources,
 //     DEFAULT_WORKSPACE=/tmp/ray/session_latest/runtime_resources and the
 //     code-server PASSWORD from a Secret (secretKeyRef; never a plain value,
-//     never a sudo password);
+//     never a sudo password), and no probes: KubeRay counts a RayCluster
+//     ready, and submits a RayJob to it, only once every container of the
+//     head Pod is Ready, so a probe on the sidecar would hold the job
+//     while code-server is down;
 //   - the sidecar's own securityContext (runAsUser 0, runAsNonRoot false,
 //     no privilege escalation, SidecarCapabilities), so that linuxserver's
 //     init starts as root whatever the pod's securityContext says;

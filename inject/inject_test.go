@@ -679,6 +679,10 @@ func TestSidecarStartsAsRootInHardenedPods(t *testing.T) {
 		{"restricted namespace", restrictedNS + inNS(plainCluster),
 			[]string{"namespace secure has the label " + PodSecurityEnforceLabel + "=restricted", "baseline"}},
 		{"baseline namespace", baselineNS + inNS(plainCluster), nil},
+		// The API server admits it there (tests/kube TestPodSecurity).
+		{"baseline namespace, Ray container runAsNonRoot", baselineNS + inNS(rayCtx("            runAsNonRoot: true\n")), nil},
+		{"restricted namespace, Ray container runAsNonRoot", restrictedNS + inNS(rayCtx("            runAsNonRoot: true\n")),
+			[]string{"namespace secure has the label " + PodSecurityEnforceLabel + "=restricted"}},
 		{"restricted namespace, other namespace", restrictedNS + plainCluster, nil},
 	}
 	for _, tt := range tests {

@@ -328,12 +328,18 @@ func podSecurityLevels(chunks [][]byte) map[string]string {
 // sidecar's own securityContext lets linuxserver's init start as root: a
 // namespace of the input that enforces PodSecurity "restricted" refuses
 // any container that may run as root, and a pod or Ray container that
-// asks for runAsNonRoot says such a policy is likely in force.
+// asks for runAsNonRoot says such a policy is likely in force (unless a
+// Namespace of the input gives the namespace's level).
 func (c *config) checkHardened(ns string, s *site, warn func(string, ...any)) {
 	const why = "the sidecar runs linuxserver's init as root (its own securityContext sets runAsUser: 0, runAsNonRoot: false), then code-server as PUID"
 	if ns != "" && c.enforce[ns] == "restricted" {
 		warn("namespace %s has the label %s=restricted: PodSecurity refuses the head pod, because %s; the RayCluster never starts (FailedToCreateHeadPod events). Debug in a namespace labelled %s=baseline (see docs/inject.md, Hardened pods)",
 			ns, PodSecurityEnforceLabel, why, PodSecurityEnforceLabel)
+	}
+	if ns != "" && c.enforce[ns] != "" {
+		// The input's Namespace says which level is enforced: runAsNonRoot
+		// is no sign of one.
+		return
 	}
 	for i, where := range []string{"the head's Ray container", "the head pod"} {
 		if i >= len(s.securityCtx) {

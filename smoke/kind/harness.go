@@ -175,6 +175,59 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	return h.run(ctx)
 }
 
+// Stopped is where RunUntilPods stopped: the RayCluster the operator made
+// for the smoke RayJob and its head Pod, found by the guide's lookup.
+type Stopped struct {
+	RayCluster string `json:"rayCluster"`
+	HeadPod    string `json:"headPod"`
+}
+
+// RunUntilPods runs the harness's steps against the cluster of kubeconfig,
+// where a KubeRay operator already runs, in the namespace its context
+// names, and stops where a Pod would have to run. It writes the guide's
+// inputs into dir and runs, as Run does: imagectl inject (with --image
+// cfg.Image: nothing pulls it, so it is not looked up), the apply of the
+// password Secret, the pre-pull DaemonSet's apply, rollout wait and delete
+// (on a cluster without nodes the wait has nothing to wait for), then,
+// for the kubectl ray plugin's submit (which needs a running cluster), what
+// the plugin does first with -f: `kubectl create -f rayjob-debug.yaml`.
+// Then it waits, as Run does, for the RayJob's RayCluster and the guide's
+// head-pod lookup, and returns before the guide's Ready wait. The operator
+// install and its wait are skipped (the operator runs already).
+func RunUntilPods(ctx context.Context, cfg Config, kubeconfig, dir string) (*Stopped, error) {
+	switch {
+	case cfg.Image == "":
+		return nil, errors.New("smoke: an image to test is required")
+	case kubeconfig == "":
+		return nil, errors.New("smoke: a kubeconfig is required")
+	case dir == "":
+		return nil, errors.New("smoke: a directory for the guide's files is required")
+	case cfg.Imagectl == "":
+		return nil, errors.New("smoke: an imagectl to run the guide's inject step with is required")
+	}
+	if cfg.Python == "" {
+		cfg.Python = "3.12"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	kuberay, err := KubeRayVersion(cfg.KubeRayVersion)
+	if err != nil {
+		return nil, err
+	}
+	cfg.KubeRayVersion = kuberay
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	h := &harness{cfg: cfg, log: cfg.Logger, kubeconfig: kubeconfig, dir: dir, access: &PullAccess{Pinned: cfg.Image}, untilPods: true}
+	if _, err := h.run(ctx); err != nil {
+		return nil, err
+	}
+	return &Stopped{RayCluster: h.rayCluster, HeadPod: h.headPod}, nil
+}
+
 type harness struct {
 	cfg        Config
 	log        *slog.Logger
@@ -186,6 +239,9 @@ type harness struct {
 	operator   string // namespace/name of the operator's Deployment
 	access     *PullAccess
 	submit     *background // kubectl ray job submit, while it runs
+	// untilPods: stop before the first step that needs a running Pod
+	// (RunUntilPods).
+	untilPods bool
 }
 
 const jobName = "imagectl-smoke"
@@ -211,8 +267,10 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	h.log.Info("the node pulls the image by digest", "image", access.Pinned, "pull_secret", access.Secret != nil)
-	if err := h.installKubeRay(ctx, guide); err != nil {
-		return nil, err
+	if !h.untilPods {
+		if err := h.installKubeRay(ctx, guide); err != nil {
+			return nil, err
+		}
 	}
 	if err := h.writeInputs(); err != nil {
 		return nil, err
@@ -232,6 +290,18 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	}
 	if err := h.prepull(ctx, guide, access); err != nil {
 		return nil, err
+	}
+	if h.untilPods {
+		// The plugin's -f creates the RayJob from the file, then waits for
+		// a running cluster.
+		h.log.Info("creating the RayJob as the kubectl ray plugin does first", "command", guide[stepSubmit].String())
+		if _, err := h.kubectl(ctx, nil, "create", "-f", InjectedFile); err != nil {
+			return nil, fmt.Errorf("creating the RayJob of %s: %w", InjectedFile, err)
+		}
+		if err := h.waitHeadPod(ctx, guide); err != nil {
+			return nil, err
+		}
+		return &Result{}, nil
 	}
 	h.log.Info("submitting with the kubectl ray plugin", "command", guide[stepSubmit].String())
 	sub, err := h.startPlugin(ctx, guide[stepSubmit].Args[1:])
@@ -514,6 +584,10 @@ func (h *harness) waitHeadPod(ctx context.Context, guide []Command) error {
 		if err := sleep(ctx, 5*time.Second); err != nil {
 			return fmt.Errorf("no head pod (%s): %w", guide[stepHeadPod], err)
 		}
+	}
+	if h.untilPods {
+		h.log.Info("stopping before the head pod's Ready wait", "pod", h.headPod, "command", guide[stepWaitHead].String())
+		return nil
 	}
 	wait := expand(guide[stepWaitHead].Args[1:], map[string]string{"HEAD": h.headPod})
 	if _, err := h.kubectl(ctx, nil, wait...); err != nil {

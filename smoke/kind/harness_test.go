@@ -541,3 +541,40 @@ func TestRenderPlainRejectsBadParams(t *testing.T) {
 		}
 	}
 }
+
+// TestRunUntilPodsStopsBeforeRunningPods: against a cluster whose operator
+// runs already, the harness runs the guide's commands that need no running
+// Pod, exactly and in order, creates the RayJob as the plugin's -f does
+// first instead of running the plugin, finds the head Pod by the guide's
+// lookup and stops before the guide's Ready wait.
+func TestRunUntilPodsStopsBeforeRunningPods(t *testing.T) {
+	dir := fakeKubectl(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("IMAGECTL_FAKE_INJECT", filepath.Join(t.TempDir(), "inject-args"))
+	// Not in any registry: nothing reads it.
+	const image = "registry.invalid/code-server@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	got, err := RunUntilPods(context.Background(), Config{Image: image, RayVersion: "2.46.0", Python: "3.12", Imagectl: exe,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Timeout: time.Minute}, kubeconfig, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&Stopped{RayCluster: "imagectl-smoke-raycluster-x7k2p", HeadPod: "imagectl-smoke-raycluster-x7k2p-head-abcde"}, got); diff != "" {
+		t.Errorf("RunUntilPods (-want +got):\n%s", diff)
+	}
+	guide := Guide(KubeRayNewest)
+	var want [][]string
+	for _, i := range []int{stepApplySecret, stepPrepull, stepWaitPrepull, stepDeletePrepull} {
+		want = append(want, append([]string{"--kubeconfig", kubeconfig}, guide[i].Args[1:]...))
+	}
+	want = append(want,
+		[]string{"--kubeconfig", kubeconfig, "create", "-f", InjectedFile},
+		[]string{"--kubeconfig", kubeconfig, "get", "rayjob", jobName, "-o", "jsonpath={.status.rayClusterName}"},
+		append([]string{"--kubeconfig", kubeconfig}, guide[stepHeadPod].Args[1:]...))
+	if diff := cmp.Diff(want, calls(t, dir)); diff != "" {
+		t.Errorf("kubectl calls (-want +got):\n%s", diff)
+	}
+}

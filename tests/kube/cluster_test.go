@@ -163,6 +163,19 @@ func (c *cluster) namespace(t *testing.T, labels map[string]string) string {
 	return ns
 }
 
+// kubeconfigIn writes, as dir/kubeconfig, a copy of the cluster's
+// kubeconfig whose context's namespace is ns, for commands that name no
+// namespace (README's, the smoke harness's).
+func (c *cluster) kubeconfigIn(t *testing.T, dir, ns string) string {
+	t.Helper()
+	kc := filepath.Join(dir, "kubeconfig")
+	writeFile(t, kc, readFile(t, c.kubeconfig))
+	if _, _, err := run(context.Background(), dir, nil, nil, "kubectl", "--kubeconfig", kc, "config", "set-context", "--current", "--namespace", ns); err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
 // waitFor polls cond every 300 ms until it is true or timeout passes.
 func (c *cluster) waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()

@@ -10,8 +10,8 @@
 // writes is checked: the Ray container first, the sidecar second and
 // unchanged, one /tmp/ray volume, the head Service's ports. PodSecurity
 // admission decides on inject's output in namespaces enforcing baseline and
-// restricted, and README's kubectl lines run up to where a Pod would have to
-// run.
+// restricted, and README's kubectl lines and the smoke harness's own steps
+// (kind.RunUntilPods) run up to where a Pod would have to run.
 //
 // The tests use only the kubeconfig the script exports as
 // IMAGECTL_KUBE_KUBECONFIG (never a developer's KUBECONFIG) and each works

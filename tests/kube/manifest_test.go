@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,9 @@ const (
 type rayObject struct {
 	Kind, Name string
 	Head       corev1.PodTemplateSpec // the head group's template, as written
+	// Dashboard is the dashboard's port: the head's rayStartParams
+	// dashboard-port, else Ray's default 8265.
+	Dashboard int32
 }
 
 // rayObjects reads the Ray objects of a multi-document manifest.
@@ -73,15 +77,24 @@ func rayObjects(t *testing.T, manifest []byte) []rayObject {
 			continue
 		}
 		ro := rayObject{Kind: o.Kind, Name: o.Metadata.Name}
+		var hg headGroup
 		switch {
 		case o.Kind == "RayCluster" && o.Spec.HeadGroupSpec != nil:
-			ro.Head = o.Spec.HeadGroupSpec.Template
+			hg = *o.Spec.HeadGroupSpec
 		case o.Kind == "RayJob" && o.Spec.RayClusterSpec != nil:
-			ro.Head = o.Spec.RayClusterSpec.HeadGroupSpec.Template
+			hg = o.Spec.RayClusterSpec.HeadGroupSpec
 		case o.Kind == "RayService" && o.Spec.RayClusterConfig != nil:
-			ro.Head = o.Spec.RayClusterConfig.HeadGroupSpec.Template
+			hg = o.Spec.RayClusterConfig.HeadGroupSpec
 		default:
 			t.Fatalf("%s %s: no head group template", o.Kind, o.Metadata.Name)
+		}
+		ro.Head, ro.Dashboard = hg.Template, dashboardPort
+		if p := hg.RayStartParams["dashboard-port"]; p != "" {
+			n, err := strconv.ParseInt(p, 10, 32)
+			if err != nil {
+				t.Fatalf("%s %s: rayStartParams dashboard-port %q: %v", o.Kind, o.Metadata.Name, p, err)
+			}
+			ro.Dashboard = int32(n)
 		}
 		objs = append(objs, ro)
 	}
@@ -89,7 +102,8 @@ func rayObjects(t *testing.T, manifest []byte) []rayObject {
 }
 
 type headGroup struct {
-	Template corev1.PodTemplateSpec `json:"template"`
+	RayStartParams map[string]string      `json:"rayStartParams"`
+	Template       corev1.PodTemplateSpec `json:"template"`
 }
 
 var namespaceLine = regexp.MustCompile(`(?m)^(\s*namespace:[ \t]*)\S+[ \t]*$`)
@@ -100,13 +114,46 @@ func inNamespace(manifest []byte, ns string) []byte {
 	return namespaceLine.ReplaceAll(manifest, []byte("${1}"+ns))
 }
 
+// rayCluster waits for the RayCluster that holds o's head group and returns
+// its name: o itself for a RayCluster; for a RayJob or RayService the one
+// the operator creates under a generated name and labels
+// ray.io/originated-from-crd and ray.io/originated-from-cr-name. KubeRay
+// does not copy those two labels to the Pods, which carry only
+// ray.io/cluster.
+func (c *cluster) rayCluster(t *testing.T, ns string, o rayObject) string {
+	t.Helper()
+	if o.Kind == "RayCluster" {
+		return o.Name
+	}
+	sel := "ray.io/originated-from-crd=" + o.Kind + ",ray.io/originated-from-cr-name=" + o.Name
+	var name string
+	c.waitFor(t, 90*time.Second, fmt.Sprintf("the RayCluster of %s %s in %s (%s)", o.Kind, o.Name, ns, sel), func() (bool, error) {
+		out, err := c.kubectl(t, nil, "get", "rayclusters", "-n", ns, "-l", sel, "-o", `jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}`)
+		if err != nil {
+			return false, err
+		}
+		f := strings.Fields(out)
+		if len(f) > 1 {
+			return false, fmt.Errorf("%d RayClusters, want 1: %v", len(f), f)
+		}
+		if len(f) == 1 {
+			name = f[0]
+		}
+		return name != "", nil
+	})
+	return name
+}
+
+// headSelector selects the head Pod of o's RayCluster.
+func (c *cluster) headSelector(t *testing.T, ns string, o rayObject) string {
+	t.Helper()
+	return "ray.io/node-type=head,ray.io/cluster=" + c.rayCluster(t, ns, o)
+}
+
 // headPod waits for the head Pod the operator makes for o in ns.
 func (c *cluster) headPod(t *testing.T, ns string, o rayObject) corev1.Pod {
 	t.Helper()
-	sel := "ray.io/node-type=head,ray.io/cluster=" + o.Name
-	if o.Kind != "RayCluster" {
-		sel = "ray.io/node-type=head,ray.io/originated-from-crd=" + o.Kind + ",ray.io/originated-from-cr-name=" + o.Name
-	}
+	sel := c.headSelector(t, ns, o)
 	var pods []corev1.Pod
 	c.waitFor(t, 90*time.Second, fmt.Sprintf("the head Pod of %s %s in %s (%s)", o.Kind, o.Name, ns, sel), func() (bool, error) {
 		pods = c.pods(t, ns, sel)
@@ -283,8 +330,9 @@ func (c *cluster) checkTmpRay(t *testing.T, o rayObject, pod corev1.Pod) {
 
 // checkHeadService: the head Service KubeRay makes for the Pod's cluster
 // exposes the dashboard README port-forwards (service/<cluster>-head-svc
-// 8265:8265). The sidecar's 8443 is reached through the Pod.
-func (c *cluster) checkHeadService(t *testing.T, ns string, pod corev1.Pod) []int32 {
+// 8265:8265, or o's own dashboard port). The sidecar's 8443 is reached
+// through the Pod.
+func (c *cluster) checkHeadService(t *testing.T, ns string, o rayObject, pod corev1.Pod) []int32 {
 	t.Helper()
 	cl := pod.Labels["ray.io/cluster"]
 	var svc corev1.Service
@@ -299,8 +347,8 @@ func (c *cluster) checkHeadService(t *testing.T, ns string, pod corev1.Pod) []in
 	for _, p := range svc.Spec.Ports {
 		ports = append(ports, p.Port)
 	}
-	if !slices.Contains(ports, dashboardPort) {
-		t.Errorf("Service %s-head-svc ports %v: no dashboard %d to port-forward", cl, ports, dashboardPort)
+	if !slices.Contains(ports, o.Dashboard) {
+		t.Errorf("Service %s-head-svc ports %v: no dashboard %d to port-forward", cl, ports, o.Dashboard)
 	}
 	if svc.Spec.Selector["ray.io/cluster"] != cl || svc.Spec.Selector["ray.io/node-type"] != "head" {
 		t.Errorf("Service %s-head-svc selects %v, not the head Pod of %s", cl, svc.Spec.Selector, cl)
@@ -330,9 +378,10 @@ func diffJSON(a, b any) string {
 // warnings (stderr lines).
 func inject(t *testing.T, dir string, args ...string) ([]byte, string) {
 	t.Helper()
+	bin := imagectlBin(t) // before the timeout starts: the first call builds it
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, stderr, err := run(ctx, dir, []string{"DOCKER_CONFIG=" + filepath.Join(dir, ".docker")}, nil, imagectlBin(t), append([]string{"inject"}, args...)...)
+	out, stderr, err := run(ctx, dir, []string{"DOCKER_CONFIG=" + filepath.Join(dir, ".docker")}, nil, bin, append([]string{"inject"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

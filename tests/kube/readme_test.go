@@ -36,11 +36,7 @@ func TestReadmeDebugFlow(t *testing.T) {
 	c := needCluster(t)
 	dir := t.TempDir()
 	ns := c.namespace(t, nil)
-	kc := filepath.Join(dir, "kubeconfig")
-	writeFile(t, kc, readFile(t, c.kubeconfig))
-	if _, _, err := run(context.Background(), dir, nil, nil, "kubectl", "--kubeconfig", kc, "config", "set-context", "--current", "--namespace", ns); err != nil {
-		t.Fatal(err)
-	}
+	kc := c.kubeconfigIn(t, dir, ns)
 	plain, err := kind.RenderPlain(kind.Params{Name: "readme", RayVersion: "2.46.0", Python: "3.12"})
 	if err != nil {
 		t.Fatal(err)
