@@ -217,6 +217,7 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 		// database one: it needs a sqlite driver linked in, and the bases
 		// imagectl builds on are Debian and Ubuntu.
 		WithCatalogerSelection(cataloging.NewSelectionRequest().WithDefaults(pkgcataloging.ImageTag).WithRemovals("rpm-db-cataloger"))
+	cfg = cfg.WithPackagesConfig(cfg.Packages.WithBinaryConfig(classifierConfig()))
 	s, err := syft.CreateSBOM(withValuesOf(ctx, lctx), src, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cataloguing the %s image with syft: %w", o.Platform, err)
