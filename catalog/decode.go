@@ -122,6 +122,9 @@ func decodeError(data []byte, err error) *Error {
 		}
 		return e
 	}
+	if errors.Is(err, io.EOF) {
+		return &Error{Msg: "empty document: want a JSON object"}
+	}
 	return &Error{Msg: err.Error()}
 }
 
@@ -207,7 +210,8 @@ var plainKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // joinKey appends an object key to a JSON path.
 func joinKey(path, k string) string {
-	if !plainKeyRE.MatchString(k) {
+	const maxPlainKey = 64 // a longer key is quoted, and so cut
+	if !plainKeyRE.MatchString(k) || len(k) > maxPlainKey {
 		return path + "[" + quote(k) + "]"
 	}
 	if path == "" {

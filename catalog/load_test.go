@@ -99,6 +99,8 @@ var hostileCases = []struct {
 		`:11: ray[0].pythons["linux/amd64"]: duplicate key`},
 	{"key differing in case", `{"version": "0.1.4", "engine": "^1.66.0",`, `{"version": "0.1.4", "Engine": "^1.0.0", "engine": "^1.66.0",`,
 		`:19: extensions[0].versions[1].Engine: unknown field (want one of dependencies, engine, extensionPack, files, preRelease, version)`},
+	{"overlong map key", `"linux/amd64": ["3.11", "3.12"], "linux/arm64"`, `"linux/amd64": ["3.11", "3.12"], "` + strings.Repeat("k", 20000) + `": ["3.9"], "linux/arm64"`,
+		`:11: ray[0].pythons["kkkkkkkkkk`},
 	{"overlong string", `"describes": "2025-07-15",`, `"describes": "2025-07-15", "origin": "` + strings.Repeat("a", 20000) + `",`,
 		`:3: origin: a string of 20000 bytes: want at most 16384`},
 	{"unknown field in a list item", `"dependencies": ["ms-python.python"]`, `"dependencies": ["ms-python.python"], "sha256": "x"`,
@@ -177,6 +179,16 @@ func TestParseHostile(t *testing.T) {
 				t.Errorf("error is %d bytes long, want a readable line", len(err.Error()))
 			}
 		})
+	}
+}
+
+// An empty catalog.json is named as such, not as a bare EOF.
+func TestParseEmpty(t *testing.T) {
+	for _, doc := range []string{"", " \n\t\n"} {
+		_, err := catalog.Parse("catalog.json", []byte(doc))
+		if want := "catalog.json: empty document: want a JSON object"; err == nil || err.Error() != want {
+			t.Errorf("Parse(%q) = %v, want %s", doc, err, want)
+		}
 	}
 }
 

@@ -62,6 +62,7 @@ func TestLoadInvalid(t *testing.T) {
 		"tag-printf":                  `invalid-tag-printf.yaml:2: tags[0].template: tag template "{{printf \"%999999999d\" 1}}{{.CodeServer}}-{{.Ray}}-{{.Python}}-{"... (74 bytes): "{{printf \"%999999999d\" 1}}" is not allowed: only text and {{.Field}} references`,
 		"tag-control":                 `invalid-tag-control.yaml:2: tags[0].template: tag template "{{.CodeServer}}-{{.Ray}}-{{.Python}}-{{.Inputs}}{{if .Ray}}x{{en"... (67 bytes): "{{if .Ray}}x{{end}}" is not allowed`,
 		"two-docs":                    `invalid-two-docs.yaml:3: more than one YAML document`,
+		"two-docs-broken":             `invalid-two-docs-broken.yaml: more than one YAML document, the second not YAML:`,
 		"unknown-field":               `invalid-unknown-field.yaml:6: components.ray.extra: unknown field "extra" (want one of build, constraint, exclude, extras)`,
 		"unknown-top":                 `invalid-unknown-top.yaml:3: platform: unknown field "platform"`,
 		"wrong-type-bool":             `invalid-wrong-type-bool.yaml:6: extensions[0].preRelease: want true or false, got the string "yes"`,

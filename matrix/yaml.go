@@ -42,8 +42,11 @@ func parseDocument(name string, data []byte) (*yaml.Node, *scanner, error) {
 		return nil, nil, &Error{File: name, Msg: fmt.Sprintf("invalid YAML: %v", err)}
 	}
 	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
+	switch err := dec.Decode(&extra); {
+	case err == nil:
 		return nil, nil, &Error{File: name, Line: extra.Line, Msg: "more than one YAML document"}
+	case !errors.Is(err, io.EOF):
+		return nil, nil, &Error{File: name, Msg: fmt.Sprintf("more than one YAML document, the second not YAML: %v", err)}
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		return nil, nil, &Error{File: name, Msg: "empty document"}

@@ -19,7 +19,7 @@ const (
 // NUL of every file named node: seconds of CPU for code-server's ~100 MB
 // node, the largest part of an SBOM scan (BenchmarkNodeClassifier). The cost
 // of leaving it out: a Node.js 0.x or 4–6 binary in an image is not listed
-// as a package (code-server has shipped Node.js 16 or later since 2022).
+// as a package (code-server ships Node.js 20 or later).
 // Everything is set through syft's public API: binary.Classifier and its
 // FileContentsVersionMatcher, deprecated for syft v2, where this stops
 // compiling and is to be looked at again.

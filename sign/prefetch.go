@@ -5,8 +5,8 @@ import "context"
 // Prefetched is a signer loaded in the background: Prefetch starts the
 // load, Signer waits for it. It wraps a loader, so a caller that needs the
 // key late (a build signs after its solve) does not wait for cosign's
-// scrypt (about 0.2 s) at that point, and a caller that never needs it
-// pays nothing but the goroutine.
+// scrypt (about 0.2 s) at that point. The key is read and decrypted
+// whether or not Signer is ever called.
 type Prefetched struct {
 	done chan struct{}
 	s    *Signer

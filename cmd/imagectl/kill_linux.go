@@ -78,12 +78,13 @@ func killDescendants() {
 // its pid given to another, is left alone. The signal goes through a
 // pidfd opened before the start time is compared, so it reaches p or
 // nothing; the group is signalled while p, its leader, is known alive
-// (a group's id is not reused while any member lives). Without pidfd
-// (Linux before 5.3) the start time is compared just before kill(2).
+// (a group's id is not reused while any member lives). Without a pidfd
+// (Linux before 5.3, or none to be had: EMFILE) the start time is compared
+// just before kill(2).
 func killProc(p proc, group bool) {
 	fd, err := unix.PidfdOpen(p.pid, 0)
-	if err != nil && !errors.Is(err, unix.ENOSYS) {
-		return // gone, or not ours to open
+	if errors.Is(err, unix.ESRCH) {
+		return // gone
 	}
 	if err == nil {
 		defer unix.Close(fd)

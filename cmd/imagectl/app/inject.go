@@ -102,7 +102,7 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 	fl := cmd.Flags()
 	fl.VarP((*oneFile)(&f.file), "filename", "f", "the manifest (or Helm values) to read; - for stdin (once: inject reads one file)")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "yaml (the new documents) or diff (a unified diff)")
-	fl.BoolVarP(&f.inPlace, "in-place", "i", false, "rewrite the file (atomically; nothing is written on error or interrupt; through a symbolic link)")
+	fl.BoolVarP(&f.inPlace, "in-place", "i", false, "rewrite the file (atomically: an error or interrupt leaves it as it was; through a symbolic link; with --secret-file the Secret is written first)")
 	fl.BoolVar(&f.remove, "remove", false, "take out everything inject added, giving back the original bytes")
 	fl.BoolVar(&f.helmValues, "helm-values", false, "the file is a values file of KubeRay's ray-cluster Helm chart")
 	fl.StringVar(&f.image, "image", "", "the sidecar image (default: the published image for the manifest's Ray version)")
