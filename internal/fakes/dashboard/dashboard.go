@@ -3,6 +3,7 @@ package dashboard
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -63,6 +64,8 @@ const (
 type Server struct {
 	*httptest.Server
 
+	mux *http.ServeMux
+
 	mu        sync.Mutex
 	clusterID string
 	workers   []Worker
@@ -71,16 +74,29 @@ type Server struct {
 	requests  []string
 }
 
-// New starts a fake dashboard; Close it when done.
-func New() *Server {
-	s := &Server{clusterID: "f0c0a3c5d3b1e6f1d6a4f4d7b9b1c1e0e8f7a6b5c4d3e2f1a0b9c8d7"}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /cluster_id", s.clusterIDHandler)
-	mux.HandleFunc("GET /api/v0/workers", s.listHandler(func() []any { return rows(s.workers) }))
-	mux.HandleFunc("GET /api/v0/tasks", s.listHandler(func() []any { return rows(s.tasks) }))
-	s.Server = httptest.NewServer(s.wrap(mux))
+// New starts a fake dashboard on a loopback port; Close it when done.
+func New() *Server { return NewOn(nil) }
+
+// NewOn starts a fake dashboard serving on l (a loopback port when l is
+// nil), as tests/kube's Ray stand-in does on a pod's 0.0.0.0:8265; Close
+// it when done.
+func NewOn(l net.Listener) *Server {
+	s := &Server{clusterID: "f0c0a3c5d3b1e6f1d6a4f4d7b9b1c1e0e8f7a6b5c4d3e2f1a0b9c8d7", mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /cluster_id", s.clusterIDHandler)
+	s.mux.HandleFunc("GET /api/v0/workers", s.listHandler(func() []any { return rows(s.workers) }))
+	s.mux.HandleFunc("GET /api/v0/tasks", s.listHandler(func() []any { return rows(s.tasks) }))
+	s.Server = httptest.NewUnstartedServer(s.wrap(s.mux))
+	if l != nil {
+		s.Server.Listener.Close()
+		s.Server.Listener = l
+	}
+	s.Server.Start()
 	return s
 }
+
+// HandleFunc serves pattern with h besides the State API (e.g. the
+// dashboard's GET /api/gcs_healthz).
+func (s *Server) HandleFunc(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
 
 func rows[T any](xs []T) []any {
 	out := make([]any, len(xs))

@@ -1,0 +1,49 @@
+// Command standin is the test fixture that lets a real kubelet run the Ray
+// head Pod the KubeRay operator writes, without Ray: one static binary that
+// acts by the name it is called as.
+//
+//   - ray: `ray start --head …` (the command KubeRay generates) serves the
+//     project's fake Ray dashboard (internal/fakes/dashboard) on :8265 with
+//     GET /api/gcs_healthz, and the dashboard agent's
+//     GET /api/local_raylet_healthz on :52365 (KubeRay's probes), then runs
+//     task.py with the image's python3 and real debugpy: a task f paused at
+//     breakpoint() and, when RAY_DEBUG_POST_MORTEM=1, a task g frozen on its
+//     uncaught exception, each listening on the pod's IP and listed in the
+//     State API as Ray lists a paused worker until a debugger attaches.
+//     It then blocks, as `ray start --block` does. `ray health-check` fails
+//     (there is no GCS).
+//   - wget: the `wget [--tries N] -T S -q -O- URL` KubeRay's exec probes run.
+//   - pause: the Pod sandbox's process (exits on SIGTERM/SIGINT, reaps
+//     children).
+//   - standin image …: writes the images tests/e2e/with-kube.sh imports
+//     into containerd (see image.go).
+//
+// Every line it prints starts with IMAGECTL-STANDIN, so a test reads the
+// task's progress from `kubectl logs`.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+func main() {
+	var err error
+	switch name := filepath.Base(os.Args[0]); {
+	case name == "pause":
+		err = pause()
+	case name == "wget":
+		err = wget(os.Args[1:])
+	case name == "ray":
+		err = ray(os.Args[1:])
+	case len(os.Args) > 1 && os.Args[1] == "image":
+		err = image(os.Args[2:])
+	default:
+		err = fmt.Errorf("called as %q: want ray, wget or pause (a link to this binary), or `standin image …`", name)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", filepath.Base(os.Args[0]), err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/imagectl/imagectl/internal/fakes/dashboard"
+)
+
+//go:embed task.py
+var taskScript []byte
+
+// Where the stand-in's process looks for the image's python3: the image
+// config sets IMAGECTL_STANDIN_PYTHON (KubeRay v1.3's `bash -lc` resets PATH
+// to /etc/profile's).
+const pythonEnv = "IMAGECTL_STANDIN_PYTHON"
+
+func say(words ...any) {
+	fmt.Println(append([]any{"IMAGECTL-STANDIN"}, words...)...)
+}
+
+// pause is a Pod sandbox's PID 1.
+func pause() error {
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+	for s := range sig {
+		if s != syscall.SIGCHLD {
+			return nil
+		}
+		for {
+			var ws syscall.WaitStatus
+			if pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); pid <= 0 || err != nil {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// wget fetches URL and prints its body, as the probes' `wget -q -O- URL`.
+func wget(args []string) error {
+	timeout := 10 * time.Second
+	var url string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-T" || a == "--tries" || a == "-t" || a == "-O":
+			if i+1 >= len(args) {
+				return fmt.Errorf("%s needs a value", a)
+			}
+			i++
+			if a == "-T" {
+				s, err := strconv.Atoi(args[i])
+				if err != nil {
+					return fmt.Errorf("-T %q: want seconds", args[i])
+				}
+				timeout = time.Duration(s) * time.Second
+			}
+			if a == "-O" && args[i] != "-" {
+				return fmt.Errorf("-O %q: only -O- (standard output) is supported", args[i])
+			}
+		case a == "-q" || a == "-O-":
+		case strings.HasPrefix(a, "-"):
+			return fmt.Errorf("unsupported option %s", a)
+		default:
+			url = a
+		}
+	}
+	if url == "" {
+		return errors.New("no URL")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("server returned error: %s", resp.Status)
+	}
+	_, err = io.Copy(os.Stdout, resp.Body)
+	return err
+}
+
+// ray answers `ray start --head …`.
+func ray(args []string) error {
+	if len(args) == 0 {
+		return errors.New("no command (the stand-in answers `ray start --head …`)")
+	}
+	switch args[0] {
+	case "start":
+	case "health-check":
+		return errors.New("health-check: the stand-in runs no GCS")
+	default:
+		return fmt.Errorf("%s: the stand-in answers only `ray start --head …`", args[0])
+	}
+	// Ray's own flags are many; the stand-in reads the ones it serves and
+	// accepts the others (KubeRay adds --block, --dashboard-host,
+	// --metrics-export-port, --num-cpus, --memory, …).
+	head, dashPort, agentPort := false, "8265", "52365"
+	for _, a := range args[1:] {
+		k, v, _ := strings.Cut(a, "=")
+		switch k {
+		case "--head":
+			head = true
+		case "--dashboard-port":
+			dashPort = v
+		case "--dashboard-agent-listen-port":
+			agentPort = v
+		}
+	}
+	if !head {
+		return errors.New("start: the stand-in runs only a head (--head)")
+	}
+	ip, err := podIP()
+	if err != nil {
+		return err
+	}
+	say("START", strings.Join(args, " "))
+
+	dl, err := net.Listen("tcp", ":"+dashPort)
+	if err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	d := dashboard.NewOn(dl)
+	d.HandleFunc("GET /api/gcs_healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "success") })
+	al, err := net.Listen("tcp", ":"+agentPort)
+	if err != nil {
+		return fmt.Errorf("dashboard agent: %w", err)
+	}
+	agent := http.NewServeMux()
+	agent.HandleFunc("GET /api/local_raylet_healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "success") })
+	go http.Serve(al, agent)
+	say("DASHBOARD", dl.Addr().String(), "AGENT", al.Addr().String(), "NODE-IP", ip)
+
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- runTasks(d, ip) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			say("TASKS-FAILED", err)
+		}
+	case <-stop:
+		return nil
+	}
+	<-stop // --block: serve until the Pod stops
+	return nil
+}
+
+// podIP is the first IPv4 address not on loopback: what Ray takes as the
+// node's IP in a Pod.
+func podIP() (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String(), nil
+		}
+	}
+	return "", errors.New("no IPv4 address besides loopback")
+}
+
+func hexID(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// runTasks writes task.py where Ray puts a job's working_dir and runs its
+// tasks one after the other.
+func runTasks(d *dashboard.Server, ip string) error {
+	session := fmt.Sprintf("/tmp/ray/session_%s_%06d", time.Now().UTC().Format("2006-01-02_15-04-05"), os.Getpid())
+	dir := filepath.Join(session, "runtime_resources", "working_dir_files", "_ray_pkg_"+hexID(8))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	os.Remove("/tmp/ray/session_latest")
+	if err := os.Symlink(session, "/tmp/ray/session_latest"); err != nil {
+		return err
+	}
+	script := filepath.Join(dir, "sample_code.py")
+	if err := os.WriteFile(script, taskScript, 0o644); err != nil {
+		return err
+	}
+	python := os.Getenv(pythonEnv)
+	if python == "" {
+		python = "python3"
+	}
+	jobID, nodeID := "02000000", hexID(28)
+	modes := []string{"breakpoint"}
+	if os.Getenv("RAY_DEBUG_POST_MORTEM") == "1" {
+		modes = append(modes, "post-mortem")
+	}
+	for i, mode := range modes {
+		if err := runTask(d, python, script, mode, ip, jobID, nodeID, i); err != nil {
+			return fmt.Errorf("%s task: %w", mode, err)
+		}
+	}
+	return nil
+}
+
+// runTask runs one task and keeps its worker and task rows as Ray's State
+// API shows them: paused while debugpy waits for a client.
+func runTask(d *dashboard.Server, python, script, mode, ip, jobID, nodeID string, n int) error {
+	name := map[string]string{"breakpoint": "f", "post-mortem": "g"}[mode]
+	cmd := exec.Command(python, script, mode, ip)
+	cmd.Dir = filepath.Dir(script)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	w := dashboard.Worker{
+		WorkerID: hexID(28), IsAlive: true, WorkerType: "WORKER", NodeID: nodeID, IP: ip, PID: cmd.Process.Pid,
+		WorkerLaunchTime: time.Now().UnixMilli(), StartTimeMS: time.Now().UnixMilli(),
+	}
+	t := dashboard.Task{
+		TaskID: fmt.Sprintf("%016x%s", n+1, jobID), Name: name, State: "RUNNING", JobID: jobID, Type: "NORMAL_TASK",
+		FuncOrClassName: name, NodeID: nodeID, WorkerID: w.WorkerID, WorkerPID: w.PID,
+	}
+	d.SetWorkers(w)
+	d.SetTasks(t)
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Println(line)
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "IMAGECTL-STANDIN" {
+			continue
+		}
+		switch f[1] {
+		case "LISTENING":
+			if len(f) == 3 {
+				w.DebuggerPort, _ = strconv.Atoi(f[2])
+				w.NumPausedThreads = 1
+			}
+		case "ATTACHED":
+			w.NumPausedThreads = 0
+		case "RESULT":
+			t.State = "FINISHED"
+		case "TASK-ERROR":
+			t.State, t.ErrorType = "FAILED", "TASK_EXECUTION_EXCEPTION"
+		}
+		d.SetWorkers(w)
+		d.SetTasks(t)
+	}
+	if err := cmd.Wait(); err != nil {
+		return err
+	}
+	say("TASK-DONE", name, t.State)
+	return nil
+}
