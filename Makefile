@@ -24,12 +24,13 @@ unit: ## Go tests only, with whatever tools are already installed
 # (tests/e2e/with-kube.sh) per version.
 KUBE_KUBERAY := $(patsubst tests/kube/build/kuberay-%,%,$(wildcard tests/kube/build/kuberay-v*))
 
-test: deps ## The test command: install what is needed, run every Go test with the real tools required (tests/kube apart: it needs a control plane), the race detector over the concurrent code, the fuzzers briefly, the end-to-end test, then tests/kube against a real control plane
+test: deps ## The test command: install what is needed, run every Go test with the real tools required (tests/kube apart: it needs a control plane), the race detector over the concurrent code, the fuzzers briefly, the end-to-end test, then tests/kube against a real control plane and, with the image the end-to-end test built, on a real node
 	bash tests/e2e/with-buildkitd.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/tests/kube$$')
 	$(MAKE) race
 	$(MAKE) fuzz
-	bash tests/e2e/run.sh
-	$(MAKE) kube
+	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	  IMAGECTL_E2E_IMAGE_OUT=$$d/sidecar.oci.tar bash tests/e2e/run.sh; \
+	  $(MAKE) kube KUBE_SIDECAR=$$d/sidecar.oci.tar
 
 # TEST_TIMEOUT bounds one test package (go test's default, 10m, is less
 # than smoke/image's real containers take on a loaded 2-core machine, where
@@ -41,10 +42,23 @@ TEST_TIMEOUT ?= 45m
 # the extension cache's shared state) under the race detector in make test.
 RACE_PACKAGES := ./sbom ./extensions ./extensions/cache ./sign ./build ./build/pipeline
 
-kube: ## tests/kube against a real etcd, kube-apiserver, kube-controller-manager and KubeRay operator, once per KUBE_KUBERAY version
+# KUBE_SIDECAR is the OCI archive of an image the e2e built (make test
+# passes its own): with it, make kube also runs tests/kube's *OnNode tests
+# on a node (kubelet, containerd; as root), the head Pod running that image
+# as its sidecar and the Ray stand-in (tests/kube/standin) built on it.
+KUBE_SIDECAR ?=
+
+kube: ## tests/kube against a real etcd, kube-apiserver, kube-controller-manager and KubeRay operator, once per KUBE_KUBERAY version; with KUBE_SIDECAR=<OCI archive> also on a real node (kubelet, containerd)
 	@set -e; for v in $(KUBE_KUBERAY); do \
 	  echo "tests/kube with the KubeRay operator $$v"; \
-	  IMAGECTL_KUBE_KUBERAY=$$v bash tests/e2e/with-kube.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 8 ./tests/kube; \
+	  IMAGECTL_KUBE_KUBERAY=$$v bash tests/e2e/with-kube.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 8 -skip OnNode ./tests/kube; \
+	  if [ -z "$(KUBE_SIDECAR)" ]; then \
+	    echo "tests/kube on a node with the KubeRay operator $$v: NOT RUN (KUBE_SIDECAR, the OCI archive of an image the e2e built, is not set; make test sets it)"; \
+	    continue; \
+	  fi; \
+	  echo "tests/kube on a node with the KubeRay operator $$v"; \
+	  IMAGECTL_KUBE_NODE=1 IMAGECTL_KUBE_SIDECAR="$(KUBE_SIDECAR)" IMAGECTL_KUBE_KUBERAY=$$v bash tests/e2e/with-kube.sh \
+	    env IMAGECTL_REQUIRE_TOOLS=1 IMAGECTL_KUBE_REQUIRE_NODE=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run OnNode ./tests/kube; \
 	done
 
 race: ## The packages that run concurrent code, under the race detector

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A real Kubernetes control plane for tests/e2e/with-kube.sh, built from the Go
 # module proxy at the versions pinned by the build modules in tests/kube/build/:
-# etcd (etcd/), kube-apiserver and kube-controller-manager (kubernetes/), kubectl
+# etcd (etcd/), kube-apiserver, kube-controller-manager, kube-scheduler and
+# kubelet (kubernetes/), kubectl
 # (kubernetes/ too; with-kube.sh builds it only on a machine without one) and the
 # KubeRay operator of each pinned release (kuberay-vX.Y.Z/). Each lands in
 #   $IMAGECTL_TEST_CACHE/bin/kube/<component>-<version>-<go.sum hash>/
@@ -12,7 +13,8 @@
 # line: COMPONENT DIR (the directory holding its binaries); progress on stderr.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-apt_install openssl python3 >&2
+# containerd, runc and the CNI plugins run the node of IMAGECTL_KUBE_NODE=1.
+apt_install openssl python3 iproute2 containerd runc containernetworking-plugins >&2
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=$repo/tests/kube/build
 cache=${IMAGECTL_TEST_CACHE:-$HOME/.cache/imagectl-test}
@@ -41,7 +43,7 @@ kube_build() {
   ver=${dir##*/}
   case $c in
     etcd) bins=(etcd) ;;
-    kubernetes) bins=(kube-apiserver kube-controller-manager) ;;
+    kubernetes) bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet) ;;
     kubectl) bins=(kubectl) ;;
     kuberay-v*) bins=(ray-operator) ;;
   esac
@@ -64,7 +66,7 @@ kube_build() {
         mm=${v#v}; major=${mm%%.*}; minor=${mm#*.}; minor=${minor%%.*}
         # Clients parse the server's version: without these it is v0.0.0-master.
         ld="-X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor"
-        pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
+        pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet)
         [ "$c" = kubectl ] && pkgs=(k8s.io/kubernetes/cmd/kubectl)
         go build -trimpath -ldflags "$ld" -o "$tmp/" "${pkgs[@]}"
         ;;

@@ -8,7 +8,8 @@
 #   bash tests/e2e/run.sh
 #
 # Env: IMAGECTL_TEST_CACHE (slow artefacts), IMAGECTL_E2E_KEEP=1 keeps the
-# work directory, IMAGECTL_E2E_BENCH=0 skips the extension-bump benchmark.
+# work directory, IMAGECTL_E2E_BENCH=0 skips the extension-bump benchmark,
+# IMAGECTL_E2E_IMAGE_OUT=FILE copies the built image's OCI archive to FILE.
 set -euo pipefail
 # The setup shared with the benchmark (tests/bench/run.sh) is in lib.sh.
 source "$(dirname "$0")/lib.sh"
@@ -277,6 +278,13 @@ top=$(tar -xOf "$archive" index.json | jq -r '.manifests[0].digest')
 [ "$top" = "$(jq -r .index "$work/cold.json")" ] || fail "the archive's index $top is not the pushed index $(jq -r .index "$work/cold.json")"
 tar -xOf "$archive" index.json | jq -e '.manifests[0].annotations["org.opencontainers.image.ref.name"]' >/dev/null || fail "archive index.json has no ref.name for docker load"
 log "OCI archive $(basename "$archive"): same index $top as the pushed image"
+# make test hands this image to tests/kube's real Pods (the sidecar of the
+# head Pod, and the base of the Ray stand-in).
+if [ -n "${IMAGECTL_E2E_IMAGE_OUT:-}" ]; then
+  cp "$archive" "$IMAGECTL_E2E_IMAGE_OUT.tmp"
+  mv "$IMAGECTL_E2E_IMAGE_OUT.tmp" "$IMAGECTL_E2E_IMAGE_OUT"
+  log "OCI archive copied to $IMAGECTL_E2E_IMAGE_OUT"
+fi
 # An unpinned tools image (a --tools-image tag other than matrix.yaml's, which
 # would keep the catalog's pin) still builds, warns once, and the JSON says
 # which reference was used.

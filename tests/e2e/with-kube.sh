@@ -10,13 +10,30 @@
 # (default ServiceAccounts, the namespace and garbage collectors) and the
 # KubeRay operator ($IMAGECTL_KUBE_KUBERAY, default v1.5.0: one of the
 # tests/kube/build/kuberay-vX.Y.Z modules), with that release's CRDs applied
-# server-side from its module. There is no kubelet and no scheduler: Pods are
-# objects only and stay Pending.
+# server-side from its module.
+#
+# Without IMAGECTL_KUBE_NODE=1 there is no kubelet and no scheduler: Pods are
+# objects only and stay Pending. With it (as root) a node runs them as well:
+# kube-scheduler, a kubelet named localhost (cgroupfs under a cgroup root of
+# the run's own) and Debian's containerd and runc, with their state, sockets
+# and mounts under the work directory, and a pod network that is a bridge made
+# for the run with a /24 found unused on the machine, no gateway address, no
+# forwarding and no route off the machine. Its images are imported, never
+# pulled: the sandbox's pause and, from the OCI archive in
+# IMAGECTL_KUBE_SIDECAR (the image the e2e builds), that image for
+# linux/amd64 (exported as IMAGECTL_KUBE_SIDECAR_IMAGE) and the Ray stand-in
+# built on it (tests/kube/standin; IMAGECTL_KUBE_RAY_IMAGE). The teardown
+# (every exit path) stops the operator, deletes every Pod and waits for the
+# kubelet to remove them, stops the node, kills what containerd left, unmounts
+# everything under the work directory, removes the cgroups and the bridge,
+# restores the sysctls the kubelet sets, removes the files it wrote under
+# /run, /var, /opt and /etc (those paths are listed before the start and
+# compared after), and fails the run if anything differs.
 #
 # CMD gets KUBECONFIG and IMAGECTL_KUBE_KUBECONFIG (the same file; tests use
 # the second so that they never act on a developer's own cluster),
-# IMAGECTL_KUBE_KUBERAY (the operator's version) and IMAGECTL_KUBE_LOGS (the
-# components' logs). Every start begins with empty state. kubectl is the
+# IMAGECTL_KUBE_KUBERAY (the operator's version), IMAGECTL_KUBE_LOGS (the
+# components' logs) and, with a node, IMAGECTL_KUBE_NODE=localhost. Every start begins with empty state. kubectl is the
 # machine's; one of the API server's release is built where there is none.
 # IMAGECTL_E2E_KEEP=1 keeps the work directory.
 set -euo pipefail
@@ -28,6 +45,15 @@ kuberay=${IMAGECTL_KUBE_KUBERAY:-v1.5.0}
   echo "with-kube.sh: IMAGECTL_KUBE_KUBERAY=$kuberay: no build module tests/kube/build/kuberay-$kuberay (have: $(cd "$repo/tests/kube/build" && ls -d kuberay-v* | sed 's/^kuberay-//' | tr '\n' ' '))" >&2
   exit 2
 }
+node=${IMAGECTL_KUBE_NODE:-0}
+case $node in
+  0 | "") node=0 ;;
+  1)
+    [ "$(id -u)" = 0 ] || { echo "with-kube.sh: IMAGECTL_KUBE_NODE=1 runs a kubelet and containerd: run as root" >&2; exit 2; }
+    [ -f "${IMAGECTL_KUBE_SIDECAR:-}" ] || { echo "with-kube.sh: IMAGECTL_KUBE_NODE=1 needs IMAGECTL_KUBE_SIDECAR, the OCI archive of the sidecar image (imagectl build --dist; make test passes the e2e's), got '${IMAGECTL_KUBE_SIDECAR:-}'" >&2; exit 2; }
+    ;;
+  *) echo "with-kube.sh: IMAGECTL_KUBE_NODE=$node: want 1 or unset" >&2; exit 2 ;;
+esac
 for t in openssl python3; do
   command -v $t >/dev/null || { echo "with-kube.sh: $t is not installed" >&2; exit 1; }
 done
@@ -49,18 +75,31 @@ crds=$(cd "$repo/tests/kube/build/kuberay-$kuberay" && go mod download -json "gi
 work=$(mktemp -d "${TMPDIR:-/tmp}/imagectl-kube.XXXXXX")
 names=() # names[i] started pids[i]; stopped in reverse order
 pids=()
+# stop_pid NAME PID: SIGTERM, then SIGKILL after 10 s.
+stop_pid() {
+  kill -TERM "$2" 2>/dev/null || return 0
+  for _ in $(seq 1 100); do kill -0 "$2" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$2" 2>/dev/null; then
+    log "$1 (pid $2) did not stop in 10 s: SIGKILL"
+    kill -KILL "$2" 2>/dev/null || true
+  fi
+  wait "$2" 2>/dev/null || true
+}
+# stop NAME: stop the process started as NAME.
+stop() {
+  local i
+  for ((i = 0; i < ${#names[@]}; i++)); do
+    if [ "${names[i]}" = "$1" ]; then stop_pid "$1" "${pids[i]}"; fi
+  done
+  return 0
+}
+node_up=0
 cleanup() {
   local rc=$? i p
   trap - EXIT INT TERM
+  [ $node_up = 0 ] || node_down || rc=1
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    p=${pids[i]}
-    kill -TERM "$p" 2>/dev/null || continue
-    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$p" 2>/dev/null; then
-      log "${names[i]} (pid $p) did not stop in 10 s: SIGKILL"
-      kill -KILL "$p" 2>/dev/null || true
-    fi
-    wait "$p" 2>/dev/null || true
+    stop_pid "${names[i]}" "${pids[i]}"
   done
   for ((i = 0; i < ${#pids[@]}; i++)); do
     if kill -0 "${pids[i]}" 2>/dev/null; then
@@ -108,6 +147,15 @@ start() {
   pids+=($!)
 }
 
+# running NAME: whether the process started as NAME runs.
+running() {
+  local i
+  for ((i = 0; i < ${#names[@]}; i++)); do
+    if [ "${names[i]}" = "$1" ]; then kill -0 "${pids[i]}" 2>/dev/null; return; fi
+  done
+  return 1
+}
+
 # alive NAME: fail when the process started as NAME has exited.
 alive() {
   local i
@@ -132,6 +180,224 @@ until_ok() {
 
 read -r etcd_client etcd_peer apiserver op_metrics op_health < <(freeports 5)
 
+# ---- The node (IMAGECTL_KUBE_NODE=1) ----------------------------------------
+# What the node changes outside the work directory, listed before it starts
+# and compared after the teardown: the kubelet's and containerd's fixed paths
+# (shim sockets, CNI results, container log links, the device-plugin socket).
+node_paths=(/run/containerd /var/lib/cni /var/log/containers /var/log/pods /var/lib/kubelet /opt/containerd /etc/cni /opt/cni /etc/kubernetes /run/netns)
+# The sysctls the kubelet sets on every start (and ip_forward, which nothing
+# here may turn on).
+node_sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)
+
+# node_snapshot: the node paths and the sysctls, as they are now.
+node_snapshot() {
+  local p
+  for p in "${node_paths[@]}"; do
+    if [ -e "$p" ] || [ -L "$p" ]; then find "$p" -xdev 2>/dev/null; else echo "absent $p"; fi
+  done
+  sysctl "${node_sysctls[@]}" 2>/dev/null
+}
+
+node_start() {
+  local id sub cg h
+  id=$(python3 -c 'import secrets; print(secrets.token_hex(3))')
+  IMAGECTL_KUBE_SIDECAR_IMAGE=imagectl.test/code-server-ray:$id
+  IMAGECTL_KUBE_RAY_IMAGE=imagectl.test/ray-standin:$id
+  IMAGECTL_KUBE_PAUSE_IMAGE=imagectl.test/pause:$id
+  node_snapshot >"$work/node.before"
+  node_up=1 # from here on the teardown runs
+
+  # The pod network: a /24 in 10.200.0.0/13 that no address or route on the
+  # machine uses, on a bridge of the run's own without an address: pods
+  # reach one another and nothing else (no gateway, no forwarding, no NAT).
+  sub=$(python3 - "$(ip -4 -o addr show; ip -4 route show table all)" <<'PY'
+import ipaddress, random, re, sys
+used = [ipaddress.ip_network(m, strict=False) for m in re.findall(r"\b(\d+\.\d+\.\d+\.\d+(?:/\d+)?)", sys.argv[1])]
+cands = list(ipaddress.ip_network("10.200.0.0/13").subnets(new_prefix=24))
+random.shuffle(cands)
+for c in cands:
+    if not any(c.overlaps(u) for u in used):
+        print(c)
+        break
+PY
+)
+  [ -n "$sub" ] || fail "node: no unused /24 in 10.200.0.0/13 for the pod network"
+  node_bridge=ikb$id
+  ip link add "$node_bridge" type bridge
+  ip link set "$node_bridge" up
+  mkdir -p "$work/cni/net.d" "$work/cni/ipam"
+  cat >"$work/cni/net.d/10-imagectl.conflist" <<JSON
+{"cniVersion": "0.4.0", "name": "imagectl-$id", "plugins": [
+  {"type": "bridge", "bridge": "$node_bridge", "isGateway": false, "isDefaultGateway": false, "ipMasq": false, "hairpinMode": true,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$sub"}]], "dataDir": "$work/cni/ipam"}}
+]}
+JSON
+  log "node: pod network $sub on bridge $node_bridge (no gateway, no forwarding)"
+
+  # The cgroup root of the run's own, in every v1 hierarchy (cpuset needs
+  # its cpus and mems before a child can hold tasks).
+  node_cgroup=imagectl-kube-$id
+  for h in /sys/fs/cgroup/*/; do
+    [ -d "$h" ] || continue
+    mkdir "$h$node_cgroup"
+    if [ -f "$h/cpuset.cpus" ]; then
+      cat "$h/cpuset.cpus" >"$h$node_cgroup/cpuset.cpus"
+      cat "$h/cpuset.mems" >"$h$node_cgroup/cpuset.mems"
+    fi
+  done
+
+  # containerd: root, state, sockets, runc root and netns mounts under $work.
+  local cd=$work/containerd
+  mkdir -p "$cd"
+  node_sock=$cd/containerd.sock
+  cat >"$cd/config.toml" <<TOML
+version = 2
+root = "$cd/root"
+state = "$cd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]
+[grpc]
+  address = "$node_sock"
+[ttrpc]
+  address = "$node_sock.ttrpc"
+[debug]
+  address = ""
+[metrics]
+  address = ""
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$cd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$IMAGECTL_KUBE_PAUSE_IMAGE"
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  disable_apparmor = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$work/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        BinaryName = "$(command -v runc)"
+        Root = "$cd/runc"
+TOML
+  start containerd containerd --config "$cd/config.toml"
+  until_ok containerd 60 ctr --address "$node_sock" version
+  log "node: containerd $(containerd --version | awk '{print $3}') on $node_sock"
+
+  # Images, imported: pause for the sandbox; the e2e's image and the Ray
+  # stand-in on it.
+  CGO_ENABLED=0 go build -trimpath -o "$work/standin" "$repo/tests/kube/standin"
+  mkdir -p "$work/sidecar-layout"
+  tar -xf "$IMAGECTL_KUBE_SIDECAR" -C "$work/sidecar-layout"
+  "$work/standin" image pause "$work/pause.tar" "$IMAGECTL_KUBE_PAUSE_IMAGE"
+  "$work/standin" image ray "$work/sidecar-layout" linux/amd64 "$work/images.tar" "$IMAGECTL_KUBE_RAY_IMAGE" "$IMAGECTL_KUBE_SIDECAR_IMAGE"
+  rm -rf "$work/sidecar-layout"
+  ctr --address "$node_sock" -n k8s.io images import "$work/pause.tar" >"$work/images.log"
+  ctr --address "$node_sock" -n k8s.io images import "$work/images.tar" >>"$work/images.log"
+  rm -f "$work/pause.tar" "$work/images.tar"
+  export IMAGECTL_KUBE_SIDECAR_IMAGE IMAGECTL_KUBE_RAY_IMAGE IMAGECTL_KUBE_PAUSE_IMAGE
+  log "node: images imported: $(ctr --address "$node_sock" -n k8s.io images ls -q | grep -v '^sha256:' | tr '\n' ' ')"
+
+  # The kubelet: anonymous AlwaysAllow on 127.0.0.1, named localhost (the
+  # API server reaches it by hostname: a node IP cannot be loopback).
+  local kport khealth
+  read -r kport khealth < <(freeports 2)
+  mkdir -p "$work/kubelet"
+  cat >"$work/kubelet.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: $kport
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $khealth
+authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}
+containerRuntimeEndpoint: unix://$node_sock
+cgroupDriver: cgroupfs
+cgroupRoot: /$node_cgroup
+failCgroupV1: false
+failSwapOn: false
+makeIPTablesUtilChains: false
+podLogsDir: $work/pod-logs
+evictionHard: {memory.available: "1Mi", nodefs.available: "1%", nodefs.inodesFree: "1%", imagefs.available: "1%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+YAML
+  start kubelet "${dir[kubernetes]}/kubelet" --config "$work/kubelet.yaml" --kubeconfig "$work/kubeconfig" \
+    --root-dir "$work/kubelet" --cert-dir "$work/kubelet/pki" --hostname-override localhost
+  start kube-scheduler "${dir[kubernetes]}/kube-scheduler" --kubeconfig "$work/kubeconfig" --secure-port 0 --leader-elect=false
+  until_ok kubelet 180 k wait --for condition=Ready node/localhost --timeout 2s
+  log "node: kubelet Ready (node localhost, cgroup root /$node_cgroup), kube-scheduler running"
+}
+
+# node_down: the node's teardown (see the header); fails when the machine
+# is not as node_start found it.
+node_down() {
+  local ok=0 m h left
+  stop ray-operator # it would recreate the Pods deleted next
+  if running kubelet; then
+    k delete pods --all -A --grace-period 0 --force --wait=false >/dev/null 2>&1 || true
+    for _ in $(seq 1 60); do
+      [ -z "$(ctr --address "$node_sock" -n k8s.io tasks ls -q 2>/dev/null)" ] && break
+      sleep 0.5
+    done
+  fi
+  stop kube-scheduler
+  stop kubelet
+  if [ -S "${node_sock:-}" ]; then
+    for t in $(ctr --address "$node_sock" -n k8s.io tasks ls -q 2>/dev/null); do
+      ctr --address "$node_sock" -n k8s.io tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true
+    done
+    sleep 0.5
+    for t in $(ctr --address "$node_sock" -n k8s.io tasks ls -q 2>/dev/null); do
+      ctr --address "$node_sock" -n k8s.io tasks delete -f "$t" >/dev/null 2>&1 || true
+    done
+  fi
+  stop containerd
+  # Shims of this containerd that outlived it.
+  pkill -KILL -f "containerd-shim-runc-v2 .*-address $work/containerd/" 2>/dev/null || true
+  # Mounts under $work, deepest first.
+  for m in $(awk -v w="$work/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+  done
+  if grep -q " $work/" /proc/self/mountinfo; then log "FAIL: mounts left under $work"; ok=1; fi
+  # Cgroups, deepest first (a cgroup with tasks cannot go: kill them first).
+  if [ -n "${node_cgroup:-}" ]; then
+    for h in /sys/fs/cgroup/*/; do
+      [ -d "$h$node_cgroup" ] || continue
+      cat $(find "$h$node_cgroup" -name tasks) 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+      find "$h$node_cgroup" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+      if [ -d "$h$node_cgroup" ]; then log "FAIL: cgroup $h$node_cgroup left"; ok=1; fi
+    done
+  fi
+  if [ -n "${node_bridge:-}" ] && ip link show "$node_bridge" >/dev/null 2>&1; then
+    ip link delete "$node_bridge" || { log "FAIL: bridge $node_bridge left"; ok=1; }
+  fi
+  # The sysctls, as they were.
+  grep ' = ' "$work/node.before" | while read -r key _ value; do
+    [ "$(sysctl -n "$key")" = "$value" ] || sysctl -qw "$key=$value"
+  done
+  # Files under the node paths that were not there before, deepest first.
+  node_snapshot >"$work/node.after"
+  grep -vxF -f "$work/node.before" "$work/node.after" | grep -v ' = ' | sort -r | while read -r p; do
+    rm -rf "$p"
+  done
+  node_snapshot >"$work/node.after"
+  if ! left=$(diff "$work/node.before" "$work/node.after"); then
+    log "FAIL: the node's teardown left the machine changed:"
+    echo "$left" >&2
+    ok=1
+  fi
+  [ $ok = 0 ] && log "node: torn down; paths, sysctls, mounts, cgroups and bridge as before"
+  return $ok
+}
+
 # etcd, with an empty data directory.
 start etcd "${dir[etcd]}/etcd" --name default --data-dir "$work/etcd" \
   --listen-client-urls "http://127.0.0.1:$etcd_client" --advertise-client-urls "http://127.0.0.1:$etcd_client" \
@@ -150,7 +416,8 @@ start kube-apiserver "${dir[kubernetes]}/kube-apiserver" \
   --cert-dir "$work/pki" --service-account-issuer https://kubernetes.default.svc \
   --service-account-key-file "$work/sa.pub" --service-account-signing-key-file "$work/sa.key" \
   --authorization-mode AlwaysAllow --token-auth-file "$work/tokens.csv" \
-  --service-cluster-ip-range 10.96.0.0/16 --enable-priority-and-fairness=false
+  --service-cluster-ip-range 10.96.0.0/16 --enable-priority-and-fairness=false \
+  --kubelet-preferred-address-types Hostname
 cat >"$work/kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
@@ -183,6 +450,8 @@ start kube-controller-manager "${dir[kubernetes]}/kube-controller-manager" \
 until_ok kube-controller-manager 180 k get serviceaccount default -n default
 log "kube-controller-manager: ServiceAccount default/default exists"
 
+[ $node = 0 ] || node_start
+
 # The KubeRay operator and its release's CRDs.
 k apply --server-side -f "$crds" >"$work/crds.log"
 k wait --for condition=Established crd --all --timeout=60s >>"$work/crds.log"
@@ -194,6 +463,7 @@ until_ok ray-operator 180 python3 -c "import urllib.request; urllib.request.urlo
 log "KubeRay operator $kuberay ready (startup $((SECONDS - t0))s)"
 
 export IMAGECTL_KUBE_KUBERAY=$kuberay IMAGECTL_KUBE_LOGS=$work
+[ $node = 0 ] || export IMAGECTL_KUBE_NODE=localhost
 rc=0
 "$@" || rc=$?
 for n in "${names[@]}"; do alive "$n"; done

@@ -25,30 +25,19 @@ func readmeLines(t *testing.T) []string {
 	return lines
 }
 
-// TestReadmeDebugFlow runs the kubectl and imagectl lines of README's
-// "Debug a RayJob on KubeRay" from the README text, with bash, in a
-// directory holding the smoke harness's rayjob.yaml and prepull.yaml and a
-// kubeconfig whose namespace is the test's own, up to the wait for the
-// head Pod to be Ready (a Pod would have to run). Lines this control plane
-// cannot run are replaced or skipped by rule, each named in the log; any
-// other line that fails fails the test.
-func TestReadmeDebugFlow(t *testing.T) {
-	c := needCluster(t)
-	dir := t.TempDir()
-	ns := c.namespace(t, nil)
-	kc := c.kubeconfigIn(t, dir, ns)
-	plain, err := kind.RenderPlain(kind.Params{Name: "readme", RayVersion: "2.46.0", Python: "3.12"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, kind.PlainFile), plain)
-	writeFile(t, filepath.Join(dir, kind.PrepullFile), readFile(t, filepath.Join(repoRoot(t), "examples", "prepull.yaml")))
-	bin := filepath.Dir(imagectlBin(t))
-	env := []string{"KUBECONFIG=" + kc, "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "DOCKER_CONFIG=" + filepath.Join(dir, ".docker")}
-
-	var script []string
+// readmeScript turns README's section into the bash lines that run
+// against this control plane up to the head-Pod lookup, which it checks
+// (echo "head pod: $HEAD"). Lines this control plane cannot run are
+// replaced or skipped by rule, each named in the log. rest are README's
+// lines from `kubectl wait --for=condition=Ready` on, as written.
+//
+// With a node (n non-nil) inject's line also takes --image with the
+// sidecar image the node has.
+func readmeScript(t *testing.T, n *node) (script, rest []string) {
+	t.Helper()
+	lines := readmeLines(t)
 	ran := map[string]bool{}
-	for _, l := range readmeLines(t) {
+	for i, l := range lines {
 		switch {
 		case strings.Contains(l, "kubectl apply --server-side -k ") && strings.Contains(l, "github.com/ray-project/kuberay"):
 			t.Logf("skipped (the operator of this control plane runs from its Go module, not from GitHub): %s", l)
@@ -72,7 +61,7 @@ func TestReadmeDebugFlow(t *testing.T) {
 			ran["head"] = true
 		}
 		if ran["head"] {
-			t.Logf("stopping before: %s (the Pod would have to run)", l)
+			rest = lines[i:]
 			break
 		}
 		if strings.HasPrefix(l, "kubectl ") || strings.HasPrefix(l, "imagectl ") || strings.HasPrefix(l, "HEAD=$(kubectl ") {
@@ -87,6 +76,10 @@ func TestReadmeDebugFlow(t *testing.T) {
 			if strings.HasPrefix(l, "imagectl inject ") {
 				// README's line, offline: the tag listing would time out.
 				l = strings.Replace(l, "imagectl inject ", "imagectl inject --no-resolve ", 1)
+				if n != nil {
+					l = strings.Replace(l, "imagectl inject ", "imagectl inject --image "+n.sidecarImage+" ", 1)
+					t.Logf("with --image %s: the image the node has", n.sidecarImage)
+				}
 				ran["inject"] = true
 			}
 			script = append(script, l)
@@ -97,6 +90,32 @@ func TestReadmeDebugFlow(t *testing.T) {
 			t.Fatalf("README's section has no %s step this test recognises; its shell lines:\n%s", step, strings.Join(readmeLines(t), "\n"))
 		}
 	}
+	return script, rest
+}
+
+// TestReadmeDebugFlow runs the kubectl and imagectl lines of README's
+// "Debug a RayJob on KubeRay" from the README text, with bash, in a
+// directory holding the smoke harness's rayjob.yaml and prepull.yaml and a
+// kubeconfig whose namespace is the test's own, up to the wait for the
+// head Pod to be Ready (a Pod would have to run). Lines this control plane
+// cannot run are replaced or skipped by rule, each named in the log; any
+// other line that fails fails the test.
+func TestReadmeDebugFlow(t *testing.T) {
+	c := needCluster(t)
+	dir := t.TempDir()
+	ns := c.namespace(t, nil)
+	kc := c.kubeconfigIn(t, dir, ns)
+	plain, err := kind.RenderPlain(kind.Params{Name: "readme", RayVersion: "2.46.0", Python: "3.12"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, kind.PlainFile), plain)
+	writeFile(t, filepath.Join(dir, kind.PrepullFile), readFile(t, filepath.Join(repoRoot(t), "examples", "prepull.yaml")))
+	bin := filepath.Dir(imagectlBin(t))
+	env := []string{"KUBECONFIG=" + kc, "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "DOCKER_CONFIG=" + filepath.Join(dir, ".docker")}
+
+	script, rest := readmeScript(t, nil)
+	t.Logf("stopping before: %s (the Pod would have to run: TestReadmeDebugFlowOnNode runs it)", rest[0])
 	text := "set -euxo pipefail\n" + strings.Join(script, "\n") + "\n"
 	t.Logf("running:\n%s", text)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
