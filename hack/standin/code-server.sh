@@ -11,9 +11,10 @@
 #       same way, so the layout is the real one.
 #   /init and /etc/s6-overlay/s6-rc.d/{init-code-server,svc-code-server}/run
 #       stand-ins for s6-overlay: /init runs the init step, then execs the
-#       service, which starts code-server as user abc with the command line of
-#       linuxserver's svc-code-server (--bind-addr [::]:8443 --user-data-dir
-#       /config/data --extensions-dir /config/extensions --auth none).
+#       service, which is linuxserver's svc-code-server/run as upstream has it
+#       (code-server as user abc, --bind-addr [::]:8443 --user-data-dir
+#       /config/data --extensions-dir /config/extensions, --auth password when
+#       PASSWORD or HASHED_PASSWORD is set, else none).
 #   /usr/bin/{with-contenv,s6-notifyoncheck,s6-setuidgid}
 #       minimal shims with the same calling convention as s6's.
 #
@@ -67,17 +68,52 @@ chown abc:abc /config /config/workspace
 SH
 cat >"$s6/svc-code-server/run" <<'SH'
 #!/usr/bin/with-contenv bash
-# Stand-in with the command line of linuxserver's svc-code-server (no password set).
-exec \
-    s6-notifyoncheck -d -n 300 -w 1000 -c "nc -z 127.0.0.1 8443" \
-        s6-setuidgid abc \
+# linuxserver's svc-code-server/run as it is upstream (docker-code-server
+# master, read November 2026): password auth when PASSWORD or
+# HASHED_PASSWORD is set, none otherwise.
+if [[ -n "${PASSWORD}" ]] || [[ -n "${HASHED_PASSWORD}" ]]; then
+    AUTH="password"
+else
+    AUTH="none"
+    echo "starting with no password"
+fi
+
+if [[ -z ${PROXY_DOMAIN+x} ]]; then
+    PROXY_DOMAIN_ARG=""
+else
+    PROXY_DOMAIN_ARG="--proxy-domain=${PROXY_DOMAIN}"
+fi
+
+if [[ -z ${PWA_APPNAME} ]]; then
+    PWA_APPNAME="code-server"
+fi
+
+if [[ -z ${LSIO_NON_ROOT_USER} ]]; then
+    exec \
+        s6-notifyoncheck -d -n 300 -w 1000 -c "nc -z 127.0.0.1 8443" \
+            s6-setuidgid abc \
+                /app/code-server/bin/code-server \
+                    --bind-addr "[::]:8443" \
+                    --user-data-dir /config/data \
+                    --extensions-dir /config/extensions \
+                    --disable-telemetry \
+                    --auth "${AUTH}" \
+                    --app-name "${PWA_APPNAME}" \
+                    "${PROXY_DOMAIN_ARG}" \
+                    "${DEFAULT_WORKSPACE:-/config/workspace}"
+else
+    exec \
+        s6-notifyoncheck -d -n 300 -w 1000 -c "nc -z 127.0.0.1 8443" \
             /app/code-server/bin/code-server \
                 --bind-addr "[::]:8443" \
                 --user-data-dir /config/data \
                 --extensions-dir /config/extensions \
                 --disable-telemetry \
-                --auth none \
+                --auth "${AUTH}" \
+                --app-name "${PWA_APPNAME}" \
+                "${PROXY_DOMAIN_ARG}" \
                 "${DEFAULT_WORKSPACE:-/config/workspace}"
+fi
 SH
 cat >"$root/usr/bin/with-contenv" <<'SH'
 #!/bin/sh

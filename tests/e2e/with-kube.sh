@@ -367,12 +367,23 @@ node_down() {
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
   done
   if grep -q " $work/" /proc/self/mountinfo; then log "FAIL: mounts left under $work"; ok=1; fi
-  # Cgroups, deepest first (a cgroup with tasks cannot go: kill them first).
+  # Cgroups, deepest first. One that holds a process cannot go: kill what
+  # is left in them (in every hierarchy), wait for it to be gone, then rmdir.
   if [ -n "${node_cgroup:-}" ]; then
+    local procs
+    for _ in $(seq 1 50); do
+      procs=$(find /sys/fs/cgroup/*/"$node_cgroup" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)
+      [ -n "$procs" ] || break
+      kill -KILL $procs 2>/dev/null || true
+      sleep 0.2
+    done
     for h in /sys/fs/cgroup/*/; do
       [ -d "$h$node_cgroup" ] || continue
-      cat $(find "$h$node_cgroup" -name tasks) 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
-      find "$h$node_cgroup" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+      for _ in 1 2 3 4 5; do
+        find "$h$node_cgroup" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+        [ -d "$h$node_cgroup" ] || break
+        sleep 0.2
+      done
       if [ -d "$h$node_cgroup" ]; then log "FAIL: cgroup $h$node_cgroup left"; ok=1; fi
     done
   fi

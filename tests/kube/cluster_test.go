@@ -63,7 +63,7 @@ var (
 	buildErr  error
 )
 
-// imagectlBin builds cmd/imagectl once per test binary.
+// imagectlBin builds cmd/imagectl once per test binary (static).
 func imagectlBin(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -71,8 +71,11 @@ func imagectlBin(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "imagectl"), "./cmd/imagectl")
+		// Static, as make build makes it: the node's test copies it into
+		// the sidecar.
+		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(binDir, "imagectl"), "./cmd/imagectl")
 		cmd.Dir = repoRoot(t)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/imagectl: %w\n%s", err, out)
 		}

@@ -1,8 +1,11 @@
 // Package kube holds the tests that run against a real Kubernetes control
 // plane and the real KubeRay operator, both started by
 // tests/e2e/with-kube.sh (etcd, kube-apiserver, kube-controller-manager and
-// ray-operator built from the Go module proxy; no kubelet, so Pods are
-// objects that stay Pending).
+// ray-operator built from the Go module proxy). Without a node Pods are
+// objects that stay Pending; the *OnNode tests need the node the script
+// adds with IMAGECTL_KUBE_NODE=1 (kube-scheduler, a kubelet, containerd),
+// where the head Pod runs: TestReadmeDebugFlowOnNode runs README's debug
+// flow to the end, its Ray container the stand-in of ./standin.
 //
 // Every manifest the project ships or produces (examples/*.yaml, inject's
 // output in each of its modes, the smoke harness's RayJob) is applied

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -81,7 +82,16 @@ func image(args []string) error {
 			return err
 		}
 		cf = cf.DeepCopy()
-		cf.Config.Env = append(cf.Config.Env, pythonEnv+"="+imagespec.InterpreterPath)
+		// The stand-in's ray before the image's own (its Python
+		// environment's bin is first on PATH and may hold a ray script).
+		env := []string{pythonEnv + "=" + imagespec.InterpreterPath}
+		for _, e := range cf.Config.Env {
+			if p, ok := strings.CutPrefix(e, "PATH="); ok {
+				e = "PATH=/usr/local/bin:" + p
+			}
+			env = append(env, e)
+		}
+		cf.Config.Env = env
 		if img, err = mutate.ConfigFile(img, cf); err != nil {
 			return err
 		}

@@ -10,8 +10,11 @@
 //     breakpoint() and, when RAY_DEBUG_POST_MORTEM=1, a task g frozen on its
 //     uncaught exception, each listening on the pod's IP and listed in the
 //     State API as Ray lists a paused worker until a debugger attaches.
-//     It then blocks, as `ray start --block` does. `ray health-check` fails
-//     (there is no GCS).
+//     It then blocks, as `ray start --block` does. The GCS port (6379)
+//     accepts connections, which `ray health-check --address` dials (a
+//     worker's init container; without cluster DNS the head's Service name
+//     does not resolve, so workers wait). `ray start` without --head serves
+//     the agent's health only.
 //   - wget: the `wget [--tries N] -T S -q -O- URL` KubeRay's exec probes run.
 //   - pause: the Pod sandbox's process (exits on SIGTERM/SIGINT, reaps
 //     children).

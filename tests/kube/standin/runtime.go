@@ -111,14 +111,14 @@ func ray(args []string) error {
 	switch args[0] {
 	case "start":
 	case "health-check":
-		return errors.New("health-check: the stand-in runs no GCS")
+		return healthCheck(args[1:])
 	default:
-		return fmt.Errorf("%s: the stand-in answers only `ray start --head …`", args[0])
+		return fmt.Errorf("%s: the stand-in answers only `ray start` and `ray health-check`", args[0])
 	}
 	// Ray's own flags are many; the stand-in reads the ones it serves and
 	// accepts the others (KubeRay adds --block, --dashboard-host,
 	// --metrics-export-port, --num-cpus, --memory, …).
-	head, dashPort, agentPort := false, "8265", "52365"
+	head, dashPort, agentPort, gcsPort := false, "8265", "52365", "6379"
 	for _, a := range args[1:] {
 		k, v, _ := strings.Cut(a, "=")
 		switch k {
@@ -128,11 +128,40 @@ func ray(args []string) error {
 			dashPort = v
 		case "--dashboard-agent-listen-port":
 			agentPort = v
+		case "--port":
+			gcsPort = v
 		}
 	}
-	if !head {
-		return errors.New("start: the stand-in runs only a head (--head)")
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	al, err := net.Listen("tcp", ":"+agentPort)
+	if err != nil {
+		return fmt.Errorf("dashboard agent: %w", err)
 	}
+	agent := http.NewServeMux()
+	agent.HandleFunc("GET /api/local_raylet_healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "success") })
+	go http.Serve(al, agent)
+	if !head {
+		// A worker: the agent's health only; the head's tasks stand for
+		// the ones a worker would run.
+		say("WORKER", strings.Join(args, " "), "AGENT", al.Addr().String())
+		<-stop
+		return nil
+	}
+	// The GCS port accepts connections (what health-check dials).
+	gl, err := net.Listen("tcp", ":"+gcsPort)
+	if err != nil {
+		return fmt.Errorf("gcs: %w", err)
+	}
+	go func() {
+		for {
+			c, err := gl.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	ip, err := podIP()
 	if err != nil {
 		return err
@@ -145,17 +174,8 @@ func ray(args []string) error {
 	}
 	d := dashboard.NewOn(dl)
 	d.HandleFunc("GET /api/gcs_healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "success") })
-	al, err := net.Listen("tcp", ":"+agentPort)
-	if err != nil {
-		return fmt.Errorf("dashboard agent: %w", err)
-	}
-	agent := http.NewServeMux()
-	agent.HandleFunc("GET /api/local_raylet_healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "success") })
-	go http.Serve(al, agent)
-	say("DASHBOARD", dl.Addr().String(), "AGENT", al.Addr().String(), "NODE-IP", ip)
+	say("DASHBOARD", dl.Addr().String(), "AGENT", al.Addr().String(), "GCS", gl.Addr().String(), "NODE-IP", ip)
 
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	done := make(chan error, 1)
 	go func() { done <- runTasks(d, ip) }()
 	select {
@@ -168,6 +188,27 @@ func ray(args []string) error {
 	}
 	<-stop // --block: serve until the Pod stops
 	return nil
+}
+
+// healthCheck answers `ray health-check --address HOST:PORT`: whether the
+// GCS port there accepts a connection.
+func healthCheck(args []string) error {
+	addr := ""
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--address="); ok {
+			addr = v
+		} else if a == "--address" && i+1 < len(args) {
+			addr = args[i+1]
+		}
+	}
+	if addr == "" {
+		return errors.New("health-check: no --address")
+	}
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("health-check: %w", err)
+	}
+	return c.Close()
 }
 
 // podIP is the first IPv4 address not on loopback: what Ray takes as the
