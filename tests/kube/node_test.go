@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/smoke/kind"
 )
@@ -145,7 +148,7 @@ func TestReadmeDebugFlowOnNode(t *testing.T) {
 		t.Logf("README's %q, to local port %d (no fixed ports here): %s", rest[1], local, line)
 		stop := background(t, dir, env, line, "Forwarding from 127.0.0.1:"+strconv.Itoa(local))
 		defer stop()
-		checkCodeServerLogin(t, "http://127.0.0.1:"+strconv.Itoa(local), password)
+		checkCodeServerLogin(t, "http://127.0.0.1:"+strconv.Itoa(local), password, envValue(t, pod.Spec, sidecarName, "DEFAULT_WORKSPACE"))
 	})
 
 	// docs/smoke.md's lines, from the sidecar.
@@ -182,6 +185,11 @@ func TestReadmeDebugFlowOnNode(t *testing.T) {
 				TaskName     string `json:"taskName"`
 			} `json:"target"`
 			Attach struct {
+				AttachArguments struct {
+					PathMappings []struct {
+						LocalRoot string `json:"localRoot"`
+					} `json:"pathMappings"`
+				} `json:"attachArguments"`
 				StopReason string `json:"stopReason"`
 				Frame      struct {
 					Name string `json:"name"`
@@ -206,6 +214,8 @@ func TestReadmeDebugFlowOnNode(t *testing.T) {
 			t.Errorf("%s: attached to task %q, want %q", tc.name, rep.Target.TaskName, tc.function)
 		case !strings.HasPrefix(rep.Attach.Frame.Path, "/tmp/ray/session_"):
 			t.Errorf("%s: the paused frame's file is %q, want the task's working_dir copy under /tmp/ray", tc.name, rep.Attach.Frame.Path)
+		case len(rep.Attach.AttachArguments.PathMappings) == 0 || rep.Attach.AttachArguments.PathMappings[0].LocalRoot != imagespec.DebuggerLocalRoot:
+			t.Errorf("%s: attached with pathMappings %+v, want the localRoot %q of the image's shipped settings", tc.name, rep.Attach.AttachArguments.PathMappings, imagespec.DebuggerLocalRoot)
 		case rep.Attach.Source.Opened != "path" || !rep.Attach.Source.BreakpointVerified:
 			t.Errorf("%s: the paused frame's source opened as %q (breakpoint verified: %v), want the file itself, seen from the sidecar through the shared /tmp/ray", tc.name, rep.Attach.Source.Opened, rep.Attach.Source.BreakpointVerified)
 		}
@@ -214,6 +224,22 @@ func TestReadmeDebugFlowOnNode(t *testing.T) {
 			return strings.Contains(logs, tc.log), err
 		})
 	}
+}
+
+// envValue is the value of env var name of spec's container ct.
+func envValue(t *testing.T, spec corev1.PodSpec, ct, name string) string {
+	t.Helper()
+	_, c := container(spec, ct)
+	if c == nil {
+		t.Fatalf("no container %s", ct)
+	}
+	for _, e := range c.Env {
+		if e.Name == name && e.Value != "" {
+			return e.Value
+		}
+	}
+	t.Fatalf("container %s has no %s value", ct, name)
+	return ""
 }
 
 // replaceAll replaces old with new in b, which must hold old n times.
@@ -315,8 +341,8 @@ func background(t *testing.T, dir string, env []string, line, ready string) (sto
 
 // checkCodeServerLogin logs into code-server at base as a browser does: a
 // wrong password is refused without a session, the Secret's gives one, and
-// the session opens the workbench.
-func checkCodeServerLogin(t *testing.T, base, password string) {
+// the session opens the workbench on workspace.
+func checkCodeServerLogin(t *testing.T, base, password, workspace string) {
 	t.Helper()
 	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	get := func(path string, cookie *http.Cookie) (*http.Response, string) {
@@ -363,10 +389,16 @@ func checkCodeServerLogin(t *testing.T, base, password string) {
 	if resp.StatusCode != http.StatusFound || ck == nil {
 		t.Fatalf("the Secret's password: %s, session %v, want a redirect with a code-server-session cookie\n%.300s", resp.Status, ck, body)
 	}
-	if resp, body := get("/", ck); resp.StatusCode != http.StatusOK || !strings.Contains(body, "workbench") {
-		t.Fatalf("GET / with the session: %s, want the workbench page\n%.300s", resp.Status, body)
+	// code-server opens the sidecar's DEFAULT_WORKSPACE, then the workbench.
+	resp, body = get("/", ck)
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusFound || loc != "./?folder="+workspace {
+		t.Fatalf("GET / with the session: %s Location %q, want a redirect to ./?folder=%s (the sidecar's DEFAULT_WORKSPACE)\n%.300s", resp.Status, loc, workspace, body)
 	}
-	t.Logf("code-server at %s: login form, wrong password refused, the Secret's accepted, workbench served", base)
+	if resp, body := get("/"+strings.TrimPrefix(loc, "./"), ck); resp.StatusCode != http.StatusOK || !strings.Contains(body, "workbench") {
+		t.Fatalf("GET %s with the session: %s, want the workbench page\n%.300s", loc, resp.Status, body)
+	}
+	t.Logf("code-server at %s: login form, wrong password refused, the Secret's accepted, workbench served on %s", base, loc)
 }
 
 // dumpPods logs the Pods of ns with their events and containers' logs.
