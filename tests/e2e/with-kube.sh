@@ -93,7 +93,7 @@ stop() {
   done
   return 0
 }
-node_up=0
+node_up=0 node_id=
 cleanup() {
   local rc=$? i p
   trap - EXIT INT TERM
@@ -199,8 +199,9 @@ node_snapshot() {
 }
 
 node_start() {
-  local id sub cg h
+  local id sub h
   id=$(python3 -c 'import secrets; print(secrets.token_hex(3))')
+  node_id=$id
   IMAGECTL_KUBE_SIDECAR_IMAGE=imagectl.test/code-server-ray:$id
   IMAGECTL_KUBE_RAY_IMAGE=imagectl.test/ray-standin:$id
   IMAGECTL_KUBE_PAUSE_IMAGE=imagectl.test/pause:$id
@@ -394,10 +395,26 @@ node_down() {
   grep ' = ' "$work/node.before" | while read -r key _ value; do
     [ "$(sysctl -n "$key")" = "$value" ] || sysctl -qw "$key=$value"
   done
-  # Files under the node paths that were not there before, deepest first.
+  # What the node wrote under the fixed paths, and only that (another
+  # containerd or kubelet on the machine may write there too), deepest
+  # first: links into $work (container logs), this network's CNI results,
+  # shim sockets nobody listens on any more, the device-plugin socket, then
+  # the directories that were not there before and are empty now.
   node_snapshot >"$work/node.after"
   grep -vxF -f "$work/node.before" "$work/node.after" | grep -v ' = ' | sort -r | while read -r p; do
-    rm -rf "$p"
+    if [ -L "$p" ]; then
+      case $(readlink "$p") in "$work"/*) rm -f "$p" ;; esac
+    elif [ -d "$p" ]; then
+      rmdir "$p" 2>/dev/null || true
+    elif [[ $p == /var/lib/cni/* && $(basename "$p") == imagectl-$node_id* ]]; then
+      rm -f "$p"
+    elif [[ $p == /var/lib/cni/networks/imagectl-$node_id/* ]]; then
+      rm -f "$p"
+    elif [ -S "$p" ] && [[ $p == /run/containerd/s/* ]] && ! grep -qF " $p" /proc/net/unix; then
+      rm -f "$p"
+    elif [ "$p" = /var/lib/kubelet/device-plugins/kubelet.sock ]; then
+      rm -f "$p"
+    fi
   done
   node_snapshot >"$work/node.after"
   if ! left=$(diff "$work/node.before" "$work/node.after"); then
