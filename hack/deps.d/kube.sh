@@ -13,8 +13,7 @@
 # line: COMPONENT DIR (the directory holding its binaries); progress on stderr.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-# containerd, runc and the CNI plugins run the node of IMAGECTL_KUBE_NODE=1.
-apt_install openssl python3 iproute2 containerd runc containernetworking-plugins >&2
+apt_install openssl python3 >&2
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=$repo/tests/kube/build
 cache=${IMAGECTL_TEST_CACHE:-$HOME/.cache/imagectl-test}

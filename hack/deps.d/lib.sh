@@ -11,7 +11,9 @@ apt_install() {
   local sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
   echo "install-deps: apt-get install ${missing[*]}"
   $sudo_ apt-get update -qq || true
-  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends "${missing[@]}" || true
+  # --no-remove: never take another package out to make room (Docker's
+  # containerd.io conflicts with Debian's containerd and runc).
+  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends --no-remove "${missing[@]}" || true
   local failed=()
   for p in "${missing[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || failed+=("$p"); done
   if [ ${#failed[@]} -gt 0 ]; then

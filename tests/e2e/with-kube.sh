@@ -47,13 +47,27 @@ kuberay=${IMAGECTL_KUBE_KUBERAY:-v1.5.0}
 }
 node=${IMAGECTL_KUBE_NODE:-0}
 case $node in
-  0 | "") node=0 ;;
+  0 | "") node=0; unset IMAGECTL_KUBE_NODE ;;
   1)
     [ "$(id -u)" = 0 ] || { echo "with-kube.sh: IMAGECTL_KUBE_NODE=1 runs a kubelet and containerd: run as root" >&2; exit 2; }
     [ -f "${IMAGECTL_KUBE_SIDECAR:-}" ] || { echo "with-kube.sh: IMAGECTL_KUBE_NODE=1 needs IMAGECTL_KUBE_SIDECAR, the OCI archive of the sidecar image (imagectl build --dist; make test passes the e2e's), got '${IMAGECTL_KUBE_SIDECAR:-}'" >&2; exit 2; }
     ;;
   *) echo "with-kube.sh: IMAGECTL_KUBE_NODE=$node: want 1 or unset" >&2; exit 2 ;;
 esac
+if [ $node = 1 ]; then
+  # The node's runtime: Debian's containerd (unless one is installed, e.g.
+  # Docker's containerd.io), runc and the CNI plugins.
+  . "$repo/hack/deps.d/lib.sh"
+  pkgs=(iproute2 containernetworking-plugins)
+  command -v containerd >/dev/null && command -v ctr >/dev/null && command -v containerd-shim-runc-v2 >/dev/null || pkgs+=(containerd)
+  command -v runc >/dev/null || pkgs+=(runc)
+  apt_install "${pkgs[@]}" >&2
+  [ -f /sys/fs/cgroup/cgroup.controllers ] && { echo "with-kube.sh: IMAGECTL_KUBE_NODE=1: /sys/fs/cgroup is cgroup v2 only; the node is set up for cgroup v1 (or hybrid) hierarchies" >&2; exit 2; }
+  if ls /var/lib/kubelet/device-plugins/*.sock >/dev/null 2>&1 && grep -q ' /var/lib/kubelet/device-plugins/' /proc/net/unix; then
+    echo "with-kube.sh: IMAGECTL_KUBE_NODE=1: another kubelet serves /var/lib/kubelet/device-plugins (a kubelet empties that fixed directory when it starts)" >&2
+    exit 2
+  fi
+fi
 for t in openssl python3; do
   command -v $t >/dev/null || { echo "with-kube.sh: $t is not installed" >&2; exit 1; }
 done
@@ -72,7 +86,7 @@ while read -r c d; do dir[$c]=$d; done <<<"$built"
 crds=$(cd "$repo/tests/kube/build/kuberay-$kuberay" && go mod download -json "github.com/ray-project/kuberay/ray-operator@$kuberay" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')/config/crd/bases
 [ -d "$crds" ] || { echo "with-kube.sh: no CRDs in $crds" >&2; exit 1; }
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/imagectl-kube.XXXXXX")
+work=$(cd "$(mktemp -d "${TMPDIR:-/tmp}/imagectl-kube.XXXXXX")" && pwd -P) # no symlink: mountinfo names real paths
 names=() # names[i] started pids[i]; stopped in reverse order
 pids=()
 # stop_pid NAME PID: SIGTERM, then SIGKILL after 10 s.
@@ -85,11 +99,15 @@ stop_pid() {
   fi
   wait "$2" 2>/dev/null || true
 }
-# stop NAME: stop the process started as NAME.
+# stop NAME: stop the process started as NAME (and forget its PID, which
+# may be reused).
 stop() {
   local i
   for ((i = 0; i < ${#names[@]}; i++)); do
-    if [ "${names[i]}" = "$1" ]; then stop_pid "$1" "${pids[i]}"; fi
+    if [ "${names[i]}" = "$1" ] && [ -n "${pids[i]}" ]; then
+      stop_pid "$1" "${pids[i]}"
+      pids[i]=
+    fi
   done
   return 0
 }
@@ -99,10 +117,10 @@ cleanup() {
   trap - EXIT INT TERM
   [ $node_up = 0 ] || node_down || rc=1
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    stop_pid "${names[i]}" "${pids[i]}"
+    [ -z "${pids[i]}" ] || stop_pid "${names[i]}" "${pids[i]}"
   done
   for ((i = 0; i < ${#pids[@]}; i++)); do
-    if kill -0 "${pids[i]}" 2>/dev/null; then
+    if [ -n "${pids[i]}" ] && kill -0 "${pids[i]}" 2>/dev/null; then
       log "FAIL: ${names[i]} (pid ${pids[i]}) is still running"
       rc=1
     fi
@@ -151,7 +169,7 @@ start() {
 running() {
   local i
   for ((i = 0; i < ${#names[@]}; i++)); do
-    if [ "${names[i]}" = "$1" ]; then kill -0 "${pids[i]}" 2>/dev/null; return; fi
+    if [ "${names[i]}" = "$1" ]; then [ -n "${pids[i]}" ] && kill -0 "${pids[i]}" 2>/dev/null; return; fi
   done
   return 1
 }
@@ -160,7 +178,7 @@ running() {
 alive() {
   local i
   for ((i = 0; i < ${#names[@]}; i++)); do
-    if [ "${names[i]}" = "$1" ] && ! kill -0 "${pids[i]}" 2>/dev/null; then
+    if [ "${names[i]}" = "$1" ] && [ -n "${pids[i]}" ] && ! kill -0 "${pids[i]}" 2>/dev/null; then
       fail "$1 exited during startup (see $work/$1.log): $(tail -n 5 "$work/$1.log")"
     fi
   done
@@ -189,11 +207,18 @@ node_paths=(/run/containerd /var/lib/cni /var/log/containers /var/log/pods /var/
 # here may turn on).
 node_sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)
 
+# cgroup_mounts: the cgroup hierarchies' mount points (v1 and a hybrid's
+# unified one), each once (cpu and cpuacct may be one mount with links).
+cgroup_mounts() {
+  awk '{for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup" || $(i + 1) == "cgroup2") print $5; break }}' /proc/self/mountinfo |
+    while read -r m; do realpath "$m"; done | sort -u
+}
+
 # node_snapshot: the node paths and the sysctls, as they are now.
 node_snapshot() {
   local p
   for p in "${node_paths[@]}"; do
-    if [ -e "$p" ] || [ -L "$p" ]; then find "$p" -xdev 2>/dev/null; else echo "absent $p"; fi
+    if [ -e "$p" ] || [ -L "$p" ]; then find "$p" -xdev 2>/dev/null || true; else echo "absent $p"; fi
   done
   sysctl "${node_sysctls[@]}" 2>/dev/null
 }
@@ -223,8 +248,8 @@ for c in cands:
 PY
 )
   [ -n "$sub" ] || fail "node: no unused /24 in 10.200.0.0/13 for the pod network"
-  node_bridge=ikb$id
-  ip link add "$node_bridge" type bridge
+  ip link add "ikb$id" type bridge
+  node_bridge=ikb$id # ours from here on
   ip link set "$node_bridge" up
   mkdir -p "$work/cni/net.d" "$work/cni/ipam"
   cat >"$work/cni/net.d/10-imagectl.conflist" <<JSON
@@ -237,13 +262,16 @@ JSON
 
   # The cgroup root of the run's own, in every v1 hierarchy (cpuset needs
   # its cpus and mems before a child can hold tasks).
-  node_cgroup=imagectl-kube-$id
-  for h in /sys/fs/cgroup/*/; do
-    [ -d "$h" ] || continue
-    mkdir "$h$node_cgroup"
+  local cg=imagectl-kube-$id
+  for h in $(cgroup_mounts); do
+    [ ! -e "$h/$cg" ] || fail "node: $h/$cg exists already"
+  done
+  node_cgroup=$cg # ours from here on
+  for h in $(cgroup_mounts); do
+    mkdir "$h/$cg"
     if [ -f "$h/cpuset.cpus" ]; then
-      cat "$h/cpuset.cpus" >"$h$node_cgroup/cpuset.cpus"
-      cat "$h/cpuset.mems" >"$h$node_cgroup/cpuset.mems"
+      cat "$h/cpuset.cpus" >"$h/$cg/cpuset.cpus"
+      cat "$h/cpuset.mems" >"$h/$cg/cpuset.mems"
     fi
   done
 
@@ -285,7 +313,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         BinaryName = "$(command -v runc)"
         Root = "$cd/runc"
 TOML
-  start containerd containerd --config "$cd/config.toml"
+  # No image is pulled: every pull goes to a proxy that is a closed port.
+  start containerd env HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 NO_PROXY= https_proxy= http_proxy= no_proxy= \
+    containerd --config "$cd/config.toml"
   until_ok containerd 60 ctr --address "$node_sock" version
   log "node: containerd $(containerd --version | awk '{print $3}') on $node_sock"
 
@@ -295,7 +325,7 @@ TOML
   mkdir -p "$work/sidecar-layout"
   tar -xf "$IMAGECTL_KUBE_SIDECAR" -C "$work/sidecar-layout"
   "$work/standin" image pause "$work/pause.tar" "$IMAGECTL_KUBE_PAUSE_IMAGE"
-  "$work/standin" image ray "$work/sidecar-layout" linux/amd64 "$work/images.tar" "$IMAGECTL_KUBE_RAY_IMAGE" "$IMAGECTL_KUBE_SIDECAR_IMAGE"
+  "$work/standin" image ray "$work/sidecar-layout" "linux/$(go env GOARCH)" "$work/images.tar" "$IMAGECTL_KUBE_RAY_IMAGE" "$IMAGECTL_KUBE_SIDECAR_IMAGE"
   rm -rf "$work/sidecar-layout"
   ctr --address "$node_sock" -n k8s.io images import "$work/pause.tar" >"$work/images.log"
   ctr --address "$node_sock" -n k8s.io images import "$work/images.tar" >>"$work/images.log"
@@ -340,7 +370,7 @@ YAML
 # node_down: the node's teardown (see the header); fails when the machine
 # is not as node_start found it.
 node_down() {
-  local ok=0 m h left
+  local ok=0 m h left procs
   stop ray-operator # it would recreate the Pods deleted next
   if running kubelet; then
     k delete pods --all -A --grace-period 0 --force --wait=false >/dev/null 2>&1 || true
@@ -361,34 +391,42 @@ node_down() {
     done
   fi
   stop containerd
-  # Shims of this containerd that outlived it.
-  pkill -KILL -f "containerd-shim-runc-v2 .*-address $work/containerd/" 2>/dev/null || true
-  # Mounts under $work, deepest first.
-  for m in $(awk -v w="$work/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
-    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-  done
-  if grep -q " $work/" /proc/self/mountinfo; then log "FAIL: mounts left under $work"; ok=1; fi
-  # Cgroups, deepest first. One that holds a process cannot go: kill what
-  # is left in them (in every hierarchy), wait for it to be gone, then rmdir.
+  # Shims of this containerd that outlived it (their -address is ours).
+  pkill -KILL -f "containerd-shim-runc-v2 .*-address $work/containerd/containerd.sock" 2>/dev/null || true
+  # What still runs in the node's cgroups (in every hierarchy), then the
+  # mounts under $work (deepest first), then the cgroups themselves.
   if [ -n "${node_cgroup:-}" ]; then
-    local procs
     for _ in $(seq 1 50); do
-      procs=$(find /sys/fs/cgroup/*/"$node_cgroup" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)
+      procs=$(for h in $(cgroup_mounts); do [ -d "$h/$node_cgroup" ] && find "$h/$node_cgroup" -name cgroup.procs -exec cat {} + 2>/dev/null; done | sort -u)
       [ -n "$procs" ] || break
       kill -KILL $procs 2>/dev/null || true
       sleep 0.2
     done
-    for h in /sys/fs/cgroup/*/; do
-      [ -d "$h$node_cgroup" ] || continue
+  fi
+  for m in $(awk -v w="$work/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+  done
+  if grep -q " $work/" /proc/self/mountinfo; then log "FAIL: mounts left under $work"; ok=1; fi
+  if [ -n "${node_cgroup:-}" ]; then
+    for h in $(cgroup_mounts); do
+      [ -d "$h/$node_cgroup" ] || continue
       for _ in 1 2 3 4 5; do
-        find "$h$node_cgroup" -depth -type d -exec rmdir {} \; 2>/dev/null || true
-        [ -d "$h$node_cgroup" ] || break
+        find "$h/$node_cgroup" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+        [ -d "$h/$node_cgroup" ] || break
         sleep 0.2
       done
-      if [ -d "$h$node_cgroup" ]; then log "FAIL: cgroup $h$node_cgroup left"; ok=1; fi
+      if [ -d "$h/$node_cgroup" ]; then log "FAIL: cgroup $h/$node_cgroup left"; ok=1; fi
     done
   fi
+  # The pod network: no veth may still hang on the bridge (a Pod's network
+  # namespace outliving the run), then the bridge.
   if [ -n "${node_bridge:-}" ] && ip link show "$node_bridge" >/dev/null 2>&1; then
+    left=$(ip -o link show master "$node_bridge" | awk -F': ' '{print $2}' | cut -d@ -f1)
+    if [ -n "$left" ]; then
+      log "FAIL: veths left on $node_bridge: $left"
+      ok=1
+      for m in $left; do ip link delete "$m" 2>/dev/null || true; done
+    fi
     ip link delete "$node_bridge" || { log "FAIL: bridge $node_bridge left"; ok=1; }
   fi
   # The sysctls, as they were.
@@ -399,16 +437,18 @@ node_down() {
   # containerd or kubelet on the machine may write there too), deepest
   # first: links into $work (container logs), this network's CNI results,
   # shim sockets nobody listens on any more, the device-plugin socket, then
-  # the directories that were not there before and are empty now.
+  # the directories the node makes there when they were absent before and
+  # are empty now.
   node_snapshot >"$work/node.after"
   grep -vxF -f "$work/node.before" "$work/node.after" | grep -v ' = ' | sort -r | while read -r p; do
     if [ -L "$p" ]; then
       case $(readlink "$p") in "$work"/*) rm -f "$p" ;; esac
     elif [ -d "$p" ]; then
-      rmdir "$p" 2>/dev/null || true
+      case $p in
+        /run/containerd | /run/containerd/s | /var/lib/cni | /var/lib/cni/results | /var/lib/cni/networks | /var/log/containers | /var/log/pods | /var/lib/kubelet | /var/lib/kubelet/device-plugins | /var/lib/kubelet/plugins | /var/lib/kubelet/plugins_registry | /var/lib/kubelet/pod-resources)
+          rmdir "$p" 2>/dev/null || true ;;
+      esac
     elif [[ $p == /var/lib/cni/* && $(basename "$p") == imagectl-$node_id* ]]; then
-      rm -f "$p"
-    elif [[ $p == /var/lib/cni/networks/imagectl-$node_id/* ]]; then
       rm -f "$p"
     elif [ -S "$p" ] && [[ $p == /run/containerd/s/* ]] && ! grep -qF " $p" /proc/net/unix; then
       rm -f "$p"
@@ -422,7 +462,7 @@ node_down() {
     echo "$left" >&2
     ok=1
   fi
-  [ $ok = 0 ] && log "node: torn down; paths, sysctls, mounts, cgroups and bridge as before"
+  [ $ok = 0 ] && log "node: torn down; paths, sysctls, mounts, cgroups, veths and bridge as before"
   return $ok
 }
 

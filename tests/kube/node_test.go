@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net"
@@ -75,11 +76,18 @@ func staticImagectl(t *testing.T, dir string) {
 // answered by code-server, which takes the Secret's password and refuses
 // another, and docs/smoke.md's lines copy imagectl into the sidecar and run
 // `imagectl smoke attach` there against 127.0.0.1:8265: it finds the task
-// paused at breakpoint(), attaches across the pod network to the task's
-// debugpy on the pod IP, stops in f with its file open under the image's
+// paused at breakpoint(), dials the task's debugpy at the head Pod's IP
+// (not loopback), stops in f with its file open under the image's shipped
 // settings, continues, and the task returns; then the same for the task
-// frozen on its uncaught exception (--post-mortem), which then fails as
-// it would have.
+// frozen on its uncaught exception (--post-mortem), which then fails as it
+// would have.
+//
+// Not exercised here: the kubectl ray plugin (`kubectl create -f` stands for
+// its -f), the job's runtimeEnvYAML (the stand-in starts its tasks itself;
+// RAY_DEBUG_POST_MORTEM=1 is the head container's env), and an attach to a
+// worker Pod (workers wait for the head's GCS by the Service's DNS name, and
+// the node has no cluster DNS): the task runs in the head Pod, in the Ray
+// container's network namespace, which the sidecar shares.
 func TestReadmeDebugFlowOnNode(t *testing.T) {
 	c := needCluster(t)
 	n := needNode(t)
@@ -109,12 +117,16 @@ func TestReadmeDebugFlowOnNode(t *testing.T) {
 	if len(rest) < 2 || !strings.HasPrefix(rest[0], "kubectl wait --for=condition=Ready ") || !strings.HasPrefix(rest[1], "kubectl port-forward ") {
 		t.Fatalf("README's section after the head-Pod lookup: want `kubectl wait --for=condition=Ready …` then `kubectl port-forward …`, have:\n%s", strings.Join(rest, "\n"))
 	}
+	for _, l := range rest[2:] {
+		t.Logf("not run (after the port-forward; the attach runs docs/smoke.md's lines below): %s", l)
+	}
 	script = append(script, rest[0])
 	text := "set -euxo pipefail\n" + strings.Join(script, "\n") + "\n"
 	t.Logf("running:\n%s", text)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	out, stderr, err := run(ctx, dir, env, []byte(text), "bash", "-s")
+	cancel()
 	t.Logf("output:\n%s\n%s", out, stderr)
 	if err != nil {
 		c.dumpPods(t, ns)
@@ -166,12 +178,17 @@ func TestReadmeDebugFlowOnNode(t *testing.T) {
 		{"post-mortem", strings.Replace(lines[1], "--expect-function f", "--post-mortem --expect-function g", 1), "g", "IMAGECTL-STANDIN TASK-ERROR ZeroDivisionError"},
 	}
 	text = "set -euxo pipefail\n" + lines[0] + "\n"
-	if out, stderr, err := run(ctx, dir, env, []byte(text), "bash", "-s"); err != nil {
+	cpCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if out, stderr, err := run(cpCtx, dir, env, []byte(text), "bash", "-s"); err != nil {
 		t.Fatalf("%s\n%s\n%s", text, out, stderr)
 	}
 	for _, tc := range cases {
 		t.Logf("%s: %s", tc.name, tc.line)
+		// smoke attach's own bounds: --pause-timeout 2m, then 30 s steps.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		out, stderr, err := run(ctx, dir, env, []byte("set -euo pipefail\n"+tc.line+"\n"), "bash", "-s")
+		cancel()
 		if err != nil {
 			t.Logf("stdout:\n%s", out)
 			c.dumpPods(t, ns)
@@ -271,13 +288,11 @@ func setImage(t *testing.T, b []byte, name, image string) []byte {
 func (c *cluster) secretPassword(t *testing.T, ns string) string {
 	t.Helper()
 	out := c.must(t, nil, "get", "secret", "code-server-password", "-n", ns, "-o", "jsonpath={.data.password}")
-	var b bytes.Buffer
-	cmd := exec.Command("base64", "-d")
-	cmd.Stdin, cmd.Stdout = strings.NewReader(out), &b
-	if err := cmd.Run(); err != nil || b.Len() == 0 {
+	b, err := base64.StdEncoding.DecodeString(out)
+	if err != nil || len(b) == 0 {
 		t.Fatalf("the Secret's password %q does not decode: %v", out, err)
 	}
-	return b.String()
+	return string(b)
 }
 
 // freePort is a TCP port free on 127.0.0.1 right now.
@@ -325,6 +340,7 @@ func background(t *testing.T, dir string, env []string, line, ready string) (sto
 		if !found {
 			seen <- all.String()
 		}
+		io.Copy(io.Discard, pr) // a line too long for the scanner: keep draining
 	}()
 	select {
 	case msg := <-seen:
@@ -346,7 +362,10 @@ func checkCodeServerLogin(t *testing.T, base, password, workspace string) {
 	t.Helper()
 	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	get := func(path string, cookie *http.Cookie) (*http.Response, string) {
-		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		req, err := http.NewRequest(http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if cookie != nil {
 			req.AddCookie(cookie)
 		}
@@ -374,6 +393,21 @@ func checkCodeServerLogin(t *testing.T, base, password, workspace string) {
 			}
 		}
 		return nil
+	}
+	// The sidecar has no readiness probe (KubeRay would wait for it): the
+	// Pod is Ready before code-server listens. Wait for it as a user
+	// retrying the browser would.
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		resp, err := client.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("code-server through the port-forward: %v after 90s", err)
+		}
+		time.Sleep(time.Second)
 	}
 	if resp, body := get("/", nil); resp.StatusCode != http.StatusFound || !strings.Contains(resp.Header.Get("Location"), "login") {
 		t.Fatalf("GET / without a session: %s Location %q, want a redirect to the login page\n%.300s", resp.Status, resp.Header.Get("Location"), body)

@@ -78,8 +78,8 @@ type Server struct {
 func New() *Server { return NewOn(nil) }
 
 // NewOn starts a fake dashboard serving on l (a loopback port when l is
-// nil), as tests/kube's Ray stand-in does on a pod's 0.0.0.0:8265; Close
-// it when done.
+// nil), as tests/kube's Ray stand-in does on a Pod's port 8265 (all
+// addresses); Close it when done.
 func NewOn(l net.Listener) *Server {
 	s := &Server{clusterID: "f0c0a3c5d3b1e6f1d6a4f4d7b9b1c1e0e8f7a6b5c4d3e2f1a0b9c8d7", mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /cluster_id", s.clusterIDHandler)

@@ -140,7 +140,11 @@ func ray(args []string) error {
 	}
 	agent := http.NewServeMux()
 	agent.HandleFunc("GET /api/local_raylet_healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "success") })
-	go http.Serve(al, agent)
+	go func() {
+		if err := http.Serve(al, agent); err != nil {
+			say("AGENT-FAILED", err)
+		}
+	}()
 	if !head {
 		// A worker: the agent's health only; the head's tasks stand for
 		// the ones a worker would run.

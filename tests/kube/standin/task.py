@@ -54,7 +54,9 @@ def post_mortem(node_ip):
     info = py_db.set_additional_thread_info(thread)
     info.is_tracing += 1
     try:
-        py_db.stop_on_unhandled_exception(py_db, thread, info, sys.exc_info())
+        error = sys.exc_info()
+        py_db.stop_on_unhandled_exception(py_db, thread, info, error)
+        sys.excepthook(error[0], error[1], error[2])
     finally:
         info.is_tracing -= 1
 
