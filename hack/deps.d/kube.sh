@@ -3,13 +3,14 @@
 # module proxy at the versions pinned by the build modules in tests/kube/build/:
 # etcd (etcd/), kube-apiserver, kube-controller-manager, kube-scheduler and
 # kubelet (kubernetes/), kubectl
-# (kubernetes/ too; with-kube.sh builds it only on a machine without one) and the
+# (kubernetes/ too; with-kube.sh builds it only on a machine without one), helm
+# (helm/: renders KubeRay's ray-cluster chart in tests/kube) and the
 # KubeRay operator of each pinned release (kuberay-vX.Y.Z/). Each lands in
 #   $IMAGECTL_TEST_CACHE/bin/kube/<component>-<version>-<go.sum hash>/
 # so a pin or dependency change rebuilds it and an unchanged one is reused.
 #
 # bash hack/deps.d/kube.sh [COMPONENT...]   (default: all of them)
-# COMPONENT is etcd, kubernetes, kubectl or kuberay-vX.Y.Z. Printed on stdout, one per
+# COMPONENT is etcd, kubernetes, kubectl, helm or kuberay-vX.Y.Z. Printed on stdout, one per
 # line: COMPONENT DIR (the directory holding its binaries); progress on stderr.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -24,8 +25,9 @@ kube_dir() {
   case $c in
     etcd) mod=go.etcd.io/etcd/server/v3 ;;
     kubernetes | kubectl) mod=k8s.io/kubernetes ;;
+    helm) mod=helm.sh/helm/v3 ;;
     kuberay-v*) mod=github.com/ray-project/kuberay/ray-operator ;;
-    *) echo "kube.sh: unknown component $c (want etcd, kubernetes, kubectl or kuberay-vX.Y.Z)" >&2; return 2 ;;
+    *) echo "kube.sh: unknown component $c (want etcd, kubernetes, kubectl, helm or kuberay-vX.Y.Z)" >&2; return 2 ;;
   esac
   local m=$c
   [ "$c" = kubectl ] && m=kubernetes
@@ -44,6 +46,7 @@ kube_build() {
     etcd) bins=(etcd) ;;
     kubernetes) bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet) ;;
     kubectl) bins=(kubectl) ;;
+    helm) bins=(helm) ;;
     kuberay-v*) bins=(ray-operator) ;;
   esac
   local have=1 b
@@ -69,6 +72,14 @@ kube_build() {
         [ "$c" = kubectl ] && pkgs=(k8s.io/kubernetes/cmd/kubectl)
         go build -trimpath -ldflags "$ld" -o "$tmp/" "${pkgs[@]}"
         ;;
+      helm)
+        # As helm's Makefile does: its version, and the Kubernetes version
+        # .Capabilities reports in `helm template` (that of its client-go).
+        v=$(go list -m -f '{{.Version}}' helm.sh/helm/v3)
+        kv=$(go list -m -f '{{.Version}}' k8s.io/client-go)
+        kminor=${kv#v0.}; kminor=${kminor%%.*}
+        go build -trimpath -ldflags "-X helm.sh/helm/v3/internal/version.version=$v -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$kminor -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$kminor" -o "$tmp/helm" helm.sh/helm/v3/cmd/helm
+        ;;
       kuberay-v*) go build -trimpath -o "$tmp/ray-operator" github.com/ray-project/kuberay/ray-operator ;;
     esac
   ) >&2; then
@@ -83,7 +94,7 @@ kube_build() {
 }
 
 if [ $# -eq 0 ]; then
-  set -- etcd kubernetes
+  set -- etcd kubernetes helm
   for d in "$build"/kuberay-v*/; do set -- "$@" "$(basename "$d")"; done
 fi
 for c in "$@"; do kube_build "$c"; done

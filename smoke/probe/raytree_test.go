@@ -26,6 +26,7 @@ import (
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/inject"
+	"github.com/imagectl/imagectl/internal/fakes/rayworker"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
 )
@@ -99,7 +100,12 @@ func newPod(t *testing.T, name string) *pod {
 	copyTree(t, "testdata/raytree/py_modules", p.root()+rayPyModules)
 	// The worker script goes into the pod too: the tmpfs hides the
 	// checkout when it lies under /tmp.
-	copyTree(t, "testdata/rayworker", p.root()+podTestdata)
+	if err := os.MkdirAll(p.root()+podTestdata, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.root()+podTestdata+"/rayworker.py", rayworker.Script, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink(raySession, p.root()+"/tmp/ray/session_latest"); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +134,7 @@ func copyTree(t *testing.T, from, to string) {
 	}
 }
 
-// rayWorker is testdata/rayworker.py running one task in a pod.
+// rayWorker is internal/fakes/rayworker's rayworker.py running one task in a pod.
 type rayWorker struct {
 	cmd    *exec.Cmd
 	stdout *lockedBuffer

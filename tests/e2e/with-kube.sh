@@ -374,8 +374,12 @@ node_down() {
   stop ray-operator # it would recreate the Pods deleted next
   if running kubelet; then
     k delete pods --all -A --grace-period 0 --force --wait=false >/dev/null 2>&1 || true
-    for _ in $(seq 1 60); do
-      [ -z "$(ctr --address "$node_sock" -n k8s.io tasks ls -q 2>/dev/null)" ] && break
+    # Until the kubelet has stopped every container and every sandbox (a
+    # stopped sandbox's network is torn down through CNI and its netns
+    # unmounted).
+    for _ in $(seq 1 90); do
+      [ -z "$(ctr --address "$node_sock" -n k8s.io tasks ls -q 2>/dev/null)" ] &&
+        ! grep ' - nsfs ' /proc/self/mountinfo | awk '{print $5}' | grep -q "^$work/" && break
       sleep 0.5
     done
   fi
@@ -450,6 +454,8 @@ node_down() {
       esac
     elif [[ $p == /var/lib/cni/* && $(basename "$p") == imagectl-$node_id* ]]; then
       rm -f "$p"
+    elif [[ $p == /var/lib/cni/results/cni-loopback-*-lo ]] && b=${p##*/cni-loopback-} && [ -d "$work/containerd/root/io.containerd.grpc.v1.cri/sandboxes/${b%-lo}" ]; then
+      rm -f "$p" # the loopback of one of this containerd's sandboxes
     elif [ -S "$p" ] && [[ $p == /run/containerd/s/* ]] && ! grep -qF " $p" /proc/net/unix; then
       rm -f "$p"
     elif [ "$p" = /var/lib/kubelet/device-plugins/kubelet.sock ]; then

@@ -21,7 +21,7 @@ import (
 // rayWorkerScript and rayTree are the probe's stand-in for a Ray worker and
 // a job's working_dir and py_modules.
 const (
-	rayWorkerScript = "../../../smoke/probe/testdata/rayworker/rayworker.py"
+	rayWorkerScript = "../../../internal/fakes/rayworker/rayworker.py"
 	rayTree         = "../../../smoke/probe/testdata/raytree"
 )
 

@@ -6,10 +6,13 @@
 //     project's fake Ray dashboard (internal/fakes/dashboard) on :8265 with
 //     GET /api/gcs_healthz, and the dashboard agent's
 //     GET /api/local_raylet_healthz on :52365 (KubeRay's probes), then runs
-//     task.py with the image's python3 and real debugpy: a task f paused at
-//     breakpoint() and, when RAY_DEBUG_POST_MORTEM=1, a task g frozen on its
-//     uncaught exception, each listening on the pod's IP and listed in the
-//     State API as Ray lists a paused worker until a debugger attaches.
+//     the tasks of sample_code.py (written where Ray puts a job's
+//     working_dir) in worker processes, internal/fakes/rayworker's
+//     rayworker.py with the image's python3 and real debugpy: a task f
+//     paused at breakpoint() and, when RAY_DEBUG_POST_MORTEM=1, a task g
+//     frozen on its uncaught exception, each listening on the pod's IP and
+//     listed in the State API as Ray lists a paused worker until a debugger
+//     attaches.
 //     It then blocks, as `ray start --block` does. The GCS port (6379)
 //     accepts connections, which `ray health-check --address` dials (a
 //     worker's init container; without cluster DNS the head's Service name
@@ -21,8 +24,9 @@
 //   - standin image …: writes the images tests/e2e/with-kube.sh imports
 //     into containerd (see image.go).
 //
-// Every line it prints starts with IMAGECTL-STANDIN, so a test reads the
-// task's progress from `kubectl logs`.
+// Every line of its own starts with IMAGECTL-STANDIN (the workers' output
+// passes through as they print it), so a test reads the task's progress
+// from `kubectl logs`.
 package main
 
 import (

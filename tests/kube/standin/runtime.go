@@ -15,16 +15,20 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/imagectl/imagectl/internal/fakes/dashboard"
+	"github.com/imagectl/imagectl/internal/fakes/rayworker"
 )
 
-//go:embed task.py
-var taskScript []byte
+// sampleCode is the job's working_dir module the tasks come from.
+//
+//go:embed sample_code.py
+var sampleCode []byte
 
 // Where the stand-in's process looks for the image's python3: the image
 // config sets IMAGECTL_STANDIN_PYTHON (KubeRay v1.3's `bash -lc` resets PATH
@@ -236,8 +240,10 @@ func hexID(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// runTasks writes task.py where Ray puts a job's working_dir and runs its
-// tasks one after the other.
+// runTasks writes sample_code.py where Ray puts a job's working_dir and
+// runs its tasks one after the other, each in a worker process as Ray runs
+// one: rayworker.py (internal/fakes/rayworker) with the working_dir as cwd
+// and on PYTHONPATH, listening on the node's IP.
 func runTasks(d *dashboard.Server, ip string) error {
 	session := fmt.Sprintf("/tmp/ray/session_%s_%06d", time.Now().UTC().Format("2006-01-02_15-04-05"), os.Getpid())
 	dir := filepath.Join(session, "runtime_resources", "working_dir_files", "_ray_pkg_"+hexID(8))
@@ -248,8 +254,17 @@ func runTasks(d *dashboard.Server, ip string) error {
 	if err := os.Symlink(session, "/tmp/ray/session_latest"); err != nil {
 		return err
 	}
-	script := filepath.Join(dir, "sample_code.py")
-	if err := os.WriteFile(script, taskScript, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "sample_code.py"), sampleCode, 0o644); err != nil {
+		return err
+	}
+	// The worker script stays out of /tmp/ray, as Ray's default_worker.py
+	// lives in the ray package, not in the session.
+	workerDir, err := os.MkdirTemp("", "imagectl-standin-worker")
+	if err != nil {
+		return err
+	}
+	worker := filepath.Join(workerDir, "rayworker.py")
+	if err := os.WriteFile(worker, rayworker.Script, 0o644); err != nil {
 		return err
 	}
 	python := os.Getenv(pythonEnv)
@@ -257,24 +272,31 @@ func runTasks(d *dashboard.Server, ip string) error {
 		python = "python3"
 	}
 	jobID, nodeID := "02000000", hexID(28)
-	modes := []string{"breakpoint"}
+	tasks := []string{"f"}
 	if os.Getenv("RAY_DEBUG_POST_MORTEM") == "1" {
-		modes = append(modes, "post-mortem")
+		tasks = append(tasks, "g")
 	}
-	for i, mode := range modes {
-		if err := runTask(d, python, script, mode, ip, jobID, nodeID, i); err != nil {
-			return fmt.Errorf("%s task: %w", mode, err)
+	// Ray puts the working_dir first on the worker's PYTHONPATH; the image's
+	// own (its site-packages, where debugpy is) stays after it.
+	pythonPath := dir
+	if p := os.Getenv("PYTHONPATH"); p != "" {
+		pythonPath += ":" + p
+	}
+	for i, name := range tasks {
+		cmd := exec.Command(python, worker, "sample_code", name, "7")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1", "RAY_NODE_IP="+ip)
+		if err := runTask(d, cmd, name, ip, jobID, nodeID, i); err != nil {
+			return fmt.Errorf("task %s: %w", name, err)
 		}
 	}
 	return nil
 }
 
-// runTask runs one task and keeps its worker and task rows as Ray's State
-// API shows them: paused while debugpy waits for a client.
-func runTask(d *dashboard.Server, python, script, mode, ip, jobID, nodeID string, n int) error {
-	name := map[string]string{"breakpoint": "f", "post-mortem": "g"}[mode]
-	cmd := exec.Command(python, script, mode, ip)
-	cmd.Dir = filepath.Dir(script)
+// runTask runs one task's worker and keeps its worker and task rows as
+// Ray's State API shows them: the worker's debugger_port once debugpy
+// listens, num_paused_threads 1 while it waits for a client.
+func runTask(d *dashboard.Server, cmd *exec.Cmd, name, ip, jobID, nodeID string, n int) error {
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -297,22 +319,19 @@ func runTask(d *dashboard.Server, python, script, mode, ip, jobID, nodeID string
 	for sc.Scan() {
 		line := sc.Text()
 		fmt.Println(line)
-		f := strings.Fields(line)
-		if len(f) < 2 || f[0] != "IMAGECTL-STANDIN" {
-			continue
-		}
-		switch f[1] {
-		case "LISTENING":
-			if len(f) == 3 {
-				w.DebuggerPort, _ = strconv.Atoi(f[2])
-				w.NumPausedThreads = 1
-			}
-		case "ATTACHED":
-			w.NumPausedThreads = 0
-		case "RESULT":
+		switch {
+		case listeningRe.MatchString(line):
+			w.DebuggerPort, _ = strconv.Atoi(listeningRe.FindStringSubmatch(line)[1])
+		case line == "RAYWORKER paused":
+			w.NumPausedThreads++
+		case line == "RAYWORKER resumed":
+			w.NumPausedThreads--
+		case strings.HasPrefix(line, "RESULT "):
 			t.State = "FINISHED"
-		case "TASK-ERROR":
+			say("RESULT", strings.TrimPrefix(line, "RESULT "))
+		case strings.HasPrefix(line, "TASK ERROR "):
 			t.State, t.ErrorType = "FAILED", "TASK_EXECUTION_EXCEPTION"
+			say("TASK-ERROR", strings.TrimSuffix(strings.Fields(line)[2], ":"))
 		}
 		d.SetWorkers(w)
 		d.SetTasks(t)
@@ -323,3 +342,6 @@ func runTask(d *dashboard.Server, python, script, mode, ip, jobID, nodeID string
 	say("TASK-DONE", name, t.State)
 	return nil
 }
+
+// listeningRe is the line Ray's debugpy.set_trace logs once debugpy listens.
+var listeningRe = regexp.MustCompile(`^Ray debugger is listening on [0-9.]+:([0-9]+)$`)

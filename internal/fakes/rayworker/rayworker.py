@@ -18,8 +18,13 @@ the debugpy calls Ray makes (ray/util/rpdb.py and ray/util/debugpy.py, Ray
 
 Usage: rayworker.py MODULE FUNCTION ARG
 It prints "Ray debugger is listening on HOST:PORT" when listening, then
-"RESULT <value>" or "TASK ERROR <type>: <message>".
+"RESULT <value>" or "TASK ERROR <type>: <message>". Around the wait for a
+client it prints "RAYWORKER paused" and "RAYWORKER resumed": where Ray's
+worker_paused_by_debugger() raises and lowers the worker's
+num_paused_threads in GCS (what the State API lists and the extension looks
+for), so a host that fakes the State API can do the same.
 """
+import contextlib
 import importlib
 import os
 import sys
@@ -60,12 +65,23 @@ def _stop_on_exception():
         info.is_tracing -= 1
 
 
+@contextlib.contextmanager
+def worker_paused_by_debugger():
+    """ray._private.worker.Worker.worker_paused_by_debugger."""
+    print("RAYWORKER paused", flush=True)
+    try:
+        yield
+    finally:
+        print("RAYWORKER resumed", flush=True)
+
+
 def set_trace(breakpoint_uuid=None):
     """ray.util.debugpy.set_trace: listen, wait for the client, stop."""
     _open_port()
     sys.breakpointhook = set_trace
-    print("Waiting for debugger to attach...", flush=True)
-    debugpy.wait_for_client()
+    with worker_paused_by_debugger():
+        print("Waiting for debugger to attach...", flush=True)
+        debugpy.wait_for_client()
     if breakpoint_uuid == POST_MORTEM:
         _stop_on_exception()
     else:
