@@ -16,7 +16,7 @@ import (
 // that parses, and Remove of its output gives the input back byte for byte
 // when the input carried no sidecar of inject's.
 func FuzzInject(f *testing.F) {
-	for _, glob := range []string{"testdata/*.yaml", "testdata/kuberay-samples/*.yaml", "testdata/kuberay-samples/v1.5.0/*.yaml", "testdata/ray-cluster-chart/*.yaml"} {
+	for _, glob := range []string{"testdata/*.yaml", "testdata/kuberay-samples/*.yaml", "testdata/kuberay-samples/v1.5.0/*.yaml", "testdata/ray-cluster-chart/*/values.yaml"} {
 		files, err := filepath.Glob(glob)
 		if err != nil {
 			f.Fatal(err)
@@ -26,7 +26,7 @@ func FuzzInject(f *testing.F) {
 			if err != nil {
 				f.Fatal(err)
 			}
-			f.Add(b, filepath.Base(filepath.Dir(file)) == "ray-cluster-chart" || filepath.Base(file) == "helm-values.yaml")
+			f.Add(b, filepath.Base(filepath.Dir(filepath.Dir(file))) == "ray-cluster-chart" || filepath.Base(file) == "helm-values.yaml")
 		}
 	}
 	f.Fuzz(func(t *testing.T, in []byte, helm bool) {

@@ -12,8 +12,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// chartVersions are the ray-cluster chart releases whose values.yaml is in
-// testdata/ray-cluster-chart (see SOURCE.md there).
+// chartVersions are the ray-cluster chart releases in
+// testdata/ray-cluster-chart/<version> (see SOURCE.md there; tests/kube
+// renders them with helm and applies the result).
 var chartVersions = []string{"v1.3.2", "v1.4.2", "v1.5.1", "v1.6.2", "v1.7.0"}
 
 // TestHelmChartValues injects into the ray-cluster chart's own values.yaml
@@ -25,7 +26,7 @@ func TestHelmChartValues(t *testing.T) {
 	const headImage = "head:\n  image:\n    repository: rayproject/ray\n    tag: 2.47.1-py311\n    pullPolicy: IfNotPresent\n"
 	const why = ": breakpoint() does nothing, so no task pauses for the debugger"
 	for _, v := range chartVersions {
-		orig, err := os.ReadFile(filepath.Join("testdata", "ray-cluster-chart", "values-"+v+".yaml"))
+		orig, err := os.ReadFile(filepath.Join("testdata", "ray-cluster-chart", v, "values.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -883,7 +883,7 @@ func TestAutoscalerSharesRayTmp(t *testing.T) {
 	mounted := func(volume string) string {
 		return auto + "          volumeMounts:\n          - name: " + volume + "\n            mountPath: /tmp/ray\n        volumes:\n        - name: " + volume + "\n          emptyDir: {}\n"
 	}
-	chart := string(mustRead(t, filepath.Join("testdata", "ray-cluster-chart", "values-v1.7.0.yaml")))
+	chart := string(mustRead(t, filepath.Join("testdata", "ray-cluster-chart", "v1.7.0", "values.yaml")))
 	tests := []struct {
 		name, input string
 		helm        bool

@@ -33,8 +33,10 @@
 # CMD gets KUBECONFIG and IMAGECTL_KUBE_KUBECONFIG (the same file; tests use
 # the second so that they never act on a developer's own cluster),
 # IMAGECTL_KUBE_KUBERAY (the operator's version), IMAGECTL_KUBE_LOGS (the
-# components' logs) and, with a node, IMAGECTL_KUBE_NODE=localhost. Every start begins with empty state. kubectl is the
-# machine's; one of the API server's release is built where there is none.
+# components' logs), IMAGECTL_KUBE_HELM (helm, built like the rest) and,
+# with a node, IMAGECTL_KUBE_NODE=localhost. Every start begins with empty
+# state. kubectl is the machine's; one of the API server's release is built
+# where there is none.
 # IMAGECTL_E2E_KEEP=1 keeps the work directory.
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: $0 CMD [ARG...]" >&2; exit 2; }
@@ -77,7 +79,7 @@ log() { printf '[kube %4ds] %s\n' "$((SECONDS - t0))" "$*" >&2; }
 
 # The binaries (built when missing or stale).
 declare -A dir
-need=(etcd kubernetes "kuberay-$kuberay")
+need=(etcd kubernetes helm "kuberay-$kuberay")
 command -v kubectl >/dev/null || need+=(kubectl)
 built=$(bash "$repo/hack/deps.d/kube.sh" "${need[@]}")
 while read -r c d; do dir[$c]=$d; done <<<"$built"
@@ -536,7 +538,7 @@ start ray-operator "${dir[kuberay-$kuberay]}/ray-operator" --kubeconfig "$work/k
 until_ok ray-operator 180 python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$op_health/readyz', timeout=2)"
 log "KubeRay operator $kuberay ready (startup $((SECONDS - t0))s)"
 
-export IMAGECTL_KUBE_KUBERAY=$kuberay IMAGECTL_KUBE_LOGS=$work
+export IMAGECTL_KUBE_KUBERAY=$kuberay IMAGECTL_KUBE_LOGS=$work IMAGECTL_KUBE_HELM=${dir[helm]}/helm
 [ $node = 0 ] || export IMAGECTL_KUBE_NODE=localhost
 rc=0
 "$@" || rc=$?

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/Masterminds/semver/v3"
 
 	"github.com/imagectl/imagectl/smoke/kind"
 )
@@ -44,7 +47,9 @@ var injectInputs = []string{
 	"multi-doc.yaml",
 }
 
-func applyCases(t *testing.T) []applyCase {
+// applyCases are the manifests to apply against the KubeRay operator of
+// version kuberay.
+func applyCases(t *testing.T, kuberay string) []applyCase {
 	root := repoRoot(t)
 	asIs := func(path string) func(*testing.T, string) ([]byte, string) {
 		return func(t *testing.T, _ string) ([]byte, string) { return readFile(t, path), "" }
@@ -79,6 +84,7 @@ func applyCases(t *testing.T) []applyCase {
 			}},
 		)
 	}
+	cases = append(cases, helmCases(t, kuberay)...)
 	// A manifest with fields neither Kubernetes nor KubeRay knows: inject
 	// keeps them, and strict validation refuses them, naming one (which
 	// one depends on the CRD's schema: KubeRay v1.3.0 names x-head-extra
@@ -98,6 +104,89 @@ func applyCases(t *testing.T) []applyCase {
 		return smokeRayJob(t, dir), testImage
 	}})
 	return cases
+}
+
+// helmCases are inject's --helm-values outputs for KubeRay's ray-cluster
+// chart (inject/testdata/ray-cluster-chart/<tag>: its values.yaml as
+// released), rendered by helm (IMAGECTL_KUBE_HELM, which with-kube.sh
+// builds) as `helm install` would render them: with --secret-file, with
+// --image and the Secret created by kubectl, and after --remove. Only the
+// charts of the operator's minor release and older: KubeRay releases the
+// chart with the operator, and a newer chart may render what the older
+// CRDs refuse whatever inject does (from v1.5 the chart leaves out an empty
+// rayStartParams, which the v1.3 CRDs require).
+func helmCases(t *testing.T, kuberay string) []applyCase {
+	charts, err := filepath.Glob(filepath.Join(repoRoot(t), "inject", "testdata", "ray-cluster-chart", "v*"))
+	if err != nil || len(charts) == 0 {
+		t.Fatalf("no charts in inject/testdata/ray-cluster-chart (%v)", err)
+	}
+	operator, err := semver.NewVersion(kuberay)
+	if err != nil {
+		t.Fatalf("IMAGECTL_KUBE_KUBERAY=%s: %v", kuberay, err)
+	}
+	var cases []applyCase
+	for _, chart := range charts {
+		tag := filepath.Base(chart)
+		v, err := semver.NewVersion(tag)
+		if err != nil {
+			t.Fatalf("chart %s: %v", chart, err)
+		}
+		if v.Major() != operator.Major() || v.Minor() > operator.Minor() {
+			continue
+		}
+		values := filepath.Join(chart, "values.yaml")
+		cases = append(cases,
+			applyCase{name: "helm/ray-cluster-" + tag + "/secret-file", make: func(t *testing.T, dir string) ([]byte, string) {
+				writeFile(t, filepath.Join(dir, "values.yaml"), readFile(t, values))
+				inject(t, dir, "-f", "values.yaml", "--helm-values", "-i", "--secret-file", "secret.yaml", "--no-resolve")
+				return helmTemplate(t, dir, chart, "values.yaml", true), ""
+			}},
+			applyCase{name: "helm/ray-cluster-" + tag + "/image-created-secret", createSecret: true, make: func(t *testing.T, dir string) ([]byte, string) {
+				writeFile(t, filepath.Join(dir, "values.yaml"), readFile(t, values))
+				inject(t, dir, "-f", "values.yaml", "--helm-values", "-i", "--image", testImage)
+				return helmTemplate(t, dir, chart, "values.yaml", true), testImage
+			}},
+			applyCase{name: "helm/ray-cluster-" + tag + "/remove", make: func(t *testing.T, dir string) ([]byte, string) {
+				orig := readFile(t, values)
+				writeFile(t, filepath.Join(dir, "values.yaml"), orig)
+				inject(t, dir, "-f", "values.yaml", "--helm-values", "-i", "--no-resolve")
+				inject(t, dir, "-f", "values.yaml", "--helm-values", "-i", "--remove")
+				if back := readFile(t, filepath.Join(dir, "values.yaml")); string(back) != string(orig) {
+					t.Errorf("inject --helm-values --remove did not give back %s's values.yaml", tag)
+				}
+				return helmTemplate(t, dir, chart, "values.yaml", false), ""
+			}},
+		)
+	}
+	return cases
+}
+
+// helmTemplate renders chart with the values file in dir, as `helm
+// install debug CHART -f VALUES` would send it to the API server, and
+// checks that the head template it renders has the sidecar (or has not):
+// the Pod checks compare the Pod with the manifest, so values the chart
+// ignored would otherwise pass as a manifest without a sidecar.
+func helmTemplate(t *testing.T, dir, chart, values string, sidecar bool) []byte {
+	t.Helper()
+	helm := os.Getenv("IMAGECTL_KUBE_HELM")
+	if helm == "" {
+		t.Fatal("IMAGECTL_KUBE_HELM is not set: with-kube.sh exports it (the helm hack/deps.d/kube.sh builds)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, stderr, err := run(ctx, dir, []string{"HELM_CACHE_HOME=" + filepath.Join(dir, ".helm"), "HELM_CONFIG_HOME=" + filepath.Join(dir, ".helm"), "HELM_DATA_HOME=" + filepath.Join(dir, ".helm")},
+		nil, helm, "template", "debug", chart, "-f", values, "--namespace", "default")
+	if err != nil {
+		t.Fatalf("helm template debug %s -f %s: %v\n%s", chart, values, err, stderr)
+	}
+	objs := rayObjects(t, []byte(out))
+	if len(objs) != 1 {
+		t.Fatalf("helm template %s rendered %d Ray objects, want 1", chart, len(objs))
+	}
+	if _, sc := container(objs[0].Head.Spec, sidecarName); (sc != nil) != sidecar {
+		t.Fatalf("helm template %s: the head template's containers are %v; want the %s sidecar: %v", chart, names(objs[0].Head.Spec.Containers), sidecarName, sidecar)
+	}
+	return []byte(out)
 }
 
 // smokeRayJob writes the smoke harness's plain RayJob (kind.PlainFile) and
@@ -120,7 +209,7 @@ func smokeRayJob(t *testing.T, dir string) []byte {
 // Service the real KubeRay operator makes of each Ray object.
 func TestApply(t *testing.T) {
 	c := needCluster(t)
-	for _, tc := range applyCases(t) {
+	for _, tc := range applyCases(t, c.kuberay) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()

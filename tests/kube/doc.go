@@ -8,7 +8,8 @@
 // flow to the end, its Ray container the stand-in of ./standin.
 //
 // Every manifest the project ships or produces (examples/*.yaml, inject's
-// output in each of its modes, the smoke harness's RayJob) is applied
+// output in each of its modes, its --helm-values output rendered by helm
+// from KubeRay's ray-cluster chart, the smoke harness's RayJob) is applied
 // server-side with strict field validation, and the head Pod the operator
 // writes is checked: the Ray container first, the sidecar second and
 // unchanged, one /tmp/ray volume, the head Service's ports. PodSecurity
