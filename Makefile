@@ -14,7 +14,7 @@ build: ## Build bin/imagectl (static, so it can be copied into the code-server s
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/imagectl ./cmd/imagectl
 
 deps: ## Install what the tests need (idempotent; cached under $IMAGECTL_TEST_CACHE)
-	bash hack/install-deps.sh
+	bash hack/timed.sh deps bash hack/install-deps.sh
 
 unit: ## Go tests only, with whatever tools are already installed
 	$(GO) test ./...
@@ -25,12 +25,12 @@ unit: ## Go tests only, with whatever tools are already installed
 KUBE_KUBERAY := $(patsubst tests/kube/build/kuberay-%,%,$(wildcard tests/kube/build/kuberay-v*))
 
 test: deps ## The test command: install what is needed, run every Go test with the real tools required (tests/kube apart: it needs a control plane), the race detector over the concurrent code, the fuzzers briefly, the end-to-end test, then tests/kube against a real control plane and, with the image the end-to-end test built, on a real node
-	bash tests/e2e/with-buildkitd.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/tests/kube$$')
-	$(MAKE) race
-	$(MAKE) fuzz
+	bash hack/timed.sh "go test" bash tests/e2e/with-buildkitd.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/tests/kube$$')
+	bash hack/timed.sh race $(MAKE) race
+	bash hack/timed.sh fuzz $(MAKE) fuzz
 	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
-	  IMAGECTL_E2E_IMAGE_OUT=$$d/sidecar.oci.tar bash tests/e2e/run.sh; \
-	  $(MAKE) kube KUBE_SIDECAR=$$d/sidecar.oci.tar
+	  IMAGECTL_E2E_IMAGE_OUT=$$d/sidecar.oci.tar bash hack/timed.sh e2e bash tests/e2e/run.sh; \
+	  bash hack/timed.sh kube $(MAKE) kube KUBE_SIDECAR=$$d/sidecar.oci.tar
 
 # TEST_TIMEOUT bounds one test package (go test's default, 10m, is less
 # than smoke/image's real containers take on a loaded 2-core machine, where
@@ -51,13 +51,13 @@ KUBE_SIDECAR ?=
 kube: ## tests/kube against a real etcd, kube-apiserver, kube-controller-manager and KubeRay operator, once per KUBE_KUBERAY version; with KUBE_SIDECAR=<OCI archive> also on a real node (kubelet, containerd)
 	@set -e; for v in $(KUBE_KUBERAY); do \
 	  echo "tests/kube with the KubeRay operator $$v"; \
-	  IMAGECTL_KUBE_KUBERAY=$$v bash tests/e2e/with-kube.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 8 -skip OnNode ./tests/kube; \
+	  IMAGECTL_KUBE_KUBERAY=$$v bash hack/timed.sh "kube $$v" bash tests/e2e/with-kube.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 8 -skip OnNode ./tests/kube; \
 	  if [ -z "$(KUBE_SIDECAR)" ]; then \
 	    echo "tests/kube on a node with the KubeRay operator $$v: NOT RUN (KUBE_SIDECAR, the OCI archive of an image the e2e built, is not set; make test sets it)"; \
 	    continue; \
 	  fi; \
 	  echo "tests/kube on a node with the KubeRay operator $$v"; \
-	  IMAGECTL_KUBE_NODE=1 IMAGECTL_KUBE_SIDECAR="$(KUBE_SIDECAR)" IMAGECTL_KUBE_KUBERAY=$$v bash tests/e2e/with-kube.sh \
+	  IMAGECTL_KUBE_NODE=1 IMAGECTL_KUBE_SIDECAR="$(KUBE_SIDECAR)" IMAGECTL_KUBE_KUBERAY=$$v bash hack/timed.sh "kube $$v on a node" bash tests/e2e/with-kube.sh \
 	    env IMAGECTL_REQUIRE_TOOLS=1 IMAGECTL_KUBE_REQUIRE_NODE=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run OnNode ./tests/kube; \
 	done
 
@@ -91,11 +91,11 @@ STATICCHECK := $(IMAGECTL_TEST_CACHE)/bin/staticcheck-$(STATICCHECK_VERSION)
 
 $(STATICCHECK):
 	@mkdir -p $(IMAGECTL_TEST_CACHE)/bin
-	d=$$(mktemp -d) && GOBIN=$$d $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && mv "$$d/staticcheck" $@ && rmdir "$$d"
+	d=$$(mktemp -d) && GOBIN=$$d bash hack/timed.sh "staticcheck install" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && mv "$$d/staticcheck" $@ && rmdir "$$d"
 
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck (pinned: STATICCHECK_VERSION)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
-	$(STATICCHECK) ./...
+	bash hack/timed.sh "go vet" $(GO) vet ./...
+	bash hack/timed.sh staticcheck $(STATICCHECK) ./...
 
 ci: lint test ## What .ci/run runs

@@ -9,5 +9,5 @@ mkdir -p "$IMAGECTL_TEST_CACHE"
 for s in "$here"/deps.d/[0-9]*.sh; do
   [ -e "$s" ] || continue
   echo "== install-deps: $(basename "$s")"
-  bash "$s"
+  bash "$here/timed.sh" "install-deps: $(basename "$s")" bash "$s"
 done
