@@ -49,14 +49,24 @@ kube_build() {
     helm) bins=(helm) ;;
     kuberay-v*) bins=(ray-operator) ;;
   esac
+  # One build of a version at a time: a second kube.sh (make test starts one
+  # in the background early, with-kube.sh runs one later) waits for the
+  # first, then finds its result.
+  mkdir -p "$cache/bin/kube"
+  local lock
+  exec {lock}>"$cache/bin/kube/.$ver.lock"
+  if ! flock -n "$lock"; then
+    echo "kube: $ver is being built by another kube.sh; waiting for it" >&2
+    flock "$lock"
+  fi
   local have=1 b
   for b in "${bins[@]}"; do [ -x "$dir/$b" ] || have=0; done
   if [ $have = 1 ]; then
+    exec {lock}>&-
     echo "kube: $ver cached in $dir" >&2
     echo "$c $dir"
     return
   fi
-  mkdir -p "$cache/bin/kube"
   tmp=$(mktemp -d "$cache/bin/kube/.$ver.XXXXXX")
   echo "kube: building $ver (${bins[*]}; kube-apiserver takes about 4 minutes on 2 cores)" >&2
   if ! (
@@ -89,6 +99,7 @@ kube_build() {
   fi
   rm -rf "$dir"
   mv "$tmp" "$dir"
+  exec {lock}>&-
   echo "kube: built $ver in $((SECONDS - t0))s" >&2
   echo "$c $dir"
 }
