@@ -27,13 +27,13 @@ KUBE_KUBERAY := $(patsubst tests/kube/build/kuberay-%,%,$(wildcard tests/kube/bu
 test: deps ## The test command: install what is needed, run every Go test with the real tools required (tests/kube apart: it needs a control plane), the race detector over the concurrent code, the fuzzers briefly, the end-to-end test, then tests/kube against a real control plane and, with the image the end-to-end test built, on a real node
 	@set -e; d=$$(mktemp -d); \
 	  setsid nice -n 10 bash hack/timed.sh "kube binaries (background)" bash hack/deps.d/kube.sh >"$$d/kube-build.log" 2>&1 </dev/null & kb=$$!; \
-	  trap 'kill -- -'$$kb' 2>/dev/null || true; rm -rf "$$d"' EXIT; \
+	  trap 'kill -- -'$$kb' 2>/dev/null || true; rm -rf "$$d"' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM HUP; \
 	  echo "tests/kube's binaries: hack/deps.d/kube.sh runs in the background at nice 10 until make kube needs them"; \
 	  bash hack/timed.sh "go test" bash tests/e2e/with-buildkitd.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/tests/kube$$'); \
 	  bash hack/timed.sh race $(MAKE) race; \
 	  bash hack/timed.sh fuzz $(MAKE) fuzz; \
 	  IMAGECTL_E2E_IMAGE_OUT=$$d/sidecar.oci.tar bash hack/timed.sh e2e bash tests/e2e/run.sh; \
-	  wait $$kb || echo "hack/deps.d/kube.sh failed in the background; with-kube.sh builds again"; cat "$$d/kube-build.log"; \
+	  wait $$kb || echo "hack/deps.d/kube.sh failed in the background; with-kube.sh builds again"; trap 'rm -rf "$$d"' EXIT; cat "$$d/kube-build.log"; \
 	  bash hack/timed.sh kube $(MAKE) kube KUBE_SIDECAR=$$d/sidecar.oci.tar
 
 # TEST_TIMEOUT bounds one test package (go test's default, 10m, is less

@@ -14,7 +14,7 @@ import (
 
 // chartVersions are the ray-cluster chart releases in
 // testdata/ray-cluster-chart/<version> (see SOURCE.md there; tests/kube
-// renders them with helm and applies the result).
+// renders them with helm and applies what the operator under test accepts).
 var chartVersions = []string{"v1.3.2", "v1.4.2", "v1.5.1", "v1.6.2", "v1.7.0"}
 
 // TestHelmChartValues injects into the ray-cluster chart's own values.yaml

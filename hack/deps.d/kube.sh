@@ -67,9 +67,13 @@ kube_build() {
     echo "$c $dir"
     return
   fi
+  # What a killed build of this version left (under the lock, nobody's).
+  rm -rf "$cache/bin/kube/.$ver".??????
   tmp=$(mktemp -d "$cache/bin/kube/.$ver.XXXXXX")
-  echo "kube: building $ver (${bins[*]}; kube-apiserver takes about 4 minutes on 2 cores)" >&2
+  kube_tmp=$tmp
+  echo "kube: building $ver (${bins[*]})" >&2
   if ! (
+    exec {lock}>&- # only kube.sh holds the lock, not what go starts
     cd "$build/${c/#kubectl/kubernetes}"
     case $c in
       etcd) go build -trimpath -o "$tmp/etcd" . ;;
@@ -99,10 +103,18 @@ kube_build() {
   fi
   rm -rf "$dir"
   mv "$tmp" "$dir"
+  kube_tmp=
   exec {lock}>&-
   echo "kube: built $ver in $((SECONDS - t0))s" >&2
   echo "$c $dir"
 }
+
+# A build interrupted (make test kills this script when a test fails) leaves
+# no partial binaries in the cache.
+kube_tmp=
+trap '[ -z "$kube_tmp" ] || rm -rf "$kube_tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 
 if [ $# -eq 0 ]; then
   set -- etcd kubernetes helm

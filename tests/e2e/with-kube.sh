@@ -379,9 +379,11 @@ node_down() {
     # Until the kubelet has stopped every container and every sandbox (a
     # stopped sandbox's network is torn down through CNI and its netns
     # unmounted).
-    for _ in $(seq 1 90); do
+    local i
+    for i in $(seq 1 90); do
       [ -z "$(ctr --address "$node_sock" -n k8s.io tasks ls -q 2>/dev/null)" ] &&
         ! grep ' - nsfs ' /proc/self/mountinfo | awk '{print $5}' | grep -q "^$work/" && break
+      [ "$i" = 90 ] && log "node: the kubelet left containers or sandbox network namespaces after 45 s; killing and unmounting them"
       sleep 0.5
     done
   fi

@@ -32,6 +32,9 @@ type applyCase struct {
 	// refused: strict field validation refuses the manifest; the error
 	// must match.
 	refused *regexp.Regexp
+	// renderOnly: make's own checks are the test; the manifest is not
+	// applied (a Helm chart newer than the operator's CRDs).
+	renderOnly bool
 }
 
 // injectInputs are inject's test inputs that are meant to be applied:
@@ -110,8 +113,9 @@ func applyCases(t *testing.T, kuberay string) []applyCase {
 // chart (inject/testdata/ray-cluster-chart/<tag>: its values.yaml as
 // released), rendered by helm (IMAGECTL_KUBE_HELM, which with-kube.sh
 // builds) as `helm install` would render them: with --secret-file, with
-// --image and the Secret created by kubectl, and after --remove. Only the
-// charts of the operator's minor release and older: KubeRay releases the
+// --image and the Secret created by kubectl, and after --remove. Every
+// chart is rendered and must render the sidecar; only the charts of the
+// operator's minor release and older are applied: KubeRay releases the
 // chart with the operator, and a newer chart may render what the older
 // CRDs refuse whatever inject does (from v1.5 the chart leaves out an empty
 // rayStartParams, which the v1.3 CRDs require).
@@ -125,14 +129,16 @@ func helmCases(t *testing.T, kuberay string) []applyCase {
 		t.Fatalf("IMAGECTL_KUBE_KUBERAY=%s: %v", kuberay, err)
 	}
 	var cases []applyCase
+	applied := 0
 	for _, chart := range charts {
 		tag := filepath.Base(chart)
 		v, err := semver.NewVersion(tag)
 		if err != nil {
 			t.Fatalf("chart %s: %v", chart, err)
 		}
-		if v.Major() != operator.Major() || v.Minor() > operator.Minor() {
-			continue
+		renderOnly := v.Major() != operator.Major() || v.Minor() > operator.Minor()
+		if !renderOnly {
+			applied++
 		}
 		values := filepath.Join(chart, "values.yaml")
 		cases = append(cases,
@@ -157,6 +163,15 @@ func helmCases(t *testing.T, kuberay string) []applyCase {
 				return helmTemplate(t, dir, chart, "values.yaml", false), ""
 			}},
 		)
+		if renderOnly {
+			for i := len(cases) - 3; i < len(cases); i++ {
+				cases[i].name += "/render-only"
+				cases[i].renderOnly = true
+			}
+		}
+	}
+	if applied == 0 {
+		t.Fatalf("no ray-cluster chart in inject/testdata/ray-cluster-chart is of KubeRay %s's minor release or older: nothing would be applied", kuberay)
 	}
 	return cases
 }
@@ -214,6 +229,9 @@ func TestApply(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			manifest, image := tc.make(t, dir)
+			if tc.renderOnly {
+				return
+			}
 			ns := c.namespace(t, nil)
 			manifest = inNamespace(manifest, ns)
 			if _, err := os.Stat(filepath.Join(dir, "secret.yaml")); err == nil {

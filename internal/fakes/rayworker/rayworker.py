@@ -1,4 +1,5 @@
-"""A stand-in for a Ray worker process, for the tests of the attach probe.
+"""A stand-in for a Ray worker process: the attach probe's tests run it on
+the machine, tests/kube/standin inside a real Ray head Pod.
 
 It runs one task the way a Ray worker under a job's runtime_env does, with
 the debugpy calls Ray makes (ray/util/rpdb.py and ray/util/debugpy.py, Ray
@@ -6,7 +7,8 @@ the debugpy calls Ray makes (ray/util/rpdb.py and ray/util/debugpy.py, Ray
 
 - the worker's cwd is the job's working_dir package
   (.../runtime_resources/working_dir_files/_ray_pkg_<hash>/) and PYTHONPATH
-  holds it and the py_modules packages' directory; the test starts it so;
+  holds it (and the py_modules packages' directory when the job has one);
+  whoever starts it does so;
 - breakpoint() goes to set_trace (Ray sets PYTHONBREAKPOINT to
   ray.util.rpdb.set_trace, which calls ray.util.debugpy.set_trace): debugpy
   listens on the node's address and port 0, waits for a client, then

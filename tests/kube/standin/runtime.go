@@ -331,7 +331,11 @@ func runTask(d *dashboard.Server, cmd *exec.Cmd, name, ip, jobID, nodeID string,
 			say("RESULT", strings.TrimPrefix(line, "RESULT "))
 		case strings.HasPrefix(line, "TASK ERROR "):
 			t.State, t.ErrorType = "FAILED", "TASK_EXECUTION_EXCEPTION"
-			say("TASK-ERROR", strings.TrimSuffix(strings.Fields(line)[2], ":"))
+			kind := "unknown"
+			if f := strings.Fields(line); len(f) > 2 {
+				kind = strings.TrimSuffix(f[2], ":")
+			}
+			say("TASK-ERROR", kind)
 		}
 		d.SetWorkers(w)
 		d.SetTasks(t)
