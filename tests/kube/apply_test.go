@@ -141,18 +141,18 @@ func helmCases(t *testing.T, kuberay string) []applyCase {
 			applied++
 		}
 		values := filepath.Join(chart, "values.yaml")
-		cases = append(cases,
-			applyCase{name: "helm/ray-cluster-" + tag + "/secret-file", make: func(t *testing.T, dir string) ([]byte, string) {
+		chartCases := []applyCase{
+			{name: "helm/ray-cluster-" + tag + "/secret-file", make: func(t *testing.T, dir string) ([]byte, string) {
 				writeFile(t, filepath.Join(dir, "values.yaml"), readFile(t, values))
 				inject(t, dir, "-f", "values.yaml", "--helm-values", "-i", "--secret-file", "secret.yaml", "--no-resolve")
 				return helmTemplate(t, dir, chart, "values.yaml", true), ""
 			}},
-			applyCase{name: "helm/ray-cluster-" + tag + "/image-created-secret", createSecret: true, make: func(t *testing.T, dir string) ([]byte, string) {
+			{name: "helm/ray-cluster-" + tag + "/image-created-secret", createSecret: true, make: func(t *testing.T, dir string) ([]byte, string) {
 				writeFile(t, filepath.Join(dir, "values.yaml"), readFile(t, values))
 				inject(t, dir, "-f", "values.yaml", "--helm-values", "-i", "--image", testImage)
 				return helmTemplate(t, dir, chart, "values.yaml", true), testImage
 			}},
-			applyCase{name: "helm/ray-cluster-" + tag + "/remove", make: func(t *testing.T, dir string) ([]byte, string) {
+			{name: "helm/ray-cluster-" + tag + "/remove", make: func(t *testing.T, dir string) ([]byte, string) {
 				orig := readFile(t, values)
 				writeFile(t, filepath.Join(dir, "values.yaml"), orig)
 				inject(t, dir, "-f", "values.yaml", "--helm-values", "-i", "--no-resolve")
@@ -162,12 +162,13 @@ func helmCases(t *testing.T, kuberay string) []applyCase {
 				}
 				return helmTemplate(t, dir, chart, "values.yaml", false), ""
 			}},
-		)
-		if renderOnly {
-			for i := len(cases) - 3; i < len(cases); i++ {
-				cases[i].name += "/render-only"
-				cases[i].renderOnly = true
+		}
+		for _, c := range chartCases {
+			if renderOnly {
+				c.name += "/render-only"
+				c.renderOnly = true
 			}
+			cases = append(cases, c)
 		}
 	}
 	if applied == 0 {
