@@ -1,0 +1,251 @@
+package debug
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Document is one object of a manifest, ready to apply.
+type Document struct {
+	Index  int // 1-based, in the stream
+	Object *unstructured.Unstructured
+}
+
+func (d Document) String() string {
+	return fmt.Sprintf("document %d (%s %s)", d.Index, d.Object.GetKind(), d.Object.GetName())
+}
+
+// ref is Kind/name, as kubectl prints an object.
+func ref(u *unstructured.Unstructured) string { return u.GetKind() + "/" + u.GetName() }
+
+// ParseDocuments reads a YAML (or JSON) stream of Kubernetes objects, named
+// file in errors. Empty documents are skipped; a List's items are taken
+// one by one.
+func ParseDocuments(file string, data []byte) ([]Document, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var docs []Document
+	for i := 1; ; i++ {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.IsList() {
+			l, err := u.ToList()
+			if err != nil {
+				return nil, fmt.Errorf("%s: document %d (%s): %w", file, i, u.GetKind(), err)
+			}
+			for j := range l.Items {
+				docs = append(docs, Document{Index: i, Object: &l.Items[j]})
+			}
+			continue
+		}
+		docs = append(docs, Document{Index: i, Object: u})
+	}
+	for _, d := range docs {
+		if d.Object.GetAPIVersion() == "" || d.Object.GetKind() == "" {
+			return nil, fmt.Errorf("%s: document %d: no apiVersion or kind: not a Kubernetes object", file, d.Index)
+		}
+		if d.Object.GetName() == "" {
+			return nil, fmt.Errorf("%s: document %d (%s): no metadata.name (debug applies documents by name; generateName is not supported)", file, d.Index, d.Object.GetKind())
+		}
+	}
+	return docs, nil
+}
+
+// IsRayKind reports whether u is a RayJob, RayCluster or RayService.
+func IsRayKind(u *unstructured.Unstructured) bool {
+	gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
+	if gv.Group != "ray.io" {
+		return false
+	}
+	switch u.GetKind() {
+	case "RayJob", "RayCluster", "RayService":
+		return true
+	}
+	return false
+}
+
+// setNamespace puts every namespaced document in ns: a document naming
+// another namespace is an error (one session, one namespace).
+func setNamespace(file string, docs []Document, ns string, namespaced func(*unstructured.Unstructured) (bool, error)) error {
+	for _, d := range docs {
+		ok, err := namespaced(d.Object)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", file, d, err)
+		}
+		if !ok {
+			continue
+		}
+		switch got := d.Object.GetNamespace(); got {
+		case "", ns:
+			d.Object.SetNamespace(ns)
+		default:
+			return fmt.Errorf("%s: %s is in namespace %q, the session in %q: a session works in one namespace (pass -n %s, or remove metadata.namespace)", file, d, got, ns, got)
+		}
+	}
+	return nil
+}
+
+// mapping finds the resource of u's kind on the server.
+func (c *Cluster) mapping(u *unstructured.Unstructured) (*meta.RESTMapping, error) {
+	gvk := u.GroupVersionKind()
+	m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		if meta.IsNoMatchError(err) && gvk.Group == "ray.io" {
+			return nil, fmt.Errorf("the cluster at %s does not serve %s: is the KubeRay operator (its CRDs) installed? %w", c.Host, gvk, err)
+		}
+		return nil, fmt.Errorf("%s: %w", gvk, err)
+	}
+	return m, nil
+}
+
+func (c *Cluster) namespaced(u *unstructured.Unstructured) (bool, error) {
+	m, err := c.mapping(u)
+	if err != nil {
+		return false, err
+	}
+	return m.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// resource is the dynamic client for u's kind in u's namespace.
+func (c *Cluster) resource(u *unstructured.Unstructured) (resourceClient, error) {
+	m, err := c.mapping(u)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return c.Dynamic.Resource(m.Resource).Namespace(u.GetNamespace()), nil
+	}
+	return c.Dynamic.Resource(m.Resource), nil
+}
+
+// resourceClient is the part of dynamic.ResourceInterface a session uses.
+type resourceClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions, subresources ...string) (*unstructured.Unstructured, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*unstructured.Unstructured, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions, subresources ...string) error
+}
+
+// Exists reports whether u's object exists on the server.
+func (c *Cluster) Exists(ctx context.Context, u *unstructured.Unstructured) (bool, error) {
+	rc, err := c.resource(u)
+	if err != nil {
+		return false, err
+	}
+	_, err = rc.Get(ctx, u.GetName(), metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, c.explain(err, "get", u)
+}
+
+// Apply applies u server-side with FieldManager and strict field
+// validation, without forcing conflicts.
+func (c *Cluster) Apply(ctx context.Context, u *unstructured.Unstructured) error {
+	rc, err := c.resource(u)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ref(u), err)
+	}
+	_, err = rc.Patch(ctx, u.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
+		FieldManager:    FieldManager,
+		FieldValidation: "Strict",
+	})
+	if err != nil {
+		return c.explain(err, "apply", u)
+	}
+	return nil
+}
+
+// Delete deletes u's object (foreground, so a RayJob's cluster goes with
+// it) and, when wait is set, waits until it is gone. A missing object is
+// not an error.
+func (c *Cluster) Delete(ctx context.Context, u *unstructured.Unstructured, waitGone bool) error {
+	rc, err := c.resource(u)
+	if err != nil {
+		return err
+	}
+	fg := metav1.DeletePropagationForeground
+	if err := rc.Delete(ctx, u.GetName(), metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return c.explain(err, "delete", u)
+	}
+	if !waitGone {
+		return nil
+	}
+	err = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := rc.Get(ctx, u.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s to be deleted: %w", ref(u), err)
+	}
+	return nil
+}
+
+// explain makes an API error say what was refused: the verb, the object,
+// the namespace and, for RBAC, who asked.
+func (c *Cluster) explain(err error, verb string, u *unstructured.Unstructured) error {
+	where := ref(u)
+	if ns := u.GetNamespace(); ns != "" {
+		where += " in namespace " + ns
+	}
+	switch {
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%s %s: forbidden by the cluster's RBAC or admission (ask for %q on %s in namespace %q): %w",
+			verb, where, verbFor(verb), resourceName(u), u.GetNamespace(), err)
+	case apierrors.IsConflict(err) && verb == "apply":
+		return fmt.Errorf("apply %s: fields are owned by another manager (kubectl, the operator); debug does not force them: %w", where, err)
+	case apierrors.IsNotFound(err) && verb == "apply" && u.GetNamespace() != "":
+		return fmt.Errorf("apply %s: %w (does namespace %q exist?)", where, err, u.GetNamespace())
+	}
+	return fmt.Errorf("%s %s: %w", verb, where, err)
+}
+
+func verbFor(v string) string {
+	if v == "apply" {
+		return "patch"
+	}
+	return v
+}
+
+func resourceName(u *unstructured.Unstructured) string {
+	r := strings.ToLower(u.GetKind()) + "s"
+	if g := u.GroupVersionKind().Group; g != "" {
+		r += "." + g
+	}
+	return r
+}

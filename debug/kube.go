@@ -1,0 +1,93 @@
+package debug
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// FieldManager is the field manager of every server-side apply a session
+// makes.
+const FieldManager = "imagectl-debug"
+
+// Ray's API group and the resources a session reads.
+var (
+	RayJobs     = schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayjobs"}
+	RayClusters = schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayclusters"}
+	RayServices = schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayservices"}
+)
+
+// KubeFlags are what the user says about the cluster, as kubectl takes
+// them.
+type KubeFlags struct {
+	// Kubeconfig is a kubeconfig file; "" follows the loading rules
+	// (KUBECONFIG, then ~/.kube/config).
+	Kubeconfig string
+	// Context is a kubeconfig context; "" the current one.
+	Context string
+	// Namespace; "" the context's namespace, else "default".
+	Namespace string
+}
+
+// Cluster is a connection to one Kubernetes cluster, in one namespace.
+type Cluster struct {
+	Config    *rest.Config
+	Namespace string
+	// NamespaceFrom says where Namespace came from: "flag", "context" or
+	// "default".
+	NamespaceFrom string
+	Core          kubernetes.Interface
+	Dynamic       dynamic.Interface
+	Mapper        meta.RESTMapper
+	// Host is the API server's URL, for messages.
+	Host string
+}
+
+// Connect loads the kubeconfig the way kubectl does and makes the clients.
+// It does not contact the cluster.
+func Connect(f KubeFlags) (*Cluster, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.Kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.Context}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, errors.New("no kubeconfig: set KUBECONFIG, pass --kubeconfig, or write ~/.kube/config")
+		}
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	c := &Cluster{Config: cfg, Host: cfg.Host, Namespace: f.Namespace, NamespaceFrom: "flag"}
+	if c.Namespace == "" {
+		ns, explicit, err := cc.Namespace()
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig: the context's namespace: %w", err)
+		}
+		c.Namespace, c.NamespaceFrom = ns, "context"
+		if !explicit && ns == "default" {
+			c.NamespaceFrom = "default"
+		}
+	}
+	cfg.UserAgent = "imagectl-debug"
+	if c.Core, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes discovery for %s: %w", cfg.Host, err)
+	}
+	c.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	return c, nil
+}

@@ -1,0 +1,616 @@
+package debug
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/imagectl/imagectl/inject"
+	"github.com/imagectl/imagectl/smoke/dashboard"
+)
+
+// Options say what a session does. File and Manifest, or ClusterName, say
+// what it debugs.
+type Options struct {
+	Kube KubeFlags
+	// File names the manifest in messages ("-" for standard input);
+	// Manifest is its content.
+	File     string
+	Manifest []byte
+	// ClusterName attaches to a RayCluster that runs already: nothing is
+	// applied.
+	ClusterName string
+	// Inject configures the sidecar (inject's options: image, secret name
+	// and key, resources, ...).
+	Inject []inject.Option
+	// SecretName and SecretKey name the password Secret (inject's
+	// defaults when empty); they must agree with Inject.
+	SecretName, SecretKey string
+	// SidecarName is the sidecar's container name (inject.DefaultName when
+	// empty).
+	SidecarName string
+	// WorkingDir is a local directory uploaded as the job's working_dir.
+	WorkingDir string
+	// Entrypoint replaces the RayJob's spec.entrypoint; for a RayCluster
+	// it is what is submitted.
+	Entrypoint string
+	// Timeout bounds the wait for the head Pod (0: DefaultTimeout).
+	Timeout time.Duration
+	// Replace deletes an existing RayJob of the same name first.
+	Replace bool
+	// Cleanup deletes, on the way out, what the session created.
+	Cleanup bool
+	// ShowPassword puts the code-server password in the ready event.
+	ShowPassword bool
+	// Logs reports the job's log lines.
+	Logs bool
+	// CodeServerPort is the local port of code-server's forward (0: free).
+	CodeServerPort int
+	// Poll is how often the session asks the State API and the job's
+	// status (0: DefaultPoll).
+	Poll time.Duration
+	// NewJobs makes the Jobs API client for a dashboard URL; nil when the
+	// session has nothing to submit.
+	NewJobs func(dashboardURL string) (Jobs, error)
+	// NewStateAPI makes the State API client (nil: smoke/dashboard's).
+	NewStateAPI func(dashboardURL string) (StateAPI, error)
+}
+
+// Defaults of Options.
+const (
+	DefaultTimeout = 10 * time.Minute
+	DefaultPoll    = 2 * time.Second
+)
+
+// Jobs is the part of Ray's Jobs REST API a session uses (package
+// rayjobs through the dashboard's port-forward).
+type Jobs interface {
+	// Submit uploads what RuntimeEnv names locally (working_dir,
+	// py_modules) and submits; it returns the submission ID.
+	Submit(ctx context.Context, s Submission) (string, error)
+	// Status is the job's status (PENDING, RUNNING, STOPPED, SUCCEEDED,
+	// FAILED) and message.
+	Status(ctx context.Context, id string) (status, message string, err error)
+	// Logs is the job's whole log so far.
+	Logs(ctx context.Context, id string) (string, error)
+}
+
+// Submission is one job to submit.
+type Submission struct {
+	SubmissionID string
+	Entrypoint   string
+	RuntimeEnv   map[string]any
+}
+
+// Outcome is how a session ended.
+type Outcome struct {
+	// JobID and JobStatus are the job's, when the session followed one.
+	JobID, JobStatus, Message string
+}
+
+// Failed reports a job that ended without succeeding.
+func (o Outcome) Failed() bool { return o.JobStatus == "FAILED" || o.JobStatus == "STOPPED" }
+
+// ErrNoSidecar is returned (wrapped) when --cluster names a cluster whose
+// head Pod has no code-server sidecar.
+var ErrNoSidecar = errors.New("the head Pod has no code-server sidecar")
+
+// session is one Run.
+type session struct {
+	o        Options
+	c        *Cluster
+	r        Reporter
+	target   *unstructured.Unstructured // the Ray document, or the RayCluster of --cluster
+	cluster  string                     // the RayCluster's name, once known
+	created  []*unstructured.Unstructured
+	forwards []*Forward
+	podLines map[string]string
+	lastWait string
+}
+
+func (s *session) report(e Event) {
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	if e.Namespace == "" {
+		e.Namespace = s.c.Namespace
+	}
+	s.r.Report(e)
+}
+
+// Run runs one session: see the package doc. It returns when the job it
+// follows ends, or when ctx is done (the Outcome then has no JobStatus).
+func Run(ctx context.Context, o Options, r Reporter) (out Outcome, err error) {
+	if (o.ClusterName == "") == (o.Manifest == nil) {
+		return out, errors.New("debug: give a manifest or a cluster name, not both")
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultPoll
+	}
+	if o.SecretName == "" {
+		o.SecretName = inject.DefaultSecretName
+	}
+	if o.SecretKey == "" {
+		o.SecretKey = inject.DefaultSecretKey
+	}
+	if o.SidecarName == "" {
+		o.SidecarName = inject.DefaultName
+	}
+	if o.NewStateAPI == nil {
+		o.NewStateAPI = func(u string) (StateAPI, error) { return dashboard.New(u) }
+	}
+	if o.WorkingDir != "" {
+		if fi, err := os.Stat(o.WorkingDir); err != nil || !fi.IsDir() {
+			return out, fmt.Errorf("--working-dir %s: not a directory", o.WorkingDir)
+		}
+	}
+	c, err := Connect(o.Kube)
+	if err != nil {
+		return out, err
+	}
+	s := &session{o: o, c: c, r: r, podLines: map[string]string{}}
+	defer func() {
+		for _, f := range s.forwards {
+			f.Close()
+		}
+		s.finish(ctx, err)
+	}()
+	if o.ClusterName != "" {
+		err = s.attach(ctx)
+	} else {
+		err = s.applyManifest(ctx)
+	}
+	if err != nil {
+		return out, err
+	}
+	return s.follow(ctx)
+}
+
+// finish deletes what the session created (Cleanup) or says what it left.
+func (s *session) finish(ctx context.Context, runErr error) {
+	if len(s.created) == 0 {
+		return
+	}
+	var left, deleted []string
+	if s.o.Cleanup {
+		// The user's Ctrl-C cancelled ctx: the clean-up has a minute of
+		// its own (a second Ctrl-C exits at once).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		for i := len(s.created) - 1; i >= 0; i-- {
+			u := s.created[i]
+			if err := s.c.Delete(cctx, u, false); err != nil {
+				left = append(left, fmt.Sprintf("%s (delete failed: %v)", ref(u), err))
+				continue
+			}
+			deleted = append(deleted, ref(u))
+		}
+	} else {
+		for _, u := range s.created {
+			left = append(left, ref(u))
+		}
+	}
+	msg := "cleanup: deleted what this session created"
+	if !s.o.Cleanup {
+		msg = fmt.Sprintf("left in namespace %s what this session created (--cleanup deletes it; or kubectl delete -n %s %s)", s.c.Namespace, s.c.Namespace, strings.Join(refsLower(s.created), " "))
+	} else if len(left) > 0 {
+		msg = "cleanup: some objects could not be deleted"
+	}
+	s.report(Event{Kind: KindCleanup, Message: msg, Deleted: deleted, Left: left})
+}
+
+func refsLower(us []*unstructured.Unstructured) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, strings.ToLower(u.GetKind())+"/"+u.GetName())
+	}
+	return out
+}
+
+// applyManifest injects the sidecar, applies the Secret and the documents.
+func (s *session) applyManifest(ctx context.Context) error {
+	o := s.o
+	res, err := inject.Apply(ctx, o.File, o.Manifest, o.Inject...)
+	if err != nil {
+		return err
+	}
+	for _, w := range res.Warnings {
+		s.report(Event{Kind: KindWaiting, Message: "warning: " + w})
+	}
+	docs, err := ParseDocuments(o.File, res.Output)
+	if err != nil {
+		return err
+	}
+	if err := setNamespace(o.File, docs, s.c.Namespace, s.c.namespaced); err != nil {
+		return err
+	}
+	var targets []Document
+	for _, d := range docs {
+		if IsRayKind(d.Object) {
+			targets = append(targets, d)
+		}
+	}
+	switch len(targets) {
+	case 0:
+		return fmt.Errorf("%s: %w", o.File, inject.ErrNoRayKind)
+	case 1:
+	default:
+		var names []string
+		for _, t := range targets {
+			names = append(names, t.String())
+		}
+		return fmt.Errorf("%s: %d Ray documents (%s): debug follows one; put the others in a file of their own", o.File, len(targets), strings.Join(names, ", "))
+	}
+	s.target = targets[0].Object
+	if err := s.checkSubmission(); err != nil {
+		return err
+	}
+	if err := s.ensureSecret(ctx); err != nil {
+		return err
+	}
+	exists, err := s.c.Exists(ctx, s.target)
+	if err != nil {
+		return err
+	}
+	if exists && s.target.GetKind() == "RayJob" {
+		if !o.Replace {
+			return fmt.Errorf("%s %s already exists in namespace %s: pass --replace to delete it (and its RayCluster) and create it again, or --cluster NAME to attach to its RayCluster", s.target.GetKind(), s.target.GetName(), s.c.Namespace)
+		}
+		s.report(Event{Kind: KindWaiting, Object: ref(s.target), Message: fmt.Sprintf("deleting the existing %s (--replace)", ref(s.target))})
+		if err := s.c.Delete(ctx, s.target, true); err != nil {
+			return err
+		}
+		exists = false
+	}
+	for _, d := range docs {
+		if d.Object == s.target {
+			continue
+		}
+		if err := s.applyOne(ctx, d.Object); err != nil {
+			return err
+		}
+	}
+	return s.applyOne(ctx, s.target)
+}
+
+func (s *session) applyOne(ctx context.Context, u *unstructured.Unstructured) error {
+	existed, err := s.c.Exists(ctx, u)
+	if err != nil {
+		return err
+	}
+	if err := s.c.Apply(ctx, u); err != nil {
+		return err
+	}
+	verb := "configured"
+	if !existed {
+		verb = "created"
+		s.created = append(s.created, u)
+	}
+	s.report(Event{Kind: KindApplied, Object: ref(u), Created: !existed, Message: fmt.Sprintf("%s %s in namespace %s (server-side, field manager %s)", ref(u), verb, s.c.Namespace, FieldManager)})
+	return nil
+}
+
+// checkSubmission refuses what cannot be submitted: a working_dir or an
+// entrypoint for a RayJob that KubeRay submits itself.
+func (s *session) checkSubmission() error {
+	switch s.target.GetKind() {
+	case "RayJob":
+		mode, _, _ := unstructured.NestedString(s.target.Object, "spec", "submissionMode")
+		if mode == "InteractiveMode" {
+			if s.entrypoint() == "" {
+				return fmt.Errorf("%s: %s has no spec.entrypoint: give one after --", s.o.File, ref(s.target))
+			}
+			return nil
+		}
+		if mode == "" {
+			mode = "K8sJobMode"
+		}
+		if s.o.WorkingDir != "" || s.o.Entrypoint != "" {
+			return fmt.Errorf("%s: %s has submissionMode %s: KubeRay submits its spec.entrypoint itself, so --working-dir and an entrypoint after -- cannot be used (set submissionMode: InteractiveMode, or put the working_dir in spec.runtimeEnvYAML)", s.o.File, ref(s.target), mode)
+		}
+	case "RayService":
+		if s.o.WorkingDir != "" || s.o.Entrypoint != "" {
+			return fmt.Errorf("%s: %s: a RayService runs its serveConfigV2; --working-dir and an entrypoint after -- are for a RayJob in InteractiveMode or a RayCluster", s.o.File, ref(s.target))
+		}
+	case "RayCluster":
+		if s.o.WorkingDir != "" && s.o.Entrypoint == "" {
+			return fmt.Errorf("%s: --working-dir without an entrypoint: give the command to run after --", s.o.File)
+		}
+	}
+	return nil
+}
+
+// submits reports whether the session submits the entrypoint itself.
+func (s *session) submits() bool {
+	if s.target == nil {
+		return s.o.Entrypoint != ""
+	}
+	switch s.target.GetKind() {
+	case "RayJob":
+		mode, _, _ := unstructured.NestedString(s.target.Object, "spec", "submissionMode")
+		return mode == "InteractiveMode"
+	case "RayCluster":
+		return s.o.Entrypoint != ""
+	}
+	return false
+}
+
+func (s *session) entrypoint() string {
+	if s.o.Entrypoint != "" {
+		return s.o.Entrypoint
+	}
+	if s.target == nil {
+		return ""
+	}
+	e, _, _ := unstructured.NestedString(s.target.Object, "spec", "entrypoint")
+	return e
+}
+
+// ensureSecret creates the password Secret unless it exists with its key.
+func (s *session) ensureSecret(ctx context.Context) error {
+	sec, err := s.c.Core.CoreV1().Secrets(s.c.Namespace).Get(ctx, s.o.SecretName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		if _, ok := sec.Data[s.o.SecretKey]; !ok {
+			return fmt.Errorf("Secret %s in namespace %s exists without the key %q the sidecar reads its password from: add the key or name another Secret (--secret-name)", s.o.SecretName, s.c.Namespace, s.o.SecretKey)
+		}
+		s.report(Event{Kind: KindApplied, Object: "Secret/" + s.o.SecretName, Message: fmt.Sprintf("Secret/%s exists in namespace %s: its password is kept", s.o.SecretName, s.c.Namespace)})
+		return nil
+	case apierrors.IsNotFound(err):
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("get Secret %s in namespace %s: forbidden (debug reads the password Secret; ask for get on secrets): %w", s.o.SecretName, s.c.Namespace, err)
+	default:
+		return fmt.Errorf("get Secret %s in namespace %s: %w", s.o.SecretName, s.c.Namespace, err)
+	}
+	ps, err := inject.PasswordSecret(s.o.File, nil, s.c.Namespace, s.o.Inject...)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(ps.Doc, &m); err != nil {
+		return fmt.Errorf("the password Secret: %w", err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetNamespace(s.c.Namespace)
+	return s.applyOne(ctx, u)
+}
+
+// attach finds the RayCluster of --cluster and checks its head has the
+// sidecar.
+func (s *session) attach(ctx context.Context) error {
+	rc, err := s.c.Dynamic.Resource(RayClusters).Namespace(s.c.Namespace).Get(ctx, s.o.ClusterName, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("RayCluster %s not found in namespace %s (the namespace came from the %s; pass -n)", s.o.ClusterName, s.c.Namespace, s.c.NamespaceFrom)
+		}
+		return fmt.Errorf("get RayCluster %s in namespace %s: %w", s.o.ClusterName, s.c.Namespace, err)
+	}
+	s.target, s.cluster = rc, rc.GetName()
+	containers, _, _ := unstructured.NestedSlice(rc.Object, "spec", "headGroupSpec", "template", "spec", "containers")
+	for _, c := range containers {
+		if m, ok := c.(map[string]any); ok && m["name"] == s.o.SidecarName {
+			s.report(Event{Kind: KindApplied, Object: ref(rc), Message: fmt.Sprintf("RayCluster %s has the %s sidecar: nothing to apply", rc.GetName(), s.o.SidecarName)})
+			return nil
+		}
+	}
+	return fmt.Errorf("RayCluster %s in namespace %s: %w: add it to the manifest the cluster came from (imagectl inject -f FILE -i) and apply it (KubeRay then recreates the head Pod), or run imagectl debug -f FILE", rc.GetName(), s.c.Namespace, ErrNoSidecar)
+}
+
+// follow waits for the head, forwards its ports, submits, and reports.
+func (s *session) follow(ctx context.Context) (Outcome, error) {
+	var out Outcome
+	head, err := s.waitHead(ctx)
+	if err != nil {
+		return out, err
+	}
+	dashPort, csPort := s.ports(head)
+	dash, err := s.c.PortForward(ctx, head.Name, dashPort, 0)
+	if err != nil {
+		return out, err
+	}
+	s.forwards = append(s.forwards, dash)
+	cs, err := s.c.PortForward(ctx, head.Name, csPort, s.o.CodeServerPort)
+	if err != nil {
+		return out, err
+	}
+	s.forwards = append(s.forwards, cs)
+	ready := Event{
+		Kind: KindReady, Pod: head.Name,
+		CodeServerURL: "http://" + cs.Addr() + "/",
+		DashboardURL:  "http://" + dash.Addr(),
+		Secret:        fmt.Sprintf("%s/%s, key %s", s.c.Namespace, s.o.SecretName, s.o.SecretKey),
+		Message:       fmt.Sprintf("head Pod %s is ready: code-server at http://%s/", head.Name, cs.Addr()),
+	}
+	if s.o.ShowPassword {
+		sec, err := s.c.Core.CoreV1().Secrets(s.c.Namespace).Get(ctx, s.o.SecretName, metav1.GetOptions{})
+		if err != nil {
+			return out, fmt.Errorf("reading the password from Secret %s: %w", s.o.SecretName, err)
+		}
+		ready.Password = string(sec.Data[s.o.SecretKey])
+	}
+	s.report(ready)
+
+	state, err := s.o.NewStateAPI(ready.DashboardURL)
+	if err != nil {
+		return out, err
+	}
+	var jobs Jobs
+	if s.submits() || (s.target != nil && s.target.GetKind() == "RayJob") {
+		if s.o.NewJobs == nil {
+			if s.submits() {
+				return out, errors.New("debug: no Jobs API client to submit with")
+			}
+		} else if jobs, err = s.o.NewJobs(ready.DashboardURL); err != nil {
+			return out, err
+		}
+	}
+	if s.submits() {
+		if out.JobID, err = s.submit(ctx, jobs); err != nil {
+			return out, err
+		}
+	}
+	return s.watch(ctx, state, jobs, out)
+}
+
+// ports are the head's dashboard port (the Ray container's port named
+// dashboard, else 8265) and the sidecar's code-server port.
+func (s *session) ports(head *corev1.Pod) (dash, cs int) {
+	dash, cs = inject.DefaultRayDashboardPort, inject.DefaultPort
+	for i, c := range head.Spec.Containers {
+		for _, p := range c.Ports {
+			switch {
+			case i == 0 && p.Name == "dashboard":
+				dash = int(p.ContainerPort)
+			case c.Name == s.o.SidecarName && (p.Name == inject.PortName || len(c.Ports) == 1):
+				cs = int(p.ContainerPort)
+			}
+		}
+	}
+	return dash, cs
+}
+
+// submit sends the entrypoint to the Jobs API and, for a RayJob, sets
+// spec.jobId so KubeRay follows the job.
+func (s *session) submit(ctx context.Context, jobs Jobs) (string, error) {
+	env := map[string]any{}
+	if s.target != nil {
+		if y, _, _ := unstructured.NestedString(s.target.Object, "spec", "runtimeEnvYAML"); strings.TrimSpace(y) != "" {
+			if err := yaml.Unmarshal([]byte(y), &env); err != nil {
+				return "", fmt.Errorf("%s: %s spec.runtimeEnvYAML: %w", s.o.File, ref(s.target), err)
+			}
+			if env == nil {
+				env = map[string]any{}
+			}
+		}
+	}
+	if s.o.WorkingDir != "" {
+		if old, ok := env["working_dir"]; ok {
+			s.report(Event{Kind: KindWaiting, Message: fmt.Sprintf("--working-dir %s replaces the runtimeEnvYAML's working_dir %v", s.o.WorkingDir, old)})
+		}
+		env["working_dir"] = s.o.WorkingDir
+	}
+	id := ""
+	if s.target != nil && s.target.GetKind() == "RayJob" {
+		// KubeRay names the job of a RayJob after it; an InteractiveMode
+		// RayJob waits for the user to set spec.jobId.
+		id = s.target.GetName() + "-" + time.Now().UTC().Format("20060102-150405")
+	}
+	sub := Submission{SubmissionID: id, Entrypoint: s.entrypoint(), RuntimeEnv: env}
+	jobID, err := jobs.Submit(ctx, sub)
+	if err != nil {
+		return "", fmt.Errorf("submitting %q: %w", sub.Entrypoint, err)
+	}
+	if s.target != nil && s.target.GetKind() == "RayJob" {
+		patch := fmt.Appendf(nil, `{"spec":{"jobId":%q}}`, jobID)
+		if _, err := s.c.Dynamic.Resource(RayJobs).Namespace(s.c.Namespace).Patch(ctx, s.target.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+			return "", fmt.Errorf("setting spec.jobId of RayJob %s to the submitted job %s: %w", s.target.GetName(), jobID, err)
+		}
+	}
+	s.report(Event{Kind: KindSubmitted, JobID: jobID, Message: fmt.Sprintf("submitted job %s: %s", jobID, sub.Entrypoint)})
+	return jobID, nil
+}
+
+// watch reports paused tasks, log lines and the job's end.
+func (s *session) watch(ctx context.Context, state StateAPI, jobs Jobs, out Outcome) (Outcome, error) {
+	tracker := newPausedTracker(state, s.podOfIP)
+	tick := time.NewTicker(s.o.Poll)
+	defer tick.Stop()
+	logged := 0
+	var lastErr string
+	for {
+		paused, resumed, err := tracker.poll(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return out, context.Cause(ctx)
+			}
+			if msg := err.Error(); msg != lastErr {
+				s.report(Event{Kind: KindWaiting, Message: "the State API did not answer: " + msg})
+				lastErr = msg
+			}
+		}
+		for _, p := range paused {
+			s.report(Event{Kind: KindPaused, Task: p, Pod: p.Pod, JobID: p.JobID, Message: "paused: " + p.String()})
+		}
+		for _, p := range resumed {
+			s.report(Event{Kind: KindResumed, Task: p, Pod: p.Pod, JobID: p.JobID, Message: "resumed: " + p.String()})
+		}
+		if out.JobID == "" && s.target != nil && s.target.GetKind() == "RayJob" {
+			out.JobID = s.rayJobID(ctx)
+		}
+		if out.JobID != "" && jobs != nil {
+			if s.o.Logs {
+				if logs, err := jobs.Logs(ctx, out.JobID); err == nil && len(logs) > logged {
+					for _, l := range strings.SplitAfter(logs[logged:], "\n") {
+						if l = strings.TrimRight(l, "\n"); l != "" {
+							s.report(Event{Kind: KindLog, JobID: out.JobID, Message: l})
+						}
+					}
+					logged = len(logs)
+				}
+			}
+			status, msg, err := jobs.Status(ctx, out.JobID)
+			if err == nil && terminal(status) {
+				out.JobStatus, out.Message = status, msg
+				s.report(Event{Kind: KindFinished, JobID: out.JobID, JobStatus: status, Message: fmt.Sprintf("job %s %s: %s", out.JobID, strings.ToLower(status), msg)})
+				return out, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return out, context.Cause(ctx)
+		case <-tick.C:
+		}
+		for _, f := range s.forwards {
+			select {
+			case err := <-f.Done():
+				return out, fmt.Errorf("the port-forward to Pod %s port %d ended (the Pod is gone, or the API server connection was lost): %v", f.Pod, f.PodPort, err)
+			default:
+			}
+		}
+	}
+}
+
+func terminal(status string) bool {
+	switch status {
+	case "SUCCEEDED", "FAILED", "STOPPED":
+		return true
+	}
+	return false
+}
+
+// rayJobID is the job ID KubeRay reports for the session's RayJob.
+func (s *session) rayJobID(ctx context.Context) string {
+	rj, err := s.c.Dynamic.Resource(RayJobs).Namespace(s.c.Namespace).Get(ctx, s.target.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	id, _, _ := unstructured.NestedString(rj.Object, "status", "jobId")
+	return id
+}
+
+// podOfIP names the Pod of the session's Ray cluster that has ip.
+func (s *session) podOfIP(ctx context.Context, ip string) (string, string) {
+	pods, err := s.c.Core.CoreV1().Pods(s.c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "ray.io/cluster=" + s.cluster})
+	if err != nil {
+		return "", ""
+	}
+	for _, p := range pods.Items {
+		if p.Status.PodIP == ip {
+			return p.Name, p.Labels["ray.io/node-type"]
+		}
+	}
+	return "", ""
+}

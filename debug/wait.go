@@ -1,0 +1,230 @@
+package debug
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+)
+
+// waitInterval is how often the wait looks at the cluster.
+const waitInterval = time.Second
+
+// crashLogLines is how many of a crashed container's last log lines a
+// problem shows.
+const crashLogLines = 20
+
+// errTimeout marks the end of the wait at --timeout.
+var errTimeout = errors.New("timed out")
+
+// waitHead waits until the head Pod of the session's RayCluster is ready,
+// reporting each change. It stops at the timeout naming what it waited
+// for, and at a RayJob that failed before its cluster was up.
+func (s *session) waitHead(ctx context.Context) (*corev1.Pod, error) {
+	deadline := time.Now().Add(s.o.Timeout)
+	var what, problem string
+	for {
+		head, w, p, err := s.lookHead(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if head != nil {
+			return head, nil
+		}
+		what, problem = w, p
+		if time.Now().After(deadline) {
+			msg := fmt.Sprintf("%s after %s waiting for %s", errTimeout, s.o.Timeout, what)
+			if problem != "" {
+				msg += ": " + problem
+			}
+			return nil, errors.New(msg)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("interrupted while waiting for %s: %w", what, context.Cause(ctx))
+		case <-time.After(waitInterval):
+		}
+	}
+}
+
+// lookHead looks once: the ready head Pod, or what the wait is waiting
+// for and the problem that keeps it (if the user must act).
+func (s *session) lookHead(ctx context.Context) (head *corev1.Pod, what, problem string, err error) {
+	if s.cluster == "" {
+		what, problem, err = s.findCluster(ctx)
+		if err != nil || s.cluster == "" {
+			return nil, what, problem, err
+		}
+	}
+	what = fmt.Sprintf("the head Pod of RayCluster %s", s.cluster)
+	rc, err := s.c.Dynamic.Resource(RayClusters).Namespace(s.c.Namespace).Get(ctx, s.cluster, metav1.GetOptions{})
+	if err != nil {
+		return nil, what, "", fmt.Errorf("get RayCluster %s: %w", s.cluster, err)
+	}
+	if line, p := clusterState(rc); line != "" {
+		s.progress(ctx, "RayCluster/"+s.cluster, "", line, p, "")
+		problem = p
+	}
+	pods, err := s.c.Core.CoreV1().Pods(s.c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "ray.io/cluster=" + s.cluster})
+	if err != nil {
+		return nil, what, "", fmt.Errorf("list the Pods of RayCluster %s: %w", s.cluster, err)
+	}
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		st := DescribePod(p, s.podEvents(ctx, p))
+		if st.CrashedContainer != "" {
+			st.Problem += s.lastLines(ctx, p, st.CrashedContainer)
+		}
+		s.progress(ctx, "Pod/"+p.Name, p.Name, st.Line, st.Problem, st.Reason)
+		if p.Labels["ray.io/node-type"] != "head" {
+			continue
+		}
+		if st.Ready {
+			return p, what, "", nil
+		}
+		if st.Problem != "" {
+			problem = st.Problem
+		}
+	}
+	return nil, what, problem, nil
+}
+
+// findCluster finds the RayCluster of a RayJob or RayService, once KubeRay
+// has made it.
+func (s *session) findCluster(ctx context.Context) (what, problem string, err error) {
+	kind, name := s.target.GetKind(), s.target.GetName()
+	what = fmt.Sprintf("the KubeRay operator to create the RayCluster of %s %s", kind, name)
+	switch kind {
+	case "RayCluster":
+		s.cluster = name
+		return what, "", nil
+	case "RayJob":
+		rj, err := s.c.Dynamic.Resource(RayJobs).Namespace(s.c.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return what, "", fmt.Errorf("get RayJob %s: %w", name, err)
+		}
+		dep, _, _ := unstructured.NestedString(rj.Object, "status", "jobDeploymentStatus")
+		msg, _, _ := unstructured.NestedString(rj.Object, "status", "message")
+		if dep == "Failed" {
+			return what, "", fmt.Errorf("RayJob %s failed before its cluster was up: %s", name, msg)
+		}
+		s.cluster, _, _ = unstructured.NestedString(rj.Object, "status", "rayClusterName")
+		if s.cluster == "" {
+			line := "waiting for the KubeRay operator to create its RayCluster"
+			if dep != "" {
+				line += " (jobDeploymentStatus " + dep + ")"
+			}
+			s.progress(ctx, "RayJob/"+name, "", line, "", dep)
+		}
+	case "RayService":
+		rs, err := s.c.Dynamic.Resource(RayServices).Namespace(s.c.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return what, "", fmt.Errorf("get RayService %s: %w", name, err)
+		}
+		for _, f := range [][]string{{"status", "pendingServiceStatus", "rayClusterName"}, {"status", "activeServiceStatus", "rayClusterName"}} {
+			if n, _, _ := unstructured.NestedString(rs.Object, f...); n != "" {
+				s.cluster = n
+			}
+		}
+		if s.cluster == "" {
+			s.progress(ctx, "RayService/"+name, "", "waiting for the KubeRay operator to create its RayCluster", "", "")
+		}
+	}
+	return what, "", nil
+}
+
+// clusterState is a line about the RayCluster's state and conditions, and
+// a problem when a condition says the operator cannot go on (a head Pod
+// it may not create: PodSecurity, quota).
+func clusterState(rc *unstructured.Unstructured) (line, problem string) {
+	state, _, _ := unstructured.NestedString(rc.Object, "status", "state")
+	reason, _, _ := unstructured.NestedString(rc.Object, "status", "reason")
+	conds, _, _ := unstructured.NestedSlice(rc.Object, "status", "conditions")
+	var parts []string
+	if state != "" {
+		parts = append(parts, "state "+state)
+	}
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		typ, _ := m["type"].(string)
+		status, _ := m["status"].(string)
+		msg, _ := m["message"].(string)
+		r, _ := m["reason"].(string)
+		if typ == "ReplicaFailure" && status == "True" {
+			problem = fmt.Sprintf("the KubeRay operator cannot create the Pods of RayCluster %s (%s): %s", rc.GetName(), r, oneLine(msg))
+		}
+	}
+	if reason != "" && problem == "" {
+		problem = fmt.Sprintf("RayCluster %s: %s", rc.GetName(), oneLine(reason))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "created, no state yet")
+	}
+	return "RayCluster " + rc.GetName() + ": " + strings.Join(parts, ", "), problem
+}
+
+// progress reports a line about an object when it differs from the last
+// one reported for it.
+func (s *session) progress(_ context.Context, key, pod, line, problem, reason string) {
+	if line == "" || s.podLines[key] == line+problem {
+		return
+	}
+	s.podLines[key] = line + problem
+	msg := fmt.Sprintf("%s: %s", key, line)
+	s.report(Event{Kind: KindWaiting, Object: key, Pod: pod, Reason: reason, Problem: problem, Message: msg})
+}
+
+// podEvents are the events about p, oldest first.
+func (s *session) podEvents(ctx context.Context, p *corev1.Pod) []corev1.Event {
+	sel := fields.Set{"involvedObject.name": p.Name, "involvedObject.kind": "Pod"}.AsSelector().String()
+	l, err := s.c.Core.CoreV1().Events(s.c.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return nil
+	}
+	evs := l.Items[:0]
+	for _, e := range l.Items {
+		if e.InvolvedObject.UID == "" || e.InvolvedObject.UID == p.UID {
+			evs = append(evs, e)
+		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return eventTime(evs[i]).Before(eventTime(evs[j])) })
+	return evs
+}
+
+func eventTime(e corev1.Event) time.Time {
+	for _, t := range []time.Time{e.LastTimestamp.Time, e.EventTime.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// lastLines are the last log lines of a container that exited (its
+// previous run when it was restarted), as a suffix of a problem.
+func (s *session) lastLines(ctx context.Context, p *corev1.Pod, container string) string {
+	tail := int64(crashLogLines)
+	for _, previous := range []bool{true, false} {
+		req := s.c.Core.CoreV1().Pods(s.c.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &tail})
+		rc, err := req.Stream(ctx)
+		if err != nil {
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(rc, 64<<10))
+		rc.Close()
+		if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+			continue
+		}
+		return fmt.Sprintf("\nits last log lines:\n%s", strings.TrimRight(string(b), "\n"))
+	}
+	return "\n(no log lines could be read)"
+}
