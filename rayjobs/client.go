@@ -161,14 +161,15 @@ func New(base string, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	raw := strings.TrimRight(base, "/")
-	if raw == "" {
+	if base == "" {
 		return nil, errors.New("dashboard address is empty: want http://HOST:PORT")
 	}
+	raw := base
 	if !strings.Contains(raw, "://") {
 		raw = "http://" + raw
 	}
 	u, err := url.Parse(raw)
+	raw = strings.TrimRight(raw, "/")
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("dashboard address %q: want http://HOST:PORT or https://HOST:PORT", safetext.URL(base))
 	}
