@@ -255,7 +255,7 @@ var submitFields = map[string]bool{
 }
 
 // submitJob is job_head.py:482-514 with the agent's job_agent.py:35-73 and
-// JobManager.submit_job (job_manager.py:424-583):
+// JobManager.submit_job (job_manager.py:423-579):
 //   - the body is read as JSON (utils.py:139, outside the try: a body that
 //     is not a JSON object is an unhandled exception, 500);
 //   - keys whose value is null are dropped (utils.py:49-51, 139), then
@@ -276,7 +276,7 @@ var submitFields = map[string]bool{
 // A runtime_env naming a gcs:// package that was never uploaded is
 // accepted all the same; the job then fails when Ray sets up its
 // runtime_env (job_manager.py:259-268: "runtime_env setup failed: …", the
-// download error of packaging.py:740-753).
+// download error of packaging.py:744-757).
 func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(r.Body)
 	dec.UseNumber()
@@ -639,7 +639,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request) {
 
 // stopJob is job_head.py:516-546: 404 for an unknown job, else 200
 // {"stopped": true} when the job's supervisor was still alive (the job not
-// terminal; JobManager.stop_job, job_manager.py:585-597), false otherwise.
+// terminal; JobManager.stop_job, job_manager.py:581-593), false otherwise.
 func (s *Server) stopJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s.mu.Lock()
@@ -668,7 +668,7 @@ func (s *Server) stopJob(w http.ResponseWriter, r *http.Request) {
 
 // deleteJob is job_head.py:548-578: 404 for an unknown job; a job that is
 // not terminal makes JobManager.delete_job raise RuntimeError
-// (job_manager.py:599-603), 500 through the agent; else 200
+// (job_manager.py:595-603), 500 through the agent; else 200
 // {"deleted": true}.
 func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
