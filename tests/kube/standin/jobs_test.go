@@ -38,6 +38,7 @@ func testHead(t *testing.T, image string) (*head, *dashboard.Server, *rayjobs.Cl
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(h.worker)) })
 	c, err := rayjobs.New(d.URL, rayjobs.WithRetries(0))
 	if err != nil {
 		t.Fatal(err)
@@ -212,8 +213,9 @@ func TestJobTaskPausedUnderDebugpy(t *testing.T) {
 		logs, _ := c.Logs(ctx, id)
 		t.Fatalf("attach: %v\nreport: %+v\njob logs:\n%s", err, rep, logs)
 	}
-	if len(rep.Breakpoints) == 0 || rep.Breakpoints[0].TaskName != "f" || rep.Breakpoints[0].JobID != "03000000" {
-		t.Errorf("breakpoints %+v; want task f of job 03000000", rep.Breakpoints)
+	if len(rep.Breakpoints) == 0 || rep.Breakpoints[0].TaskName != "f" || rep.Breakpoints[0].JobID != "03000000" ||
+		rep.Breakpoints[0].NumPausedThreads != 1 || rep.Breakpoints[0].IP != "127.0.0.1" {
+		t.Errorf("breakpoints %+v; want task f of job 03000000 paused on 127.0.0.1", rep.Breakpoints)
 	}
 	j := waitJob(t, c, id, 60*time.Second)
 	logs, _ := c.Logs(ctx, id)
