@@ -2,7 +2,6 @@ package rayjobs
 
 import (
 	"context"
-	"crypto/sha1"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -233,12 +232,6 @@ func (c *Client) uploadWheel(ctx context.Context, file string) (*Upload, error) 
 		up.Uploaded = true
 	}
 	return up, nil
-}
-
-// PackageURIForFile is packaging.py get_uri_for_package for a file that is
-// not a wheel: gcs://_ray_pkg_<SHA-1 of its bytes>.zip.
-func PackageURIForFile(data []byte) string {
-	return fmt.Sprintf("gcs://%s%x.zip", PkgPrefix, sha1.Sum(data))
 }
 
 // requirementsFile reads a local requirements file named by env[key] (a
