@@ -15,7 +15,9 @@
 //     same zip entries (names, modes, sizes, contents, timestamps, header
 //     fields). Ray's zip records each file's mtime in local time and lists a
 //     directory in the file system's order, so two machines give the same
-//     entries but not always the same bytes; Package sorts names.
+//     entries but not always the same bytes; Package sorts names. Given the
+//     order Ray's os.scandir gave, the bytes are Ray's, byte for byte (the
+//     tests replay it).
 //   - python/ray/dashboard/modules/dashboard_sdk.py (SubmissionClient) and
 //     job/sdk.py (JobSubmissionClient): PrepareRuntimeEnv and Submit upload
 //     local working_dir and py_modules as _upload_working_dir_if_needed and

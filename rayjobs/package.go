@@ -84,6 +84,9 @@ type packageOptions struct {
 	ignoreGitignore *bool
 	maxSize         int64
 	loc             *time.Location
+	// order, when set, sorts a directory's names instead of by name (the
+	// tests replay the order Ray's os.scandir gave).
+	order func(dir string, names []string)
 }
 
 // PackageOption configures Package.
@@ -146,7 +149,7 @@ func Package(ctx context.Context, dir string, excludes []string, opts ...Package
 		return nil, fmt.Errorf("excludes of %s: %w", abs, err)
 	}
 	w := &walker{
-		ctx: ctx, root: abs, ignoreGitignore: ignoreGitignore,
+		ctx: ctx, root: abs, ignoreGitignore: ignoreGitignore, order: o.order,
 		hash: []byte("00000000"), loc: o.loc, includeParent: o.includeParent, maxSize: o.maxSize,
 	}
 	w.zw = zip.NewWriter(&w.buf)
@@ -189,6 +192,7 @@ type walker struct {
 	includeParent   bool
 	loc             *time.Location
 	maxSize         int64
+	order           func(dir string, names []string)
 
 	hash     []byte
 	buf      bytes.Buffer
@@ -244,6 +248,9 @@ func (w *walker) travel(p string, ms []matcher, ancestors []fileID) error {
 	names, err := readDirNames(p)
 	if err != nil {
 		return fmt.Errorf("directory %s: reading %s: %w", w.root, p, err)
+	}
+	if w.order != nil {
+		w.order(p, names)
 	}
 	for _, n := range names {
 		if err := w.travel(filepath.Join(p, n), ms, ancestors); err != nil {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -57,6 +58,7 @@ type golden struct {
 	URI      string        `json:"uri"`
 	Entries  []goldenEntry `json:"entries"`
 	RayOrder []string      `json:"ray_order"`
+	Zip      []byte        `json:"zip"`
 }
 
 func readCases(t *testing.T) []goldenCase {
@@ -190,7 +192,46 @@ func TestPackageMatchesRay(t *testing.T) {
 			if len(pkg.Entries) != len(want.Entries) {
 				t.Errorf("Package.Entries has %d entries, the zip %d", len(pkg.Entries), len(want.Entries))
 			}
+
+			// In the order Ray's os.scandir gave, the same bytes.
+			root := filepath.Join(dirs, c.Dir)
+			inOrder, err := Package(context.Background(), root, c.Excludes, append(opts, rayOrder(root, c.IncludeParentDir, want.RayOrder))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(inOrder.Zip, want.Zip) {
+				t.Errorf("in Ray's order %v the zip differs from Ray's:\n%s\nRay's:\n%s", want.RayOrder, hex.Dump(inOrder.Zip), hex.Dump(want.Zip))
+			}
 		})
+	}
+}
+
+// rayOrder sorts each directory's names by where Ray's zip first lists
+// something at or below them (names it never lists go last, by name).
+func rayOrder(root string, parent bool, order []string) PackageOption {
+	rank := map[string]int{}
+	for i, name := range order {
+		name = strings.TrimSuffix(name, "/")
+		if parent {
+			_, name, _ = strings.Cut(name, "/")
+		}
+		for p := name; p != "" && p != "."; p = path.Dir(p) {
+			if _, ok := rank[p]; !ok {
+				rank[p] = i
+			}
+		}
+	}
+	return func(o *packageOptions) {
+		o.order = func(dir string, names []string) {
+			rel, _ := filepath.Rel(root, dir)
+			key := func(n string) int {
+				if r, ok := rank[path.Join(filepath.ToSlash(rel), n)]; ok {
+					return r
+				}
+				return len(order)
+			}
+			sort.SliceStable(names, func(i, j int) bool { return key(names[i]) < key(names[j]) })
+		}
 	}
 }
 
@@ -280,7 +321,8 @@ func TestGoldensAreRays(t *testing.T) {
 				t.Fatalf("%s: %v", x.file, err)
 			}
 		}
-		got.RayOrder, want.RayOrder = nil, nil // the file system's order
+		// The file system's order, and so the zip's bytes, may differ.
+		got.RayOrder, want.RayOrder, got.Zip, want.Zip = nil, nil, nil, nil
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: committed golden (-) and Ray's output from RAY_SRC=%s (+):\n%s", c.Name, src, diff)
 		}

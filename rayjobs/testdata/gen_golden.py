@@ -21,7 +21,9 @@ TZ=UTC, and writes OUTDIR/<case>.json: the URI, and the zip's entries as
 Python's zipfile reads them back (every header field and the content),
 sorted by name. Ray lists a directory in the file system's order and stores
 each file's mtime, so the zip's bytes depend on the machine; the entries do
-not (the order Ray used is recorded as "ray_order", for information).
+not. The order Ray used here is "ray_order" and the zip's bytes "zip": with
+the same order (and setup.txt's mtimes, TZ=UTC) the Go test expects the same
+bytes.
 """
 
 import ast
@@ -196,7 +198,13 @@ def main():
                 d, zip_path, include_parent_dir=case.get("include_parent_dir", False), excludes=excludes
             )
             es, order = entries(zip_path)
-            golden = {"case": case["name"], "uri": uri, "entries": es, "ray_order": order}
+            golden = {
+                "case": case["name"],
+                "uri": uri,
+                "entries": es,
+                "ray_order": order,
+                "zip": base64.b64encode(zip_path.read_bytes()).decode(),
+            }
             (outdir / f"{case['name']}.json").write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n")
             print(f"{case['name']}: {uri} ({len(es)} entries)")
 
