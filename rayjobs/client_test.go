@@ -105,7 +105,8 @@ func TestSubmitUploadsLikeTheSDK(t *testing.T) {
 		"working_dir": wdPkg.URI,
 		"py_modules":  []any{modPkg.URI, "gcs://_ray_pkg_0123456789abcdef.zip"},
 		"env_vars":    map[string]any{"A": "1"},
-		"pip":         []any{"debugpy"},
+		// RuntimeEnv(**env).to_dict()'s form of a pip list.
+		"pip": map[string]any{"packages": []any{"debugpy"}, "pip_check": false},
 	}
 	if diff := cmp.Diff(wantEnv, job.RuntimeEnv); diff != "" {
 		t.Errorf("submitted runtime_env (-want +got):\n%s", diff)
@@ -428,5 +429,49 @@ func TestErrorBodyKeepsTheCause(t *testing.T) {
 	got := cut(long)
 	if len(got) > 1100 || !strings.HasSuffix(got, "ValueError: the real cause") || !strings.HasPrefix(got, "Traceback") {
 		t.Errorf("cut kept %d bytes: %q", len(got), got)
+	}
+}
+
+// TestNormalizeLikeRuntimeEnv: the runtime_env submitted is what
+// RuntimeEnv(**env).to_dict() makes of it in submit_job
+// (runtime_env/runtime_env.py, runtime_env/validation.py).
+func TestNormalizeLikeRuntimeEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      map[string]any
+		want    map[string]any
+		wantErr string
+	}{
+		{"pip list, duplicates dropped", map[string]any{"pip": []any{"debugpy", "a", "debugpy"}},
+			map[string]any{"pip": map[string]any{"packages": []any{"debugpy", "a"}, "pip_check": false}}, ""},
+		{"pip map keeps pip_version", map[string]any{"pip": map[string]any{"packages": []any{"a"}, "pip_version": "==23.0"}},
+			map[string]any{"pip": map[string]any{"packages": []any{"a"}, "pip_check": false, "pip_version": "==23.0"}}, ""},
+		{"empty pip dropped", map[string]any{"pip": []any{}}, map[string]any{}, ""},
+		{"uv map gets its defaults", map[string]any{"uv": map[string]any{"packages": []any{"a"}}},
+			map[string]any{"uv": map[string]any{"packages": []any{"a"}, "uv_check": false, "uv_pip_install_options": []any{"--no-cache"}}}, ""},
+		{"empty excludes and env_vars dropped", map[string]any{"excludes": []any{}, "env_vars": map[string]any{}, "image_uri": "x"},
+			map[string]any{"image_uri": "x"}, ""},
+		{"config defaults", map[string]any{"config": map[string]any{"setup_timeout_seconds": 30.0, "other": 1}},
+			map[string]any{"config": map[string]any{"setup_timeout_seconds": 30.0, "eager_install": true, "log_files": []any{}}}, ""},
+		{"pip and conda", map[string]any{"pip": []any{"a"}, "conda": "env"}, nil, "cannot be specified at the same time"},
+		{"pip map without packages", map[string]any{"pip": map[string]any{"pip_check": true}}, nil, "must include field 'packages'"},
+		{"pip map unknown field", map[string]any{"pip": map[string]any{"packages": []any{}, "index": "x"}}, nil, `unknown field "index"`},
+		{"bad setup timeout", map[string]any{"config": map[string]any{"setup_timeout_seconds": 0.0}}, nil, "greater than zero or -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := normalize(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, tc.in); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

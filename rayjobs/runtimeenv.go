@@ -3,6 +3,7 @@ package rayjobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -75,7 +76,8 @@ func pyScheme(s string) string {
 //   - pip or uv given as a string (or pip.packages as a string) name a local
 //     requirements file, whose lines become the package list; conda given
 //     as a .yaml/.yml file name is read as YAML (runtime_env/validation.py);
-//   - env_vars must map strings to strings.
+//   - then the rest of RuntimeEnv(**env).to_dict()'s rewriting (normalize):
+//     pip and uv in their map form, empty fields dropped, config's defaults.
 //
 // Relative paths are relative to the process's working directory, as in
 // Ray. Everything else in env is passed on unchanged.
@@ -159,10 +161,8 @@ func (c *Client) PrepareRuntimeEnv(ctx context.Context, env map[string]any, opts
 		}
 		out["py_modules"] = uris
 	}
-	for _, k := range []string{"pip", "uv"} {
-		if err := requirementsFile(out, k); err != nil {
-			return nil, err
-		}
+	if err := normalize(out); err != nil {
+		return nil, err
 	}
 	if cd, ok := out["conda"].(string); ok && (filepath.Ext(cd) == ".yaml" || filepath.Ext(cd) == ".yml") {
 		b, err := os.ReadFile(cd)
@@ -176,17 +176,6 @@ func (c *Client) PrepareRuntimeEnv(ctx context.Context, env map[string]any, opts
 		out["conda"], err = jsonRoundTrip(v)
 		if err != nil {
 			return nil, fmt.Errorf("runtime_env conda %s: %w", cd, err)
-		}
-	}
-	if ev, ok := out["env_vars"]; ok && ev != nil {
-		m, ok := ev.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("runtime_env env_vars: want a map of strings, got %T", ev)
-		}
-		for k, v := range m {
-			if _, ok := v.(string); !ok {
-				return nil, fmt.Errorf("runtime_env env_vars[%q]: want a string, got %T (%v)", k, v, v)
-			}
 		}
 	}
 	return p, nil
@@ -234,40 +223,171 @@ func (c *Client) uploadWheel(ctx context.Context, file string) (*Upload, error) 
 	return up, nil
 }
 
-// requirementsFile reads a local requirements file named by env[key] (a
-// string) or env[key]["packages"] (pip only), as
-// _handle_local_deps_requirement_file: the file's text, stripped, split
-// at "\n".
-func requirementsFile(env map[string]any, key string) error {
-	var file string
-	var set func([]any)
-	switch v := env[key].(type) {
+// normalize rewrites env as RuntimeEnv(**env).to_dict() does in
+// submit_job (runtime_env/runtime_env.py __setitem__ with
+// runtime_env/validation.py's parsers): pip and uv become {"packages": […],
+// "pip_check"/"uv_check": false, …} with duplicates dropped (a string names
+// a local requirements file, read here), an empty list removes the field;
+// excludes and env_vars that are empty are removed, env_vars must map
+// strings to strings; config gets its defaults; pip, uv and conda exclude
+// each other.
+func normalize(env map[string]any) error {
+	n := 0
+	for _, k := range []string{"pip", "uv", "conda"} {
+		if v, ok := env[k]; ok && v != nil {
+			n++
+		}
+	}
+	if n > 1 {
+		return errors.New("runtime_env: the 'pip' field, 'uv' field, and 'conda' field cannot be specified at the same time")
+	}
+	for _, k := range []string{"pip", "uv"} {
+		v, ok := env[k]
+		if !ok || v == nil {
+			continue
+		}
+		r, err := parsePackages(k, v)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			delete(env, k)
+		} else {
+			env[k] = r
+		}
+	}
+	if v, ok := env["excludes"].([]any); ok && len(v) == 0 {
+		delete(env, "excludes")
+	}
+	if ev, ok := env["env_vars"]; ok && ev != nil {
+		m, ok := ev.(map[string]any)
+		if !ok {
+			return fmt.Errorf("runtime_env env_vars: want a map of strings, got %T", ev)
+		}
+		for k, v := range m {
+			if _, ok := v.(string); !ok {
+				return fmt.Errorf("runtime_env env_vars[%q]: want a string, got %T (%v)", k, v, v)
+			}
+		}
+		if len(m) == 0 {
+			delete(env, "env_vars")
+		}
+	}
+	if cv, ok := env["config"]; ok && cv != nil {
+		m, ok := cv.(map[string]any)
+		if !ok {
+			return fmt.Errorf("runtime_env config: want a map, got %T", cv)
+		}
+		// RuntimeEnvConfig: the three known fields, with their defaults
+		// (unknown ones are dropped, as Ray does with a warning).
+		c := map[string]any{"setup_timeout_seconds": float64(600), "eager_install": true, "log_files": []any{}}
+		for k := range c {
+			if v, ok := m[k]; ok && v != nil {
+				c[k] = v
+			}
+		}
+		if t, ok := c["setup_timeout_seconds"].(float64); !ok || t != float64(int64(t)) || (t <= 0 && t != -1) {
+			return fmt.Errorf("runtime_env config.setup_timeout_seconds: want an integer greater than zero or -1, got %v", c["setup_timeout_seconds"])
+		}
+		if _, ok := c["eager_install"].(bool); !ok {
+			return fmt.Errorf("runtime_env config.eager_install: want a boolean, got %v", c["eager_install"])
+		}
+		env["config"] = c
+	}
+	return nil
+}
+
+// parsePackages is parse_and_validate_pip / parse_and_validate_uv; nil
+// means no packages (the field is dropped).
+func parsePackages(key string, v any) (map[string]any, error) {
+	check := key + "_check"
+	var r map[string]any
+	switch x := v.(type) {
 	case string:
-		file = v
-		check := "pip_check"
-		if key == "uv" {
-			check = "uv_check"
+		l, err := requirementsFile(key, x)
+		if err != nil {
+			return nil, err
 		}
-		set = func(l []any) { env[key] = map[string]any{"packages": l, check: false} }
+		r = map[string]any{"packages": l, check: false}
+	case []any:
+		for i, p := range x {
+			if _, ok := p.(string); !ok {
+				return nil, fmt.Errorf("runtime_env %s[%d]: want a string, got %T", key, i, p)
+			}
+		}
+		r = map[string]any{"packages": x, check: false}
 	case map[string]any:
-		if s, ok := v["packages"].(string); ok && key == "pip" {
-			file = s
-			set = func(l []any) { v["packages"] = l }
+		allowed := map[string]bool{"packages": true, "pip_check": true, "pip_version": true}
+		if key == "uv" {
+			allowed = map[string]bool{"packages": true, "uv_check": true, "uv_version": true, "uv_pip_install_options": true}
+		}
+		r = map[string]any{}
+		for k, e := range x {
+			if !allowed[k] {
+				return nil, fmt.Errorf("runtime_env %s: unknown field %q", key, k)
+			}
+			r[k] = e
+		}
+		if c, ok := x[check]; ok {
+			if _, ok := c.(bool); !ok {
+				return nil, fmt.Errorf("runtime_env %s.%s: want a boolean, got %T", key, check, c)
+			}
+		} else {
+			r[check] = false
+		}
+		if key == "uv" {
+			if _, ok := x["uv_pip_install_options"]; !ok {
+				r["uv_pip_install_options"] = []any{"--no-cache"}
+			}
+		}
+		switch pk := x["packages"].(type) {
+		case nil:
+			return nil, fmt.Errorf("runtime_env %s must include field 'packages'", key)
+		case string:
+			if key != "pip" {
+				return nil, fmt.Errorf("runtime_env uv.packages: want a list, got a string")
+			}
+			l, err := requirementsFile(key, pk)
+			if err != nil {
+				return nil, err
+			}
+			r["packages"] = l
+		case []any:
+		default:
+			return nil, fmt.Errorf("runtime_env %s.packages: want a list, got %T", key, pk)
+		}
+	default:
+		return nil, fmt.Errorf("runtime_env %s: want a requirements file, a list or a map, got %T", key, v)
+	}
+	// Duplicates dropped, first kept.
+	seen := map[string]bool{}
+	var out []any
+	for _, p := range r["packages"].([]any) {
+		s, _ := p.(string)
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, p)
 		}
 	}
-	if set == nil {
-		return nil
+	if len(out) == 0 {
+		return nil, nil
 	}
+	r["packages"] = out
+	return r, nil
+}
+
+// requirementsFile is _handle_local_deps_requirement_file: the file's
+// text, stripped, split at "\n".
+func requirementsFile(key, file string) ([]any, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return fmt.Errorf("runtime_env %s: %s is not a valid file: %w", key, file, err)
+		return nil, fmt.Errorf("runtime_env %s: %s is not a valid file: %w", key, file, err)
 	}
 	var l []any
 	for _, line := range strings.Split(pyStrip(string(b)), "\n") {
 		l = append(l, line)
 	}
-	set(l)
-	return nil
+	return l, nil
 }
 
 func stringList(env map[string]any, key string) ([]string, error) {
