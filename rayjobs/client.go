@@ -414,6 +414,39 @@ func (c *Client) Job(ctx context.Context, id string) (*JobDetails, error) {
 	return &d, nil
 }
 
+// Wait polls Job every interval until the job is in a terminal state and
+// returns it; seen, when not nil, gets every answer (progress). It ends
+// with ctx.
+func (c *Client) Wait(ctx context.Context, id string, interval time.Duration, seen func(*JobDetails)) (*JobDetails, error) {
+	if interval <= 0 {
+		return nil, fmt.Errorf("wait for job %s: interval %s must be positive", id, interval)
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	last := JobStatus("unknown")
+	for {
+		j, err := c.Job(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("waiting for job %s (last status %s): %w", id, last, err)
+			}
+			return nil, err
+		}
+		last = j.Status
+		if seen != nil {
+			seen(j)
+		}
+		if j.Status.Terminal() {
+			return j, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for job %s (last status %s): %w", id, last, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
 // Jobs is GET /api/jobs/: every job, submitted ones first.
 func (c *Client) Jobs(ctx context.Context) ([]JobDetails, error) {
 	var ds []JobDetails

@@ -175,8 +175,24 @@ func TestJobLifecycle(t *testing.T) {
 	if _, err := c.Delete(ctx, id); err == nil || !strings.Contains(err.Error(), "non-terminal state RUNNING") {
 		t.Errorf("Delete of a running job: %v, want Ray's refusal", err)
 	}
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	if _, err := c.Wait(wctx, id, 10*time.Millisecond, nil); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "waiting for job "+id+" (last status RUNNING)") {
+		t.Errorf("Wait on a running job past its context: %v", err)
+	}
+	cancel()
 	close(release)
-	j = waitStatus(t, c, id, StatusSucceeded)
+	var statuses []JobStatus
+	j, err = c.Wait(ctx, id, 10*time.Millisecond, func(j *JobDetails) {
+		if len(statuses) == 0 || statuses[len(statuses)-1] != j.Status {
+			statuses = append(statuses, j.Status)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := statuses[len(statuses)-1]; last != StatusSucceeded || j.Status != StatusSucceeded {
+		t.Errorf("Wait saw %v, returned %s", statuses, j.Status)
+	}
 	if j.DriverExitCode == nil || *j.DriverExitCode != 0 || j.EndTime < j.StartTime || j.Message != "Job finished successfully." {
 		t.Errorf("finished job %+v", j)
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,10 @@ const rayworkerEnv = "STANDIN_RAYWORKER"
 //   - the job is RUNNING once the entrypoint starts, SUCCEEDED on exit
 //     code 0, FAILED otherwise (with Ray's message and the last lines of the
 //     logs), STOPPED after POST /api/jobs/{id}/stop (SIGTERM to the group).
+//
+// Other runtime_env fields (pip, uv, conda, image_uri, …) are not acted on:
+// the image already holds what its tasks need (debugpy); the stand-in says
+// which it ignored (JOB-IGNORED).
 type jobRunner struct {
 	d       *dashboard.Server
 	rows    *stateRows
@@ -181,6 +186,18 @@ func (r *jobRunner) run(job dashboard.Job) {
 			}
 			pythonPath = append(pythonPath, dir)
 		}
+	}
+	var ignored []string
+	for k := range env {
+		switch k {
+		case "working_dir", "py_modules", "env_vars", "excludes":
+		default:
+			ignored = append(ignored, k)
+		}
+	}
+	if len(ignored) > 0 {
+		sort.Strings(ignored)
+		say("JOB-IGNORED", id, strings.Join(ignored, ","))
 	}
 	vars := map[string]string{}
 	if ev, ok := env["env_vars"].(map[string]any); ok {
