@@ -5,7 +5,9 @@
 # adapter), pip for python3 (imagectl matrix refresh locks the Python closures
 # with pip's own resolver; Debian bookworm's 23.0.1 is enough), gcc (cgo, which
 # make race's -race needs; new machines have it, checked here all the same),
-# and the tools the test scripts call (curl, jq, zstd).
+# filelock for python3 (rayjobs/testdata/gen-golden.sh imports Ray's own
+# packaging.py, which imports it), and the tools the test scripts call (curl,
+# jq, zstd).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-apt_install runc qemu-user-static binfmt-support mmdebstrap arch-test python3-debugpy python3-pip gcc libc6-dev zstd curl jq ca-certificates
+apt_install runc qemu-user-static binfmt-support mmdebstrap arch-test python3-debugpy python3-filelock python3-pip gcc libc6-dev zstd curl jq ca-certificates

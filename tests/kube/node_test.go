@@ -68,7 +68,9 @@ func staticImagectl(t *testing.T, dir string) {
 
 // TestReadmeDebugFlowOnNode runs README's "Debug a RayJob on KubeRay" for
 // real on the node, from the README text: the smoke harness's RayJob (its
-// Ray image the stand-in, with RAY_DEBUG_POST_MORTEM=1 on the head) is
+// Ray image the stand-in, with RAY_DEBUG_POST_MORTEM=1 and
+// IMAGECTL_STANDIN_STARTUP_TASKS=1 on the head, so it runs its tasks at
+// start) is
 // injected and created as the plugin would, examples/prepull.yaml (its images
 // set to the job's, as the README says) rolls out, the head-Pod lookup
 // finds the Pod the operator made, `kubectl wait --for=condition=Ready`
@@ -83,8 +85,9 @@ func staticImagectl(t *testing.T, dir string) {
 // would have.
 //
 // Not exercised here: the kubectl ray plugin (`kubectl create -f` stands for
-// its -f), the job's runtimeEnvYAML (the stand-in starts its tasks itself;
-// RAY_DEBUG_POST_MORTEM=1 is the head container's env), and an attach to a
+// its -f), the job's runtimeEnvYAML (the stand-in starts its tasks itself,
+// IMAGECTL_STANDIN_STARTUP_TASKS=1 and RAY_DEBUG_POST_MORTEM=1 being the
+// head container's env), and an attach to a
 // worker Pod (workers wait for the head's GCS by the Service's DNS name, and
 // the node has no cluster DNS): the task runs in the head Pod, in the Ray
 // container's network namespace, which the sidecar shares.
@@ -101,7 +104,7 @@ func TestReadmeDebugFlowOnNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	plain = replaceAll(t, plain, p.RayImage(), n.rayImage, 2)
-	plain = replaceAll(t, plain, "          - name: ray-head\n", "          - name: ray-head\n            env: [{name: RAY_DEBUG_POST_MORTEM, value: \"1\"}]\n", 1)
+	plain = replaceAll(t, plain, "          - name: ray-head\n", "          - name: ray-head\n            env: [{name: RAY_DEBUG_POST_MORTEM, value: \"1\"}, {name: IMAGECTL_STANDIN_STARTUP_TASKS, value: \"1\"}]\n", 1)
 	writeFile(t, filepath.Join(dir, kind.PlainFile), plain)
 	prepull := readFile(t, filepath.Join(repoRoot(t), "examples", "prepull.yaml"))
 	for _, img := range [][2]string{{"rayproject/ray:2.46.0-py312", n.rayImage}, {"registry.k8s.io/pause:3.10", n.pauseImage}} {

@@ -72,6 +72,14 @@ type Server struct {
 	tasks     []Task
 	mode      Mode
 	requests  []string
+
+	// The Jobs API (jobs.go).
+	version  JobVersion
+	packages map[string][]byte
+	jobs     map[string]*Job
+	jobOrder []string
+	runner   func(Job)
+	stopper  func(Job)
 }
 
 // New starts a fake dashboard on a loopback port; Close it when done.
@@ -81,7 +89,12 @@ func New() *Server { return NewOn(nil) }
 // nil), as tests/kube's Ray stand-in does on a Pod's port 8265 (all
 // addresses); Close it when done.
 func NewOn(l net.Listener) *Server {
-	s := &Server{clusterID: "f0c0a3c5d3b1e6f1d6a4f4d7b9b1c1e0e8f7a6b5c4d3e2f1a0b9c8d7", mux: http.NewServeMux()}
+	s := &Server{
+		clusterID: "f0c0a3c5d3b1e6f1d6a4f4d7b9b1c1e0e8f7a6b5c4d3e2f1a0b9c8d7", mux: http.NewServeMux(),
+		version:  JobVersion{Version: "4", RayVersion: "2.46.0", RayCommit: "5c47023856423b87afe3abe3b6c30c9782120665", SessionName: "session_2026-11-28_12-00-00_000000_1"},
+		packages: map[string][]byte{}, jobs: map[string]*Job{},
+	}
+	s.routeJobs()
 	s.mux.HandleFunc("GET /cluster_id", s.clusterIDHandler)
 	s.mux.HandleFunc("GET /api/v0/workers", s.listHandler(func() []any { return rows(s.workers) }))
 	s.mux.HandleFunc("GET /api/v0/tasks", s.listHandler(func() []any { return rows(s.tasks) }))

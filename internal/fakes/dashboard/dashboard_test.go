@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -61,4 +62,80 @@ func TestMismatchedFiltersAreRejected(t *testing.T) {
 	if m["result"] != false {
 		t.Fatalf("expected result=false, got %v", m)
 	}
+}
+
+// TestJobsAPIStrictLikeRay sends raw requests, as a client other than ours
+// could, and checks the status and text Ray's handlers give (jobs.go cites
+// job_head.py and the rest for each).
+func TestJobsAPIStrictLikeRay(t *testing.T) {
+	s := New()
+	defer s.Close()
+	s.PutPackage("gcs://_ray_pkg_00000000000000aa.zip", []byte("zip"))
+	if _, err := send(t, s.URL, "POST", "/api/jobs/", `{"entrypoint":"true","submission_id":"taken"}`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, method, path, body string
+		want                     answer
+	}{
+		{"unknown field", "POST", "/api/jobs/", `{"entrypoint":"true","entrypoint_num_cpu":1}`, answer{400, "TypeError: JobSubmitRequest.__init__() got an unexpected keyword argument 'entrypoint_num_cpu'"}},
+		{"unknown field set to null is dropped", "POST", "/api/jobs/", `{"entrypoint":"true","future_field":null}`, answer{200, `"submission_id":"raysubmit_`}},
+		{"missing entrypoint", "POST", "/api/jobs/", `{"runtime_env":{}}`, answer{400, "missing 1 required positional argument: 'entrypoint'"}},
+		{"metadata value not a string", "POST", "/api/jobs/", `{"entrypoint":"true","metadata":{"a":1}}`, answer{400, "TypeError: metadata values must be strings, got <class 'int'>"}},
+		{"memory not an integer", "POST", "/api/jobs/", `{"entrypoint":"true","entrypoint_memory":1.5}`, answer{400, "TypeError: entrypoint_memory must be an integer, got <class 'float'>"}},
+		{"runtime_env a list", "POST", "/api/jobs/", `{"entrypoint":"true","runtime_env":[]}`, answer{400, "TypeError: runtime_env must be a dict, got <class 'list'>"}},
+		{"not JSON", "POST", "/api/jobs/", `entrypoint=true`, answer{500, "Internal Server Error"}},
+		{"duplicate submission_id", "POST", "/api/jobs/", `{"entrypoint":"true","submission_id":"taken"}`, answer{500, "RuntimeError: Request failed with status code 400: Traceback"}},
+		{"job_id stands for submission_id", "POST", "/api/jobs/", `{"entrypoint":"true","job_id":"old-style"}`, answer{200, `"submission_id":"old-style"`}},
+		{"package missing", "GET", "/api/packages/gcs/_ray_pkg_00000000000000bb.zip", "", answer{404, "Package gcs://_ray_pkg_00000000000000bb.zip does not exist"}},
+		{"package present", "GET", "/api/packages/gcs/_ray_pkg_00000000000000aa.zip", "", answer{200, ""}},
+		{"package upload", "PUT", "/api/packages/gcs/_ray_pkg_00000000000000cc.zip", "PK", answer{200, ""}},
+		{"unknown protocol", "GET", "/api/packages/ftp/x.zip", "", answer{500, "Internal Server Error"}},
+		{"protocol other than gcs", "GET", "/api/packages/s3/x.zip", "", answer{500, "NotImplementedError"}},
+		{"unknown job", "GET", "/api/jobs/nope", "", answer{404, "Job nope does not exist"}},
+		{"logs of an unknown job", "GET", "/api/jobs/nope/logs", "", answer{404, "Job nope does not exist"}},
+		{"stop an unknown job", "POST", "/api/jobs/nope/stop", "", answer{404, "Job nope does not exist"}},
+		{"stop a pending job", "POST", "/api/jobs/taken/stop", "", answer{200, `{"stopped":true}`}},
+		{"version", "GET", "/api/version", "", answer{200, `"ray_version":"2.46.0"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := send(t, s.URL, tc.method, tc.path, tc.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(got.Has, tc.want.Has) {
+				t.Errorf("body %q does not hold %q", got.Has, tc.want.Has)
+			}
+			got.Has = tc.want.Has
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	if b, ok := s.Package("gcs://_ray_pkg_00000000000000cc.zip"); !ok || string(b) != "PK" {
+		t.Errorf("uploaded package: %q, %v", b, ok)
+	}
+}
+
+// answer is a status and a text the body must hold.
+type answer struct {
+	Status int
+	Has    string
+}
+
+func send(t *testing.T, base, method, path, body string) (answer, error) {
+	t.Helper()
+	var out answer
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		return out, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	out.Status, out.Has = resp.StatusCode, string(b)
+	return out, nil
 }

@@ -9,4 +9,14 @@
 // with snake_case rows, and applying the filter_keys / filter_predicates /
 // filter_values, exclude_driver and limit parameters the way Ray does. It
 // can also misbehave (HTML page, HTTP 500) and records every request.
+//
+// It also serves Ray's Jobs API as python/ray/dashboard/modules/job/
+// job_head.py does (jobs.go cites the file and line of each behaviour, at
+// Ray commit 5c47023856, May 2025): GET /api/version, GET and PUT
+// /api/packages/{protocol}/{name}, POST and GET /api/jobs/, GET and DELETE
+// /api/jobs/{id}, GET /api/jobs/{id}/logs and POST /api/jobs/{id}/stop, as
+// strict as Ray (an unknown field in a submission is a 400, a duplicate
+// submission_id a 500, a job whose package was never uploaded fails). A
+// job stays PENDING unless a runner (SetJobRunner) or the test moves it
+// (UpdateJob). The log-tailing WebSocket is not served.
 package dashboard

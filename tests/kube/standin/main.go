@@ -5,14 +5,20 @@
 //   - ray: `ray start --head …` (the command KubeRay generates) serves the
 //     project's fake Ray dashboard (internal/fakes/dashboard) on :8265 with
 //     GET /api/gcs_healthz, and the dashboard agent's
-//     GET /api/local_raylet_healthz on :52365 (KubeRay's probes), then runs
-//     the tasks of sample_code.py (written where Ray puts a job's
-//     working_dir) in worker processes, internal/fakes/rayworker's
-//     rayworker.py with the image's python3 and real debugpy: a task f
-//     paused at breakpoint() and, when RAY_DEBUG_POST_MORTEM=1, a task g
-//     frozen on its uncaught exception, each listening on the pod's IP and
-//     listed in the State API as Ray lists a paused worker until a debugger
-//     attaches.
+//     GET /api/local_raylet_healthz on :52365 (KubeRay's probes), creates
+//     the session directory under --temp-dir (default /tmp/ray) and runs
+//     the jobs submitted to the dashboard's Jobs API as Ray does (jobs.go:
+//     the uploaded working_dir unpacked into
+//     session_…/runtime_resources/working_dir_files/_ray_pkg_<hash>/, the
+//     entrypoint run by /bin/sh there, its status and logs served); an
+//     entrypoint such as `python3 "$STANDIN_RAYWORKER" sample_code f 7`
+//     runs a task in internal/fakes/rayworker's rayworker.py with real
+//     debugpy, listed in the State API as Ray lists a paused worker until a
+//     debugger attaches. With IMAGECTL_STANDIN_STARTUP_TASKS=1 it also runs
+//     the tasks of sample_code.py at start (written where Ray puts a job's
+//     working_dir): a task f paused at breakpoint() and, when
+//     RAY_DEBUG_POST_MORTEM=1, a task g frozen on its uncaught exception,
+//     each listening on the pod's IP.
 //     It then blocks, as `ray start --block` does. The GCS port (6379)
 //     accepts connections, which `ray health-check --address` dials (a
 //     worker's init container; without cluster DNS the head's Service name

@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -122,7 +121,7 @@ func ray(args []string) error {
 	// Ray's own flags are many; the stand-in reads the ones it serves and
 	// accepts the others (KubeRay adds --block, --dashboard-host,
 	// --metrics-export-port, --num-cpus, --memory, …).
-	head, dashPort, agentPort, gcsPort := false, "8265", "52365", "6379"
+	head, dashPort, agentPort, gcsPort, root := false, "8265", "52365", "6379", "/tmp/ray"
 	for _, a := range args[1:] {
 		k, v, _ := strings.Cut(a, "=")
 		switch k {
@@ -134,6 +133,8 @@ func ray(args []string) error {
 			agentPort = v
 		case "--port":
 			gcsPort = v
+		case "--temp-dir":
+			root = v
 		}
 	}
 	stop := make(chan os.Signal, 1)
@@ -184,8 +185,17 @@ func ray(args []string) error {
 	d.HandleFunc("GET /api/gcs_healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "success") })
 	say("DASHBOARD", dl.Addr().String(), "AGENT", al.Addr().String(), "GCS", gl.Addr().String(), "NODE-IP", ip)
 
+	h, err := startHead(d, root, ip, ip+":"+gcsPort, os.Environ())
+	if err != nil {
+		return err
+	}
+	say("SESSION", h.session)
+	if os.Getenv(startupTasksEnv) != "1" {
+		<-stop // --block: serve until the Pod stops
+		return nil
+	}
 	done := make(chan error, 1)
-	go func() { done <- runTasks(d, ip) }()
+	go func() { done <- h.runTasks() }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -196,6 +206,56 @@ func ray(args []string) error {
 	}
 	<-stop // --block: serve until the Pod stops
 	return nil
+}
+
+// startupTasksEnv, set to 1 in the Ray container's environment, makes the
+// head run sample_code.py's tasks at start (as TestReadmeDebugFlowOnNode
+// expects) besides the jobs submitted to its dashboard.
+const startupTasksEnv = "IMAGECTL_STANDIN_STARTUP_TASKS"
+
+// head is a running head node: its session directory under the Ray root
+// (--temp-dir, default /tmp/ray) and what runs jobs and tasks there.
+type head struct {
+	d       *dashboard.Server
+	rows    *stateRows
+	jobs    *jobRunner
+	session string
+	worker  string // rayworker.py
+	python  string
+	ip      string
+	nodeID  string
+	environ []string
+}
+
+// startHead creates the session directory as `ray start --head` does
+// (<root>/session_<date>_<pid>, with the session_latest link), writes
+// rayworker.py outside it (as Ray's default_worker.py lives in the ray
+// package), and serves the Jobs API's submissions on d.
+func startHead(d *dashboard.Server, root, ip, gcsAddr string, environ []string) (*head, error) {
+	session := filepath.Join(root, fmt.Sprintf("session_%s_%06d", time.Now().UTC().Format("2006-01-02_15-04-05"), os.Getpid()))
+	if err := os.MkdirAll(filepath.Join(session, "runtime_resources"), 0o755); err != nil {
+		return nil, err
+	}
+	latest := filepath.Join(root, "session_latest")
+	os.Remove(latest)
+	if err := os.Symlink(session, latest); err != nil {
+		return nil, err
+	}
+	workerDir, err := os.MkdirTemp("", "imagectl-standin-worker")
+	if err != nil {
+		return nil, err
+	}
+	worker := filepath.Join(workerDir, "rayworker.py")
+	if err := os.WriteFile(worker, rayworker.Script, 0o644); err != nil {
+		return nil, err
+	}
+	python := os.Getenv(pythonEnv)
+	if python == "" {
+		python = "python3"
+	}
+	h := &head{d: d, rows: newStateRows(d), session: session, worker: worker, python: python, ip: ip, nodeID: hexID(28), environ: environ}
+	h.jobs = newJobRunner(d, h.rows, session, worker, ip, h.nodeID, gcsAddr, environ)
+	return h, nil
 }
 
 // healthCheck answers `ray health-check --address HOST:PORT`: whether the
@@ -244,34 +304,15 @@ func hexID(n int) string {
 // runs its tasks one after the other, each in a worker process as Ray runs
 // one: rayworker.py (internal/fakes/rayworker) with the working_dir as cwd
 // and on PYTHONPATH, listening on the node's IP.
-func runTasks(d *dashboard.Server, ip string) error {
-	session := fmt.Sprintf("/tmp/ray/session_%s_%06d", time.Now().UTC().Format("2006-01-02_15-04-05"), os.Getpid())
-	dir := filepath.Join(session, "runtime_resources", "working_dir_files", "_ray_pkg_"+hexID(8))
+func (h *head) runTasks() error {
+	dir := filepath.Join(h.session, "runtime_resources", "working_dir_files", "_ray_pkg_"+hexID(8))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	os.Remove("/tmp/ray/session_latest")
-	if err := os.Symlink(session, "/tmp/ray/session_latest"); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "sample_code.py"), sampleCode, 0o644); err != nil {
 		return err
 	}
-	// The worker script stays out of /tmp/ray, as Ray's default_worker.py
-	// lives in the ray package, not in the session.
-	workerDir, err := os.MkdirTemp("", "imagectl-standin-worker")
-	if err != nil {
-		return err
-	}
-	worker := filepath.Join(workerDir, "rayworker.py")
-	if err := os.WriteFile(worker, rayworker.Script, 0o644); err != nil {
-		return err
-	}
-	python := os.Getenv(pythonEnv)
-	if python == "" {
-		python = "python3"
-	}
-	jobID, nodeID := "02000000", hexID(28)
+	jobID := "02000000" // the start-up tasks; submitted jobs count from 03000000
 	tasks := []string{"f"}
 	if os.Getenv("RAY_DEBUG_POST_MORTEM") == "1" {
 		tasks = append(tasks, "g")
@@ -282,11 +323,11 @@ func runTasks(d *dashboard.Server, ip string) error {
 	if p := os.Getenv("PYTHONPATH"); p != "" {
 		pythonPath += ":" + p
 	}
-	for i, name := range tasks {
-		cmd := exec.Command(python, worker, "sample_code", name, "7")
+	for _, name := range tasks {
+		cmd := exec.Command(h.python, h.worker, "sample_code", name, "7")
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1", "RAY_NODE_IP="+ip)
-		if err := runTask(d, cmd, name, ip, jobID, nodeID, i); err != nil {
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1", "RAY_NODE_IP="+h.ip)
+		if err := h.runTask(cmd, name, jobID); err != nil {
 			return fmt.Errorf("task %s: %w", name, err)
 		}
 	}
@@ -294,9 +335,8 @@ func runTasks(d *dashboard.Server, ip string) error {
 }
 
 // runTask runs one task's worker and keeps its worker and task rows as
-// Ray's State API shows them: the worker's debugger_port once debugpy
-// listens, num_paused_threads 1 while it waits for a client.
-func runTask(d *dashboard.Server, cmd *exec.Cmd, name, ip, jobID, nodeID string, n int) error {
+// Ray's State API shows them (stateRows).
+func (h *head) runTask(cmd *exec.Cmd, name, jobID string) error {
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -305,47 +345,18 @@ func runTask(d *dashboard.Server, cmd *exec.Cmd, name, ip, jobID, nodeID string,
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	w := dashboard.Worker{
-		WorkerID: hexID(28), IsAlive: true, WorkerType: "WORKER", NodeID: nodeID, IP: ip, PID: cmd.Process.Pid,
-		WorkerLaunchTime: time.Now().UnixMilli(), StartTimeMS: time.Now().UnixMilli(),
-	}
-	t := dashboard.Task{
-		TaskID: fmt.Sprintf("%016x%s", n+1, jobID), Name: name, State: "RUNNING", JobID: jobID, Type: "NORMAL_TASK",
-		FuncOrClassName: name, NodeID: nodeID, WorkerID: w.WorkerID, WorkerPID: w.PID,
-	}
-	d.SetWorkers(w)
-	d.SetTasks(t)
+	t := h.rows.newTask(cmd.Process.Pid, h.ip, h.nodeID, jobID, name)
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		line := sc.Text()
 		fmt.Println(line)
-		switch {
-		case listeningRe.MatchString(line):
-			w.DebuggerPort, _ = strconv.Atoi(listeningRe.FindStringSubmatch(line)[1])
-		case line == "RAYWORKER paused":
-			w.NumPausedThreads++
-		case line == "RAYWORKER resumed":
-			w.NumPausedThreads--
-		case strings.HasPrefix(line, "RESULT "):
-			t.State = "FINISHED"
-			say("RESULT", strings.TrimPrefix(line, "RESULT "))
-		case strings.HasPrefix(line, "TASK ERROR "):
-			t.State, t.ErrorType = "FAILED", "TASK_EXECUTION_EXCEPTION"
-			kind := "unknown"
-			if f := strings.Fields(line); len(f) > 2 {
-				kind = strings.TrimSuffix(f[2], ":")
-			}
-			say("TASK-ERROR", kind)
-		}
-		d.SetWorkers(w)
-		d.SetTasks(t)
+		t.line(line)
 	}
-	if err := cmd.Wait(); err != nil {
+	err = cmd.Wait()
+	t.exit(err != nil)
+	if err != nil {
 		return err
 	}
-	say("TASK-DONE", name, t.State)
+	say("TASK-DONE", name, t.state())
 	return nil
 }
-
-// listeningRe is the line Ray's debugpy.set_trace logs once debugpy listens.
-var listeningRe = regexp.MustCompile(`^Ray debugger is listening on [0-9.]+:([0-9]+)$`)

@@ -1,0 +1,477 @@
+package main
+
+import (
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/imagectl/imagectl/internal/fakes/dashboard"
+)
+
+// rayworkerEnv names, in a job's environment, the path of rayworker.py
+// (internal/fakes/rayworker), so an entrypoint such as
+// `python3 "$STANDIN_RAYWORKER" sample_code f 7` runs a task the way the
+// stand-in's start-up tasks do.
+const rayworkerEnv = "STANDIN_RAYWORKER"
+
+// jobRunner runs the jobs submitted to the head's dashboard as Ray's
+// JobManager and JobSupervisor do (Ray commit 5c47023856,
+// dashboard/modules/job/job_supervisor.py, runtime_env/working_dir.py,
+// py_modules.py, packaging.py):
+//
+//   - the working_dir package (gcs://_ray_pkg_<hash>.zip, as uploaded
+//     through PUT /api/packages) is unpacked into
+//     <session>/runtime_resources/working_dir_files/_ray_pkg_<hash>/, each
+//     py_modules package into …/py_modules_files/_ray_pkg_<hash>/ (a
+//     directory already there is reused, as download_and_unpack_package
+//     does);
+//   - the entrypoint runs as `/bin/sh -c ENTRYPOINT` in its own process
+//     group, with the working_dir as its cwd, runtime_env.env_vars in its
+//     environment, PYTHONPATH = working_dir, the py_modules directories,
+//     env_vars' PYTHONPATH, then the image's (set_pythonpath_in_context),
+//     PYTHONUNBUFFERED=1 and RAY_ADDRESS (_get_driver_env_vars), plus
+//     STANDIN_RAYWORKER and RAY_NODE_IP for rayworker.py;
+//   - its output is the job's logs (and the stand-in's own output, as
+//     printed); lines of rayworker.py become worker and task rows of the
+//     State API, the task under the job's Ray job ID;
+//   - the job is RUNNING once the entrypoint starts, SUCCEEDED on exit
+//     code 0, FAILED otherwise (with Ray's message and the last lines of the
+//     logs), STOPPED after POST /api/jobs/{id}/stop (SIGTERM to the group).
+//
+// Other runtime_env fields (pip, uv, conda, image_uri, …) are not acted on:
+// the image already holds what its tasks need (debugpy); the stand-in says
+// which it ignored (JOB-IGNORED).
+type jobRunner struct {
+	d       *dashboard.Server
+	rows    *stateRows
+	session string // <root>/session_<ts>_<pid>
+	worker  string // rayworker.py's path
+	ip      string
+	nodeID  string
+	gcsAddr string
+	environ []string // the environment entrypoints start from
+
+	mu      sync.Mutex
+	next    int
+	running map[string]*exec.Cmd
+	stopped map[string]bool
+}
+
+func newJobRunner(d *dashboard.Server, rows *stateRows, session, worker, ip, nodeID, gcsAddr string, environ []string) *jobRunner {
+	r := &jobRunner{
+		d: d, rows: rows, session: session, worker: worker, ip: ip, nodeID: nodeID, gcsAddr: gcsAddr, environ: environ,
+		next: 3, running: map[string]*exec.Cmd{}, stopped: map[string]bool{},
+	}
+	d.SetJobRunner(r.run)
+	d.SetStopper(r.stop)
+	return r
+}
+
+// rayJobID is the Ray job ID of the n-th driver: 4 bytes, little-endian
+// counter, as Ray numbers jobs (the start-up tasks have 02000000).
+func rayJobID(n int) string { return fmt.Sprintf("%02x%02x0000", n&0xff, n>>8&0xff) }
+
+func (r *jobRunner) fail(id, msg string) {
+	say("JOB-FAILED", id, strings.SplitN(msg, "\n", 2)[0])
+	r.d.UpdateJob(id, func(j *dashboard.Job) { j.Status, j.Message = dashboard.JobFailed, msg })
+}
+
+// unpack writes the package uri into <session>/runtime_resources/<kind>/
+// and returns the directory.
+func (r *jobRunner) unpack(uri, kind string) (string, error) {
+	name, ok := strings.CutPrefix(uri, "gcs://")
+	if !ok || !strings.HasSuffix(name, ".zip") || strings.Contains(name, "/") {
+		return "", fmt.Errorf("%s: the stand-in unpacks only gcs://<name>.zip packages", uri)
+	}
+	data, ok := r.d.Package(uri)
+	if !ok {
+		return "", fmt.Errorf("Failed to download runtime_env file package %s from the GCS to the Ray worker node", uri)
+	}
+	dir := filepath.Join(r.session, "runtime_resources", kind, strings.TrimSuffix(name, ".zip"))
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		return dir, nil
+	}
+	if err := unzipTo(data, dir); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("unpacking %s into %s: %w", uri, dir, err)
+	}
+	return dir, nil
+}
+
+// unzipTo extracts a zip as Python's ZipFile.extractall does: every
+// member below dir ("..", absolute names and drive letters dropped),
+// directories from names ending in "/", file modes not restored.
+func unzipTo(data []byte, dir string) error {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range zr.File {
+		var parts []string
+		for _, p := range strings.Split(f.Name, "/") {
+			if p != "" && p != "." && p != ".." {
+				parts = append(parts, p)
+			}
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		to := filepath.Join(append([]string{dir}, parts...)...)
+		if strings.HasSuffix(f.Name, "/") {
+			if err := os.MkdirAll(to, 0o755); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return err
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.Name, err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.Name, err)
+		}
+		if err := os.WriteFile(to, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run is the dashboard's job runner: it sets up the runtime_env, then runs
+// the entrypoint to its end.
+func (r *jobRunner) run(job dashboard.Job) {
+	id := job.SubmissionID
+	say("JOB-SUBMITTED", id, job.Entrypoint)
+	env := job.RuntimeEnv
+	cwd := r.session
+	var pythonPath []string
+	if wd, ok := env["working_dir"]; ok && wd != nil {
+		uri, _ := wd.(string)
+		dir, err := r.unpack(uri, "working_dir_files")
+		if err != nil {
+			r.fail(id, "runtime_env setup failed: Failed to set up runtime environment.\n"+err.Error())
+			return
+		}
+		cwd = dir
+		pythonPath = append(pythonPath, dir)
+	}
+	if pm, ok := env["py_modules"].([]any); ok {
+		for _, m := range pm {
+			uri, _ := m.(string)
+			dir, err := r.unpack(uri, "py_modules_files")
+			if err != nil {
+				r.fail(id, "runtime_env setup failed: Failed to set up runtime environment.\n"+err.Error())
+				return
+			}
+			pythonPath = append(pythonPath, dir)
+		}
+	}
+	var ignored []string
+	for k := range env {
+		switch k {
+		case "working_dir", "py_modules", "env_vars", "excludes":
+		default:
+			ignored = append(ignored, k)
+		}
+	}
+	if len(ignored) > 0 {
+		sort.Strings(ignored)
+		say("JOB-IGNORED", id, strings.Join(ignored, ","))
+	}
+	vars := map[string]string{}
+	if ev, ok := env["env_vars"].(map[string]any); ok {
+		for k, v := range ev {
+			s, ok := v.(string)
+			if !ok {
+				r.fail(id, fmt.Sprintf("Failed to start supervisor actor %s: 'runtime_env['env_vars'] must be of type Dict[str, str], but the value %v is of type %T'", id, v, v))
+				return
+			}
+			vars[k] = s
+		}
+	}
+	if p := vars["PYTHONPATH"]; p != "" {
+		pythonPath = append(pythonPath, p)
+	}
+	var base []string
+	for _, e := range r.environ {
+		k, v, _ := strings.Cut(e, "=")
+		if k == "PYTHONPATH" {
+			if v != "" {
+				pythonPath = append(pythonPath, v)
+			}
+			continue
+		}
+		if _, over := vars[k]; over {
+			continue
+		}
+		base = append(base, e)
+	}
+	for k, v := range vars {
+		if k != "PYTHONPATH" {
+			base = append(base, k+"="+v)
+		}
+	}
+	base = append(base, "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "RAY_ADDRESS="+r.gcsAddr,
+		"RAY_NODE_IP="+r.ip, rayworkerEnv+"="+r.worker)
+	if len(pythonPath) > 0 {
+		base = append(base, "PYTHONPATH="+strings.Join(pythonPath, string(os.PathListSeparator)))
+	}
+
+	cmd := exec.Command("/bin/sh", "-c", job.Entrypoint)
+	cmd.Dir = cwd
+	cmd.Env = base
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+
+	r.mu.Lock()
+	n := r.next
+	r.next++
+	rayID := rayJobID(n)
+	if r.stopped[id] {
+		r.mu.Unlock()
+		return
+	}
+	if err := cmd.Start(); err != nil {
+		r.mu.Unlock()
+		r.fail(id, fmt.Sprintf("Failed to start the entrypoint: %v", err))
+		return
+	}
+	r.running[id] = cmd
+	r.mu.Unlock()
+	say("JOB-RUNNING", id, rayID, "CWD", cwd)
+	r.d.UpdateJob(id, func(j *dashboard.Job) {
+		j.Status, j.JobID = dashboard.JobRunning, rayID
+		j.DriverInfo = &dashboard.DriverInfo{ID: rayID, NodeIPAddress: r.ip, PID: strconv.Itoa(cmd.Process.Pid)}
+		j.DriverAgentAddress = "http://" + r.ip + ":52365"
+		j.DriverNodeID = r.nodeID
+	})
+
+	t := r.rows.newTask(cmd.Process.Pid, r.ip, r.nodeID, rayID, taskName(job.Entrypoint))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Println(line)
+			r.d.UpdateJob(id, func(j *dashboard.Job) { j.Logs += line + "\n" })
+			t.line(line)
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	err := cmd.Wait()
+	pw.Close()
+	<-done
+	t.exit(err != nil)
+
+	r.mu.Lock()
+	delete(r.running, id)
+	stopped := r.stopped[id]
+	r.mu.Unlock()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		code = -1
+	}
+	switch {
+	case stopped:
+		say("JOB-STOPPED", id)
+		r.d.UpdateJob(id, func(j *dashboard.Job) { j.Status = dashboard.JobStopped })
+	case code == 0:
+		say("JOB-SUCCEEDED", id)
+		r.d.UpdateJob(id, func(j *dashboard.Job) { j.Status, j.DriverExitCode = dashboard.JobSucceeded, &code })
+	default:
+		say("JOB-FAILED", id, "exit", code)
+		r.d.UpdateJob(id, func(j *dashboard.Job) {
+			// job_supervisor.py:436-454
+			if tail := lastChars(j.Logs, 20000); tail != "" {
+				j.Message = fmt.Sprintf("Job entrypoint command failed with exit code %d, last available logs (truncated to 20,000 chars):\n%s", code, tail)
+			} else {
+				j.Message = fmt.Sprintf("Job entrypoint command failed with exit code %d. No logs available.", code)
+			}
+			j.Status, j.DriverExitCode = dashboard.JobFailed, &code
+		})
+	}
+}
+
+// stop is the dashboard's stopper: SIGTERM to the entrypoint's process
+// group (RAY_JOB_STOP_SIGNAL's default), SIGKILL 3 s later
+// (job_supervisor.py DEFAULT_RAY_JOB_STOP_WAIT_TIME_S).
+func (r *jobRunner) stop(job dashboard.Job) {
+	r.mu.Lock()
+	r.stopped[job.SubmissionID] = true
+	cmd := r.running[job.SubmissionID]
+	r.mu.Unlock()
+	if cmd == nil {
+		// Not started yet (or its runtime_env failed): stopped at once.
+		r.d.UpdateJob(job.SubmissionID, func(j *dashboard.Job) {
+			if j.Status == dashboard.JobPending {
+				j.Status = dashboard.JobStopped
+			}
+		})
+		return
+	}
+	pgid := cmd.Process.Pid
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	go func() {
+		time.Sleep(3 * time.Second)
+		syscall.Kill(-pgid, syscall.SIGKILL)
+	}()
+}
+
+func lastChars(s string, n int) string {
+	if len(s) > n {
+		s = s[len(s)-n:]
+	}
+	return strings.TrimRight(s, "\n")
+}
+
+// taskName is the task's name for the State API: the function rayworker.py
+// is asked to run (its second argument), else the entrypoint's first word.
+func taskName(entrypoint string) string {
+	f := strings.Fields(entrypoint)
+	for i, w := range f {
+		if strings.Contains(w, "RAYWORKER") && i+2 < len(f) {
+			return f[i+2]
+		}
+	}
+	if len(f) > 0 {
+		return filepath.Base(f[0])
+	}
+	return "driver"
+}
+
+// stateRows holds the State API's worker and task rows of every running
+// worker, start-up tasks and jobs alike, and hands them all to the
+// dashboard on each change.
+type stateRows struct {
+	d     *dashboard.Server
+	mu    sync.Mutex
+	n     int
+	rows  map[int]*taskRows
+	order []int
+}
+
+func newStateRows(d *dashboard.Server) *stateRows {
+	return &stateRows{d: d, rows: map[int]*taskRows{}}
+}
+
+// taskRows is one worker process running one task.
+type taskRows struct {
+	s  *stateRows
+	id int
+	w  dashboard.Worker
+	t  dashboard.Task
+}
+
+func (s *stateRows) newTask(pid int, ip, nodeID, jobID, name string) *taskRows {
+	s.mu.Lock()
+	s.n++
+	tr := &taskRows{s: s, id: s.n}
+	tr.w = dashboard.Worker{
+		WorkerID: hexID(28), IsAlive: true, WorkerType: "WORKER", NodeID: nodeID, IP: ip, PID: pid,
+		WorkerLaunchTime: time.Now().UnixMilli(), StartTimeMS: time.Now().UnixMilli(),
+	}
+	tr.t = dashboard.Task{
+		TaskID: fmt.Sprintf("%016x%s", s.n, jobID), Name: name, State: "RUNNING", JobID: jobID, Type: "NORMAL_TASK",
+		FuncOrClassName: name, NodeID: nodeID, WorkerID: tr.w.WorkerID, WorkerPID: pid,
+	}
+	s.rows[tr.id] = tr
+	s.order = append(s.order, tr.id)
+	s.pushLocked()
+	s.mu.Unlock()
+	return tr
+}
+
+func (s *stateRows) pushLocked() {
+	var ws []dashboard.Worker
+	var ts []dashboard.Task
+	for _, id := range s.order {
+		ws = append(ws, s.rows[id].w)
+		ts = append(ts, s.rows[id].t)
+	}
+	s.d.SetWorkers(ws...)
+	s.d.SetTasks(ts...)
+}
+
+// listeningRe is the line Ray's debugpy.set_trace logs once debugpy listens.
+var listeningRe = regexp.MustCompile(`^Ray debugger is listening on [0-9.]+:([0-9]+)$`)
+
+// line reads one line of rayworker.py's output into the rows: the
+// worker's debugger_port once debugpy listens, num_paused_threads 1 while
+// it waits for a client, the task FINISHED or FAILED at its end.
+func (tr *taskRows) line(line string) {
+	tr.s.mu.Lock()
+	defer tr.s.mu.Unlock()
+	switch {
+	case listeningRe.MatchString(line):
+		tr.w.DebuggerPort, _ = strconv.Atoi(listeningRe.FindStringSubmatch(line)[1])
+	case line == "RAYWORKER paused":
+		tr.w.NumPausedThreads++
+	case line == "RAYWORKER resumed":
+		tr.w.NumPausedThreads--
+	case strings.HasPrefix(line, "RESULT "):
+		tr.t.State = "FINISHED"
+		say("RESULT", strings.TrimPrefix(line, "RESULT "))
+	case strings.HasPrefix(line, "TASK ERROR "):
+		tr.t.State, tr.t.ErrorType = "FAILED", "TASK_EXECUTION_EXCEPTION"
+		kind := "unknown"
+		if f := strings.Fields(line); len(f) > 2 {
+			kind = strings.TrimSuffix(f[2], ":")
+		}
+		say("TASK-ERROR", kind)
+	default:
+		return
+	}
+	tr.s.pushLocked()
+}
+
+// exit marks the worker dead (is_alive False) once its process ended, and
+// a task still RUNNING FINISHED, or FAILED when the process failed.
+func (tr *taskRows) exit(failed bool) {
+	tr.s.mu.Lock()
+	defer tr.s.mu.Unlock()
+	tr.w.IsAlive = false
+	tr.w.NumPausedThreads = 0
+	tr.w.EndTimeMS = time.Now().UnixMilli()
+	if tr.t.State == "RUNNING" {
+		tr.t.State = "FINISHED"
+		if failed {
+			tr.t.State = "FAILED"
+		}
+	}
+	tr.s.pushLocked()
+}
+
+func (tr *taskRows) state() string {
+	tr.s.mu.Lock()
+	defer tr.s.mu.Unlock()
+	return tr.t.State
+}
