@@ -14,6 +14,9 @@ type Kind string
 
 // The kinds of Event, in the order a session meets them.
 const (
+	// KindWarning: something that may keep the debugger from working
+	// (inject's warnings), or a choice the user should know of.
+	KindWarning Kind = "warning"
 	// KindApplied: a document was applied (Object, Created).
 	KindApplied Kind = "applied"
 	// KindWaiting: progress while waiting for the head Pod (Message; Pod,

@@ -228,7 +228,7 @@ func (s *session) applyManifest(ctx context.Context) error {
 		return err
 	}
 	for _, w := range res.Warnings {
-		s.report(Event{Kind: KindWaiting, Message: "warning: " + w})
+		s.report(Event{Kind: KindWarning, Message: "warning: " + w})
 	}
 	docs, err := ParseDocuments(o.File, res.Output)
 	if err != nil {
@@ -258,9 +258,6 @@ func (s *session) applyManifest(ctx context.Context) error {
 	if err := s.checkSubmission(); err != nil {
 		return err
 	}
-	if err := s.ensureSecret(ctx); err != nil {
-		return err
-	}
 	exists, err := s.c.Exists(ctx, s.target)
 	if err != nil {
 		return err
@@ -273,7 +270,9 @@ func (s *session) applyManifest(ctx context.Context) error {
 		if err := s.c.Delete(ctx, s.target, true); err != nil {
 			return err
 		}
-		exists = false
+	}
+	if err := s.ensureSecret(ctx); err != nil {
+		return err
 	}
 	for _, d := range docs {
 		if d.Object == s.target {
@@ -498,7 +497,7 @@ func (s *session) submit(ctx context.Context, jobs Jobs) (string, error) {
 	}
 	if s.o.WorkingDir != "" {
 		if old, ok := env["working_dir"]; ok {
-			s.report(Event{Kind: KindWaiting, Message: fmt.Sprintf("--working-dir %s replaces the runtimeEnvYAML's working_dir %v", s.o.WorkingDir, old)})
+			s.report(Event{Kind: KindWarning, Message: fmt.Sprintf("--working-dir %s replaces the runtimeEnvYAML's working_dir %v", s.o.WorkingDir, old)})
 		}
 		env["working_dir"] = s.o.WorkingDir
 	}

@@ -99,6 +99,7 @@ on KubeRay, and plans scheduled rebuilds.`,
 		newPlanCommand(g),
 		newReleaseCommand(g),
 		newInjectCommand(g),
+		newDebugCommand(g),
 	)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()

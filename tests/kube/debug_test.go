@@ -1,0 +1,266 @@
+package kube
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/imagectl/imagectl/debug"
+)
+
+// plainRayJob is a RayJob as a user keeps it (no sidecar yet) whose
+// submissionMode is mode ("" leaves the field out: KubeRay's K8sJobMode).
+func plainRayJob(name, mode string) []byte {
+	m := ""
+	if mode != "" {
+		m = "\n  submissionMode: " + mode
+	}
+	return fmt.Appendf(nil, `apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: %s
+spec:%s
+  entrypoint: python sample_code.py
+  rayClusterSpec:
+    rayVersion: "2.46.0"
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+          - name: ray-head
+            image: rayproject/ray:2.46.0-py312
+            resources:
+              requests: {cpu: "1", memory: 1Gi}
+`, name, m)
+}
+
+// debugRun is one imagectl debug run: its exit code, its JSON events and
+// its stderr.
+type debugRun struct {
+	code   int
+	events []debug.Event
+	stderr string
+}
+
+func (r debugRun) kinds() []string {
+	var ks []string
+	for _, e := range r.events {
+		if len(ks) == 0 || ks[len(ks)-1] != string(e.Kind) {
+			ks = append(ks, string(e.Kind))
+		}
+	}
+	return ks
+}
+
+func (r debugRun) find(k debug.Kind) *debug.Event {
+	for i := range r.events {
+		if r.events[i].Kind == k {
+			return &r.events[i]
+		}
+	}
+	return nil
+}
+
+// imagectlDebug runs imagectl debug with -o json in dir; interrupt, when
+// set, is called with each event and sends SIGINT when it returns true.
+func imagectlDebug(t *testing.T, dir string, interrupt func(debug.Event) bool, args ...string) debugRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, imagectlBin(t), append([]string{"debug", "-o", "json"}, args...)...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var r debugRun
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sent := false
+	for sc.Scan() {
+		var e debug.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Errorf("imagectl debug -o json printed a line that is not an event: %q: %v", sc.Text(), err)
+			continue
+		}
+		r.events = append(r.events, e)
+		if interrupt != nil && !sent && interrupt(e) {
+			cmd.Process.Signal(syscall.SIGINT)
+			sent = true
+		}
+	}
+	err = cmd.Wait()
+	r.stderr = stderr.String()
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("imagectl debug: %v\n%s", err, r.stderr)
+	}
+	t.Logf("imagectl debug %s: exit %d, events %v\nstderr: %s", strings.Join(args, " "), r.code, r.kinds(), r.stderr)
+	return r
+}
+
+// exists reports whether kubectl finds the object.
+func (c *cluster) exists(t *testing.T, ns, kind, name string) bool {
+	t.Helper()
+	out, err := c.kubectl(t, nil, "get", kind, name, "-n", ns, "--ignore-not-found", "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(out) != ""
+}
+
+// TestDebugOnControlPlane runs imagectl debug as a user types it against
+// the real API server and operator, where no Pod can run: the head Pod
+// stays Pending, so every session ends at its timeout or at an interrupt.
+// What it checks: the namespace comes from the kubeconfig's context; the
+// sidecar is injected and every document applied server-side by the
+// field manager imagectl-debug; the password Secret is created once and
+// then kept; the wait names what it waits for; --cleanup deletes exactly
+// what the session created (an object that existed before stays); an
+// existing RayJob is refused without --replace; a RayJob that KubeRay
+// submits itself refuses --working-dir before anything is applied.
+func TestDebugOnControlPlane(t *testing.T) {
+	c := needCluster(t)
+	ns := c.namespace(t, nil)
+	dir := t.TempDir()
+	kc := c.kubeconfigIn(t, dir, ns) // no -n below: the context's namespace
+	base := []string{"--kubeconfig", kc, "--image", testImage}
+
+	// A ConfigMap that exists before the session, and is in the manifest
+	// too: applied, not created, so --cleanup must leave it.
+	cm := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: job-config\ndata:\n  k: v\n")
+	if err := c.apply(t, ns, cm); err != nil {
+		t.Fatal(err)
+	}
+	manifest := append(append(append([]byte{}, cm...), "---\n"...), plainRayJob("dbg", "InteractiveMode")...)
+	writeFile(t, filepath.Join(dir, "job.yaml"), manifest)
+
+	t.Run("timeout and cleanup", func(t *testing.T) {
+		r := imagectlDebug(t, dir, nil, append(base, "-f", "job.yaml", "--timeout", "15s", "--cleanup")...)
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1 (the head never gets ready without a node)", r.code)
+		}
+		if want := "timed out after 15s waiting for the head Pod of RayCluster"; !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
+		}
+		var applied []string
+		for _, e := range r.events {
+			if e.Kind == debug.KindApplied {
+				applied = append(applied, fmt.Sprintf("%s created=%v", e.Object, e.Created))
+			}
+			if e.Namespace != ns {
+				t.Errorf("event %q in namespace %q, want the context's %q", e.Message, e.Namespace, ns)
+			}
+		}
+		wantApplied := []string{"Secret/code-server-password created=true", "ConfigMap/job-config created=false", "RayJob/dbg created=true"}
+		if strings.Join(applied, "\n") != strings.Join(wantApplied, "\n") {
+			t.Errorf("applied events:\n%s\nwant:\n%s", strings.Join(applied, "\n"), strings.Join(wantApplied, "\n"))
+		}
+		waiting := r.find(debug.KindWaiting)
+		if waiting == nil {
+			t.Fatal("no waiting event")
+		}
+		cl := r.find(debug.KindCleanup)
+		if cl == nil {
+			t.Fatal("no cleanup event")
+		}
+		if got, want := strings.Join(cl.Deleted, ","), "RayJob/dbg,Secret/code-server-password"; got != want {
+			t.Errorf("deleted %s, want %s", got, want)
+		}
+		if ks := r.kinds(); ks[len(ks)-1] != "cleanup" {
+			t.Errorf("events %v: want cleanup last", ks)
+		}
+		c.waitFor(t, 60*time.Second, "RayJob dbg deleted", func() (bool, error) { return !c.exists(t, ns, "rayjob", "dbg"), nil })
+		if c.exists(t, ns, "secret", "code-server-password") {
+			t.Error("the Secret the session created is still there after --cleanup")
+		}
+		if !c.exists(t, ns, "configmap", "job-config") {
+			t.Error("--cleanup deleted the ConfigMap that existed before the session")
+		}
+	})
+
+	t.Run("interrupt leaves what it created, and the sidecar is there", func(t *testing.T) {
+		r := imagectlDebug(t, dir, func(e debug.Event) bool {
+			return e.Kind == debug.KindWaiting && strings.HasPrefix(e.Object, "Pod/")
+		}, append(base, "-f", "job.yaml", "--timeout", "3m")...)
+		if r.code != 130 {
+			t.Fatalf("exit %d after SIGINT, want 130", r.code)
+		}
+		cl := r.find(debug.KindCleanup)
+		if cl == nil || len(cl.Deleted) != 0 || strings.Join(cl.Left, ",") != "Secret/code-server-password,RayJob/dbg" {
+			t.Fatalf("cleanup event %+v: want Secret and RayJob left, nothing deleted", cl)
+		}
+		if !c.exists(t, ns, "rayjob", "dbg") || !c.exists(t, ns, "secret", "code-server-password") {
+			t.Fatal("without --cleanup the RayJob and Secret must stay")
+		}
+		// The head Pod KubeRay wrote carries the sidecar as inject adds it.
+		pods := c.pods(t, ns, "ray.io/node-type=head")
+		if len(pods) != 1 {
+			t.Fatalf("%d head Pods, want 1", len(pods))
+		}
+		if got := names(pods[0].Spec.Containers); strings.Join(got, ",") != "ray-head,code-server" {
+			t.Errorf("head Pod containers %v, want ray-head then code-server", got)
+		}
+		mf := c.must(t, nil, "get", "rayjob", "dbg", "-n", ns, "-o", "jsonpath={.metadata.managedFields[*].manager}")
+		if !strings.Contains(mf, debug.FieldManager) {
+			t.Errorf("RayJob managers %q do not include %s", mf, debug.FieldManager)
+		}
+	})
+
+	t.Run("an existing RayJob is refused, kept, and replaced with --replace", func(t *testing.T) {
+		pw := c.must(t, nil, "get", "secret", "code-server-password", "-n", ns, "-o", "jsonpath={.data.password}")
+		uid := c.must(t, nil, "get", "rayjob", "dbg", "-n", ns, "-o", "jsonpath={.metadata.uid}")
+		r := imagectlDebug(t, dir, nil, append(base, "-f", "job.yaml", "--timeout", "5s")...)
+		if r.code != 1 || !strings.Contains(r.stderr, "RayJob dbg already exists in namespace "+ns+": pass --replace") {
+			t.Fatalf("exit %d, stderr %q: want 1 and the refusal naming --replace", r.code, r.stderr)
+		}
+		if got := c.must(t, nil, "get", "rayjob", "dbg", "-n", ns, "-o", "jsonpath={.metadata.uid}"); got != uid {
+			t.Fatal("a refused session changed the existing RayJob")
+		}
+		r = imagectlDebug(t, dir, func(e debug.Event) bool {
+			return e.Kind == debug.KindApplied && e.Object == "RayJob/dbg"
+		}, append(base, "-f", "job.yaml", "--timeout", "3m", "--replace", "--cleanup")...)
+		if r.code != 130 {
+			t.Fatalf("exit %d, want 130", r.code)
+		}
+		if got := c.must(t, nil, "get", "secret", "code-server-password", "-n", ns, "-o", "jsonpath={.data.password}"); got != pw {
+			t.Error("the existing password Secret was not kept")
+		}
+		cl := r.find(debug.KindCleanup)
+		if cl == nil || strings.Join(cl.Deleted, ",") != "RayJob/dbg" {
+			t.Fatalf("cleanup event %+v: want only the recreated RayJob deleted (the Secret existed before)", cl)
+		}
+	})
+
+	t.Run("a RayJob KubeRay submits refuses --working-dir before applying", func(t *testing.T) {
+		writeFile(t, filepath.Join(dir, "k8sjob.yaml"), plainRayJob("k8sjob", ""))
+		r := imagectlDebug(t, dir, nil, append(base, "-f", "k8sjob.yaml", "--working-dir", dir, "--timeout", "5s")...)
+		if r.code != 1 || !strings.Contains(r.stderr, "submissionMode K8sJobMode: KubeRay submits its spec.entrypoint itself") {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+		for _, e := range r.events {
+			if e.Kind != debug.KindWarning {
+				t.Errorf("a refused session went on: event %s %q", e.Kind, e.Message)
+			}
+		}
+		if c.exists(t, ns, "rayjob", "k8sjob") {
+			t.Error("a refused session applied the RayJob")
+		}
+	})
+}
