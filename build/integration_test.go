@@ -32,10 +32,10 @@ import (
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/dockerfiles"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/fakes/authregistry"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/publish"
 	"github.com/imagectl/imagectl/regauth"
+	"github.com/imagectl/imagectl/regauth/regauthtest"
 	"github.com/imagectl/imagectl/upstream/pip"
 )
 
@@ -566,7 +566,7 @@ func TestBuildKitPushesWithDockerLogin(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	private := authregistry.New(testutil.RegistryHandler(), "ci", "s3cret")
+	private := regauthtest.New(testutil.RegistryHandler(), "ci", "s3cret")
 	host := testutil.Serve(t, private)
 	def := []byte("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n")
 	ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: def, Time: time.Unix(0, 0)})
@@ -584,7 +584,7 @@ func TestBuildKitPushesWithDockerLogin(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	if err := authregistry.WriteDockerConfig(dir, host, "ci", "s3cret"); err != nil {
+	if err := regauthtest.WriteDockerConfig(dir, host, "ci", "s3cret"); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("DOCKER_CONFIG", dir)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/imagectl/imagectl/dockerfiles"
 	"github.com/imagectl/imagectl/imagespec"
-	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 	"github.com/imagectl/imagectl/internal/testutil"
+	"github.com/imagectl/imagectl/upstream/pypi/pypitest"
 )
 
 // wheelsInstall returns the rendered definition's wheels-stage script up to
@@ -56,15 +56,15 @@ func TestWheelsStageInstallsTheBaseManylinuxTags(t *testing.T) {
 	if out, err := exec.Command("python3", "-m", "pip", "--version").CombinedOutput(); err != nil {
 		testutil.SkipOrFail(t, "python3 -m pip is needed to run the wheels stage's pip install: %v: %s", err, bytes.TrimSpace(out))
 	}
-	var files []fakepypi.File
+	var files []pypitest.File
 	for _, arch := range []string{"x86_64", "aarch64"} {
-		files = append(files, fakepypi.Wheel("glibcfit-1.0-cp312-cp312-manylinux_2_31_"+arch+".whl"))
+		files = append(files, pypitest.Wheel("glibcfit-1.0-cp312-cp312-manylinux_2_31_"+arch+".whl"))
 	}
-	f := fakepypi.New([]fakepypi.Project{
-		{Name: "glibcfit", Releases: map[string][]fakepypi.File{"1.0": files}},
-		{Name: "glibcnew", Releases: map[string][]fakepypi.File{"1.0": {
-			fakepypi.Wheel("glibcnew-1.0-cp312-cp312-manylinux_2_40_x86_64.whl"),
-			fakepypi.Wheel("glibcnew-1.0-cp312-cp312-manylinux_2_40_aarch64.whl"),
+	f := pypitest.New([]pypitest.Project{
+		{Name: "glibcfit", Releases: map[string][]pypitest.File{"1.0": files}},
+		{Name: "glibcnew", Releases: map[string][]pypitest.File{"1.0": {
+			pypitest.Wheel("glibcnew-1.0-cp312-cp312-manylinux_2_40_x86_64.whl"),
+			pypitest.Wheel("glibcnew-1.0-cp312-cp312-manylinux_2_40_aarch64.whl"),
 		}}},
 	})
 	srv := httptest.NewServer(f)

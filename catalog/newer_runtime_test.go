@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
-	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
 	"github.com/imagectl/imagectl/upstream/github"
+	"github.com/imagectl/imagectl/upstream/github/githubtest"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -21,8 +21,8 @@ import (
 // each CPython version, install_only tarballs of the arches given (with
 // API digests, as GitHub reports them since mid-2025), 150 assets of other
 // targets first, and a SHA256SUMS listing every tarball except unlisted.
-func pbsRelease(tag string, files map[string][]string, unlisted ...string) fakegh.Release {
-	var assets []fakegh.Asset
+func pbsRelease(tag string, files map[string][]string, unlisted ...string) githubtest.Release {
+	var assets []githubtest.Asset
 	for _, v := range slices.Sorted(func(yield func(string) bool) {
 		for v := range files {
 			if !yield(v) {
@@ -32,17 +32,17 @@ func pbsRelease(tag string, files map[string][]string, unlisted ...string) fakeg
 	}) {
 		for _, arch := range files[v] {
 			n := fmt.Sprintf("cpython-%s+%s-%s-unknown-linux-gnu-install_only.tar.gz", v, tag, arch)
-			assets = append(assets, fakegh.Asset{Name: n, Size: 1, SHA256: fakegh.SHA256([]byte(n)), Digest: true})
+			assets = append(assets, githubtest.Asset{Name: n, Size: 1, SHA256: githubtest.SHA256([]byte(n)), Digest: true})
 		}
 	}
-	var listed []fakegh.Asset
+	var listed []githubtest.Asset
 	for _, a := range assets {
 		if !slices.Contains(unlisted, a.Name) {
 			listed = append(listed, a)
 		}
 	}
-	assets = append(assets, fakegh.SumsAsset(fakegh.Sums(listed)))
-	return fakegh.Release{Repository: "astral-sh/python-build-standalone", TagName: tag, PublishedAt: "2025-08-08T00:00:00Z", Padding: 150, Assets: assets}
+	assets = append(assets, githubtest.SumsAsset(githubtest.Sums(listed)))
+	return githubtest.Release{Repository: "astral-sh/python-build-standalone", TagName: tag, PublishedAt: "2025-08-08T00:00:00Z", Padding: 150, Assets: assets}
 }
 
 var bothArches = []string{"x86_64", "aarch64"}
@@ -60,18 +60,18 @@ func TestRefreshProposesNewerPythonRuntimes(t *testing.T) {
 	unlisted := pbsRelease("20251020", map[string][]string{"3.11.14": bothArches, "3.12.12": bothArches},
 		"cpython-3.12.12+20251020-aarch64-unknown-linux-gnu-install_only.tar.gz")
 	badSums := pbsRelease("20251101", map[string][]string{"3.11.14": bothArches, "3.12.12": bothArches})
-	badSums.Assets[len(badSums.Assets)-1] = fakegh.SumsAsset("this is not a SHA256SUMS file\n")
+	badSums.Assets[len(badSums.Assets)-1] = githubtest.SumsAsset("this is not a SHA256SUMS file\n")
 	for _, tc := range []struct {
 		name     string
-		releases []fakegh.Release // newest first, as GitHub lists them
-		minors   []string         // the sets' minors; nil: no PythonMinors
-		want     string           // the release locked
+		releases []githubtest.Release // newest first, as GitHub lists them
+		minors   []string             // the sets' minors; nil: no PythonMinors
+		want     string               // the release locked
 		// wantVersions are the runtimes locked.
 		wantVersions []string
 		wantNotes    []string
 	}{
 		{name: "the newest complete release", minors: []string{"3.12"},
-			releases:     []fakegh.Release{noArm, noMinor, unlisted, complete, pinned},
+			releases:     []githubtest.Release{noArm, noMinor, unlisted, complete, pinned},
 			want:         "20251014",
 			wantVersions: []string{"3.11.14", "3.12.12"},
 			wantNotes: []string{
@@ -80,32 +80,32 @@ func TestRefreshProposesNewerPythonRuntimes(t *testing.T) {
 				"release 20251020 not proposed:", "cpython-3.12.12+20251020-aarch64-unknown-linux-gnu-install_only.tar.gz", "SHA256SUMS does not list it",
 			}},
 		{name: "a newer release lacking a minor the sets use", minors: []string{"3.11", "3.12"},
-			releases:     []fakegh.Release{noMinor, pinned},
+			releases:     []githubtest.Release{noMinor, pinned},
 			want:         "20250808",
 			wantVersions: []string{"3.11.13", "3.12.11"},
 			wantNotes:    []string{"release 20251031 not proposed: no install_only tarballs of CPython 3.12 for both"}},
 		{name: "SHA256SUMS lacking an asset refuses the release", minors: []string{"3.12"},
-			releases:     []fakegh.Release{unlisted, pinned},
+			releases:     []githubtest.Release{unlisted, pinned},
 			want:         "20250808",
 			wantVersions: []string{"3.11.13", "3.12.11"},
 			wantNotes:    []string{"release 20251020 not proposed:", "does not list it", "not checked against SHA256SUMS"}},
 		{name: "without PythonMinors, every minor of the pinned release",
-			releases:     []fakegh.Release{noMinor, complete, pinned},
+			releases:     []githubtest.Release{noMinor, complete, pinned},
 			want:         "20251014",
 			wantVersions: []string{"3.11.14", "3.12.12"},
 			wantNotes:    []string{"release 20251031 not proposed: no install_only tarballs of CPython 3.12 for both"}},
 		{name: "a newer release whose SHA256SUMS cannot be read is not proposed", minors: []string{"3.12"},
-			releases:     []fakegh.Release{badSums, pinned},
+			releases:     []githubtest.Release{badSums, pinned},
 			want:         "20250808",
 			wantVersions: []string{"3.11.13", "3.12.11"},
 			wantNotes:    []string{"release 20251101 not proposed:"}},
 		{name: "nothing newer", minors: []string{"3.12"},
-			releases:     []fakegh.Release{pinned},
+			releases:     []githubtest.Release{pinned},
 			want:         "20250808",
 			wantVersions: []string{"3.11.13", "3.12.11"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gh := httptest.NewServer(fakegh.New(tc.releases))
+			gh := httptest.NewServer(githubtest.New(tc.releases))
 			defer gh.Close()
 			cfg := mustMatrix(t)
 			cfg.Components.Python.Min, cfg.Components.Python.Max = "3.11", "3.12"
@@ -134,7 +134,7 @@ func TestRefreshProposesNewerPythonRuntimes(t *testing.T) {
 				}
 				amd := r.Files["linux/amd64"]
 				name := fmt.Sprintf("cpython-%s+%s-x86_64-unknown-linux-gnu-install_only.tar.gz", r.Version, tc.want)
-				if want := fakegh.DownloadURL(gh.URL, "astral-sh/python-build-standalone", tc.want, name); amd.URL != want || amd.SHA256 != fakegh.SHA256([]byte(name)) {
+				if want := githubtest.DownloadURL(gh.URL, "astral-sh/python-build-standalone", tc.want, name); amd.URL != want || amd.SHA256 != githubtest.SHA256([]byte(name)) {
 					t.Errorf("runtime %s linux/amd64 = %+v, want %s with its SHA256SUMS sum", r.Version, amd, want)
 				}
 				got = append(got, r.Version)

@@ -14,10 +14,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
-	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/upstream/httpx"
 	"github.com/imagectl/imagectl/upstream/pypi"
+	"github.com/imagectl/imagectl/upstream/pypi/pypitest"
 )
 
 const refreshMatrix = `
@@ -33,37 +33,37 @@ tags: [{template: "{{.CodeServer}}-{{.Ray}}-{{.Python}}-{{.Inputs}}"}]
 `
 
 // pypiProjects are ray and debugpy as the fake PyPI serves them.
-func pypiProjects() []fakepypi.Project {
-	var files []fakepypi.File
+func pypiProjects() []pypitest.Project {
+	var files []pypitest.File
 	for _, py := range []string{"39", "310", "311", "312"} {
 		files = append(files,
-			fakepypi.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_x86_64.whl", py, py)),
-			fakepypi.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_aarch64.whl", py, py)),
-			fakepypi.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-macosx_12_0_arm64.whl", py, py)))
+			pypitest.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_x86_64.whl", py, py)),
+			pypitest.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_aarch64.whl", py, py)),
+			pypitest.Wheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-macosx_12_0_arm64.whl", py, py)))
 	}
-	files = append(files, fakepypi.Wheel("ray-2.46.0-cp313-cp313-manylinux2014_x86_64.whl"))
-	return []fakepypi.Project{
-		{Name: "ray", RequiresPython: ">=3.9", Releases: map[string][]fakepypi.File{
+	files = append(files, pypitest.Wheel("ray-2.46.0-cp313-cp313-manylinux2014_x86_64.whl"))
+	return []pypitest.Project{
+		{Name: "ray", RequiresPython: ">=3.9", Releases: map[string][]pypitest.File{
 			"2.46.0":    files,
-			"2.47.0rc1": {fakepypi.Wheel("ray-2.47.0rc1-cp312-cp312-manylinux2014_x86_64.whl")},
-			"2.38.0":    {fakepypi.Wheel("ray-2.38.0-cp312-cp312-manylinux2014_x86_64.whl")},
-			"2.40.0":    {fakepypi.Yanked("ray-2.40.0-cp312-cp312-manylinux2014_x86_64.whl")},
+			"2.47.0rc1": {pypitest.Wheel("ray-2.47.0rc1-cp312-cp312-manylinux2014_x86_64.whl")},
+			"2.38.0":    {pypitest.Wheel("ray-2.38.0-cp312-cp312-manylinux2014_x86_64.whl")},
+			"2.40.0":    {pypitest.Yanked("ray-2.40.0-cp312-cp312-manylinux2014_x86_64.whl")},
 			"0.1":       {},
 		}},
-		{Name: "debugpy", RequiresPython: ">=3.9", Releases: map[string][]fakepypi.File{
+		{Name: "debugpy", RequiresPython: ">=3.9", Releases: map[string][]pypitest.File{
 			"1.8.14": {
-				fakepypi.Wheel("debugpy-1.8.14-cp312-cp312-manylinux_2_5_x86_64.manylinux1_x86_64.manylinux_2_17_x86_64.manylinux2014_x86_64.whl"),
-				fakepypi.Wheel("debugpy-1.8.14-py2.py3-none-any.whl"),
+				pypitest.Wheel("debugpy-1.8.14-cp312-cp312-manylinux_2_5_x86_64.manylinux1_x86_64.manylinux_2_17_x86_64.manylinux2014_x86_64.whl"),
+				pypitest.Wheel("debugpy-1.8.14-py2.py3-none-any.whl"),
 				{Filename: "debugpy-1.8.14.tar.gz"},
 			},
-			"1.7.0": {fakepypi.Wheel("debugpy-1.7.0-py2.py3-none-any.whl")},
+			"1.7.0": {pypitest.Wheel("debugpy-1.7.0-py2.py3-none-any.whl")},
 		}},
 	}
 }
 
 // newFakePyPI returns the fake PyPI of pypiProjects.
-func newFakePyPI(opts ...fakepypi.Option) *fakepypi.Fake {
-	return fakepypi.New(pypiProjects(), opts...)
+func newFakePyPI(opts ...pypitest.Option) *pypitest.Fake {
+	return pypitest.New(pypiProjects(), opts...)
 }
 
 // raySimpleJSON is the fake's /simple/ray/ body in its JSON form.
@@ -170,7 +170,7 @@ func TestRefreshFaults(t *testing.T) {
 		fault   func(w http.ResponseWriter, r *http.Request, n int) bool
 		opts    []httpx.Option
 		wantErr string // empty: must recover
-		check   func(t *testing.T, f *fakepypi.Fake)
+		check   func(t *testing.T, f *pypitest.Fake)
 	}{
 		{
 			name: "429 with Retry-After is honoured",
@@ -183,7 +183,7 @@ func TestRefreshFaults(t *testing.T) {
 				}
 				return false
 			},
-			check: func(t *testing.T, f *fakepypi.Fake) {
+			check: func(t *testing.T, f *pypitest.Fake) {
 				hits := f.Hits()
 				if len(hits) < 2 {
 					t.Fatalf("%d requests, want a retry", len(hits))
@@ -202,7 +202,7 @@ func TestRefreshFaults(t *testing.T) {
 				}
 				return false
 			},
-			check: func(t *testing.T, f *fakepypi.Fake) {
+			check: func(t *testing.T, f *pypitest.Fake) {
 				if hits := f.Hits(); len(hits) != 5 { // 3 failures, ray, debugpy
 					t.Errorf("%d requests, want 5", len(hits))
 				}
@@ -252,9 +252,9 @@ func TestRefreshFaults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var opts []fakepypi.Option
+			var opts []pypitest.Option
 			if tc.fault != nil {
-				opts = append(opts, fakepypi.WithFault(tc.fault))
+				opts = append(opts, pypitest.WithFault(tc.fault))
 			}
 			f := newFakePyPI(opts...)
 			srv := httptest.NewServer(f)

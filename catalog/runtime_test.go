@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
-	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
 	"github.com/imagectl/imagectl/upstream/github"
+	"github.com/imagectl/imagectl/upstream/github/githubtest"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -24,16 +24,16 @@ import (
 // sumsBody of the true SHA256SUMS.
 func fakePBS(t *testing.T, tag string, versions map[string]byte, sumsBody func(string) string) *httptest.Server {
 	t.Helper()
-	var assets []fakegh.Asset
+	var assets []githubtest.Asset
 	for v, c := range versions {
 		for _, arch := range []string{"x86_64", "aarch64"} {
 			n := fmt.Sprintf("cpython-%s+%s-%s-unknown-linux-gnu-install_only.tar.gz", v, tag, arch)
 			s := strings.Repeat(string(c), 63) + map[string]string{"x86_64": "0", "aarch64": "1"}[arch]
-			assets = append(assets, fakegh.Asset{Name: n, Size: 1, SHA256: s})
+			assets = append(assets, githubtest.Asset{Name: n, Size: 1, SHA256: s})
 		}
 	}
-	assets = append(assets, fakegh.SumsAsset(sumsBody(fakegh.Sums(assets))))
-	srv := httptest.NewServer(fakegh.New([]fakegh.Release{{Repository: "astral-sh/python-build-standalone", TagName: tag, Assets: assets}}))
+	assets = append(assets, githubtest.SumsAsset(sumsBody(githubtest.Sums(assets))))
+	srv := httptest.NewServer(githubtest.New([]githubtest.Release{{Repository: "astral-sh/python-build-standalone", TagName: tag, Assets: assets}}))
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/catalog"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/upstream/registry"
 )
 
@@ -24,7 +24,7 @@ import (
 // and returns its digest.
 func pushToolsIndex(t *testing.T, ref string) string {
 	t.Helper()
-	idx, err := testimage.RandomIndex("amd64", "arm64")
+	idx, err := imagetest.RandomIndex("amd64", "arm64")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 )
 
 // BenchmarkFetch compares a cold fetch of the test set (empty cache) with a
@@ -13,7 +13,7 @@ import (
 // by TestFetchColdThenWarm).
 func BenchmarkFetch(b *testing.B) {
 	builds := loadBuilds(b)
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	defer f.Close()
 	set := testSet(b, builds, true)
 	ctx := context.Background()

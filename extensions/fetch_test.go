@@ -20,10 +20,10 @@ import (
 
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/cache"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -31,16 +31,16 @@ const testVSCode = "1.100.3"
 
 var platforms = []string{"linux/amd64", "linux/arm64"}
 
-func loadBuilds(t testing.TB) []gallery.Build {
+func loadBuilds(t testing.TB) []gallerytest.Build {
 	t.Helper()
-	b, err := gallery.LoadDir(gallery.FixtureDir())
+	b, err := gallerytest.LoadDir(gallerytest.FixtureDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-func buildOf(t testing.TB, builds []gallery.Build, id, ver, tp string) gallery.Build {
+func buildOf(t testing.TB, builds []gallerytest.Build, id, ver, tp string) gallerytest.Build {
 	t.Helper()
 	for _, b := range builds {
 		if b.ID == id && b.Version == ver && b.TargetPlatform == tp {
@@ -48,13 +48,13 @@ func buildOf(t testing.TB, builds []gallery.Build, id, ver, tp string) gallery.B
 		}
 	}
 	t.Fatalf("no fixture %s@%s %s", id, ver, tp)
-	return gallery.Build{}
+	return gallerytest.Build{}
 }
 
 // testSet is the resolved extension list the tests fetch: python (platform
 // builds only), debugpy (universal, depends on python) from the Marketplace,
 // the Ray debugger (universal) from Open VSX. lock pins the digests.
-func testSet(t testing.TB, builds []gallery.Build, lock bool) []imagespec.Extension {
+func testSet(t testing.TB, builds []gallerytest.Build, lock bool) []imagespec.Extension {
 	file := func(id, ver, tp string) imagespec.File {
 		f := imagespec.File{TargetPlatform: tp}
 		if lock {
@@ -81,7 +81,7 @@ func testSet(t testing.TB, builds []gallery.Build, lock bool) []imagespec.Extens
 // fetchFixture is the test set (locked or not) fetched once into a fresh
 // cache from a fresh fake gallery.
 type fetchFixture struct {
-	gallery *gallery.Fake
+	gallery *gallerytest.Fake
 	fetcher *extensions.Fetcher
 	cache   *cache.Cache
 	set     []imagespec.Extension
@@ -91,7 +91,7 @@ type fetchFixture struct {
 func fetchTestSet(t *testing.T, lock bool) fetchFixture {
 	t.Helper()
 	builds := loadBuilds(t)
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	t.Cleanup(f.Close)
 	fe, c := newFetcher(t, f, t.TempDir())
 	set := testSet(t, builds, lock)
@@ -102,7 +102,7 @@ func fetchTestSet(t *testing.T, lock bool) fetchFixture {
 	return fetchFixture{gallery: f, fetcher: fe, cache: c, set: set, got: got}
 }
 
-func newFetcher(t testing.TB, f *gallery.Fake, dir string) (*extensions.Fetcher, *cache.Cache) {
+func newFetcher(t testing.TB, f *gallerytest.Fake, dir string) (*extensions.Fetcher, *cache.Cache) {
 	t.Helper()
 	c, err := cache.Open(dir)
 	if err != nil {
@@ -157,7 +157,7 @@ var fullListing = []string{
 
 func TestFetchColdThenWarm(t *testing.T) {
 	builds := loadBuilds(t)
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	defer f.Close()
 	for _, lock := range []bool{true, false} {
 		t.Run(fmt.Sprintf("lock=%v", lock), func(t *testing.T) {
@@ -226,40 +226,40 @@ func TestFetchFaults(t *testing.T) {
 	py := buildOf(t, builds, "ms-python.python", "2025.6.1", "linux-x64")
 	pyArm := buildOf(t, builds, "ms-python.python", "2025.6.1", "linux-arm64")
 	dbg := buildOf(t, builds, "ms-python.debugpy", "2025.10.0", "universal")
-	mustAdd := func(extra ...gallery.Entry) []byte {
-		b, err := gallery.AddEntries(py.Body, extra...)
+	mustAdd := func(extra ...gallerytest.Entry) []byte {
+		b, err := gallerytest.AddEntries(py.Body, extra...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
-	slip := mustAdd(gallery.Entry{Name: "extension/../../../evil.sh", Body: []byte("#!/bin/sh\n")})
-	link := mustAdd(gallery.Entry{Name: "extension/link", Body: []byte("/etc/passwd"), Mode: fs.ModeSymlink | 0o777})
-	bomb := mustAdd(gallery.Entry{Name: "extension/bomb.bin", Body: make([]byte, 64<<20)})
+	slip := mustAdd(gallerytest.Entry{Name: "extension/../../../evil.sh", Body: []byte("#!/bin/sh\n")})
+	link := mustAdd(gallerytest.Entry{Name: "extension/link", Body: []byte("/etc/passwd"), Mode: fs.ModeSymlink | 0o777})
+	bomb := mustAdd(gallerytest.Entry{Name: "extension/bomb.bin", Body: make([]byte, 64<<20)})
 
 	for _, tc := range []struct {
 		name    string
-		fault   gallery.Fault
+		fault   gallerytest.Fault
 		lockBad bool
 		wantErr string // empty: must recover
 		minTime time.Duration
 	}{
-		{name: "429 with Retry-After", fault: gallery.Fault{Kind: gallery.RateLimit, Count: 1, RetryAfter: 1}, minTime: 900 * time.Millisecond},
-		{name: "503 burst", fault: gallery.Fault{Kind: gallery.Unavailable, Count: 3, RetryAfter: 0}},
-		{name: "connection reset mid-body", fault: gallery.Fault{Kind: gallery.ResetMidBody, Count: 2}},
-		{name: "truncated body", fault: gallery.Fault{Kind: gallery.Truncate, Count: 2}},
-		{name: "gzip Content-Encoding", fault: gallery.Fault{Kind: gallery.GzipEncoded}},
-		{name: "gzip without Content-Encoding", fault: gallery.Fault{Kind: gallery.GzipSilent}},
-		{name: "wrong file identity", fault: gallery.Fault{Kind: gallery.Replace, Body: dbg.Body}, wantErr: "Identity is ms-python.debugpy@2025.10.0"},
-		{name: "wrong platform", fault: gallery.Fault{Kind: gallery.Replace, Body: pyArm.Body}, wantErr: `TargetPlatform is "linux-arm64", want "linux-x64"`},
+		{name: "429 with Retry-After", fault: gallerytest.Fault{Kind: gallerytest.RateLimit, Count: 1, RetryAfter: 1}, minTime: 900 * time.Millisecond},
+		{name: "503 burst", fault: gallerytest.Fault{Kind: gallerytest.Unavailable, Count: 3, RetryAfter: 0}},
+		{name: "connection reset mid-body", fault: gallerytest.Fault{Kind: gallerytest.ResetMidBody, Count: 2}},
+		{name: "truncated body", fault: gallerytest.Fault{Kind: gallerytest.Truncate, Count: 2}},
+		{name: "gzip Content-Encoding", fault: gallerytest.Fault{Kind: gallerytest.GzipEncoded}},
+		{name: "gzip without Content-Encoding", fault: gallerytest.Fault{Kind: gallerytest.GzipSilent}},
+		{name: "wrong file identity", fault: gallerytest.Fault{Kind: gallerytest.Replace, Body: dbg.Body}, wantErr: "Identity is ms-python.debugpy@2025.10.0"},
+		{name: "wrong platform", fault: gallerytest.Fault{Kind: gallerytest.Replace, Body: pyArm.Body}, wantErr: `TargetPlatform is "linux-arm64", want "linux-x64"`},
 		{name: "sha256 disagrees with the lock", lockBad: true, wantErr: "but the lock says"},
-		{name: "zip slip", fault: gallery.Fault{Kind: gallery.Replace, Body: slip}, wantErr: "escapes"},
-		{name: "symlink entry", fault: gallery.Fault{Kind: gallery.Replace, Body: link}, wantErr: "symbolic link"},
-		{name: "zip bomb", fault: gallery.Fault{Kind: gallery.Replace, Body: bomb}, wantErr: "compression ratio"},
-		{name: "HTML with status 200", fault: gallery.Fault{Kind: gallery.HTML200}, wantErr: "HTML"},
+		{name: "zip slip", fault: gallerytest.Fault{Kind: gallerytest.Replace, Body: slip}, wantErr: "escapes"},
+		{name: "symlink entry", fault: gallerytest.Fault{Kind: gallerytest.Replace, Body: link}, wantErr: "symbolic link"},
+		{name: "zip bomb", fault: gallerytest.Fault{Kind: gallerytest.Replace, Body: bomb}, wantErr: "compression ratio"},
+		{name: "HTML with status 200", fault: gallerytest.Fault{Kind: gallerytest.HTML200}, wantErr: "HTML"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := gallery.New(builds)
+			f := gallerytest.New(builds)
 			defer f.Close()
 			if tc.fault.Kind != 0 {
 				tc.fault.ID, tc.fault.TargetPlatform = "ms-python.python", "linux-x64"
@@ -323,7 +323,7 @@ func TestFetchRejectsCrossPlatformFile(t *testing.T) {
 	builds := loadBuilds(t)
 	set := testSet(t, builds, false)
 	set[0].Files["linux/amd64"] = imagespec.File{TargetPlatform: "linux-arm64"}
-	fe, _ := newFetcher(t, gallery.New(builds), t.TempDir())
+	fe, _ := newFetcher(t, gallerytest.New(builds), t.TempDir())
 	_, err := fe.FetchExtensions(context.Background(), set, platforms, testVSCode)
 	if err == nil || !strings.Contains(err.Error(), `built for "linux-arm64"`) {
 		t.Fatalf("err = %v, want a refusal to install linux-arm64 on linux/amd64", err)
@@ -332,7 +332,7 @@ func TestFetchRejectsCrossPlatformFile(t *testing.T) {
 
 func TestFetchEngineMismatch(t *testing.T) {
 	builds := loadBuilds(t)
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	defer f.Close()
 	fe, c := newFetcher(t, f, t.TempDir())
 	set := []imagespec.Extension{{ID: "anyscalecompute.ray-distributed-debugger", Version: "0.2.0", Source: "openvsx", Files: map[string]imagespec.File{"linux/amd64": {TargetPlatform: "universal"}}}}
@@ -346,7 +346,7 @@ func TestFetchEngineMismatch(t *testing.T) {
 // Two OS processes fetch the same set into one cache at once.
 func TestFetchTwoProcesses(t *testing.T) {
 	builds := loadBuilds(t)
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	defer f.Close()
 	// Slow the downloads a little so the processes overlap.
 	dir := t.TempDir()

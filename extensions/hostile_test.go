@@ -13,22 +13,22 @@ import (
 
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/cache"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
 // pythonX64Only is the locked set reduced to ms-python.python for
 // linux/amd64: one file, one download URL.
-func pythonX64Only(t *testing.T, builds []gallery.Build, lock bool) []imagespec.Extension {
+func pythonX64Only(t *testing.T, builds []gallerytest.Build, lock bool) []imagespec.Extension {
 	e := testSet(t, builds, lock)[0]
 	e.Files = map[string]imagespec.File{"linux/amd64": e.Files["linux/amd64"]}
 	return []imagespec.Extension{e}
 }
 
-func fetcherWith(t *testing.T, f *gallery.Fake, dir string, hopts []httpx.Option, fopts ...extensions.Option) (*extensions.Fetcher, *cache.Cache) {
+func fetcherWith(t *testing.T, f *gallerytest.Fake, dir string, hopts []httpx.Option, fopts ...extensions.Option) (*extensions.Fetcher, *cache.Cache) {
 	t.Helper()
 	c, err := cache.Open(dir)
 	if err != nil {
@@ -49,17 +49,17 @@ func TestFetchOneRetryPolicyPerRequest(t *testing.T) {
 	builds := loadBuilds(t)
 	for _, tc := range []struct {
 		name string
-		kind gallery.FaultKind
+		kind gallerytest.FaultKind
 		want int64
 	}{
-		{"hang-up before the headers: the HTTP client's 1+4", gallery.Hangup, 5},
-		{"503 every time: the HTTP client's 1+4", gallery.Unavailable, 5},
-		{"body cut every time: the Fetcher's 4 attempts", gallery.Truncate, 4},
+		{"hang-up before the headers: the HTTP client's 1+4", gallerytest.Hangup, 5},
+		{"503 every time: the HTTP client's 1+4", gallerytest.Unavailable, 5},
+		{"body cut every time: the Fetcher's 4 attempts", gallerytest.Truncate, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := gallery.New(builds)
+			f := gallerytest.New(builds)
 			defer f.Close()
-			f.AddFault(gallery.Fault{Kind: tc.kind, ID: "ms-python.python", TargetPlatform: "linux-x64", RetryAfter: -1})
+			f.AddFault(gallerytest.Fault{Kind: tc.kind, ID: "ms-python.python", TargetPlatform: "linux-x64", RetryAfter: -1})
 			fe, c := fetcherWith(t, f, t.TempDir(), nil)
 			_, err := fe.FetchExtensions(context.Background(), pythonX64Only(t, builds, true), []string{"linux/amd64"}, testVSCode)
 			if err == nil {
@@ -77,11 +77,11 @@ func TestFetchOneRetryPolicyPerRequest(t *testing.T) {
 // bounds the wait for the headers only.
 func TestFetchSlowSteadyDownload(t *testing.T) {
 	builds := loadBuilds(t)
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	defer f.Close()
 	// About 2.4 KB in 256-byte chunks every 40 ms: ~400 ms in all, far
 	// longer than the 100 ms attempt timeout.
-	f.AddFault(gallery.Fault{Kind: gallery.Trickle, ID: "ms-python.python", TargetPlatform: "linux-x64", Chunk: 256, Delay: 40 * time.Millisecond})
+	f.AddFault(gallerytest.Fault{Kind: gallerytest.Trickle, ID: "ms-python.python", TargetPlatform: "linux-x64", Chunk: 256, Delay: 40 * time.Millisecond})
 	fe, c := fetcherWith(t, f, t.TempDir(), []httpx.Option{httpx.WithTimeout(100 * time.Millisecond)})
 	got, err := fe.FetchExtensions(context.Background(), pythonX64Only(t, builds, true), []string{"linux/amd64"}, testVSCode)
 	if err != nil {
@@ -96,9 +96,9 @@ func TestFetchSlowSteadyDownload(t *testing.T) {
 // A stalled download fails after the idle timeout and is tried again.
 func TestFetchStalledDownloadIsRetried(t *testing.T) {
 	builds := loadBuilds(t)
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	defer f.Close()
-	f.AddFault(gallery.Fault{Kind: gallery.Stall, ID: "ms-python.python", TargetPlatform: "linux-x64", Count: 1, Delay: 30 * time.Second})
+	f.AddFault(gallerytest.Fault{Kind: gallerytest.Stall, ID: "ms-python.python", TargetPlatform: "linux-x64", Count: 1, Delay: 30 * time.Second})
 	fe, _ := fetcherWith(t, f, t.TempDir(), []httpx.Option{httpx.WithIdleTimeout(200 * time.Millisecond)})
 	start := time.Now()
 	if _, err := fe.FetchExtensions(context.Background(), pythonX64Only(t, builds, true), []string{"linux/amd64"}, testVSCode); err != nil {
@@ -117,7 +117,7 @@ func TestFetchStalledDownloadIsRetried(t *testing.T) {
 // request, naming every unpinned file.
 func TestFetchUnpinnedFiles(t *testing.T) {
 	builds := loadBuilds(t)
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	defer f.Close()
 	var warn bytes.Buffer
 	fe, _ := fetcherWith(t, f, t.TempDir(), nil, extensions.WithWarnings(&warn))
@@ -203,7 +203,7 @@ func TestFetchIndexNamingAnotherBlob(t *testing.T) {
 // h says, whatever data is).
 func withRawEntry(t *testing.T, vsix []byte, h *zip.FileHeader, data []byte) []byte {
 	t.Helper()
-	b, err := gallery.AddRawEntry(vsix, h, data)
+	b, err := gallerytest.AddRawEntry(vsix, h, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,11 +219,11 @@ func TestFetchRejectsWhatValidationReadsInFull(t *testing.T) {
 	raw := func(crc uint32, declared uint64) *zip.FileHeader {
 		return &zip.FileHeader{Name: "extension/dist/evil.js", Method: zip.Store, CRC32: crc, CompressedSize64: uint64(len(js)), UncompressedSize64: declared}
 	}
-	var near []gallery.Entry
+	var near []gallerytest.Entry
 	for i := range 48 {
-		near = append(near, gallery.Entry{Name: "extension/chunk" + string(rune('a'+i/26)) + string(rune('a'+i%26)), Body: make([]byte, 1<<20-1)})
+		near = append(near, gallerytest.Entry{Name: "extension/chunk" + string(rune('a'+i/26)) + string(rune('a'+i%26)), Body: make([]byte, 1<<20-1)})
 	}
-	bomb, err := gallery.AddEntries(py.Body, near...)
+	bomb, err := gallerytest.AddEntries(py.Body, near...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,9 +237,9 @@ func TestFetchRejectsWhatValidationReadsInFull(t *testing.T) {
 		{"48 entries just under 1 MiB", "expands to more than", bomb},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := gallery.New(builds)
+			f := gallerytest.New(builds)
 			defer f.Close()
-			f.AddFault(gallery.Fault{Kind: gallery.Replace, ID: "ms-python.python", TargetPlatform: "linux-x64", Body: tc.body})
+			f.AddFault(gallerytest.Fault{Kind: gallerytest.Replace, ID: "ms-python.python", TargetPlatform: "linux-x64", Body: tc.body})
 			fe, c := newFetcher(t, f, t.TempDir())
 			_, err := fe.FetchExtensions(context.Background(), pythonX64Only(t, builds, false), []string{"linux/amd64"}, testVSCode)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

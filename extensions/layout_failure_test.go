@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/extensions"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
 )
 
 // A Layout that fails after extracting some extensions removes what it
@@ -20,7 +20,7 @@ import (
 // directory that existed before stays, and so does the rest of its parent.
 func TestLayoutFailureLeavesNothingBehind(t *testing.T) {
 	builds := loadBuilds(t)
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	t.Cleanup(f.Close)
 	fe, c := newFetcher(t, f, t.TempDir())
 	good := testSet(t, builds, true)

@@ -15,14 +15,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/extensions"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
 	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // fetchedCache fetches the locked test set into a fresh cache.
-func fetchedCache(t *testing.T) (*gallery.Fake, func(dir, platform string) ([]extensions.Installed, error)) {
+func fetchedCache(t *testing.T) (*gallerytest.Fake, func(dir, platform string) ([]extensions.Installed, error)) {
 	t.Helper()
 	fx := fetchTestSet(t, true)
 	ts := time.Unix(1700000000, 0)
@@ -250,7 +250,7 @@ func TestRealCodeServerLoadsLayout(t *testing.T) {
 // platforms' layouts equal those Layout makes by itself.
 func TestLayoutFromValidatedFiles(t *testing.T) {
 	builds := loadBuilds(t)
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	t.Cleanup(f.Close)
 	fe, c := newFetcher(t, f, t.TempDir())
 	set := testSet(t, builds, true)

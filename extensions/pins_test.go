@@ -9,11 +9,11 @@ import (
 
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions"
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 )
 
 // galleryCatalog is a catalog of every fixture build, with no sha256.
-func galleryCatalog(builds []gallery.Build) *catalog.Catalog {
+func galleryCatalog(builds []gallerytest.Build) *catalog.Catalog {
 	cat := &catalog.Catalog{}
 	byID := map[string]int{}
 	for _, b := range builds {
@@ -41,7 +41,7 @@ func galleryCatalog(builds []gallery.Build) *catalog.Catalog {
 
 func TestRecordAndCarryPins(t *testing.T) {
 	builds := loadBuilds(t)
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	defer f.Close()
 	fe, _ := newFetcher(t, f, t.TempDir())
 	got, err := fe.FetchExtensions(context.Background(), testSet(t, builds, false), platforms, testVSCode)

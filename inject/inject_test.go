@@ -22,7 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/internal/testutil/kubetest"
 	"github.com/imagectl/imagectl/matrix"
@@ -585,7 +585,7 @@ func TestResolveDigest(t *testing.T) {
 	ctx := context.Background()
 	host := testutil.Serve(t, basicAuth(testutil.RegistryHandler(), "alice", "s3cret"))
 	repo := host + "/team/code-server-ray"
-	img, err := testimage.RandomPlatformImage("amd64")
+	img, err := imagetest.RandomPlatformImage("amd64")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -736,7 +736,7 @@ func TestDefaultImageChoice(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	repo := strings.TrimPrefix(srv.URL, "http://") + "/team/code-server-ray"
-	img, err := testimage.RandomPlatformImage("amd64")
+	img, err := imagetest.RandomPlatformImage("amd64")
 	if err != nil {
 		t.Fatal(err)
 	}

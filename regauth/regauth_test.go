@@ -13,9 +13,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/imagectl/imagectl/internal/fakes/authregistry"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/regauth"
+	"github.com/imagectl/imagectl/regauth/regauthtest"
 )
 
 // dockerConfig writes a config.json the way `docker login HOST` writes it
@@ -38,9 +38,9 @@ func login(host, user, pass string) map[string]any {
 }
 
 // newAuthRegistry serves an in-memory registry that wants ci:s3cret.
-func newAuthRegistry(t *testing.T, opts ...authregistry.Option) (host string, h *authregistry.Handler) {
+func newAuthRegistry(t *testing.T, opts ...regauthtest.Option) (host string, h *regauthtest.Handler) {
 	t.Helper()
-	h = authregistry.New(testutil.RegistryHandler(), "ci", "s3cret", opts...)
+	h = regauthtest.New(testutil.RegistryHandler(), "ci", "s3cret", opts...)
 	return testutil.Serve(t, h), h
 }
 
@@ -85,9 +85,9 @@ func TestCheckPushRefusals(t *testing.T) {
 			[]string{"refused an anonymous push"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var opts []authregistry.Option
+			var opts []regauthtest.Option
 			if tc.anonPull {
-				opts = append(opts, authregistry.WithAnonymousPull())
+				opts = append(opts, regauthtest.WithAnonymousPull())
 			}
 			host, _ := newAuthRegistry(t, opts...)
 			dockerConfig(t, tc.cfg(host))

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/imagectl/imagectl/internal/registry"
+	"github.com/imagectl/imagectl/registry"
 )
 
 // Verifiers runs every verifier in order and stops at the first failure.

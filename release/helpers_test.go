@@ -21,10 +21,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/imagectl/imagectl/imagespec"
-	registryclient "github.com/imagectl/imagectl/internal/registry"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/registry"
 )
 
 // counter counts registry requests by kind.
@@ -67,7 +67,7 @@ func (c *counter) snapshot() (reads, writes int) {
 type testRegistry struct {
 	host  string
 	count *counter
-	reg   *registryclient.Registry
+	reg   *registry.Registry
 }
 
 func newTestRegistry(t testing.TB) *testRegistry {
@@ -75,7 +75,7 @@ func newTestRegistry(t testing.TB) *testRegistry {
 	c := &counter{byPath: map[string]int{}}
 	srv := httptest.NewServer(c.wrap(testutil.RegistryHandler()))
 	t.Cleanup(srv.Close)
-	reg, err := registryclient.New()
+	reg, err := registry.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func imageWithLabels(t testing.TB, platforms []string, labels map[string]string)
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, pl := range platforms {
 		os, arch, _ := strings.Cut(pl, "/")
-		img, err := testimage.RandomLabelledImage(v1.Platform{OS: os, Architecture: arch}, labels)
+		img, err := imagetest.RandomLabelledImage(v1.Platform{OS: os, Architecture: arch}, labels)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func headDigest(t testing.TB, repo name.Repository, tag string) string {
 	t.Helper()
 	d, err := remote.Head(repo.Tag(tag))
 	if err != nil {
-		if registryclient.IsNotFound(err) {
+		if registry.IsNotFound(err) {
 			return ""
 		}
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/registry"
+	"github.com/imagectl/imagectl/registry"
 )
 
 // InputsDigester computes the digest of every input of a set's build (the

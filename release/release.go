@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/registry"
+	"github.com/imagectl/imagectl/registry"
 )
 
 // Builder builds a planned entry's set (e.Set, whose inputs digest the

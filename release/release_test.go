@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/registry"
+	"github.com/imagectl/imagectl/registry"
 )
 
 // fakeBuilder stands in for BuildKit only: it "builds" by pushing, by digest,

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/sign"
 )
@@ -19,11 +19,11 @@ import (
 func TestAttested(t *testing.T) {
 	ctx := context.Background()
 	reg := testutil.Registry(t)
-	root, err := testimage.Default().Push(ctx, reg+"/code-server-ray:test")
+	root, err := imagetest.Default().Push(ctx, reg+"/code-server-ray:test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := testimage.PushedIndex(root)
+	im, err := imagetest.PushedIndex(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/sigstore/pkg/signature"
 
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/sign"
 )
@@ -91,7 +91,7 @@ func TestPasswordSources(t *testing.T) {
 func TestImageSignsIndexAndEveryPlatform(t *testing.T) {
 	ctx := context.Background()
 	reg := testutil.Registry(t)
-	spec := testimage.Default()
+	spec := imagetest.Default()
 	root, err := spec.Push(ctx, reg+"/code-server-ray:test")
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestImageSignsIndexAndEveryPlatform(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sign.Image: %v", err)
 	}
-	im, err := testimage.PushedIndex(root)
+	im, err := imagetest.PushedIndex(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestImageSignsIndexAndEveryPlatform(t *testing.T) {
 func TestImageAttestationManifestsOptIn(t *testing.T) {
 	ctx := context.Background()
 	reg := testutil.Registry(t)
-	root, err := testimage.Default().Push(ctx, reg+"/img:att")
+	root, err := imagetest.Default().Push(ctx, reg+"/img:att")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestImageAttestationManifestsOptIn(t *testing.T) {
 func TestImageSinglePlatform(t *testing.T) {
 	ctx := context.Background()
 	reg := testutil.Registry(t)
-	d, err := testimage.Default().PushImage(ctx, reg+"/single:1", "linux/arm64")
+	d, err := imagetest.Default().PushImage(ctx, reg+"/single:1", "linux/arm64")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestImageSinglePlatform(t *testing.T) {
 func TestImageSignsAManifestListedTwiceOnce(t *testing.T) {
 	ctx := context.Background()
 	reg := testutil.Registry(t)
-	d, err := testimage.Default().PushImage(ctx, reg+"/single:1", "linux/arm64")
+	d, err := imagetest.Default().PushImage(ctx, reg+"/single:1", "linux/arm64")
 	if err != nil {
 		t.Fatal(err)
 	}

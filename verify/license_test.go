@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 )
 
 // scannedSBOM is an SPDX document shaped like sbom.Scan's for an image
@@ -32,8 +32,8 @@ const scannedSBOM = `{
 }`
 
 func TestExtensionLicensesFromTheSBOM(t *testing.T) {
-	spec := testimage.Default()
-	spec.Extensions = []testimage.Extension{
+	spec := imagetest.Default()
+	spec.Extensions = []imagetest.Extension{
 		{ID: "ms-python.python", Version: "2025.10.0"},
 		{ID: "anyscalecompute.ray-distributed-debugger", Version: "0.1.4", Universal: true},
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/verify"
 )
@@ -49,7 +49,7 @@ func TestImageSignedRepository(t *testing.T) {
 	ctx := context.Background()
 	k := newKeys(t)
 	reg := testutil.Registry(t)
-	spec := testimage.Default()
+	spec := imagetest.Default()
 	root, err := spec.Push(ctx, reg+"/code-server-ray:latest")
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestImageSignedRepository(t *testing.T) {
 func TestWithAllowedRepositoriesRejectsBadNames(t *testing.T) {
 	k := newKeys(t)
 	reg := testutil.Registry(t)
-	root, err := testimage.Default().Push(context.Background(), reg+"/x:latest")
+	root, err := imagetest.Default().Push(context.Background(), reg+"/x:latest")
 	if err != nil {
 		t.Fatal(err)
 	}

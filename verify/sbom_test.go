@@ -8,13 +8,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/sbom/document"
 )
 
 func TestCheckSBOMContents(t *testing.T) {
 	lockedSet := func() imagespec.Set {
-		set := testimage.Default().Lock()
+		set := imagetest.Default().Lock()
 		for i := range set.Extensions {
 			for p, f := range set.Extensions[i].Files {
 				f.SHA256 = strings.Repeat("e", 64)
@@ -66,10 +66,10 @@ func TestCheckSBOMContents(t *testing.T) {
 			return s
 		}, lock: lockedSet, want: []string{"of the lock is not in the SBOM"}},
 		{name: "unlocked image: ray and debugpy", sbom: func() imagespec.Set {
-			s := testimage.Default().Lock()
+			s := imagetest.Default().Lock()
 			s.Debugpy = "1.8.0"
 			return s
-		}, lock: func() imagespec.Set { return testimage.Default().Lock() }, want: []string{"Python distribution debugpy: the SBOM lists 1.8.0, the lock says"}},
+		}, lock: func() imagespec.Set { return imagetest.Default().Lock() }, want: []string{"Python distribution debugpy: the SBOM lists 1.8.0, the lock says"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &verifier{rep: &Report{}}

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/sign"
 	"github.com/imagectl/imagectl/verify"
@@ -67,7 +67,7 @@ func TestImageBuildKitSBOMIsRead(t *testing.T) {
 	ctx := context.Background()
 	k := newKeys(t)
 	reg := testutil.Registry(t)
-	spec := testimage.Default()
+	spec := imagetest.Default()
 
 	// Cosign form: the empty document attested for every platform.
 	cosignRoot, err := spec.Push(ctx, reg+"/cosign:latest")

@@ -21,7 +21,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 	ikeys "github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/sbom/document"
@@ -61,7 +61,7 @@ func newKeys(t *testing.T) keys {
 // platformDigest returns the digest of one platform manifest in the index.
 func platformDigest(t *testing.T, root name.Digest, platform string) name.Digest {
 	t.Helper()
-	im, err := testimage.PushedIndex(root)
+	im, err := imagetest.PushedIndex(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func platformDigest(t *testing.T, root name.Digest, platform string) name.Digest
 }
 
 // signAll signs and attests an SBOM like `imagectl build --sign` does.
-func signAll(t *testing.T, ctx context.Context, ref string, s *sign.Signer, spec testimage.Spec) {
+func signAll(t *testing.T, ctx context.Context, ref string, s *sign.Signer, spec imagetest.Spec) {
 	t.Helper()
 	if _, err := sign.Image(ctx, ref, s); err != nil {
 		t.Fatalf("sign.Image: %v", err)
@@ -137,9 +137,9 @@ func TestImage(t *testing.T) {
 
 	type tc struct {
 		name string
-		spec func(*testimage.Spec)
+		spec func(*imagetest.Spec)
 		// publish signs/attests (default: signAll with k.signer).
-		publish func(t *testing.T, root name.Digest, spec testimage.Spec)
+		publish func(t *testing.T, root name.Digest, spec imagetest.Spec)
 		opts    []verify.Option
 		// want lists substrings of one failure each (check, then parts);
 		// empty means the image must verify.
@@ -149,7 +149,7 @@ func TestImage(t *testing.T) {
 		{name: "valid"},
 		{
 			name: "platform manifest unsigned",
-			publish: func(t *testing.T, root name.Digest, spec testimage.Spec) {
+			publish: func(t *testing.T, root name.Digest, spec imagetest.Spec) {
 				signAll(t, ctx, root.String(), k.signer, spec)
 				arm := platformDigest(t, root, "linux/arm64")
 				// Drop the arm64 signature by replacing it with an empty signature list.
@@ -162,7 +162,7 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "only the index signed",
-			publish: func(t *testing.T, root name.Digest, spec testimage.Spec) {
+			publish: func(t *testing.T, root name.Digest, spec imagetest.Spec) {
 				if _, err := sign.Image(ctx, root.String(), k.signer, sign.WithAllManifests(false)); err != nil {
 					t.Fatal(err)
 				}
@@ -174,7 +174,7 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "signed by another key",
-			publish: func(t *testing.T, root name.Digest, spec testimage.Spec) {
+			publish: func(t *testing.T, root name.Digest, spec imagetest.Spec) {
 				signAll(t, ctx, root.String(), k.other, spec)
 			},
 			want: [][]string{
@@ -186,7 +186,7 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "tampered signature payload",
-			publish: func(t *testing.T, root name.Digest, spec testimage.Spec) {
+			publish: func(t *testing.T, root name.Digest, spec imagetest.Spec) {
 				signAll(t, ctx, root.String(), k.signer, spec)
 				arm := platformDigest(t, root, "linux/arm64")
 				p, b64 := onlySignature(t, arm)
@@ -200,7 +200,7 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "valid signature of another digest copied",
-			publish: func(t *testing.T, root name.Digest, spec testimage.Spec) {
+			publish: func(t *testing.T, root name.Digest, spec imagetest.Spec) {
 				signAll(t, ctx, root.String(), k.signer, spec)
 				amd, arm := platformDigest(t, root, "linux/amd64"), platformDigest(t, root, "linux/arm64")
 				p, b64 := onlySignature(t, amd)
@@ -210,7 +210,7 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "label disagrees with contents",
-			spec: func(s *testimage.Spec) {
+			spec: func(s *imagetest.Spec) {
 				s.EditFiles = func(platform string, files map[string][]byte) {
 					if platform != "linux/arm64" {
 						return
@@ -224,7 +224,7 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "interpreter not shipped, not in the settings, not the active environment",
-			spec: func(s *testimage.Spec) {
+			spec: func(s *imagetest.Spec) {
 				s.EditFiles = func(platform string, files map[string][]byte) {
 					if platform != "linux/arm64" {
 						return
@@ -248,7 +248,7 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "debugger localRoot maps the worker's cwd onto the workspace",
-			spec: func(s *testimage.Spec) {
+			spec: func(s *imagetest.Spec) {
 				s.EditFiles = func(platform string, files map[string][]byte) {
 					if platform != "linux/amd64" {
 						return
@@ -264,7 +264,7 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "ray label disagrees with the lock",
-			spec: func(s *testimage.Spec) {
+			spec: func(s *imagetest.Spec) {
 				s.EditLabels = func(platform string, l map[string]string) { l[imagespec.LabelRay] = "2.47.0" }
 			},
 			want: [][]string{
@@ -274,7 +274,7 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "arm64 image with a linux-x64 extension",
-			spec: func(s *testimage.Spec) {
+			spec: func(s *imagetest.Spec) {
 				s.EditFiles = func(platform string, files map[string][]byte) {
 					if platform != "linux/arm64" {
 						return
@@ -287,7 +287,7 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "universal file where the lock wants a platform build",
-			spec: func(s *testimage.Spec) {
+			spec: func(s *imagetest.Spec) {
 				s.EditFiles = func(platform string, files map[string][]byte) {
 					if platform != "linux/amd64" {
 						return
@@ -300,7 +300,7 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "extension missing, extra one installed, extensions.json stale",
-			spec: func(s *testimage.Spec) {
+			spec: func(s *imagetest.Spec) {
 				s.EditFiles = func(platform string, files map[string][]byte) {
 					if platform != "linux/amd64" {
 						return
@@ -323,7 +323,7 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "lock platforms differ from the index",
-			spec: func(s *testimage.Spec) {
+			spec: func(s *imagetest.Spec) {
 				lock := s.Lock()
 				lock.Platforms = []string{"linux/amd64"}
 				b, _ := json.Marshal(lock)
@@ -333,16 +333,16 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "python version in the path disagrees",
-			spec: func(s *testimage.Spec) { s.SitePackages = "/opt/venv/lib/python3.11/site-packages" },
+			spec: func(s *imagetest.Spec) { s.SitePackages = "/opt/venv/lib/python3.11/site-packages" },
 			want: [][]string{{"python", "linux/amd64", "/opt/venv/lib/python3.11/site-packages/ray-2.46.0.dist-info/METADATA: installed for Python 3.11", "3.12"}},
 		},
 		{
 			name: "dist-packages path is accepted",
-			spec: func(s *testimage.Spec) { s.SitePackages = "/usr/local/lib/python{py}/dist-packages" },
+			spec: func(s *imagetest.Spec) { s.SitePackages = "/usr/local/lib/python{py}/dist-packages" },
 		},
 		{
 			name: "no SBOM",
-			publish: func(t *testing.T, root name.Digest, spec testimage.Spec) {
+			publish: func(t *testing.T, root name.Digest, spec imagetest.Spec) {
 				if _, err := sign.Image(ctx, root.String(), k.signer); err != nil {
 					t.Fatal(err)
 				}
@@ -351,13 +351,13 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "no provenance",
-			spec: func(s *testimage.Spec) { s.Provenance = false },
+			spec: func(s *imagetest.Spec) { s.Provenance = false },
 			want: [][]string{{"provenance", "linux/amd64", "no provenance"}, {"provenance", "linux/arm64", "no provenance"}},
 		},
 		{
 			name: "cosign provenance attestation instead of BuildKit's",
-			spec: func(s *testimage.Spec) { s.Provenance = false },
-			publish: func(t *testing.T, root name.Digest, spec testimage.Spec) {
+			spec: func(s *imagetest.Spec) { s.Provenance = false },
+			publish: func(t *testing.T, root name.Digest, spec imagetest.Spec) {
 				signAll(t, ctx, root.String(), k.signer, spec)
 				pred := []byte(`{"builder":{"id":"https://github.com/imagectl/imagectl"},"buildType":"https://mobyproject.org/buildkit@v1"}`)
 				if _, err := sign.Attest(ctx, root.String(), k.signer, imagespec.PredicateSLSA02, func(string) ([]byte, error) { return pred, nil }); err != nil {
@@ -367,10 +367,10 @@ func TestImage(t *testing.T) {
 		},
 		{
 			name: "skip contents still checks signatures and labels",
-			spec: func(s *testimage.Spec) {
+			spec: func(s *imagetest.Spec) {
 				s.EditLabels = func(platform string, l map[string]string) { l[imagespec.LabelDebugpy] = "1.8.0" }
 			},
-			publish: func(t *testing.T, root name.Digest, spec testimage.Spec) {
+			publish: func(t *testing.T, root name.Digest, spec imagetest.Spec) {
 				signAll(t, ctx, root.String(), k.other, spec)
 			},
 			opts: []verify.Option{verify.WithSkipContents(true)},
@@ -379,7 +379,7 @@ func TestImage(t *testing.T) {
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			spec := testimage.Default()
+			spec := imagetest.Default()
 			if c.spec != nil {
 				c.spec(&spec)
 			}
@@ -431,7 +431,7 @@ func TestImageSingleManifest(t *testing.T) {
 	ctx := context.Background()
 	k := newKeys(t)
 	reg := testutil.Registry(t)
-	spec := testimage.Default()
+	spec := imagetest.Default()
 	spec.Platforms = []string{"linux/arm64"}
 	d, err := spec.PushImage(ctx, reg+"/single:latest", "linux/arm64")
 	if err != nil {
@@ -464,12 +464,12 @@ func TestImageSingleManifest(t *testing.T) {
 	}
 
 	// The lock must name the image's platform.
-	spec2 := testimage.Default() // lock says amd64+arm64: fine for one of them
+	spec2 := imagetest.Default() // lock says amd64+arm64: fine for one of them
 	d2, err := spec2.PushImage(ctx, reg+"/single2:latest", "linux/amd64")
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec3 := testimage.Default()
+	spec3 := imagetest.Default()
 	spec3.Platforms = []string{"linux/amd64"}
 	d3, err := spec3.PushImage(ctx, reg+"/single3:latest", "linux/arm64") // lock: amd64 only, image: arm64
 	if err != nil {
@@ -477,7 +477,7 @@ func TestImageSingleManifest(t *testing.T) {
 	}
 	for _, c := range []struct {
 		d    name.Digest
-		spec testimage.Spec
+		spec imagetest.Spec
 		ok   bool
 	}{{d2, spec2, true}, {d3, spec3, false}} {
 		signAll(t, ctx, c.d.String(), k.signer, c.spec)
@@ -517,7 +517,7 @@ func TestImageLayerSwappedByTheRegistry(t *testing.T) {
 	defer srv.Close()
 	reg := strings.TrimPrefix(srv.URL, "http://")
 
-	spec := testimage.Default()
+	spec := imagetest.Default()
 	spec.Platforms = []string{"linux/arm64"}
 	d, err := spec.PushImage(ctx, reg+"/swapped:latest", "linux/arm64")
 	if err != nil {
@@ -544,10 +544,10 @@ func TestImageLayerSwappedByTheRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := testimage.Default()
+	other := imagetest.Default()
 	other.Ray = "2.45.0"
 	files := other.Files("linux/arm64")
-	l, err := testimage.Layer(files)
+	l, err := imagetest.Layer(files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/catalog"
-	"github.com/imagectl/imagectl/internal/fakes/authregistry"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/regauth/regauthtest"
 	"github.com/imagectl/imagectl/resolve"
 )
 
@@ -73,7 +73,7 @@ func (downPinger) Ping(context.Context, string) (string, error) {
 // fail with "no extension cache").
 func TestRunPreflightBeforeAnyDownload(t *testing.T) {
 	cfg, cat, def := pinnedInputs(t)
-	host := testutil.Serve(t, authregistry.New(testutil.RegistryHandler(), "ci", "s3cret"))
+	host := testutil.Serve(t, regauthtest.New(testutil.RegistryHandler(), "ci", "s3cret"))
 	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials at all
 
 	req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}, Publish: PublishOptions{Repo: host + "/team/img", Push: true}}
@@ -88,7 +88,7 @@ func TestRunPreflightBeforeAnyDownload(t *testing.T) {
 	// With the login docker writes, the preflight passes and Run goes on to
 	// the extension cache.
 	dir := t.TempDir()
-	if err := authregistry.WriteDockerConfig(dir, host, "ci", "s3cret"); err != nil {
+	if err := regauthtest.WriteDockerConfig(dir, host, "ci", "s3cret"); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("DOCKER_CONFIG", dir)

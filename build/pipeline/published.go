@@ -17,9 +17,9 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/registry"
 	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/regauth"
+	"github.com/imagectl/imagectl/registry"
 	"github.com/imagectl/imagectl/verify"
 )
 

@@ -23,10 +23,10 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/fakes/authregistry"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/regauth"
+	"github.com/imagectl/imagectl/regauth/regauthtest"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sbom/document"
 	"github.com/imagectl/imagectl/sign"
@@ -88,7 +88,7 @@ func pushIndex(t *testing.T, tag name.Tag, set imagespec.Set, inputs string, pla
 		if err != nil {
 			t.Fatal(err)
 		}
-		img, err := testimage.RandomLabelledImage(*pl, build.Labels(set, p, inputs, time.Unix(0, 0), build.LabelSource{}))
+		img, err := imagetest.RandomLabelledImage(*pl, build.Labels(set, p, inputs, time.Unix(0, 0), build.LabelSource{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func pushIndex(t *testing.T, tag name.Tag, set imagespec.Set, inputs string, pla
 // Force, goes on to build (here: stops at the missing extension cache).
 func TestRunSkipsPublishedInputs(t *testing.T) {
 	cfg, cat, def := pinnedInputs(t)
-	reg := &countingHandler{next: authregistry.New(testutil.RegistryHandler(), "ci", "s3cret")}
+	reg := &countingHandler{next: regauthtest.New(testutil.RegistryHandler(), "ci", "s3cret")}
 	srv := httptest.NewServer(reg)
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")

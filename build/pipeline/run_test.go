@@ -15,12 +15,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore/pkg/signature"
 
+	"github.com/imagectl/imagectl/build/buildtest"
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/cache"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/fakes/buildkit"
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/keys"
 	"github.com/imagectl/imagectl/matrix"
@@ -33,14 +33,14 @@ import (
 // (base pinned) whose set installs two fixture extensions (one universal,
 // one per platform) served by a fake Marketplace, and the fake's
 // statistics.
-func happyInputs(t *testing.T) (Request, *gallery.Fake) {
+func happyInputs(t *testing.T) (Request, *gallerytest.Fake) {
 	t.Helper()
 	cfg, cat, def := pinnedInputs(t)
 	set, _, err := resolve.Resolve(cfg, cat, resolve.Request{Ray: "2.46.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	builds, err := gallery.LoadDir(gallery.FixtureDir())
+	builds, err := gallerytest.LoadDir(gallerytest.FixtureDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func happyInputs(t *testing.T) (Request, *gallery.Fake) {
 			"linux/amd64": ray, "linux/arm64": ray,
 		}},
 	}
-	g := gallery.New(builds)
+	g := gallerytest.New(builds)
 	t.Cleanup(g.Close)
 	c, err := cache.Open(t.TempDir(), cache.WithIdentify(cache.IdentifyVSIX))
 	if err != nil {
@@ -101,7 +101,7 @@ func TestRunPublishesAndSigns(t *testing.T) {
 	req.Publish = PublishOptions{Repo: host + "/team/code-server-ray", Push: true}
 	req.Solve.Provenance = true
 	req.Sign = SignOptions{Signer: signerForTest(t), SBOMFromLock: true}
-	fake := &buildkit.Builder{}
+	fake := &buildtest.Builder{}
 	res, err := Run(ctx, fake, req)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestRunPublishesAndSigns(t *testing.T) {
 	// The same request without Push writes the same index to an archive.
 	req.Publish = PublishOptions{Repo: req.Publish.Repo, DistDir: t.TempDir()}
 	req.Sign = SignOptions{}
-	ares, err := Run(ctx, &buildkit.Builder{}, req)
+	ares, err := Run(ctx, &buildtest.Builder{}, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestRunPublishesAndSigns(t *testing.T) {
 // checkContexts checks what the layout stage gave one platform's solve:
 // the rendered definition, settings.json from matrix.yaml and both
 // extensions (folders and extensions.json).
-func checkContexts(t *testing.T, req Request, c buildkit.Call) {
+func checkContexts(t *testing.T, req Request, c buildtest.Call) {
 	t.Helper()
 	r, err := req.Definition.Render(*req.Set)
 	if err != nil {
@@ -333,7 +333,7 @@ func TestBuildHandsOnTheSignStage(t *testing.T) {
 	req.Publish = PublishOptions{Repo: host + "/team/code-server-ray", Push: true}
 	req.Solve.Provenance = true
 	req.Sign = SignOptions{SBOMFromLock: true}
-	res, sg, err := Build(ctx, &buildkit.Builder{}, req)
+	res, sg, err := Build(ctx, &buildtest.Builder{}, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,11 +350,11 @@ func TestBuildHandsOnTheSignStage(t *testing.T) {
 	}
 
 	req.Publish = PublishOptions{Repo: req.Publish.Repo, DistDir: t.TempDir()}
-	if _, sg, err := Build(ctx, &buildkit.Builder{}, req); err != nil || sg != nil {
+	if _, sg, err := Build(ctx, &buildtest.Builder{}, req); err != nil || sg != nil {
 		t.Errorf("Build of an archive: sign stage %v, err %v; want none and no error", sg, err)
 	}
 	req.Sign.Signer = s
-	if _, _, err := Build(ctx, &buildkit.Builder{}, req); err == nil || !strings.Contains(err.Error(), "does not sign") {
+	if _, _, err := Build(ctx, &buildtest.Builder{}, req); err == nil || !strings.Contains(err.Error(), "does not sign") {
 		t.Errorf("Build with a signer: %v, want it refused", err)
 	}
 }

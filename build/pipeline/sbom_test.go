@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/sign"
@@ -27,7 +27,7 @@ import (
 // type: sign's TestAttested).
 func TestAttachSBOMsKeepsWhatIsThere(t *testing.T) {
 	ctx := context.Background()
-	spec := testimage.Default()
+	spec := imagetest.Default()
 	root, im := pushTestImage(t, "team/img:t")
 	set := spec.Lock()
 	set.Tags = []string{"t"}
@@ -170,17 +170,17 @@ func TestStartBasePrefetch(t *testing.T) {
 	}
 }
 
-// pushTestImage pushes testimage.Default() as repoTag to a new in-process
+// pushTestImage pushes imagetest.Default() as repoTag to a new in-process
 // registry (anonymous: DOCKER_CONFIG is empty) and returns its index.
 func pushTestImage(t *testing.T, repoTag string) (name.Digest, *v1.IndexManifest) {
 	t.Helper()
 	host := testutil.Registry(t)
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	root, err := testimage.Default().Push(context.Background(), host+"/"+repoTag)
+	root, err := imagetest.Default().Push(context.Background(), host+"/"+repoTag)
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := testimage.PushedIndex(root)
+	im, err := imagetest.PushedIndex(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app"
 	"github.com/imagectl/imagectl/extensions/cache"
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/internal/testutil"
 )
 
@@ -153,11 +153,11 @@ func TestInterruptedLayoutStopsAndCleansUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a few hundred MB; skipped with -short")
 	}
-	builds, err := gallery.LoadDir(gallery.FixtureDir())
+	builds, err := gallerytest.LoadDir(gallerytest.FixtureDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	defer f.Close()
 	root := filepath.Join("..", "..")
 	tmp := t.TempDir()

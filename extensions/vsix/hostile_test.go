@@ -14,15 +14,15 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/extensions/vsix"
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
 )
 
 // withRaw appends an entry written raw: the header says what h says,
 // whatever data is.
 func withRaw(t *testing.T, src []byte, h *zip.FileHeader, data []byte) []byte {
 	t.Helper()
-	b, err := gallery.AddRawEntry(src, h, data)
+	b, err := gallerytest.AddRawEntry(src, h, data)
 	if err != nil {
 		t.Fatal(err)
 	}

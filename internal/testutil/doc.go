@@ -5,5 +5,5 @@
 // reading a member of a tarball, and the shell lines of a Markdown section.
 // Its subpackage kubetest decodes Kubernetes manifests strictly.
 //
-// Only test files import them; imagespec's import-graph test enforces that.
+// Only test files import them; the root arch_test.go enforces that.
 package testutil

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/sbom/document"
 )
 
@@ -23,7 +23,7 @@ var updateSPDX = flag.Bool("update-spdx", false, "rewrite testdata/spdx-*.json f
 // digest of the document's encoding), so a change of encoder (key order,
 // escaping) passes and a change of content does not.
 func TestSPDXContent(t *testing.T) {
-	set := testimage.Default().Lock()
+	set := imagetest.Default().Lock()
 	set.CodeServer.Platforms = map[string]string{"linux/amd64": "sha256:" + strings.Repeat("1", 64), "linux/arm64": "sha256:" + strings.Repeat("2", 64)}
 	set.PythonLocks = map[string][]imagespec.PythonDist{
 		"linux/amd64": {{Name: "aiosignal", Version: "1.3.1", URL: "https://files.example/aiosignal.whl", SHA256: strings.Repeat("a", 64)}},

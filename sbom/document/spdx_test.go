@@ -10,12 +10,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/sbom/document"
 )
 
 func TestSPDX(t *testing.T) {
-	in := document.SBOMInputFromLock(testimage.Default().Lock(), "docker.io/example/code-server-ray", time.Unix(1748736000, 0))
+	in := document.SBOMInputFromLock(imagetest.Default().Lock(), "docker.io/example/code-server-ray", time.Unix(1748736000, 0))
 	a, err := document.SPDX(in, "linux/arm64")
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestSPDX(t *testing.T) {
 // With a locked closure, each platform's SBOM lists that platform's wheels
 // (with sha256 and URL); the index's lists every platform's.
 func TestSPDXFromLockWithClosure(t *testing.T) {
-	set := testimage.Default().Lock()
+	set := imagetest.Default().Lock()
 	wheel := func(name, version, file string, c byte) imagespec.PythonDist {
 		return imagespec.PythonDist{Name: name, Version: version, Filename: file, URL: "https://files.example/" + file, SHA256: strings.Repeat(string(c), 64)}
 	}

@@ -27,8 +27,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/inject"
-	"github.com/imagectl/imagectl/internal/testimage"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/smoke/probe"
 )
@@ -230,7 +230,7 @@ func pushTestImage(t *testing.T, user, pass string) (string, string) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	ref := strings.TrimPrefix(srv.URL, "http://") + "/team/code-server-ray:ray2.46.0"
-	img, err := testimage.RandomPlatformImage("amd64")
+	img, err := imagetest.RandomPlatformImage("amd64")
 	if err != nil {
 		t.Fatal(err)
 	}

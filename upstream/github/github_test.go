@@ -12,15 +12,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
-	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
+	"github.com/imagectl/imagectl/upstream/github/githubtest"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
 func TestCodeServers(t *testing.T) {
-	cs := func(tag string, draft, pre bool, published string) fakegh.Release {
-		return fakegh.Release{Repository: "coder/code-server", TagName: tag, Draft: draft, Prerelease: pre, PublishedAt: published}
+	cs := func(tag string, draft, pre bool, published string) githubtest.Release {
+		return githubtest.Release{Repository: "coder/code-server", TagName: tag, Draft: draft, Prerelease: pre, PublishedAt: published}
 	}
-	srv := httptest.NewServer(fakegh.New([]fakegh.Release{
+	srv := httptest.NewServer(githubtest.New([]githubtest.Release{
 		cs("v4.102.0-rc.1", false, true, "2025-07-10T00:00:00Z"),
 		cs("v4.101.3", true, false, ""),
 		cs("v4.101.2", false, false, "2025-06-25T00:00:00Z"),
@@ -44,12 +44,12 @@ func TestCodeServers(t *testing.T) {
 
 // Releases past the first page (GitHub lists 100 at the most) count.
 func TestCodeServersPages(t *testing.T) {
-	var rels []fakegh.Release
+	var rels []githubtest.Release
 	for i := 150; i > 0; i-- { // newest first: 150 release candidates fill page 1
-		rels = append(rels, fakegh.Release{Repository: "coder/code-server", TagName: fmt.Sprintf("v4.102.0-rc.%d", i), Prerelease: true, PublishedAt: "2025-07-10T00:00:00Z"})
+		rels = append(rels, githubtest.Release{Repository: "coder/code-server", TagName: fmt.Sprintf("v4.102.0-rc.%d", i), Prerelease: true, PublishedAt: "2025-07-10T00:00:00Z"})
 	}
-	rels = append(rels, fakegh.Release{Repository: "coder/code-server", TagName: "v4.101.2", PublishedAt: "2025-06-25T00:00:00Z"})
-	f := fakegh.New(rels)
+	rels = append(rels, githubtest.Release{Repository: "coder/code-server", TagName: "v4.101.2", PublishedAt: "2025-06-25T00:00:00Z"})
+	f := githubtest.New(rels)
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	got, err := New(WithBaseURL(srv.URL)).CodeServers(context.Background(), nil)
@@ -68,7 +68,7 @@ func TestCodeServersPages(t *testing.T) {
 // The token goes with API requests only, never with downloads (SHA256SUMS).
 func TestTokenOnlyForTheAPI(t *testing.T) {
 	as := realisticAssets()
-	srv := serve(t, as, fakegh.Sums(as))
+	srv := serve(t, as, githubtest.Sums(as))
 	rec := &authRecorder{rt: http.DefaultTransport}
 	c := New(WithBaseURL(srv.URL), WithToken("s3cret"), WithLoopbackToken(), WithHTTPClient(httpx.New(httpx.WithTransport(rec))))
 	if _, err := c.PythonRuntimes(context.Background(), st, keep312); err != nil {

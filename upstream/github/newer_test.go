@@ -11,30 +11,30 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
-	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
+	"github.com/imagectl/imagectl/upstream/github/githubtest"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
 // NewerReleases pages through the releases (newest first) and lists the
 // published date tags after the pinned one, newest first.
 func TestNewerReleases(t *testing.T) {
-	var rels []fakegh.Release
+	var rels []githubtest.Release
 	// 120 releases after the pinned one (two pages of 100), newest first,
 	// then the pinned one and older ones.
 	for i := 120; i >= 1; i-- {
-		rels = append(rels, fakegh.Release{Repository: st.Repository, TagName: fmt.Sprintf("2026%04d", i), PublishedAt: "2026-01-01T00:00:00Z"})
+		rels = append(rels, githubtest.Release{Repository: st.Repository, TagName: fmt.Sprintf("2026%04d", i), PublishedAt: "2026-01-01T00:00:00Z"})
 	}
 	rels[3].Draft = true
 	rels[4].Prerelease = true
 	rels = append(rels,
-		fakegh.Release{Repository: st.Repository, TagName: "latest-build", PublishedAt: "2026-01-01T00:00:00Z"},
-		fakegh.Release{Repository: st.Repository, TagName: "20250808", PublishedAt: "2025-08-08T00:00:00Z"},
-		fakegh.Release{Repository: st.Repository, TagName: "20250723", PublishedAt: "2025-07-23T00:00:00Z"},
+		githubtest.Release{Repository: st.Repository, TagName: "latest-build", PublishedAt: "2026-01-01T00:00:00Z"},
+		githubtest.Release{Repository: st.Repository, TagName: "20250808", PublishedAt: "2025-08-08T00:00:00Z"},
+		githubtest.Release{Repository: st.Repository, TagName: "20250723", PublishedAt: "2025-07-23T00:00:00Z"},
 	)
 	for i := 1; i <= 150; i++ { // a third page that must not be asked for
-		rels = append(rels, fakegh.Release{Repository: st.Repository, TagName: fmt.Sprintf("2024%04d", 200-i)})
+		rels = append(rels, githubtest.Release{Repository: st.Repository, TagName: fmt.Sprintf("2024%04d", 200-i)})
 	}
-	f := fakegh.New(rels)
+	f := githubtest.New(rels)
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	got, err := New(WithBaseURL(srv.URL)).NewerReleases(context.Background(), st)
@@ -77,23 +77,23 @@ func TestCheckedPythonRuntimes(t *testing.T) {
 	x, a := pbs("3.12.11", "x86_64", "install_only"), pbs("3.12.11", "aarch64", "install_only")
 	for _, tc := range []struct {
 		name    string
-		assets  []fakegh.Asset
+		assets  []githubtest.Asset
 		sums    string
 		wantErr []string // empty: accepted
 	}{
 		{name: "SHA256SUMS lists both, digests agree",
-			assets: []fakegh.Asset{{Name: x, SHA256: sum('1'), Digest: true}, {Name: a, SHA256: sum('2'), Digest: true}},
-			sums:   fakegh.Sums([]fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}})},
+			assets: []githubtest.Asset{{Name: x, SHA256: sum('1'), Digest: true}, {Name: a, SHA256: sum('2'), Digest: true}},
+			sums:   githubtest.Sums([]githubtest.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}})},
 		{name: "SHA256SUMS lacks a file that has a digest",
-			assets:  []fakegh.Asset{{Name: x, SHA256: sum('1'), Digest: true}, {Name: a, SHA256: sum('2'), Digest: true}},
-			sums:    fakegh.Sums([]fakegh.Asset{{Name: x, SHA256: sum('1')}}),
+			assets:  []githubtest.Asset{{Name: x, SHA256: sum('1'), Digest: true}, {Name: a, SHA256: sum('2'), Digest: true}},
+			sums:    githubtest.Sums([]githubtest.Asset{{Name: x, SHA256: sum('1')}}),
 			wantErr: []string{"asset " + a, "/releases/download/20250808/SHA256SUMS does not list it", "not checked against SHA256SUMS"}},
 		{name: "no SHA256SUMS, digests only",
-			assets:  []fakegh.Asset{{Name: x, SHA256: sum('1'), Digest: true}, {Name: a, SHA256: sum('2'), Digest: true}},
+			assets:  []githubtest.Asset{{Name: x, SHA256: sum('1'), Digest: true}, {Name: a, SHA256: sum('2'), Digest: true}},
 			wantErr: []string{"the release has no SHA256SUMS asset", "not checked against SHA256SUMS"}},
 		{name: "SHA256SUMS and digest disagree",
-			assets:  []fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2'), Digest: true}},
-			sums:    fakegh.Sums([]fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('3')}}),
+			assets:  []githubtest.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2'), Digest: true}},
+			sums:    githubtest.Sums([]githubtest.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('3')}}),
 			wantErr: []string{"SHA256SUMS says sha256 " + sum('3'), "not checked against SHA256SUMS"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

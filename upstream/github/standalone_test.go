@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
-	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
 	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/upstream/github/githubtest"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -19,18 +19,18 @@ import (
 // the wanted ones are far down the list, past the first page), then assets
 // (sizes 1000, 1001, ... unless set), then SHA256SUMS with body sums unless
 // sums is "".
-func serve(t *testing.T, assets []fakegh.Asset, sums string, opts ...fakegh.Option) *httptest.Server {
+func serve(t *testing.T, assets []githubtest.Asset, sums string, opts ...githubtest.Option) *httptest.Server {
 	t.Helper()
-	all := append([]fakegh.Asset(nil), assets...)
+	all := append([]githubtest.Asset(nil), assets...)
 	if sums != "" {
-		all = append(all, fakegh.SumsAsset(sums))
+		all = append(all, githubtest.SumsAsset(sums))
 	}
 	for i := range all {
 		if all[i].Size == 0 {
 			all[i].Size = int64(1000 + i)
 		}
 	}
-	srv := httptest.NewServer(fakegh.New([]fakegh.Release{{Repository: st.Repository, TagName: "20250808", Padding: 150, Assets: all}}, opts...))
+	srv := httptest.NewServer(githubtest.New([]githubtest.Release{{Repository: st.Repository, TagName: "20250808", Padding: 150, Assets: all}}, opts...))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -44,8 +44,8 @@ func pbs(version, arch, flavor string) string {
 // A release as python-build-standalone publishes it: several patches of a
 // minor (only some with both architectures), other flavours and targets,
 // a pre-release CPython.
-func realisticAssets() []fakegh.Asset {
-	return []fakegh.Asset{
+func realisticAssets() []githubtest.Asset {
+	return []githubtest.Asset{
 		{Name: pbs("3.12.11", "x86_64", "install_only"), SHA256: sum('1'), Digest: true},
 		{Name: pbs("3.12.11", "aarch64", "install_only"), SHA256: sum('2'), Digest: true},
 		{Name: pbs("3.12.11", "x86_64", "install_only_stripped"), SHA256: sum('3')},
@@ -73,7 +73,7 @@ func keep312(v string) bool { return v == "3.10" || v == "3.11" || v == "3.12" }
 
 func TestPythonRuntimes(t *testing.T) {
 	as := realisticAssets()
-	srv := serve(t, as, fakegh.Sums(as))
+	srv := serve(t, as, githubtest.Sums(as))
 	got, err := New(WithBaseURL(srv.URL)).PythonRuntimes(context.Background(), st, keep312)
 	if err != nil {
 		t.Fatal(err)
@@ -112,36 +112,36 @@ func TestPythonRuntimesSums(t *testing.T) {
 	x, a := pbs("3.12.11", "x86_64", "install_only"), pbs("3.12.11", "aarch64", "install_only")
 	for _, tc := range []struct {
 		name    string
-		assets  []fakegh.Asset
-		sums    string          // the SHA256SUMS body; "" for no SHA256SUMS asset
-		opts    []fakegh.Option // faults
-		want    string          // the aarch64 sum
+		assets  []githubtest.Asset
+		sums    string              // the SHA256SUMS body; "" for no SHA256SUMS asset
+		opts    []githubtest.Option // faults
+		want    string              // the aarch64 sum
 		wantErr []string
 	}{
 		{name: "SHA256SUMS only (no asset digests)",
-			assets: []fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}}, sums: fakegh.Sums([]fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}}),
+			assets: []githubtest.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}}, sums: githubtest.Sums([]githubtest.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}}),
 			want: sum('2')},
 		{name: "no SHA256SUMS: asset digests",
-			assets: []fakegh.Asset{{Name: x, SHA256: sum('1'), Digest: true}, {Name: a, SHA256: sum('2'), Digest: true}},
+			assets: []githubtest.Asset{{Name: x, SHA256: sum('1'), Digest: true}, {Name: a, SHA256: sum('2'), Digest: true}},
 			want:   sum('2')},
 		{name: "SHA256SUMS lacks a file that has a digest",
-			assets: []fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2'), Digest: true}}, sums: fakegh.Sums([]fakegh.Asset{{Name: x, SHA256: sum('1')}}),
+			assets: []githubtest.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2'), Digest: true}}, sums: githubtest.Sums([]githubtest.Asset{{Name: x, SHA256: sum('1')}}),
 			want: sum('2')},
 		{name: "SHA256SUMS lacks a file without digest",
-			assets: []fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}}, sums: fakegh.Sums([]fakegh.Asset{{Name: x, SHA256: sum('1')}}),
+			assets: []githubtest.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}}, sums: githubtest.Sums([]githubtest.Asset{{Name: x, SHA256: sum('1')}}),
 			wantErr: []string{"asset " + a + ": no sha256", "SHA256SUMS does not list it"}},
 		{name: "neither",
-			assets:  []fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}},
+			assets:  []githubtest.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}},
 			wantErr: []string{"no sha256 (the release has no SHA256SUMS asset and the asset no digest)", "/repos/astral-sh/python-build-standalone/releases/tags/20250808"}},
 		{name: "SHA256SUMS and digest disagree",
-			assets: []fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2'), Digest: true}}, sums: fakegh.Sums([]fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('3')}}),
+			assets: []githubtest.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2'), Digest: true}}, sums: githubtest.Sums([]githubtest.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('3')}}),
 			wantErr: []string{"asset " + a, "SHA256SUMS says sha256 " + sum('3')}},
 		{name: "SHA256SUMS is HTML with 200",
-			assets: []fakegh.Asset{{Name: x, SHA256: sum('1'), Digest: true}, {Name: a, SHA256: sum('2'), Digest: true}}, sums: fakegh.Sums([]fakegh.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}}),
-			opts:    []fakegh.Option{fakegh.WithHTMLDownload("SHA256SUMS")},
+			assets: []githubtest.Asset{{Name: x, SHA256: sum('1'), Digest: true}, {Name: a, SHA256: sum('2'), Digest: true}}, sums: githubtest.Sums([]githubtest.Asset{{Name: x, SHA256: sum('1')}, {Name: a, SHA256: sum('2')}}),
+			opts:    []githubtest.Option{githubtest.WithHTMLDownload("SHA256SUMS")},
 			wantErr: []string{"/releases/download/20250808/SHA256SUMS line 1", "an HTML page"}},
 		{name: "release API is HTML with 200",
-			opts:    []fakegh.Option{fakegh.WithHTMLAPI()},
+			opts:    []githubtest.Option{githubtest.WithHTMLAPI()},
 			wantErr: []string{"/repos/astral-sh/python-build-standalone/releases/tags/20250808"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,7 +172,7 @@ func TestPythonRuntimesReleaseFaults(t *testing.T) {
 	// A release lacking aarch64 tarballs gives no runtime (Refresh then
 	// fails naming the release); an unknown tag fails naming the URL.
 	x := pbs("3.12.11", "x86_64", "install_only")
-	srv := serve(t, []fakegh.Asset{{Name: x, SHA256: sum('1'), Digest: true}}, "")
+	srv := serve(t, []githubtest.Asset{{Name: x, SHA256: sum('1'), Digest: true}}, "")
 	c := New(WithBaseURL(srv.URL), WithHTTPClient(httpx.New(httpx.WithRetries(0))))
 	got, err := c.PythonRuntimes(context.Background(), st, keep312)
 	if err != nil || len(got) != 0 {

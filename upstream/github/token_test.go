@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
+	"github.com/imagectl/imagectl/upstream/github/githubtest"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -17,10 +17,10 @@ import (
 // another host, or plain HTTP, gets no Authorization header. Loopback over
 // HTTP is allowed only through WithLoopbackToken.
 func TestTokenOnlyOverHTTPSToTheTokenHost(t *testing.T) {
-	rels := []fakegh.Release{{Repository: "coder/code-server", TagName: "v4.101.2", PublishedAt: "2025-06-25T00:00:00Z"}}
-	plain := httptest.NewServer(fakegh.New(rels))
+	rels := []githubtest.Release{{Repository: "coder/code-server", TagName: "v4.101.2", PublishedAt: "2025-06-25T00:00:00Z"}}
+	plain := httptest.NewServer(githubtest.New(rels))
 	defer plain.Close()
-	tls := httptest.NewTLSServer(fakegh.New(rels))
+	tls := httptest.NewTLSServer(githubtest.New(rels))
 	defer tls.Close()
 	tlsHost := mustHost(t, tls.URL)
 	for _, tc := range []struct {

@@ -19,9 +19,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
-	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/upstream/httpx"
+	"github.com/imagectl/imagectl/upstream/pypi/pypitest"
 )
 
 const (
@@ -272,14 +272,14 @@ func TestLockWithRealPip(t *testing.T) {
 // manylinux_2_40 (newer than the base's glibc) is blocked.
 func TestLockTakesEveryManylinuxTagOfTheBase(t *testing.T) {
 	l := requirePip(t)
-	f := fakepypi.New([]fakepypi.Project{
-		{Name: "glibcfit", Releases: map[string][]fakepypi.File{"1.0": {
-			fakepypi.Wheel("glibcfit-1.0-cp312-cp312-manylinux_2_31_x86_64.whl"),
-			fakepypi.Wheel("glibcfit-1.0-cp312-cp312-manylinux_2_31_aarch64.whl"),
+	f := pypitest.New([]pypitest.Project{
+		{Name: "glibcfit", Releases: map[string][]pypitest.File{"1.0": {
+			pypitest.Wheel("glibcfit-1.0-cp312-cp312-manylinux_2_31_x86_64.whl"),
+			pypitest.Wheel("glibcfit-1.0-cp312-cp312-manylinux_2_31_aarch64.whl"),
 		}}},
-		{Name: "glibcnew", Releases: map[string][]fakepypi.File{"1.0": {
-			fakepypi.Wheel("glibcnew-1.0-cp312-cp312-manylinux_2_40_x86_64.whl"),
-			fakepypi.Wheel("glibcnew-1.0-cp312-cp312-manylinux_2_40_aarch64.whl"),
+		{Name: "glibcnew", Releases: map[string][]pypitest.File{"1.0": {
+			pypitest.Wheel("glibcnew-1.0-cp312-cp312-manylinux_2_40_x86_64.whl"),
+			pypitest.Wheel("glibcnew-1.0-cp312-cp312-manylinux_2_40_aarch64.whl"),
 		}}},
 	})
 	srv := httptest.NewServer(f)

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/catalog"
-	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
+	"github.com/imagectl/imagectl/upstream/pypi/pypitest"
 )
 
 // Releases against the fake PyPI (the Simple API's JSON form as warehouse
@@ -17,27 +17,27 @@ import (
 // pre-releases marked, empty releases and versions imagectl cannot order
 // left out, newest first; one request, for the normalized project page.
 func TestReleasesFromSimpleAPI(t *testing.T) {
-	f := fakepypi.New([]fakepypi.Project{{Name: "Ray", RequiresPython: ">=3.9", Releases: map[string][]fakepypi.File{
+	f := pypitest.New([]pypitest.Project{{Name: "Ray", RequiresPython: ">=3.9", Releases: map[string][]pypitest.File{
 		"2.46.0": {
-			fakepypi.Wheel("ray-2.46.0-cp311-cp311-manylinux2014_x86_64.whl"),
-			fakepypi.Wheel("ray-2.46.0-cp312-cp312-manylinux2014_x86_64.whl"),
-			fakepypi.Wheel("ray-2.46.0-cp312-cp312-manylinux2014_aarch64.whl"),
-			fakepypi.Wheel("ray-2.46.0-cp312-cp312-macosx_12_0_arm64.whl"),
-			fakepypi.Yanked("ray-2.46.0-cp310-cp310-manylinux2014_x86_64.whl"),
+			pypitest.Wheel("ray-2.46.0-cp311-cp311-manylinux2014_x86_64.whl"),
+			pypitest.Wheel("ray-2.46.0-cp312-cp312-manylinux2014_x86_64.whl"),
+			pypitest.Wheel("ray-2.46.0-cp312-cp312-manylinux2014_aarch64.whl"),
+			pypitest.Wheel("ray-2.46.0-cp312-cp312-macosx_12_0_arm64.whl"),
+			pypitest.Yanked("ray-2.46.0-cp310-cp310-manylinux2014_x86_64.whl"),
 			// Only a glibc newer than the base's: not installable.
-			fakepypi.Wheel("ray-2.46.0-cp313-cp313-manylinux_2_40_x86_64.whl"),
+			pypitest.Wheel("ray-2.46.0-cp313-cp313-manylinux_2_40_x86_64.whl"),
 			{Filename: "ray-2.46.0.tar.gz"},
 		},
 		"2.45.0": {
-			fakepypi.Wheel("ray-2.45.0-cp312-cp312-manylinux_2_31_aarch64.whl"),
-			fakepypi.Wheel("ray-2.45.0-cp311-cp311-manylinux_2_24_x86_64.whl"),
+			pypitest.Wheel("ray-2.45.0-cp312-cp312-manylinux_2_31_aarch64.whl"),
+			pypitest.Wheel("ray-2.45.0-cp311-cp311-manylinux_2_24_x86_64.whl"),
 		},
-		"2.47.0rc1": {fakepypi.Wheel("ray-2.47.0rc1-cp312-cp312-manylinux2014_x86_64.whl")},
-		"2.40.0":    {fakepypi.Yanked("ray-2.40.0-cp312-cp312-manylinux2014_x86_64.whl")},
+		"2.47.0rc1": {pypitest.Wheel("ray-2.47.0rc1-cp312-cp312-manylinux2014_x86_64.whl")},
+		"2.40.0":    {pypitest.Yanked("ray-2.40.0-cp312-cp312-manylinux2014_x86_64.whl")},
 		"2.39.0":    {{Filename: "ray-2.39.0.tar.gz"}},
 		"2.0.0":     {},
 		"not-a-version": {
-			fakepypi.Wheel("ray-x-cp312-cp312-manylinux2014_x86_64.whl"),
+			pypitest.Wheel("ray-x-cp312-cp312-manylinux2014_x86_64.whl"),
 		},
 	}}})
 	srv := httptest.NewServer(f)

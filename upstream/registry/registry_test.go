@@ -13,13 +13,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/catalog"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 func platformImage(t *testing.T, arch string) v1.Image {
 	t.Helper()
-	img, err := testimage.RandomPlatformImage(arch)
+	img, err := imagetest.RandomPlatformImage(arch)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,18 +8,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 )
 
 // TestExtensionsFetchLayoutLs runs the verbs against the fake Marketplace:
 // the committed matrix.yaml, and the committed catalog with its extension
 // records replaced by what the fake serves (the vsce-built fixtures).
 func TestExtensionsFetchLayoutLs(t *testing.T) {
-	builds, err := gallery.LoadDir(gallery.FixtureDir())
+	builds, err := gallerytest.LoadDir(gallerytest.FixtureDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	defer f.Close()
 	root := filepath.Join("..", "..", "..")
 	tmp := t.TempDir()

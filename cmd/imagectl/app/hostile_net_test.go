@@ -11,15 +11,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/internal/testutil"
 )
 
 // galleryEnv is the committed matrix.yaml with a catalog whose extension
 // records are what the fake Marketplace serves (no sha256 pinned).
 type galleryEnv struct {
-	f       *gallery.Fake
-	builds  []gallery.Build
+	f       *gallerytest.Fake
+	builds  []gallerytest.Build
 	catPath string
 	tmp     string
 	root    string
@@ -34,7 +34,7 @@ func newGalleryEnv(t *testing.T) *galleryEnv {
 // through edit (nil: served as it is).
 func newGalleryEnvWith(t *testing.T, edit func([]byte) []byte) *galleryEnv {
 	t.Helper()
-	builds, err := gallery.LoadDir(gallery.FixtureDir())
+	builds, err := gallerytest.LoadDir(gallerytest.FixtureDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func newGalleryEnvWith(t *testing.T, edit func([]byte) []byte) *galleryEnv {
 			builds[i].Body = edit(builds[i].Body)
 		}
 	}
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	t.Cleanup(f.Close)
 	root := filepath.Join("..", "..", "..")
 	tmp := t.TempDir()
@@ -98,7 +98,7 @@ func TestURLUserinfoIsNeverPrintedNorStored(t *testing.T) {
 	}
 
 	// A failing download: the error names the URL, without the userinfo.
-	e.f.AddFault(gallery.Fault{Kind: gallery.Status, StatusCode: 403, ID: "ms-python.python", Body: []byte("forbidden")})
+	e.f.AddFault(gallerytest.Fault{Kind: gallerytest.Status, StatusCode: 403, ID: "ms-python.python", Body: []byte("forbidden")})
 	code, _, errOut = e.run(append([]string{"-v"}, "extensions", "fetch", "--ray", "2.46.0", "--cache-dir", filepath.Join(e.tmp, "cache2"), "--marketplace-url", withUser)...)
 	if code == 0 {
 		t.Fatal("fetch succeeded despite the 403")
@@ -143,9 +143,9 @@ func TestUpstreamTextIsEscaped(t *testing.T) {
 			pyBody = b.Body
 		}
 	}
-	for name, fault := range map[string]gallery.Fault{
-		"HTTP error body":             {Kind: gallery.Status, StatusCode: 403, ID: "ms-python.python", Body: []byte(evil + "denied")},
-		"publisher in a package.json": {Kind: gallery.Replace, ID: "ms-python.python", TargetPlatform: "linux-x64", Body: withPublisher(t, pyBody, "ms-python"+evil)},
+	for name, fault := range map[string]gallerytest.Fault{
+		"HTTP error body":             {Kind: gallerytest.Status, StatusCode: 403, ID: "ms-python.python", Body: []byte(evil + "denied")},
+		"publisher in a package.json": {Kind: gallerytest.Replace, ID: "ms-python.python", TargetPlatform: "linux-x64", Body: withPublisher(t, pyBody, "ms-python"+evil)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e.f.ClearFaults()

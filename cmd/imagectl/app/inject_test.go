@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"sigs.k8s.io/yaml"
 
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 )
 
@@ -255,7 +255,7 @@ func TestInjectSecretFile(t *testing.T) {
 func TestInjectCLIChoosesPublishedImage(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	repo := testutil.Registry(t) + "/code-server-ray"
-	img, err := testimage.RandomPlatformImage("amd64")
+	img, err := imagetest.RandomPlatformImage("amd64")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/registry"
 	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/registry"
 	"github.com/imagectl/imagectl/release"
 	"github.com/imagectl/imagectl/resolve"
 )

@@ -8,22 +8,22 @@ import (
 	"testing"
 
 	"github.com/imagectl/imagectl/catalog"
-	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
+	"github.com/imagectl/imagectl/upstream/github/githubtest"
 )
 
 // pbsReleaseOf is python-build-standalone release tag on the fake GitHub:
 // install_only tarballs of each version for the arches given, and a
 // SHA256SUMS listing them all.
-func pbsReleaseOf(tag string, files map[string][]string) fakegh.Release {
-	var assets []fakegh.Asset
+func pbsReleaseOf(tag string, files map[string][]string) githubtest.Release {
+	var assets []githubtest.Asset
 	for v, arches := range files {
 		for _, arch := range arches {
 			n := "cpython-" + v + "+" + tag + "-" + arch + "-unknown-linux-gnu-install_only.tar.gz"
-			assets = append(assets, fakegh.Asset{Name: n, Size: 100, SHA256: fmt.Sprintf("%x", sha256.Sum256([]byte(n))), Digest: true})
+			assets = append(assets, githubtest.Asset{Name: n, Size: 100, SHA256: fmt.Sprintf("%x", sha256.Sum256([]byte(n))), Digest: true})
 		}
 	}
-	assets = append(assets, fakegh.SumsAsset(fakegh.Sums(assets)))
-	return fakegh.Release{Repository: "astral-sh/python-build-standalone", TagName: tag, PublishedAt: "2025-10-14T00:00:00Z", Padding: 120, Assets: assets}
+	assets = append(assets, githubtest.SumsAsset(githubtest.Sums(assets)))
+	return githubtest.Release{Repository: "astral-sh/python-build-standalone", TagName: tag, PublishedAt: "2025-10-14T00:00:00Z", Padding: 120, Assets: assets}
 }
 
 // A refresh after a newer complete python-build-standalone release
@@ -38,9 +38,9 @@ func TestMatrixRefreshProposesNewerPythonStandalone(t *testing.T) {
 	// The set's Python is 3.11 (the fake Ray has no arm64 3.12 wheel):
 	// without an aarch64 3.11 this release cannot serve it.
 	noArm311 := pbsReleaseOf("20251120", map[string][]string{"3.11.15": {"x86_64"}, "3.12.13": {"x86_64", "aarch64"}})
-	refresh := func(releases ...fakegh.Release) (string, string, *catalog.Catalog) {
+	refresh := func(releases ...githubtest.Release) (string, string, *catalog.Catalog) {
 		t.Helper()
-		gh := httptest.NewServer(fakegh.New(releases))
+		gh := httptest.NewServer(githubtest.New(releases))
 		t.Cleanup(gh.Close)
 		code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "refresh", "--no-python-lock", "--retries", "0", "--http-timeout", "20s", "--github-url", gh.URL)
 		if code != 0 {

@@ -21,13 +21,13 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
-	fakegh "github.com/imagectl/imagectl/internal/fakes/github"
-	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
+	"github.com/imagectl/imagectl/upstream/github/githubtest"
 	"github.com/imagectl/imagectl/upstream/pip"
+	"github.com/imagectl/imagectl/upstream/pypi/pypitest"
 )
 
 // refreshRepoMatrix is the committed matrix.yaml, read at test time.
@@ -54,7 +54,7 @@ type fakeBase struct {
 
 func platformImage(t *testing.T, arch string) v1.Image {
 	t.Helper()
-	img, err := testimage.RandomPlatformImage(arch)
+	img, err := imagetest.RandomPlatformImage(arch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func platformImage(t *testing.T, arch string) v1.Image {
 
 func twoPlatformIndex(t *testing.T) (v1.ImageIndex, v1.Image, v1.Image) {
 	t.Helper()
-	idx, err := testimage.RandomIndex("amd64", "arm64")
+	idx, err := imagetest.RandomIndex("amd64", "arm64")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,14 +132,14 @@ func startFakeBase(t *testing.T) fakeBase {
 // click (pure) and its [default] extra aiohttp (pure), which requires
 // aiosignal (pure) and frozenlist (a platform wheel per architecture):
 // the closure refresh locks with pip.
-func fakePyPIProjects() []fakepypi.Project {
-	rayWheel := func(name string) fakepypi.File {
-		f := fakepypi.Wheel(name)
+func fakePyPIProjects() []pypitest.Project {
+	rayWheel := func(name string) pypitest.File {
+		f := pypitest.Wheel(name)
 		f.Requires = []string{"click>=7.0", `aiohttp>=3.7; extra == "default"`}
 		f.Extras = []string{"default"}
 		return f
 	}
-	var ray, frozenlist []fakepypi.File
+	var ray, frozenlist []pypitest.File
 	for _, py := range []string{"39", "310", "311", "312"} {
 		ray = append(ray,
 			rayWheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_x86_64.whl", py, py)),
@@ -148,31 +148,31 @@ func fakePyPIProjects() []fakepypi.Project {
 			ray = append(ray, rayWheel(fmt.Sprintf("ray-2.46.0-cp%s-cp%s-manylinux2014_aarch64.whl", py, py)))
 		}
 		for _, arch := range []string{"x86_64", "aarch64"} {
-			frozenlist = append(frozenlist, fakepypi.Wheel(fmt.Sprintf("frozenlist-1.4.1-cp%s-cp%s-manylinux2014_%s.whl", py, py, arch)))
+			frozenlist = append(frozenlist, pypitest.Wheel(fmt.Sprintf("frozenlist-1.4.1-cp%s-cp%s-manylinux2014_%s.whl", py, py, arch)))
 		}
 	}
-	aiohttp := fakepypi.Wheel("aiohttp-3.9.5-py3-none-any.whl")
+	aiohttp := pypitest.Wheel("aiohttp-3.9.5-py3-none-any.whl")
 	aiohttp.Requires = []string{"aiosignal>=1.1.2", "frozenlist>=1.1.1"}
-	return []fakepypi.Project{
-		{Name: "click", Releases: map[string][]fakepypi.File{"8.1.8": {fakepypi.Wheel("click-8.1.8-py3-none-any.whl")}}},
-		{Name: "aiohttp", Releases: map[string][]fakepypi.File{"3.9.5": {aiohttp}}},
-		{Name: "aiosignal", Releases: map[string][]fakepypi.File{
-			"1.3.1": {fakepypi.Wheel("aiosignal-1.3.1-py3-none-any.whl")},
-			"1.3.2": {fakepypi.Yanked("aiosignal-1.3.2-py3-none-any.whl")},
+	return []pypitest.Project{
+		{Name: "click", Releases: map[string][]pypitest.File{"8.1.8": {pypitest.Wheel("click-8.1.8-py3-none-any.whl")}}},
+		{Name: "aiohttp", Releases: map[string][]pypitest.File{"3.9.5": {aiohttp}}},
+		{Name: "aiosignal", Releases: map[string][]pypitest.File{
+			"1.3.1": {pypitest.Wheel("aiosignal-1.3.1-py3-none-any.whl")},
+			"1.3.2": {pypitest.Yanked("aiosignal-1.3.2-py3-none-any.whl")},
 		}},
-		{Name: "frozenlist", Releases: map[string][]fakepypi.File{"1.4.1": frozenlist}},
-		{Name: "ray", RequiresPython: ">=3.9", Releases: map[string][]fakepypi.File{
+		{Name: "frozenlist", Releases: map[string][]pypitest.File{"1.4.1": frozenlist}},
+		{Name: "ray", RequiresPython: ">=3.9", Releases: map[string][]pypitest.File{
 			"2.46.0":    ray,
-			"2.47.0rc1": {fakepypi.Wheel("ray-2.47.0rc1-cp312-cp312-manylinux2014_x86_64.whl")},
-			"2.38.0":    {fakepypi.Wheel("ray-2.38.0-cp312-cp312-manylinux2014_x86_64.whl")},
+			"2.47.0rc1": {pypitest.Wheel("ray-2.47.0rc1-cp312-cp312-manylinux2014_x86_64.whl")},
+			"2.38.0":    {pypitest.Wheel("ray-2.38.0-cp312-cp312-manylinux2014_x86_64.whl")},
 		}},
-		{Name: "debugpy", RequiresPython: ">=3.8", Releases: map[string][]fakepypi.File{
+		{Name: "debugpy", RequiresPython: ">=3.8", Releases: map[string][]pypitest.File{
 			"1.8.15": {
-				fakepypi.Wheel("debugpy-1.8.15-cp311-cp311-manylinux_2_5_x86_64.manylinux1_x86_64.manylinux_2_17_x86_64.manylinux2014_x86_64.whl"),
-				fakepypi.Wheel("debugpy-1.8.15-py2.py3-none-any.whl"),
+				pypitest.Wheel("debugpy-1.8.15-cp311-cp311-manylinux_2_5_x86_64.manylinux1_x86_64.manylinux_2_17_x86_64.manylinux2014_x86_64.whl"),
+				pypitest.Wheel("debugpy-1.8.15-py2.py3-none-any.whl"),
 				{Filename: "debugpy-1.8.15.tar.gz"},
 			},
-			"1.7.0": {fakepypi.Wheel("debugpy-1.7.0-py2.py3-none-any.whl")},
+			"1.7.0": {pypitest.Wheel("debugpy-1.7.0-py2.py3-none-any.whl")},
 		}},
 	}
 }
@@ -191,24 +191,24 @@ func pbsSum(version, arch string) string {
 // and their SHA256SUMS.
 func startFakePBS(t *testing.T) *httptest.Server {
 	t.Helper()
-	var assets []fakegh.Asset
+	var assets []githubtest.Asset
 	for _, v := range []string{"3.11.13", "3.12.11", "3.12.12", "3.13.5"} {
 		for _, arch := range []string{"x86_64", "aarch64"} {
 			if v == "3.12.12" && arch == "aarch64" {
 				continue
 			}
-			assets = append(assets, fakegh.Asset{Name: pbsName(v, arch), Size: 100, SHA256: pbsSum(v, arch)})
+			assets = append(assets, githubtest.Asset{Name: pbsName(v, arch), Size: 100, SHA256: pbsSum(v, arch)})
 		}
 	}
-	assets = append(assets, fakegh.SumsAsset(fakegh.Sums(assets)))
-	srv := httptest.NewServer(fakegh.New([]fakegh.Release{{Repository: "astral-sh/python-build-standalone", ID: 7, TagName: "20250808", Assets: assets}}))
+	assets = append(assets, githubtest.SumsAsset(githubtest.Sums(assets)))
+	srv := httptest.NewServer(githubtest.New([]githubtest.Release{{Repository: "astral-sh/python-build-standalone", ID: 7, TagName: "20250808", Assets: assets}}))
 	t.Cleanup(srv.Close)
 	return srv
 }
 
 // pbsURL is the browser_download_url of a tarball on the fake gh.
 func pbsURL(gh *httptest.Server, version, arch string) string {
-	return fakegh.DownloadURL(gh.URL, "astral-sh/python-build-standalone", "20250808", pbsName(version, arch))
+	return githubtest.DownloadURL(gh.URL, "astral-sh/python-build-standalone", "20250808", pbsName(version, arch))
 }
 
 // setYAML sets the scalar at path (mapping keys) in the document doc.
@@ -241,9 +241,9 @@ func setYAML(t *testing.T, doc *yaml.Node, value string, path ...string) {
 // YAML node pointed at them; the IMAGECTL_* variables that would override
 // it are cleared.
 type refreshFakes struct {
-	builds  []gallery.Build
-	gallery *gallery.Fake
-	pypi    *fakepypi.Fake
+	builds  []gallerytest.Build
+	gallery *gallerytest.Fake
+	pypi    *pypitest.Fake
 	pypiSrv *httptest.Server
 	base    fakeBase
 	doc     yaml.Node
@@ -254,11 +254,11 @@ func newRefreshFakes(t *testing.T) *refreshFakes {
 	for _, env := range []string{"IMAGECTL_PYPI_URL", "IMAGECTL_MARKETPLACE_URL", "IMAGECTL_OPENVSX_URL", "IMAGECTL_GITHUB_URL", "IMAGECTL_BASE_IMAGE", "IMAGECTL_BASE_VERSIONS", "IMAGECTL_CATALOG", "IMAGECTL_MATRIX"} {
 		t.Setenv(env, "")
 	}
-	builds, err := gallery.LoadDir(gallery.FixtureDir())
+	builds, err := gallerytest.LoadDir(gallerytest.FixtureDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx := &refreshFakes{builds: builds, gallery: gallery.New(builds), pypi: fakepypi.New(fakePyPIProjects())}
+	fx := &refreshFakes{builds: builds, gallery: gallerytest.New(builds), pypi: pypitest.New(fakePyPIProjects())}
 	t.Cleanup(fx.gallery.Close)
 	fx.pypiSrv = httptest.NewServer(fx.pypi)
 	t.Cleanup(fx.pypiSrv.Close)
@@ -509,7 +509,7 @@ func catalogSHA256(cat *catalog.Catalog, id, version, tp string) string {
 // galleryRecords is what the catalog should say about the extensions in recs
 // (their ids and sources) from the builds the fake gallery serves: every
 // version newest first, with its engine, dependencies and target platforms.
-func galleryRecords(t *testing.T, builds []gallery.Build, recs []catalog.ExtensionRecord) []catalog.ExtensionRecord {
+func galleryRecords(t *testing.T, builds []gallerytest.Build, recs []catalog.ExtensionRecord) []catalog.ExtensionRecord {
 	t.Helper()
 	var out []catalog.ExtensionRecord
 	for _, r := range recs {
@@ -572,7 +572,7 @@ type compatible struct {
 // newestCompatible is the newest version of id the fake serves whose engine
 // accepts vscode and that has a build for every platform (the platform's own
 // build preferred over universal).
-func newestCompatible(t *testing.T, builds []gallery.Build, id, vscode string, platforms []string) compatible {
+func newestCompatible(t *testing.T, builds []gallerytest.Build, id, vscode string, platforms []string) compatible {
 	t.Helper()
 	target := map[string]string{"linux/amd64": "linux-x64", "linux/arm64": "linux-arm64"}
 	var best *semver.Version

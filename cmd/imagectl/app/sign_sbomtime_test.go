@@ -13,10 +13,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/build/buildtest"
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions/cache"
-	"github.com/imagectl/imagectl/internal/fakes/buildkit"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
 	"github.com/imagectl/imagectl/resolve"
@@ -45,12 +45,12 @@ func TestSignSBOMTimeIsTheBuildsTime(t *testing.T) {
 	req := pinnedBuildRequest(t, built)
 	req.Publish = pipeline.PublishOptions{Repo: host + "/signed-by-build", Push: true}
 	req.Sign = pipeline.SignOptions{Signer: signer, SBOMFromLock: true}
-	byBuild, err := pipeline.Run(ctx, &buildkit.Builder{}, req)
+	byBuild, err := pipeline.Run(ctx, &buildtest.Builder{}, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Publish.Repo, req.Sign = host+"/signed-later", pipeline.SignOptions{}
-	pushed, err := pipeline.Run(ctx, &buildkit.Builder{}, req)
+	pushed, err := pipeline.Run(ctx, &buildtest.Builder{}, req)
 	if err != nil {
 		t.Fatal(err)
 	}

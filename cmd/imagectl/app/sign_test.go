@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 )
 
@@ -18,7 +18,7 @@ func TestSignVerifyCLI(t *testing.T) {
 	ctx := context.Background()
 	reg := testutil.Registry(t)
 	image := reg + "/code-server-ray:ray2.46.0"
-	if _, err := testimage.Default().Push(ctx, image); err != nil {
+	if _, err := imagetest.Default().Push(ctx, image); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

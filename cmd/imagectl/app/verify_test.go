@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/crane"
 
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 )
 
@@ -21,7 +21,7 @@ func TestVerifyAllowRepository(t *testing.T) {
 	ctx := context.Background()
 	reg := testutil.Registry(t)
 	image := reg + "/code-server-ray:ray2.46.0"
-	root, err := testimage.Default().Push(ctx, image)
+	root, err := imagetest.Default().Push(ctx, image)
 	if err != nil {
 		t.Fatal(err)
 	}

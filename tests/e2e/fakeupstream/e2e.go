@@ -12,21 +12,21 @@ import (
 	"strings"
 
 	"github.com/imagectl/imagectl/catalog"
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 )
 
 // runGallery serves the VSIX fixtures as a fake Marketplace and Open VSX and
 // writes their base URLs to -urls-file as JSON.
 func runGallery(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gallery", flag.ExitOnError)
-	dir := fs.String("dir", gallery.FixtureDir(), "directory of *.vsix fixtures")
+	dir := fs.String("dir", gallerytest.FixtureDir(), "directory of *.vsix fixtures")
 	urls := fs.String("urls-file", "", "write {\"marketplace\":..., \"openvsx\":...} here")
 	fs.Parse(args)
-	builds, err := gallery.LoadDir(*dir)
+	builds, err := gallerytest.LoadDir(*dir)
 	if err != nil {
 		return err
 	}
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	defer f.Close()
 	b, _ := json.Marshal(map[string]string{"marketplace": f.MarketplaceURL(), "openvsx": f.OpenVSXURL()})
 	if *urls != "" {
@@ -51,7 +51,7 @@ func runConfig(args []string) error {
 	baseJSON := fs.String("base", "", "push-base output (index and platform digests)")
 	urlsFile := fs.String("gallery-urls", "", "gallery -urls-file output")
 	pyIndex := fs.String("package-index", "", "PEP 503 index URL")
-	vsixDir := fs.String("vsix", gallery.FixtureDir(), "directory of *.vsix fixtures")
+	vsixDir := fs.String("vsix", gallerytest.FixtureDir(), "directory of *.vsix fixtures")
 	debuggerConstraint := fs.String("ray-debugger", "", "constraint on anyscalecompute.ray-distributed-debugger")
 	toolsImage := fs.String("tools-image", "", "build.toolsImage (the build-platform image with python3 and pip), a tag")
 	toolsJSON := fs.String("tools", "", "push-base output of the tools image: its index digest is recorded in the catalog, as matrix refresh would")
@@ -86,7 +86,7 @@ func runConfig(args []string) error {
 	if err := readJSON(*urlsFile, &urls); err != nil {
 		return err
 	}
-	builds, err := gallery.LoadDir(*vsixDir)
+	builds, err := gallerytest.LoadDir(*vsixDir)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func runConfig(args []string) error {
 
 // extensionRecords is the catalog's record of every fixture build but the
 // omitted (id@version) ones, ids sorted, versions newest first.
-func extensionRecords(builds []gallery.Build, omitted map[string]bool) []catalog.ExtensionRecord {
+func extensionRecords(builds []gallerytest.Build, omitted map[string]bool) []catalog.ExtensionRecord {
 	recs := map[string]*catalog.ExtensionRecord{}
 	vers := map[string]*catalog.ExtensionVersion{}
 	for _, b := range builds {

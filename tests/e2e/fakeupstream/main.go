@@ -45,9 +45,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/imagectl/imagectl/internal/fakes/authregistry"
-	fakepypi "github.com/imagectl/imagectl/internal/fakes/pypi"
 	"github.com/imagectl/imagectl/regauth"
+	"github.com/imagectl/imagectl/regauth/regauthtest"
+	"github.com/imagectl/imagectl/upstream/pypi/pypitest"
 )
 
 func main() {
@@ -149,7 +149,7 @@ func runRegistry(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("-password-file: %w", err)
 		}
-		h = authregistry.New(h, *user, strings.TrimSpace(string(pw)))
+		h = regauthtest.New(h, *user, strings.TrimSpace(string(pw)))
 	}
 	return serve(ctx, ln, countBytes(h, lw))
 }
@@ -207,10 +207,10 @@ func simpleIndex(dir string) http.Handler {
 		p := path.Clean(r.URL.Path)
 		if strings.HasPrefix(p, "/simple/") && strings.HasSuffix(r.URL.Path, "/") {
 			w.Header().Set("Vary", "Accept")
-			if fakepypi.SelectContentType(r.Header.Get("Accept")) == fakepypi.SimpleJSONType {
+			if pypitest.SelectContentType(r.Header.Get("Accept")) == pypitest.SimpleJSONType {
 				b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p), "index.json"))
 				if err == nil {
-					w.Header().Set("Content-Type", fakepypi.SimpleJSONType)
+					w.Header().Set("Content-Type", pypitest.SimpleJSONType)
 					w.Write(b)
 					return
 				}

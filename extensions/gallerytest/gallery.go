@@ -1,4 +1,4 @@
-package gallery
+package gallerytest
 
 import (
 	"archive/zip"
@@ -52,7 +52,7 @@ func (b Build) split() (string, string) {
 // source tree.
 func FixtureDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "extensions", "testdata", "vsix")
+	return filepath.Join(filepath.Dir(file), "..", "testdata", "vsix")
 }
 
 // LoadDir reads every *.vsix in dir and describes it from its own

@@ -1,4 +1,4 @@
-package testimage
+package imagetest
 
 import (
 	"fmt"

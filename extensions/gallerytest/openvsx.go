@@ -1,4 +1,4 @@
-package gallery
+package gallerytest
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package github
+package githubtest
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package pypi
+package pypitest
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-// Package authregistry puts token authentication in front of an OCI registry
+// Package regauthtest puts token authentication in front of an OCI registry
 // handler (go-containerregistry's registry.New()), the way Docker Hub asks for
 // it, so tests prove that imagectl and BuildKit really log in:
 //
@@ -16,4 +16,4 @@
 //     token may not pull falls back to a plain upload, as on real registries.
 //
 // It is test scaffolding, not part of imagectl.
-package authregistry
+package regauthtest

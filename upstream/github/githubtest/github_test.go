@@ -1,4 +1,4 @@
-package github_test
+package githubtest_test
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagectl/imagectl/internal/fakes/github"
+	"github.com/imagectl/imagectl/upstream/github/githubtest"
 )
 
 func get(t *testing.T, u string) (*http.Response, []byte) {
@@ -38,9 +38,9 @@ type asset struct {
 
 // The shapes and pagination clients rely on.
 func TestShapes(t *testing.T) {
-	x := github.Asset{Name: "a+b.tar.gz", SHA256: strings.Repeat("1", 64), Digest: true, Size: 7}
-	sums := github.SumsAsset(github.Sums([]github.Asset{x}))
-	f := github.New([]github.Release{{Repository: "o/r", ID: 9, TagName: "t1", Padding: 45, Assets: []github.Asset{x, sums}}})
+	x := githubtest.Asset{Name: "a+b.tar.gz", SHA256: strings.Repeat("1", 64), Digest: true, Size: 7}
+	sums := githubtest.SumsAsset(githubtest.Sums([]githubtest.Asset{x}))
+	f := githubtest.New([]githubtest.Release{{Repository: "o/r", ID: 9, TagName: "t1", Padding: 45, Assets: []githubtest.Asset{x, sums}}})
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 
@@ -54,8 +54,8 @@ func TestShapes(t *testing.T) {
 	if err := json.Unmarshal(b, &rel); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("release: %d %s: %v", resp.StatusCode, b, err)
 	}
-	if rel.ID != 9 || rel.TagName != "t1" || len(rel.Assets) != github.EmbeddedAssets {
-		t.Errorf("release %+v, want id 9, tag t1, %d embedded assets", rel, github.EmbeddedAssets)
+	if rel.ID != 9 || rel.TagName != "t1" || len(rel.Assets) != githubtest.EmbeddedAssets {
+		t.Errorf("release %+v, want id 9, tag t1, %d embedded assets", rel, githubtest.EmbeddedAssets)
 	}
 
 	// Default page size 30, cap 100, [] past the end, Link to the next page.
@@ -109,15 +109,15 @@ func TestShapes(t *testing.T) {
 
 // The HTML faults answer 200 with a page.
 func TestHTMLFaults(t *testing.T) {
-	rels := []github.Release{{Repository: "o/r", TagName: "t", Assets: []github.Asset{github.SumsAsset("x  y\n")}}}
+	rels := []githubtest.Release{{Repository: "o/r", TagName: "t", Assets: []githubtest.Asset{githubtest.SumsAsset("x  y\n")}}}
 	for name, tc := range map[string]struct {
-		opt  github.Option
+		opt  githubtest.Option
 		path string
 	}{
-		"api":      {github.WithHTMLAPI(), "/repos/o/r/releases/tags/t"},
-		"download": {github.WithHTMLDownload("SHA256SUMS"), "/o/r/releases/download/t/SHA256SUMS"},
+		"api":      {githubtest.WithHTMLAPI(), "/repos/o/r/releases/tags/t"},
+		"download": {githubtest.WithHTMLDownload("SHA256SUMS"), "/o/r/releases/download/t/SHA256SUMS"},
 	} {
-		srv := httptest.NewServer(github.New(rels, tc.opt))
+		srv := httptest.NewServer(githubtest.New(rels, tc.opt))
 		resp, b := get(t, srv.URL+tc.path)
 		srv.Close()
 		if resp.StatusCode != 200 || !strings.HasPrefix(string(b), "<!DOCTYPE html>") || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {

@@ -1,4 +1,4 @@
-// Package buildkit is a fake build.Interface for tests that run the build
+// Package buildtest is a fake build.Interface for tests that run the build
 // pipeline without a buildkitd: Build makes each platform image from the
 // files the pipeline wrote into the spec's build contexts (one layer), with
 // the spec's labels and SOURCE_DATE_EPOCH as the config's created time, and
@@ -6,4 +6,4 @@
 // Provenance, a provenance attestation manifest) pushed by digest to the
 // spec's repository, or written as an OCI layout tarball to spec.Archive.
 // Images are deterministic: the same spec gives the same digests.
-package buildkit
+package buildtest

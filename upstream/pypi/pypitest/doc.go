@@ -1,4 +1,4 @@
-// Package pypi is an in-process fake of pypi.org, the parts imagectl and
+// Package pypitest is an in-process fake of pypi.org, the parts imagectl and
 // pip read (see shared notes upstream-apis.md), answering as warehouse
 // does (warehouse/api/simple.py, warehouse/packaging/utils.py,
 // warehouse/views.py):
@@ -30,8 +30,8 @@
 // fault hook can answer any request first, and every request is recorded
 // with its time.
 //
-//	h := pypi.New([]pypi.Project{{Name: "ray", Releases: map[string][]pypi.File{
-//		"2.46.0": {pypi.Wheel("ray-2.46.0-cp312-cp312-manylinux2014_x86_64.whl")},
+//	h := pypitest.New([]pypitest.Project{{Name: "ray", Releases: map[string][]pypitest.File{
+//		"2.46.0": {pypitest.Wheel("ray-2.46.0-cp312-cp312-manylinux2014_x86_64.whl")},
 //	}}})
 //	srv := httptest.NewServer(h)
-package pypi
+package pypitest

@@ -1,4 +1,4 @@
-package authregistry
+package regauthtest
 
 import (
 	"crypto/rand"

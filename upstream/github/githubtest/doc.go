@@ -1,4 +1,4 @@
-// Package github is an in-process fake of the GitHub REST API, the part
+// Package githubtest is an in-process fake of the GitHub REST API, the part
 // imagectl reads (see shared notes upstream-apis.md), answering in GitHub's
 // shapes:
 //
@@ -29,12 +29,12 @@
 // Downloads are served directly, without GitHub's redirect to its object
 // store. URLs in answers name the host the request came to.
 //
-//	f := github.New([]github.Release{{Repository: "astral-sh/python-build-standalone",
+//	f := githubtest.New([]githubtest.Release{{Repository: "astral-sh/python-build-standalone",
 //		TagName: "20250808", Padding: 150, Assets: assets}})
 //
 // where assets might be
 //
-//	x := github.Asset{Name: "cpython-3.12.11+20250808-x86_64-unknown-linux-gnu-install_only.tar.gz", SHA256: sum, Digest: true}
-//	assets := []github.Asset{x, github.SumsAsset(github.Sums([]github.Asset{x}))}
+//	x := githubtest.Asset{Name: "cpython-3.12.11+20250808-x86_64-unknown-linux-gnu-install_only.tar.gz", SHA256: sum, Digest: true}
+//	assets := []githubtest.Asset{x, githubtest.SumsAsset(githubtest.Sums([]githubtest.Asset{x}))}
 //	srv := httptest.NewServer(f)
-package github
+package githubtest

@@ -1,4 +1,4 @@
-package buildkit
+package buildtest
 
 import (
 	"archive/tar"
@@ -21,7 +21,7 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 )
 
 // Call is one Build call: the spec (without its status channel) and what
@@ -92,7 +92,7 @@ func export(s build.Spec, files map[string][]byte) (v1.ImageIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := testimage.Layer(files)
+	l, err := imagetest.Layer(files)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func export(s build.Spec, files map[string][]byte) (v1.ImageIndex, error) {
 	cf.OS, cf.Architecture, cf.Variant = p.OS, p.Architecture, p.Variant
 	cf.Created = v1.Time{Time: s.SourceDateEpoch.UTC()}
 	cf.Config.Labels = s.Labels
-	cf.Config.Env = testimage.Env()
+	cf.Config.Env = imagetest.Env()
 	if img, err = mutate.ConfigFile(mutate.ConfigMediaType(img, types.OCIConfigJSON), cf); err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func export(s build.Spec, files map[string][]byte) (v1.ImageIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	att, err := testimage.AttestationManifest(d, imagespec.PredicateSLSA02)
+	att, err := imagetest.AttestationManifest(d, imagespec.PredicateSLSA02)
 	if err != nil {
 		return nil, err
 	}

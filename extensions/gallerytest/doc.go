@@ -1,4 +1,4 @@
-// Package gallery runs a fake Visual Studio Marketplace and a fake Open VSX
+// Package gallerytest runs a fake Visual Studio Marketplace and a fake Open VSX
 // registry (httptest servers) that answer in the exact shapes of the real
 // services (see shared notes upstream-apis.md) and serve real VSIX files
 // (extensions/testdata/vsix, built with @vscode/vsce). Faults can be switched
@@ -8,8 +8,8 @@
 //
 // Other packages' tests use it too:
 //
-//	builds, _ := gallery.LoadDir(gallery.FixtureDir())
-//	f := gallery.New(builds)
+//	builds, _ := gallerytest.LoadDir(gallerytest.FixtureDir())
+//	f := gallerytest.New(builds)
 //	defer f.Close()
 //	marketplace.New(marketplace.WithBaseURL(f.MarketplaceURL()))
-package gallery
+package gallerytest

@@ -1,4 +1,4 @@
-package gallery_test
+package gallerytest_test
 
 import (
 	"bytes"
@@ -7,14 +7,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
 )
 
-func load(t *testing.T) []gallery.Build {
+func load(t *testing.T) []gallerytest.Build {
 	t.Helper()
-	b, err := gallery.LoadDir(gallery.FixtureDir())
+	b, err := gallerytest.LoadDir(gallerytest.FixtureDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func load(t *testing.T) []gallery.Build {
 // TestClientsAgree checks that both clients read the same facts from the two
 // fakes: versions newest first, platform builds merged, engines and deps.
 func TestClientsAgree(t *testing.T) {
-	f := gallery.New(load(t))
+	f := gallerytest.New(load(t))
 	defer f.Close()
 	ctx := context.Background()
 	mkt := marketplace.New(marketplace.WithBaseURL(f.MarketplaceURL()))
@@ -82,7 +82,7 @@ var cmpSort = cmp.Transformer("sort", func(in []string) []string {
 
 func TestDownloadsServeTheRightBuild(t *testing.T) {
 	builds := load(t)
-	f := gallery.New(builds)
+	f := gallerytest.New(builds)
 	defer f.Close()
 	ctx := context.Background()
 	mkt := marketplace.New(marketplace.WithBaseURL(f.MarketplaceURL()))

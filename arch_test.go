@@ -1,0 +1,307 @@
+package imagectl_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/imagectl/imagectl/internal/testutil"
+)
+
+// The import rules of the tree, read from one `go list -deps -json ./...`
+// (the package graph of the host platform, test files' imports included):
+//
+//   - internal/ holds ground helpers only: a package under internal/ imports
+//     nothing of the project but other internal/ packages (its tests
+//     included), and no fake lives there — a fake sits beside the package it
+//     fakes, as a Go-style xxxtest package (build/buildtest,
+//     extensions/gallerytest, ...);
+//   - no production package (outside tests/, not a fake, not a test helper)
+//     imports a fake, a test helper (internal/testutil) or a package under
+//     tests/, so the shipped binary links no test code; no package at all
+//     imports internal/testutil from a non-test file;
+//   - the arrows that must not exist: the packages that read or publish
+//     images (imagespec, extensions, sign, verify, release, resolve,
+//     matrix, publish) link neither BuildKit nor build; verify and smoke
+//     link no syft (only the scanner, sbom, does); build/... does not
+//     depend on release; imagespec stays a leaf.
+
+const module = "github.com/imagectl/imagectl"
+
+// notYetMoved are the fakes still under internal/fakes. They are the
+// remaining exceptions to the internal/ rules; they move beside what they
+// fake next, and then this list is empty.
+var notYetMoved = map[string]bool{
+	module + "/internal/fakes/dashboard": true,
+	module + "/internal/fakes/rayworker": true,
+}
+
+// listedPackage is what go list -json says of one package.
+type listedPackage struct {
+	ImportPath   string
+	Standard     bool
+	Imports      []string
+	Deps         []string
+	TestImports  []string
+	XTestImports []string
+}
+
+var graph struct {
+	once sync.Once
+	pkgs map[string]*listedPackage
+	err  error
+}
+
+// loadGraph runs go list once per test binary, skipping (or failing with
+// IMAGECTL_REQUIRE_TOOLS=1) when the go command is not on PATH.
+func loadGraph(t *testing.T) map[string]*listedPackage {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		testutil.SkipOrFail(t, "go command not found on PATH: go list is needed to read the import graph")
+	}
+	graph.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "list", "-deps", "-json=ImportPath,Standard,Imports,Deps,TestImports,XTestImports", "./...")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			graph.err = fmt.Errorf("go list -deps -json ./...: %w\n%s", err, stderr.Bytes())
+			return
+		}
+		graph.pkgs, graph.err = decodeGraph(out)
+	})
+	if graph.err != nil {
+		t.Fatal(graph.err)
+	}
+	return graph.pkgs
+}
+
+// decodeGraph reads go list's stream of JSON objects.
+func decodeGraph(out []byte) (map[string]*listedPackage, error) {
+	pkgs := map[string]*listedPackage{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("decoding go list -json output: %w", err)
+		}
+		pkgs[p.ImportPath] = &p
+	}
+	var ours int
+	for ip := range pkgs {
+		if isOurs(ip) {
+			ours++
+		}
+	}
+	// The tree has some 60 packages: far fewer means go list did not read
+	// the whole module, and every rule below would pass vacuously.
+	if ours < 40 {
+		return nil, fmt.Errorf("go list named only %d packages of %s, want the whole module", ours, module)
+	}
+	return pkgs, nil
+}
+
+func isOurs(ip string) bool { return ip == module || strings.HasPrefix(ip, module+"/") }
+
+func under(ip, dir string) bool {
+	return ip == module+"/"+dir || strings.HasPrefix(ip, module+"/"+dir+"/")
+}
+
+// notFakes are production packages whose name happens to end in "test".
+var notFakes = map[string]bool{
+	module + "/attest": true,
+}
+
+// isFake reports whether ip is test code other packages import: a Go-style
+// xxxtest package (a fake beside what it fakes, or internal/testutil's
+// kubetest), internal/testutil, or a fake not yet moved out of
+// internal/fakes.
+func isFake(ip string) bool {
+	if !isOurs(ip) || notFakes[ip] {
+		return false
+	}
+	return strings.HasSuffix(path.Base(ip), "test") || under(ip, "internal/fakes") || under(ip, "internal/testutil")
+}
+
+// isProduction reports whether ip is code a binary of the project may link.
+func isProduction(ip string) bool {
+	return isOurs(ip) && !isFake(ip) && !under(ip, "tests")
+}
+
+// ours returns the module's packages, sorted.
+func ours(pkgs map[string]*listedPackage) []*listedPackage {
+	var l []*listedPackage
+	for ip, p := range pkgs {
+		if isOurs(ip) {
+			l = append(l, p)
+		}
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i].ImportPath < l[j].ImportPath })
+	return l
+}
+
+// TestInternalIsGround: internal/ holds ground helpers that import nothing
+// of the project but each other, so every other package may use them and
+// none of them closes a circle; fakes live beside what they fake.
+func TestInternalIsGround(t *testing.T) {
+	pkgs := loadGraph(t)
+	checked := 0
+	for _, p := range ours(pkgs) {
+		if !under(p.ImportPath, "internal") || notYetMoved[p.ImportPath] {
+			continue
+		}
+		checked++
+		if under(p.ImportPath, "internal/fakes") {
+			t.Errorf("%s is a fake under internal/: move it beside the package it fakes, as an xxxtest package (build/buildtest, extensions/gallerytest)", p.ImportPath)
+		}
+		for kind, imps := range map[string][]string{"": p.Imports, " (test files)": append(append([]string(nil), p.TestImports...), p.XTestImports...)} {
+			for _, imp := range imps {
+				if isOurs(imp) && !under(imp, "internal") {
+					t.Errorf("%s%s imports %s: internal/ is for ground helpers that import nothing of the project but internal/; move the piece that needs %s out of internal/", p.ImportPath, kind, imp, imp)
+				}
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("checked only %d packages under internal/, want the ground helpers (safefile, safetext, ctxio, sourcedate, pep440, testutil, ...)", checked)
+	}
+}
+
+// TestProductionLinksNoTestCode: no production package imports a fake
+// (xxxtest, internal/fakes), a test helper (internal/testutil) or a package
+// under tests/, so no binary of the project links test code; no package at
+// all imports internal/testutil from a non-test file; and a fake sits
+// beside a package, in that package's folder.
+func TestProductionLinksNoTestCode(t *testing.T) {
+	pkgs := loadGraph(t)
+	checked, fakes := 0, 0
+	for _, p := range ours(pkgs) {
+		for _, imp := range p.Imports {
+			if under(imp, "internal/testutil") {
+				t.Errorf("%s imports %s outside its test files: testutil is for test files only", p.ImportPath, imp)
+			}
+		}
+		if isFake(p.ImportPath) && !under(p.ImportPath, "internal") {
+			fakes++
+			if parent := path.Dir(p.ImportPath); pkgs[parent] == nil {
+				t.Errorf("fake %s does not sit beside a package: %s is not one; put it in the folder of the package it fakes", p.ImportPath, parent)
+			}
+		}
+		if !isProduction(p.ImportPath) {
+			continue
+		}
+		checked++
+		for _, imp := range p.Imports {
+			switch {
+			case under(imp, "tests"):
+				t.Errorf("%s imports %s: move what it needs out of tests/", p.ImportPath, imp)
+			case isFake(imp):
+				t.Errorf("%s imports %s outside its test files: fakes and test helpers are for tests only", p.ImportPath, imp)
+			}
+		}
+	}
+	if checked < 30 || fakes < 5 {
+		t.Fatalf("checked %d production packages and %d fakes, want the whole tree (over 30 and over 5)", checked, fakes)
+	}
+}
+
+// matching returns the packages a pattern (a package, or dir/... for a
+// folder, relative to the module) names.
+func matching(pkgs map[string]*listedPackage, pattern string) []*listedPackage {
+	dir, tree := strings.CutSuffix(pattern, "/...")
+	var l []*listedPackage
+	for _, p := range ours(pkgs) {
+		if p.ImportPath == module+"/"+dir || tree && strings.HasPrefix(p.ImportPath, module+"/"+dir+"/") {
+			l = append(l, p)
+		}
+	}
+	return l
+}
+
+// TestArrows: dependencies that must not exist. The packages that read or
+// publish images know the image through imagespec, not through build, so
+// none of them links BuildKit. Reading an SBOM (verify, smoke) does not
+// link syft, which only the scanner (package sbom) needs; the build
+// pipeline does not depend on release, which adapts it; publish does not
+// depend on the build.
+func TestArrows(t *testing.T) {
+	pkgs := loadGraph(t)
+	const buildkit, syft = "github.com/moby/buildkit", "github.com/anchore/syft"
+	for _, tc := range []struct {
+		pkgs      []string
+		forbidden []string
+		why       string
+	}{
+		{[]string{"imagespec", "extensions", "sign", "verify", "release", "resolve", "matrix"}, []string{buildkit, module + "/build"}, "it must know the image through imagespec only"},
+		{[]string{"verify", "smoke/..."}, []string{syft}, "only the SBOM scanner (package sbom) links syft; documents are read with sbom/document"},
+		{[]string{"build/..."}, []string{module + "/release"}, "release adapts the build pipeline, not the other way round"},
+		{[]string{"publish"}, []string{module + "/build"}, "publish knows BuildKit's exports as digests and tarballs, not the build"},
+		{[]string{"publish"}, []string{buildkit}, "publish links no BuildKit"},
+	} {
+		for _, pat := range tc.pkgs {
+			matched := matching(pkgs, pat)
+			if len(matched) == 0 {
+				t.Fatalf("%s names no package: fix the rule", pat)
+			}
+			for _, p := range matched {
+				for _, f := range tc.forbidden {
+					var bad []string
+					for _, d := range append([]string{p.ImportPath}, p.Deps...) {
+						if d == f || strings.HasPrefix(d, f+"/") {
+							bad = append(bad, d)
+						}
+					}
+					if len(bad) > 0 {
+						sort.Strings(bad)
+						t.Errorf("%s depends on %s (%d packages: %s): %s", p.ImportPath, f, len(bad), strings.Join(bad[:min(3, len(bad))], ", "), tc.why)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestImagespecIsLeaf: imagespec imports the standard library,
+// go-containerregistry's descriptor types and containerd's platform names
+// only, so any package may import it.
+func TestImagespecIsLeaf(t *testing.T) {
+	pkgs := loadGraph(t)
+	allowed := map[string]bool{
+		"github.com/google/go-containerregistry/pkg/v1":       true,
+		"github.com/google/go-containerregistry/pkg/v1/types": true,
+		module + "/imagespec":                                 true,
+		// containerd/platforms and what it imports.
+		"github.com/containerd/platforms":                  true,
+		"github.com/containerd/log":                        true,
+		"github.com/sirupsen/logrus":                       true,
+		"github.com/opencontainers/go-digest":              true,
+		"github.com/opencontainers/image-spec/specs-go":    true,
+		"github.com/opencontainers/image-spec/specs-go/v1": true,
+		"golang.org/x/sys/unix":                            true,
+	}
+	p := pkgs[module+"/imagespec"]
+	if p == nil {
+		t.Fatal("go list named no package imagespec")
+	}
+	for _, d := range p.Deps {
+		if p := pkgs[d]; p == nil {
+			t.Errorf("imagespec depends on %s, which go list did not describe", d)
+		} else if !p.Standard && !allowed[d] {
+			t.Errorf("imagespec depends on %s; it must stay a leaf (standard library, ggcr's pkg/v1 and containerd/platforms only)", d)
+		}
+	}
+}
