@@ -98,6 +98,7 @@ func (r *jobRunner) unpack(uri, kind string) (string, error) {
 	}
 	data, ok := r.d.Package(uri)
 	if !ok {
+		//lint:ignore ST1005 Ray's own message (packaging.py), which the job's message quotes
 		return "", fmt.Errorf("Failed to download runtime_env file package %s from the GCS to the Ray worker node", uri)
 	}
 	dir := filepath.Join(r.session, "runtime_resources", kind, strings.TrimSuffix(name, ".zip"))
