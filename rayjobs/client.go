@@ -274,6 +274,9 @@ func (c *Client) Version(ctx context.Context) (*Version, error) {
 // feature that needs it.
 func (c *Client) CheckVersion(ctx context.Context, min, what string) error {
 	v, err := c.Version(ctx)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: the dashboard has no /api/version, so no Jobs API; %s needs Ray %s or later", err, what, min)
+	}
 	if err != nil {
 		return err
 	}

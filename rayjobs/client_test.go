@@ -430,6 +430,13 @@ func TestTransportErrors(t *testing.T) {
 		t.Errorf("cancelled context: %v", err)
 	}
 
+	// A server without the Jobs API (an old Ray, another service).
+	other := httptest.NewServer(http.NotFoundHandler())
+	defer other.Close()
+	if err := newClient(t, other.URL).CheckVersion(ctx, "2.0", "the Jobs API"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no Jobs API") || !strings.Contains(err.Error(), other.URL+"/api/version") {
+		t.Errorf("CheckVersion against a 404: %v", err)
+	}
+
 	for _, bad := range []string{"", "ftp://x", "http://"} {
 		if _, err := New(bad); err == nil {
 			t.Errorf("New(%q): no error", bad)

@@ -30,5 +30,13 @@
 //
 // Every request carries the caller's context and a timeout; errors name
 // the URL, the status and the end of Ray's answer (usually a Python
-// traceback whose last line is the cause).
+// traceback whose last line is the cause). A POST (submit, stop) is never
+// retried; GET and PUT are, on connection errors and 5xx.
+//
+// Not done here, as in the SDK: the version checks JobSubmissionClient's
+// constructor makes (Ray 1.9 and 2.0: call CheckVersion), client-wide
+// metadata merged into every job, following the logs over the WebSocket
+// /api/jobs/{id}/logs/tail (Logs returns them so far), and uploading a
+// local .zip working_dir or a single .py py_module, which the SDK cannot
+// do either.
 package rayjobs

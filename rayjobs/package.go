@@ -404,6 +404,9 @@ func (w *walker) add(p, rel string, st fs.FileInfo) error {
 		fh.Flags |= 0x800
 	}
 	mt := dosTime(st.ModTime(), w.loc)
+	// The DOS fields themselves: Modified would add an extended timestamp
+	// field that Python's zipfile does not write.
+	//lint:ignore SA1019 CreateRaw writes these fields as they are, which Ray's zip needs
 	fh.ModifiedDate, fh.ModifiedTime = dosDateTime(mt)
 	e := Entry{Name: name, Mode: mode, Dir: dir, Modified: mt}
 	var data []byte

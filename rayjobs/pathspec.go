@@ -78,9 +78,7 @@ func gitWildMatchRegex(line string) (expr string, include bool, ok bool) {
 		include = false
 		p = p[1:]
 	}
-	if strings.HasPrefix(p, `\`) {
-		p = p[1:]
-	}
+	p = strings.TrimPrefix(p, `\`)
 	segs := strings.Split(p, "/")
 	switch {
 	case segs[0] == "":

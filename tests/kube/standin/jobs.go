@@ -43,7 +43,8 @@ const rayworkerEnv = "STANDIN_RAYWORKER"
 //     environment, PYTHONPATH = working_dir, the py_modules directories,
 //     env_vars' PYTHONPATH, then the image's (set_pythonpath_in_context),
 //     PYTHONUNBUFFERED=1 and RAY_ADDRESS (_get_driver_env_vars), plus
-//     STANDIN_RAYWORKER and RAY_NODE_IP for rayworker.py;
+//     STANDIN_RAYWORKER and RAY_NODE_IP for rayworker.py, and the directory
+//     of IMAGECTL_STANDIN_PYTHON first on PATH;
 //   - its output is the job's logs (and the stand-in's own output, as
 //     printed); lines of rayworker.py become worker and task rows of the
 //     State API, the task under the job's Ray job ID;
@@ -98,6 +99,7 @@ func (r *jobRunner) unpack(uri, kind string) (string, error) {
 	}
 	data, ok := r.d.Package(uri)
 	if !ok {
+		//lint:ignore ST1005 Ray's own message (packaging.py), which the job's message quotes
 		return "", fmt.Errorf("Failed to download runtime_env file package %s from the GCS to the Ray worker node", uri)
 	}
 	dir := filepath.Join(r.session, "runtime_resources", kind, strings.TrimSuffix(name, ".zip"))
@@ -234,6 +236,16 @@ func (r *jobRunner) run(job dashboard.Job) {
 	}
 	base = append(base, "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "RAY_ADDRESS="+r.gcsAddr,
 		"RAY_NODE_IP="+r.ip, rayworkerEnv+"="+r.worker)
+	// The image's interpreter first on PATH, so an entrypoint's python3 is
+	// the one with debugpy: KubeRay v1.3's `bash -lc` resets PATH to
+	// /etc/profile's (see pythonEnv).
+	if py := envValue(r.environ, pythonEnv); filepath.IsAbs(py) {
+		for i, e := range base {
+			if p, ok := strings.CutPrefix(e, "PATH="); ok {
+				base[i] = "PATH=" + filepath.Dir(py) + string(os.PathListSeparator) + p
+			}
+		}
+	}
 	if len(pythonPath) > 0 {
 		base = append(base, "PYTHONPATH="+strings.Join(pythonPath, string(os.PathListSeparator)))
 	}
@@ -344,6 +356,16 @@ func (r *jobRunner) stop(job dashboard.Job) {
 		time.Sleep(3 * time.Second)
 		syscall.Kill(-pgid, syscall.SIGKILL)
 	}()
+}
+
+// envValue is the value of key in environ ("" when unset).
+func envValue(environ []string, key string) string {
+	for _, e := range environ {
+		if v, ok := strings.CutPrefix(e, key+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 func lastChars(s string, n int) string {

@@ -23,7 +23,7 @@ const systemPython = "/usr/bin/python3"
 // testHead starts a head's dashboard on loopback, with its Ray root in a
 // temporary directory, the image's PYTHONPATH set to image (as the Ray
 // image sets its own) and /usr/bin first on PATH.
-func testHead(t *testing.T, image string) (*head, *dashboard.Server, *rayjobs.Client) {
+func testHead(t *testing.T, image string, env ...string) (*head, *dashboard.Server, *rayjobs.Client) {
 	t.Helper()
 	d := dashboard.New()
 	t.Cleanup(d.Close)
@@ -34,6 +34,7 @@ func testHead(t *testing.T, image string) (*head, *dashboard.Server, *rayjobs.Cl
 		}
 	}
 	environ = append(environ, "PATH=/usr/bin:/bin:"+os.Getenv("PATH"), "PYTHONPATH="+image)
+	environ = append(environ, env...)
 	h, err := startHead(d, t.TempDir(), "127.0.0.1", "127.0.0.1:6379", environ)
 	if err != nil {
 		t.Fatal(err)
@@ -87,11 +88,11 @@ func writeFiles(t *testing.T, files map[string]string) string {
 // env_vars, and the job succeeds with its output as logs.
 func TestJobRunsInItsWorkingDir(t *testing.T) {
 	ctx := context.Background()
-	h, _, c := testHead(t, "/image/site-packages")
+	h, _, c := testHead(t, "/image/site-packages", pythonEnv+"=/image/venv/bin/python3")
 	wd := writeFiles(t, map[string]string{"data/x.txt": "x\n", "main.sh": "echo from main.sh\n"})
 	mod := writeFiles(t, map[string]string{"dep/__init__.py": "V = 1\n"})
 	id, err := c.Submit(ctx, rayjobs.SubmitRequest{
-		Entrypoint: `test -f data/x.txt && sh main.sh && echo "cwd=$(pwd)" && echo "pythonpath=$PYTHONPATH" && echo "greeting=$GREETING" && test -f "$STANDIN_RAYWORKER" && echo worker-ok`,
+		Entrypoint: `test -f data/x.txt && sh main.sh && echo "cwd=$(pwd)" && echo "pythonpath=$PYTHONPATH" && echo "greeting=$GREETING" && test -f "$STANDIN_RAYWORKER" && echo worker-ok && echo "path=${PATH%%:*}"`,
 		RuntimeEnv: map[string]any{
 			"working_dir": wd,
 			"py_modules":  []any{filepath.Join(mod, "dep")},
@@ -123,7 +124,8 @@ func TestJobRunsInItsWorkingDir(t *testing.T) {
 		"cwd=" + wdDir + "\n" +
 		"pythonpath=" + wdDir + ":" + modDir + ":/from/env_vars:/image/site-packages\n" +
 		"greeting=hello\n" +
-		"worker-ok\n"
+		"worker-ok\n" +
+		"path=/image/venv/bin\n"
 	if diff := cmp.Diff(want, logs); diff != "" {
 		t.Errorf("logs (-want +got):\n%s", diff)
 	}
