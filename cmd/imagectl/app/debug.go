@@ -53,7 +53,7 @@ func newDebugCommand(g *globals) *cobra.Command {
   3. waits for the head Pod, printing the RayCluster's state and each Pod's
      phase, image pulls and readiness; it explains an unschedulable Pod (the
      resource), an image that cannot be pulled (the image and node) and a
-     container that keeps exiting (its last log lines), and stops at --timeout
+     container that keeps exiting (its last log lines), and stops at --ready-timeout
      naming what it waited for;
   4. port-forwards code-server and the dashboard to local ports through the
      API server (no kubectl needed) and prints the code-server URL and where
@@ -79,7 +79,7 @@ and its head must carry the sidecar.
 -o json prints one event per line (applied, waiting, ready, submitted, paused,
 resumed, log, finished, cleanup) for tools.`,
 		Example: `  imagectl debug -f rayjob.yaml --working-dir . -- python my_script.py
-  imagectl debug -f rayjob.yaml -n team-a --timeout 15m --cleanup
+  imagectl debug -f rayjob.yaml -n team-a --ready-timeout 15m --cleanup
   imagectl debug -f raycluster.yaml --working-dir ./src -- python train.py
   imagectl debug --cluster my-raycluster -n team-a --show-password
   imagectl debug -f rayjob.yaml -o json | jq -c 'select(.event=="paused")'`,
@@ -92,7 +92,7 @@ resumed, log, finished, cleanup) for tools.`,
 	fl.StringVar(&f.kube.Context, "context", "", "the kubeconfig context (default: the current context)")
 	fl.StringVarP(&f.kube.Namespace, "namespace", "n", "", "the namespace (default: the context's namespace, else default)")
 	fl.StringVar(&f.workingDir, "working-dir", "", "a local directory uploaded as the job's working_dir (InteractiveMode RayJob, or a RayCluster with an entrypoint)")
-	fl.DurationVar(&f.timeout, "timeout", debug.DefaultTimeout, "how long to wait for the head Pod to be ready")
+	fl.DurationVar(&f.timeout, "ready-timeout", debug.DefaultTimeout, "how long to wait for the head Pod to be ready (the session itself runs until the job ends or Ctrl-C)")
 	fl.BoolVar(&f.replace, "replace", false, "delete an existing RayJob of the same name (and its cluster) and create it again")
 	fl.BoolVar(&f.cleanup, "cleanup", false, "on the way out (the job ended, Ctrl-C, an error), delete what this session created")
 	fl.BoolVar(&f.showPassword, "show-password", false, "print the code-server password (default: say which Secret holds it)")
@@ -171,9 +171,6 @@ func (g *globals) runDebug(cmd *cobra.Command, f *debugFlags, args []string) err
 
 // check refuses what debug cannot do (exit 2).
 func (f *debugFlags) check(cmd *cobra.Command, args []string) error {
-	if (f.inject.file == "") == (f.cluster == "") {
-		return usageError(errors.New("give -f MANIFEST (or -f - for stdin), or --cluster NAME for a running RayCluster"))
-	}
 	if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 		return usageError(fmt.Errorf("unexpected argument %q: the entrypoint goes after --, as in imagectl debug -f job.yaml -- python main.py", args[0]))
 	}
@@ -193,12 +190,18 @@ func (f *debugFlags) check(cmd *cobra.Command, args []string) error {
 		}
 	}
 	if f.timeout <= 0 {
-		return usageError(fmt.Errorf("--timeout %s: want a positive duration", f.timeout))
+		return usageError(fmt.Errorf("--ready-timeout %s: want a positive duration", f.timeout))
 	}
 	if f.codeServerPort < 0 || f.codeServerPort > 65535 {
 		return usageError(fmt.Errorf("--code-server-port %d: want 0 (a free port) to 65535", f.codeServerPort))
 	}
-	return checkOutput(f.output, "text", "json")
+	if err := checkOutput(f.output, "text", "json"); err != nil {
+		return err
+	}
+	if (f.inject.file == "") == (f.cluster == "") {
+		return usageError(errors.New("give -f MANIFEST (or -f - for stdin), or --cluster NAME for a running RayCluster, one of them"))
+	}
+	return nil
 }
 
 // readManifest reads -f (or stdin), bounded like inject's.
