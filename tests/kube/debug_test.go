@@ -74,7 +74,7 @@ func (r debugRun) find(k debug.Kind) *debug.Event {
 // set, is called with each event and sends SIGINT when it returns true.
 func imagectlDebug(t *testing.T, dir string, interrupt func(debug.Event) bool, args ...string) debugRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, imagectlBin(t), append([]string{"debug", "-o", "json"}, args...)...)
 	cmd.Dir = dir
