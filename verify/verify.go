@@ -281,13 +281,19 @@ func (v *verifier) single(ctx context.Context, desc *remote.Descriptor) error {
 	if err != nil {
 		return fmt.Errorf("reading config of %s: %w", v.root, err)
 	}
-	mi := manifestInfo{ref: v.root, platform: cf.Platform().String(), desc: desc.Descriptor}
+	// A config without OS/architecture (an image appended onto scratch)
+	// names no platform; platform() records the failure.
+	plat, ok := configPlatform(cf)
+	if !ok {
+		plat = noPlatform
+	}
+	mi := manifestInfo{ref: v.root, platform: plat, desc: desc.Descriptor}
 	m := Manifest{Digest: v.root.DigestStr(), Platform: mi.platform, MediaType: string(desc.MediaType)}
 	m.Signatures = v.signatures(ctx, mi)
 	v.attestations(ctx, mi, &m, nil, nil)
 	lock := v.platform(ctx, mi, img, &m)
 	v.checkSBOMContents(mi, &m, lock, v.sbomDocs[mi.ref.DigestStr()])
-	if lock != nil && !contains(lock.Platforms, mi.platform) {
+	if lock != nil && ok && !contains(lock.Platforms, mi.platform) {
 		v.fail(Failure{Check: CheckPlatforms, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: "label " + imagespec.LabelLock,
 			Message: fmt.Sprintf("image platform %s is not among the lock platforms %s", mi.platform, strings.Join(lock.Platforms, ","))})
 	}
@@ -430,6 +436,21 @@ func buildkitStatements(idx v1.ImageIndex, d v1.Descriptor, subject string) ([]*
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// noPlatform stands for the platform of a single manifest whose config
+// names no OS/architecture, in the report.
+const noPlatform = "(no platform)"
+
+// configPlatform returns the platform an image config names and whether it
+// names both an OS and an architecture. A config that names neither
+// (v1.ConfigFile.Platform is nil) gives "".
+func configPlatform(cf *v1.ConfigFile) (string, bool) {
+	p := cf.Platform()
+	if p == nil {
+		return "", false
+	}
+	return p.String(), p.OS != "" && p.Architecture != ""
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
