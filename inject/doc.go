@@ -42,7 +42,12 @@
 // created, an empty "key: []" line rewritten); Remove takes out exactly
 // what the record lists, in the head pod only, which gives back the
 // original bytes, and Apply on an injected manifest does the same before
-// adding anew, so applying twice changes nothing.
+// adding anew, so applying twice changes nothing. The record is not
+// trusted: an item is taken out only when it is as inject writes it (one
+// per list; the /tmp/ray mount and the emptyDir the sidecar itself uses),
+// no container left mounts a volume taken out, and no list key is left
+// empty; a record that says otherwise (edited by hand) is an error naming
+// the item, and nothing is taken out.
 //
 // What it cannot edit safely is an error naming the line: an anchor on
 // the head pod template, in it or above it (an alias elsewhere would carry
