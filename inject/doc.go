@@ -1,6 +1,13 @@
 // Package inject adds the code-server debugger sidecar to a user's own
-// KubeRay manifests (ray.io/v1 RayJob, RayCluster and RayService) or to a
-// values file of KubeRay's ray-cluster Helm chart, and takes it out again.
+// KubeRay manifests (ray.io/v1 RayJob, RayCluster and RayService, as
+// documents or as the items of a List) or to a values file of KubeRay's
+// ray-cluster Helm chart, and takes it out again.
+//
+// An object as the API server returns it (kubectl get -o yaml) loses what
+// the server fills in (StripServerFields: status, metadata.resourceVersion,
+// uid, creationTimestamp, generation, managedFields, selfLink and kubectl's
+// last-applied-configuration annotation), with a note that a head Pod
+// already running keeps its containers until it is recreated.
 //
 // What it adds to the head group's pod template:
 //
