@@ -116,3 +116,37 @@ func TestRemoveWithPullSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestRayMountOfAMissingVolume: when the Ray container already mounts
+// /tmp/ray from a volume the pod does not define, inject adds no volume
+// (it adds one only with the mount it adds, so that --remove can refuse a
+// record that lists a volume a container of the user's still mounts) and
+// warns; Remove gives the input back.
+func TestRayMountOfAMissingVolume(t *testing.T) {
+	in := clusterWith(`    template:
+      spec:
+        containers:
+        - name: ray-head
+          image: rayproject/ray:2.46.0
+          volumeMounts:
+          - name: ray-logs
+            mountPath: /tmp/ray
+`, "  - groupName: w\n    rayStartParams: {}\n    template:\n      spec:\n        containers:\n        - name: w\n          image: rayproject/ray:2.46.0\n")
+	res, err := Apply(context.Background(), "f.yaml", []byte(in), WithImage("example.com/cs:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(res.Output), "volumes:") {
+		t.Errorf("a volume was added for the Ray container's own mount:\n%s", res.Output)
+	}
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, `mounts /tmp/ray from the volume "ray-logs"`) || !strings.Contains(w, "does not define") {
+		t.Errorf("warnings %q do not name the missing volume", w)
+	}
+	removed, err := Remove("f.yaml", res.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(in, string(removed.Output)); d != "" {
+		t.Errorf("Remove(Apply(in)) (-in +out):\n%s", d)
+	}
+}

@@ -459,7 +459,7 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, u unit, 
 	if err := c.checkConflicts(s); err != nil {
 		return nil, tgt, err
 	}
-	if err := c.addSidecar(t, detectStyle(root), s, image); err != nil {
+	if err := c.addSidecar(t, detectStyle(root), s, image, warn); err != nil {
 		return nil, tgt, err
 	}
 	out := t.render()
@@ -584,10 +584,11 @@ func (c *config) checkConflicts(s *site) error {
 }
 
 // addSidecar appends, in t, the Ray container's /tmp/ray mount (unless it
-// has one), the sidecar, the /tmp/ray volume (unless the pod has it) and
-// the image pull secret (unless listed). The sidecar carries the record of
+// has one), the sidecar, the /tmp/ray volume (with that mount, unless the
+// pod has it; a mount of the Ray container's own naming a volume the pod
+// lacks is a warning) and the image pull secret (unless listed). The sidecar carries the record of
 // all of them (RecordEnv), which is what Remove takes out.
-func (c *config) addSidecar(t *text, st style, s *site, image string) error {
+func (c *config) addSidecar(t *text, st style, s *site, image string, warn func(string, ...any)) error {
 	// The /tmp/ray volume: reuse the Ray container's mount, or add one.
 	volume, subPath := rayTmpMount(s)
 	volumes := valueAt(s.pod, "volumes")
@@ -613,6 +614,7 @@ func (c *config) addSidecar(t *text, st style, s *site, image string) error {
 		rec.Added = append(rec.Added, a.entry)
 		return nil
 	}
+	addedMount := volume == ""
 	if volume == "" {
 		volume = DefaultVolume
 		if v := findVolume(volume); v != nil {
@@ -633,10 +635,17 @@ func (c *config) addSidecar(t *text, st style, s *site, image string) error {
 	if err := plan(s.containerList, s.containerKey, c.name, item{}, s.desc); err != nil {
 		return err
 	}
-	if findVolume(volume) == nil {
+	switch {
+	case findVolume(volume) != nil:
+	case addedMount:
 		if err := plan(s.pod, "volumes", volume, mapOf(pair("name", volume), pair("emptyDir", emptyMap())), s.desc); err != nil {
 			return err
 		}
+	default:
+		// The Ray container's own mount names a volume the pod lacks:
+		// inject adds a volume only with the mount it adds, so --remove
+		// can tell its volume from one a record edited by hand names.
+		warn("the Ray container mounts /tmp/ray from the volume %q, which %s does not define: Kubernetes refuses the head pod unless something adds it (KubeRay adds %q when enableInTreeAutoscaling is true); define it (an emptyDir)", volume, s.desc, DefaultVolume)
 	}
 	if c.pullSecret != "" {
 		listed := false
