@@ -23,7 +23,7 @@ func TestExtensionsFetchLayoutLs(t *testing.T) {
 	}
 	f := gallerytest.New(builds)
 	defer f.Close()
-	root := filepath.Join("..", "..", "..")
+	root := filepath.Join("..", "..", "..", "..")
 	tmp := t.TempDir()
 	catPath := filepath.Join(tmp, "catalog.json")
 	if err := f.WriteCatalog(context.Background(), filepath.Join(root, "catalog.json"), catPath); err != nil {
