@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 BIN ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/imagectl/imagectl/cmd/imagectl/app.Version=$(VERSION)
+LDFLAGS := -X github.com/imagectl/imagectl/cmd/imagectl/app/options.Version=$(VERSION)
 # An empty IMAGECTL_TEST_CACHE counts as unset (as in the scripts' ${VAR:-default}):
 # ?= would keep it empty and make $(IMAGECTL_TEST_CACHE)/bin /bin.
 export IMAGECTL_TEST_CACHE := $(or $(IMAGECTL_TEST_CACHE),$(HOME)/.cache/imagectl-test)
