@@ -26,9 +26,14 @@
 # (every exit path) stops the operator, deletes every Pod and waits for the
 # kubelet to remove them, stops the node, kills what containerd left, unmounts
 # everything under the work directory, removes the cgroups and the bridge,
-# restores the sysctls the kubelet sets, removes the files it wrote under
-# /run, /var, /opt and /etc (those paths are listed before the start and
-# compared after), and fails the run if anything differs.
+# restores the sysctls the kubelet sets and removes the files the node wrote
+# under /run, /var, /opt and /etc; then it checks that nothing this run made
+# is left, each thing known by a name or ID of the run's own (its bridge,
+# cgroup root, sandbox IDs, network name, work directory), and fails the run
+# if something is. What other programs create or remove meanwhile (their
+# network namespaces, containers, files) is not the run's: it is shown, not
+# counted. IMAGECTL_KUBE_TEST_LEAK=STEP skips one teardown step before that
+# check, to test it (tests/e2e/kube-teardown.sh).
 #
 # CMD gets KUBECONFIG and IMAGECTL_KUBE_KUBECONFIG (the same file; tests use
 # the second so that they never act on a developer's own cluster),
@@ -56,6 +61,15 @@ case $node in
     ;;
   *) echo "with-kube.sh: IMAGECTL_KUBE_NODE=$node: want 1 or unset" >&2; exit 2 ;;
 esac
+# IMAGECTL_KUBE_TEST_LEAK=STEP[,STEP…]: see node_steps.
+leak=${IMAGECTL_KUBE_TEST_LEAK:-}
+for st in ${leak//,/ }; do
+  case $st in
+    cgroups | bridge | files | sysctls) ;;
+    *) echo "with-kube.sh: IMAGECTL_KUBE_TEST_LEAK=$leak: $st is not a step of the node's teardown (want a comma-separated list of cgroups, bridge, files, sysctls)" >&2; exit 2 ;;
+  esac
+done
+[ -z "$leak" ] || [ $node = 1 ] || { echo "with-kube.sh: IMAGECTL_KUBE_TEST_LEAK=$leak needs IMAGECTL_KUBE_NODE=1 (it skips a step of the node's teardown)" >&2; exit 2; }
 if [ $node = 1 ]; then
   # The node's runtime: Debian's containerd (unless one is installed, e.g.
   # Docker's containerd.io), runc and the CNI plugins.
@@ -201,12 +215,22 @@ until_ok() {
 read -r etcd_client etcd_peer apiserver op_metrics op_health < <(freeports 5)
 
 # ---- The node (IMAGECTL_KUBE_NODE=1) ----------------------------------------
-# What the node changes outside the work directory, listed before it starts
-# and compared after the teardown: the kubelet's and containerd's fixed paths
-# (shim sockets, CNI results, container log links, the device-plugin socket).
+# Other programs on the machine (other tests, other containers) create and
+# remove their own network namespaces, containers, cgroups and files while
+# this runs: the teardown removes and checks only what this run made, each
+# thing known by a name or ID of the run's own (node_owned), never by
+# comparing a machine-wide listing.
+#
+# The fixed paths the node's components write to outside the work directory
+# (containerd's shim sockets, the CNI results, the kubelet's log links and
+# device-plugin socket). Listed before and after: a directory the run made
+# there is removed when it is empty again, and what changed there that is not
+# the run's is shown, not counted. Pods' network namespaces are mounted under
+# the work directory (netns_mounts_under_state_dir), so /run/netns holds none
+# of the run's: it is listed only to show what others did.
 node_paths=(/run/containerd /var/lib/cni /var/log/containers /var/log/pods /var/lib/kubelet /opt/containerd /etc/cni /opt/cni /etc/kubernetes /run/netns)
 # The sysctls the kubelet sets on every start (and ip_forward, which nothing
-# here may turn on).
+# here may turn on): recorded before, restored after.
 node_sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)
 
 # cgroup_mounts: the cgroup hierarchies' mount points (v1 and a hybrid's
@@ -216,13 +240,12 @@ cgroup_mounts() {
     while read -r m; do realpath "$m"; done | sort -u
 }
 
-# node_snapshot: the node paths and the sysctls, as they are now.
-node_snapshot() {
+# node_listing: the fixed paths as they are now.
+node_listing() {
   local p
   for p in "${node_paths[@]}"; do
     if [ -e "$p" ] || [ -L "$p" ]; then find "$p" -xdev 2>/dev/null || true; else echo "absent $p"; fi
   done
-  sysctl "${node_sysctls[@]}" 2>/dev/null
 }
 
 node_start() {
@@ -232,7 +255,8 @@ node_start() {
   IMAGECTL_KUBE_SIDECAR_IMAGE=imagectl.test/code-server-ray:$id
   IMAGECTL_KUBE_RAY_IMAGE=imagectl.test/ray-standin:$id
   IMAGECTL_KUBE_PAUSE_IMAGE=imagectl.test/pause:$id
-  node_snapshot >"$work/node.before"
+  node_listing >"$work/node.before"
+  sysctl "${node_sysctls[@]}" >"$work/node.sysctls" 2>/dev/null || true
   node_up=1 # from here on the teardown runs
 
   # The pod network: a /24 in 10.200.0.0/13 that no address or route on the
@@ -399,10 +423,12 @@ node_down() {
     done
   fi
   stop containerd
-  # Shims of this containerd that outlived it (their -address is ours).
-  pkill -KILL -f "containerd-shim-runc-v2 .*-address $work/containerd/containerd.sock" 2>/dev/null || true
+  # Shims of this containerd that outlived it: processes whose -address is
+  # this containerd's socket.
+  local pid
+  for pid in $(our_shims); do kill -KILL "$pid" 2>/dev/null || true; done
   # What still runs in the node's cgroups (in every hierarchy), then the
-  # mounts under $work (deepest first), then the cgroups themselves.
+  # mounts under $work (deepest first).
   if [ -n "${node_cgroup:-}" ]; then
     for _ in $(seq 1 50); do
       procs=$(for h in $(cgroup_mounts); do [ -d "$h/$node_cgroup" ] && find "$h/$node_cgroup" -name cgroup.procs -exec cat {} + 2>/dev/null; done | sort -u)
@@ -414,66 +440,167 @@ node_down() {
   for m in $(awk -v w="$work/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
   done
-  if grep -q " $work/" /proc/self/mountinfo; then log "FAIL: mounts left under $work"; ok=1; fi
-  if [ -n "${node_cgroup:-}" ]; then
-    for h in $(cgroup_mounts); do
-      [ -d "$h/$node_cgroup" ] || continue
-      for _ in 1 2 3 4 5; do
-        find "$h/$node_cgroup" -depth -type d -exec rmdir {} \; 2>/dev/null || true
-        [ -d "$h/$node_cgroup" ] || break
-        sleep 0.2
-      done
-      if [ -d "$h/$node_cgroup" ]; then log "FAIL: cgroup $h/$node_cgroup left"; ok=1; fi
-    done
-  fi
-  # The pod network: no veth may still hang on the bridge (a Pod's network
-  # namespace outliving the run), then the bridge.
-  if [ -n "${node_bridge:-}" ] && ip link show "$node_bridge" >/dev/null 2>&1; then
-    left=$(ip -o link show master "$node_bridge" | awk -F': ' '{print $2}' | cut -d@ -f1)
-    if [ -n "$left" ]; then
-      log "FAIL: veths left on $node_bridge: $left"
-      ok=1
-      for m in $left; do ip link delete "$m" 2>/dev/null || true; done
-    fi
-    ip link delete "$node_bridge" || { log "FAIL: bridge $node_bridge left"; ok=1; }
-  fi
-  # The sysctls, as they were.
-  grep ' = ' "$work/node.before" | while read -r key _ value; do
-    [ "$(sysctl -n "$key")" = "$value" ] || sysctl -qw "$key=$value"
+  # The sandboxes this containerd made (their IDs name the shim sockets and
+  # CNI results outside $work).
+  node_sandboxes >"$work/node.sandboxes"
+
+  # The removal steps, each of what only this run made; then the check.
+  local st skipped=()
+  for st in "${node_steps[@]}"; do
+    case ",$leak," in
+      *",$st,"*)
+        skipped+=("$st")
+        log "node: IMAGECTL_KUBE_TEST_LEAK: skipping the teardown step $st before the check"
+        continue
+        ;;
+    esac
+    "node_rm_$st"
   done
-  # What the node wrote under the fixed paths, and only that (another
-  # containerd or kubelet on the machine may write there too), deepest
-  # first: links into $work (container logs), this network's CNI results,
-  # shim sockets nobody listens on any more, the device-plugin socket, then
-  # the directories the node makes there when they were absent before and
-  # are empty now.
-  node_snapshot >"$work/node.after"
-  grep -vxF -f "$work/node.before" "$work/node.after" | grep -v ' = ' | sort -r | while read -r p; do
-    if [ -L "$p" ]; then
-      case $(readlink "$p") in "$work"/*) rm -f "$p" ;; esac
-    elif [ -d "$p" ]; then
-      case $p in
-        /run/containerd | /run/containerd/s | /var/lib/cni | /var/lib/cni/results | /var/lib/cni/networks | /var/log/containers | /var/log/pods | /var/lib/kubelet | /var/lib/kubelet/device-plugins | /var/lib/kubelet/plugins | /var/lib/kubelet/plugins_registry | /var/lib/kubelet/pod-resources)
-          rmdir "$p" 2>/dev/null || true ;;
-      esac
-    elif [[ $p == /var/lib/cni/* && $(basename "$p") == imagectl-$node_id* ]]; then
-      rm -f "$p"
-    elif [[ $p == /var/lib/cni/results/cni-loopback-*-lo ]] && b=${p##*/cni-loopback-} && [ -d "$work/containerd/root/io.containerd.grpc.v1.cri/sandboxes/${b%-lo}" ]; then
-      rm -f "$p" # the loopback of one of this containerd's sandboxes
-    elif [ -S "$p" ] && [[ $p == /run/containerd/s/* ]] && ! grep -qF " $p" /proc/net/unix; then
-      rm -f "$p"
-    elif [ "$p" = /var/lib/kubelet/device-plugins/kubelet.sock ]; then
-      rm -f "$p"
-    fi
-  done
-  node_snapshot >"$work/node.after"
-  if ! left=$(diff "$work/node.before" "$work/node.after"); then
-    log "FAIL: the node's teardown left the machine changed:"
+  if left=$(node_owned) && [ -z "$left" ]; then
+    [ ${#skipped[@]} = 0 ] || { log "FAIL: IMAGECTL_KUBE_TEST_LEAK=$leak: the check found nothing left although the steps ${skipped[*]} were skipped"; ok=1; }
+  else
+    log "FAIL: the node's teardown left on the machine what this run made:"
     echo "$left" >&2
     ok=1
+    if [ ${#skipped[@]} -gt 0 ]; then
+      # The leak was made on purpose: remove it now, so that the machine
+      # is as before even so; the run fails all the same.
+      for st in "${skipped[@]}"; do "node_rm_$st"; done
+      if left=$(node_owned) && [ -z "$left" ]; then
+        log "node: IMAGECTL_KUBE_TEST_LEAK=$leak: the check caught it; the skipped steps ${skipped[*]} ran afterwards, nothing of the run's is left now"
+      else
+        log "FAIL: after the skipped steps ${skipped[*]}, still left:"
+        echo "$left" >&2
+      fi
+    fi
   fi
-  [ $ok = 0 ] && log "node: torn down; paths, sysctls, mounts, cgroups, veths and bridge as before"
+  # Changes under the fixed paths that are not this run's: shown, not
+  # counted (another program made or removed them).
+  node_listing >"$work/node.after"
+  local others
+  others=$(diff "$work/node.before" "$work/node.after" | grep '^[<>]' || true)
+  [ -z "$others" ] || log "node: changed during the run by other programs under ${node_paths[*]} (not this run's, left as they are): $(echo "$others" | head -n 20 | tr '\n' ' ')"
+  [ $ok = 0 ] && log "node: torn down; nothing this run made is left (processes, mounts, cgroups, bridge and veths, shim sockets, CNI results, log links, sysctls)"
   return $ok
+}
+
+# IMAGECTL_KUBE_TEST_LEAK=STEP[,STEP…] tests the teardown's check itself
+# (tests/e2e/kube-teardown.sh): each STEP named, of node_steps, is skipped
+# before the check, which must then fail naming what it would have removed;
+# the steps run after the check, and the run fails.
+node_steps=(cgroups bridge files sysctls)
+
+# our_shims: PIDs of processes started with -address this containerd's
+# socket (its shims).
+our_shims() {
+  local f
+  for f in /proc/[0-9]*/cmdline; do
+    tr '\0' '\n' <"$f" 2>/dev/null | grep -qxF -- "$work/containerd/containerd.sock" || continue
+    tr '\0' '\n' <"$f" 2>/dev/null | grep -qx -- '-address' || continue
+    f=${f#/proc/}
+    echo "${f%/cmdline}"
+  done
+}
+
+# node_sandboxes: the IDs of every sandbox this run's containerd made (its
+# log names each; those not yet removed are directories in its root).
+node_sandboxes() {
+  {
+    grep -oE 'returns sandbox id \\"[0-9a-f]{64}' "$work/containerd.log" 2>/dev/null | grep -oE '[0-9a-f]{64}$' || true
+    ls "$work/containerd/root/io.containerd.grpc.v1.cri/sandboxes" 2>/dev/null || true
+  } | sort -u
+}
+
+# node_files: the files this run's node made outside $work that are still
+# there: each sandbox's shim socket (containerd names it
+# /run/containerd/s/<sha256 of ADDRESS/NAMESPACE/SANDBOX-ID>, runtime/v2/shim
+# SocketAddress) and CNI results (the run's network is imagectl-<run ID>;
+# the loopback's are cni-loopback-<sandbox ID>-lo), container log links into
+# $work, the kubelet's device-plugin socket (no other kubelet serves that
+# fixed path: checked before the start) when it was not there before.
+node_files() {
+  local s sum
+  [ -n "${node_sock:-}" ] || return 0
+  while read -r s; do
+    [ -n "$s" ] || continue
+    sum=$(printf '%s' "$work/containerd/containerd.sock/k8s.io/$s" | sha256sum | cut -d' ' -f1)
+    [ ! -e "/run/containerd/s/$sum" ] || echo "/run/containerd/s/$sum"
+    [ ! -e "/var/lib/cni/results/cni-loopback-$s-lo" ] || echo "/var/lib/cni/results/cni-loopback-$s-lo"
+  done <"$work/node.sandboxes"
+  [ ! -d /var/lib/cni ] || find /var/lib/cni -xdev -name "imagectl-$node_id*" 2>/dev/null | sort -r
+  find /var/log/containers /var/log/pods -xdev -type l -lname "$work/*" 2>/dev/null || true
+  if [ -e /var/lib/kubelet/device-plugins/kubelet.sock ] && ! grep -qxF /var/lib/kubelet/device-plugins/kubelet.sock "$work/node.before"; then
+    echo /var/lib/kubelet/device-plugins/kubelet.sock
+  fi
+}
+
+# node_owned: what this run made outside $work and is still there, one line
+# each; empty when the teardown is complete.
+node_owned() {
+  local h pid key value
+  for pid in $(our_shims); do echo "process $pid: a shim of this run's containerd"; done
+  awk -v w="$work/" 'index($5, w) == 1 {print "mount " $5}' /proc/self/mountinfo
+  if [ -n "${node_cgroup:-}" ]; then
+    for h in $(cgroup_mounts); do
+      [ ! -d "$h/$node_cgroup" ] || echo "cgroup $h/$node_cgroup"
+    done
+  fi
+  if [ -n "${node_bridge:-}" ] && ip link show "$node_bridge" >/dev/null 2>&1; then
+    echo "bridge $node_bridge"
+    ip -o link show master "$node_bridge" | awk -F': ' '{print "veth " $2 " on the bridge"}'
+  fi
+  node_files | sed 's/^/file /'
+  while read -r key _ value; do
+    [ "$(sysctl -n "$key")" = "$value" ] || echo "sysctl $key = $(sysctl -n "$key") (was $value)"
+  done <"$work/node.sysctls"
+}
+
+# node_rm_cgroups: the run's cgroup root, in every hierarchy (deepest
+# first).
+node_rm_cgroups() {
+  local h
+  [ -n "${node_cgroup:-}" ] || return 0
+  for h in $(cgroup_mounts); do
+    [ -d "$h/$node_cgroup" ] || continue
+    for _ in 1 2 3 4 5; do
+      find "$h/$node_cgroup" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+      [ -d "$h/$node_cgroup" ] || break
+      sleep 0.2
+    done
+  done
+}
+
+# node_rm_bridge: the pod network: the veths still on the run's bridge (a
+# Pod's network namespace outliving the run), then the bridge.
+node_rm_bridge() {
+  local m
+  [ -n "${node_bridge:-}" ] && ip link show "$node_bridge" >/dev/null 2>&1 || return 0
+  for m in $(ip -o link show master "$node_bridge" | awk -F': ' '{print $2}' | cut -d@ -f1); do
+    log "node: veth $m is still on $node_bridge: deleting it"
+    ip link delete "$m" 2>/dev/null || true
+  done
+  ip link delete "$node_bridge" 2>/dev/null || true
+}
+
+# node_rm_files: node_files, then the directories the run made under the
+# fixed paths (absent before) once they are empty.
+node_rm_files() {
+  local p
+  node_files | while read -r p; do rm -f "$p"; done
+  node_listing | grep -vxF -f "$work/node.before" | sort -r | while read -r p; do
+    case $p in
+      /run/containerd | /run/containerd/s | /var/lib/cni | /var/lib/cni/results | /var/lib/cni/networks | /var/log/containers | /var/log/pods | /var/lib/kubelet | /var/lib/kubelet/device-plugins | /var/lib/kubelet/plugins | /var/lib/kubelet/plugins_registry | /var/lib/kubelet/pod-resources)
+        [ ! -d "$p" ] || rmdir "$p" 2>/dev/null || true ;;
+    esac
+  done
+}
+
+# node_rm_sysctls: the sysctls as they were.
+node_rm_sysctls() {
+  local key value
+  while read -r key _ value; do
+    [ "$(sysctl -n "$key")" = "$value" ] || sysctl -qw "$key=$value"
+  done <"$work/node.sysctls"
 }
 
 # etcd, with an empty data directory.
