@@ -17,8 +17,12 @@
 # kube-scheduler, a kubelet named localhost (cgroupfs under a cgroup root of
 # the run's own) and Debian's containerd and runc, with their state, sockets
 # and mounts under the work directory, and a pod network that is a bridge made
-# for the run with a /24 found unused on the machine, no gateway address, no
-# forwarding and no route off the machine. Its images are imported, never
+# for the run with a /24 found unused on the machine, no forwarding and no
+# route off the machine; CoreDNS (the kubernetes plugin's cluster.local and
+# reverse zones only, nothing forwarded) on the bridge's address as the
+# Pods' DNS server, and kube-proxy (iptables) DNAT'ing ClusterIPs to the
+# Pods on the bridge, so that Service names resolve and ClusterIPs route
+# between the run's Pods (see node_start and node_proxy). Its images are imported, never
 # pulled: the sandbox's pause and, from the OCI archive in
 # IMAGECTL_KUBE_SIDECAR (the image the e2e builds), that image for
 # linux/amd64 (exported as IMAGECTL_KUBE_SIDECAR_IMAGE) and the Ray stand-in
@@ -26,8 +30,10 @@
 # (every exit path) stops the operator, deletes every Pod and waits for the
 # kubelet to remove them, stops the node, kills what containerd left, unmounts
 # everything under the work directory, removes the cgroups and the bridge,
-# restores the sysctls the kubelet sets and removes the files the node wrote
-# under /run, /var, /opt and /etc; then it checks that nothing this run made
+# restores the sysctls the kubelet sets, removes the files the node wrote
+# under /run, /var, /opt and /etc, kube-proxy's iptables chains and jumps
+# (IPv4 and IPv6), nfacct counters and the nft tables made for them, and the
+# conntrack entries of the run's Pods; then it checks that nothing this run made
 # is left, each thing known by a name or ID of the run's own (its bridge,
 # cgroup root, sandbox IDs, network name, work directory), and fails the run
 # if something is. What other programs create or remove meanwhile (their
@@ -65,16 +71,17 @@ esac
 leak=${IMAGECTL_KUBE_TEST_LEAK:-}
 for st in ${leak//,/ }; do
   case $st in
-    cgroups | bridge | files | sysctls) ;;
-    *) echo "with-kube.sh: IMAGECTL_KUBE_TEST_LEAK=$leak: $st is not a step of the node's teardown (want a comma-separated list of cgroups, bridge, files, sysctls)" >&2; exit 2 ;;
+    cgroups | bridge | files | sysctls | proxy | conntrack) ;;
+    *) echo "with-kube.sh: IMAGECTL_KUBE_TEST_LEAK=$leak: $st is not a step of the node's teardown (want a comma-separated list of cgroups, bridge, files, sysctls, proxy, conntrack)" >&2; exit 2 ;;
   esac
 done
 [ -z "$leak" ] || [ $node = 1 ] || { echo "with-kube.sh: IMAGECTL_KUBE_TEST_LEAK=$leak needs IMAGECTL_KUBE_NODE=1 (it skips a step of the node's teardown)" >&2; exit 2; }
 if [ $node = 1 ]; then
   # The node's runtime: Debian's containerd (unless one is installed, e.g.
-  # Docker's containerd.io), runc and the CNI plugins.
+  # Docker's containerd.io), runc and the CNI plugins; for kube-proxy,
+  # iptables, and for its teardown conntrack, nfacct and nft.
   . "$repo/hack/deps.d/lib.sh"
-  pkgs=(iproute2 containernetworking-plugins)
+  pkgs=(iproute2 containernetworking-plugins iptables conntrack nfacct nftables)
   command -v containerd >/dev/null && command -v ctr >/dev/null && command -v containerd-shim-runc-v2 >/dev/null || pkgs+=(containerd)
   command -v runc >/dev/null || pkgs+=(runc)
   apt_install "${pkgs[@]}" >&2
@@ -94,6 +101,7 @@ log() { printf '[kube %4ds] %s\n' "$((SECONDS - t0))" "$*" >&2; }
 # The binaries (built when missing or stale).
 declare -A dir
 need=(etcd kubernetes helm "kuberay-$kuberay")
+[ $node = 0 ] || need+=(coredns)
 command -v kubectl >/dev/null || need+=(kubectl)
 built=$(bash "$repo/hack/deps.d/kube.sh" "${need[@]}")
 while read -r c d; do dir[$c]=$d; done <<<"$built"
@@ -213,6 +221,9 @@ until_ok() {
 }
 
 read -r etcd_client etcd_peer apiserver op_metrics op_health < <(freeports 5)
+# The API server's Service range (ClusterIPs). On a node, kube-proxy DNATs
+# these to Pods, so no address or route on the machine may be in it.
+svc_cidr=10.96.0.0/16
 
 # ---- The node (IMAGECTL_KUBE_NODE=1) ----------------------------------------
 # Other programs on the machine (other tests, other containers) create and
@@ -229,9 +240,14 @@ read -r etcd_client etcd_peer apiserver op_metrics op_health < <(freeports 5)
 # the work directory (netns_mounts_under_state_dir), so /run/netns holds none
 # of the run's: it is listed only to show what others did.
 node_paths=(/run/containerd /var/lib/cni /var/log/containers /var/log/pods /var/lib/kubelet /opt/containerd /etc/cni /opt/cni /etc/kubernetes /run/netns)
-# The sysctls the kubelet sets on every start (and ip_forward, which nothing
-# here may turn on): recorded before, restored after.
-node_sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)
+# The sysctls the kubelet sets on every start, those kube-proxy may set
+# (route_localnet, conntrack's limits and timeouts; none with its flags
+# here) and the forwarding and bridge-netfilter switches, which nothing
+# here may turn on: recorded before, restored after.
+node_sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes
+  net.ipv4.ip_forward net.ipv6.conf.all.forwarding net.ipv4.conf.all.route_localnet net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables
+  net.netfilter.nf_conntrack_max net.netfilter.nf_conntrack_tcp_timeout_established net.netfilter.nf_conntrack_tcp_timeout_close_wait
+  net.netfilter.nf_conntrack_tcp_be_liberal net.netfilter.nf_conntrack_udp_timeout net.netfilter.nf_conntrack_udp_timeout_stream)
 
 # cgroup_mounts: the cgroup hierarchies' mount points (v1 and a hybrid's
 # unified one), each once (cpu and cpuacct may be one mount with links).
@@ -260,9 +276,22 @@ node_start() {
   node_up=1 # from here on the teardown runs
 
   # The pod network: a /24 in 10.200.0.0/13 that no address or route on the
-  # machine uses, on a bridge of the run's own without an address: pods
-  # reach one another and nothing else (no gateway, no forwarding, no NAT).
-  sub=$(python3 - "$(ip -4 -o addr show; ip -4 route show table all)" <<'PY'
+  # machine uses, on a bridge of the run's own. The bridge has the /24's
+  # first address, $node_gw: the Pods' DNS server (CoreDNS listens there) and
+  # the next hop of their only route besides their /24, the one to the
+  # Service range. Pods have no default route; the bridge does not forward
+  # (net.ipv4.conf.<bridge>.forwarding=0 and no NAT for Pods): traffic stays
+  # between the host and the run's own Pods. ClusterIPs reach Pods through
+  # br_netfilter (nf_call_iptables on this bridge only): a packet from a Pod
+  # to a ClusterIP enters the bridge, kube-proxy's PREROUTING rule DNATs it
+  # to a Pod IP, and br_netfilter bridges it to that Pod on the same bridge
+  # ("bridged-and-DNAT'ed traffic doesn't require ip_forwarding",
+  # net/bridge/br_netfilter_hooks.c); a DNAT to anything not on this bridge
+  # is dropped there, and what is not DNAT'ed reaches the host, which does
+  # not forward it.
+  local used
+  used="$(ip -4 -o addr show; ip -4 route show table all)"
+  sub=$(python3 - "$used" <<'PY'
 import ipaddress, random, re, sys
 used = [ipaddress.ip_network(m, strict=False) for m in re.findall(r"\b(\d+\.\d+\.\d+\.\d+(?:/\d+)?)", sys.argv[1])]
 cands = list(ipaddress.ip_network("10.200.0.0/13").subnets(new_prefix=24))
@@ -274,17 +303,36 @@ for c in cands:
 PY
 )
   [ -n "$sub" ] || fail "node: no unused /24 in 10.200.0.0/13 for the pod network"
+  node_sub=$sub
+  # kube-proxy rewrites connections to the Service range: nothing on the
+  # machine may live there.
+  local clash
+  clash=$(python3 - "$used" "$svc_cidr" <<'PY'
+import ipaddress, re, sys
+svc = ipaddress.ip_network(sys.argv[2])
+for m in re.findall(r"\b(\d+\.\d+\.\d+\.\d+(?:/\d+)?)", sys.argv[1]):
+    n = ipaddress.ip_network(m, strict=False)
+    if n.prefixlen > 0 and n.overlaps(svc):
+        print(m)
+PY
+)
+  [ -z "$clash" ] || fail "node: the Service range $svc_cidr overlaps addresses or routes of the machine ($clash): kube-proxy would rewrite connections to them"
+  [ -d /proc/sys/net/bridge ] || fail "node: br_netfilter is not loaded (no /proc/sys/net/bridge): without it a Pod's connection to a ClusterIP is not DNAT'ed on the bridge (modprobe br_netfilter; the run does not load kernel modules)"
+  node_gw=$(python3 -c "import ipaddress,sys; print(next(ipaddress.ip_network(sys.argv[1]).hosts()))" "$sub")
   ip link add "ikb$id" type bridge
   node_bridge=ikb$id # ours from here on
+  ip link set "$node_bridge" type bridge nf_call_iptables 1
+  sysctl -qw "net.ipv4.conf.$node_bridge.forwarding=0"
+  ip addr add "$node_gw/24" dev "$node_bridge"
   ip link set "$node_bridge" up
   mkdir -p "$work/cni/net.d" "$work/cni/ipam"
   cat >"$work/cni/net.d/10-imagectl.conflist" <<JSON
 {"cniVersion": "0.4.0", "name": "imagectl-$id", "plugins": [
   {"type": "bridge", "bridge": "$node_bridge", "isGateway": false, "isDefaultGateway": false, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$sub"}]], "dataDir": "$work/cni/ipam"}}
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$sub", "gateway": "$node_gw"}]], "routes": [{"dst": "$svc_cidr", "gw": "$node_gw"}], "dataDir": "$work/cni/ipam"}}
 ]}
 JSON
-  log "node: pod network $sub on bridge $node_bridge (no gateway, no forwarding)"
+  log "node: pod network $sub on bridge $node_bridge ($node_gw; Pods route only $svc_cidr through it; no forwarding)"
 
   # The cgroup root of the run's own, in every v1 hierarchy (cpuset needs
   # its cpus and mems before a child can hold tasks).
@@ -385,13 +433,115 @@ evictionHard: {memory.available: "1Mi", nodefs.available: "1%", nodefs.inodesFre
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
+clusterDNS: [$node_gw]
+clusterDomain: cluster.local
 YAML
   start kubelet "${dir[kubernetes]}/kubelet" --config "$work/kubelet.yaml" --kubeconfig "$work/kubeconfig" \
     --root-dir "$work/kubelet" --cert-dir "$work/kubelet/pki" --hostname-override localhost
   start kube-scheduler "${dir[kubernetes]}/kube-scheduler" --kubeconfig "$work/kubeconfig" --secure-port 0 --leader-elect=false
   until_ok kubelet 180 k wait --for condition=Ready node/localhost --timeout 2s
   log "node: kubelet Ready (node localhost, cgroup root /$node_cgroup), kube-scheduler running"
+  node_dns
+  node_proxy
 }
+
+# node_dns: CoreDNS, the cluster's DNS for the Pods (the kubelet's
+# clusterDNS), on the bridge's address, port 53. Its Corefile serves only the
+# kubernetes plugin's zones, from the API server on loopback; it has no
+# forward plugin (the binary has none compiled in: tests/kube/build/coredns),
+# so a name outside cluster.local is refused, never asked of another server.
+# health and ready listen on loopback.
+node_dns() {
+  local health ready
+  read -r health ready < <(freeports 2)
+  kubeconfig "$work/coredns.kubeconfig" system:coredns "$dns_token"
+  cat >"$work/Corefile" <<COREFILE
+cluster.local in-addr.arpa ip6.arpa {
+    bind $node_gw
+    errors
+    log
+    health 127.0.0.1:$health
+    ready 127.0.0.1:$ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $work/coredns.kubeconfig local
+        ttl 5
+    }
+}
+COREFILE
+  start coredns "${dir[coredns]}/coredns" -conf "$work/Corefile" -dns.port 53
+  until_ok coredns 60 python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$ready/ready', timeout=2)"
+  log "node: CoreDNS $("${dir[coredns]}/coredns" -version | head -n 1 | awk '{print $1}') on $node_gw:53 (cluster.local, reverse zones; nothing forwarded)"
+}
+
+# The iptables chains and nfacct counters kube-proxy makes have fixed names,
+# the same for every kube-proxy: the run refuses to start when one exists
+# (another kube-proxy's), and removes all of them after, as its own.
+proxy_nfacct=(ct_state_invalid_dropped_pkts localhost_nps_accepted_pkts)
+
+# proxy_state: kube-proxy's chains and rules (any line naming KUBE-, IPv4
+# and IPv6) and nfacct counters, as they are now; empty when there are none.
+proxy_state() {
+  local f
+  for f in iptables ip6tables; do
+    "$f-save" 2>/dev/null | grep -E '^\*|KUBE-' | awk -v f="$f" '/^\*/ {t = substr($0, 2); next} {print f " -t " t " " $0}'
+  done
+  # nfacct list: "{ pkts = …, bytes = … } = NAME;"
+  nfacct list 2>/dev/null | sed -n 's/.* = \([^ ;]*\);$/\1/p' | grep -xF -f <(printf '%s\n' "${proxy_nfacct[@]}") | sed 's/^/nfacct /' || true
+}
+
+# node_proxy: kube-proxy, in iptables mode, for the node localhost.
+#
+# What its rules do, and why they stay on the machine: its nat PREROUTING
+# and OUTPUT jumps match only the Service range's ClusterIPs (and NodePorts
+# on the bridge's own address, --nodeport-addresses) and DNAT them to the
+# Services' endpoints, which here are Pods on the run's bridge (the API
+# server's own Service, kubernetes, points at the host itself). It
+# masquerades (KUBE-POSTROUTING: MASQUERADE only packets carrying its own
+# mark 0x4000, set in KUBE-MARK-MASQ, which its Service chains jump to for
+# traffic to a ClusterIP from outside --cluster-cidr and for a Pod reaching
+# itself); --masquerade-all is off. Nothing here routes a Pod's packet off
+# the machine: see the pod network above. Its filter rules (KUBE-FORWARD,
+# KUBE-SERVICES, KUBE-FIREWALL, …) accept its own marked traffic, reject
+# connections to Services without endpoints and drop conntrack-INVALID
+# forwarded packets while it runs.
+#
+# It sets no sysctl with this configuration: route_localnet only for
+# NodePorts on loopback (off: --iptables-localhost-nodeports=false and
+# --nodeport-addresses the bridge's address), the conntrack limits and
+# timeouts only when configured (all 0 here: left as they are). The
+# sysctls are recorded and restored all the same (node_sysctls).
+node_proxy() {
+  local healthz metrics left
+  left=$(proxy_state)
+  [ -z "$left" ] || fail "node: kube-proxy's iptables chains or nfacct counters exist already (another kube-proxy runs on this machine; its fixed names cannot be told from this run's): $(echo "$left" | head -n 5 | tr '\n' ' ')"
+  nft list tables 2>/dev/null | sort >"$work/nft.before" || true
+  read -r healthz metrics < <(freeports 2)
+  kubeconfig "$work/kube-proxy.kubeconfig" system:kube-proxy "$proxy_token"
+  node_proxy_up=1 # from here on its teardown runs
+  start kube-proxy "${dir[kubernetes]}/kube-proxy" --kubeconfig "$work/kube-proxy.kubeconfig" \
+    --proxy-mode iptables --hostname-override localhost --cluster-cidr "$node_sub" --bind-address "$node_gw" \
+    --nodeport-addresses "$node_gw/32" --iptables-localhost-nodeports=false --masquerade-all=false \
+    --healthz-bind-address "127.0.0.1:$healthz" --metrics-bind-address "127.0.0.1:$metrics" \
+    --conntrack-max-per-core 0 --conntrack-min 0 --conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0
+  until_ok kube-proxy 120 python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$healthz/healthz', timeout=2)"
+  until_ok kube-proxy 60 iptables -t nat -C PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+  # Its masquerading acts only on its own mark.
+  local post
+  post=$(iptables -t nat -S KUBE-POSTROUTING | grep '^-A ')
+  echo "$post" | head -n 1 | grep -q -- '-m mark ! --mark 0x4000/0x4000 -j RETURN$' ||
+    fail "node: kube-proxy's KUBE-POSTROUTING does not begin by returning packets without its mark 0x4000:"$'\n'"$post"
+  local bad
+  bad=$(iptables -t nat -S | grep '^-A KUBE-' | grep -- '-j MASQUERADE' | grep -v '^-A KUBE-POSTROUTING ' || true)
+  [ -z "$bad" ] || fail "node: kube-proxy masquerades outside KUBE-POSTROUTING: $bad"
+  # A Service chain marks for masquerading only what comes from outside
+  # the Pods' range (! -s $node_sub), not every connection (--masquerade-all).
+  bad=$(iptables -t nat -S | grep '^-A KUBE-SVC-' | grep -- '-j KUBE-MARK-MASQ' | grep -vF -- "! -s $node_sub " || true)
+  [ -z "$bad" ] || fail "node: kube-proxy marks every connection to a ClusterIP for masquerading: $bad"
+  iptables -t nat -S | grep '^-A KUBE-SVC-' | grep -q -- '-j KUBE-MARK-MASQ' ||
+    fail "node: no KUBE-SVC- chain for the API server's Service kubernetes after kube-proxy's sync"
+  log "node: kube-proxy (iptables) for $svc_cidr, cluster CIDR $node_sub: $(proxy_state | grep -c ' -N KUBE-\| :KUBE-') chains"
+}
+
 
 # node_down: the node's teardown (see the header); fails when the machine
 # is not as node_start found it.
@@ -413,6 +563,8 @@ node_down() {
   fi
   stop kube-scheduler
   stop kubelet
+  stop kube-proxy
+  stop coredns
   if [ -S "${node_sock:-}" ]; then
     for t in $(ctr --address "$node_sock" -n k8s.io tasks ls -q 2>/dev/null); do
       ctr --address "$node_sock" -n k8s.io tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true
@@ -480,7 +632,7 @@ node_down() {
   local others
   others=$(diff "$work/node.before" "$work/node.after" | grep '^[<>]' || true)
   [ -z "$others" ] || log "node: changed during the run by other programs under ${node_paths[*]} (not this run's, left as they are): $(echo "$others" | head -n 20 | tr '\n' ' ')"
-  [ $ok = 0 ] && log "node: torn down; nothing this run made is left (processes, mounts, cgroups, bridge and veths, shim sockets, CNI results, log links, sysctls)"
+  [ $ok = 0 ] && log "node: torn down; nothing this run made is left (processes, mounts, cgroups, bridge and veths, shim sockets, CNI results, log links, sysctls, kube-proxy's iptables chains and nfacct counters, conntrack entries)"
   return $ok
 }
 
@@ -488,7 +640,7 @@ node_down() {
 # (tests/e2e/kube-teardown.sh): each STEP named, of node_steps, is skipped
 # before the check, which must then fail naming what it would have removed;
 # the steps run after the check, and the run fails.
-node_steps=(cgroups bridge files sysctls)
+node_steps=(cgroups bridge files sysctls proxy conntrack)
 
 # our_shims: PIDs of processes started with -address this containerd's
 # socket (its shims).
@@ -550,6 +702,11 @@ node_owned() {
     ip -o link show master "$node_bridge" | awk -F': ' '{print "veth " $2 " on the bridge"}'
   fi
   node_files | sed 's/^/file /'
+  if [ "${node_proxy_up:-0}" = 1 ]; then
+    proxy_state
+    node_new_nft_tables | sed 's/^/nft table (made for kube-proxy'"'"'s rules, empty now) /'
+  fi
+  [ -z "${node_sub:-}" ] || node_conntrack | sed 's/^/conntrack /'
   while read -r key _ value; do
     [ "$(sysctl -n "$key")" = "$value" ] || echo "sysctl $key = $(sysctl -n "$key") (was $value)"
   done <"$work/node.sysctls"
@@ -595,6 +752,87 @@ node_rm_files() {
   done
 }
 
+# node_rm_proxy: kube-proxy's chains, the rules that jump to them and its
+# nfacct counters (all of them this run's: it refuses to start beside
+# another kube-proxy's), in one iptables-restore per table; then the nft
+# tables iptables made for them when they were absent before and are empty
+# now. (Not kube-proxy --cleanup: it also tidies IPVS and nftables state
+# it might not have made.)
+node_rm_proxy() {
+  local f t c
+  [ "${node_proxy_up:-0}" = 1 ] || return 0
+  for f in iptables ip6tables; do
+    for t in $("$f-save" 2>/dev/null | sed -n 's/^\*//p'); do
+      "$f-save" -t "$t" | python3 -c '
+import shlex, sys
+t = sys.argv[1]
+jumps, chains = [], []
+for line in sys.stdin:
+    line = line.rstrip("\n")
+    if line.startswith(":KUBE-"):
+        chains.append(line[1:].split()[0])
+    elif line.startswith("-A ") and "KUBE-" in line and not line.split()[1].startswith("KUBE-"):
+        jumps.append("-D" + line[2:])
+if jumps or chains:
+    print("*" + t)
+    print("\n".join(jumps + ["-F " + c for c in chains] + ["-X " + c for c in chains]))
+    print("COMMIT")
+' "$t" >"$work/proxy-rm.rules"
+      [ -s "$work/proxy-rm.rules" ] || continue
+      "$f-restore" --noflush <"$work/proxy-rm.rules" || log "node: $f-restore of kube-proxy's removal in table $t failed: $(cat "$work/proxy-rm.rules")"
+    done
+  done
+  for c in $(proxy_state | sed -n 's/^nfacct //p'); do nfacct delete "$c" || true; done
+  node_new_nft_tables | while read -r fam t; do nft delete table "$fam" "$t" || true; done
+}
+
+# node_new_nft_tables: the nft tables (FAMILY NAME) that were not there
+# before kube-proxy started and hold no rule now.
+node_new_nft_tables() {
+  [ -f "$work/nft.before" ] || return 0
+  nft list tables 2>/dev/null | sort | grep -vxF -f "$work/nft.before" | while read -r _ fam t; do
+    [ "$(nft -j list table "$fam" "$t" | python3 -c 'import json,sys; print(sum(1 for o in json.load(sys.stdin)["nftables"] if "rule" in o))')" = 0 ] && echo "$fam $t"
+  done || true
+}
+
+# node_conntrack: the conntrack entries with an address of the run's pod
+# network (the /24 is used by nothing else on the machine), as
+# "PROTO SRC DST [SPORT DPORT]" of the original direction.
+node_conntrack() {
+  conntrack -L -f ipv4 -o extended 2>/dev/null | python3 -c '
+import ipaddress, re, sys
+sub = ipaddress.ip_network(sys.argv[1])
+for line in sys.stdin:
+    f = line.split()
+    if len(f) < 3:
+        continue
+    addrs = re.findall(r"\b(?:src|dst)=(\S+)", line)
+    if not any(ipaddress.ip_address(a) in sub for a in addrs):
+        continue
+    kv = {}
+    for w in f:
+        k, _, v = w.partition("=")
+        kv.setdefault(k, v)
+    out = [f[2], kv["src"], kv["dst"]]
+    if "sport" in kv:
+        out += [kv["sport"], kv["dport"]]
+    print(" ".join(out))
+' "$node_sub" || true
+}
+
+# node_rm_conntrack: node_conntrack's entries.
+node_rm_conntrack() {
+  local p src dst sport dport
+  [ -n "${node_sub:-}" ] || return 0
+  node_conntrack | while read -r p src dst sport dport; do
+    if [ -n "$sport" ]; then
+      conntrack -D -p "$p" -s "$src" -d "$dst" --sport "$sport" --dport "$dport" >/dev/null 2>&1 || true
+    else
+      conntrack -D -p "$p" -s "$src" -d "$dst" >/dev/null 2>&1 || true
+    fi
+  done
+}
+
 # node_rm_sysctls: the sysctls as they were.
 node_rm_sysctls() {
   local key value
@@ -616,14 +854,20 @@ openssl genrsa -out "$work/sa.key" 2048 2>/dev/null
 openssl rsa -in "$work/sa.key" -pubout -out "$work/sa.pub" 2>/dev/null
 token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 printf '%s,admin,admin,system:masters\n' "$token" >"$work/tokens.csv"
+# The node's kube-proxy and CoreDNS have tokens (and kubeconfigs) of their own.
+proxy_token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+dns_token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+printf '%s,system:kube-proxy,kube-proxy,system:node-proxier\n%s,system:coredns,coredns\n' "$proxy_token" "$dns_token" >>"$work/tokens.csv"
 start kube-apiserver "${dir[kubernetes]}/kube-apiserver" \
   --etcd-servers "http://127.0.0.1:$etcd_client" --bind-address 127.0.0.1 --secure-port "$apiserver" \
   --cert-dir "$work/pki" --service-account-issuer https://kubernetes.default.svc \
   --service-account-key-file "$work/sa.pub" --service-account-signing-key-file "$work/sa.key" \
   --authorization-mode AlwaysAllow --token-auth-file "$work/tokens.csv" \
-  --service-cluster-ip-range 10.96.0.0/16 --enable-priority-and-fairness=false \
+  --service-cluster-ip-range "$svc_cidr" --enable-priority-and-fairness=false \
   --kubelet-preferred-address-types Hostname
-cat >"$work/kubeconfig" <<EOF
+# kubeconfig FILE USER TOKEN: a kubeconfig for the API server on loopback.
+kubeconfig() {
+  cat >"$1" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -632,15 +876,17 @@ clusters:
     server: https://127.0.0.1:$apiserver
     insecure-skip-tls-verify: true
 users:
-- name: admin
+- name: $2
   user:
-    token: $token
+    token: $3
 contexts:
 - name: local
-  context: {cluster: local, user: admin, namespace: default}
+  context: {cluster: local, user: $2, namespace: default}
 current-context: local
 EOF
-chmod 600 "$work/kubeconfig"
+  chmod 600 "$1"
+}
+kubeconfig "$work/kubeconfig" admin "$token"
 export KUBECONFIG=$work/kubeconfig IMAGECTL_KUBE_KUBECONFIG=$work/kubeconfig
 k() { kubectl --kubeconfig "$work/kubeconfig" "$@"; }
 until_ok kube-apiserver 300 k get --raw /readyz
