@@ -9,9 +9,10 @@
 #     The run's log must show the neighbour's changes as not the run's.
 #  2. A node run with IMAGECTL_KUBE_TEST_LEAK (teardown steps skipped before
 #     the check) fails, and its log names what each skipped step left: the
-#     run's cgroup, bridge and CNI result files (and the sysctls the kubelet
-#     set, where they differ on this machine); the steps then run, and the
-#     machine is left as before.
+#     run's cgroup, bridge, policy-routing rule, CNI result files,
+#     kube-proxy's iptables chains, jumps and nfacct counters and the Pods'
+#     conntrack entries (and the sysctls the kubelet set, where they differ on
+#     this machine); the steps then run, and the machine is left as before.
 # Then the neighbour's own leftovers are checked (none) and the machine is
 # checked for the runs' bridges and cgroups (none).
 #
@@ -92,7 +93,8 @@ kubectl --kubeconfig "$IMAGECTL_KUBE_KUBECONFIG" create namespace teardown
 kubectl --kubeconfig "$IMAGECTL_KUBE_KUBECONFIG" -n teardown run sleeper --image "$IMAGECTL_KUBE_RAY_IMAGE" --image-pull-policy Never \
   --overrides '{"spec":{"terminationGracePeriodSeconds":1}}' --command -- sleep 3600
 kubectl --kubeconfig "$IMAGECTL_KUBE_KUBECONFIG" -n teardown wait --for condition=Ready pod/sleeper --timeout 120s
-kubectl --kubeconfig "$IMAGECTL_KUBE_KUBECONFIG" -n teardown exec sleeper -- true
+# A DNS query through the cluster DNS (a conntrack entry of the run's).
+kubectl --kubeconfig "$IMAGECTL_KUBE_KUBECONFIG" -n teardown exec sleeper -- getent hosts kubernetes.default.svc.cluster.local
 SH
 
 t0=$SECONDS
@@ -116,14 +118,14 @@ log "run 1 passed while the neighbour made and removed $(cat "$nb/count") netns,
 [ -z "$(runc --root "$nb/runc" list -q)" ] || fail "the neighbour's runc containers are left: $(runc --root "$nb/runc" list -q)"
 
 # 2. A leak of the run's own.
-steps=cgroups,bridge,files
+steps=cgroups,bridge,route,files,proxy,conntrack
 [ "$(sysctl -n vm.overcommit_memory)" = 1 ] || steps+=,sysctls # the kubelet sets 1
 rc=0
 IMAGECTL_KUBE_NODE=1 IMAGECTL_KUBE_TEST_LEAK=$steps bash "$repo/tests/e2e/with-kube.sh" bash "$nb/pod.sh" >"$nb/run2.log" 2>&1 || rc=$?
 cat "$nb/run2.log" >&2
 [ $rc != 0 ] || fail "with IMAGECTL_KUBE_TEST_LEAK=$steps the node run passed: the teardown's check missed the leak"
 grep -q "FAIL: the node's teardown left on the machine what this run made:" "$nb/run2.log" || fail "with IMAGECTL_KUBE_TEST_LEAK=$steps the run failed (exit $rc) but not at the teardown's check"
-for want in '^cgroup /sys/fs/cgroup/.*/imagectl-kube-[0-9a-f]*$' '^bridge ikb[0-9a-f]*$' '^file /var/lib/cni/results/imagectl-[0-9a-f]*-[0-9a-f]\{64\}-eth0$' '^file /var/lib/cni/results/cni-loopback-[0-9a-f]\{64\}-lo$'; do
+for want in '^cgroup /sys/fs/cgroup/.*/imagectl-kube-[0-9a-f]*$' '^bridge ikb[0-9a-f]*$' '^ip rule .*iif ikb[0-9a-f]* lookup [0-9]*' '^iptables -t nat :KUBE-SERVICES ' '^iptables -t nat -A PREROUTING .*-j KUBE-SERVICES$' '^nfacct ct_state_invalid_dropped_pkts$' '^conntrack udp 10\.2[0-9.]* 10\.2[0-9.]* [0-9]* 53$' '^file /var/lib/cni/results/imagectl-[0-9a-f]*-[0-9a-f]\{64\}-eth0$' '^file /var/lib/cni/results/cni-loopback-[0-9a-f]\{64\}-lo$'; do
   grep -q "$want" "$nb/run2.log" || fail "with IMAGECTL_KUBE_TEST_LEAK=$steps the check did not name a leftover matching $want"
 done
 if [[ $steps == *sysctls* ]]; then grep -q '^sysctl vm.overcommit_memory = 1 (was ' "$nb/run2.log" || fail "the check did not name vm.overcommit_memory"; fi

@@ -17,8 +17,8 @@
 # kube-scheduler, a kubelet named localhost (cgroupfs under a cgroup root of
 # the run's own) and Debian's containerd and runc, with their state, sockets
 # and mounts under the work directory, and a pod network that is a bridge made
-# for the run with a /24 found unused on the machine, no forwarding and no
-# route off the machine; CoreDNS (the kubernetes plugin's cluster.local and
+# for the run with a /24 found unused on the machine, forwarding only
+# between the run's Pods and no route off the machine; CoreDNS (the kubernetes plugin's cluster.local and
 # reverse zones only, nothing forwarded) on the bridge's address as the
 # Pods' DNS server, and kube-proxy (iptables) DNAT'ing ClusterIPs to the
 # Pods on the bridge, so that Service names resolve and ClusterIPs route
@@ -71,8 +71,8 @@ esac
 leak=${IMAGECTL_KUBE_TEST_LEAK:-}
 for st in ${leak//,/ }; do
   case $st in
-    cgroups | bridge | files | sysctls | proxy | conntrack) ;;
-    *) echo "with-kube.sh: IMAGECTL_KUBE_TEST_LEAK=$leak: $st is not a step of the node's teardown (want a comma-separated list of cgroups, bridge, files, sysctls, proxy, conntrack)" >&2; exit 2 ;;
+    cgroups | bridge | route | files | sysctls | proxy | conntrack) ;;
+    *) echo "with-kube.sh: IMAGECTL_KUBE_TEST_LEAK=$leak: $st is not a step of the node's teardown (want a comma-separated list of cgroups, bridge, route, files, sysctls, proxy, conntrack)" >&2; exit 2 ;;
   esac
 done
 [ -z "$leak" ] || [ $node = 1 ] || { echo "with-kube.sh: IMAGECTL_KUBE_TEST_LEAK=$leak needs IMAGECTL_KUBE_NODE=1 (it skips a step of the node's teardown)" >&2; exit 2; }
@@ -279,16 +279,24 @@ node_start() {
   # machine uses, on a bridge of the run's own. The bridge has the /24's
   # first address, $node_gw: the Pods' DNS server (CoreDNS listens there) and
   # the next hop of their only route besides their /24, the one to the
-  # Service range. Pods have no default route; the bridge does not forward
-  # (net.ipv4.conf.<bridge>.forwarding=0 and no NAT for Pods): traffic stays
-  # between the host and the run's own Pods. ClusterIPs reach Pods through
-  # br_netfilter (nf_call_iptables on this bridge only): a packet from a Pod
-  # to a ClusterIP enters the bridge, kube-proxy's PREROUTING rule DNATs it
-  # to a Pod IP, and br_netfilter bridges it to that Pod on the same bridge
-  # ("bridged-and-DNAT'ed traffic doesn't require ip_forwarding",
-  # net/bridge/br_netfilter_hooks.c); a DNAT to anything not on this bridge
-  # is dropped there, and what is not DNAT'ed reaches the host, which does
-  # not forward it.
+  # Service range. Pods have no default route and nothing is NAT'ed for them
+  # to leave the machine.
+  #
+  # ClusterIPs reach Pods through br_netfilter (nf_call_iptables on this
+  # bridge only): a Pod's packet to a ClusterIP enters the bridge,
+  # kube-proxy's nat PREROUTING rule DNATs it to a Pod's IP, and
+  # br_netfilter hands it to that Pod on the same bridge. For that the
+  # kernel routes the DNAT'ed packet as if forwarded from the bridge: with
+  # forwarding off on the bridge it is dropped (seen on this machine's
+  # kernel 6.18: the DNAT'ed connection timed out; with the bridge's own
+  # net.ipv4.conf.<bridge>.forwarding=1 it connected). So the bridge
+  # forwards (net.ipv4.ip_forward, every other interface's, stays as it is),
+  # and a policy-routing rule of the run's own keeps that forwarding on the
+  # bridge: whatever arrives from the bridge and is not for the host itself
+  # (the local table comes first) is routed by a table of the run's own that
+  # holds only the /24 on the bridge and an unreachable default. A packet
+  # from a Pod to anything else than the run's Pods and the host, DNAT'ed or
+  # not, gets "no route to host"; none leaves the machine.
   local used
   used="$(ip -4 -o addr show; ip -4 route show table all)"
   sub=$(python3 - "$used" <<'PY'
@@ -319,12 +327,23 @@ PY
   [ -z "$clash" ] || fail "node: the Service range $svc_cidr overlaps addresses or routes of the machine ($clash): kube-proxy would rewrite connections to them"
   [ -d /proc/sys/net/bridge ] || fail "node: br_netfilter is not loaded (no /proc/sys/net/bridge): without it a Pod's connection to a ClusterIP is not DNAT'ed on the bridge (modprobe br_netfilter; the run does not load kernel modules)"
   node_gw=$(python3 -c "import ipaddress,sys; print(next(ipaddress.ip_network(sys.argv[1]).hosts()))" "$sub")
+  local tbl
+  for _ in 1 2 3 4 5; do
+    tbl=$(python3 -c 'import random; print(random.randint(1000000, 2000000000))')
+    [ -n "$(ip route show table "$tbl" 2>/dev/null)" ] || ip rule list | grep -qw "lookup $tbl" || break
+    tbl=
+  done
+  [ -n "$tbl" ] || fail "node: no unused routing table number found"
   ip link add "ikb$id" type bridge
   node_bridge=ikb$id # ours from here on
   ip link set "$node_bridge" type bridge nf_call_iptables 1
-  sysctl -qw "net.ipv4.conf.$node_bridge.forwarding=0"
   ip addr add "$node_gw/24" dev "$node_bridge"
   ip link set "$node_bridge" up
+  node_table=$tbl # ours from here on
+  ip route add "$sub" dev "$node_bridge" table "$node_table"
+  ip route add unreachable default table "$node_table"
+  ip rule add iif "$node_bridge" lookup "$node_table" priority 1
+  sysctl -qw "net.ipv4.conf.$node_bridge.forwarding=1" # after the rule
   mkdir -p "$work/cni/net.d" "$work/cni/ipam"
   cat >"$work/cni/net.d/10-imagectl.conflist" <<JSON
 {"cniVersion": "0.4.0", "name": "imagectl-$id", "plugins": [
@@ -332,7 +351,7 @@ PY
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "$sub", "gateway": "$node_gw"}]], "routes": [{"dst": "$svc_cidr", "gw": "$node_gw"}], "dataDir": "$work/cni/ipam"}}
 ]}
 JSON
-  log "node: pod network $sub on bridge $node_bridge ($node_gw; Pods route only $svc_cidr through it; no forwarding)"
+  log "node: pod network $sub on bridge $node_bridge ($node_gw; Pods route only $svc_cidr through it; what comes from the bridge is routed by table $node_table: $sub or unreachable)"
 
   # The cgroup root of the run's own, in every v1 hierarchy (cpuset needs
   # its cpus and mems before a child can hold tasks).
@@ -640,7 +659,7 @@ node_down() {
 # (tests/e2e/kube-teardown.sh): each STEP named, of node_steps, is skipped
 # before the check, which must then fail naming what it would have removed;
 # the steps run after the check, and the run fails.
-node_steps=(cgroups bridge files sysctls proxy conntrack)
+node_steps=(cgroups bridge route files sysctls proxy conntrack)
 
 # our_shims: PIDs of processes started with -address this containerd's
 # socket (its shims).
@@ -701,6 +720,10 @@ node_owned() {
     echo "bridge $node_bridge"
     ip -o link show master "$node_bridge" | awk -F': ' '{print "veth " $2 " on the bridge"}'
   fi
+  if [ -n "${node_table:-}" ]; then
+    ip rule list | grep -w "lookup $node_table" | sed 's/^/ip rule /'
+    ip route show table "$node_table" | sed "s/^/ip route (table $node_table) /"
+  fi
   node_files | sed 's/^/file /'
   if [ "${node_proxy_up:-0}" = 1 ]; then
     proxy_state
@@ -737,6 +760,13 @@ node_rm_bridge() {
     ip link delete "$m" 2>/dev/null || true
   done
   ip link delete "$node_bridge" 2>/dev/null || true
+}
+
+# node_rm_route: the policy-routing rule and table of the bridge.
+node_rm_route() {
+  [ -n "${node_table:-}" ] || return 0
+  while ip rule del iif "$node_bridge" lookup "$node_table" priority 1 2>/dev/null; do :; done
+  ip route flush table "$node_table" 2>/dev/null || true
 }
 
 # node_rm_files: node_files, then the directories the run made under the
