@@ -58,7 +58,10 @@ PY
 # and some the other way round); at the end remove the last one, and the
 # directories it made.
 neighbour() {
-  local i=0 made=() d
+  local i=0 made=() d netns_made=0
+  # ip netns add makes /run/netns (a shared bind mount of itself) when it
+  # is missing: the neighbour removes it again at the end.
+  [ -d /run/netns ] || netns_made=1
   for d in /var/lib/cni/results /run/containerd/s; do
     [ -d "$d" ] || { mkdir -p "$d"; made+=("$d"); }
   done
@@ -80,6 +83,10 @@ neighbour() {
     sleep 2
   done
   undo "$i"
+  if [ $netns_made = 1 ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then
+    while mountpoint -q /run/netns; do umount /run/netns || break; done
+    rmdir /run/netns 2>/dev/null || true
+  fi
   for d in "${made[@]}"; do rmdir "$d" 2>/dev/null || true; done
   [ -d /run/containerd ] && [ -z "$(ls -A /run/containerd)" ] && [[ " ${made[*]} " == *" /run/containerd/s "* ]] && rmdir /run/containerd || true
   [ -d /var/lib/cni ] && [ -z "$(ls -A /var/lib/cni)" ] && [[ " ${made[*]} " == *" /var/lib/cni/results "* ]] && rmdir /var/lib/cni || true
