@@ -100,8 +100,14 @@ kubectl --kubeconfig "$IMAGECTL_KUBE_KUBECONFIG" create namespace teardown
 kubectl --kubeconfig "$IMAGECTL_KUBE_KUBECONFIG" -n teardown run sleeper --image "$IMAGECTL_KUBE_RAY_IMAGE" --image-pull-policy Never \
   --overrides '{"spec":{"terminationGracePeriodSeconds":1}}' --command -- sleep 3600
 kubectl --kubeconfig "$IMAGECTL_KUBE_KUBECONFIG" -n teardown wait --for condition=Ready pod/sleeper --timeout 120s
-# A DNS query through the cluster DNS (a conntrack entry of the run's).
+# A name through the cluster DNS, then a TCP connection to it (its
+# conntrack entry, in TIME_WAIT for 2 minutes, is the run's).
 kubectl --kubeconfig "$IMAGECTL_KUBE_KUBECONFIG" -n teardown exec sleeper -- getent hosts kubernetes.default.svc.cluster.local
+kubectl --kubeconfig "$IMAGECTL_KUBE_KUBECONFIG" -n teardown exec sleeper -- python3 -c '
+import socket
+ns = [l.split()[1] for l in open("/etc/resolv.conf") if l.startswith("nameserver")][0]
+socket.create_connection((ns, 53), timeout=5).close()
+print("tcp to the cluster DNS", ns, "ok")'
 SH
 
 t0=$SECONDS
@@ -132,7 +138,7 @@ IMAGECTL_KUBE_NODE=1 IMAGECTL_KUBE_TEST_LEAK=$steps bash "$repo/tests/e2e/with-k
 cat "$nb/run2.log" >&2
 [ $rc != 0 ] || fail "with IMAGECTL_KUBE_TEST_LEAK=$steps the node run passed: the teardown's check missed the leak"
 grep -q "FAIL: the node's teardown left on the machine what this run made:" "$nb/run2.log" || fail "with IMAGECTL_KUBE_TEST_LEAK=$steps the run failed (exit $rc) but not at the teardown's check"
-for want in '^cgroup /sys/fs/cgroup/.*/imagectl-kube-[0-9a-f]*$' '^bridge ikb[0-9a-f]*$' '^ip rule .*iif ikb[0-9a-f]* lookup [0-9]*' '^iptables -t nat :KUBE-SERVICES ' '^iptables -t nat -A PREROUTING .*-j KUBE-SERVICES$' '^nfacct ct_state_invalid_dropped_pkts$' '^conntrack udp 10\.2[0-9.]* 10\.2[0-9.]* [0-9]* 53$' '^file /var/lib/cni/results/imagectl-[0-9a-f]*-[0-9a-f]\{64\}-eth0$' '^file /var/lib/cni/results/cni-loopback-[0-9a-f]\{64\}-lo$'; do
+for want in '^cgroup /sys/fs/cgroup/.*/imagectl-kube-[0-9a-f]*$' '^bridge ikb[0-9a-f]*$' '^ip rule .*iif ikb[0-9a-f]* lookup [0-9]*' '^iptables -t nat :KUBE-SERVICES ' '^iptables -t nat -A PREROUTING .*-j KUBE-SERVICES$' '^nfacct ct_state_invalid_dropped_pkts$' '^conntrack tcp 10\.2[0-9.]* 10\.2[0-9.]* [0-9]* 53$' '^file /var/lib/cni/results/imagectl-[0-9a-f]*-[0-9a-f]\{64\}-eth0$' '^file /var/lib/cni/results/cni-loopback-[0-9a-f]\{64\}-lo$'; do
   grep -q "$want" "$nb/run2.log" || fail "with IMAGECTL_KUBE_TEST_LEAK=$steps the check did not name a leftover matching $want"
 done
 if [[ $steps == *sysctls* ]]; then grep -q '^sysctl vm.overcommit_memory = 1 (was ' "$nb/run2.log" || fail "the check did not name vm.overcommit_memory"; fi
