@@ -17,7 +17,9 @@
 # checked for the runs' bridges and cgroups (none).
 #
 # Needs what IMAGECTL_KUBE_NODE=1 needs: root, and IMAGECTL_KUBE_SIDECAR (the
-# OCI archive of the image the e2e built).
+# OCI archive of the image the e2e built). kube-teardown.sh CMD [ARG...] runs
+# CMD on the node in run 1 instead of the Pod (e.g. the node's tests), so
+# that one node run serves both.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "kube-teardown.sh: runs a node (with-kube.sh IMAGECTL_KUBE_NODE=1): run as root" >&2; exit 2; }
@@ -118,7 +120,9 @@ fail() { log "FAIL: $*"; exit 1; }
 neighbour &
 nbpid=$!
 log "neighbour (pid $nbpid): netns, runc containers (--root $nb/runc) and files named $tag-N, in a loop"
-if ! IMAGECTL_KUBE_NODE=1 bash "$repo/tests/e2e/with-kube.sh" bash "$nb/pod.sh" 2>&1 | tee "$nb/run1.log" >&2; then
+run1=(bash "$nb/pod.sh")
+[ $# = 0 ] || run1=("$@")
+if ! IMAGECTL_KUBE_NODE=1 bash "$repo/tests/e2e/with-kube.sh" "${run1[@]}" 2>&1 | tee "$nb/run1.log" >&2; then
   fail "the node run failed while the neighbour ran (see above)"
 fi
 grep -q "changed during the run by other programs.*$tag" "$nb/run1.log" ||
