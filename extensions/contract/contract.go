@@ -194,8 +194,8 @@ func (c *checker) setting(packageJSON []byte) {
 	// getConfiguration("anyscalecompute.ray-distributed-debugger").get("clusterDashboards").
 	prefix, leaf, _ := strings.Cut(key, ".ray-distributed-debugger.")
 	prefix += ".ray-distributed-debugger"
-	reads := regexp.MustCompile(`getConfiguration\(\s*\)\s*\.get\(\s*["']` + regexp.QuoteMeta(key) + `["']` +
-		`|getConfiguration\(\s*["']` + regexp.QuoteMeta(prefix) + `["']\s*\)\s*\.get\(\s*["']` + regexp.QuoteMeta(leaf) + `["']`).FindAllStringIndex(c.js, -1)
+	reads := regexp.MustCompile(`getConfiguration\(\s*\)\s*\.get\(\s*["']`+regexp.QuoteMeta(key)+`["']`+
+		`|getConfiguration\(\s*["']`+regexp.QuoteMeta(prefix)+`["']\s*\)\s*\.get\(\s*["']`+regexp.QuoteMeta(leaf)+`["']`).FindAllStringIndex(c.js, -1)
 	if len(reads) == 0 {
 		c.add(c.file, item, "the code never reads %s (no getConfiguration().get(%q)); the image configures the dashboards only through that key", key, key)
 		return
