@@ -11,6 +11,7 @@ import (
 
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/contract"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/extensions/vsix"
 )
 
@@ -93,5 +94,32 @@ func TestCheckContracts(t *testing.T) {
 	gone.Path = filepath.Join(t.TempDir(), "missing.vsix")
 	if err := extensions.CheckContracts(ctx, []extensions.Fetched{gone}, vsix.Limits{}); err == nil || errors.As(err, &ce) || !strings.Contains(err.Error(), "extension anyscalecompute.ray-distributed-debugger@0.1.7 (universal file, sha256 "+bad.SHA256+"): checking what the image assumes of its code") {
 		t.Errorf("CheckContracts(missing file) = %v", err)
+	}
+}
+
+// TestFixturesHoldTheContract: the VSIX fixtures the gallery fake serves
+// (extensions/testdata/mkvsix.sh) hold the debugger's contract, so that a
+// pin or fetch that runs CheckContracts over them passes; fetched through
+// the fake as pin fetches them.
+func TestFixturesHoldTheContract(t *testing.T) {
+	builds := loadBuilds(t)
+	f := gallerytest.New(builds)
+	defer f.Close()
+	fe, _ := newFetcher(t, f, t.TempDir())
+	got, err := fe.FetchExtensions(context.Background(), testSet(t, builds, false), platforms, testVSCode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range got {
+		if g.ID == contract.ExtensionID {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("the test set fetched no %s file", contract.ExtensionID)
+	}
+	if err := extensions.CheckContracts(context.Background(), got, vsix.Limits{}); err != nil {
+		t.Errorf("CheckContracts over the fixtures: %v", err)
 	}
 }
