@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions/contract"
 	"github.com/imagectl/imagectl/extensions/vsix"
 )
@@ -54,4 +55,34 @@ func checkContract(ctx context.Context, f Fetched, lim vsix.Limits) error {
 		return err
 	}
 	return contract.CheckVSIX(ctx, r, fi.Size(), lim)
+}
+
+// UncheckedVersions returns the versions of the extensions with a contract
+// (contract.ExtensionID) that fresh lists and old does not, as "id@version",
+// in fresh's order: versions a refresh brought in whose code no pin has
+// checked yet (CheckContracts runs when they are pinned). old may be nil.
+func UncheckedVersions(old, fresh *catalog.Catalog) []string {
+	var out []string
+	if fresh == nil {
+		return nil
+	}
+	for _, r := range fresh.Extensions {
+		if !strings.EqualFold(r.ID, contract.ExtensionID) {
+			continue
+		}
+		for _, v := range r.Versions {
+			known := false
+			if old != nil {
+				for tp := range v.Files {
+					if _, ok := catalogFile(old, r.ID, v.Version, tp); ok {
+						known = true
+					}
+				}
+			}
+			if !known {
+				out = append(out, r.ID+"@"+v.Version)
+			}
+		}
+	}
+	return out
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/contract"
 	"github.com/imagectl/imagectl/extensions/gallerytest"
@@ -121,5 +123,27 @@ func TestFixturesHoldTheContract(t *testing.T) {
 	}
 	if err := extensions.CheckContracts(context.Background(), got, vsix.Limits{}); err != nil {
 		t.Errorf("CheckContracts over the fixtures: %v", err)
+	}
+}
+
+// TestUncheckedVersions: a refresh that brings in a debugger version the
+// old catalog did not list names it (its code is checked when pinned);
+// versions already listed, and other extensions, are not named.
+func TestUncheckedVersions(t *testing.T) {
+	rec := func(id string, versions ...string) catalog.ExtensionRecord {
+		r := catalog.ExtensionRecord{ID: id, Source: "marketplace"}
+		for _, v := range versions {
+			r.Versions = append(r.Versions, catalog.ExtensionVersion{Version: v, Engine: "^1.66.0", Files: map[string]catalog.File{"universal": {}}})
+		}
+		return r
+	}
+	old := &catalog.Catalog{Extensions: []catalog.ExtensionRecord{rec(contract.ExtensionID, "0.1.4"), rec("ms-python.debugpy", "2025.10.0")}}
+	fresh := &catalog.Catalog{Extensions: []catalog.ExtensionRecord{rec(contract.ExtensionID, "0.1.7", "0.1.6", "0.1.4"), rec("ms-python.debugpy", "2025.12.0")}}
+	want := []string{contract.ExtensionID + "@0.1.7", contract.ExtensionID + "@0.1.6"}
+	if got := extensions.UncheckedVersions(old, fresh); !slices.Equal(got, want) {
+		t.Errorf("UncheckedVersions = %q, want %q", got, want)
+	}
+	if got := extensions.UncheckedVersions(nil, old); !slices.Equal(got, []string{contract.ExtensionID + "@0.1.4"}) {
+		t.Errorf("UncheckedVersions(nil, old) = %q, want the debugger's 0.1.4", got)
 	}
 }
