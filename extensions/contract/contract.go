@@ -194,8 +194,16 @@ func (c *checker) setting(packageJSON []byte) {
 	// getConfiguration("anyscalecompute.ray-distributed-debugger").get("clusterDashboards").
 	prefix, leaf, _ := strings.Cut(key, ".ray-distributed-debugger.")
 	prefix += ".ray-distributed-debugger"
-	reads := regexp.MustCompile(`getConfiguration\(\s*\)\s*\.get\(\s*["']`+regexp.QuoteMeta(key)+`["']`+
-		`|getConfiguration\(\s*["']`+regexp.QuoteMeta(prefix)+`["']\s*\)\s*\.get\(\s*["']`+regexp.QuoteMeta(leaf)+`["']`).FindAllStringIndex(c.js, -1)
+	// The key may also sit in a variable first, as 0.1.6 keeps its other
+	// keys: s="…initialized", then getConfiguration().get(s).
+	alts := []string{
+		`getConfiguration\(\s*\)\s*\.get\(\s*["']` + regexp.QuoteMeta(key) + `["']`,
+		`getConfiguration\(\s*["']` + regexp.QuoteMeta(prefix) + `["']\s*\)\s*\.get\(\s*["']` + regexp.QuoteMeta(leaf) + `["']`,
+	}
+	for _, m := range regexp.MustCompile(`(?:^|[^\w$.])([A-Za-z_$][\w$]*)\s*=\s*["']`+regexp.QuoteMeta(key)+`["']`).FindAllStringSubmatch(c.js, -1) {
+		alts = append(alts, `getConfiguration\(\s*\)\s*\.get\(\s*`+regexp.QuoteMeta(m[1])+`\s*[,)]`)
+	}
+	reads := regexp.MustCompile(strings.Join(alts, "|")).FindAllStringIndex(c.js, -1)
 	if len(reads) == 0 {
 		c.add(c.file, item, "the code never reads %s (no getConfiguration().get(%q)); the image configures the dashboards only through that key", key, key)
 		return

@@ -155,6 +155,28 @@ func TestEditsRefused(t *testing.T) {
 	}
 }
 
+// TestEquivalentReadsHold: reading the key through a variable, or through
+// its section, is the same read.
+func TestEquivalentReadsHold(t *testing.T) {
+	pj, js0 := readShape(t)
+	const read = `n.workspace.getConfiguration().get("anyscalecompute.ray-distributed-debugger.clusterDashboards")`
+	for name, repl := range map[string]string{
+		"through a variable": `n.workspace.getConfiguration().get(K)`,
+		"through a section":  `n.workspace.getConfiguration("anyscalecompute.ray-distributed-debugger").get("clusterDashboards")`,
+	} {
+		js := strings.Replace(js0, read, repl, 1)
+		if js == js0 {
+			t.Fatalf("the stand-in has no %s", read)
+		}
+		if name == "through a variable" {
+			js = strings.Replace(js, "let l=[];", `let l=[];const K="anyscalecompute.ray-distributed-debugger.clusterDashboards";`, 1)
+		}
+		if ds := contract.Check([]byte(pj), mainFile, []byte(js)); len(ds) > 0 {
+			t.Errorf("%s: differences %q, want none", name, ds)
+		}
+	}
+}
+
 // TestCheckVSIXRefuses: a VSIX whose code differs is an *Error naming the
 // version, the file and the change.
 func TestCheckVSIXRefuses(t *testing.T) {
