@@ -22,7 +22,7 @@ const (
 	mainFile = "extension/dist/extension.js"
 )
 
-func readShape(t *testing.T) (pj, js string) {
+func readShape(t testing.TB) (pj, js string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(shapeDir, "extension", "package.json"))
 	if err != nil {

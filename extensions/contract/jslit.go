@@ -172,15 +172,24 @@ func (p *litParser) rawExpr() (any, error) {
 			depth++
 		case c == ')' || c == ']' || c == '}':
 			if depth == 0 {
-				return literalOf(strings.TrimSpace(p.src[start:p.i])), nil
+				return p.ended(start)
 			}
 			depth--
 		case c == ',' && depth == 0:
-			return literalOf(strings.TrimSpace(p.src[start:p.i])), nil
+			return p.ended(start)
 		}
 		p.i++
 	}
 	return nil, p.errf("expression not ended")
+}
+
+// ended returns the expression src[start:i], which must not be empty.
+func (p *litParser) ended(start int) (any, error) {
+	e := strings.TrimSpace(p.src[start:p.i])
+	if e == "" {
+		return nil, p.errf("want a value, got %q", p.src[p.i:p.i+1])
+	}
+	return literalOf(e), nil
 }
 
 // literalOf turns a minifier's spelling of a boolean or a number into its
