@@ -1,6 +1,7 @@
 package contract_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/imagectl/imagectl/extensions/contract"
@@ -27,5 +28,18 @@ func TestTruncatedScripts(t *testing.T) {
 	for i := range len(js) {
 		contract.Check([]byte(pj), "extension/dist/extension.js", []byte(js[:i]))
 		contract.Check([]byte(pj), "extension/dist/extension.js", []byte(js[i:]))
+	}
+}
+
+// TestUnbalancedLiteral: an attach object whose list is closed by a brace
+// (found by FuzzCheck: it looped for ever) is a difference.
+func TestUnbalancedLiteral(t *testing.T) {
+	ds := contract.Check([]byte(`{}`), "extension/dist/extension.js", []byte(`const i={request:"attach",pathMappings:[a}`))
+	found := false
+	for _, d := range ds {
+		found = found || d.Item == "attach configuration" && strings.Contains(d.Detail, "does not parse as an object literal")
+	}
+	if !found {
+		t.Errorf("differences %q, want the attach configuration named as not parsing", ds)
 	}
 }
