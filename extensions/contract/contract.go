@@ -141,9 +141,32 @@ func (c *checker) add(file, item, format string, args ...any) {
 }
 
 // snippet is the script around offset i, for a message.
+// maxSnippet bounds the script quoted in one message.
+const maxSnippet = 300
+
+// snippet is the script from offset i to j, for a message: at most
+// maxSnippet bytes of it.
 func (c *checker) snippet(i, j int) string {
-	return safetext.Sanitize(c.js[max(i, 0):min(j, len(c.js))])
+	i, j = max(i, 0), min(j, len(c.js))
+	if i >= j {
+		return ""
+	}
+	if j-i > maxSnippet {
+		return safetext.Sanitize(c.js[i:i+maxSnippet]) + "…"
+	}
+	return safetext.Sanitize(c.js[i:j])
 }
+
+// clip is s for a message: at most maxSnippet bytes of it, sanitized.
+func clip(s string) string {
+	if len(s) > maxSnippet {
+		return safetext.Sanitize(s[:maxSnippet]) + "…"
+	}
+	return safetext.Sanitize(s)
+}
+
+// maxPerSite bounds the differences reported for one attach configuration.
+const maxPerSite = 10
 
 const key = imagespec.SettingClusterDashboards
 
@@ -297,8 +320,12 @@ func (c *checker) attach() {
 		if b.root != "" && !c.isDefaultedLocalRoot(b.root) {
 			problems = append(problems, fmt.Sprintf(`the pathMappings' localRoot %s is not the cluster's localRoot (no %s = ….localRoot ?? "${workspaceFolder}")`, b.root, b.root))
 		}
+		if len(problems) > maxPerSite {
+			problems = append(problems[:maxPerSite], fmt.Sprintf("and %d more", len(problems)-maxPerSite))
+		}
+		in := c.snippet(start, end)
 		for _, p := range problems {
-			c.add(c.file, item, "%s (in %s)", p, c.snippet(start, end))
+			c.add(c.file, item, "%s (in %s)", p, in)
 		}
 	}
 }
@@ -417,9 +444,9 @@ func show(v any) string {
 		if v == sentinelHost || v == sentinelRoot {
 			return "an expression"
 		}
-		return safetext.Sanitize(fmt.Sprintf("%q", v))
+		return clip(fmt.Sprintf("%q", v))
 	case expr:
-		return safetext.Sanitize(string(v))
+		return clip(string(v))
 	case map[string]any:
 		return "{" + strings.Join(sortedKeys(v), ", ") + "}"
 	case []any:
@@ -489,7 +516,7 @@ func (c *checker) queries() {
 		got, err := url.ParseQuery(q)
 		q = strings.ReplaceAll(q, workerID, "{worker_id}")
 		if err != nil {
-			c.add(c.file, "State API query", "GET /api/v0/%s?%s does not parse: %v", endpoint, safetext.Sanitize(q), err)
+			c.add(c.file, "State API query", "GET /api/v0/%s?%s does not parse: %v", endpoint, clip(q), err)
 			continue
 		}
 		k := -1
@@ -502,13 +529,13 @@ func (c *checker) queries() {
 			k = 1
 		}
 		if k < 0 {
-			c.add(c.file, "State API query", "GET /api/v0/%s?%s is a query the probe does not copy (it copies the paused-workers, worker and running-tasks queries of %s)", endpoint, safetext.Sanitize(q), ReadFrom)
+			c.add(c.file, "State API query", "GET /api/v0/%s?%s is a query the probe does not copy (it copies the paused-workers, worker and running-tasks queries of %s)", endpoint, clip(q), ReadFrom)
 			continue
 		}
 		seen[k] = true
 		want, _ := url.ParseQuery(kinds[k].want)
 		if d := queryDiff(got, want); d != "" {
-			c.add(c.file, kinds[k].item, "GET /api/v0/%s?%s differs from %s, what the probe sends: %s", endpoint, safetext.Sanitize(q), kinds[k].wantName, d)
+			c.add(c.file, kinds[k].item, "GET /api/v0/%s?%s differs from %s, what the probe sends: %s", endpoint, clip(q), kinds[k].wantName, d)
 		}
 	}
 	for i, k := range kinds {
