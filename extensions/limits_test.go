@@ -12,10 +12,10 @@ import (
 
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/cache"
+	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/extensions/openvsx"
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/fakes/gallery"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -93,7 +93,7 @@ func TestFileAcceptedUnderRaisedLimitsSurvivesAListing(t *testing.T) {
 	if _, err := vsix.IdentifyWithin(ctx, bytes.NewReader(padded), int64(len(padded)), raisedLimits); err != nil {
 		t.Fatalf("the padded VSIX must pass the raised limits: %v", err)
 	}
-	g := gallery.New(builds)
+	g := gallerytest.New(builds)
 	t.Cleanup(g.Close)
 	set := []imagespec.Extension{{ID: id, Version: ver, Source: "openvsx", Engine: "^1.66.0", Files: map[string]imagespec.File{
 		"linux/amd64": {TargetPlatform: vsix.Universal},
