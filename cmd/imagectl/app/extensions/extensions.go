@@ -261,6 +261,11 @@ func runPin(ctx context.Context, g *options.Globals, f *options.ExtensionsOption
 		}
 		fetched = append(fetched, got...)
 	}
+	// A version whose code no longer holds what the image's settings and
+	// the probe assume is never pinned.
+	if err := extensions.CheckContracts(ctx, fetched, f.Limits()); err != nil {
+		return fmt.Errorf("%s left unchanged: %w", g.CatalogName(), err)
+	}
 	pinned, err := extensions.RecordPins(cat, fetched)
 	if err != nil {
 		return err

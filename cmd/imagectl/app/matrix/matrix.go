@@ -354,6 +354,9 @@ func runRefresh(ctx context.Context, g *options.Globals, f *refreshFlags) error 
 	} else if !errors.Is(oldErr, fs.ErrNotExist) {
 		fmt.Fprintf(g.Warnings(), "warning: the old catalog does not load, so none of its extension pins or base image VS Code versions are kept: %v\n", oldErr)
 	}
+	for _, v := range extensions.UncheckedVersions(old, c) {
+		fmt.Fprintf(g.Warnings(), "notice: %s is new in the catalog and unpinned: imagectl extensions pin checks its code against what the image's settings and the probe assume before it is pinned\n", v)
+	}
 	locked := "not locked (--no-python-lock)"
 	if locker != nil {
 		if locked, err = lockPython(ctx, cfg, c, options.FirstNonEmpty(f.packageIndex, cfg.Upstreams.PackageIndex), locker); err != nil {
