@@ -46,6 +46,13 @@ sys.exit(0 if p.wait() == 0 and ok else 1)
 func TestDebugOnNode(t *testing.T) {
 	c := needCluster(t)
 	n := needNode(t)
+	if os.Getenv("IMAGECTL_KUBE_DEBUG_NODE") != "1" {
+		// Not run by make test yet: it was written in a session whose node
+		// runs had no e2e image (the stand-in needs its Python and
+		// debugpy), so it has never passed on a node. Run it by hand until
+		// it has, then drop this gate.
+		t.Skip("TestDebugOnNode has not passed on a node yet (no node run with the e2e image when it was written): IMAGECTL_KUBE_DEBUG_NODE=1 runs it")
+	}
 	dir := t.TempDir()
 	ns := c.namespace(t, nil)
 	kc := c.kubeconfigIn(t, dir, ns)
