@@ -16,8 +16,8 @@ import (
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
+	"github.com/imagectl/imagectl/smoke/dap"
 	"github.com/imagectl/imagectl/smoke/dashboard"
-	"github.com/imagectl/imagectl/smoke/probe"
 )
 
 // ExtensionID is the extension whose code the contract is about.
@@ -288,10 +288,10 @@ const (
 var attachRe = regexp.MustCompile(`\brequest\s*:\s*["']attach["']`)
 
 // attach checks every attach configuration in the code against the one the
-// probe imitates (probe.ExtensionAttachArguments).
+// probe imitates (dap.ExtensionAttachArguments).
 func (c *checker) attach() {
 	const item = "attach configuration"
-	want := probe.ExtensionAttachArguments(sentinelHost, sentinelPort, sentinelRoot)
+	want := dap.ExtensionAttachArguments(sentinelHost, sentinelPort, sentinelRoot)
 	ms := attachRe.FindAllStringIndex(c.js, -1)
 	if len(ms) == 0 {
 		c.add(c.file, item, `no attach configuration {type:"python", request:"attach", …} in the code`)

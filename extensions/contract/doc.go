@@ -16,7 +16,7 @@
 //   - the attach configuration it starts is {type:"python",
 //     request:"attach", connect:{host,port}, justMyCode:false,
 //     pathMappings:[{localRoot:L, remoteRoot:"."}, {localRoot:L,
-//     remoteRoot:L}]}, L that defaulted localRoot (smoke/probe
+//     remoteRoot:L}]}, L that defaulted localRoot (smoke/dap
 //     ExtensionAttachArguments);
 //   - the State API queries it polls are the ones the probe sends
 //     (smoke/dashboard PausedWorkersQuery, WorkerQuery, RunningTasksQuery).

@@ -105,28 +105,6 @@ type AttachResult struct {
 	Action          Action         `json:"action"`
 }
 
-// ExtensionAttachArguments is the debug configuration the Ray Distributed
-// Debugger extension (0.1.6) starts for a paused task at host:port, given
-// the cluster's localRoot setting L: {"name":"Python: Remote Attach",
-// "type":"python","request":"attach","connect":{host,port},
-// "justMyCode":false,"pathMappings":[{localRoot:L,remoteRoot:"."},
-// {localRoot:L,remoteRoot:L}]}. ms-python.debugpy passes the pathMappings
-// of a "connect" attach through unchanged; the worker's debugpy applies
-// them ("." is the worker's cwd).
-func ExtensionAttachArguments(host string, port int, localRoot string) map[string]any {
-	return map[string]any{
-		"name":       "Python: Remote Attach",
-		"type":       "python",
-		"request":    "attach",
-		"connect":    map[string]any{"host": host, "port": port},
-		"justMyCode": false,
-		"pathMappings": []any{
-			map[string]any{"localRoot": localRoot, "remoteRoot": "."},
-			map[string]any{"localRoot": localRoot, "remoteRoot": localRoot},
-		},
-	}
-}
-
 // Expect names the frame the probe must find somewhere in the stopped
 // thread's stack. Empty fields match anything; File matches a path by its
 // base name or by a path suffix ("pkg/task.py").
@@ -167,7 +145,7 @@ type attachConfig struct {
 	action      Action
 	clientID    string
 	// localRoot is the cluster's localRoot setting the attach arguments
-	// are built from (ExtensionAttachArguments).
+	// are built from (dap.ExtensionAttachArguments).
 	localRoot string
 	// sourceRoot is where the client side's files are read: "/" unless
 	// the sidecar's file system is reached through another directory.
@@ -182,7 +160,7 @@ type attachConfig struct {
 }
 
 // attach dials addr and runs the DAP attach sequence VS Code runs for the
-// extension: initialize, attach with ExtensionAttachArguments,
+// extension: initialize, attach with dap.ExtensionAttachArguments,
 // setExceptionBreakpoints with debugpy's default filter ("uncaught") and
 // configurationDone on "initialized", the attach response, the stopped
 // event, stackTrace; then it opens the matched frame's source and sets a
@@ -190,7 +168,7 @@ type attachConfig struct {
 // stop, and continues/disconnects so the task resumes.
 func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResult, err error) {
 	host, port, _ := net.SplitHostPort(addr)
-	res = &AttachResult{Address: addr, Action: cfg.action, AttachArguments: ExtensionAttachArguments(host, atoiOr0(port), cfg.localRoot)}
+	res = &AttachResult{Address: addr, Action: cfg.action, AttachArguments: dap.ExtensionAttachArguments(host, atoiOr0(port), cfg.localRoot)}
 	start := time.Now()
 
 	c, err := dialDAP(ctx, addr, cfg)

@@ -4,7 +4,7 @@
 // lists paused workers through the Ray dashboard's State API (package
 // smoke/dashboard), dials the worker's ip:debugger_port, runs the Debug
 // Adapter Protocol attach sequence against debugpy (package smoke/dap) with
-// the extension's exact attach configuration (ExtensionAttachArguments, from
+// the extension's exact attach configuration (dap.ExtensionAttachArguments, from
 // the cluster's localRoot setting), asserts a stopped event and a stack frame
 // in the expected function or file, opens that frame's source as VS Code
 // would from where the probe runs (a file that exists there, or debugpy's
