@@ -220,16 +220,25 @@ func readmeSection(t *testing.T, markdown, heading string) string {
 	return section
 }
 
-// TestPrepullExampleIsTheHarnesss: examples/prepull.yaml, which the README
-// tells users to apply, is the DaemonSet the harness applies (with the
+// TestPrepullExampleIsTheHarnesss: examples/prepull.yaml, which the docs
+// tell users to apply, is the DaemonSet the harness writes for
+// examples/rayjob.yaml (kind.Prepull, which the harness applies with the
 // images under test).
 func TestPrepullExampleIsTheHarnesss(t *testing.T) {
 	b, err := os.ReadFile("../../examples/prepull.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(string(kind.PrepullTemplate), string(b)); diff != "" {
-		t.Errorf("examples/prepull.yaml differs from smoke/kind/prepull.yaml (-harness +example):\n%s", diff)
+	job, err := os.ReadFile("../../examples/rayjob.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness, err := kind.Prepull(job, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(harness), string(b)); diff != "" {
+		t.Errorf("examples/prepull.yaml differs from the harness's DaemonSet for examples/rayjob.yaml (-harness +example):\n%s", diff)
 	}
 }
 
