@@ -83,7 +83,7 @@ func readmeScript(t *testing.T, n *node) (script, rest []string) {
 				script = append(script, "for i in $(seq 1 120); do "+l+" && test -n \"$"+v+"\" && break; sleep 0.5; done")
 				ran[map[string]string{"HEAD": "lookup", "CLUSTER": "cluster"}[v]] = true
 			}
-			if l == "kubectl apply --server-side -f secret.yaml" {
+			if strings.HasPrefix(l, "kubectl apply --server-side ") && strings.HasSuffix(l, " -f secret.yaml") {
 				ran["secret"] = true
 			}
 			if strings.HasPrefix(l, "imagectl inject ") {
