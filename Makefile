@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 BIN ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/imagectl/imagectl/cmd/imagectl/app.Version=$(VERSION)
+LDFLAGS := -X github.com/imagectl/imagectl/cmd/imagectl/app/options.Version=$(VERSION)
 # An empty IMAGECTL_TEST_CACHE counts as unset (as in the scripts' ${VAR:-default}):
 # ?= would keep it empty and make $(IMAGECTL_TEST_CACHE)/bin /bin.
 export IMAGECTL_TEST_CACHE := $(or $(IMAGECTL_TEST_CACHE),$(HOME)/.cache/imagectl-test)
@@ -48,11 +48,14 @@ RACE_PACKAGES := ./sbom ./extensions ./extensions/cache ./sign ./build ./build/p
 
 # KUBE_SIDECAR is the OCI archive of an image the e2e built (make test
 # passes its own): with it, make kube also runs tests/kube's *OnNode tests
-# on a node (kubelet, containerd; as root), the head Pod running that image
-# as its sidecar and the Ray stand-in (tests/kube/standin) built on it.
+# on a node (kubelet, containerd, CoreDNS, kube-proxy; as root), the head Pod
+# running that image as its sidecar and the Ray stand-in
+# (tests/kube/standin) built on it, and then tests/e2e/kube-teardown.sh (a
+# node run beside another program's netns, runc containers and files, and
+# one with a deliberate leak, which must be caught).
 KUBE_SIDECAR ?=
 
-kube: ## tests/kube against a real etcd, kube-apiserver, kube-controller-manager and KubeRay operator, once per KUBE_KUBERAY version; with KUBE_SIDECAR=<OCI archive> also on a real node (kubelet, containerd)
+kube: ## tests/kube against a real etcd, kube-apiserver, kube-controller-manager and KubeRay operator, once per KUBE_KUBERAY version; with KUBE_SIDECAR=<OCI archive> also on a real node (kubelet, containerd, CoreDNS, kube-proxy), then the node teardown's own check (tests/e2e/kube-teardown.sh)
 	@set -e; for v in $(KUBE_KUBERAY); do \
 	  echo "tests/kube with the KubeRay operator $$v"; \
 	  IMAGECTL_KUBE_KUBERAY=$$v bash hack/timed.sh "kube $$v" bash tests/e2e/with-kube.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 8 -skip OnNode ./tests/kube; \
@@ -63,7 +66,11 @@ kube: ## tests/kube against a real etcd, kube-apiserver, kube-controller-manager
 	  echo "tests/kube on a node with the KubeRay operator $$v"; \
 	  IMAGECTL_KUBE_NODE=1 IMAGECTL_KUBE_SIDECAR="$(KUBE_SIDECAR)" IMAGECTL_KUBE_KUBERAY=$$v bash hack/timed.sh "kube $$v on a node" bash tests/e2e/with-kube.sh \
 	    env IMAGECTL_REQUIRE_TOOLS=1 IMAGECTL_KUBE_REQUIRE_NODE=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run OnNode ./tests/kube; \
-	done
+	done; \
+	if [ -n "$(KUBE_SIDECAR)" ]; then \
+	  echo "the node's teardown check, beside a neighbour and against a deliberate leak"; \
+	  IMAGECTL_KUBE_SIDECAR="$(KUBE_SIDECAR)" bash hack/timed.sh "kube teardown check" bash tests/e2e/kube-teardown.sh; \
+	fi
 
 race: ## The packages that run concurrent code, under the race detector
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -race $(RACE_PACKAGES)

@@ -34,7 +34,9 @@ import (
 //     images (imagespec, extensions, sign, verify, release, resolve,
 //     matrix, publish) link neither BuildKit nor build; verify and smoke
 //     link no syft (only the scanner, sbom, does); build/... does not
-//     depend on release; imagespec stays a leaf.
+//     depend on release; imagespec stays a leaf;
+//   - the CLI's verb packages (cmd/imagectl/app/<verb>) import
+//     cmd/imagectl/app/options and the libraries, never each other.
 
 const module = "github.com/imagectl/imagectl"
 
@@ -303,5 +305,28 @@ func TestImagespecIsLeaf(t *testing.T) {
 		} else if !p.Standard && !allowed[d] {
 			t.Errorf("imagespec depends on %s; it must stay a leaf (standard library, ggcr's pkg/v1 and containerd/platforms only)", d)
 		}
+	}
+}
+
+// TestVerbsStandAlone: each verb package of the CLI (cmd/imagectl/app/<verb>)
+// imports options and the libraries, never another verb nor app, so a verb
+// is added or removed as one package and one line in app's root command.
+func TestVerbsStandAlone(t *testing.T) {
+	pkgs := loadGraph(t)
+	const app = module + "/cmd/imagectl/app"
+	verbs := 0
+	for _, p := range matching(pkgs, "cmd/imagectl/app/...") {
+		if p.ImportPath == app {
+			continue
+		}
+		verbs++
+		for _, imp := range p.Imports {
+			if under(imp, "cmd/imagectl/app") && imp != app+"/options" {
+				t.Errorf("%s imports %s: a verb imports only cmd/imagectl/app/options of the CLI", p.ImportPath, imp)
+			}
+		}
+	}
+	if verbs < 5 {
+		t.Fatalf("found %d packages under cmd/imagectl/app, want the options package and the verbs", verbs)
 	}
 }

@@ -172,3 +172,41 @@ func TestDescribePod(t *testing.T) {
 		})
 	}
 }
+
+func TestDebugpyInRuntimeEnv(t *testing.T) {
+	tests := []struct {
+		name      string
+		env       map[string]any
+		has, adds bool
+		want      map[string]any
+	}{
+		{name: "empty", env: map[string]any{}, adds: true, want: map[string]any{"pip": []any{"debugpy>=1.8.0"}}},
+		{name: "pip list", env: map[string]any{"pip": []any{"numpy"}}, adds: true, want: map[string]any{"pip": []any{"numpy", "debugpy>=1.8.0"}}},
+		{name: "pip map", env: map[string]any{"pip": map[string]any{"packages": []any{"numpy"}, "pip_check": false}}, adds: true,
+			want: map[string]any{"pip": map[string]any{"packages": []any{"numpy", "debugpy>=1.8.0"}, "pip_check": false}}},
+		{name: "named already", env: map[string]any{"pip": []any{"debugpy==1.8.14"}}, has: true},
+		{name: "uv is the user's", env: map[string]any{"uv": []any{"numpy"}}, want: map[string]any{"uv": []any{"numpy"}}},
+		{name: "a requirements file path", env: map[string]any{"pip": "requirements.txt"}, want: map[string]any{"pip": "requirements.txt"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := hasDebugpy(tc.env); got != tc.has {
+				t.Fatalf("hasDebugpy = %v, want %v", got, tc.has)
+			}
+			if tc.has {
+				return
+			}
+			if got := addDebugpy(tc.env); got != tc.adds {
+				t.Fatalf("addDebugpy = %v, want %v", got, tc.adds)
+			}
+			if diff := cmp.Diff(tc.want, tc.env); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for v, ok := range map[string]bool{"1.8.0": true, "1.8.14": true, "1.6.3": false, "": false, "2.0.0rc1": true} {
+		if got := debugpyOK(v); got != ok {
+			t.Errorf("debugpyOK(%q) = %v, want %v", v, got, ok)
+		}
+	}
+}

@@ -13,7 +13,7 @@
 //     RayCluster's state, each Pod's phase, image pulls, readiness), and
 //     explains what keeps it waiting: an unschedulable Pod and the resource
 //     it lacks, an image that cannot be pulled and the node, a container
-//     that keeps exiting and its last log lines; --timeout names what it
+//     that keeps exiting and its last log lines; --ready-timeout names what it
 //     was waiting for;
 //  4. port-forwards the head's dashboard and code-server to free local
 //     ports through the API server (client-go's port-forward, no kubectl);

@@ -457,7 +457,7 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 		}
 	}
 	if s.submits() {
-		if out.JobID, err = s.submit(ctx, jobs); err != nil {
+		if out.JobID, err = s.submit(ctx, jobs, head); err != nil {
 			return out, err
 		}
 	}
@@ -483,7 +483,7 @@ func (s *session) ports(head *corev1.Pod) (dash, cs int) {
 
 // submit sends the entrypoint to the Jobs API and, for a RayJob, sets
 // spec.jobId so KubeRay follows the job.
-func (s *session) submit(ctx context.Context, jobs Jobs) (string, error) {
+func (s *session) submit(ctx context.Context, jobs Jobs, head *corev1.Pod) (string, error) {
 	env := map[string]any{}
 	if s.target != nil {
 		if y, _, _ := unstructured.NestedString(s.target.Object, "spec", "runtimeEnvYAML"); strings.TrimSpace(y) != "" {
@@ -501,6 +501,7 @@ func (s *session) submit(ctx context.Context, jobs Jobs) (string, error) {
 		}
 		env["working_dir"] = s.o.WorkingDir
 	}
+	s.ensureDebugpy(ctx, head, env)
 	id := ""
 	if s.target != nil && s.target.GetKind() == "RayJob" {
 		// KubeRay names the job of a RayJob after it; an InteractiveMode

@@ -22,7 +22,7 @@ const waitInterval = time.Second
 // problem shows.
 const crashLogLines = 20
 
-// errTimeout marks the end of the wait at --timeout.
+// errTimeout marks the end of the wait at --ready-timeout.
 var errTimeout = errors.New("timed out")
 
 // waitHead waits until the head Pod of the session's RayCluster is ready,

@@ -324,7 +324,14 @@ func (f *Fetcher) download(ctx context.Context, src Source, k cache.Key, j *job,
 		}
 		return cache.Entry{}, o.URL, &invalidError{err}
 	}
-	e, err := w.Commit(cache.Entry{Key: k, URL: o.URL}, j.file.SHA256)
+	ce := cache.Entry{Key: k, URL: o.URL}
+	if f.limits.Raised() {
+		// Accepted under larger limits than the defaults: recorded, so a
+		// verb run with the defaults keeps and identifies the file.
+		lim := f.limits
+		ce.Limits = &lim
+	}
+	e, err := w.Commit(ce, j.file.SHA256)
 	if err != nil {
 		return cache.Entry{}, o.URL, &invalidError{err}
 	}

@@ -1,6 +1,13 @@
 // Package inject adds the code-server debugger sidecar to a user's own
-// KubeRay manifests (ray.io/v1 RayJob, RayCluster and RayService) or to a
-// values file of KubeRay's ray-cluster Helm chart, and takes it out again.
+// KubeRay manifests (ray.io/v1 RayJob, RayCluster and RayService, as
+// documents or as the items of a List) or to a values file of KubeRay's
+// ray-cluster Helm chart, and takes it out again.
+//
+// An object as the API server returns it (kubectl get -o yaml) loses what
+// the server fills in (StripServerFields: status, metadata.resourceVersion,
+// uid, creationTimestamp, generation, managedFields, selfLink and kubectl's
+// last-applied-configuration annotation), with a note that a head Pod
+// already running keeps its containers until it is recreated.
 //
 // What it adds to the head group's pod template:
 //
@@ -42,7 +49,12 @@
 // created, an empty "key: []" line rewritten); Remove takes out exactly
 // what the record lists, in the head pod only, which gives back the
 // original bytes, and Apply on an injected manifest does the same before
-// adding anew, so applying twice changes nothing.
+// adding anew, so applying twice changes nothing. The record is not
+// trusted: an item is taken out only when it is as inject writes it (one
+// per list; the /tmp/ray mount and the emptyDir the sidecar itself uses),
+// no container left mounts a volume taken out, and no list key is left
+// empty; a record that says otherwise (edited by hand) is an error naming
+// the item, and nothing is taken out.
 //
 // What it cannot edit safely is an error naming the line: an anchor on
 // the head pod template, in it or above it (an alias elsewhere would carry

@@ -29,17 +29,24 @@ type Result struct {
 
 // Target is one document inject changed.
 type Target struct {
-	Document int    `json:"document"` // 1-based index in the stream
-	Kind     string `json:"kind"`
-	Name     string `json:"name"`
-	Image    string `json:"image,omitempty"`
+	Document int `json:"document"` // 1-based index in the stream
+	// Item is the 1-based index of the object in the document's List
+	// items (kubectl get -o yaml of several objects); 0: the document.
+	Item  int    `json:"item,omitempty"`
+	Kind  string `json:"kind"`
+	Name  string `json:"name"`
+	Image string `json:"image,omitempty"`
 }
 
 func (t Target) String() string {
-	if t.Name == "" {
-		return fmt.Sprintf("document %d (%s)", t.Document, t.Kind)
+	doc := fmt.Sprintf("document %d", t.Document)
+	if t.Item > 0 {
+		doc += fmt.Sprintf(", List item %d", t.Item)
 	}
-	return fmt.Sprintf("document %d (%s %s)", t.Document, t.Kind, t.Name)
+	if t.Name == "" {
+		return fmt.Sprintf("%s (%s)", doc, t.Kind)
+	}
+	return fmt.Sprintf("%s (%s %s)", doc, t.Kind, t.Name)
 }
 
 // Error is a problem with one document of the input.
@@ -47,6 +54,7 @@ type Error struct {
 	File     string
 	Line     int // 1-based line of the input the problem is on; 0: none
 	Document int // 1-based; 0: the stream as a whole
+	Item     int // 1-based index in the document's List items; 0: none
 	Kind     string
 	Name     string
 	Err      error
@@ -62,6 +70,9 @@ func (e *Error) Error() string {
 	}
 	if e.Document > 0 {
 		where += fmt.Sprintf(": document %d", e.Document)
+		if e.Item > 0 {
+			where += fmt.Sprintf(", List item %d", e.Item)
+		}
 		if e.Kind != "" {
 			where += " (" + strings.TrimSpace(e.Kind+" "+e.Name) + ")"
 		}
@@ -156,7 +167,7 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 				return nil, docErr("", "", errors.New("a Helm values file is one YAML document"))
 			}
 			found = true
-			o, tgt, err := c.applyDoc(ctx, chunk, i+1, "", resolved, res)
+			o, tgt, err := c.applyDoc(ctx, chunk, i+1, unit{}, resolved, res)
 			if err != nil {
 				return nil, docErr("Helm values", "", err)
 			}
@@ -165,25 +176,63 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 			res.Namespaces = []string{""}
 			continue
 		}
-		kind, ok := rayDoc(root)
-		meta := valueAt(root, "metadata")
-		name, ns := scalarAt(meta, "name"), scalarAt(meta, "namespace")
-		if !ok {
+		// The Ray objects: the document, or the Ray items of a List.
+		units := rayUnits(root)
+		if len(units) == 0 {
 			continue
 		}
-		if apiVersion := scalarAt(root, "apiVersion"); apiVersion != "ray.io/v1" {
-			return nil, docErr(kind, name, fmt.Errorf("apiVersion %s: expected ray.io/v1 (KubeRay >= 1.0)", apiVersion))
+		unitErr := func(u unit, err error) error {
+			e := docErr(u.kind, u.name, err)
+			if de, ok := e.(*Error); ok {
+				de.Item = u.item
+			}
+			return e
+		}
+		for _, u := range units {
+			if apiVersion := scalarAt(pickUnit(root, u.item), "apiVersion"); apiVersion != "ray.io/v1" {
+				return nil, unitErr(u, fmt.Errorf("apiVersion %s: expected ray.io/v1 (KubeRay >= 1.0)", apiVersion))
+			}
+		}
+		if len(units) > 1 || units[0].item > 0 {
+			if err := checkListAnchors(root); err != nil {
+				return nil, docErr("List", "", err)
+			}
+		}
+		// What the API server fills in is taken out after the sidecar
+		// is added (the lines of errors are the input's); a field that
+		// cannot be taken out is an error before anything is done.
+		for _, u := range units {
+			if _, _, err := stripDocument(chunk, []unit{u}); err != nil {
+				return nil, unitErr(u, err)
+			}
 		}
 		found = true
-		o, tgt, err := c.applyDoc(ctx, chunk, i+1, kind, resolved, res)
-		if err != nil {
-			return nil, docErr(kind, name, err)
+		// Last item first: an edit moves no line of the items before it,
+		// so the lines errors name stay the input's.
+		cur := chunk
+		tgts := make([]Target, len(units))
+		for j := len(units) - 1; j >= 0; j-- {
+			u := units[j]
+			o, tgt, err := c.applyDoc(ctx, cur, i+1, u, resolved, res)
+			if err != nil {
+				return nil, unitErr(u, err)
+			}
+			cur, tgts[j] = o, tgt
 		}
-		out[i] = o
-		res.Targets = append(res.Targets, tgt)
-		if !seenNS[ns] {
-			seenNS[ns] = true
-			res.Namespaces = append(res.Namespaces, ns)
+		stripped, paths, err := stripDocument(cur, units)
+		if err != nil {
+			return nil, docErr("", "", err)
+		}
+		out[i] = stripped
+		for j, u := range units {
+			res.Targets = append(res.Targets, tgts[j])
+			if len(paths[j]) > 0 {
+				res.Notes = append(res.Notes, serverNote(tgts[j], paths[j]))
+			}
+			if !seenNS[u.ns] {
+				seenNS[u.ns] = true
+				res.Namespaces = append(res.Namespaces, u.ns)
+			}
 		}
 	}
 	if !found {
@@ -192,7 +241,7 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 		}
 		return nil, &Error{File: file, Err: fmt.Errorf("%w in %d document(s)", ErrNoRayKind, len(chunks))}
 	}
-	res.Notes = c.notes
+	res.Notes = append(c.notes, res.Notes...)
 	res.Output = joinOutput(out)
 	res.Changed = string(res.Output) != string(data)
 	return res, nil
@@ -223,27 +272,34 @@ func Remove(file string, data []byte) (*Result, error) {
 			return nil, docError(file, i+1, offsets[i], "", "", err)
 		}
 		if root != nil {
-			kind, ok := rayDoc(root)
-			helm := !ok && scalarAt(root, "kind") == "" && valueAt(root, "head") != nil
-			name := scalarAt(root, "metadata", "name")
-			if ok || helm {
-				if helm {
-					kind = "Helm values"
-				}
-				t := newText(chunk)
-				removed, err := removeRecorded(t, root, kind, helm)
+			// The Ray objects (the document, or the Ray items of a
+			// List), or a Helm values file.
+			units := rayUnits(root)
+			helm := len(units) == 0 && scalarAt(root, "kind") == "" && valueAt(root, "head") != nil
+			if helm {
+				units = []unit{{kind: "Helm values"}}
+			}
+			t := newText(chunk)
+			removedAny := false
+			for _, u := range units {
+				removed, err := removeRecorded(t, pickUnit(root, u.item), u.kind, helm)
 				if err == nil && removed {
 					err = checkLineBreaks(chunk)
 				}
 				if err != nil {
-					return nil, docError(file, i+1, offsets[i], kind, name, err)
+					e := docError(file, i+1, offsets[i], u.kind, u.name, err)
+					e.(*Error).Item = u.item
+					return nil, e
 				}
 				if removed {
-					s = string(t.render())
-					if _, err := parseDoc([]byte(s)); err != nil {
-						return nil, docError(file, i+1, offsets[i], kind, name, fmt.Errorf("after taking out what the %s record lists, the document does not parse (was it edited by hand?): %w", RecordEnv, err))
-					}
-					res.Targets = append(res.Targets, Target{Document: i + 1, Kind: kind, Name: name})
+					removedAny = true
+					res.Targets = append(res.Targets, Target{Document: i + 1, Item: u.item, Kind: u.kind, Name: u.name})
+				}
+			}
+			if removedAny {
+				s = string(t.render())
+				if _, err := parseDoc([]byte(s)); err != nil {
+					return nil, docError(file, i+1, offsets[i], "", "", fmt.Errorf("after taking out what the %s record lists, the document does not parse (was it edited by hand?): %w", RecordEnv, err))
 				}
 			}
 		}
@@ -338,10 +394,14 @@ type site struct {
 
 // applyDoc injects into one document: it removes earlier additions, then
 // adds them anew.
-func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind string, resolved map[string]string, res *Result) ([]byte, Target, error) {
+//
+// u names the object: the document, or an item of its List.
+func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, u unit, resolved map[string]string, res *Result) ([]byte, Target, error) {
+	kind := u.kind
 	t := newText(chunk)
-	root, _ := parseDoc(chunk)
-	tgt := Target{Document: index, Kind: kind, Name: scalarAt(root, "metadata", "name")}
+	doc, _ := parseDoc(chunk)
+	root := pickUnit(doc, u.item)
+	tgt := Target{Document: index, Item: u.item, Kind: kind, Name: scalarAt(root, "metadata", "name")}
 	if kind == "" {
 		tgt.Kind = "Helm values"
 	}
@@ -357,9 +417,10 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 	}
 	if removed {
 		chunk = t.render()
-		if root, err = parseDoc(chunk); err != nil {
+		if doc, err = parseDoc(chunk); err != nil {
 			return nil, tgt, fmt.Errorf("after taking out the earlier sidecar: %w", err)
 		}
+		root = pickUnit(doc, u.item)
 		t = newText(chunk)
 	}
 	var s *site
@@ -400,7 +461,7 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, kind str
 	if err := c.checkConflicts(s); err != nil {
 		return nil, tgt, err
 	}
-	if err := c.addSidecar(t, detectStyle(root), s, image); err != nil {
+	if err := c.addSidecar(t, detectStyle(root), s, image, warn); err != nil {
 		return nil, tgt, err
 	}
 	out := t.render()
@@ -525,10 +586,11 @@ func (c *config) checkConflicts(s *site) error {
 }
 
 // addSidecar appends, in t, the Ray container's /tmp/ray mount (unless it
-// has one), the sidecar, the /tmp/ray volume (unless the pod has it) and
-// the image pull secret (unless listed). The sidecar carries the record of
+// has one), the sidecar, the /tmp/ray volume (with that mount, unless the
+// pod has it; a mount of the Ray container's own naming a volume the pod
+// lacks is a warning) and the image pull secret (unless listed). The sidecar carries the record of
 // all of them (RecordEnv), which is what Remove takes out.
-func (c *config) addSidecar(t *text, st style, s *site, image string) error {
+func (c *config) addSidecar(t *text, st style, s *site, image string, warn func(string, ...any)) error {
 	// The /tmp/ray volume: reuse the Ray container's mount, or add one.
 	volume, subPath := rayTmpMount(s)
 	volumes := valueAt(s.pod, "volumes")
@@ -554,6 +616,7 @@ func (c *config) addSidecar(t *text, st style, s *site, image string) error {
 		rec.Added = append(rec.Added, a.entry)
 		return nil
 	}
+	addedMount := volume == ""
 	if volume == "" {
 		volume = DefaultVolume
 		if v := findVolume(volume); v != nil {
@@ -574,10 +637,17 @@ func (c *config) addSidecar(t *text, st style, s *site, image string) error {
 	if err := plan(s.containerList, s.containerKey, c.name, item{}, s.desc); err != nil {
 		return err
 	}
-	if findVolume(volume) == nil {
+	switch {
+	case findVolume(volume) != nil:
+	case addedMount:
 		if err := plan(s.pod, "volumes", volume, mapOf(pair("name", volume), pair("emptyDir", emptyMap())), s.desc); err != nil {
 			return err
 		}
+	default:
+		// The Ray container's own mount names a volume the pod lacks:
+		// inject adds a volume only with the mount it adds, so --remove
+		// can tell its volume from one a record edited by hand names.
+		warn("the Ray container mounts /tmp/ray from the volume %q, which %s does not define: Kubernetes refuses the head pod unless something adds it (KubeRay adds %q when enableInTreeAutoscaling is true); define it (an emptyDir)", volume, s.desc, DefaultVolume)
 	}
 	if c.pullSecret != "" {
 		listed := false

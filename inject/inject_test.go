@@ -304,6 +304,11 @@ func TestYAMLDirective(t *testing.T) {
 		{"1.1", "%YAML 1.1\n---\n" + job, 1},
 		{"comment and crlf", "# a job\r\n%YAML 1.2 # the version\r\n--- \r\n" + strings.ReplaceAll(job, "\n", "\r\n"), 1},
 		{"after a document end", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n...\n%YAML 1.2\n---\n" + job, 2},
+		// A UTF-8 byte order mark starts the stream (issue 35 item 8).
+		{"BOM then 1.2", "\ufeff%YAML 1.2\n---\n" + job, 1},
+		{"BOM then 1.1", "\ufeff%YAML 1.1\n---\n" + job, 1},
+		{"BOM, comment, 1.2, crlf", "\ufeff# a job\r\n%YAML 1.2\r\n---\r\n" + strings.ReplaceAll(job, "\n", "\r\n"), 1},
+		{"BOM, no directive", "\ufeff" + job, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := Apply(context.Background(), "job.yaml", []byte(tc.in))
@@ -330,6 +335,10 @@ func TestYAMLDirective(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.File != "job.yaml" || e.Line != 2 || !strings.Contains(err.Error(), "%YAML 2.0: inject reads YAML 1.1 and 1.2") {
 		t.Errorf("%%YAML 2.0: %v, want an error at job.yaml:2 naming the version", err)
+	}
+	_, err = Apply(context.Background(), "job.yaml", []byte("\ufeff%YAML 2.0\n---\n"+job))
+	if !errors.As(err, &e) || e.File != "job.yaml" || e.Line != 1 || !strings.Contains(err.Error(), "%YAML 2.0: inject reads YAML 1.1 and 1.2") {
+		t.Errorf("BOM and %%YAML 2.0: %v, want an error at job.yaml:1 naming the version", err)
 	}
 }
 

@@ -8,12 +8,11 @@ import (
 	"io"
 	"maps"
 	"net"
-	"regexp"
-	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/imagectl/imagectl/imagespec"
 )
@@ -45,8 +44,8 @@ const (
 	DefaultRayDashboardPort = 8265
 )
 
-// DefaultRequests and DefaultLimits are the sidecar's resources unless
-// WithResources says otherwise.
+// DefaultRequests and DefaultLimits are the sidecar's resources; each
+// resource WithResources gives replaces (or drops) one of them.
 var (
 	DefaultRequests = map[string]string{"cpu": "500m", "memory": "1Gi"}
 	DefaultLimits   = map[string]string{"cpu": "2", "memory": "4Gi"}
@@ -97,7 +96,7 @@ func newConfig(opts []Option) *config {
 	c := &config{
 		repository: DefaultRepository, name: DefaultName, port: DefaultPort,
 		secretName: DefaultSecretName, secretKey: DefaultSecretKey, random: rand.Reader,
-		requests: DefaultRequests, limits: DefaultLimits,
+		requests: maps.Clone(DefaultRequests), limits: maps.Clone(DefaultLimits),
 	}
 	for _, o := range opts {
 		o(c)
@@ -156,15 +155,15 @@ func WithRotatePassword() Option { return func(c *config) { c.rotate = true } }
 func WithRandom(r io.Reader) Option { return func(c *config) { c.random = r } }
 
 // WithResources sets the sidecar's requests and limits ("cpu", "memory",
-// ...: Kubernetes quantities). A nil map keeps the default.
+// "example.com/gpu", ...: Kubernetes quantities). Each resource given
+// replaces that one of DefaultRequests or DefaultLimits, the others stay;
+// an empty value drops it ("cpu": "" leaves no cpu limit). Apply refuses
+// what the API server would: a name no container may have, a negative
+// quantity, a fractional extended resource, a request above its limit.
 func WithResources(requests, limits map[string]string) Option {
 	return func(c *config) {
-		if requests != nil {
-			c.requests = requests
-		}
-		if limits != nil {
-			c.limits = limits
-		}
+		c.requests = mergeResources(c.requests, requests)
+		c.limits = mergeResources(c.limits, limits)
 	}
 }
 
@@ -184,13 +183,6 @@ func WithHelmValues() Option { return func(c *config) { c.helmValues = true } }
 // ErrInvalidOption wraps every error about an option's value.
 var ErrInvalidOption = errors.New("invalid option")
 
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-
-// dnsSubdomain is a Kubernetes object name such as a Secret's (RFC 1123
-// subdomain; at most 253 characters, checked apart).
-var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-var secretKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
-
 func (c *config) validate() error {
 	if err := c.check(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
@@ -199,17 +191,20 @@ func (c *config) validate() error {
 }
 
 func (c *config) check() error {
+	// Names and keys as the API server checks them (k8s.io/apimachinery's
+	// validation): a container name is a DNS label, a Secret name a DNS
+	// subdomain, a Secret key what IsConfigMapKey accepts.
 	switch {
-	case len(c.name) > 63 || !dnsLabel.MatchString(c.name):
-		return fmt.Errorf("sidecar name %q: expected a DNS label (lower case letters, digits and '-', at most 63)", c.name)
+	case len(validation.IsDNS1123Label(c.name)) > 0:
+		return fmt.Errorf("sidecar name %q: expected a DNS label (lower case letters, digits and '-', at most 63): %s", c.name, strings.Join(validation.IsDNS1123Label(c.name), "; "))
 	case c.port < 1 || c.port > 65535:
 		return fmt.Errorf("port %d: expected 1-65535", c.port)
-	case len(c.secretName) > 253 || !dnsSubdomain.MatchString(c.secretName):
-		return fmt.Errorf("password secret name %q: expected a Secret name (lower case letters, digits, '-' and '.', at most 253)", c.secretName)
-	case !secretKeyRE.MatchString(c.secretKey):
-		return fmt.Errorf("password secret key %q: expected letters, digits, '-', '_' or '.'", c.secretKey)
-	case c.pullSecret != "" && (len(c.pullSecret) > 253 || !dnsSubdomain.MatchString(c.pullSecret)):
-		return fmt.Errorf("image pull secret %q: expected a Secret name (lower case letters, digits, '-' and '.', at most 253)", c.pullSecret)
+	case len(validation.IsDNS1123Subdomain(c.secretName)) > 0:
+		return fmt.Errorf("password secret name %q: expected a Secret name (lower case letters, digits, '-' and '.', at most 253): %s", c.secretName, strings.Join(validation.IsDNS1123Subdomain(c.secretName), "; "))
+	case len(validation.IsConfigMapKey(c.secretKey)) > 0:
+		return fmt.Errorf("password secret key %q: expected a Secret key (letters, digits, '-', '_' or '.', at most 253, not \".\", \"..\" nor starting with \"..\"): %s", c.secretKey, strings.Join(validation.IsConfigMapKey(c.secretKey), "; "))
+	case c.pullSecret != "" && len(validation.IsDNS1123Subdomain(c.pullSecret)) > 0:
+		return fmt.Errorf("image pull secret %q: expected a Secret name (lower case letters, digits, '-' and '.', at most 253): %s", c.pullSecret, strings.Join(validation.IsDNS1123Subdomain(c.pullSecret), "; "))
 	}
 	if c.image != "" {
 		if _, err := name.ParseReference(c.image, name.WeakValidation); err != nil {
@@ -219,12 +214,8 @@ func (c *config) check() error {
 	if _, err := name.NewRepository(c.repository); err != nil {
 		return fmt.Errorf("repository %q: expected an image repository (registry/path): %w", c.repository, err)
 	}
-	for what, m := range map[string]map[string]string{"requests": c.requests, "limits": c.limits} {
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if _, err := resource.ParseQuantity(m[k]); err != nil {
-				return fmt.Errorf("%s %s=%q: expected a Kubernetes quantity (500m, 2, 1Gi): %w", what, k, m[k], err)
-			}
-		}
+	if err := checkResources(c.requests, c.limits); err != nil {
+		return err
 	}
 	if c.dashboard != "" {
 		host, port, err := net.SplitHostPort(c.dashboard)

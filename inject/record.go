@@ -153,6 +153,14 @@ type recordedSite struct {
 	holders map[string]*yaml.Node // list key -> the mapping holding it
 	list    *yaml.Node            // the container list the sidecar is in
 	first   int                   // the first index of list that may be the sidecar
+	// What may mount the pod's volumes: the container lists of pod, the
+	// mapping holding the Ray container's volumeMounts when it is no
+	// container of those lists (Helm values' head), the autoscaler's
+	// options.
+	pod            *yaml.Node
+	containerLists []string
+	rayMounts      *yaml.Node
+	autoscaler     *yaml.Node
 }
 
 // findRecordedSite locates the head pod without judging it; nil when the
@@ -164,7 +172,9 @@ func findRecordedSite(root *yaml.Node, kind string, helm bool) *recordedSite {
 			return nil
 		}
 		return &recordedSite{desc: "head", list: valueAt(head, "sidecarContainers"), holders: map[string]*yaml.Node{
-			"sidecarContainers": head, "volumeMounts": head, "volumes": head, "imagePullSecrets": root}}
+			"sidecarContainers": head, "volumeMounts": head, "volumes": head, "imagePullSecrets": root},
+			pod: head, containerLists: []string{"sidecarContainers", "initContainers"}, rayMounts: head,
+			autoscaler: valueAt(root, "autoscalerOptions")}
 	}
 	path := append(headTemplatePath(kind), "spec")
 	pod := valueAt(root, path...)
@@ -177,7 +187,9 @@ func findRecordedSite(root *yaml.Node, kind string, helm bool) *recordedSite {
 	}
 	ray := list.Content[0]
 	return &recordedSite{desc: strings.Join(path, "."), list: list, first: 1, holders: map[string]*yaml.Node{
-		"containers": pod, "volumeMounts": ray, "volumes": pod, "imagePullSecrets": pod}}
+		"containers": pod, "volumeMounts": ray, "volumes": pod, "imagePullSecrets": pod},
+		pod: pod, containerLists: []string{"containers", "initContainers", "ephemeralContainers"},
+		autoscaler: valueAt(clusterOf(root, kind), "autoscalerOptions")}
 }
 
 // removeRecorded takes out, in t, what the record of the head pod's
@@ -216,7 +228,15 @@ func removeRecorded(t *text, root *yaml.Node, kind string, helm bool) (bool, err
 	if err != nil {
 		return false, atLine(recNode, "%s: the %s record of container %q: %w", rs.desc, RecordEnv, scalarAt(sidecar, "name"), err)
 	}
+	// First judge every item the record lists; take nothing out unless
+	// all of them may go.
+	type removal struct {
+		e        recordEntry
+		k, v, it *yaml.Node
+	}
+	var plan []removal
 	ownList := 0
+	inList := map[string]string{}
 	for _, e := range rec.Added {
 		m, ok := rs.holders[e.List]
 		if !ok {
@@ -249,22 +269,109 @@ func removeRecorded(t *text, root *yaml.Node, kind string, helm bool) (bool, err
 				return false, atLine(recNode, "%s: the %s record's line for %s is %q, not the key %q on a line of its own", rs.desc, RecordEnv, e.List, e.Line, want)
 			}
 		}
-		if e.How != addAppended && len(v.Content) == 1 {
-			from, to := t.pairRange(k, v)
-			t.deleteLines(from, to)
-			if e.How == addReplaced {
-				delete(t.deleted, from)
-				t.replaced[from] = e.Line
-			}
-			continue
+		if e.How == addAppended && len(v.Content) == 1 {
+			// Appended after the items there were: one must be left.
+			return false, atLine(recNode, "%s: the %s record lists %s %q as appended to %s, and it is the list's only item: taking it out would leave an empty %s: key, so inject did not add it; take the sidecar out by hand", rs.desc, RecordEnv, e.List, e.Name, e.List, e.List)
 		}
-		from, to := t.itemRange(v, it)
-		t.deleteLines(from, to)
+		if other, ok := inList[e.List]; ok {
+			return false, atLine(recNode, "%s: the %s record lists %s %q as well as %q: inject adds one item to each list; take the sidecar out by hand", rs.desc, RecordEnv, e.List, e.Name, other)
+		}
+		inList[e.List] = e.Name
+		plan = append(plan, removal{e: e, k: k, v: v, it: it})
 	}
 	if ownList != 1 {
 		return false, atLine(recNode, "%s: the %s record of container %q does not list it once", rs.desc, RecordEnv, scalarAt(sidecar, "name"))
 	}
+	// The mount and the volume inject adds are those the sidecar uses.
+	sidecarVolume := ""
+	if mounts := valueAt(sidecar, "volumeMounts"); mounts != nil {
+		for _, mt := range mounts.Content {
+			if strings.TrimRight(scalarAt(mt, "mountPath"), "/") == RayTmp {
+				sidecarVolume = scalarAt(mt, "name")
+			}
+		}
+	}
+	removing := map[*yaml.Node]bool{}
+	for _, r := range plan {
+		removing[r.it] = true
+	}
+	for _, r := range plan {
+		if r.e.List != "volumeMounts" && r.e.List != "volumes" {
+			continue
+		}
+		if r.e.Name != sidecarVolume {
+			return false, atLine(recNode, "%s: the %s record lists %s %q, but the sidecar %q mounts /tmp/ray from %q: inject adds only the mount and the volume the sidecar uses; take the sidecar out by hand", rs.desc, RecordEnv, r.e.List, r.e.Name, scalarAt(sidecar, "name"), sidecarVolume)
+		}
+		if r.e.List != "volumes" {
+			continue
+		}
+		// Nothing left may mount the volume taken out.
+		for _, ref := range rs.volumeUsers() {
+			if ref.container == sidecar {
+				continue
+			}
+			for _, mt := range ref.mounts {
+				if !removing[mt] && scalarAt(mt, "name") == r.e.Name {
+					return false, atLine(recNode, "%s: the %s record lists %s %q as added by inject, but %s still mounts it (line %d): taking it out would leave that mount dangling; take the sidecar out by hand", rs.desc, RecordEnv, r.e.List, r.e.Name, ref.desc, mt.Line)
+				}
+			}
+		}
+	}
+	for _, r := range plan {
+		if r.e.How != addAppended && len(r.v.Content) == 1 {
+			from, to := t.pairRange(r.k, r.v)
+			t.deleteLines(from, to)
+			if r.e.How == addReplaced {
+				delete(t.deleted, from)
+				t.replaced[from] = r.e.Line
+			}
+			continue
+		}
+		from, to := t.itemRange(r.v, r.it)
+		t.deleteLines(from, to)
+	}
 	return true, nil
+}
+
+// volumeUser is a container (or the autoscaler's options) that mounts
+// volumes of the head pod.
+type volumeUser struct {
+	desc      string
+	container *yaml.Node   // the container mapping; nil for autoscalerOptions
+	mounts    []*yaml.Node // its volumeMounts and volumeDevices items
+}
+
+// volumeUsers lists everything in the document that mounts the head pod's
+// volumes: every container, init container and ephemeral container of the
+// pod (for Helm values: head.volumeMounts, head.sidecarContainers,
+// head.initContainers), and the autoscaler's volumeMounts.
+func (rs *recordedSite) volumeUsers() []volumeUser {
+	var out []volumeUser
+	add := func(desc string, ct *yaml.Node) {
+		u := volumeUser{desc: desc, container: ct}
+		for _, key := range []string{"volumeMounts", "volumeDevices"} {
+			if l := valueAt(ct, key); l != nil && l.Kind == yaml.SequenceNode {
+				u.mounts = append(u.mounts, l.Content...)
+			}
+		}
+		out = append(out, u)
+	}
+	for _, key := range rs.containerLists {
+		l := valueAt(rs.pod, key)
+		if l == nil || l.Kind != yaml.SequenceNode {
+			continue
+		}
+		for i, ct := range l.Content {
+			add(fmt.Sprintf("%s[%d] %q", key, i, scalarAt(ct, "name")), ct)
+		}
+	}
+	if rs.rayMounts != nil {
+		add("the Ray container (head.volumeMounts)", rs.rayMounts)
+	}
+	if rs.autoscaler != nil {
+		add("autoscalerOptions", rs.autoscaler)
+	}
+	return out
 }
 
 // isOwnItem reports whether an item of list is one inject writes: the

@@ -37,6 +37,11 @@ func splitDocuments(data []byte) [][]byte {
 			next = off + end + 1
 		}
 		line := strings.TrimRight(string(data[off:next]), "\r\n")
+		if off == 0 {
+			// A byte order mark may start the stream (yaml.v3 reads it);
+			// the line is what follows it.
+			line = strings.TrimPrefix(line, bom)
+		}
 		trimmed := strings.TrimSpace(line)
 		switch {
 		case docStart.MatchString(line):
@@ -65,6 +70,9 @@ func splitDocuments(data []byte) [][]byte {
 	return chunks
 }
 
+// bom is the UTF-8 byte order mark, which may start a YAML stream.
+const bom = "\ufeff"
+
 // maskDirectives returns chunk (one of splitDocuments') for yaml.v3, which
 // reads YAML 1.2 documents but refuses their "%YAML 1.2" directive: in the
 // chunk's directives, that line becomes a comment of the same length, so
@@ -79,6 +87,12 @@ func maskDirectives(chunk []byte) ([]byte, error) {
 			next = off + end + 1
 		}
 		l := strings.TrimRight(string(chunk[off:next]), "\r\n")
+		at := off // where the line's text starts
+		if off == 0 && strings.HasPrefix(l, bom) {
+			// A byte order mark before the first line: the line is what
+			// follows it, and the mark stays for yaml.v3.
+			l, at = l[len(bom):], len(bom)
+		}
 		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") && !strings.HasPrefix(l, "%") {
 			break // the directives end here
 		}
@@ -89,7 +103,7 @@ func maskDirectives(chunk []byte) ([]byte, error) {
 				if out == nil {
 					out = bytes.Clone(chunk)
 				}
-				out[off] = '#'
+				out[at] = '#'
 			default:
 				return nil, &lineError{line: line, err: fmt.Errorf("%%YAML %s: inject reads YAML 1.1 and 1.2 documents", m[1])}
 			}

@@ -34,7 +34,16 @@ func (v *verifier) platform(ctx context.Context, mi manifestInfo, img v1.Image, 
 		fail(CheckContents, "config", "reading image config: %v", err)
 		return nil
 	}
-	if cfp := cf.Platform().String(); mi.platform != "" && !imagespec.SamePlatform(cfp, mi.platform) {
+	// knownPlatform: the index or the config names the platform, which
+	// the extension checks need.
+	knownPlatform := true
+	switch cfp, ok := configPlatform(cf); {
+	case !ok && mi.platform != "" && mi.platform != noPlatform:
+		fail(CheckPlatforms, "config", "image config names no OS/architecture (os %q, architecture %q), index says %s", cf.OS, cf.Architecture, mi.platform)
+	case !ok:
+		knownPlatform = false
+		fail(CheckPlatforms, "config", "image config names no OS/architecture (os %q, architecture %q): cannot tell which platform the image is for, so its extensions are not checked", cf.OS, cf.Architecture)
+	case mi.platform != "" && !imagespec.SamePlatform(cfp, mi.platform):
 		fail(CheckPlatforms, "config", "image config says %s, index says %s", cfp, mi.platform)
 	}
 	labels := cf.Config.Labels
@@ -49,7 +58,9 @@ func (v *verifier) platform(ctx context.Context, mi manifestInfo, img v1.Image, 
 	}
 	c := &Contents{}
 	m.Contents = c
-	checkExtensions(fs, mi.platform, lock, labels, c, func(where, format string, args ...any) { fail(CheckExtensions, where, format, args...) })
+	if knownPlatform {
+		checkExtensions(fs, mi.platform, lock, labels, c, func(where, format string, args ...any) { fail(CheckExtensions, where, format, args...) })
+	}
 	checkPython(fs, lock, labels, c, func(where, format string, args ...any) { fail(CheckPython, where, format, args...) })
 	checkInterpreter(fs, cf.Config.Env, c, func(where, format string, args ...any) { fail(CheckPython, where, format, args...) })
 	checkDebuggerSettings(fs, func(where, format string, args ...any) { fail(CheckExtensions, where, format, args...) })

@@ -50,7 +50,7 @@ func TestExtensionLicensesFromTheSBOM(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &Manifest{Platform: "linux/arm64", Digest: d.DigestStr(), SBOM: "cosign attestation https://spdx.dev/Document"}
-	v.checkSBOMContents(manifestInfo{ref: d, platform: "linux/arm64"}, m, &lock, []byte(scannedSBOM))
+	v.checkSBOMContents(manifestInfo{ref: d, platform: "linux/arm64"}, m, &lock, m.SBOM, []byte(scannedSBOM))
 	want := []ExtensionLicense{
 		{ID: "ms-python.python", Version: "2025.10.0", License: "MIT",
 			Source: `licence declared in package.json: MIT; licence file /config/extensions/ms-python.python-2025.10.0-linux-arm64/LICENSE.txt ("MIT License")`},

@@ -5,59 +5,122 @@ import (
 	"slices"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/imagectl/imagectl/attest"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/sbom/document"
 )
 
-// statementPredicate reads the in-toto predicate type and predicate of a
-// verified cosign attestation (a DSSE envelope).
-func statementPredicate(a interface{ Payload() ([]byte, error) }) (string, []byte, error) {
+// cosignStatement decodes the in-toto statement of a verified cosign
+// attestation (a DSSE envelope). Its _type is not checked here: the caller
+// reports a statement that is no in-toto Statement (CheckType).
+func cosignStatement(a interface{ Payload() ([]byte, error) }) (*attest.Statement, error) {
 	p, err := a.Payload()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	st, err := attest.EnvelopeStatement(p)
+	env, err := attest.ParseEnvelope(p)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	return st.PredicateType, st.Predicate, nil
+	raw, err := env.DecodeB64Payload()
+	if err != nil {
+		return nil, fmt.Errorf("DSSE payload is not base64: %w", err)
+	}
+	return attest.DecodeStatement(raw)
 }
 
-// acceptSBOM records doc as the SBOM of mi, whose contents checkSBOMContents
-// checks: every SBOM verify accepts, cosign attestation or BuildKit
-// attestation manifest, is read. A missing predicate is recorded as JSON
-// null, which the check refuses.
-func (v *verifier) acceptSBOM(mi manifestInfo, doc []byte) {
+// cosignLayer names the layer of a cosign attestation, "" when it has no
+// digest.
+func cosignLayer(a interface{ Digest() (v1.Hash, error) }) string {
+	d, err := a.Digest()
+	if err != nil {
+		return ""
+	}
+	return "layer " + short(d.String())
+}
+
+// sbomDoc is one verified SBOM of a platform: where it was found (detail
+// tells it from another found in the same place) and the predicate.
+type sbomDoc struct {
+	where, detail string
+	doc           []byte
+}
+
+// acceptSBOM records doc as an SBOM of mi found at where: every SBOM
+// verify accepts, cosign attestation or BuildKit attestation manifest,
+// is checked (checkSBOMs), however many a platform has. A missing
+// predicate is recorded as JSON null, which the check refuses.
+func (v *verifier) acceptSBOM(mi manifestInfo, m *Manifest, where, detail string, doc []byte) {
 	if doc == nil {
 		doc = []byte("null")
 	}
 	if v.sbomDocs == nil {
-		v.sbomDocs = map[string][]byte{}
+		v.sbomDocs = map[string][]sbomDoc{}
 	}
-	v.sbomDocs[mi.ref.DigestStr()] = doc
+	k := mi.ref.DigestStr()
+	v.sbomDocs[k] = append(v.sbomDocs[k], sbomDoc{where: where, detail: detail, doc: doc})
 }
 
-// checkSBOMContents checks that the platform's verified SBOM lists every
-// distribution of the locked Python closure (or ray and debugpy when the
-// image was built unlocked) and every extension, each with the locked
-// version, extensions with the VSIX sha256 the lock records, and records
-// the licence the SBOM gives each extension it lists.
-func (v *verifier) checkSBOMContents(mi manifestInfo, m *Manifest, lock *imagespec.Set, doc []byte) {
+// checkSBOMs checks every SBOM accepted for mi (checkSBOMContents) and
+// names them all in m.SBOM. Two found in the same place are told apart by
+// their detail (the layer). m.SBOMLocked is the smallest count of any.
+func (v *verifier) checkSBOMs(mi manifestInfo, m *Manifest, lock *imagespec.Set) {
+	docs := v.sbomDocs[mi.ref.DigestStr()]
+	seen := map[string]int{}
+	for _, d := range docs {
+		seen[d.where]++
+	}
+	var names []string
+	for _, d := range docs {
+		if seen[d.where] > 1 && d.detail != "" {
+			d.where += " (" + d.detail + ")"
+		}
+		names = append(names, d.where)
+	}
+	m.SBOM = strings.Join(names, "; ")
+	locked := -1
+	for _, d := range docs {
+		where := d.where
+		if seen[d.where] > 1 && d.detail != "" {
+			where += " (" + d.detail + ")"
+		}
+		n := v.checkSBOMContents(mi, m, lock, where, d.doc)
+		if locked < 0 || n < locked {
+			locked = n
+		}
+	}
+	if locked > 0 {
+		m.SBOMLocked = locked
+	}
+}
+
+// checkSBOMContents checks that one verified SBOM of the platform, found
+// at where, lists every distribution of the locked Python closure (or ray
+// and debugpy when the image was built unlocked) and every extension, each
+// with the locked version, extensions with the VSIX sha256 the lock
+// records, and records the licence the SBOM gives each extension it lists
+// (once, however many SBOMs list it). It returns how many locked packages
+// it found.
+func (v *verifier) checkSBOMContents(mi manifestInfo, m *Manifest, lock *imagespec.Set, where string, doc []byte) int {
 	if lock == nil || doc == nil {
-		return
+		return 0
 	}
 	fail := func(format string, args ...any) {
-		v.fail(Failure{Check: CheckSBOM, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: m.SBOM, Message: fmt.Sprintf(format, args...)})
+		v.fail(Failure{Check: CheckSBOM, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: where, Message: fmt.Sprintf(format, args...)})
 	}
 	pkgs, err := document.Packages(doc)
 	if err != nil {
 		fail("reading the SBOM: %v", err)
-		return
+		return 0
 	}
 	for _, p := range pkgs {
 		if strings.Contains(p.PURL, "type=vscode-extension") {
-			m.ExtensionLicenses = append(m.ExtensionLicenses, ExtensionLicense{ID: p.Name, Version: p.Version, License: p.License, Source: p.LicenseComment})
+			l := ExtensionLicense{ID: p.Name, Version: p.Version, License: p.License, Source: p.LicenseComment}
+			if !slices.Contains(m.ExtensionLicenses, l) {
+				m.ExtensionLicenses = append(m.ExtensionLicenses, l)
+			}
 		}
 	}
 	// Python distributions by normalized name: their versions in the SBOM.
@@ -116,5 +179,5 @@ func (v *verifier) checkSBOMContents(mi manifestInfo, m *Manifest, lock *imagesp
 			fail("extension %s %s of the lock is not in the SBOM", e.ID, e.Version)
 		}
 	}
-	m.SBOMLocked = found
+	return found
 }

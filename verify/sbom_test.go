@@ -80,7 +80,7 @@ func TestCheckSBOMContents(t *testing.T) {
 			}
 			mi := manifestInfo{ref: d, platform: "linux/arm64"}
 			m := &Manifest{SBOM: "cosign attestation https://spdx.dev/Document"}
-			v.checkSBOMContents(mi, m, &lock, doc(t, tc.sbom()))
+			m.SBOMLocked = v.checkSBOMContents(mi, m, &lock, m.SBOM, doc(t, tc.sbom()))
 			var got []string
 			for _, f := range v.rep.Failures {
 				if f.Check != CheckSBOM || f.Platform != "linux/arm64" {

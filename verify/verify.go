@@ -193,7 +193,7 @@ type verifier struct {
 	root   name.Digest
 	claims *repositoryClaims
 	// sbomDocs are the verified SBOM documents by manifest digest.
-	sbomDocs map[string][]byte
+	sbomDocs map[string][]sbomDoc
 }
 
 func (v *verifier) fail(f Failure) { v.rep.Failures = append(v.rep.Failures, f) }
@@ -251,7 +251,7 @@ func (v *verifier) index(ctx context.Context, desc *remote.Descriptor) error {
 		}
 		v.attestations(ctx, mi, &m, idx, attFor[mi.ref.DigestStr()])
 		lock := v.platform(ctx, mi, img, &m)
-		v.checkSBOMContents(mi, &m, lock, v.sbomDocs[mi.ref.DigestStr()])
+		v.checkSBOMs(mi, &m, lock)
 		if lock != nil && lockPlatforms == nil {
 			lockPlatforms, lockFrom = sortedCopy(lock.Platforms), mi.platform
 		}
@@ -281,13 +281,19 @@ func (v *verifier) single(ctx context.Context, desc *remote.Descriptor) error {
 	if err != nil {
 		return fmt.Errorf("reading config of %s: %w", v.root, err)
 	}
-	mi := manifestInfo{ref: v.root, platform: cf.Platform().String(), desc: desc.Descriptor}
+	// A config without OS/architecture (an image appended onto scratch)
+	// names no platform; platform() records the failure.
+	plat, ok := configPlatform(cf)
+	if !ok {
+		plat = noPlatform
+	}
+	mi := manifestInfo{ref: v.root, platform: plat, desc: desc.Descriptor}
 	m := Manifest{Digest: v.root.DigestStr(), Platform: mi.platform, MediaType: string(desc.MediaType)}
 	m.Signatures = v.signatures(ctx, mi)
 	v.attestations(ctx, mi, &m, nil, nil)
 	lock := v.platform(ctx, mi, img, &m)
-	v.checkSBOMContents(mi, &m, lock, v.sbomDocs[mi.ref.DigestStr()])
-	if lock != nil && !contains(lock.Platforms, mi.platform) {
+	v.checkSBOMs(mi, &m, lock)
+	if lock != nil && ok && !contains(lock.Platforms, mi.platform) {
 		v.fail(Failure{Check: CheckPlatforms, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: "label " + imagespec.LabelLock,
 			Message: fmt.Sprintf("image platform %s is not among the lock platforms %s", mi.platform, strings.Join(lock.Platforms, ","))})
 	}
@@ -340,29 +346,41 @@ func (v *verifier) attestations(ctx context.Context, mi manifestInfo, m *Manifes
 		}
 	}
 	for _, a := range atts {
-		pt, doc, err := statementPredicate(a)
+		st, err := cosignStatement(a)
 		if err != nil {
+			continue
+		}
+		pt := st.PredicateType
+		where := "cosign attestation " + pt
+		if err := st.CheckType(); err != nil {
+			// A signed statement that is no in-toto Statement is never an
+			// SBOM or provenance, and is reported.
+			if c := attestationCheck(pt); c != "" {
+				v.fail(Failure{Check: c, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: where, Message: err.Error()})
+			}
 			continue
 		}
 		switch {
-		case imagespec.IsSBOM(pt) && m.SBOM == "":
-			m.SBOM = "cosign attestation " + pt
-			v.acceptSBOM(mi, doc)
+		case imagespec.IsSBOM(pt):
+			v.acceptSBOM(mi, m, where, cosignLayer(a), st.Predicate)
 		case imagespec.IsProvenance(pt) && m.Provenance == "":
-			m.Provenance = "cosign attestation " + pt
+			m.Provenance = where
 		}
 	}
 	for _, d := range bk {
-		sts, err := buildkitStatements(idx, d, mi.ref.DigestStr())
+		sts, problems, err := buildkitStatements(idx, d, mi.ref.DigestStr())
+		where := "attestation manifest " + d.Digest.String()
 		if err != nil {
-			v.fail(Failure{Check: CheckProvenance, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: "attestation manifest " + d.Digest.String(), Message: err.Error()})
+			v.fail(Failure{Check: CheckProvenance, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: where, Message: err.Error()})
 			continue
+		}
+		for _, p := range problems {
+			v.fail(Failure{Check: p.check, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: where, Message: p.err.Error()})
 		}
 		for _, st := range sts {
 			switch pt := st.PredicateType; {
-			case pt == imagespec.PredicateSPDX && m.SBOM == "":
-				m.SBOM = "buildkit attestation manifest " + d.Digest.String()
-				v.acceptSBOM(mi, st.Predicate)
+			case pt == imagespec.PredicateSPDX:
+				v.acceptSBOM(mi, m, "buildkit attestation manifest "+d.Digest.String(), "layer "+short(st.layer.String()), st.Predicate)
 			case imagespec.IsProvenance(pt) && m.Provenance == "":
 				m.Provenance = "buildkit attestation manifest " + d.Digest.String() + " (" + pt + ")"
 			}
@@ -373,7 +391,7 @@ func (v *verifier) attestations(ctx context.Context, mi manifestInfo, m *Manifes
 	if attErr != "" {
 		suffix = " (attestations present but none verified: " + attErr + ")"
 	}
-	if m.SBOM == "" && !v.o.skipSBOM {
+	if len(v.sbomDocs[mi.ref.DigestStr()]) == 0 && !v.o.skipSBOM {
 		v.fail(Failure{Check: CheckSBOM, Platform: mi.platform, Digest: mi.ref.DigestStr(), Where: tag.String(),
 			Message: "no verified SBOM attestation (SPDX or CycloneDX)" + suffix})
 	}
@@ -383,53 +401,111 @@ func (v *verifier) attestations(ctx context.Context, mi manifestInfo, m *Manifes
 	}
 }
 
+// attestationCheck is the check an attestation of predicate type pt
+// counts for: sbom, provenance, or none (a type verify does not read).
+func attestationCheck(pt string) Check {
+	switch {
+	case imagespec.IsSBOM(pt):
+		return CheckSBOM
+	case imagespec.IsProvenance(pt):
+		return CheckProvenance
+	}
+	return ""
+}
+
+// bkStatement is one in-toto statement of a BuildKit attestation manifest.
+type bkStatement struct {
+	*attest.Statement
+	layer v1.Hash
+}
+
+// bkProblem is a layer of a BuildKit attestation manifest that is not a
+// statement verify can use, and the check it fails.
+type bkProblem struct {
+	check Check
+	err   error
+}
+
 // buildkitStatements reads a BuildKit attestation manifest and returns its
-// in-toto statements (predicate type and predicate), each of whose subjects
-// (when given) names the platform digest.
-func buildkitStatements(idx v1.ImageIndex, d v1.Descriptor, subject string) ([]*attest.Statement, error) {
+// in-toto statements, each of an in-toto Statement _type whose subjects
+// (when given) name the platform digest, and what is wrong with each other
+// layer that has a predicate type. The error is for a manifest that cannot
+// be read at all.
+func buildkitStatements(idx v1.ImageIndex, d v1.Descriptor, subject string) ([]bkStatement, []bkProblem, error) {
 	img, err := idx.Image(d.Digest)
 	if err != nil {
-		return nil, fmt.Errorf("reading attestation manifest: %w", err)
+		return nil, nil, fmt.Errorf("reading attestation manifest: %w", err)
 	}
 	mf, err := img.Manifest()
 	if err != nil {
-		return nil, fmt.Errorf("reading attestation manifest: %w", err)
+		return nil, nil, fmt.Errorf("reading attestation manifest: %w", err)
 	}
-	var out []*attest.Statement
+	var out []bkStatement
+	var problems []bkProblem
 	for _, l := range mf.Layers {
 		pt := l.Annotations[imagespec.AnnotationPredicateType]
 		if pt == "" {
 			continue
 		}
-		layer, err := img.LayerByDigest(l.Digest)
+		st, err := buildkitStatement(img, l, pt, subject)
 		if err != nil {
-			return nil, fmt.Errorf("layer %s: %w", l.Digest, err)
+			c := CheckProvenance
+			if pt == imagespec.PredicateSPDX || imagespec.IsSBOM(pt) {
+				c = CheckSBOM
+			}
+			problems = append(problems, bkProblem{check: c, err: fmt.Errorf("layer %s: %w", l.Digest, err)})
+			continue
 		}
-		rc, err := layer.Compressed() // in-toto layers are stored as is
-		if err != nil {
-			return nil, fmt.Errorf("layer %s: %w", l.Digest, err)
-		}
-		b, err := io.ReadAll(io.LimitReader(rc, maxStatementLen+1))
-		rc.Close()
-		if err != nil {
-			return nil, fmt.Errorf("layer %s: %w", l.Digest, err)
-		}
-		if int64(len(b)) > maxStatementLen {
-			return nil, fmt.Errorf("layer %s: in-toto statement larger than %d bytes", l.Digest, maxStatementLen)
-		}
-		st, err := attest.ParseStatement(b)
-		if err != nil {
-			return nil, fmt.Errorf("layer %s: %w", l.Digest, err)
-		}
-		if st.PredicateType != pt {
-			return nil, fmt.Errorf("layer %s: predicate type %q, annotation says %q", l.Digest, st.PredicateType, pt)
-		}
-		if len(st.Subject) > 0 && !st.Names(subject) {
-			return nil, fmt.Errorf("layer %s: %s statement does not name subject %s", l.Digest, pt, subject)
-		}
-		out = append(out, st)
+		out = append(out, bkStatement{Statement: st, layer: l.Digest})
 	}
-	return out, nil
+	return out, problems, nil
+}
+
+// buildkitStatement reads one in-toto layer of a BuildKit attestation
+// manifest whose annotation says predicate type pt.
+func buildkitStatement(img v1.Image, l v1.Descriptor, pt, subject string) (*attest.Statement, error) {
+	layer, err := img.LayerByDigest(l.Digest)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := layer.Compressed() // in-toto layers are stored as is
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(rc, maxStatementLen+1))
+	rc.Close()
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > maxStatementLen {
+		return nil, fmt.Errorf("in-toto statement larger than %d bytes", maxStatementLen)
+	}
+	st, err := attest.ParseStatement(b)
+	if err != nil {
+		return nil, err
+	}
+	if st.PredicateType != pt {
+		return nil, fmt.Errorf("predicate type %q, annotation says %q", st.PredicateType, pt)
+	}
+	if len(st.Subject) > 0 && !st.Names(subject) {
+		return nil, fmt.Errorf("%s statement does not name subject %s", pt, subject)
+	}
+	return st, nil
+}
+
+// noPlatform stands for the platform of a single manifest whose config
+// names no OS/architecture, in the report.
+const noPlatform = "(no platform)"
+
+// configPlatform returns the platform an image config names and whether it
+// names both an OS and an architecture. A config that names neither
+// (v1.ConfigFile.Platform is nil) gives "".
+func configPlatform(cf *v1.ConfigFile) (string, bool) {
+	p := cf.Platform()
+	if p == nil {
+		return "", false
+	}
+	return p.String(), p.OS != "" && p.Architecture != ""
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

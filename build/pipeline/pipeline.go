@@ -19,8 +19,6 @@ import (
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/cache"
-	"github.com/imagectl/imagectl/extensions/marketplace"
-	"github.com/imagectl/imagectl/extensions/openvsx"
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
@@ -77,8 +75,10 @@ type Request struct {
 
 // ExtensionOptions are the fetch stage's: where the VSIX files come from.
 type ExtensionOptions struct {
-	// Cache holds the VSIX files; Sources download into it (default: the
-	// Marketplace and Open VSX clients at matrix.yaml's upstreams).
+	// Cache holds the VSIX files; Sources download into it: the client of
+	// each source of matrix.yaml (marketplace, openvsx), built by the caller
+	// (imagectl's options.UpstreamOptions.ExtensionSources). Run fails
+	// without them.
 	Cache   *cache.Cache
 	Sources map[string]extensions.Source
 	// Limits bound every VSIX archive, when fetched and when laid out.
@@ -402,13 +402,10 @@ func fetchStage(ctx context.Context, req *Request, set *imagespec.Set) (extensio
 	if x.Cache == nil {
 		return nil, fmt.Errorf("no extension cache")
 	}
-	sources := x.Sources
-	if sources == nil {
-		sources = map[string]extensions.Source{
-			matrix.SourceMarketplace: marketplace.New(marketplace.WithBaseURL(req.Matrix.Upstreams.Marketplace)),
-			matrix.SourceOpenVSX:     openvsx.New(openvsx.WithBaseURL(req.Matrix.Upstreams.OpenVSX)),
-		}
+	if len(x.Sources) == 0 {
+		return nil, fmt.Errorf("no extension sources: Request.Extensions.Sources must name the client of each source (%s, %s); the caller builds them", matrix.SourceMarketplace, matrix.SourceOpenVSX)
 	}
+	sources := x.Sources
 	opts := append([]extensions.Option{extensions.WithLimits(x.Limits)}, x.Options...)
 	opts = append(opts, extensions.WithWarnings(req.Warnings))
 	for n, s := range sources {

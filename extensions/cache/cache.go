@@ -77,6 +77,11 @@ type Entry struct {
 	Size   int64  `json:"size"`
 	// URL is where it was downloaded from.
 	URL string `json:"url,omitempty"`
+	// Limits, when set, are the archive limits the file was accepted under,
+	// larger than vsix.DefaultLimits in some respect (Fetcher records them
+	// when they are). A reader whose own limits the file exceeds identifies
+	// it under these instead, so every verb treats the file as fetch did.
+	Limits *vsix.Limits `json:"limits,omitempty"`
 	// Path is the blob's path (not stored in the index).
 	Path string `json:"-"`
 }
@@ -280,13 +285,20 @@ const (
 	blobMissing blobState = iota
 	blobGood
 	blobOtherKey // intact, but it describes itself as another key
+	// blobOverLimits: intact, but over the archive limits it was checked
+	// under (vsix.ErrLimit): never served, never removed.
+	blobOverLimits
 )
 
 // checkBlob checks that the blob named digest is a regular file that still
 // hashes to digest and, when k is given and an identify function is set,
-// that it describes itself as *k. A blob that is not a regular file or not
-// its digest is removed (see discardCorrupt) and reported missing.
-func (c *Cache) checkBlob(ctx context.Context, digest string, k *Key) (int64, blobState, Key, error) {
+// that it describes itself as *k; a file over the identify function's
+// archive limits is identified again under rec, the limits its index entry
+// records (when it does). A blob that is not a regular file, not its digest,
+// or not a readable VSIX is removed (see discardCorrupt) and reported
+// missing; one that is over the limits either way is kept and reported
+// blobOverLimits, with the identification error.
+func (c *Cache) checkBlob(ctx context.Context, digest string, k *Key, rec *vsix.Limits) (int64, blobState, Key, error) {
 	p := c.BlobPath(digest)
 	f, fi, err := openRegular(p, c.maxBlob)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -336,9 +348,17 @@ func (c *Cache) checkBlob(ctx context.Context, digest string, k *Key) (int64, bl
 	if k != nil && c.identify != nil {
 		var err error
 		id, err = c.identify(ctx, f, fi.Size())
+		if errors.Is(err, vsix.ErrLimit) && rec != nil && ctx.Err() == nil {
+			id, err = IdentifyVSIXWithin(*rec)(ctx, f, fi.Size())
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, blobMissing, Key{}, context.Cause(ctx)
+			}
+			if errors.Is(err, vsix.ErrLimit) {
+				// Intact, and perhaps accepted under larger limits than
+				// these: not a hit here, but not damaged either.
+				return fi.Size(), blobOverLimits, Key{}, err
 			}
 			// Intact (its digest matches) but not a readable VSIX: it can
 			// never be a hit for any key.
@@ -461,7 +481,9 @@ func removeIfSame(p string, held fs.FileInfo, what string) error {
 // nor (with the default identify function) one whose manifest names another
 // id, version or target platform than k: an index entry that points at such
 // a blob is removed and the lookup is a miss, and a locked digest that names
-// one is an error. Hashing stops when ctx is done.
+// one is an error. A blob over the archive limits (the identify function's,
+// and those the index entry records) is a miss, with a warning, and stays.
+// Hashing stops when ctx is done.
 func (c *Cache) Get(ctx context.Context, k Key, want string) (Entry, bool, error) {
 	if err := k.Check(); err != nil {
 		return Entry{}, false, err
@@ -481,7 +503,15 @@ func (c *Cache) Get(ctx context.Context, k Key, want string) (Entry, bool, error
 	if digest == "" {
 		return Entry{}, false, nil
 	}
-	n, state, other, err := c.checkBlob(ctx, digest, &k)
+	var rec *vsix.Limits
+	if e.SHA256 == digest {
+		rec = e.Limits
+	}
+	n, state, other, err := c.checkBlob(ctx, digest, &k, rec)
+	if state == blobOverLimits {
+		c.warnf("blob %s (%s) is over the archive limits it was checked under: %v; kept, not used (it needs the larger limits it was fetched with)", digest, k, err)
+		return Entry{}, false, nil
+	}
 	if err != nil {
 		return Entry{}, false, err
 	}
@@ -730,7 +760,10 @@ func (c *Cache) OpenBlob(e Entry) (*os.File, error) {
 // with its blob verified; entries whose blob is missing or corrupt are left
 // out (and a corrupt blob removed), and so are (with the default identify
 // function) entries whose blob is a file of another key (the entry is
-// removed). It stops when ctx is done.
+// removed). An entry whose blob is over the archive limits, both the
+// identify function's and those the entry records, is left out with a
+// warning, and its blob kept: a listing never removes a file a fetch with
+// larger limits accepted. It stops when ctx is done.
 func (c *Cache) List(ctx context.Context) ([]Entry, error) {
 	var out []Entry
 	root := filepath.Join(c.root, "index")
@@ -752,7 +785,11 @@ func (c *Cache) List(ctx context.Context) ([]Entry, error) {
 			// Not where its key says: edited or misplaced; not listed.
 			return nil
 		}
-		n, state, other, err := c.checkBlob(ctx, e.SHA256, &e.Key)
+		n, state, other, err := c.checkBlob(ctx, e.SHA256, &e.Key, e.Limits)
+		if state == blobOverLimits {
+			c.warnf("blob %s (%s) is over the archive limits it was checked under: %v; kept, not listed (it needs the larger limits it was fetched with)", e.SHA256, e.Key, err)
+			return nil
+		}
 		if err != nil {
 			return err
 		}

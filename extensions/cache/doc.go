@@ -17,5 +17,10 @@
 // while it is the same file, unchanged: same inode, size, modification and
 // inode change time, which every write moves); a blob that no longer
 // matches its name is removed and reported as missing, never served, and a
-// hit's manifest must describe the key it is found under. URLs are stored without userinfo.
+// hit's manifest must describe the key it is found under. A hit is
+// identified under the archive limits its index entry records when the
+// reader's own are smaller, and a blob over the limits either way is not
+// served but never removed: a verb run with the default limits (extensions
+// ls) keeps what a fetch with raised limits accepted. URLs are stored
+// without userinfo.
 package cache

@@ -46,7 +46,7 @@ build() {
   "activationEvents": ["onStartupFinished"],
   "main": "./out/extension.js",
   "extensionDependencies": $deps,
-  "extensionPack": $pack
+  "extensionPack": $pack$contributes_field
 }
 JSON
     cat >"$d/out/extension.js" <<'JS'
@@ -54,6 +54,7 @@ JSON
 exports.activate = function activate() {};
 exports.deactivate = function deactivate() {};
 JS
+    if [ -n "$main_js" ]; then cp "$main_js" "$d/out/extension.js"; fi
     printf '%s\n' "$tgt" >"$d/platform.txt"
     printf '# %s.%s\n\nTest fixture for imagectl; not the real extension.\n' "$pub" "$name" >"$d/README.md"
     printf '%s' "$license_text" >"$d/LICENSE.txt"
@@ -70,12 +71,25 @@ JS
   done
 }
 
+contributes_field=''
+main_js=''
 license_field='
   "license": "MIT",'
 license_text=$'MIT License\n\nCopyright (c) imagectl authors\n'
 build ms-python python 2025.6.1 '^1.95.0' '[]' '["ms-python.debugpy"]' linux-x64 linux-arm64
 build ms-python python 2025.8.0 '^1.95.0' '[]' '["ms-python.debugpy"]' linux-x64 linux-arm64
 build ms-python debugpy 2025.10.0 '^1.92.0' '["ms-python.python"]' '[]' universal linux-x64 linux-arm64
+# The debugger stand-in's code is extensions/contract's stand-in in the
+# minified shapes of 0.1.6 (not the extension's code), and it declares the
+# settings 0.1.6 declares, so that extensions.CheckContracts passes it.
+main_js=$here/../contract/testdata/shape-0.1.6/extension/dist/extension.js
+contributes_field=',
+  "contributes": {"configuration": [{"title": "Ray Distributed Debugger", "properties": {
+    "anyscalecompute.ray-distributed-debugger.activationToken": {"type": "string", "scope": "machine"},
+    "anyscalecompute.ray-distributed-debugger.initialized": {"type": "boolean", "scope": "machine"},
+    "anyscalecompute.ray-distributed-debugger.clusterDashboards": {"type": "list", "scope": "window"},
+    "anyscalecompute.ray-distributed-debugger.showReadmeOnFirstActivation": {"type": "boolean", "default": true}
+  }}]}'
 license_field=''
 license_text=$'AS License\n\nStand-in for the licence of anyscalecompute.ray-distributed-debugger in imagectl\'s test fixtures: the real extension\'s LICENSE.txt is Anyscale\'s proprietary "AS License".\n'
 build anyscalecompute ray-distributed-debugger 0.1.4 '^1.66.0' '[]' '[]' universal

@@ -27,30 +27,56 @@ const (
 // Limits bound what a VSIX may hold. Zero fields take the default.
 type Limits struct {
 	// MaxEntries bounds the number of zip entries (default 100000).
-	MaxEntries int
+	MaxEntries int `json:"maxEntries,omitempty"`
 	// MaxTotalBytes bounds the sum of uncompressed sizes, declared and as
 	// really read (default 512 MiB: ms-python.python, the largest of the
 	// image's extensions, is about 26 MB compressed and a few times that
 	// expanded; VS Code's own built-in extensions are at most 10 MB).
-	MaxTotalBytes int64
+	MaxTotalBytes int64 `json:"maxTotalBytes,omitempty"`
 	// MaxRatio bounds uncompressed/compressed size of one entry (default
 	// 200), checked for entries larger than RatioFloor.
-	MaxRatio float64
+	MaxRatio float64 `json:"maxRatio,omitempty"`
 	// RatioFloor is the uncompressed size from which MaxRatio and
 	// MaxTotalRatio apply (default 1 MiB): small files of repeated bytes
 	// compress very well and are harmless.
-	RatioFloor int64
+	RatioFloor int64 `json:"ratioFloor,omitempty"`
 	// MaxTotalRatio bounds the expansion of the whole archive: the sum of
 	// uncompressed sizes over the size of the VSIX file (default 40; real
 	// extensions expand 2.5-4.5 times, grammar-only ones up to 15), checked
 	// once that sum exceeds RatioFloor. Many entries each just under
 	// RatioFloor cannot add up to a bomb.
-	MaxTotalRatio float64
+	MaxTotalRatio float64 `json:"maxTotalRatio,omitempty"`
 }
 
 // DefaultLimits are generous enough for ms-python.python (tens of MB
 // compressed, a few thousand files) and stop archive bombs.
 var DefaultLimits = Limits{MaxEntries: 100000, MaxTotalBytes: 512 << 20, MaxRatio: 200, RatioFloor: 1 << 20, MaxTotalRatio: 40}
+
+// ErrLimit is what every failure of an archive limit wraps (errors.Is): a
+// VSIX over the limits may be intact and well-formed, and pass under larger
+// ones, unlike one that fails any other check.
+var ErrLimit = errors.New("archive limit exceeded")
+
+// limitError is a failure of an archive limit; its text is the message
+// alone.
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string        { return e.msg }
+func (e *limitError) Is(target error) bool { return target == ErrLimit }
+
+func limitErrorf(format string, args ...any) error {
+	return &limitError{msg: fmt.Sprintf(format, args...)}
+}
+
+// Raised reports whether l (zero fields taking the default) allows more
+// than DefaultLimits in some respect: a file accepted under l may fail the
+// defaults.
+func (l Limits) Raised() bool {
+	l = l.withDefaults()
+	d := DefaultLimits
+	return l.MaxEntries > d.MaxEntries || l.MaxTotalBytes > d.MaxTotalBytes || l.MaxRatio > d.MaxRatio ||
+		l.RatioFloor > d.RatioFloor || l.MaxTotalRatio > d.MaxTotalRatio
+}
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxEntries <= 0 {
@@ -75,11 +101,11 @@ func (l Limits) withDefaults() Limits {
 // or, past RatioFloor, MaxTotalRatio times the archive's size.
 func (l Limits) checkTotal(total uint64, archiveSize int64, at string) error {
 	if total > uint64(l.MaxTotalBytes) {
-		return fmt.Errorf("uncompressed size exceeds the limit of %d bytes (at entry %q)", l.MaxTotalBytes, at)
+		return limitErrorf("uncompressed size exceeds the limit of %d bytes (at entry %q)", l.MaxTotalBytes, at)
 	}
 	if total > uint64(l.RatioFloor) && archiveSize > 0 {
 		if r := float64(total) / float64(archiveSize); r > l.MaxTotalRatio {
-			return fmt.Errorf("the archive of %d bytes expands to more than %d bytes (at entry %q): ratio %.0f exceeds the limit of %.0f", archiveSize, total, at, r, l.MaxTotalRatio)
+			return limitErrorf("the archive of %d bytes expands to more than %d bytes (at entry %q): ratio %.0f exceeds the limit of %.0f", archiveSize, total, at, r, l.MaxTotalRatio)
 		}
 	}
 	return nil
@@ -162,7 +188,7 @@ const (
 // archive of size bytes, by what the entries declare.
 func checkEntries(files []*zip.File, size int64, lim Limits) error {
 	if len(files) > lim.MaxEntries {
-		return fmt.Errorf("%d entries, more than the limit of %d", len(files), lim.MaxEntries)
+		return limitErrorf("%d entries, more than the limit of %d", len(files), lim.MaxEntries)
 	}
 	var total uint64
 	seen := make(map[string]bool, len(files))
@@ -192,7 +218,7 @@ func checkEntries(files []*zip.File, size int64, lim Limits) error {
 				c = 1
 			}
 			if r := float64(f.UncompressedSize64) / float64(c); r > lim.MaxRatio {
-				return fmt.Errorf("entry %q: compression ratio %.0f exceeds the limit of %.0f", f.Name, r, lim.MaxRatio)
+				return limitErrorf("entry %q: compression ratio %.0f exceeds the limit of %.0f", f.Name, r, lim.MaxRatio)
 			}
 		}
 		total += f.UncompressedSize64

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # A real Kubernetes control plane for tests/e2e/with-kube.sh, built from the Go
 # module proxy at the versions pinned by the build modules in tests/kube/build/:
-# etcd (etcd/), kube-apiserver, kube-controller-manager, kube-scheduler and
-# kubelet (kubernetes/), kubectl
+# etcd (etcd/), kube-apiserver, kube-controller-manager, kube-scheduler,
+# kubelet and kube-proxy (kubernetes/), kubectl
 # (kubernetes/ too; with-kube.sh builds it only on a machine without one), helm
-# (helm/: renders KubeRay's ray-cluster chart in tests/kube) and the
-# KubeRay operator of each pinned release (kuberay-vX.Y.Z/). Each lands in
+# (helm/: renders KubeRay's ray-cluster chart in tests/kube), CoreDNS
+# (coredns/: the node's cluster DNS, with only the plugins its Corefile uses)
+# and the KubeRay operator of each pinned release (kuberay-vX.Y.Z/). Each lands in
 #   $IMAGECTL_TEST_CACHE/bin/kube/<component>-<version>-<go.sum hash>/
 # so a pin or dependency change rebuilds it and an unchanged one is reused.
 #
 # bash hack/deps.d/kube.sh [COMPONENT...]   (default: all of them)
-# COMPONENT is etcd, kubernetes, kubectl, helm or kuberay-vX.Y.Z. Printed on stdout, one per
+# COMPONENT is etcd, kubernetes, kubectl, helm, coredns or kuberay-vX.Y.Z. Printed on stdout, one per
 # line: COMPONENT DIR (the directory holding its binaries); progress on stderr.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -26,8 +27,9 @@ kube_dir() {
     etcd) mod=go.etcd.io/etcd/server/v3 ;;
     kubernetes | kubectl) mod=k8s.io/kubernetes ;;
     helm) mod=helm.sh/helm/v3 ;;
+    coredns) mod=github.com/coredns/coredns ;;
     kuberay-v*) mod=github.com/ray-project/kuberay/ray-operator ;;
-    *) echo "kube.sh: unknown component $c (want etcd, kubernetes, kubectl, helm or kuberay-vX.Y.Z)" >&2; return 2 ;;
+    *) echo "kube.sh: unknown component $c (want etcd, kubernetes, kubectl, helm, coredns or kuberay-vX.Y.Z)" >&2; return 2 ;;
   esac
   local m=$c
   [ "$c" = kubectl ] && m=kubernetes
@@ -44,9 +46,10 @@ kube_build() {
   ver=${dir##*/}
   case $c in
     etcd) bins=(etcd) ;;
-    kubernetes) bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet) ;;
+    kubernetes) bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy) ;;
     kubectl) bins=(kubectl) ;;
     helm) bins=(helm) ;;
+    coredns) bins=(coredns) ;;
     kuberay-v*) bins=(ray-operator) ;;
   esac
   # One build of a version at a time: a second kube.sh (make test starts one
@@ -77,12 +80,17 @@ kube_build() {
     cd "$build/${c/#kubectl/kubernetes}"
     case $c in
       etcd) go build -trimpath -o "$tmp/etcd" . ;;
+      coredns)
+        # CoreDNS prints its version from coremain's CoreVersion, a
+        # constant of the module: nothing to set.
+        go build -trimpath -o "$tmp/coredns" .
+        ;;
       kubernetes | kubectl)
         v=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
         mm=${v#v}; major=${mm%%.*}; minor=${mm#*.}; minor=${minor%%.*}
         # Clients parse the server's version: without these it is v0.0.0-master.
         ld="-X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor"
-        pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet)
+        pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
         [ "$c" = kubectl ] && pkgs=(k8s.io/kubernetes/cmd/kubectl)
         go build -trimpath -ldflags "$ld" -o "$tmp/" "${pkgs[@]}"
         ;;
@@ -117,7 +125,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
 if [ $# -eq 0 ]; then
-  set -- etcd kubernetes helm
+  set -- etcd kubernetes helm coredns
   for d in "$build"/kuberay-v*/; do set -- "$@" "$(basename "$d")"; done
 fi
 for c in "$@"; do kube_build "$c"; done

@@ -24,9 +24,11 @@ func WorkerQuery(workerID string) string {
 	return "timeout=30&filter_keys=worker_id&filter_predicates=%3D&filter_values=" + url.QueryEscape(workerID) + "&detail=True"
 }
 
-// RunningTasksQuery returns the query for the RUNNING tasks of a worker.
+// RunningTasksQuery returns the query the extension sends for the RUNNING
+// tasks of a worker (0.1.6's dist/extension.js, checked by
+// extensions/contract).
 func RunningTasksQuery(workerID string) string {
-	return "limit=100&timeout=24&detail=True&filter_keys=worker_id&filter_keys=state&filter_predicates=%3D&filter_predicates=%3D&filter_values=" + url.QueryEscape(workerID) + "&filter_values=RUNNING"
+	return "limit=100&timeout=24&detail=False&filter_keys=worker_id&filter_keys=state&filter_predicates=%3D&filter_predicates=%3D&filter_values=" + url.QueryEscape(workerID) + "&filter_values=RUNNING&exclude_driver=True&server_timeout_multiplier=0.8"
 }
 
 // Worker is one row of /api/v0/workers (Ray's WorkerState), the fields the

@@ -22,10 +22,11 @@ import (
 const (
 	notesPausedWorkers = "limit=100&timeout=24&detail=True&filter_keys=num_paused_threads&filter_keys=is_alive&filter_predicates=%21%3D&filter_predicates=%3D&filter_values=0&filter_values=True&exclude_driver=True&server_timeout_multiplier=0.8"
 	notesWorker        = "timeout=30&filter_keys=worker_id&filter_predicates=%3D&filter_values={id}&detail=True"
-	// The notes elide the rest of the tasks query ("...filter_keys=worker_id
+	// The notes elide parts of the tasks query ("...filter_keys=worker_id
 	// &filter_keys=state...&filter_values={id}&filter_values=RUNNING"); the
-	// elided parts are the list parameters the workers query uses.
-	notesRunningTasks = "limit=100&timeout=24&detail=True&filter_keys=worker_id&filter_keys=state&filter_predicates=%3D&filter_predicates=%3D&filter_values={id}&filter_values=RUNNING"
+	// whole of it as 0.1.6's dist/extension.js writes it (detail=False, and
+	// drivers excluded as in the workers query).
+	notesRunningTasks = "limit=100&timeout=24&detail=False&filter_keys=worker_id&filter_keys=state&filter_predicates=%3D&filter_predicates=%3D&filter_values={id}&filter_values=RUNNING&exclude_driver=True&server_timeout_multiplier=0.8"
 )
 
 // recorder is a dashboard answering body with status for every request and

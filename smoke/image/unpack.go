@@ -2,6 +2,7 @@ package image
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,11 +36,17 @@ var DefaultLimits = Limits{MaxBytes: 16 << 30, MaxEntries: 2_000_000}
 // symbolic links scoped to root (filepath-securejoin), so a link in the
 // image pointing at "/" or "../.." stays inside. Owners, modes and times
 // are kept; device nodes are skipped (the runtime provides /dev).
+//
+// Cancelling ctx stops it within one read of at most copyChunk bytes, in
+// the middle of a file too: the stream is closed, so a read waiting on a
+// layer ends as well. What was written stays for the caller to remove.
 func unpack(ctx context.Context, img v1.Image, root string, lim Limits) error {
 	rc := mutate.Extract(img)
 	defer rc.Close()
+	stop := context.AfterFunc(ctx, func() { rc.Close() })
+	defer stop()
 	tr := tar.NewReader(rc)
-	u := &unpacker{root: root, lim: lim, implicit: map[string]bool{}}
+	u := &unpacker{ctx: ctx, root: root, lim: lim, implicit: map[string]bool{}}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -50,12 +57,12 @@ func unpack(ctx context.Context, img v1.Image, root string, lim Limits) error {
 			// before it reports an error (an unsafe name, a layer whose
 			// digest does not match) on the pipe: read on to get it.
 			if _, err := io.Copy(io.Discard, rc); err != nil {
-				return fmt.Errorf("reading image filesystem: %w", err)
+				return u.readErr(err)
 			}
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("reading image filesystem: %w", err)
+			return u.readErr(err)
 		}
 		if err := u.entry(h, tr); err != nil {
 			return err
@@ -72,6 +79,7 @@ func unpack(ctx context.Context, img v1.Image, root string, lim Limits) error {
 }
 
 type unpacker struct {
+	ctx      context.Context
 	root     string
 	lim      Limits
 	bytes    int64
@@ -181,7 +189,7 @@ func (u *unpacker) entry(h *tar.Header, r io.Reader) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", rel, err)
 		}
-		if _, err := io.CopyN(f, r, h.Size); err != nil {
+		if err := u.copyFile(f, r, h.Size); err != nil {
 			f.Close()
 			return fmt.Errorf("%s: %w", rel, err)
 		}
@@ -213,6 +221,50 @@ func (u *unpacker) entry(h *tar.Header, r io.Reader) error {
 	default:
 		return nil // PAX/GNU metadata entries are consumed by archive/tar
 	}
+}
+
+// readErr wraps an error reading the image's filesystem stream; after a
+// cancel (which closes the stream) it is the context's error.
+func (u *unpacker) readErr(err error) error {
+	if cerr := u.ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return fmt.Errorf("reading image filesystem: %w", err)
+}
+
+// copyChunk is how much copyFile reads between two looks at the context.
+const copyChunk = 256 << 10
+
+var zeroChunk [copyChunk]byte
+
+// copyFile writes size bytes of r to f, a new empty file, a chunk at a
+// time, and stops when the context is cancelled. A chunk of zero bytes is
+// skipped over rather than written, so a sparse file in a layer (a few KiB
+// standing for gigabytes of zeros) stays sparse on disk; the final size is
+// set at the end.
+func (u *unpacker) copyFile(f *os.File, r io.Reader, size int64) error {
+	buf := make([]byte, copyChunk)
+	for left := size; left > 0; {
+		if err := u.ctx.Err(); err != nil {
+			return err
+		}
+		n := int(min(left, copyChunk))
+		if _, err := io.ReadFull(r, buf[:n]); err != nil {
+			if cerr := u.ctx.Err(); cerr != nil {
+				return cerr
+			}
+			return err
+		}
+		if bytes.Equal(buf[:n], zeroChunk[:n]) {
+			if _, err := f.Seek(int64(n), io.SeekCurrent); err != nil {
+				return err
+			}
+		} else if _, err := f.Write(buf[:n]); err != nil {
+			return err
+		}
+		left -= int64(n)
+	}
+	return f.Truncate(size)
 }
 
 // meta applies owner, mode and modification time.

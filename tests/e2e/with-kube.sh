@@ -17,8 +17,12 @@
 # kube-scheduler, a kubelet named localhost (cgroupfs under a cgroup root of
 # the run's own) and Debian's containerd and runc, with their state, sockets
 # and mounts under the work directory, and a pod network that is a bridge made
-# for the run with a /24 found unused on the machine, no gateway address, no
-# forwarding and no route off the machine. Its images are imported, never
+# for the run with a /24 found unused on the machine, forwarding only
+# between the run's Pods and no route off the machine; CoreDNS (the kubernetes plugin's cluster.local and
+# reverse zones only, nothing forwarded) on the bridge's address as the
+# Pods' DNS server, and kube-proxy (iptables) DNAT'ing ClusterIPs to the
+# Pods on the bridge, so that Service names resolve and ClusterIPs route
+# between the run's Pods (see node_start and node_proxy). Its images are imported, never
 # pulled: the sandbox's pause and, from the OCI archive in
 # IMAGECTL_KUBE_SIDECAR (the image the e2e builds), that image for
 # linux/amd64 (exported as IMAGECTL_KUBE_SIDECAR_IMAGE) and the Ray stand-in
@@ -26,9 +30,16 @@
 # (every exit path) stops the operator, deletes every Pod and waits for the
 # kubelet to remove them, stops the node, kills what containerd left, unmounts
 # everything under the work directory, removes the cgroups and the bridge,
-# restores the sysctls the kubelet sets, removes the files it wrote under
-# /run, /var, /opt and /etc (those paths are listed before the start and
-# compared after), and fails the run if anything differs.
+# restores the sysctls the kubelet sets, removes the files the node wrote
+# under /run, /var, /opt and /etc, kube-proxy's iptables chains and jumps
+# (IPv4 and IPv6), nfacct counters and the nft tables made for them, and the
+# conntrack entries of the run's Pods; then it checks that nothing this run made
+# is left, each thing known by a name or ID of the run's own (its bridge,
+# cgroup root, sandbox IDs, network name, work directory), and fails the run
+# if something is. What other programs create or remove meanwhile (their
+# network namespaces, containers, files) is not the run's: it is shown, not
+# counted. IMAGECTL_KUBE_TEST_LEAK=STEP skips one teardown step before that
+# check, to test it (tests/e2e/kube-teardown.sh).
 #
 # CMD gets KUBECONFIG and IMAGECTL_KUBE_KUBECONFIG (the same file; tests use
 # the second so that they never act on a developer's own cluster),
@@ -56,11 +67,21 @@ case $node in
     ;;
   *) echo "with-kube.sh: IMAGECTL_KUBE_NODE=$node: want 1 or unset" >&2; exit 2 ;;
 esac
+# IMAGECTL_KUBE_TEST_LEAK=STEP[,STEP…]: see node_steps.
+leak=${IMAGECTL_KUBE_TEST_LEAK:-}
+for st in ${leak//,/ }; do
+  case $st in
+    cgroups | bridge | route | files | sysctls | proxy | conntrack) ;;
+    *) echo "with-kube.sh: IMAGECTL_KUBE_TEST_LEAK=$leak: $st is not a step of the node's teardown (want a comma-separated list of cgroups, bridge, route, files, sysctls, proxy, conntrack)" >&2; exit 2 ;;
+  esac
+done
+[ -z "$leak" ] || [ $node = 1 ] || { echo "with-kube.sh: IMAGECTL_KUBE_TEST_LEAK=$leak needs IMAGECTL_KUBE_NODE=1 (it skips a step of the node's teardown)" >&2; exit 2; }
 if [ $node = 1 ]; then
   # The node's runtime: Debian's containerd (unless one is installed, e.g.
-  # Docker's containerd.io), runc and the CNI plugins.
+  # Docker's containerd.io), runc and the CNI plugins; for kube-proxy,
+  # iptables, and for its teardown conntrack, nfacct and nft.
   . "$repo/hack/deps.d/lib.sh"
-  pkgs=(iproute2 containernetworking-plugins)
+  pkgs=(iproute2 containernetworking-plugins iptables conntrack nfacct nftables)
   command -v containerd >/dev/null && command -v ctr >/dev/null && command -v containerd-shim-runc-v2 >/dev/null || pkgs+=(containerd)
   command -v runc >/dev/null || pkgs+=(runc)
   apt_install "${pkgs[@]}" >&2
@@ -80,6 +101,7 @@ log() { printf '[kube %4ds] %s\n' "$((SECONDS - t0))" "$*" >&2; }
 # The binaries (built when missing or stale).
 declare -A dir
 need=(etcd kubernetes helm "kuberay-$kuberay")
+[ $node = 0 ] || need+=(coredns)
 command -v kubectl >/dev/null || need+=(kubectl)
 built=$(bash "$repo/hack/deps.d/kube.sh" "${need[@]}")
 while read -r c d; do dir[$c]=$d; done <<<"$built"
@@ -199,15 +221,33 @@ until_ok() {
 }
 
 read -r etcd_client etcd_peer apiserver op_metrics op_health < <(freeports 5)
+# The API server's Service range (ClusterIPs). On a node, kube-proxy DNATs
+# these to Pods, so no address or route on the machine may be in it.
+svc_cidr=10.96.0.0/16
 
 # ---- The node (IMAGECTL_KUBE_NODE=1) ----------------------------------------
-# What the node changes outside the work directory, listed before it starts
-# and compared after the teardown: the kubelet's and containerd's fixed paths
-# (shim sockets, CNI results, container log links, the device-plugin socket).
+# Other programs on the machine (other tests, other containers) create and
+# remove their own network namespaces, containers, cgroups and files while
+# this runs: the teardown removes and checks only what this run made, each
+# thing known by a name or ID of the run's own (node_owned), never by
+# comparing a machine-wide listing.
+#
+# The fixed paths the node's components write to outside the work directory
+# (containerd's shim sockets, the CNI results, the kubelet's log links and
+# device-plugin socket). Listed before and after: a directory the run made
+# there is removed when it is empty again, and what changed there that is not
+# the run's is shown, not counted. Pods' network namespaces are mounted under
+# the work directory (netns_mounts_under_state_dir), so /run/netns holds none
+# of the run's: it is listed only to show what others did.
 node_paths=(/run/containerd /var/lib/cni /var/log/containers /var/log/pods /var/lib/kubelet /opt/containerd /etc/cni /opt/cni /etc/kubernetes /run/netns)
-# The sysctls the kubelet sets on every start (and ip_forward, which nothing
-# here may turn on).
-node_sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)
+# The sysctls the kubelet sets on every start, those kube-proxy may set
+# (route_localnet, conntrack's limits and timeouts; none with its flags
+# here) and the forwarding and bridge-netfilter switches, which nothing
+# here may turn on: recorded before, restored after.
+node_sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes
+  net.ipv4.ip_forward net.ipv6.conf.all.forwarding net.ipv4.conf.all.route_localnet net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables
+  net.netfilter.nf_conntrack_max net.netfilter.nf_conntrack_tcp_timeout_established net.netfilter.nf_conntrack_tcp_timeout_close_wait
+  net.netfilter.nf_conntrack_tcp_be_liberal net.netfilter.nf_conntrack_udp_timeout net.netfilter.nf_conntrack_udp_timeout_stream)
 
 # cgroup_mounts: the cgroup hierarchies' mount points (v1 and a hybrid's
 # unified one), each once (cpu and cpuacct may be one mount with links).
@@ -216,13 +256,12 @@ cgroup_mounts() {
     while read -r m; do realpath "$m"; done | sort -u
 }
 
-# node_snapshot: the node paths and the sysctls, as they are now.
-node_snapshot() {
+# node_listing: the fixed paths as they are now.
+node_listing() {
   local p
   for p in "${node_paths[@]}"; do
     if [ -e "$p" ] || [ -L "$p" ]; then find "$p" -xdev 2>/dev/null || true; else echo "absent $p"; fi
   done
-  sysctl "${node_sysctls[@]}" 2>/dev/null
 }
 
 node_start() {
@@ -232,13 +271,35 @@ node_start() {
   IMAGECTL_KUBE_SIDECAR_IMAGE=imagectl.test/code-server-ray:$id
   IMAGECTL_KUBE_RAY_IMAGE=imagectl.test/ray-standin:$id
   IMAGECTL_KUBE_PAUSE_IMAGE=imagectl.test/pause:$id
-  node_snapshot >"$work/node.before"
+  node_listing >"$work/node.before"
+  sysctl "${node_sysctls[@]}" >"$work/node.sysctls" 2>/dev/null || true
   node_up=1 # from here on the teardown runs
 
   # The pod network: a /24 in 10.200.0.0/13 that no address or route on the
-  # machine uses, on a bridge of the run's own without an address: pods
-  # reach one another and nothing else (no gateway, no forwarding, no NAT).
-  sub=$(python3 - "$(ip -4 -o addr show; ip -4 route show table all)" <<'PY'
+  # machine uses, on a bridge of the run's own. The bridge has the /24's
+  # first address, $node_gw: the Pods' DNS server (CoreDNS listens there) and
+  # the next hop of their only route besides their /24, the one to the
+  # Service range. Pods have no default route and nothing is NAT'ed for them
+  # to leave the machine.
+  #
+  # ClusterIPs reach Pods through br_netfilter (nf_call_iptables on this
+  # bridge only): a Pod's packet to a ClusterIP enters the bridge,
+  # kube-proxy's nat PREROUTING rule DNATs it to a Pod's IP, and
+  # br_netfilter hands it to that Pod on the same bridge. For that the
+  # kernel routes the DNAT'ed packet as if forwarded from the bridge: with
+  # forwarding off on the bridge it is dropped (seen on this machine's
+  # kernel 6.18: the DNAT'ed connection timed out; with the bridge's own
+  # net.ipv4.conf.<bridge>.forwarding=1 it connected). So the bridge
+  # forwards (net.ipv4.ip_forward, every other interface's, stays as it is),
+  # and a policy-routing rule of the run's own keeps that forwarding on the
+  # bridge: whatever arrives from the bridge and is not for the host itself
+  # (the local table comes first) is routed by a table of the run's own that
+  # holds only the /24 on the bridge and an unreachable default. A packet
+  # from a Pod to anything else than the run's Pods and the host, DNAT'ed or
+  # not, gets "no route to host"; none leaves the machine.
+  local used
+  used="$(ip -4 -o addr show; ip -4 route show table all)"
+  sub=$(python3 - "$used" <<'PY'
 import ipaddress, random, re, sys
 used = [ipaddress.ip_network(m, strict=False) for m in re.findall(r"\b(\d+\.\d+\.\d+\.\d+(?:/\d+)?)", sys.argv[1])]
 cands = list(ipaddress.ip_network("10.200.0.0/13").subnets(new_prefix=24))
@@ -250,17 +311,47 @@ for c in cands:
 PY
 )
   [ -n "$sub" ] || fail "node: no unused /24 in 10.200.0.0/13 for the pod network"
+  node_sub=$sub
+  # kube-proxy rewrites connections to the Service range: nothing on the
+  # machine may live there.
+  local clash
+  clash=$(python3 - "$used" "$svc_cidr" <<'PY'
+import ipaddress, re, sys
+svc = ipaddress.ip_network(sys.argv[2])
+for m in re.findall(r"\b(\d+\.\d+\.\d+\.\d+(?:/\d+)?)", sys.argv[1]):
+    n = ipaddress.ip_network(m, strict=False)
+    if n.prefixlen > 0 and n.overlaps(svc):
+        print(m)
+PY
+)
+  [ -z "$clash" ] || fail "node: the Service range $svc_cidr overlaps addresses or routes of the machine ($clash): kube-proxy would rewrite connections to them"
+  [ -d /proc/sys/net/bridge ] || fail "node: br_netfilter is not loaded (no /proc/sys/net/bridge): without it a Pod's connection to a ClusterIP is not DNAT'ed on the bridge (modprobe br_netfilter; the run does not load kernel modules)"
+  node_gw=$(python3 -c "import ipaddress,sys; print(next(ipaddress.ip_network(sys.argv[1]).hosts()))" "$sub")
+  local tbl
+  for _ in 1 2 3 4 5; do
+    tbl=$(python3 -c 'import random; print(random.randint(1000000, 2000000000))')
+    [ -n "$(ip route show table "$tbl" 2>/dev/null)" ] || ip rule list | grep -qw "lookup $tbl" || break
+    tbl=
+  done
+  [ -n "$tbl" ] || fail "node: no unused routing table number found"
   ip link add "ikb$id" type bridge
   node_bridge=ikb$id # ours from here on
+  ip link set "$node_bridge" type bridge nf_call_iptables 1
+  ip addr add "$node_gw/24" dev "$node_bridge"
   ip link set "$node_bridge" up
+  node_table=$tbl # ours from here on
+  ip route add "$sub" dev "$node_bridge" table "$node_table"
+  ip route add unreachable default table "$node_table"
+  ip rule add iif "$node_bridge" lookup "$node_table" priority 1
+  sysctl -qw "net.ipv4.conf.$node_bridge.forwarding=1" # after the rule
   mkdir -p "$work/cni/net.d" "$work/cni/ipam"
   cat >"$work/cni/net.d/10-imagectl.conflist" <<JSON
 {"cniVersion": "0.4.0", "name": "imagectl-$id", "plugins": [
   {"type": "bridge", "bridge": "$node_bridge", "isGateway": false, "isDefaultGateway": false, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$sub"}]], "dataDir": "$work/cni/ipam"}}
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$sub", "gateway": "$node_gw"}]], "routes": [{"dst": "$svc_cidr", "gw": "$node_gw"}], "dataDir": "$work/cni/ipam"}}
 ]}
 JSON
-  log "node: pod network $sub on bridge $node_bridge (no gateway, no forwarding)"
+  log "node: pod network $sub on bridge $node_bridge ($node_gw; Pods route only $svc_cidr through it; what comes from the bridge is routed by table $node_table: $sub or unreachable)"
 
   # The cgroup root of the run's own, in every v1 hierarchy (cpuset needs
   # its cpus and mems before a child can hold tasks).
@@ -361,13 +452,115 @@ evictionHard: {memory.available: "1Mi", nodefs.available: "1%", nodefs.inodesFre
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
+clusterDNS: [$node_gw]
+clusterDomain: cluster.local
 YAML
   start kubelet "${dir[kubernetes]}/kubelet" --config "$work/kubelet.yaml" --kubeconfig "$work/kubeconfig" \
     --root-dir "$work/kubelet" --cert-dir "$work/kubelet/pki" --hostname-override localhost
   start kube-scheduler "${dir[kubernetes]}/kube-scheduler" --kubeconfig "$work/kubeconfig" --secure-port 0 --leader-elect=false
   until_ok kubelet 180 k wait --for condition=Ready node/localhost --timeout 2s
   log "node: kubelet Ready (node localhost, cgroup root /$node_cgroup), kube-scheduler running"
+  node_dns
+  node_proxy
 }
+
+# node_dns: CoreDNS, the cluster's DNS for the Pods (the kubelet's
+# clusterDNS), on the bridge's address, port 53. Its Corefile serves only the
+# kubernetes plugin's zones, from the API server on loopback; it has no
+# forward plugin (the binary has none compiled in: tests/kube/build/coredns),
+# so a name outside cluster.local is refused, never asked of another server.
+# health and ready listen on loopback.
+node_dns() {
+  local health ready
+  read -r health ready < <(freeports 2)
+  kubeconfig "$work/coredns.kubeconfig" system:coredns "$dns_token"
+  cat >"$work/Corefile" <<COREFILE
+cluster.local in-addr.arpa ip6.arpa {
+    bind $node_gw
+    errors
+    log
+    health 127.0.0.1:$health
+    ready 127.0.0.1:$ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $work/coredns.kubeconfig local
+        ttl 5
+    }
+}
+COREFILE
+  start coredns "${dir[coredns]}/coredns" -conf "$work/Corefile" -dns.port 53
+  until_ok coredns 60 python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$ready/ready', timeout=2)"
+  log "node: CoreDNS $("${dir[coredns]}/coredns" -version | head -n 1 | awk '{print $1}') on $node_gw:53 (cluster.local, reverse zones; nothing forwarded)"
+}
+
+# The iptables chains and nfacct counters kube-proxy makes have fixed names,
+# the same for every kube-proxy: the run refuses to start when one exists
+# (another kube-proxy's), and removes all of them after, as its own.
+proxy_nfacct=(ct_state_invalid_dropped_pkts localhost_nps_accepted_pkts)
+
+# proxy_state: kube-proxy's chains and rules (any line naming KUBE-, IPv4
+# and IPv6) and nfacct counters, as they are now; empty when there are none.
+proxy_state() {
+  local f
+  for f in iptables ip6tables; do
+    "$f-save" 2>/dev/null | grep -E '^\*|KUBE-' | awk -v f="$f" '/^\*/ {t = substr($0, 2); next} {print f " -t " t " " $0}'
+  done
+  # nfacct list: "{ pkts = …, bytes = … } = NAME;"
+  nfacct list 2>/dev/null | sed -n 's/.* = \([^ ;]*\);$/\1/p' | grep -xF -f <(printf '%s\n' "${proxy_nfacct[@]}") | sed 's/^/nfacct /' || true
+}
+
+# node_proxy: kube-proxy, in iptables mode, for the node localhost.
+#
+# What its rules do, and why they stay on the machine: its nat PREROUTING
+# and OUTPUT jumps match only the Service range's ClusterIPs (and NodePorts
+# on the bridge's own address, --nodeport-addresses) and DNAT them to the
+# Services' endpoints, which here are Pods on the run's bridge (the API
+# server's own Service, kubernetes, points at the host itself). It
+# masquerades (KUBE-POSTROUTING: MASQUERADE only packets carrying its own
+# mark 0x4000, set in KUBE-MARK-MASQ, which its Service chains jump to for
+# traffic to a ClusterIP from outside --cluster-cidr and for a Pod reaching
+# itself); --masquerade-all is off. Nothing here routes a Pod's packet off
+# the machine: see the pod network above. Its filter rules (KUBE-FORWARD,
+# KUBE-SERVICES, KUBE-FIREWALL, …) accept its own marked traffic, reject
+# connections to Services without endpoints and drop conntrack-INVALID
+# forwarded packets while it runs.
+#
+# It sets no sysctl with this configuration: route_localnet only for
+# NodePorts on loopback (off: --iptables-localhost-nodeports=false and
+# --nodeport-addresses the bridge's address), the conntrack limits and
+# timeouts only when configured (all 0 here: left as they are). The
+# sysctls are recorded and restored all the same (node_sysctls).
+node_proxy() {
+  local healthz metrics left
+  left=$(proxy_state)
+  [ -z "$left" ] || fail "node: kube-proxy's iptables chains or nfacct counters exist already (another kube-proxy runs on this machine; its fixed names cannot be told from this run's): $(echo "$left" | head -n 5 | tr '\n' ' ')"
+  nft list tables 2>/dev/null | sort >"$work/nft.before" || true
+  read -r healthz metrics < <(freeports 2)
+  kubeconfig "$work/kube-proxy.kubeconfig" system:kube-proxy "$proxy_token"
+  node_proxy_up=1 # from here on its teardown runs
+  start kube-proxy "${dir[kubernetes]}/kube-proxy" --kubeconfig "$work/kube-proxy.kubeconfig" \
+    --proxy-mode iptables --hostname-override localhost --cluster-cidr "$node_sub" --bind-address "$node_gw" \
+    --nodeport-addresses "$node_gw/32" --iptables-localhost-nodeports=false --masquerade-all=false \
+    --healthz-bind-address "127.0.0.1:$healthz" --metrics-bind-address "127.0.0.1:$metrics" \
+    --conntrack-max-per-core 0 --conntrack-min 0 --conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0
+  until_ok kube-proxy 120 python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$healthz/healthz', timeout=2)"
+  until_ok kube-proxy 60 iptables -t nat -C PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+  # Its masquerading acts only on its own mark.
+  local post
+  post=$(iptables -t nat -S KUBE-POSTROUTING | grep '^-A ')
+  echo "$post" | head -n 1 | grep -q -- '-m mark ! --mark 0x4000/0x4000 -j RETURN$' ||
+    fail "node: kube-proxy's KUBE-POSTROUTING does not begin by returning packets without its mark 0x4000:"$'\n'"$post"
+  local bad
+  bad=$(iptables -t nat -S | grep '^-A KUBE-' | grep -- '-j MASQUERADE' | grep -v '^-A KUBE-POSTROUTING ' || true)
+  [ -z "$bad" ] || fail "node: kube-proxy masquerades outside KUBE-POSTROUTING: $bad"
+  # A Service chain marks for masquerading only what comes from outside
+  # the Pods' range (! -s $node_sub), not every connection (--masquerade-all).
+  bad=$(iptables -t nat -S | grep '^-A KUBE-SVC-' | grep -- '-j KUBE-MARK-MASQ' | grep -vF -- "! -s $node_sub " || true)
+  [ -z "$bad" ] || fail "node: kube-proxy marks every connection to a ClusterIP for masquerading: $bad"
+  iptables -t nat -S | grep '^-A KUBE-SVC-' | grep -q -- '-j KUBE-MARK-MASQ' ||
+    fail "node: no KUBE-SVC- chain for the API server's Service kubernetes after kube-proxy's sync"
+  log "node: kube-proxy (iptables) for $svc_cidr, cluster CIDR $node_sub: $(proxy_state | grep -c ' -N KUBE-\| :KUBE-') chains"
+}
+
 
 # node_down: the node's teardown (see the header); fails when the machine
 # is not as node_start found it.
@@ -389,6 +582,8 @@ node_down() {
   fi
   stop kube-scheduler
   stop kubelet
+  stop kube-proxy
+  stop coredns
   if [ -S "${node_sock:-}" ]; then
     for t in $(ctr --address "$node_sock" -n k8s.io tasks ls -q 2>/dev/null); do
       ctr --address "$node_sock" -n k8s.io tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true
@@ -399,10 +594,12 @@ node_down() {
     done
   fi
   stop containerd
-  # Shims of this containerd that outlived it (their -address is ours).
-  pkill -KILL -f "containerd-shim-runc-v2 .*-address $work/containerd/containerd.sock" 2>/dev/null || true
+  # Shims of this containerd that outlived it: processes whose -address is
+  # this containerd's socket.
+  local pid
+  for pid in $(our_shims); do kill -KILL "$pid" 2>/dev/null || true; done
   # What still runs in the node's cgroups (in every hierarchy), then the
-  # mounts under $work (deepest first), then the cgroups themselves.
+  # mounts under $work (deepest first).
   if [ -n "${node_cgroup:-}" ]; then
     for _ in $(seq 1 50); do
       procs=$(for h in $(cgroup_mounts); do [ -d "$h/$node_cgroup" ] && find "$h/$node_cgroup" -name cgroup.procs -exec cat {} + 2>/dev/null; done | sort -u)
@@ -414,66 +611,264 @@ node_down() {
   for m in $(awk -v w="$work/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
   done
-  if grep -q " $work/" /proc/self/mountinfo; then log "FAIL: mounts left under $work"; ok=1; fi
-  if [ -n "${node_cgroup:-}" ]; then
-    for h in $(cgroup_mounts); do
-      [ -d "$h/$node_cgroup" ] || continue
-      for _ in 1 2 3 4 5; do
-        find "$h/$node_cgroup" -depth -type d -exec rmdir {} \; 2>/dev/null || true
-        [ -d "$h/$node_cgroup" ] || break
-        sleep 0.2
-      done
-      if [ -d "$h/$node_cgroup" ]; then log "FAIL: cgroup $h/$node_cgroup left"; ok=1; fi
-    done
-  fi
-  # The pod network: no veth may still hang on the bridge (a Pod's network
-  # namespace outliving the run), then the bridge.
-  if [ -n "${node_bridge:-}" ] && ip link show "$node_bridge" >/dev/null 2>&1; then
-    left=$(ip -o link show master "$node_bridge" | awk -F': ' '{print $2}' | cut -d@ -f1)
-    if [ -n "$left" ]; then
-      log "FAIL: veths left on $node_bridge: $left"
-      ok=1
-      for m in $left; do ip link delete "$m" 2>/dev/null || true; done
-    fi
-    ip link delete "$node_bridge" || { log "FAIL: bridge $node_bridge left"; ok=1; }
-  fi
-  # The sysctls, as they were.
-  grep ' = ' "$work/node.before" | while read -r key _ value; do
-    [ "$(sysctl -n "$key")" = "$value" ] || sysctl -qw "$key=$value"
+  # The sandboxes this containerd made (their IDs name the shim sockets and
+  # CNI results outside $work).
+  node_sandboxes >"$work/node.sandboxes"
+
+  # The removal steps, each of what only this run made; then the check.
+  local st skipped=()
+  for st in "${node_steps[@]}"; do
+    case ",$leak," in
+      *",$st,"*)
+        skipped+=("$st")
+        log "node: IMAGECTL_KUBE_TEST_LEAK: skipping the teardown step $st before the check"
+        continue
+        ;;
+    esac
+    "node_rm_$st"
   done
-  # What the node wrote under the fixed paths, and only that (another
-  # containerd or kubelet on the machine may write there too), deepest
-  # first: links into $work (container logs), this network's CNI results,
-  # shim sockets nobody listens on any more, the device-plugin socket, then
-  # the directories the node makes there when they were absent before and
-  # are empty now.
-  node_snapshot >"$work/node.after"
-  grep -vxF -f "$work/node.before" "$work/node.after" | grep -v ' = ' | sort -r | while read -r p; do
-    if [ -L "$p" ]; then
-      case $(readlink "$p") in "$work"/*) rm -f "$p" ;; esac
-    elif [ -d "$p" ]; then
-      case $p in
-        /run/containerd | /run/containerd/s | /var/lib/cni | /var/lib/cni/results | /var/lib/cni/networks | /var/log/containers | /var/log/pods | /var/lib/kubelet | /var/lib/kubelet/device-plugins | /var/lib/kubelet/plugins | /var/lib/kubelet/plugins_registry | /var/lib/kubelet/pod-resources)
-          rmdir "$p" 2>/dev/null || true ;;
-      esac
-    elif [[ $p == /var/lib/cni/* && $(basename "$p") == imagectl-$node_id* ]]; then
-      rm -f "$p"
-    elif [[ $p == /var/lib/cni/results/cni-loopback-*-lo ]] && b=${p##*/cni-loopback-} && [ -d "$work/containerd/root/io.containerd.grpc.v1.cri/sandboxes/${b%-lo}" ]; then
-      rm -f "$p" # the loopback of one of this containerd's sandboxes
-    elif [ -S "$p" ] && [[ $p == /run/containerd/s/* ]] && ! grep -qF " $p" /proc/net/unix; then
-      rm -f "$p"
-    elif [ "$p" = /var/lib/kubelet/device-plugins/kubelet.sock ]; then
-      rm -f "$p"
-    fi
-  done
-  node_snapshot >"$work/node.after"
-  if ! left=$(diff "$work/node.before" "$work/node.after"); then
-    log "FAIL: the node's teardown left the machine changed:"
+  if left=$(node_owned) && [ -z "$left" ]; then
+    [ ${#skipped[@]} = 0 ] || { log "FAIL: IMAGECTL_KUBE_TEST_LEAK=$leak: the check found nothing left although the steps ${skipped[*]} were skipped"; ok=1; }
+  else
+    log "FAIL: the node's teardown left on the machine what this run made:"
     echo "$left" >&2
     ok=1
+    if [ ${#skipped[@]} -gt 0 ]; then
+      # The leak was made on purpose: remove it now, so that the machine
+      # is as before even so; the run fails all the same.
+      for st in "${skipped[@]}"; do "node_rm_$st"; done
+      if left=$(node_owned) && [ -z "$left" ]; then
+        log "node: IMAGECTL_KUBE_TEST_LEAK=$leak: the check caught it; the skipped steps ${skipped[*]} ran afterwards, nothing of the run's is left now"
+      else
+        log "FAIL: after the skipped steps ${skipped[*]}, still left:"
+        echo "$left" >&2
+      fi
+    fi
   fi
-  [ $ok = 0 ] && log "node: torn down; paths, sysctls, mounts, cgroups, veths and bridge as before"
+  # Changes under the fixed paths that are not this run's: shown, not
+  # counted (another program made or removed them).
+  node_listing >"$work/node.after"
+  local others
+  others=$(diff "$work/node.before" "$work/node.after" | grep '^[<>]' || true)
+  [ -z "$others" ] || log "node: changed during the run by other programs under ${node_paths[*]} (not this run's, left as they are): $(echo "$others" | head -n 20 | tr '\n' ' ')"
+  [ $ok = 0 ] && log "node: torn down; nothing this run made is left (processes, mounts, cgroups, bridge and veths, shim sockets, CNI results, log links, sysctls, kube-proxy's iptables chains and nfacct counters, conntrack entries)"
   return $ok
+}
+
+# IMAGECTL_KUBE_TEST_LEAK=STEP[,STEP…] tests the teardown's check itself
+# (tests/e2e/kube-teardown.sh): each STEP named, of node_steps, is skipped
+# before the check, which must then fail naming what it would have removed;
+# the steps run after the check, and the run fails.
+node_steps=(cgroups bridge route files sysctls proxy conntrack)
+
+# our_shims: PIDs of processes started with -address this containerd's
+# socket (its shims).
+our_shims() {
+  local f
+  for f in /proc/[0-9]*/cmdline; do
+    tr '\0' '\n' <"$f" 2>/dev/null | grep -qxF -- "$work/containerd/containerd.sock" || continue
+    tr '\0' '\n' <"$f" 2>/dev/null | grep -qx -- '-address' || continue
+    f=${f#/proc/}
+    echo "${f%/cmdline}"
+  done
+}
+
+# node_sandboxes: the IDs of every sandbox this run's containerd made (its
+# log names each; those not yet removed are directories in its root).
+node_sandboxes() {
+  {
+    grep -oE 'returns sandbox id \\"[0-9a-f]{64}' "$work/containerd.log" 2>/dev/null | grep -oE '[0-9a-f]{64}$' || true
+    ls "$work/containerd/root/io.containerd.grpc.v1.cri/sandboxes" 2>/dev/null || true
+  } | sort -u
+}
+
+# node_files: the files this run's node made outside $work that are still
+# there: each sandbox's shim socket (containerd names it
+# /run/containerd/s/<sha256 of ADDRESS/NAMESPACE/SANDBOX-ID>, runtime/v2/shim
+# SocketAddress) and CNI results (the run's network is imagectl-<run ID>;
+# the loopback's are cni-loopback-<sandbox ID>-lo), container log links into
+# $work, the kubelet's device-plugin socket (no other kubelet serves that
+# fixed path: checked before the start) when it was not there before.
+node_files() {
+  local s sum
+  [ -n "${node_sock:-}" ] || return 0
+  while read -r s; do
+    [ -n "$s" ] || continue
+    sum=$(printf '%s' "$work/containerd/containerd.sock/k8s.io/$s" | sha256sum | cut -d' ' -f1)
+    [ ! -e "/run/containerd/s/$sum" ] || echo "/run/containerd/s/$sum"
+    [ ! -e "/var/lib/cni/results/cni-loopback-$s-lo" ] || echo "/var/lib/cni/results/cni-loopback-$s-lo"
+  done <"$work/node.sandboxes"
+  [ ! -d /var/lib/cni ] || find /var/lib/cni -xdev -name "imagectl-$node_id*" 2>/dev/null | sort -r
+  find /var/log/containers /var/log/pods -xdev -type l -lname "$work/*" 2>/dev/null || true
+  if [ -e /var/lib/kubelet/device-plugins/kubelet.sock ] && ! grep -qxF /var/lib/kubelet/device-plugins/kubelet.sock "$work/node.before"; then
+    echo /var/lib/kubelet/device-plugins/kubelet.sock
+  fi
+}
+
+# node_owned: what this run made outside $work and is still there, one line
+# each; empty when the teardown is complete.
+node_owned() {
+  local h pid key value
+  for pid in $(our_shims); do echo "process $pid: a shim of this run's containerd"; done
+  awk -v w="$work/" 'index($5, w) == 1 {print "mount " $5}' /proc/self/mountinfo
+  if [ -n "${node_cgroup:-}" ]; then
+    for h in $(cgroup_mounts); do
+      [ ! -d "$h/$node_cgroup" ] || echo "cgroup $h/$node_cgroup"
+    done
+  fi
+  if [ -n "${node_bridge:-}" ] && ip link show "$node_bridge" >/dev/null 2>&1; then
+    echo "bridge $node_bridge"
+    ip -o link show master "$node_bridge" | awk -F': ' '{print "veth " $2 " on the bridge"}'
+  fi
+  if [ -n "${node_table:-}" ]; then
+    ip rule list | grep -w "lookup $node_table" | sed 's/^/ip rule /'
+    ip route show table "$node_table" | sed "s/^/ip route (table $node_table) /"
+  fi
+  node_files | sed 's/^/file /'
+  if [ "${node_proxy_up:-0}" = 1 ]; then
+    proxy_state
+    node_new_nft_tables | sed 's/^/nft table (made for kube-proxy'"'"'s rules, empty now) /'
+  fi
+  [ -z "${node_sub:-}" ] || node_conntrack | sed 's/^/conntrack /'
+  while read -r key _ value; do
+    [ "$(sysctl -n "$key")" = "$value" ] || echo "sysctl $key = $(sysctl -n "$key") (was $value)"
+  done <"$work/node.sysctls"
+}
+
+# node_rm_cgroups: the run's cgroup root, in every hierarchy (deepest
+# first).
+node_rm_cgroups() {
+  local h
+  [ -n "${node_cgroup:-}" ] || return 0
+  for h in $(cgroup_mounts); do
+    [ -d "$h/$node_cgroup" ] || continue
+    for _ in 1 2 3 4 5; do
+      find "$h/$node_cgroup" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+      [ -d "$h/$node_cgroup" ] || break
+      sleep 0.2
+    done
+  done
+}
+
+# node_rm_bridge: the pod network: the veths still on the run's bridge (a
+# Pod's network namespace outliving the run), then the bridge.
+node_rm_bridge() {
+  local m
+  [ -n "${node_bridge:-}" ] && ip link show "$node_bridge" >/dev/null 2>&1 || return 0
+  for m in $(ip -o link show master "$node_bridge" | awk -F': ' '{print $2}' | cut -d@ -f1); do
+    log "node: veth $m is still on $node_bridge: deleting it"
+    ip link delete "$m" 2>/dev/null || true
+  done
+  ip link delete "$node_bridge" 2>/dev/null || true
+}
+
+# node_rm_route: the policy-routing rule and table of the bridge.
+node_rm_route() {
+  [ -n "${node_table:-}" ] || return 0
+  while ip rule del iif "$node_bridge" lookup "$node_table" priority 1 2>/dev/null; do :; done
+  ip route flush table "$node_table" 2>/dev/null || true
+}
+
+# node_rm_files: node_files, then the directories the run made under the
+# fixed paths (absent before) once they are empty.
+node_rm_files() {
+  local p
+  node_files | while read -r p; do rm -f "$p"; done
+  node_listing | grep -vxF -f "$work/node.before" | sort -r | while read -r p; do
+    case $p in
+      /run/containerd | /run/containerd/s | /var/lib/cni | /var/lib/cni/results | /var/lib/cni/networks | /var/log/containers | /var/log/pods | /var/lib/kubelet | /var/lib/kubelet/device-plugins | /var/lib/kubelet/plugins | /var/lib/kubelet/plugins_registry | /var/lib/kubelet/pod-resources)
+        [ ! -d "$p" ] || rmdir "$p" 2>/dev/null || true ;;
+    esac
+  done
+}
+
+# node_rm_proxy: kube-proxy's chains, the rules that jump to them and its
+# nfacct counters (all of them this run's: it refuses to start beside
+# another kube-proxy's), in one iptables-restore per table; then the nft
+# tables iptables made for them when they were absent before and are empty
+# now. (Not kube-proxy --cleanup: it also tidies IPVS and nftables state
+# it might not have made.)
+node_rm_proxy() {
+  local f t c
+  [ "${node_proxy_up:-0}" = 1 ] || return 0
+  for f in iptables ip6tables; do
+    for t in $("$f-save" 2>/dev/null | sed -n 's/^\*//p'); do
+      "$f-save" -t "$t" | python3 -c '
+import shlex, sys
+t = sys.argv[1]
+jumps, chains = [], []
+for line in sys.stdin:
+    line = line.rstrip("\n")
+    if line.startswith(":KUBE-"):
+        chains.append(line[1:].split()[0])
+    elif line.startswith("-A ") and "KUBE-" in line and not line.split()[1].startswith("KUBE-"):
+        jumps.append("-D" + line[2:])
+if jumps or chains:
+    print("*" + t)
+    print("\n".join(jumps + ["-F " + c for c in chains] + ["-X " + c for c in chains]))
+    print("COMMIT")
+' "$t" >"$work/proxy-rm.rules"
+      [ -s "$work/proxy-rm.rules" ] || continue
+      "$f-restore" --noflush <"$work/proxy-rm.rules" || log "node: $f-restore of kube-proxy's removal in table $t failed: $(cat "$work/proxy-rm.rules")"
+    done
+  done
+  for c in $(proxy_state | sed -n 's/^nfacct //p'); do nfacct delete "$c" || true; done
+  node_new_nft_tables | while read -r fam t; do nft delete table "$fam" "$t" || true; done
+}
+
+# node_new_nft_tables: the nft tables (FAMILY NAME) that were not there
+# before kube-proxy started and hold no rule now.
+node_new_nft_tables() {
+  [ -f "$work/nft.before" ] || return 0
+  nft list tables 2>/dev/null | sort | grep -vxF -f "$work/nft.before" | while read -r _ fam t; do
+    [ "$(nft -j list table "$fam" "$t" | python3 -c 'import json,sys; print(sum(1 for o in json.load(sys.stdin)["nftables"] if "rule" in o))')" = 0 ] && echo "$fam $t"
+  done || true
+}
+
+# node_conntrack: the conntrack entries with an address of the run's pod
+# network (the /24 is used by nothing else on the machine), as
+# "PROTO SRC DST [SPORT DPORT]" of the original direction.
+node_conntrack() {
+  conntrack -L -f ipv4 -o extended 2>/dev/null | python3 -c '
+import ipaddress, re, sys
+sub = ipaddress.ip_network(sys.argv[1])
+for line in sys.stdin:
+    f = line.split()
+    if len(f) < 3:
+        continue
+    addrs = re.findall(r"\b(?:src|dst)=(\S+)", line)
+    if not any(ipaddress.ip_address(a) in sub for a in addrs):
+        continue
+    kv = {}
+    for w in f:
+        k, _, v = w.partition("=")
+        kv.setdefault(k, v)
+    out = [f[2], kv["src"], kv["dst"]]
+    if "sport" in kv:
+        out += [kv["sport"], kv["dport"]]
+    print(" ".join(out))
+' "$node_sub" || true
+}
+
+# node_rm_conntrack: node_conntrack's entries.
+node_rm_conntrack() {
+  local p src dst sport dport
+  [ -n "${node_sub:-}" ] || return 0
+  node_conntrack | while read -r p src dst sport dport; do
+    if [ -n "$sport" ]; then
+      conntrack -D -p "$p" -s "$src" -d "$dst" --sport "$sport" --dport "$dport" >/dev/null 2>&1 || true
+    else
+      conntrack -D -p "$p" -s "$src" -d "$dst" >/dev/null 2>&1 || true
+    fi
+  done
+}
+
+# node_rm_sysctls: the sysctls as they were.
+node_rm_sysctls() {
+  local key value
+  while read -r key _ value; do
+    [ "$(sysctl -n "$key")" = "$value" ] || sysctl -qw "$key=$value"
+  done <"$work/node.sysctls"
 }
 
 # etcd, with an empty data directory.
@@ -489,14 +884,20 @@ openssl genrsa -out "$work/sa.key" 2048 2>/dev/null
 openssl rsa -in "$work/sa.key" -pubout -out "$work/sa.pub" 2>/dev/null
 token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 printf '%s,admin,admin,system:masters\n' "$token" >"$work/tokens.csv"
+# The node's kube-proxy and CoreDNS have tokens (and kubeconfigs) of their own.
+proxy_token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+dns_token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+printf '%s,system:kube-proxy,kube-proxy,system:node-proxier\n%s,system:coredns,coredns\n' "$proxy_token" "$dns_token" >>"$work/tokens.csv"
 start kube-apiserver "${dir[kubernetes]}/kube-apiserver" \
   --etcd-servers "http://127.0.0.1:$etcd_client" --bind-address 127.0.0.1 --secure-port "$apiserver" \
   --cert-dir "$work/pki" --service-account-issuer https://kubernetes.default.svc \
   --service-account-key-file "$work/sa.pub" --service-account-signing-key-file "$work/sa.key" \
   --authorization-mode AlwaysAllow --token-auth-file "$work/tokens.csv" \
-  --service-cluster-ip-range 10.96.0.0/16 --enable-priority-and-fairness=false \
+  --service-cluster-ip-range "$svc_cidr" --enable-priority-and-fairness=false \
   --kubelet-preferred-address-types Hostname
-cat >"$work/kubeconfig" <<EOF
+# kubeconfig FILE USER TOKEN: a kubeconfig for the API server on loopback.
+kubeconfig() {
+  cat >"$1" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -505,15 +906,17 @@ clusters:
     server: https://127.0.0.1:$apiserver
     insecure-skip-tls-verify: true
 users:
-- name: admin
+- name: $2
   user:
-    token: $token
+    token: $3
 contexts:
 - name: local
-  context: {cluster: local, user: admin, namespace: default}
+  context: {cluster: local, user: $2, namespace: default}
 current-context: local
 EOF
-chmod 600 "$work/kubeconfig"
+  chmod 600 "$1"
+}
+kubeconfig "$work/kubeconfig" admin "$token"
 export KUBECONFIG=$work/kubeconfig IMAGECTL_KUBE_KUBECONFIG=$work/kubeconfig
 k() { kubectl --kubeconfig "$work/kubeconfig" "$@"; }
 until_ok kube-apiserver 300 k get --raw /readyz

@@ -74,7 +74,7 @@ func (r debugRun) find(k debug.Kind) *debug.Event {
 // set, is called with each event and sends SIGINT when it returns true.
 func imagectlDebug(t *testing.T, dir string, interrupt func(debug.Event) bool, args ...string) debugRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, imagectlBin(t), append([]string{"debug", "-o", "json"}, args...)...)
 	cmd.Dir = dir
@@ -152,7 +152,7 @@ func TestDebugOnControlPlane(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "job.yaml"), manifest)
 
 	t.Run("timeout and cleanup", func(t *testing.T) {
-		r := imagectlDebug(t, dir, nil, append(base, "-f", "job.yaml", "--timeout", "15s", "--cleanup")...)
+		r := imagectlDebug(t, dir, nil, append(base, "-f", "job.yaml", "--ready-timeout", "15s", "--cleanup")...)
 		if r.code != 1 {
 			t.Fatalf("exit %d, want 1 (the head never gets ready without a node)", r.code)
 		}
@@ -198,7 +198,7 @@ func TestDebugOnControlPlane(t *testing.T) {
 	t.Run("interrupt leaves what it created, and the sidecar is there", func(t *testing.T) {
 		r := imagectlDebug(t, dir, func(e debug.Event) bool {
 			return e.Kind == debug.KindWaiting && strings.HasPrefix(e.Object, "Pod/")
-		}, append(base, "-f", "job.yaml", "--timeout", "3m")...)
+		}, append(base, "-f", "job.yaml", "--ready-timeout", "3m")...)
 		if r.code != 130 {
 			t.Fatalf("exit %d after SIGINT, want 130", r.code)
 		}
@@ -226,7 +226,7 @@ func TestDebugOnControlPlane(t *testing.T) {
 	t.Run("an existing RayJob is refused, kept, and replaced with --replace", func(t *testing.T) {
 		pw := c.must(t, nil, "get", "secret", "code-server-password", "-n", ns, "-o", "jsonpath={.data.password}")
 		uid := c.must(t, nil, "get", "rayjob", "dbg", "-n", ns, "-o", "jsonpath={.metadata.uid}")
-		r := imagectlDebug(t, dir, nil, append(base, "-f", "job.yaml", "--timeout", "5s")...)
+		r := imagectlDebug(t, dir, nil, append(base, "-f", "job.yaml", "--ready-timeout", "5s")...)
 		if r.code != 1 || !strings.Contains(r.stderr, "RayJob dbg already exists in namespace "+ns+": pass --replace") {
 			t.Fatalf("exit %d, stderr %q: want 1 and the refusal naming --replace", r.code, r.stderr)
 		}
@@ -235,7 +235,7 @@ func TestDebugOnControlPlane(t *testing.T) {
 		}
 		r = imagectlDebug(t, dir, func(e debug.Event) bool {
 			return e.Kind == debug.KindApplied && e.Object == "RayJob/dbg"
-		}, append(base, "-f", "job.yaml", "--timeout", "3m", "--replace", "--cleanup")...)
+		}, append(base, "-f", "job.yaml", "--ready-timeout", "3m", "--replace", "--cleanup")...)
 		if r.code != 130 {
 			t.Fatalf("exit %d, want 130", r.code)
 		}
@@ -250,7 +250,7 @@ func TestDebugOnControlPlane(t *testing.T) {
 
 	t.Run("a RayJob KubeRay submits refuses --working-dir before applying", func(t *testing.T) {
 		writeFile(t, filepath.Join(dir, "k8sjob.yaml"), plainRayJob("k8sjob", ""))
-		r := imagectlDebug(t, dir, nil, append(base, "-f", "k8sjob.yaml", "--working-dir", dir, "--timeout", "5s")...)
+		r := imagectlDebug(t, dir, nil, append(base, "-f", "k8sjob.yaml", "--working-dir", dir, "--ready-timeout", "5s")...)
 		if r.code != 1 || !strings.Contains(r.stderr, "submissionMode K8sJobMode: KubeRay submits its spec.entrypoint itself") {
 			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 		}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
 )
 
 // A registry (or gallery) that accepts connections and never answers ends
@@ -50,8 +52,8 @@ func TestRegistryThatNeverAnswersEndsWithinTimeout(t *testing.T) {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				t.Fatalf("still waiting after a minute; stderr:\n%s", errb.String())
 			}
-			if code != exitFailure {
-				t.Errorf("exit %d, want %d", code, exitFailure)
+			if code != options.ExitFailure {
+				t.Errorf("exit %d, want %d", code, options.ExitFailure)
 			}
 			if took > limit+3*time.Second {
 				t.Errorf("took %s with --timeout %s", took, limit)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
 )
 
 // An installed imagectl works from any directory: without --matrix and no
@@ -34,7 +36,7 @@ func TestBuiltinDefaults(t *testing.T) {
 	if !strings.Contains(errOut, "imagectl: no ./matrix.yaml: using the matrix.yaml and catalog.json built into imagectl") {
 		t.Errorf("stderr does not say the built-in files are used: %q", errOut)
 	}
-	if code, _, errOut := runArgs(t, "matrix", "refresh", "--no-python-lock"); code != exitUsage || !strings.Contains(errOut, "pass --catalog FILE") {
+	if code, _, errOut := runArgs(t, "matrix", "refresh", "--no-python-lock"); code != options.ExitUsage || !strings.Contains(errOut, "pass --catalog FILE") {
 		t.Errorf("matrix refresh with the built-in catalog: exit %d, stderr %q; want 2 and a pointer to --catalog", code, errOut)
 	}
 
@@ -60,7 +62,7 @@ func TestBuiltinDefaults(t *testing.T) {
 	if err := os.WriteFile("matrix.yaml", []byte("not: [a matrix"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := runArgs(t, "matrix", "list"); code != exitFailure || !strings.Contains(errOut, "matrix.yaml") {
+	if code, _, errOut := runArgs(t, "matrix", "list"); code != options.ExitFailure || !strings.Contains(errOut, "matrix.yaml") {
 		t.Errorf("with a broken ./matrix.yaml: exit %d, stderr %q; want 1 naming it (not the built-in one)", code, errOut)
 	}
 	t.Setenv("IMAGECTL_MATRIX", filepath.Join(root, "matrix.yaml"))

@@ -70,6 +70,11 @@ var flagMeanings = map[string]string{
 	"limits": "inject", "image-pull-secret": "inject", "keep-unresolved": "inject", "allow-hostpath": "inject",
 	// cobra
 	"no-descriptions": "completion", "version": "--version",
+	"kubeconfig": "kubeconfig file", "context": "kubeconfig context", "namespace": "Kubernetes namespace",
+	"cluster": "debug: a running RayCluster", "working-dir": "debug: the job's working_dir",
+	"ready-timeout": "debug: waiting for the head Pod", "replace": "debug: an existing RayJob",
+	"cleanup": "debug: delete what it created", "show-password": "debug", "open": "debug: a browser",
+	"logs": "debug: the job's logs", "code-server-port": "debug: local port",
 }
 
 // Every flag of every verb has a name from flagMeanings and keeps one
@@ -113,7 +118,7 @@ func TestFlagNames(t *testing.T) {
 					t.Errorf("%s: -%s default %q, want -o default %q", where, f.Shorthand, f.DefValue, want)
 				}
 			}
-			if f.Shorthand != "" && !slices.Contains([]string{"o", "v", "h", "f", "i", "a"}, f.Shorthand) {
+			if f.Shorthand != "" && !slices.Contains([]string{"o", "v", "h", "f", "i", "a", "n"}, f.Shorthand) {
 				t.Errorf("%s: shorthand -%s is not one of the CLI's", where, f.Shorthand)
 			}
 		}

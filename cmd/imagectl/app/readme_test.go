@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
 )
 
 // TestReadmeQuickStartOutsideAClone runs the README's quick start as a
@@ -58,7 +60,7 @@ func TestReadmeQuickStartOutsideAClone(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := Run(ctx, args[1:], &out, &errb)
 			cancel()
-			if code == exitUsage {
+			if code == options.ExitUsage {
 				t.Errorf("%s: exit %d outside a clone: %s", strings.TrimSpace(c), code, errb.String())
 			}
 		}

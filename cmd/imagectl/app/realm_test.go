@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/imagectl/imagectl/sign"
+
+	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
 )
 
 // A registry on loopback that names a token realm on another host over
@@ -68,8 +70,8 @@ func TestTokenRealmOnAnotherHostGetsNoCredentials(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := Run(context.Background(), tc.args, &out, &errb)
-			if code != exitFailure {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, exitFailure, errb.String())
+			if code != options.ExitFailure {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, options.ExitFailure, errb.String())
 			}
 			lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
 			last := lines[len(lines)-1]

@@ -5,27 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/imagectl/imagectl/cmd/imagectl/app/build"
+	debugcmd "github.com/imagectl/imagectl/cmd/imagectl/app/debug"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/extensions"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/inject"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/matrix"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/release"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/sign"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/smoke"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/verify"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/version"
 	"github.com/imagectl/imagectl/internal/safetext"
 )
 
-// Version is set at link time: -ldflags "-X github.com/imagectl/imagectl/cmd/imagectl/app.Version=v0.1.0".
-var Version = "dev"
-
-// globals are the flags every command shares.
-type globals struct {
-	matrixPath  string // "": the built-in matrix.yaml (see resolveFiles)
-	catalogPath string // "": the built-in catalog.json
-	filesOnce   sync.Once
-	noticeOnce  sync.Once
-	verbose     bool
-	stdout      io.Writer
-	stderr      io.Writer
-}
+// ExitInterrupted is the exit code of a run ended by SIGINT or SIGTERM
+// (128 + SIGINT, as a shell reports it).
+const ExitInterrupted = options.ExitInterrupted
 
 // Run executes imagectl with args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -39,7 +38,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = context.Cause(ctx)
 		}
 		fmt.Fprintf(stderr, "imagectl: %s\n", safetext.Text(err.Error()))
-		return ExitInterrupted
+		return options.ExitInterrupted
 	}
 	if err == nil {
 		return 0
@@ -48,16 +47,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// error body, a publisher name, a URL with a password) is printed with
 	// control characters escaped and userinfo redacted.
 	fmt.Fprintf(stderr, "imagectl: %s\n", safetext.Text(err.Error()))
-	var ee *exitError
+	var ee *options.ExitError
 	if errors.As(err, &ee) {
-		return ee.code
+		return ee.Code
 	}
-	return exitFailure
+	return options.ExitFailure
 }
 
 // NewRootCommand returns the imagectl command tree.
 func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
-	g := &globals{stdout: stdout, stderr: stderr}
+	g := options.NewGlobals(stdout, stderr)
 	root := &cobra.Command{
 		Use:   "imagectl",
 		Short: "Build, sign, verify and publish code-server with the Ray Distributed Debugger",
@@ -71,45 +70,34 @@ on KubeRay, and plans scheduled rebuilds.`,
   imagectl verify docker.io/example/code-server-ray:4.101.2-ray2.46.0-py3.12 --key cosign.pub`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       currentVersion().line(),
+		Version:       options.CurrentVersion().Line(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	// The hook of every verb: the environment fallbacks and required flags
-	// (see prepareFlags).
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return prepareFlags(cmd) }
-	pf := root.PersistentFlags()
-	pf.StringVar(&g.matrixPath, "matrix", "", "path to matrix.yaml (default: ./matrix.yaml, else the one built into imagectl)")
-	pf.StringVar(&g.catalogPath, "catalog", "", "path to the catalog snapshot (default: catalog.json beside the matrix file; the one built into imagectl only with the built-in matrix)")
-	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log progress and retries to stderr")
-	for name, env := range map[string]string{"matrix": "IMAGECTL_MATRIX", "catalog": "IMAGECTL_CATALOG"} {
-		pf.Lookup(name).Usage += " (env " + env + ")"
-		_ = pf.SetAnnotation(name, annotationEnv, []string{env})
-	}
+	// (see options.PrepareFlags).
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return options.PrepareFlags(cmd) }
+	g.AddFlags(root.PersistentFlags())
 
+	// One line per verb: a verb is a package under app with
+	// New(*options.Globals) *cobra.Command (see doc.go).
 	root.AddCommand(
-		newVersionCommand(g),
-		newMatrixCommand(g),
-		newExtensionsCommand(g),
-		newBuildCommand(g),
-		newSignCommand(g),
-		newVerifyCommand(g),
-		newSmokeCommand(g),
-		newPlanCommand(g),
-		newReleaseCommand(g),
-		newInjectCommand(g),
-		newDebugCommand(g),
+		version.New(g),
+		matrix.New(g),
+		extensions.New(g),
+		build.New(g),
+		sign.New(g),
+		verify.New(g),
+		smoke.New(g),
+		release.NewPlan(g),
+		release.New(g),
+		inject.New(g),
+		debugcmd.New(g),
 	)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	enforceUsage(root)
 	root.Long += "\n\n" + environmentHelp(root)
 	return root
-}
-
-// logger logs to stderr at level through safetext.Handler: URLs redacted,
-// upstream text escaped.
-func (g *globals) logger(level slog.Level) *slog.Logger {
-	return slog.New(safetext.Handler(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level})))
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
 )
 
 // verbs walks the command tree and returns the path (without "imagectl")
@@ -73,25 +75,25 @@ func TestEveryVerbExitsTwoOnUsageErrors(t *testing.T) {
 	for path, c := range verbs(t) {
 		args := split(path)
 		t.Run("unknown flag/"+path, func(t *testing.T) {
-			expectExit(t, exitUsage, "unknown flag: --no-such-flag", append(args, "--no-such-flag")...)
+			expectExit(t, options.ExitUsage, "unknown flag: --no-such-flag", append(args, "--no-such-flag")...)
 		})
 		if c.Name() != "help" {
 			// help takes any topic; every other command takes at most one
 			// argument.
 			t.Run("wrong args/"+path, func(t *testing.T) {
-				expectExit(t, exitUsage, "", append(args, "arg1", "arg2", "arg3")...)
+				expectExit(t, options.ExitUsage, "", append(args, "arg1", "arg2", "arg3")...)
 			})
 		}
 		c.Flags().VisitAll(func(f *pflag.Flag) {
 			switch f.Value.Type() {
 			case "bool", "int", "int64", "float64", "duration", "stringToString":
 				t.Run("bad value/"+path+"/--"+f.Name, func(t *testing.T) {
-					expectExit(t, exitUsage, `invalid argument "not-a-value" for "`, append(args, "--"+f.Name+"=not-a-value")...)
+					expectExit(t, options.ExitUsage, `invalid argument "not-a-value" for "`, append(args, "--"+f.Name+"=not-a-value")...)
 				})
 			}
-			if f.Annotations[annotationRequired] != nil {
+			if f.Annotations[options.AnnotationRequired] != nil {
 				t.Run("missing required/"+path+"/--"+f.Name, func(t *testing.T) {
-					expectExit(t, exitUsage, `required flag(s) "`, args...)
+					expectExit(t, options.ExitUsage, `required flag(s) "`, args...)
 				})
 			}
 		})
@@ -104,7 +106,7 @@ func TestEveryVerbExitsTwoOnUsageErrors(t *testing.T) {
 					args = append(args, "127.0.0.1:1/x:t")
 				}
 				c.Flags().VisitAll(func(f *pflag.Flag) {
-					if f.Annotations[annotationRequired] != nil {
+					if f.Annotations[options.AnnotationRequired] != nil {
 						args = append(args, "--"+f.Name+"=x")
 					}
 				})
@@ -113,7 +115,7 @@ func TestEveryVerbExitsTwoOnUsageErrors(t *testing.T) {
 					args = append(args, "-f", "-")
 					want = `--output "no-such-format": want yaml or diff`
 				}
-				expectExit(t, exitUsage, want, append(args, "-o", "no-such-format")...)
+				expectExit(t, options.ExitUsage, want, append(args, "-o", "no-such-format")...)
 			})
 		}
 	}
@@ -161,7 +163,7 @@ func TestInvalidCombinationsExitTwo(t *testing.T) {
 		{"pass an image reference or --archive FILE", []string{"smoke", "image"}},
 		{"-i (in place) needs a file", []string{"inject", "-f", "-", "-i"}},
 	} {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) { expectExit(t, exitUsage, tc.want, tc.args...) })
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) { expectExit(t, options.ExitUsage, tc.want, tc.args...) })
 	}
 }
 
@@ -195,7 +197,7 @@ func TestFailuresExitOne(t *testing.T) {
 			if args[0] == "extensions" {
 				want = notDir
 			}
-			expectExit(t, exitFailure, want, args...)
+			expectExit(t, options.ExitFailure, want, args...)
 		})
 	}
 }
@@ -240,14 +242,14 @@ func TestExitCodeTable(t *testing.T) {
 			walked[flag] = true
 			a := append(append([]string{}, args...), "--"+flag, v)
 			c.Flags().VisitAll(func(f *pflag.Flag) {
-				if f.Annotations[annotationRequired] != nil && f.Name != flag {
+				if f.Annotations[options.AnnotationRequired] != nil && f.Name != flag {
 					a = append(a, "--"+f.Name+"=x")
 				}
 			})
 			if c.Name() == "inject" {
 				a = append(a, "-f", "-")
 			}
-			t.Run(path+"/--"+flag, func(t *testing.T) { expectExit(t, exitUsage, v, a...) })
+			t.Run(path+"/--"+flag, func(t *testing.T) { expectExit(t, options.ExitUsage, v, a...) })
 		}
 	}
 	for flag := range bad {
@@ -260,7 +262,7 @@ func TestExitCodeTable(t *testing.T) {
 		{"sign", "BAD::NAME", "--key", missing},
 		{"smoke", "image", "BAD::NAME"},
 	} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) { expectExit(t, exitUsage, `image "BAD::NAME"`, args...) })
+		t.Run(strings.Join(args, " "), func(t *testing.T) { expectExit(t, options.ExitUsage, `image "BAD::NAME"`, args...) })
 	}
 	for _, args := range [][]string{
 		{"verify", img, "--key", missing},
@@ -279,7 +281,7 @@ func TestExitCodeTable(t *testing.T) {
 			if args[0] == "smoke" && args[1] == "attach" {
 				want = dir
 			}
-			expectExit(t, exitFailure, want, args...)
+			expectExit(t, options.ExitFailure, want, args...)
 		})
 	}
 }

@@ -1,0 +1,158 @@
+package options
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/spf13/pflag"
+
+	"github.com/imagectl/imagectl"
+	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/internal/safetext"
+	"github.com/imagectl/imagectl/matrix"
+)
+
+// Globals are the flags every command shares (--matrix, --catalog,
+// --verbose) and where the command writes. Every verb's New takes them.
+type Globals struct {
+	MatrixPath  string // "": the built-in matrix.yaml (see resolveFiles)
+	CatalogPath string // "": the built-in catalog.json
+	Verbose     bool
+	Stdout      io.Writer
+	Stderr      io.Writer
+	filesOnce   sync.Once
+	noticeOnce  sync.Once
+}
+
+var _ Options = (*Globals)(nil)
+
+// NewGlobals returns the globals of a command writing to stdout and stderr.
+func NewGlobals(stdout, stderr io.Writer) *Globals {
+	return &Globals{Stdout: stdout, Stderr: stderr}
+}
+
+// AddFlags registers the global flags; the root command passes its
+// persistent flags.
+func (g *Globals) AddFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&g.MatrixPath, "matrix", "", "path to matrix.yaml (default: ./matrix.yaml, else the one built into imagectl)")
+	fl.StringVar(&g.CatalogPath, "catalog", "", "path to the catalog snapshot (default: catalog.json beside the matrix file; the one built into imagectl only with the built-in matrix)")
+	fl.BoolVarP(&g.Verbose, "verbose", "v", false, "log progress and retries to stderr")
+	BindEnv(fl, "matrix", "IMAGECTL_MATRIX")
+	BindEnv(fl, "catalog", "IMAGECTL_CATALOG")
+}
+
+// Validate accepts any value: the files are read when a verb needs them.
+func (g *Globals) Validate() error { return nil }
+
+// Logger logs to stderr at level through safetext.Handler: URLs redacted,
+// upstream text escaped.
+func (g *Globals) Logger(level slog.Level) *slog.Logger {
+	return slog.New(safetext.Handler(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level})))
+}
+
+// LoadMatrixAndCatalog reads matrix.yaml and the catalog named by the
+// globals.
+func (g *Globals) LoadMatrixAndCatalog() (*matrix.Config, *catalog.Catalog, error) {
+	cfg, err := g.LoadMatrix()
+	if err != nil {
+		return nil, nil, err
+	}
+	cat, err := g.LoadCatalog()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, cat, nil
+}
+
+// Names of the embedded defaults in messages.
+const (
+	builtinMatrix  = "matrix.yaml (built into imagectl)"
+	builtinCatalog = "catalog.json (built into imagectl)"
+)
+
+// resolveFiles decides, once, where matrix.yaml and the catalog come from:
+// --matrix/IMAGECTL_MATRIX, else ./matrix.yaml when it exists, else the
+// copy built into the binary (said once on stderr when read); --catalog/
+// IMAGECTL_CATALOG, else catalog.json beside the matrix file, else (with the
+// built-in matrix) the built-in catalog.
+func (g *Globals) resolveFiles() {
+	g.filesOnce.Do(func() {
+		if g.MatrixPath == "" {
+			// Only a ./matrix.yaml that is not there at all gives the
+			// built-in one: one that is there but does not read (a
+			// dangling link, a directory without search permission) is
+			// read, so its error names it.
+			if _, err := os.Lstat("matrix.yaml"); !errors.Is(err, fs.ErrNotExist) {
+				g.MatrixPath = "matrix.yaml"
+			}
+		}
+		if g.CatalogPath == "" && g.MatrixPath != "" {
+			g.CatalogPath = filepath.Join(filepath.Dir(g.MatrixPath), "catalog.json")
+		}
+	})
+}
+
+// builtinNotice says, once, that the built-in files are used.
+func (g *Globals) builtinNotice() {
+	g.noticeOnce.Do(func() {
+		what := "matrix.yaml and catalog.json"
+		if g.CatalogPath != "" {
+			what = "matrix.yaml"
+		}
+		fmt.Fprintf(g.Stderr, "imagectl: no ./matrix.yaml: using the %s built into imagectl %s (--matrix FILE or IMAGECTL_MATRIX for another)\n", what, CurrentVersion().Version)
+	})
+}
+
+// MatrixName is the matrix file's path, or the built-in one's name.
+func (g *Globals) MatrixName() string {
+	g.resolveFiles()
+	if g.MatrixPath == "" {
+		return builtinMatrix
+	}
+	return g.MatrixPath
+}
+
+// CatalogName is the catalog's path, or the built-in one's name.
+func (g *Globals) CatalogName() string {
+	g.resolveFiles()
+	if g.CatalogPath == "" {
+		return builtinCatalog
+	}
+	return g.CatalogPath
+}
+
+// CatalogFile is the catalog's path for a verb that rewrites it; the
+// built-in catalog cannot be.
+func (g *Globals) CatalogFile() (string, error) {
+	g.resolveFiles()
+	if g.CatalogPath == "" {
+		return "", Usagef("no ./matrix.yaml, so the catalog is the one built into imagectl, which cannot be rewritten: pass --catalog FILE (or run in a checkout)")
+	}
+	return g.CatalogPath, nil
+}
+
+// LoadMatrix reads matrix.yaml (see resolveFiles).
+func (g *Globals) LoadMatrix() (*matrix.Config, error) {
+	g.resolveFiles()
+	if g.MatrixPath == "" {
+		g.builtinNotice()
+		return matrix.Parse(builtinMatrix, imagectl.Matrix)
+	}
+	return matrix.Load(g.MatrixPath)
+}
+
+// LoadCatalog reads the catalog (see resolveFiles).
+func (g *Globals) LoadCatalog() (*catalog.Catalog, error) {
+	g.resolveFiles()
+	if g.CatalogPath == "" {
+		g.builtinNotice()
+		return catalog.Parse(builtinCatalog, imagectl.Catalog)
+	}
+	return catalog.Load(g.CatalogPath)
+}

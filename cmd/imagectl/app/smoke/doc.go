@@ -1,0 +1,3 @@
+// Package smoke is imagectl smoke: image (containers of the built image), kind
+// (kind + KubeRay) and attach (the debugger attach itself).
+package smoke
