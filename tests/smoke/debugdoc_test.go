@@ -180,7 +180,7 @@ func TestDebugCommandCheckCatchesDrift(t *testing.T) {
 			t.Errorf("%s: problems %q, want %q", tc.line, p, tc.want)
 		}
 	}
-	for _, f := range []string{"--cleanup", "-n", "--cluster", "--working-dir", "--timeout", "--show-password"} {
+	for _, f := range []string{"--cleanup", "-n", "--cluster", "--working-dir", "--ready-timeout", "--show-password"} {
 		if _, ok := flags[f]; !ok {
 			t.Errorf("imagectl debug --help lacks %s (read %d flags)", f, len(flags))
 		}
