@@ -163,7 +163,10 @@ var corpus = []corpusCase{
 	{file: "raycluster-tls.yaml",
 		warnings: []string{`worker group "workers"'s Ray container sets RAY_DEBUG=legacy`},
 		want:     sidecarWant{image: published, volume: "ray-tmp", dashboard: "127.0.0.1:8266", uid: "1000", gid: "1000"}},
+	// The RayJob is K8sJobMode (unset) and third, after a ConfigMap.
 	{file: "multi-doc.yaml",
+		warnings: []string{"document 3 (RayJob job): submissionMode K8sJobMode (unset: KubeRay's default), not InteractiveMode: KubeRay submits the entrypoint itself",
+			"document 3 (RayJob job): this RayJob (submissionMode K8sJobMode (unset: KubeRay's default)) is not the first document of the file: `kubectl ray job submit -f` reads only the first, document 1 (ConfigMap job-code)"},
 		want: sidecarWant{image: published, volume: DefaultVolume, uid: "1000", gid: "1000"}},
 	{file: "rayservice.yaml",
 		warnings: []string{`the head's Ray container sets RAY_DEBUG=0: breakpoint() does nothing`},

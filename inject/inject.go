@@ -147,6 +147,7 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 	seenNS := map[string]bool{}
 	resolved := map[string]string{}
 	c.enforce = podSecurityLevels(chunks)
+	c.firstDoc, c.firstDocDesc = firstDocument(chunks)
 	c.tags = map[string]tagList{}
 	found := false
 	for i, chunk := range chunks {
@@ -448,6 +449,7 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, u unit, 
 		}
 	}
 	c.checkDebugger(root, kind, s, warn)
+	c.checkSubmission(root, kind, index, warn)
 	c.checkHardened(scalarAt(root, "metadata", "namespace"), s, warn)
 	c.checkAutoscalerVolume(root, kind, s, warn)
 

@@ -546,6 +546,7 @@ kind: RayJob
 metadata:
   name: j
 spec:
+  submissionMode: InteractiveMode
   entrypoint: python x.py
   runtimeEnvYAML: |
     pip: ["debugpy>=1.8.0"]

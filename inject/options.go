@@ -86,6 +86,10 @@ type config struct {
 	enforce map[string]string
 	tags    map[string]tagList
 	notes   []string
+	// The first document that holds anything, the one the kubectl ray
+	// plugin reads (firstDocument).
+	firstDoc     int
+	firstDocDesc string
 }
 
 func newConfig(opts []Option) *config {

@@ -406,3 +406,47 @@ func checkNetworkPolicy(root *yaml.Node, kind string, warn func(string, ...any))
 	warn("%s.networkPolicy (mode %s): KubeRay's network policies (feature gate RayClusterNetworkPolicy) admit traffic between the pods of this RayCluster on every port, so the sidecar in the head pod still reaches debugpy on the head and the workers; but %s",
 		clusterPath(kind), mode, strings.Join(lost, "; and "))
 }
+
+// firstDocument describes the first document of chunks that holds
+// anything ("document 1 (ConfigMap settings)"), and its 1-based index:
+// the one document `kubectl ray job submit -f` reads (it decodes the file
+// with sigs.k8s.io/yaml, which stops after the first document; every
+// plugin version, v1.3 to v1.7).
+func firstDocument(chunks [][]byte) (index int, desc string) {
+	for i, chunk := range chunks {
+		root, err := parseDoc(chunk)
+		if err != nil || root == nil {
+			continue
+		}
+		desc = fmt.Sprintf("document %d", i+1)
+		if kind := scalarAt(root, "kind"); kind != "" {
+			desc += " (" + strings.TrimSpace(kind+" "+scalarAt(root, "metadata", "name")) + ")"
+		}
+		return i + 1, desc
+	}
+	return 0, ""
+}
+
+// checkSubmission warns about a RayJob the kubectl ray plugin cannot
+// submit with -f: one whose spec.submissionMode is not InteractiveMode
+// (K8sJobMode when unset, KubeRay's default), and one that is not the first
+// document of its file. index is the RayJob's 1-based document index.
+func (c *config) checkSubmission(root *yaml.Node, kind string, index int, warn func(string, ...any)) {
+	if kind != "RayJob" || c.helmValues {
+		return
+	}
+	mode := scalarAt(root, "spec", "submissionMode")
+	modeText := "submissionMode " + mode
+	if mode == "" {
+		mode = "K8sJobMode"
+		modeText = "submissionMode K8sJobMode (unset: KubeRay's default)"
+	}
+	if mode != "InteractiveMode" {
+		warn("%s, not InteractiveMode: KubeRay submits the entrypoint itself, so `kubectl ray job submit -f` refuses this RayJob, and `imagectl debug` follows the job KubeRay submits but can upload no --working-dir and take no entrypoint after --; set spec.submissionMode: InteractiveMode to submit the job yourself",
+			modeText)
+	}
+	if c.firstDoc != 0 && index != c.firstDoc {
+		warn("this RayJob (%s) is not the first document of the file: `kubectl ray job submit -f` reads only the first, %s, and ignores the rest without an error; put the RayJob first (the plugin still applies no other document: apply them yourself), or use `imagectl debug`, which applies every document",
+			modeText, c.firstDocDesc)
+	}
+}

@@ -83,11 +83,15 @@ var PluginReleases = map[string]PluginRelease{
 	},
 }
 
-// Command is one command of README's "Debug a RayJob on KubeRay" as the
-// harness runs it (kubectl gets the cluster's --kubeconfig first; the
-// plugin, run through kubectl, gets it as KUBECONFIG).
+// Command is one command of docs/inject.md's manual steps ("The manual
+// steps"), the alternative to imagectl debug, as the harness runs it
+// (kubectl gets the cluster's --kubeconfig first; the plugin, run through
+// kubectl, gets it as KUBECONFIG).
 type Command struct {
-	Args []string // argv; "$HEAD" stands for the head pod's name
+	// Args is argv; "$NS" stands for the namespace (the guide sets NS
+	// first), "$CLUSTER" for the RayJob's RayCluster and "$HEAD" for its
+	// head Pod, as the guide's variables hold them.
+	Args []string
 	// Pipe, when set, reads Args' output on stdin (a | b).
 	Pipe []string
 	// Stdout, when set, is the file Args' output goes to (a > FILE).
@@ -129,8 +133,12 @@ const (
 	ScriptFile   = "sample_code.py"    // the job's driver, in WorkingDir
 )
 
-// Guide is the user guide's commands for a KubeRay version, in the order
-// the README gives them and the harness runs them. The harness adds
+// Guide is the manual steps' commands for a KubeRay version, in the order
+// docs/inject.md gives them and the harness runs them. Every command after
+// the operator's install names the namespace (-n "$NS"): plugin v1.4 to
+// v1.6 create the RayJob in -n (else default) but port-forward in the
+// kubeconfig context's namespace. The head Pod is looked up by the RayJob's
+// own RayCluster, not as any head Pod of the namespace. The harness adds
 // --image (the image under test, by digest) and, for a private repository,
 // --image-pull-secret to the inject step; it runs the submit step in the
 // background (it returns when the job ends) and attaches meanwhile.
@@ -139,13 +147,14 @@ func Guide(kuberay string) []Command {
 		{Args: []string{"kubectl", "apply", "--server-side", "-k", KubeRayKustomization(kuberay)}},
 		{Args: []string{"kubectl", "wait", "--for=condition=Available", "deployment", "-A", "-l", OperatorSelectors[0], "--timeout=" + OperatorTimeout}},
 		{Args: []string{"imagectl", "inject", "-f", PlainFile, "--secret-file", SecretFile}, Stdout: InjectedFile},
-		{Args: []string{"kubectl", "apply", "--server-side", "-f", SecretFile}},
-		{Args: []string{"kubectl", "apply", "--server-side", "-f", PrepullFile}},
-		{Args: []string{"kubectl", "rollout", "status", "daemonset/" + PrepullName, "--timeout=" + PrepullTimeout}},
-		{Args: []string{"kubectl", "delete", "-f", PrepullFile}},
-		{Args: []string{"kubectl", "ray", "job", "submit", "-f", InjectedFile, "--working-dir", "./" + WorkingDir, "--", "python", ScriptFile}},
-		{Var: "HEAD", Args: []string{"kubectl", "get", "pod", "-l", "ray.io/node-type=head", "-o", "jsonpath={.items[0].metadata.name}"}},
-		{Args: []string{"kubectl", "wait", "--for=condition=Ready", "pod/$HEAD", "--timeout=" + HeadPodTimeout}},
+		{Args: []string{"kubectl", "apply", "--server-side", "-n", "$NS", "-f", SecretFile}},
+		{Args: []string{"kubectl", "apply", "--server-side", "-n", "$NS", "-f", PrepullFile}},
+		{Args: []string{"kubectl", "rollout", "status", "-n", "$NS", "daemonset/" + PrepullName, "--timeout=" + PrepullTimeout}},
+		{Args: []string{"kubectl", "delete", "-n", "$NS", "-f", PrepullFile}},
+		{Args: []string{"kubectl", "ray", "job", "submit", "-n", "$NS", "-f", InjectedFile, "--working-dir", "./" + WorkingDir, "--", "python", ScriptFile}},
+		{Var: "CLUSTER", Args: []string{"kubectl", "get", "-n", "$NS", "-f", InjectedFile, "-o", "jsonpath={.status.rayClusterName}"}},
+		{Var: "HEAD", Args: []string{"kubectl", "get", "pod", "-n", "$NS", "-l", "ray.io/cluster=$CLUSTER,ray.io/node-type=head", "-o", "jsonpath={.items[0].metadata.name}"}},
+		{Args: []string{"kubectl", "wait", "-n", "$NS", "--for=condition=Ready", "pod/$HEAD", "--timeout=" + HeadPodTimeout}},
 	}
 }
 
@@ -159,6 +168,7 @@ const (
 	stepWaitPrepull
 	stepDeletePrepull
 	stepSubmit
+	stepCluster
 	stepHeadPod
 	stepWaitHead
 )

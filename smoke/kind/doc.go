@@ -21,13 +21,13 @@
 // ~/.docker/config.json, as docker login writes it) and injects it.
 //
 // Kubernetes calls shell out to kubectl (with the cluster's own kubeconfig;
-// the plugin gets it as KUBECONFIG). The commands that README's "Debug a
-// RayJob on KubeRay" shows are the ones in Guide, run exactly so (a test
-// checks the README against Guide). The KubeRay versions are pinned once,
-// in KubeRayNewest and KubeRayOldest, and the plugin release of each in
-// PluginReleases. No command names a namespace: everything goes where the
-// kubeconfig's context points, and the operator is found by
-// OperatorSelectors wherever it runs.
+// the plugin gets it as KUBECONFIG). The commands that docs/inject.md's
+// manual steps (the alternative to imagectl debug) show are the ones in
+// Guide, run exactly so (a test checks the doc against Guide). The KubeRay
+// versions are pinned once, in KubeRayNewest and KubeRayOldest, and the
+// plugin release of each in PluginReleases. The guide's commands name the
+// namespace (-n "$NS"); the harness runs them in its kubeconfig context's
+// namespace, and finds the operator by OperatorSelectors wherever it runs.
 //
 // When Docker (a running engine), kind's needs, kubectl, git, the kubectl
 // ray plugin, the Ray CLI or the network are missing, Run returns a

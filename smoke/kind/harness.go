@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/kind/pkg/cluster"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
 
@@ -236,6 +237,7 @@ type harness struct {
 	provider   *cluster.Provider
 	headPod    string
 	rayCluster string
+	namespace  string // the kubeconfig context's, the guide's $NS
 	operator   string // namespace/name of the operator's Deployment
 	access     *PullAccess
 	submit     *background // kubectl ray job submit, while it runs
@@ -248,6 +250,11 @@ const jobName = "imagectl-smoke"
 
 func (h *harness) run(ctx context.Context) (*Result, error) {
 	guide := Guide(h.cfg.KubeRayVersion)
+	ns, err := contextNamespace(h.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	h.namespace = ns
 	if h.dir == "" {
 		dir, err := os.MkdirTemp("", "imagectl-smoke-guide-")
 		if err != nil {
@@ -285,7 +292,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err := h.inject(ctx, guide[stepInject], extra); err != nil {
 		return nil, err
 	}
-	if _, err := h.kubectl(ctx, nil, guide[stepApplySecret].Args[1:]...); err != nil {
+	if _, err := h.kubectl(ctx, nil, h.args(guide[stepApplySecret])...); err != nil {
 		return nil, fmt.Errorf("applying the password Secret: %w", err)
 	}
 	if err := h.prepull(ctx, guide, access); err != nil {
@@ -295,7 +302,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		// The plugin's -f creates the RayJob from the file, then waits for
 		// a running cluster.
 		h.log.Info("creating the RayJob as the kubectl ray plugin does first", "command", guide[stepSubmit].String())
-		if _, err := h.kubectl(ctx, nil, "create", "-f", InjectedFile); err != nil {
+		if _, err := h.kubectl(ctx, nil, "create", "-n", h.namespace, "-f", InjectedFile); err != nil {
 			return nil, fmt.Errorf("creating the RayJob of %s: %w", InjectedFile, err)
 		}
 		if err := h.waitHeadPod(ctx, guide); err != nil {
@@ -304,7 +311,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		return &Result{}, nil
 	}
 	h.log.Info("submitting with the kubectl ray plugin", "command", guide[stepSubmit].String())
-	sub, err := h.startPlugin(ctx, guide[stepSubmit].Args[1:])
+	sub, err := h.startPlugin(ctx, h.args(guide[stepSubmit]))
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +422,7 @@ func (h *harness) prepull(ctx context.Context, guide []Command, access *PullAcce
 	}
 	h.log.Info("pulling the Ray and sidecar images onto the node", "daemonset", PrepullName)
 	for _, step := range []int{stepPrepull, stepWaitPrepull, stepDeletePrepull} {
-		if _, err := h.kubectl(ctx, nil, guide[step].Args[1:]...); err != nil {
+		if _, err := h.kubectl(ctx, nil, h.args(guide[step])...); err != nil {
 			return fmt.Errorf("pre-pulling the images (%s): %w", guide[step], err)
 		}
 	}
@@ -560,7 +567,7 @@ func (h *harness) findOperator(ctx context.Context) (string, error) {
 func (h *harness) waitHeadPod(ctx context.Context, guide []Command) error {
 	h.log.Info("waiting for the Ray head pod (image pulls can take minutes)")
 	for {
-		name, err := h.kubectl(ctx, nil, "get", "rayjob", jobName, "-o", "jsonpath={.status.rayClusterName}")
+		name, err := h.kubectl(ctx, nil, h.args(guide[stepCluster])...)
 		if err == nil && strings.TrimSpace(name) != "" {
 			h.rayCluster = strings.TrimSpace(name)
 			break
@@ -573,7 +580,7 @@ func (h *harness) waitHeadPod(ctx context.Context, guide []Command) error {
 		}
 	}
 	for {
-		pod, err := h.kubectl(ctx, nil, guide[stepHeadPod].Args[1:]...)
+		pod, err := h.kubectl(ctx, nil, h.args(guide[stepHeadPod])...)
 		if err == nil && strings.TrimSpace(pod) != "" {
 			h.headPod = strings.TrimSpace(pod)
 			break
@@ -589,11 +596,27 @@ func (h *harness) waitHeadPod(ctx context.Context, guide []Command) error {
 		h.log.Info("stopping before the head pod's Ready wait", "pod", h.headPod, "command", guide[stepWaitHead].String())
 		return nil
 	}
-	wait := expand(guide[stepWaitHead].Args[1:], map[string]string{"HEAD": h.headPod})
-	if _, err := h.kubectl(ctx, nil, wait...); err != nil {
+	if _, err := h.kubectl(ctx, nil, h.args(guide[stepWaitHead])...); err != nil {
 		return fmt.Errorf("head pod %s not ready: %w", h.headPod, err)
 	}
 	return nil
+}
+
+// args are c's arguments after kubectl with the guide's variables
+// expanded: $NS, and $CLUSTER and $HEAD once found.
+func (h *harness) args(c Command) []string {
+	return expand(c.Args[1:], map[string]string{"NS": h.namespace, "CLUSTER": h.rayCluster, "HEAD": h.headPod})
+}
+
+// contextNamespace is the namespace of kubeconfig's current context, as
+// kubectl takes it (default when the context names none).
+func contextNamespace(kubeconfig string) (string, error) {
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{})
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return "", fmt.Errorf("reading the namespace of %s's current context: %w", kubeconfig, err)
+	}
+	return ns, nil
 }
 
 // expand replaces $NAME in args.

@@ -98,7 +98,7 @@ dir="` + dir + `"
 args=" $* "
 case "$args" in
   *" apply --server-side -f - "*) n=$(ls "$dir" | grep -c '^stdin-'); cat > "$dir/stdin-$n" ;;
-  *" apply --server-side -f "*) f="${@: -1}"; cp "$f" "$dir/applied-$(basename "$f")" || exit 1 ;;
+  *" apply --server-side -f "*|*" apply --server-side -n "*" -f "*) f="${@: -1}"; cp "$f" "$dir/applied-$(basename "$f")" || exit 1 ;;
   " ray job submit "*)
     echo "$KUBECONFIG" > "$dir/plugin-kubeconfig"
     f=""; prev=""; for a in "$@"; do [ "$prev" = "-f" ] && f="$a"; prev="$a"; done
@@ -109,7 +109,7 @@ case "$args" in
     echo "RESULT [0, 1, 4, 9]"; echo "POST-MORTEM ZeroDivisionError" ;;
   *" get deployments -A -l app.kubernetes.io/component=kuberay-operator "*) echo "default/kuberay-operator" ;;
   *"{.status.rayClusterName}"*) [ "$FAKE_PLUGIN_TIMEOUT" = 1 ] || printf 'imagectl-smoke-raycluster-x7k2p' ;;
-  *" get pod -l ray.io/node-type=head "*) printf 'imagectl-smoke-raycluster-x7k2p-head-abcde' ;;
+  *" get pod -n "*" -l ray.io/cluster=imagectl-smoke-raycluster-x7k2p,ray.io/node-type=head "*) printf 'imagectl-smoke-raycluster-x7k2p-head-abcde' ;;
   *" smoke attach "*" --post-mortem "*) cat "$dir/post-mortem.json"; touch "$dir/post-mortem-done" ;;
   *" smoke attach "*) cat "$dir/report.json" ;;
   *"{.status.jobStatus}"*) printf 'SUCCEEDED' ;;
@@ -260,14 +260,36 @@ func testHarness(t *testing.T, image string) (*harness, string) {
 		cfg: Config{Image: image, RayVersion: "2.46.0", Python: "3.12", KubeRayVersion: KubeRayNewest,
 			ProbeBinary: "/bin/true", Imagectl: exe, ClusterName: "imagectl-smoke"},
 		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-		kubeconfig: "/tmp/imagectl-smoke-kubeconfig",
+		kubeconfig: testKubeconfig(t, testNamespace),
 		dir:        t.TempDir(),
 	}, injectLog
 }
 
+// testNamespace is the namespace of testKubeconfig's context in the
+// harness's tests: not default, so a command that leaves out the guide's
+// -n "$NS" is seen.
+const testNamespace = "team-a"
+
+// testKubeconfig writes a kubeconfig whose current context names ns.
+func testKubeconfig(t *testing.T, ns string) string {
+	t.Helper()
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	text := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\nusers: [{name: u, user: {}}]\n" +
+		"contexts: [{name: x, context: {cluster: c, user: u, namespace: " + ns + "}}]\ncurrent-context: x\n"
+	if err := os.WriteFile(kc, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+// guideVars are the guide's variables as the fake kubectl's cluster has
+// them.
+var guideVars = map[string]string{"NS": testNamespace, "CLUSTER": "imagectl-smoke-raycluster-x7k2p", "HEAD": "imagectl-smoke-raycluster-x7k2p-head-abcde"}
+
 // TestHarnessRunsTheGuide drives the harness against a fake kubectl (and
 // kubectl ray plugin): it runs the user guide's commands exactly, in the
-// guide's directory, never names a namespace, loads no image, submits the
+// guide's directory, names no namespace but the kubeconfig context's (the
+// guide's -n "$NS"), loads no image, submits the
 // injected RayJob with the plugin, attaches four times and once
 // post-mortem, and requires the job's output.
 func TestHarnessRunsTheGuide(t *testing.T) {
@@ -301,13 +323,13 @@ func TestHarnessRunsTheGuide(t *testing.T) {
 		if len(c) < 2 || c[0] != "--kubeconfig" || c[1] != h.kubeconfig {
 			t.Errorf("kubectl %q without the cluster's --kubeconfig first", c)
 		}
-		for _, a := range c {
-			if a == "-n" || a == "--namespace" || strings.HasPrefix(a, "--namespace=") || a == "ray-system" {
-				t.Errorf("kubectl %q names a namespace", c)
+		for i, a := range c {
+			if (a == "-n" && (i+1 == len(c) || c[i+1] != testNamespace)) || a == "--namespace" || strings.HasPrefix(a, "--namespace=") || a == "ray-system" {
+				t.Errorf("kubectl %q names a namespace other than the context's %s", c, testNamespace)
 			}
 		}
 	}
-	// The guide's kubectl commands, in order, as the README shows them. The
+	// The guide's kubectl commands, in order, as docs/inject.md shows them. The
 	// plugin runs in the background, so its call is checked on its own.
 	guide := Guide(KubeRayNewest)
 	var want [][]string
@@ -316,7 +338,7 @@ func TestHarnessRunsTheGuide(t *testing.T) {
 			continue // imagectl inject and the plugin, checked below
 		}
 		want = append(want, append([]string{"--kubeconfig", h.kubeconfig},
-			expand(c.Args[1:], map[string]string{"HEAD": "imagectl-smoke-raycluster-x7k2p-head-abcde"})...))
+			expand(c.Args[1:], guideVars)...))
 	}
 	i := 0
 	for _, c := range kubectlCalls {
@@ -333,7 +355,7 @@ func TestHarnessRunsTheGuide(t *testing.T) {
 			submits = append(submits, c)
 		}
 	}
-	if diff := cmp.Diff([][]string{guide[stepSubmit].Args[1:]}, submits); diff != "" {
+	if diff := cmp.Diff([][]string{expand(guide[stepSubmit].Args[1:], guideVars)}, submits); diff != "" {
 		t.Errorf("kubectl ray calls (-want +got):\n%s", diff)
 	}
 	var postMortem int
@@ -556,7 +578,7 @@ func TestRunUntilPodsStopsBeforeRunningPods(t *testing.T) {
 	t.Setenv("IMAGECTL_FAKE_INJECT", filepath.Join(t.TempDir(), "inject-args"))
 	// Not in any registry: nothing reads it.
 	const image = "registry.invalid/code-server@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	kubeconfig := testKubeconfig(t, testNamespace)
 	got, err := RunUntilPods(context.Background(), Config{Image: image, RayVersion: "2.46.0", Python: "3.12", Imagectl: exe,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Timeout: time.Minute}, kubeconfig, t.TempDir())
 	if err != nil {
@@ -568,12 +590,12 @@ func TestRunUntilPodsStopsBeforeRunningPods(t *testing.T) {
 	guide := Guide(KubeRayNewest)
 	var want [][]string
 	for _, i := range []int{stepApplySecret, stepPrepull, stepWaitPrepull, stepDeletePrepull} {
-		want = append(want, append([]string{"--kubeconfig", kubeconfig}, guide[i].Args[1:]...))
+		want = append(want, append([]string{"--kubeconfig", kubeconfig}, expand(guide[i].Args[1:], guideVars)...))
 	}
 	want = append(want,
-		[]string{"--kubeconfig", kubeconfig, "create", "-f", InjectedFile},
-		[]string{"--kubeconfig", kubeconfig, "get", "rayjob", jobName, "-o", "jsonpath={.status.rayClusterName}"},
-		append([]string{"--kubeconfig", kubeconfig}, guide[stepHeadPod].Args[1:]...))
+		[]string{"--kubeconfig", kubeconfig, "create", "-n", testNamespace, "-f", InjectedFile},
+		append([]string{"--kubeconfig", kubeconfig}, expand(guide[stepCluster].Args[1:], guideVars)...),
+		append([]string{"--kubeconfig", kubeconfig}, expand(guide[stepHeadPod].Args[1:], guideVars)...))
 	if diff := cmp.Diff(want, calls(t, dir)); diff != "" {
 		t.Errorf("kubectl calls (-want +got):\n%s", diff)
 	}

@@ -6,14 +6,10 @@ import (
 	_ "embed"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
-
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/imagectl/imagectl/inject"
 )
@@ -27,12 +23,6 @@ var rayJobTemplate string
 //
 //go:embed sample_code.py
 var TaskScript string
-
-// PrepullTemplate is examples/prepull.yaml (a test keeps the two equal): a
-// DaemonSet whose init containers pull the Ray image and the sidecar's.
-//
-//go:embed prepull.yaml
-var PrepullTemplate []byte
 
 // Expected facts about a successful smoke run.
 const (
@@ -107,34 +97,19 @@ func Manifest(ctx context.Context, p Params, opts ...inject.Option) ([]byte, []s
 	return res.Output, res.Warnings, nil
 }
 
-// Prepull is PrepullTemplate with its init containers' images set to the
-// Ray image and the sidecar image of the injected RayJob, and pullSecret
-// (when set) as its imagePullSecret.
+// Prepull is the pre-pull DaemonSet of the injected RayJob, as
+// inject.Prepull writes it (examples/prepull.yaml is its output for
+// examples/rayjob.yaml): its init containers pull the Ray image and the
+// sidecar image, with pullSecret (when set) among its imagePullSecrets.
 func Prepull(injected []byte, pullSecret string) ([]byte, error) {
-	var job rayv1.RayJob
-	if err := yaml.Unmarshal(injected, &job); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", InjectedFile, err)
+	imgs, err := inject.ImagesToPrepull(InjectedFile, injected)
+	if err != nil {
+		return nil, err
 	}
-	if job.Kind != "RayJob" || job.Spec.RayClusterSpec == nil {
-		return nil, fmt.Errorf("%s: the first document is a %s, not a RayJob with a rayClusterSpec", InjectedFile, job.Kind)
+	if pullSecret != "" && !slices.Contains(imgs.PullSecrets, pullSecret) {
+		imgs.PullSecrets = append(imgs.PullSecrets, pullSecret)
 	}
-	head := job.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers
-	if len(head) < 2 {
-		return nil, fmt.Errorf("%s: the head pod has %d containers, want the Ray container and the sidecar", InjectedFile, len(head))
-	}
-	var ds appsv1.DaemonSet
-	if err := yaml.UnmarshalStrict(PrepullTemplate, &ds); err != nil {
-		return nil, fmt.Errorf("prepull.yaml: %w", err)
-	}
-	ic := ds.Spec.Template.Spec.InitContainers
-	if len(ic) != 2 {
-		return nil, fmt.Errorf("prepull.yaml has %d init containers, want the Ray image's and the sidecar's", len(ic))
-	}
-	ic[0].Image, ic[1].Image = head[0].Image, head[1].Image
-	if pullSecret != "" {
-		ds.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: pullSecret}}
-	}
-	return yaml.Marshal(&ds)
+	return inject.Prepull(imgs)
 }
 
 func indent(n int, s string) string {

@@ -26,6 +26,11 @@ type Breakpoint struct {
 	NumPausedThreads int    `json:"numPausedThreads"`
 	TaskName         string `json:"taskName,omitempty"`
 	JobID            string `json:"jobId,omitempty"`
+	// Driver: the paused worker is a job's driver (worker_type DRIVER), at
+	// a breakpoint() in the entrypoint script. Ray lists it, as the
+	// extension shows it (list_workers ignores exclude_driver); the probe
+	// reports it but attaches only to tasks.
+	Driver bool `json:"driver,omitempty"`
 }
 
 // Address is ip:debugger_port.
@@ -218,6 +223,10 @@ func run(ctx context.Context, dashboardURL string, cfg config, rep *Report) erro
 			lastErr, answered = nil, true
 			rep.Breakpoints = bps
 			for i := range bps {
+				if bps[i].Driver {
+					cfg.logger.Info("paused driver listed, not attached: the probe attaches to tasks", "worker", bps[i].WorkerID, "address", bps[i].Address())
+					continue
+				}
 				if cfg.taskName != "" && bps[i].TaskName != cfg.taskName {
 					continue
 				}
@@ -241,7 +250,17 @@ func run(ctx context.Context, dashboardURL string, cfg config, rep *Report) erro
 			if cfg.taskName != "" {
 				what = fmt.Sprintf("paused worker running task %q", cfg.taskName)
 			}
-			return fmt.Errorf("%w: no %s after %s (%d polls of %s; %d paused worker(s) listed)", ErrNoPausedWorker, what, cfg.timeout, rep.Polls, dc.URL(), len(rep.Breakpoints))
+			drivers := 0
+			for _, b := range rep.Breakpoints {
+				if b.Driver {
+					drivers++
+				}
+			}
+			listed := fmt.Sprintf("%d paused worker(s) listed", len(rep.Breakpoints))
+			if drivers > 0 {
+				listed += fmt.Sprintf(", %d of them a job's driver paused in its entrypoint script, which the probe does not attach to", drivers)
+			}
+			return fmt.Errorf("%w: no %s after %s (%d polls of %s; %s)", ErrNoPausedWorker, what, cfg.timeout, rep.Polls, dc.URL(), listed)
 		case <-time.After(cfg.interval):
 		}
 	}
@@ -267,7 +286,7 @@ func discover(ctx context.Context, dc *dashboard.Client, rep *Report) ([]Breakpo
 		if d == nil || d.NumPausedThreads < 1 || d.DebuggerPort <= 0 || d.IP == "" || !d.IsAlive {
 			continue
 		}
-		bp := Breakpoint{WorkerID: d.WorkerID, IP: d.IP, DebuggerPort: d.DebuggerPort, NumPausedThreads: d.NumPausedThreads}
+		bp := Breakpoint{WorkerID: d.WorkerID, IP: d.IP, DebuggerPort: d.DebuggerPort, NumPausedThreads: d.NumPausedThreads, Driver: d.WorkerType == "DRIVER"}
 		ts, err := dc.RunningTasks(ctx, d.WorkerID)
 		if err != nil {
 			return nil, err

@@ -37,7 +37,8 @@ func newFakeDashboard(t *testing.T) *dashboard.Server {
 	d := dashboard.New()
 	t.Cleanup(d.Close)
 	// Workers that must not be picked: idle, dead, and a driver paused in
-	// the entrypoint script (exclude_driver=True).
+	// the entrypoint script (listed, as Ray's list_workers ignores
+	// exclude_driver, and reported as the driver, but not attached to).
 	d.SetWorkers(
 		dashboard.Worker{WorkerID: "idle", IsAlive: true, WorkerType: "WORKER", IP: "127.0.0.1", DebuggerPort: 0},
 		dashboard.Worker{WorkerID: "dead", IsAlive: false, WorkerType: "WORKER", IP: "127.0.0.1", DebuggerPort: 1, NumPausedThreads: 1},
@@ -122,7 +123,7 @@ func TestRunFailures(t *testing.T) {
 			name:     "no paused worker",
 			setup:    func(*dashboard.Server) {},
 			wantErr:  ErrNoPausedWorker,
-			wantText: []string{"no paused worker: no paused worker after 1s"},
+			wantText: []string{"no paused worker: no paused worker after 1s", "1 paused worker(s) listed, 1 of them a job's driver paused in its entrypoint script, which the probe does not attach to"},
 			kind:     "no_paused_worker",
 		},
 		{
@@ -184,6 +185,12 @@ func TestRunFailures(t *testing.T) {
 			}
 			if rep.OK || rep.ErrorKind != tt.kind || rep.Error != err.Error() {
 				t.Errorf("report ok=%v kind=%q error=%q", rep.OK, rep.ErrorKind, rep.Error)
+			}
+			if tt.name == "no paused worker" {
+				want := []Breakpoint{{WorkerID: "driver", IP: "127.0.0.1", DebuggerPort: 1, NumPausedThreads: 1, Driver: true}}
+				if diff := cmp.Diff(want, rep.Breakpoints); diff != "" {
+					t.Errorf("the paused driver in the report (-want +got):\n%s", diff)
+				}
 			}
 		})
 	}

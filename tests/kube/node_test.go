@@ -66,17 +66,20 @@ func staticImagectl(t *testing.T, dir string) {
 	}
 }
 
-// TestReadmeDebugFlowOnNode runs README's "Debug a RayJob on KubeRay" for
-// real on the node, from the README text: the smoke harness's RayJob (its
+// TestReadmeDebugFlowOnNode runs docs/inject.md's manual steps (the
+// alternative to imagectl debug that README's "Debug a RayJob on KubeRay"
+// links to) for real on the node, from the doc's text, with NS set to the
+// test's namespace: the smoke harness's RayJob (its
 // Ray image the stand-in, with RAY_DEBUG_POST_MORTEM=1 and
 // IMAGECTL_STANDIN_STARTUP_TASKS=1 on the head, so it runs its tasks at
 // start) is
 // injected and created as the plugin would, examples/prepull.yaml (its images
-// set to the job's, as the README says) rolls out, the head-Pod lookup
-// finds the Pod the operator made, `kubectl wait --for=condition=Ready`
-// returns, `kubectl port-forward pod/… 8443:8443` (to a free local port) is
-// answered by code-server, which takes the Secret's password and refuses
-// another, and docs/smoke.md's lines copy imagectl into the sidecar and run
+// set to the job's, as the doc says) rolls out, the RayCluster's and
+// head-Pod lookups find the Pod the operator made,
+// `kubectl wait … --for=condition=Ready` returns, `kubectl port-forward …
+// pod/… 8443:8443` (to a free local port) is answered by code-server,
+// which takes the Secret's password (as the doc's password line reads it)
+// and refuses another, and docs/smoke.md's lines copy imagectl into the sidecar and run
 // `imagectl smoke attach` there against 127.0.0.1:8265: it finds the task
 // paused at breakpoint(), dials the task's debugpy at the head Pod's IP
 // (not loopback), stops in f with its file open under the image's shipped
@@ -115,13 +118,21 @@ func TestReadmeDebugFlowOnNode(t *testing.T) {
 	staticImagectl(t, dir)
 
 	bin := filepath.Dir(imagectlBin(t))
-	env := []string{"KUBECONFIG=" + kc, "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "DOCKER_CONFIG=" + filepath.Join(dir, ".docker")}
+	env := []string{"KUBECONFIG=" + kc, "NS=" + ns, "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "DOCKER_CONFIG=" + filepath.Join(dir, ".docker")}
 	script, rest := readmeScript(t, n)
-	if len(rest) < 2 || !strings.HasPrefix(rest[0], "kubectl wait --for=condition=Ready ") || !strings.HasPrefix(rest[1], "kubectl port-forward ") {
-		t.Fatalf("README's section after the head-Pod lookup: want `kubectl wait --for=condition=Ready …` then `kubectl port-forward …`, have:\n%s", strings.Join(rest, "\n"))
+	if len(rest) < 2 || !strings.HasPrefix(rest[0], "kubectl wait ") || !strings.Contains(rest[0], " --for=condition=Ready ") || !strings.HasPrefix(rest[1], "kubectl port-forward ") {
+		t.Fatalf("docs/inject.md's manual steps after the head-Pod lookup: want `kubectl wait … --for=condition=Ready …` then `kubectl port-forward …`, have:\n%s", strings.Join(rest, "\n"))
 	}
+	passwordLine := ""
 	for _, l := range rest[2:] {
+		if strings.HasPrefix(l, "kubectl get secret ") && strings.Contains(l, "| base64 -d") {
+			passwordLine = l
+			continue
+		}
 		t.Logf("not run (after the port-forward; the attach runs docs/smoke.md's lines below): %s", l)
+	}
+	if passwordLine == "" {
+		t.Fatalf("docs/inject.md's manual steps read no password (`kubectl get secret … | base64 -d`) after the port-forward:\n%s", strings.Join(rest, "\n"))
 	}
 	script = append(script, rest[0])
 	text := "set -euxo pipefail\n" + strings.Join(script, "\n") + "\n"
@@ -142,7 +153,7 @@ func TestReadmeDebugFlowOnNode(t *testing.T) {
 		}
 	}
 	if !strings.HasPrefix(head, "readme-") {
-		t.Fatalf("the README's head-pod lookup printed %q, want a head Pod of RayJob readme", head)
+		t.Fatalf("the doc's head-pod lookup printed %q, want a head Pod of RayJob readme", head)
 	}
 	o := rayObjects(t, readFile(t, filepath.Join(dir, kind.InjectedFile)))[0]
 	pod := c.headPod(t, ns, o)
@@ -152,15 +163,23 @@ func TestReadmeDebugFlowOnNode(t *testing.T) {
 	}
 	env = append(env, "HEAD="+head)
 
-	// The port-forward, as README writes it but to a free local port.
+	// The doc's password line prints the Secret's password.
 	password := c.secretPassword(t, ns)
+	pwCtx, pwCancel := context.WithTimeout(context.Background(), time.Minute)
+	pwOut, pwErr, err := run(pwCtx, dir, env, []byte("set -euo pipefail\n"+passwordLine+"\n"), "bash", "-s")
+	pwCancel()
+	if err != nil || pwOut != password {
+		t.Fatalf("the doc's password line %q printed %d bytes that are not the Secret's password (%v): %s", passwordLine, len(pwOut), err, pwErr)
+	}
+
+	// The port-forward, as the doc writes it but to a free local port.
 	t.Run("port-forward", func(t *testing.T) {
 		local := freePort(t)
 		line := strings.Replace(rest[1], " 8443:8443", " "+strconv.Itoa(local)+":8443", 1)
 		if line == rest[1] {
-			t.Fatalf("README's port-forward line %q has no 8443:8443", rest[1])
+			t.Fatalf("the doc's port-forward line %q has no 8443:8443", rest[1])
 		}
-		t.Logf("README's %q, to local port %d (no fixed ports here): %s", rest[1], local, line)
+		t.Logf("the doc's %q, to local port %d (no fixed ports here): %s", rest[1], local, line)
 		stop := background(t, dir, env, line, "Forwarding from 127.0.0.1:"+strconv.Itoa(local))
 		defer stop()
 		checkCodeServerLogin(t, "http://127.0.0.1:"+strconv.Itoa(local), password, envValue(t, pod.Spec, sidecarName, "DEFAULT_WORKSPACE"))

@@ -12,24 +12,28 @@ import (
 	"github.com/imagectl/imagectl/smoke/kind"
 )
 
-const readmeSection = "## Debug a RayJob on KubeRay"
+// readmeSection is the section of docs/inject.md holding the manual steps
+// (kubectl and the kubectl ray plugin), the alternative to imagectl debug
+// that README's "Debug a RayJob on KubeRay" links to.
+const readmeSection = "## The manual steps: kubectl and the kubectl ray plugin"
 
-// readmeLines are the shell lines of README's section, in order (python
+// readmeLines are the shell lines of the manual steps, in order (python
 // blocks skipped, continuation lines joined).
 func readmeLines(t *testing.T) []string {
 	t.Helper()
-	lines, err := testutil.ShellLines(string(readFile(t, filepath.Join(repoRoot(t), "README.md"))), readmeSection)
+	lines, err := testutil.ShellLines(string(readFile(t, filepath.Join(repoRoot(t), "docs", "inject.md"))), readmeSection)
 	if err != nil {
-		t.Fatalf("README.md: %v", err)
+		t.Fatalf("docs/inject.md: %v", err)
 	}
 	return lines
 }
 
-// readmeScript turns README's section into the bash lines that run
+// readmeScript turns the manual steps into the bash lines that run
 // against this control plane up to the head-Pod lookup, which it checks
 // (echo "head pod: $HEAD"). Lines this control plane cannot run are
-// replaced or skipped by rule, each named in the log. rest are README's
-// lines from `kubectl wait --for=condition=Ready` on, as written.
+// replaced or skipped by rule, each named in the log; the namespace's
+// assignment (NS=…) is skipped: the caller sets NS to the test's. rest are
+// the lines from `kubectl wait … --for=condition=Ready` on, as written.
 //
 // With a node (n non-nil) inject's line also takes --image with the
 // sidecar image the node has.
@@ -48,15 +52,22 @@ func readmeScript(t *testing.T, n *node) (script, rest []string) {
 		case strings.HasPrefix(l, "pip install"):
 			t.Logf("skipped (no Ray CLI needed before a Pod runs): %s", l)
 			continue
-		case strings.HasPrefix(l, "kubectl ray job submit -f "):
+		case strings.HasPrefix(l, "NS="):
+			t.Logf("skipped (NS is the test's namespace): %s", l)
+			ran["namespace"] = true
+			continue
+		case strings.HasPrefix(l, "kubectl ray job submit "):
 			// The plugin's -f creates the RayJob from the file's first
 			// document, then needs a running cluster: create it the same way.
-			f := strings.Fields(l)[5]
-			t.Logf("replaced by `kubectl create -f %s` (what the plugin does with -f before it needs a running cluster): %s", f, l)
-			script = append(script, "kubectl create -f "+f)
+			f, ns := flagValue(l, "-f"), flagValue(l, "-n")
+			if f == "" || ns != `"$NS"` {
+				t.Fatalf("the plugin's line %q: want -n \"$NS\" and -f FILE", l)
+			}
+			t.Logf("replaced by `kubectl create -n %s -f %s` (what the plugin does with -f before it needs a running cluster): %s", ns, f, l)
+			script = append(script, "kubectl create -n "+ns+" -f "+f)
 			ran["submit"] = true
 			continue
-		case strings.HasPrefix(l, "kubectl wait --for=condition=Ready"):
+		case strings.HasPrefix(l, "kubectl wait ") && strings.Contains(l, " --for=condition=Ready "):
 			script = append(script, "echo \"head pod: $HEAD\"", `test -n "$HEAD"`)
 			ran["head"] = true
 		}
@@ -64,13 +75,15 @@ func readmeScript(t *testing.T, n *node) (script, rest []string) {
 			rest = lines[i:]
 			break
 		}
-		if strings.HasPrefix(l, "kubectl ") || strings.HasPrefix(l, "imagectl ") || strings.HasPrefix(l, "HEAD=$(kubectl ") {
-			if strings.HasPrefix(l, "HEAD=$(") {
-				// The Pod appears once the operator has reconciled the RayJob.
-				script = append(script, "for i in $(seq 1 120); do "+strings.TrimSuffix(strings.TrimPrefix(l, "HEAD=$("), ")")+" >/dev/null 2>&1 && break; sleep 0.5; done")
-				ran["lookup"] = true
+		if strings.HasPrefix(l, "kubectl ") || strings.HasPrefix(l, "imagectl ") || strings.HasPrefix(l, "HEAD=$(kubectl ") || strings.HasPrefix(l, "CLUSTER=$(kubectl ") {
+			if v, _, ok := strings.Cut(l, "=$("); ok && (v == "HEAD" || v == "CLUSTER") {
+				// The RayCluster's name, then its Pod, appear once the
+				// operator has reconciled the RayJob: until then the
+				// lookup prints nothing (or fails).
+				script = append(script, "for i in $(seq 1 120); do "+l+" && test -n \"$"+v+"\" && break; sleep 0.5; done")
+				ran[map[string]string{"HEAD": "lookup", "CLUSTER": "cluster"}[v]] = true
 			}
-			if l == "kubectl apply --server-side -f secret.yaml" {
+			if strings.HasPrefix(l, "kubectl apply --server-side ") && strings.HasSuffix(l, " -f secret.yaml") {
 				ran["secret"] = true
 			}
 			if strings.HasPrefix(l, "imagectl inject ") {
@@ -85,26 +98,40 @@ func readmeScript(t *testing.T, n *node) (script, rest []string) {
 			script = append(script, l)
 		}
 	}
-	for _, step := range []string{"inject", "secret", "submit", "lookup", "head"} {
+	for _, step := range []string{"namespace", "inject", "secret", "submit", "cluster", "lookup", "head"} {
 		if !ran[step] {
-			t.Fatalf("README's section has no %s step this test recognises; its shell lines:\n%s", step, strings.Join(readmeLines(t), "\n"))
+			t.Fatalf("docs/inject.md's manual steps have no %s step this test recognises; their shell lines:\n%s", step, strings.Join(readmeLines(t), "\n"))
 		}
 	}
 	return script, rest
 }
 
-// TestReadmeDebugFlow runs the kubectl and imagectl lines of README's
-// "Debug a RayJob on KubeRay" from the README text, with bash, in a
-// directory holding the smoke harness's rayjob.yaml and prepull.yaml and a
-// kubeconfig whose namespace is the test's own, up to the wait for the
-// head Pod to be Ready (a Pod would have to run). Lines this control plane
-// cannot run are replaced or skipped by rule, each named in the log; any
-// other line that fails fails the test.
+// flagValue is the word after flag in a shell line ("" if none).
+func flagValue(line, flag string) string {
+	w := strings.Fields(line)
+	for i := 0; i+1 < len(w); i++ {
+		if w[i] == flag {
+			return w[i+1]
+		}
+	}
+	return ""
+}
+
+// TestReadmeDebugFlow runs the kubectl and imagectl lines of
+// docs/inject.md's manual steps (the alternative to imagectl debug) from
+// the doc's text, with bash, with NS set to the test's namespace and a
+// kubeconfig context naming another (that does not exist), in a directory
+// holding the smoke harness's rayjob.yaml and prepull.yaml, up to the wait
+// for the head Pod to be Ready (a Pod would have to run). Lines this
+// control plane cannot run are replaced or skipped by rule, each named in
+// the log; any other line that fails fails the test.
 func TestReadmeDebugFlow(t *testing.T) {
 	c := needCluster(t)
 	dir := t.TempDir()
 	ns := c.namespace(t, nil)
-	kc := c.kubeconfigIn(t, dir, ns)
+	// The context names a namespace that does not exist: a line without
+	// the doc's -n "$NS" fails or finds nothing.
+	kc := c.kubeconfigIn(t, dir, "imagectl-readme-no-such-namespace")
 	plain, err := kind.RenderPlain(kind.Params{Name: "readme", RayVersion: "2.46.0", Python: "3.12"})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +139,7 @@ func TestReadmeDebugFlow(t *testing.T) {
 	writeFile(t, filepath.Join(dir, kind.PlainFile), plain)
 	writeFile(t, filepath.Join(dir, kind.PrepullFile), readFile(t, filepath.Join(repoRoot(t), "examples", "prepull.yaml")))
 	bin := filepath.Dir(imagectlBin(t))
-	env := []string{"KUBECONFIG=" + kc, "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "DOCKER_CONFIG=" + filepath.Join(dir, ".docker")}
+	env := []string{"KUBECONFIG=" + kc, "NS=" + ns, "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "DOCKER_CONFIG=" + filepath.Join(dir, ".docker")}
 
 	script, rest := readmeScript(t, nil)
 	t.Logf("stopping before: %s (the Pod would have to run: TestReadmeDebugFlowOnNode runs it)", rest[0])
@@ -126,7 +153,7 @@ func TestReadmeDebugFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out, "head pod: readme-") {
-		t.Errorf("the README's head-pod lookup found no head Pod of RayJob readme")
+		t.Errorf("the manual steps' head-pod lookup found no head Pod of RayJob readme")
 	}
 	// The Pod it found is the operator's, with the sidecar.
 	o := rayObjects(t, readFile(t, filepath.Join(dir, kind.InjectedFile)))[0]

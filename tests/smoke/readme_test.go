@@ -103,52 +103,42 @@ func shellWords(t *testing.T, line string) []string {
 	return words
 }
 
-// userOnly are README commands the harness has its own equivalent for, and
-// why.
+// manualHeading is the section of docs/inject.md that gives the manual
+// steps, the alternative to imagectl debug, which the kind harness runs.
+const manualHeading = "## The manual steps: kubectl and the kubectl ray plugin"
+
+// userOnly are commands of the manual steps the harness has its own
+// equivalent for, and why.
 var userOnly = []struct {
 	prefix []string
+	pipe   []string // the pipe the command must have, if any
 	why    string
 }{
-	{[]string{"pip", "install"}, "the Ray CLI: smoke.yml installs it the same way, at the Ray version under test (TestSmokeWorkflow)"},
-	{[]string{"kubectl", "port-forward"}, "for a browser; the harness attaches from inside the sidecar (imagectl smoke attach)"},
+	{[]string{"pip", "install"}, nil, "the Ray CLI: smoke.yml installs it the same way, at the Ray version under test (TestSmokeWorkflow)"},
+	{[]string{"kubectl", "port-forward"}, nil, "for a browser; the harness attaches from inside the sidecar (imagectl smoke attach)"},
+	{[]string{"kubectl", "get", "secret", "-n", "$NS", "code-server-password", "-o", "jsonpath={.data.password}"}, []string{"base64", "-d"}, "the password for a browser; the harness attaches from inside the sidecar"},
 }
 
-// TestReadmeGuideIsWhatTheHarnessRuns: README's "Debug a RayJob on
-// KubeRay" gives the harness's commands (kind.Guide for the pinned newest
-// KubeRay), in its order, argument for argument; every other command there
-// is one the harness has a stated equivalent for.
+// nsAssign is the line that sets the manual steps' namespace; the harness
+// takes its kubeconfig context's namespace as $NS instead.
+var nsAssign = regexp.MustCompile(`^NS=[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// TestReadmeGuideIsWhatTheHarnessRuns: docs/inject.md's manual steps give
+// the harness's commands (kind.Guide for the pinned newest KubeRay), in its
+// order, argument for argument; every other command there is one the
+// harness has a stated equivalent for. README's "Debug a RayJob on
+// KubeRay" starts with imagectl debug and points at them.
 func TestReadmeGuideIsWhatTheHarnessRuns(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := readmeCommands(t, string(readme), "## Debug a RayJob on KubeRay")
-	guide := kind.Guide(kind.KubeRayNewest)
-	next := 0
-	for _, c := range got {
-		if next < len(guide) {
-			g := guide[next]
-			if cmp.Equal(c.args, g.Args) && cmp.Equal(c.pipe, g.Pipe, cmpEmpty) && c.stdout == g.Stdout && c.vars == g.Var {
-				next++
-				continue
-			}
-		}
-		known := false
-		for _, u := range userOnly {
-			if len(c.args) >= len(u.prefix) && cmp.Equal(c.args[:len(u.prefix)], u.prefix) && c.pipe == nil && c.stdout == "" {
-				known = true
-			}
-		}
-		if !known {
-			want := "(all of the harness's commands came before it)"
-			if next < len(guide) {
-				want = fmt.Sprintf("the harness's next command is\n  %s", guide[next])
-			}
-			t.Errorf("README runs\n  %s\nwhich the harness does not; %s", c.line, want)
-		}
+	manual, err := os.ReadFile("../../docs/inject.md")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if next < len(guide) {
-		t.Errorf("README lacks the harness's command\n  %s\n(or gives it in another form or order)", guide[next])
+	for _, p := range guideProblems(t, string(manual), kind.Guide(kind.KubeRayNewest)) {
+		t.Error(p)
 	}
 
 	// No other KubeRay version, no namespace the harness does not use, and
@@ -169,24 +159,40 @@ func TestReadmeGuideIsWhatTheHarnessRuns(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(string(readme), "http://127.0.0.1:8443") {
-		t.Error("README does not say http://127.0.0.1:8443")
-	}
-	if !strings.Contains(string(readme), "Already have a RayJob? `imagectl inject -f job.yaml --secret-file secret.yaml > job-debug.yaml`") {
-		t.Error("README lacks the one-line inject pitch")
-	}
 	section := readmeSection(t, string(readme), "## Debug a RayJob on KubeRay")
-	// What the user must know about the plugin, and post-mortem debugging
-	// as the smoke RayJob sets it up.
+	flat := strings.Join(strings.Fields(section), " ")
+	for _, s := range []string{
+		"Already have a RayJob and want to keep your own tools? `imagectl inject -f job.yaml --secret-file secret.yaml > job-debug.yaml`",
+		"(docs/inject.md#the-manual-steps-kubectl-and-the-kubectl-ray-plugin)", "(docs/debug.md)",
+		"**Post-mortem**", `RAY_DEBUG_POST_MORTEM: "1"`, "`--post-mortem`", "submissionMode: InteractiveMode",
+		"No `kubectl`, no kubectl ray plugin and no Ray CLI on your machine", "A paused driver",
+	} {
+		if !strings.Contains(flat, s) {
+			t.Errorf("README's debug section does not say %q", s)
+		}
+	}
+	if strings.Contains(section, "kubectl ray job submit") || strings.Contains(section, "pip install") {
+		t.Error("README's debug section still runs the plugin or installs the Ray CLI: those are docs/inject.md's manual steps")
+	}
+	// What the user of the manual steps must know about each plugin
+	// version, and the head Pod of this RayJob's own RayCluster.
+	steps := strings.Join(strings.Fields(readmeSection(t, string(manual), manualHeading)), " ")
 	for _, s := range []string{
 		"**120 s**", "**deletes the RayJob**", "examples/prepull.yaml", "a longer-lived cluster",
-		"The **Ray CLI on your machine**", `pip install "ray[default]==`,
-		"submissionMode: InteractiveMode", "first document",
-		"**Post-mortem**", `RAY_DEBUG_POST_MORTEM: "1"`, "`--post-mortem`",
+		"**Ray CLI on your machine**", `pip install "ray[default]==`,
+		"submissionMode: InteractiveMode", "first document", "http://127.0.0.1:8443",
+		"v1.4 to v1.6 create it in `default` too but port-forward to the dashboard in the kubeconfig context's namespace",
+		"v1.3.2 with **no** `runtimeEnvYAML`", "`--runtime-env-json null`", "`TypeError`",
+		"a fixed port", "not any head Pod of the namespace",
+		"A paused **driver** (a `breakpoint()` in the entrypoint script) is listed too",
+		"`ray.util.rpdb._driver_set_trace`",
 	} {
-		if !strings.Contains(section, s) {
-			t.Errorf("README's guide does not say %q", s)
+		if !strings.Contains(steps, s) {
+			t.Errorf("docs/inject.md's manual steps do not say %q", s)
 		}
+	}
+	if strings.Contains(string(readme)+string(manual), "the driver is not listed") {
+		t.Error(`the docs say "the driver is not listed": Ray lists a paused driver`)
 	}
 	plain, err := kind.RenderPlain(kind.Params{Name: "x", RayVersion: "2.46.0", Python: "3.12"})
 	if err != nil {
@@ -195,15 +201,50 @@ func TestReadmeGuideIsWhatTheHarnessRuns(t *testing.T) {
 	if !strings.Contains(string(plain), `      RAY_DEBUG_POST_MORTEM: "1"`+"\n") || !strings.Contains(string(plain), "submissionMode: InteractiveMode\n") {
 		t.Errorf("the smoke RayJob does not run the README's flow (InteractiveMode, RAY_DEBUG_POST_MORTEM):\n%s", plain)
 	}
-	// The Ray CLI the README installs is the Ray of the example RayJob.
+	// The Ray CLI the manual steps install is the Ray of the example RayJob.
 	example, err := os.ReadFile("../../examples/rayjob.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`pip install "ray\[default\]==(\d+\.\d+\.\d+)"`).FindStringSubmatch(section)
+	m := regexp.MustCompile(`pip install "ray\[default\]==(\d+\.\d+\.\d+)"`).FindStringSubmatch(steps)
 	if m == nil || !strings.Contains(string(example), "rayVersion: \""+m[1]+"\"\n") {
-		t.Errorf("README installs the Ray CLI %v, not the Ray version of examples/rayjob.yaml", m)
+		t.Errorf("docs/inject.md installs the Ray CLI %v, not the Ray version of examples/rayjob.yaml", m)
 	}
+}
+
+// guideProblems compares the manual steps of markdown with guide: the
+// harness's commands in order, argument for argument, and nothing else but
+// userOnly commands and the namespace's assignment.
+func guideProblems(t *testing.T, markdown string, guide []kind.Command) []string {
+	t.Helper()
+	var probs []string
+	next := 0
+	for _, c := range readmeCommands(t, markdown, manualHeading) {
+		if next < len(guide) {
+			g := guide[next]
+			if cmp.Equal(c.args, g.Args) && cmp.Equal(c.pipe, g.Pipe, cmpEmpty) && c.stdout == g.Stdout && c.vars == g.Var {
+				next++
+				continue
+			}
+		}
+		known := c.vars == "" && c.pipe == nil && c.stdout == "" && len(c.args) == 1 && nsAssign.MatchString(c.args[0])
+		for _, u := range userOnly {
+			if len(c.args) >= len(u.prefix) && cmp.Equal(c.args[:len(u.prefix)], u.prefix) && cmp.Equal(c.pipe, u.pipe, cmpEmpty) && c.stdout == "" && c.vars == "" {
+				known = true
+			}
+		}
+		if !known {
+			want := "(all of the harness's commands came before it)"
+			if next < len(guide) {
+				want = fmt.Sprintf("the harness's next command is\n  %s", guide[next])
+			}
+			probs = append(probs, fmt.Sprintf("docs/inject.md runs\n  %s\nwhich the harness does not; %s", c.line, want))
+		}
+	}
+	if next < len(guide) {
+		probs = append(probs, fmt.Sprintf("docs/inject.md lacks the harness's command\n  %s\n(or gives it in another form or order)", guide[next]))
+	}
+	return probs
 }
 
 // readmeSection is the markdown section that starts with heading.
@@ -220,16 +261,25 @@ func readmeSection(t *testing.T, markdown, heading string) string {
 	return section
 }
 
-// TestPrepullExampleIsTheHarnesss: examples/prepull.yaml, which the README
-// tells users to apply, is the DaemonSet the harness applies (with the
+// TestPrepullExampleIsTheHarnesss: examples/prepull.yaml, which the docs
+// tell users to apply, is the DaemonSet the harness writes for
+// examples/rayjob.yaml (kind.Prepull, which the harness applies with the
 // images under test).
 func TestPrepullExampleIsTheHarnesss(t *testing.T) {
 	b, err := os.ReadFile("../../examples/prepull.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(string(kind.PrepullTemplate), string(b)); diff != "" {
-		t.Errorf("examples/prepull.yaml differs from smoke/kind/prepull.yaml (-harness +example):\n%s", diff)
+	job, err := os.ReadFile("../../examples/rayjob.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness, err := kind.Prepull(job, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(harness), string(b)); diff != "" {
+		t.Errorf("examples/prepull.yaml differs from the harness's DaemonSet for examples/rayjob.yaml (-harness +example):\n%s", diff)
 	}
 }
 
@@ -244,34 +294,66 @@ func mustGlob(t *testing.T, pattern string) []string {
 	return m
 }
 
-// TestReadmeCheckCatchesDrift proves the README check can fail.
+// TestReadmeCheckCatchesDrift proves the manual steps' check can fail: the
+// parser reads the doc's forms as the harness's commands, and a doc that
+// drops a -n "$NS", looks up any head Pod of the namespace or pipes where
+// the harness does not is reported.
 func TestReadmeCheckCatchesDrift(t *testing.T) {
-	md := "## Debug a RayJob on KubeRay\n```\n" +
+	md := manualHeading + "\n```\n" +
 		"kubectl apply --server-side -k 'github.com/ray-project/kuberay/ray-operator/config/default?ref=v1.4.2'\n" +
-		"HEAD=$(kubectl get pod -l ray.io/node-type=head -o jsonpath='{.items[0].metadata.name}')\n" +
-		"kubectl wait --for=condition=Ready \"pod/$HEAD\" \\\n  --timeout=20m\n" +
+		"CLUSTER=$(kubectl get -n \"$NS\" -f rayjob-debug.yaml -o jsonpath='{.status.rayClusterName}')\n" +
+		"HEAD=$(kubectl get pod -n \"$NS\" -l \"ray.io/cluster=$CLUSTER,ray.io/node-type=head\" -o jsonpath='{.items[0].metadata.name}')\n" +
+		"kubectl wait -n \"$NS\" --for=condition=Ready \"pod/$HEAD\" \\\n  --timeout=20m\n" +
 		"imagectl inject -f rayjob.yaml --secret-file secret.yaml\n" +
 		"imagectl inject -f rayjob.yaml --secret-file secret.yaml > rayjob-debug.yaml\n```\n```python\nprint(1)\n```\n## Next\n```\nkubectl nothing\n```\n"
-	got := readmeCommands(t, md, "## Debug a RayJob on KubeRay")
-	if len(got) != 5 {
+	got := readmeCommands(t, md, manualHeading)
+	if len(got) != 6 {
 		t.Fatalf("%d commands: %+v", len(got), got)
 	}
 	guide := kind.Guide(kind.KubeRayNewest)
 	if cmp.Equal(got[0].args, guide[0].Args) {
-		t.Error("a README installing KubeRay 1.4.2 matches the harness's install")
+		t.Error("a doc installing KubeRay 1.4.2 matches the harness's install")
 	}
-	head, wait, inject := guide[len(guide)-2], guide[len(guide)-1], guide[2]
-	if !cmp.Equal(got[1].args, head.Args) || got[1].vars != "HEAD" {
-		t.Errorf("HEAD line parsed as %+v, want %v", got[1], head)
+	cluster, head, wait, inject := guide[len(guide)-3], guide[len(guide)-2], guide[len(guide)-1], guide[2]
+	if !cmp.Equal(got[1].args, cluster.Args) || got[1].vars != "CLUSTER" {
+		t.Errorf("CLUSTER line parsed as %+v, want %v", got[1], cluster)
 	}
-	if !cmp.Equal(got[2].args, wait.Args) {
-		t.Errorf("continued line parsed as %q, want %q", got[2].args, wait.Args)
+	if !cmp.Equal(got[2].args, head.Args) || got[2].vars != "HEAD" {
+		t.Errorf("HEAD line parsed as %+v, want %v", got[2], head)
 	}
-	if !cmp.Equal(got[3].args, inject.Args) || got[3].stdout == inject.Stdout {
-		t.Errorf("inject without > %s: %+v vs %v", inject.Stdout, got[3], inject)
+	if !cmp.Equal(got[3].args, wait.Args) {
+		t.Errorf("continued line parsed as %q, want %q", got[3].args, wait.Args)
 	}
-	if !cmp.Equal(got[4].args, inject.Args) || got[4].stdout != inject.Stdout {
-		t.Errorf("inject with > %s parsed as %+v", inject.Stdout, got[4])
+	if !cmp.Equal(got[4].args, inject.Args) || got[4].stdout == inject.Stdout {
+		t.Errorf("inject without > %s: %+v vs %v", inject.Stdout, got[4], inject)
+	}
+	if !cmp.Equal(got[5].args, inject.Args) || got[5].stdout != inject.Stdout {
+		t.Errorf("inject with > %s parsed as %+v", inject.Stdout, got[5])
+	}
+
+	// The committed doc passes; each edit of it is reported.
+	b, err := os.ReadFile("../../docs/inject.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	if p := guideProblems(t, doc, guide); len(p) != 0 {
+		t.Fatalf("the committed docs/inject.md: %q", p)
+	}
+	for _, e := range []struct{ name, old, new, want string }{
+		{"no -n on the Secret", `kubectl apply --server-side -n "$NS" -f secret.yaml`, "kubectl apply --server-side -f secret.yaml", "kubectl apply --server-side -f secret.yaml\nwhich the harness does not"},
+		{"any head Pod of the namespace", `-l "ray.io/cluster=$CLUSTER,ray.io/node-type=head"`, "-l ray.io/node-type=head", "ray.io/node-type=head -o jsonpath"},
+		{"plugin without -n", `kubectl ray job submit -n "$NS" -f`, "kubectl ray job submit -f", "kubectl ray job submit -f rayjob-debug.yaml"},
+		{"password read without -n", `kubectl get secret -n "$NS" code-server-password`, "kubectl get secret code-server-password", "kubectl get secret code-server-password"},
+		{"a namespace the harness cannot take", "NS=default\n", "NS=$(whoami)\n", "NS=$(whoami)"},
+	} {
+		if !strings.Contains(doc, e.old) {
+			t.Fatalf("%s: docs/inject.md has no %q", e.name, e.old)
+		}
+		p := strings.Join(guideProblems(t, strings.Replace(doc, e.old, e.new, 1), guide), "\n")
+		if !strings.Contains(p, e.want) {
+			t.Errorf("%s: problems %q do not name %q", e.name, p, e.want)
+		}
 	}
 }
 

@@ -96,8 +96,8 @@ func NewOn(l net.Listener) *Server {
 	}
 	s.routeJobs()
 	s.mux.HandleFunc("GET /cluster_id", s.clusterIDHandler)
-	s.mux.HandleFunc("GET /api/v0/workers", s.listHandler(func() []any { return rows(s.workers) }))
-	s.mux.HandleFunc("GET /api/v0/tasks", s.listHandler(func() []any { return rows(s.tasks) }))
+	s.mux.HandleFunc("GET /api/v0/workers", s.listHandler(func() []any { return rows(s.workers) }, nil))
+	s.mux.HandleFunc("GET /api/v0/tasks", s.listHandler(func() []any { return rows(s.tasks) }, isDriverTask))
 	s.Server = httptest.NewUnstartedServer(s.wrap(s.mux))
 	if l != nil {
 		s.Server.Listener.Close()
@@ -188,7 +188,19 @@ func (s *Server) clusterIDHandler(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"result": true, "msg": "Fetched cluster id", "data": map[string]any{"clusterId": id}})
 }
 
-func (s *Server) listHandler(all func() []any) http.HandlerFunc {
+// isDriverTask is what exclude_driver=True drops from /api/v0/tasks: the GCS
+// skips task events whose type is DRIVER_TASK (gcs_task_manager.cc:488 at
+// Ray commit 7ec4330081, June 2025).
+func isDriverTask(row map[string]any) bool { return row["type"] == "DRIVER_TASK" }
+
+// listHandler serves a State API list of the rows all returns. driver,
+// when set, marks the rows exclude_driver=True drops: Ray's list_tasks
+// passes exclude_driver to the GCS, list_workers does not
+// (dashboard/state_aggregator.py:226-237 and 298-310, util/state/
+// state_manager.py get_all_worker_info, at the same commit), so a DRIVER
+// worker paused at breakpoint() is listed even with exclude_driver=True,
+// the query the debugger extension sends.
+func (s *Server) listHandler(all func() []any, driver func(map[string]any) bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		keys, preds, vals := q["filter_keys"], q["filter_predicates"], q["filter_values"]
@@ -214,7 +226,7 @@ func (s *Server) listHandler(all func() []any) http.HandlerFunc {
 		total := len(src)
 		for _, row := range src {
 			m := toMap(row)
-			if q.Get("exclude_driver") == "True" && m["worker_type"] == "DRIVER" {
+			if driver != nil && q.Get("exclude_driver") == "True" && driver(m) {
 				continue
 			}
 			if !matches(m, keys, preds, vals) {

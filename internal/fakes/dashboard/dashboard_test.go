@@ -44,14 +44,53 @@ func TestFiltersLikeRay(t *testing.T) {
 	for _, r := range res["result"].([]any) {
 		ids = append(ids, r.(map[string]any)["worker_id"].(string))
 	}
-	if diff := cmp.Diff([]string{"a"}, ids); diff != "" {
+	// The paused driver is listed: Ray's list_workers does not apply
+	// exclude_driver (only list_tasks does).
+	if diff := cmp.Diff([]string{"a", "d"}, ids); diff != "" {
 		t.Errorf("filtered workers (-want +got):\n%s", diff)
 	}
-	if res["total"] != float64(4) || res["num_filtered"] != float64(1) {
+	if res["total"] != float64(4) || res["num_filtered"] != float64(2) {
 		t.Errorf("total %v num_filtered %v", res["total"], res["num_filtered"])
 	}
 	if diff := cmp.Diff([]string{"/api/v0/workers?" + q}, s.Requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+// TestExcludeDriverDropsOnlyDriverTasks: exclude_driver=True drops the
+// DRIVER_TASK rows of /api/v0/tasks (the GCS's task filter) and nothing
+// from /api/v0/workers.
+func TestExcludeDriverDropsOnlyDriverTasks(t *testing.T) {
+	s := New()
+	defer s.Close()
+	s.SetWorkers(
+		Worker{WorkerID: "w", IsAlive: true, WorkerType: "WORKER"},
+		Worker{WorkerID: "d", IsAlive: true, WorkerType: "DRIVER"},
+	)
+	s.SetTasks(
+		Task{TaskID: "t1", Name: "f", State: "RUNNING", Type: "NORMAL_TASK", WorkerID: "w"},
+		Task{TaskID: "t2", Name: "main", State: "RUNNING", Type: "DRIVER_TASK", WorkerID: "d"},
+	)
+	ids := func(path, key string) []string {
+		m := get(t, s.URL+path)
+		var out []string
+		for _, r := range m["data"].(map[string]any)["result"].(map[string]any)["result"].([]any) {
+			out = append(out, r.(map[string]any)[key].(string))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		path, key string
+		want      []string
+	}{
+		{"/api/v0/workers?exclude_driver=True", "worker_id", []string{"w", "d"}},
+		{"/api/v0/workers?exclude_driver=False", "worker_id", []string{"w", "d"}},
+		{"/api/v0/tasks?exclude_driver=True", "task_id", []string{"t1"}},
+		{"/api/v0/tasks?exclude_driver=False", "task_id", []string{"t1", "t2"}},
+	} {
+		if diff := cmp.Diff(tc.want, ids(tc.path, tc.key)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.path, diff)
+		}
 	}
 }
 

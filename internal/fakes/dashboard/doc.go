@@ -7,7 +7,9 @@
 //	  "num_filtered": N, "result": [rows], "partial_failure_warning": "", "warnings": null}}}
 //
 // with snake_case rows, and applying the filter_keys / filter_predicates /
-// filter_values, exclude_driver and limit parameters the way Ray does. It
+// filter_values, exclude_driver and limit parameters the way Ray does
+// (exclude_driver drops DRIVER_TASK rows from tasks; Ray's workers list
+// ignores it, so a paused driver is listed). It
 // can also misbehave (HTML page, HTTP 500) and records every request.
 //
 // It also serves Ray's Jobs API as python/ray/dashboard/modules/job/

@@ -27,6 +27,7 @@ metadata:
   name: job
 spec:
   entrypoint: python main.py
+  submissionMode: InteractiveMode
   runtimeEnvYAML: |
     pip: ["debugpy>=1.8.0"]
   rayClusterSpec:
