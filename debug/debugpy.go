@@ -9,9 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
+	streamhttp "k8s.io/streaming/pkg/httpstream"
 
 	"github.com/imagectl/imagectl/internal/pep440"
 )
@@ -42,7 +42,7 @@ func (c *Cluster) Exec(ctx context.Context, pod, container string, command ...st
 	exec := spdyExec
 	if ws, err := remotecommand.NewWebSocketExecutor(c.Config, http.MethodGet, req.URL().String()); err == nil {
 		if exec, err = remotecommand.NewFallbackExecutor(ws, spdyExec, func(err error) bool {
-			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+			return streamhttp.IsUpgradeFailure(err) || streamhttp.IsHTTPSProxyError(err)
 		}); err != nil {
 			return "", err
 		}

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	streamhttp "k8s.io/streaming/pkg/httpstream"
 )
 
 // Forward is one port-forward to a Pod through the API server: a local
@@ -55,10 +55,13 @@ func (c *Cluster) PortForward(ctx context.Context, pod string, port, localPort i
 	if err != nil {
 		return nil, fmt.Errorf("port-forward to Pod %s: %w", pod, err)
 	}
-	var dialer httpstream.Dialer = spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, req.URL())
+	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, req.URL())
+	dialer := spdyDialer
 	if ws, err := portforward.NewSPDYOverWebsocketDialer(req.URL(), c.Config); err == nil {
-		dialer = portforward.NewFallbackDialer(ws, dialer, func(err error) bool {
-			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		// The WebSocket round tripper reports a refused upgrade with
+		// k8s.io/streaming's error type, which kubectl tests the same way.
+		dialer = portforward.NewFallbackDialer(ws, spdyDialer, func(err error) bool {
+			return streamhttp.IsUpgradeFailure(err) || streamhttp.IsHTTPSProxyError(err)
 		})
 	}
 	f := &Forward{Pod: pod, PodPort: port, stop: make(chan struct{}), done: make(chan error, 1)}

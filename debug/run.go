@@ -115,7 +115,6 @@ type session struct {
 	created  []*unstructured.Unstructured
 	forwards []*Forward
 	podLines map[string]string
-	lastWait string
 }
 
 func (s *session) report(e Event) {
@@ -364,7 +363,7 @@ func (s *session) ensureSecret(ctx context.Context) error {
 	switch {
 	case err == nil:
 		if _, ok := sec.Data[s.o.SecretKey]; !ok {
-			return fmt.Errorf("Secret %s in namespace %s exists without the key %q the sidecar reads its password from: add the key or name another Secret (--secret-name)", s.o.SecretName, s.c.Namespace, s.o.SecretKey)
+			return fmt.Errorf("the Secret %s in namespace %s exists without the key %q the sidecar reads its password from: add the key or name another Secret (--secret-name)", s.o.SecretName, s.c.Namespace, s.o.SecretKey)
 		}
 		s.report(Event{Kind: KindApplied, Object: "Secret/" + s.o.SecretName, Message: fmt.Sprintf("Secret/%s exists in namespace %s: its password is kept", s.o.SecretName, s.c.Namespace)})
 		return nil

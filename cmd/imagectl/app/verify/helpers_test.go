@@ -8,12 +8,6 @@ import (
 	"github.com/imagectl/imagectl/cmd/imagectl/app"
 )
 
-// The repository's matrix.yaml and catalog.json.
-const (
-	repoMatrix  = "../../../../matrix.yaml"
-	repoCatalog = "../../../../catalog.json"
-)
-
 // run runs imagectl with args through app.Run, as main does.
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
