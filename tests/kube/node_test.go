@@ -85,9 +85,10 @@ func staticImagectl(t *testing.T, dir string) {
 // Not exercised here: the kubectl ray plugin (`kubectl create -f` stands for
 // its -f), the job's runtimeEnvYAML (the stand-in starts its tasks itself;
 // RAY_DEBUG_POST_MORTEM=1 is the head container's env), and an attach to a
-// worker Pod (workers wait for the head's GCS by the Service's DNS name, and
-// the node has no cluster DNS): the task runs in the head Pod, in the Ray
-// container's network namespace, which the sidecar shares.
+// worker Pod (the RayJob has no worker group; the stand-in runs its tasks in
+// the head Pod, in the Ray container's network namespace, which the sidecar
+// shares). That a worker Pod starts on the node, through the cluster DNS,
+// is TestWorkerJoinsThroughServicesOnNode's.
 func TestReadmeDebugFlowOnNode(t *testing.T) {
 	c := needCluster(t)
 	n := needNode(t)
