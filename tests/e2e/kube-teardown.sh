@@ -9,8 +9,8 @@
 #     The run's log must show the neighbour's changes as not the run's.
 #  2. A node run with IMAGECTL_KUBE_TEST_LEAK (teardown steps skipped before
 #     the check) fails, and its log names what each skipped step left: the
-#     run's cgroup, bridge, policy-routing rule, CNI result files,
-#     kube-proxy's iptables chains, jumps and nfacct counters and the Pods'
+#     run's cgroup, bridge, policy-routing rule, the kubelet's device-plugin
+#     socket, kube-proxy's iptables chains, jumps and nfacct counters and the Pods'
 #     conntrack entries (and the sysctls the kubelet set, where they differ on
 #     this machine); the steps then run, and the machine is left as before.
 # Then the neighbour's own leftovers are checked (none) and the machine is
@@ -140,9 +140,12 @@ steps=cgroups,bridge,route,files,proxy,conntrack
 rc=0
 IMAGECTL_KUBE_NODE=1 IMAGECTL_KUBE_TEST_LEAK=$steps bash "$repo/tests/e2e/with-kube.sh" bash "$nb/pod.sh" >"$nb/run2.log" 2>&1 || rc=$?
 cat "$nb/run2.log" >&2
+# The failed run keeps its work directory (logs); nothing in it is mounted.
+kept=$(sed -n 's/.*logs and state kept in \(\/.*\)$/\1/p' "$nb/run2.log" | tail -n 1)
+[ -z "$kept" ] || { ! grep -qF " $kept/" /proc/self/mountinfo && rm -rf "$kept"; }
 [ $rc != 0 ] || fail "with IMAGECTL_KUBE_TEST_LEAK=$steps the node run passed: the teardown's check missed the leak"
 grep -q "FAIL: the node's teardown left on the machine what this run made:" "$nb/run2.log" || fail "with IMAGECTL_KUBE_TEST_LEAK=$steps the run failed (exit $rc) but not at the teardown's check"
-for want in '^cgroup /sys/fs/cgroup/.*/imagectl-kube-[0-9a-f]*$' '^bridge ikb[0-9a-f]*$' '^ip rule .*iif ikb[0-9a-f]* lookup [0-9]*' '^iptables -t nat :KUBE-SERVICES ' '^iptables -t nat -A PREROUTING .*-j KUBE-SERVICES$' '^nfacct ct_state_invalid_dropped_pkts$' '^conntrack tcp 10\.2[0-9.]* 10\.2[0-9.]* [0-9]* 53$' '^file /var/lib/cni/results/imagectl-[0-9a-f]*-[0-9a-f]\{64\}-eth0$' '^file /var/lib/cni/results/cni-loopback-[0-9a-f]\{64\}-lo$'; do
+for want in '^cgroup /sys/fs/cgroup/.*/imagectl-kube-[0-9a-f]*$' '^bridge ikb[0-9a-f]*$' '^ip rule .*iif ikb[0-9a-f]* lookup [0-9]*' '^iptables -t nat :KUBE-SERVICES ' '^iptables -t nat -A PREROUTING .*-j KUBE-SERVICES$' '^nfacct ct_state_invalid_dropped_pkts$' '^conntrack tcp 10\.2[0-9.]* 10\.2[0-9.]* [0-9]* 53$' '^file /var/lib/kubelet/device-plugins/kubelet.sock$'; do
   grep -q "$want" "$nb/run2.log" || fail "with IMAGECTL_KUBE_TEST_LEAK=$steps the check did not name a leftover matching $want"
 done
 if [[ $steps == *sysctls* ]]; then grep -q '^sysctl vm.overcommit_memory = 1 (was ' "$nb/run2.log" || fail "the check did not name vm.overcommit_memory"; fi

@@ -666,8 +666,8 @@ node_steps=(cgroups bridge route files sysctls proxy conntrack)
 our_shims() {
   local f
   for f in /proc/[0-9]*/cmdline; do
-    tr '\0' '\n' <"$f" 2>/dev/null | grep -qxF -- "$work/containerd/containerd.sock" || continue
-    tr '\0' '\n' <"$f" 2>/dev/null | grep -qx -- '-address' || continue
+    { tr '\0' '\n' <"$f" | grep -qxF -- "$work/containerd/containerd.sock"; } 2>/dev/null || continue
+    { tr '\0' '\n' <"$f" | grep -qx -- '-address'; } 2>/dev/null || continue
     f=${f#/proc/}
     echo "${f%/cmdline}"
   done

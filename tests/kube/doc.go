@@ -3,9 +3,12 @@
 // tests/e2e/with-kube.sh (etcd, kube-apiserver, kube-controller-manager and
 // ray-operator built from the Go module proxy). Without a node Pods are
 // objects that stay Pending; the *OnNode tests need the node the script
-// adds with IMAGECTL_KUBE_NODE=1 (kube-scheduler, a kubelet, containerd),
-// where the head Pod runs: TestReadmeDebugFlowOnNode runs README's debug
-// flow to the end, its Ray container the stand-in of ./standin.
+// adds with IMAGECTL_KUBE_NODE=1 (kube-scheduler, a kubelet, containerd,
+// CoreDNS, kube-proxy), where the Pods run: TestReadmeDebugFlowOnNode runs
+// README's debug flow to the end, its Ray container the stand-in of
+// ./standin; TestWorkerJoinsThroughServicesOnNode runs a RayCluster's worker
+// past KubeRay's wait-gcs-ready by the head Service's name and reaches a
+// ClusterIP from inside a Pod.
 //
 // Every manifest the project ships or produces (examples/*.yaml, inject's
 // output in each of its modes, its --helm-values output rendered by helm

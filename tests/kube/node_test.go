@@ -91,9 +91,10 @@ func staticImagectl(t *testing.T, dir string) {
 // its -f), the job's runtimeEnvYAML (the stand-in starts its tasks itself,
 // IMAGECTL_STANDIN_STARTUP_TASKS=1 and RAY_DEBUG_POST_MORTEM=1 being the
 // head container's env), and an attach to a
-// worker Pod (workers wait for the head's GCS by the Service's DNS name, and
-// the node has no cluster DNS): the task runs in the head Pod, in the Ray
-// container's network namespace, which the sidecar shares.
+// worker Pod (the RayJob has no worker group; the stand-in runs its tasks in
+// the head Pod, in the Ray container's network namespace, which the sidecar
+// shares). That a worker Pod starts on the node, through the cluster DNS,
+// is TestWorkerJoinsThroughServicesOnNode's.
 func TestReadmeDebugFlowOnNode(t *testing.T) {
 	c := needCluster(t)
 	n := needNode(t)
