@@ -21,8 +21,8 @@
 //     each listening on the pod's IP.
 //     It then blocks, as `ray start --block` does. The GCS port (6379)
 //     accepts connections, which `ray health-check --address` dials (a
-//     worker's init container; without cluster DNS the head's Service name
-//     does not resolve, so workers wait). `ray start` without --head serves
+//     worker's init container, which reaches it by the head Service's name
+//     through the node's CoreDNS and kube-proxy). `ray start` without --head serves
 //     the agent's health only.
 //   - wget: the `wget [--tries N] -T S -q -O- URL` KubeRay's exec probes run.
 //   - pause: the Pod sandbox's process (exits on SIGTERM/SIGINT, reaps
