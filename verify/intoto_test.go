@@ -26,7 +26,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/sbom/document"
 	"github.com/imagectl/imagectl/sign"
@@ -99,7 +99,7 @@ func attachStatement(t *testing.T, ctx context.Context, d name.Digest, s rawSign
 // platformDigests returns the platform manifests of the index at root.
 func platformDigests(t *testing.T, root name.Digest) map[string]v1.Hash {
 	t.Helper()
-	im, err := testimage.PushedIndex(root)
+	im, err := imagetest.PushedIndex(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func platformDigests(t *testing.T, root name.Digest) map[string]v1.Hash {
 }
 
 // spdxFor is the SBOM imagectl writes for one platform of spec.
-func spdxFor(t *testing.T, spec testimage.Spec, platform string) []byte {
+func spdxFor(t *testing.T, spec imagetest.Spec, platform string) []byte {
 	t.Helper()
 	b, err := document.SPDX(document.SBOMInputFromLock(spec.Lock(), "example/code-server-ray", testTime), platform)
 	if err != nil {
@@ -140,7 +140,7 @@ func attestationManifestOf(t *testing.T, st []byte) v1.Image {
 // BuildKit attestation manifest holding an SPDX statement of type typ
 // whose predicate doc(platform) gives, and signs the index and its
 // manifests. It returns the index's tag reference.
-func pushWithBuildKitSBOMs(t *testing.T, ctx context.Context, ref string, spec testimage.Spec, s *sign.Signer, typ string, doc func(platform string) []byte) string {
+func pushWithBuildKitSBOMs(t *testing.T, ctx context.Context, ref string, spec imagetest.Spec, s *sign.Signer, typ string, doc func(platform string) []byte) string {
 	t.Helper()
 	idx, err := spec.Index()
 	if err != nil {
@@ -189,7 +189,7 @@ func TestImageInTotoStatementType(t *testing.T) {
 	ctx := context.Background()
 	s := newRawSigner(t)
 	reg := testutil.Registry(t)
-	spec := testimage.Default()
+	spec := imagetest.Default()
 	for i, typ := range []string{statementV01, statementV1, statementEvil} {
 		t.Run("cosign "+typ, func(t *testing.T) {
 			root, err := spec.Push(ctx, fmt.Sprintf("%s/cosign%d:latest", reg, i))
@@ -243,7 +243,7 @@ func TestImageEverySBOMIsChecked(t *testing.T) {
 	ctx := context.Background()
 	s := newRawSigner(t)
 	reg := testutil.Registry(t)
-	spec := testimage.Default()
+	spec := imagetest.Default()
 
 	t.Run("two cosign attestations", func(t *testing.T) {
 		root, err := spec.Push(ctx, reg+"/two-cosign:latest")

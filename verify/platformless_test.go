@@ -11,14 +11,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/imagectl/imagectl/internal/testimage"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/verify"
 )
 
 // platformless returns spec's platform image with the OS and architecture
 // removed from its config, like an image appended onto scratch.
-func platformless(t *testing.T, spec testimage.Spec, platform string) v1.Image {
+func platformless(t *testing.T, spec imagetest.Spec, platform string) v1.Image {
 	t.Helper()
 	img, err := spec.Image(platform)
 	if err != nil {
@@ -46,7 +46,7 @@ func TestImageConfigWithoutPlatform(t *testing.T) {
 	ctx := context.Background()
 	k := newKeys(t)
 	reg := testutil.Registry(t)
-	spec := testimage.Default()
+	spec := imagetest.Default()
 
 	single := reg + "/noplatform:latest"
 	ref, err := name.ParseReference(single)
