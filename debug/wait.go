@@ -34,6 +34,11 @@ func (s *session) waitHead(ctx context.Context) (*corev1.Pod, error) {
 	for {
 		head, w, p, err := s.lookHead(ctx)
 		if err != nil {
+			if ctx.Err() != nil {
+				// Ctrl-C during a request: say what was being waited for,
+				// not which request the interrupt cut.
+				return nil, fmt.Errorf("interrupted while waiting for %s: %w", firstNonEmpty(w, what, "the head Pod"), context.Cause(ctx))
+			}
 			return nil, err
 		}
 		if head != nil {
