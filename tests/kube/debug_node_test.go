@@ -47,10 +47,9 @@ func TestDebugOnNode(t *testing.T) {
 	c := needCluster(t)
 	n := needNode(t)
 	if os.Getenv("IMAGECTL_KUBE_DEBUG_NODE") != "1" {
-		// Not run by make test yet: it was written in a session whose node
-		// runs had no e2e image (the stand-in needs its Python and
-		// debugpy), so it has never passed on a node. Run it by hand until
-		// it has, then drop this gate.
+		// Not run by make test: it has not passed on a node yet (it needs
+		// the e2e image, whose code-server the sidecar runs). Run it by hand
+		// until it has, then drop this gate.
 		t.Skip("TestDebugOnNode has not passed on a node yet (no node run with the e2e image when it was written): IMAGECTL_KUBE_DEBUG_NODE=1 runs it")
 	}
 	dir := t.TempDir()
