@@ -111,8 +111,9 @@ func TestDebugOnNode(t *testing.T) {
 					}
 				}
 				return false
-			}, "--kubeconfig", kc, "-f", job, "--image", n.sidecarImage, "--working-dir", wd,
-				"--ready-timeout", "4m", "--cleanup", "--logs", "--", "python3", "driver.py", tc.fn)
+			}, debugArgsAsDocumented(t, map[string]string{"-f": job, "--working-dir": wd},
+				[]string{"--kubeconfig", kc, "--image", n.sidecarImage, "--ready-timeout", "4m", "--cleanup", "--logs"},
+				[]string{"python3", "driver.py", tc.fn})...)
 			if r.code != tc.code {
 				c.dumpPods(t, ns)
 				t.Fatalf("imagectl debug exited %d, want %d\nstderr: %s", r.code, tc.code, r.stderr)
