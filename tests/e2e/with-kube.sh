@@ -138,7 +138,10 @@ stop() {
 node_up=0 node_id=
 cleanup() {
   local rc=$? i p
-  trap - EXIT INT TERM
+  # An interrupt during the teardown (a second Ctrl-C) must not end it
+  # half way: the daemons would outlive the run. It is said, and ignored.
+  trap - EXIT
+  trap 'log "interrupted during the teardown: it goes on until what this run started is stopped"' INT TERM
   [ $node_up = 0 ] || node_down || rc=1
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
     [ -z "${pids[i]}" ] || stop_pid "${names[i]}" "${pids[i]}"
