@@ -9,6 +9,7 @@ import (
 	"io"
 	"os/exec"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -34,7 +35,9 @@ import (
 //     images (imagespec, extensions, sign, verify, release, resolve,
 //     matrix, publish) link neither BuildKit nor build; verify and smoke
 //     link no syft (only the scanner, sbom, does); build/... does not
-//     depend on release; imagespec stays a leaf;
+//     depend on release; build does not depend on upstream/ (pip's report
+//     is read through pylock); imagespec stays a leaf, and pylock imports
+//     imagespec only;
 //   - the CLI's verb packages (cmd/imagectl/app/<verb>) import
 //     cmd/imagectl/app/options and the libraries, never each other.
 
@@ -253,6 +256,7 @@ func TestArrows(t *testing.T) {
 		{[]string{"build/..."}, []string{module + "/release"}, "release adapts the build pipeline, not the other way round"},
 		{[]string{"publish"}, []string{module + "/build"}, "publish knows BuildKit's exports as digests and tarballs, not the build"},
 		{[]string{"publish"}, []string{buildkit}, "publish links no BuildKit"},
+		{[]string{"build"}, []string{module + "/upstream"}, "the build reads pip's hash-mismatch report through pylock, not the locker that runs pip"},
 	} {
 		for _, pat := range tc.pkgs {
 			matched := matching(pkgs, pat)
@@ -304,6 +308,31 @@ func TestImagespecIsLeaf(t *testing.T) {
 			t.Errorf("imagespec depends on %s, which go list did not describe", d)
 		} else if !p.Standard && !allowed[d] {
 			t.Errorf("imagespec depends on %s; it must stay a leaf (standard library, ggcr's pkg/v1 and containerd/platforms only)", d)
+		}
+	}
+}
+
+// TestPylockIsLow: the Python lock (package pylock) imports imagespec and
+// the standard library only, so catalog, resolve, release, build and
+// upstream/pip all import it without any of them climbing to another.
+func TestPylockIsLow(t *testing.T) {
+	pkgs := loadGraph(t)
+	p := pkgs[module+"/pylock"]
+	if p == nil {
+		t.Fatal("go list named no package pylock")
+	}
+	for _, d := range p.Deps {
+		if isOurs(d) && d != module+"/imagespec" {
+			t.Errorf("pylock depends on %s; it may import imagespec of the project only", d)
+		}
+	}
+	for _, user := range []string{"catalog", "resolve", "release", "build", "upstream/pip"} {
+		u := pkgs[module+"/"+user]
+		if u == nil {
+			t.Fatalf("go list named no package %s", user)
+		}
+		if !slices.Contains(u.Imports, module+"/pylock") {
+			t.Errorf("%s does not import pylock: does it hold a second copy of the lock's types?", user)
 		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/imagectl/imagectl/upstream/pypi/pypitest"
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app"
+	"github.com/imagectl/imagectl/pylock"
 )
 
 // refreshRepoMatrix is the committed matrix.yaml, read at test time.
@@ -374,7 +375,7 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	// debugpy 1.8.15, CPython 3.11), per platform, as pip resolved it from
 	// the fake index: the platform's own wheels, the universal ones, the
 	// yanked aiosignal 1.3.2 left out, every sha256 that of the bytes served.
-	var wantLocks []catalog.PythonLock
+	var wantLocks []pylock.Lock
 	for _, p := range []struct{ platform, arch string }{{"linux/amd64", "x86_64"}, {"linux/arm64", "aarch64"}} {
 		files := []string{
 			"aiohttp-3.9.5-py3-none-any.whl", "aiosignal-1.3.1-py3-none-any.whl", "click-8.1.8-py3-none-any.whl",
@@ -384,11 +385,11 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 		if p.arch == "x86_64" {
 			files[3] = "debugpy-1.8.15-cp311-cp311-manylinux_2_5_x86_64.manylinux1_x86_64.manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
 		}
-		l := catalog.PythonLock{Ray: "2.46.0", RayExtras: []string{"default"}, Debugpy: "1.8.15", Python: "3.11", Platform: p.platform, Index: pypiSrv.URL + "/simple"}
+		l := pylock.Lock{Ray: "2.46.0", RayExtras: []string{"default"}, Debugpy: "1.8.15", Python: "3.11", Platform: p.platform, Index: pypiSrv.URL + "/simple"}
 		for _, f := range files {
 			parts := strings.Split(f, "-")
 			sum := pypiFake.SHA256(f)
-			l.Distributions = append(l.Distributions, catalog.Distribution{Name: parts[0], Version: parts[1], Filename: f,
+			l.Distributions = append(l.Distributions, imagespec.PythonDist{Name: parts[0], Version: parts[1], Filename: f,
 				URL: pypiSrv.URL + "/packages/" + sum[:4] + "/" + f, SHA256: sum})
 		}
 		wantLocks = append(wantLocks, l)
