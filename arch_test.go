@@ -36,7 +36,8 @@ import (
 //     matrix, publish) link neither BuildKit nor build; verify and smoke
 //     link no syft (only the scanner, sbom, does); build/... does not
 //     depend on release; build does not depend on upstream/ (pip's report
-//     is read through pylock); imagespec stays a leaf, and pylock imports
+//     is read through pylock); verify does not depend on extensions/
+//     (it reads manifests with vscode/vsixmanifest); imagespec stays a leaf, and pylock imports
 //     imagespec only;
 //   - the CLI's verb packages (cmd/imagectl/app/<verb>) import
 //     cmd/imagectl/app/options and the libraries, never each other.
@@ -256,6 +257,7 @@ func TestArrows(t *testing.T) {
 		{[]string{"build/..."}, []string{module + "/release"}, "release adapts the build pipeline, not the other way round"},
 		{[]string{"publish"}, []string{module + "/build"}, "publish knows BuildKit's exports as digests and tarballs, not the build"},
 		{[]string{"publish"}, []string{buildkit}, "publish links no BuildKit"},
+		{[]string{"verify"}, []string{module + "/extensions"}, "verify reads an installed extension's manifest with vscode/vsixmanifest; fetching and validating VSIX files is extensions'"},
 		{[]string{"build"}, []string{module + "/upstream"}, "the build reads pip's hash-mismatch report through pylock, not the locker that runs pip"},
 	} {
 		for _, pat := range tc.pkgs {

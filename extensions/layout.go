@@ -21,6 +21,7 @@ import (
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
+	"github.com/imagectl/imagectl/vscode/vsixmanifest"
 )
 
 // ExtensionsJSON is the name of code-server's list of installed extensions.
@@ -53,7 +54,7 @@ type LayoutOptions struct {
 // cache entry (the sha256 checked) and what its manifest says.
 type File struct {
 	Entry cache.Entry
-	Info  vsix.Info
+	Info  vsixmanifest.Info
 }
 
 // Files are validated files by cache key.
