@@ -39,6 +39,8 @@ import (
 //     is read through pylock); verify does not depend on extensions/
 //     (it reads manifests with vscode/vsixmanifest); imagespec stays a leaf, and pylock imports
 //     imagespec only;
+//   - the CLI links no sigs.k8s.io/kind (the kind harness runs the kind
+//     CLI), and only package sbom, the scanner, imports syft;
 //   - the CLI's verb packages (cmd/imagectl/app/<verb>) import
 //     cmd/imagectl/app/options and the libraries, never each other.
 
@@ -311,6 +313,44 @@ func TestImagespecIsLeaf(t *testing.T) {
 		} else if !p.Standard && !allowed[d] {
 			t.Errorf("imagespec depends on %s; it must stay a leaf (standard library, ggcr's pkg/v1 and containerd/platforms only)", d)
 		}
+	}
+}
+
+// TestCLILinks: what the imagectl binary links. The kind harness runs the
+// kind CLI and links no sigs.k8s.io/kind; syft enters only through the SBOM
+// scanner, package sbom, the one package of the tree that imports it (test
+// files included), so moving the scanner out of the binary is a change to
+// that package and its one caller.
+func TestCLILinks(t *testing.T) {
+	pkgs := loadGraph(t)
+	const cli = module + "/cmd/imagectl"
+	const kind, syft = "sigs.k8s.io/kind", "github.com/anchore/syft"
+	p := pkgs[cli]
+	if p == nil {
+		t.Fatalf("go list named no package %s", cli)
+	}
+	for _, d := range p.Deps {
+		if d == kind || strings.HasPrefix(d, kind+"/") {
+			t.Errorf("%s links %s: the kind harness (smoke/kind) runs the kind CLI, as it runs kubectl", cli, d)
+			break
+		}
+	}
+	importers := 0
+	for _, q := range ours(pkgs) {
+		for _, imp := range slices.Concat(q.Imports, q.TestImports, q.XTestImports) {
+			if imp != syft && !strings.HasPrefix(imp, syft+"/") {
+				continue
+			}
+			if q.ImportPath != module+"/sbom" {
+				t.Errorf("%s imports %s: only the SBOM scanner, package sbom, imports syft (read SBOMs with sbom/document)", q.ImportPath, imp)
+			} else {
+				importers++
+			}
+			break
+		}
+	}
+	if importers == 0 {
+		t.Errorf("package sbom imports no %s: the rule names the scanner that does; update it", syft)
 	}
 }
 
