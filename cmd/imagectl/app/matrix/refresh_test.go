@@ -2,7 +2,6 @@ package matrix_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -21,28 +20,16 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/apptest"
 	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
+	"github.com/imagectl/imagectl/pylock"
 	"github.com/imagectl/imagectl/upstream/github/githubtest"
 	"github.com/imagectl/imagectl/upstream/pip"
 	"github.com/imagectl/imagectl/upstream/pypi/pypitest"
-
-	"github.com/imagectl/imagectl/cmd/imagectl/app"
-	"github.com/imagectl/imagectl/pylock"
 )
-
-// refreshRepoMatrix is the committed matrix.yaml, read at test time.
-const refreshRepoMatrix = "../../../../matrix.yaml"
-
-// runRefreshCLI runs imagectl with args through Run, as main does.
-func runRefreshCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = app.Run(context.Background(), args, &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 // fakeBase is a base image repository in an in-process registry, tagged like
 // lscr.io/linuxserver/code-server.
@@ -266,7 +253,7 @@ func newRefreshFakes(t *testing.T) *refreshFakes {
 	fx.pypiSrv = httptest.NewServer(fx.pypi)
 	t.Cleanup(fx.pypiSrv.Close)
 	fx.base = startFakeBase(t)
-	src, err := os.ReadFile(refreshRepoMatrix)
+	src, err := os.ReadFile(apptest.RepoMatrix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +298,7 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 
 	refresh := func() []byte {
 		t.Helper()
-		code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "refresh", "--retries", "0", "--http-timeout", "20s")
+		code, stdout, stderr := apptest.Run(t, "--matrix", mpath, "matrix", "refresh", "--retries", "0", "--http-timeout", "20s")
 		if code != 0 {
 			t.Fatalf("matrix refresh: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -405,7 +392,7 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	}
 
 	// resolve reads that snapshot (no network) and uses it.
-	code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "resolve", "--ray", "2.46.0", "--output", "json")
+	code, stdout, stderr := apptest.Run(t, "--matrix", mpath, "matrix", "resolve", "--ray", "2.46.0", "--output", "json")
 	if code != 0 {
 		t.Fatalf("matrix resolve: exit %d\nstderr:\n%s", code, stderr)
 	}
@@ -472,7 +459,7 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	}
 
 	// extensions pin records the set's files; a later refresh keeps them.
-	code, stdout, stderr = runRefreshCLI(t, "--matrix", mpath, "extensions", "pin", "--ray", "2.46.0", "--cache-dir", filepath.Join(dir, "..", "vsix"))
+	code, stdout, stderr = apptest.Run(t, "--matrix", mpath, "extensions", "pin", "--ray", "2.46.0", "--cache-dir", filepath.Join(dir, "..", "vsix"))
 	if code != 0 || !strings.Contains(stdout, "newly pinned") {
 		t.Fatalf("extensions pin: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -646,7 +633,7 @@ func TestMatrixRefreshWithoutPip(t *testing.T) {
 	if err := os.WriteFile(cpath, []byte("old\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := runRefreshCLI(t, "--matrix", refreshRepoMatrix, "--catalog", cpath, "matrix", "refresh", "--pip", filepath.Join(t.TempDir(), "no-python")+" -m pip")
+	code, _, stderr := apptest.Run(t, "--matrix", apptest.RepoMatrix, "--catalog", cpath, "matrix", "refresh", "--pip", filepath.Join(t.TempDir(), "no-python")+" -m pip")
 	if code == 0 {
 		t.Fatal("refresh succeeded without pip")
 	}
