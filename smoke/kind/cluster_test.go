@@ -10,21 +10,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// fakeKind puts a kind on PATH that appends its argv (one line,
-// tab-separated) to the returned file and exits with FAKE_KIND_EXIT (0
-// unless set), printing FAKE_KIND_SAY first. It checks the argv the
-// harness gives the kind CLI; the real CLI runs only in the smoke workflow
-// (GitHub Actions), where a Docker engine can host the cluster.
+// fakeKind puts a kind on PATH that records its argv (one line of
+// tab-separated arguments in dir/calls, as fakeKubectl does) and exits with
+// FAKE_KIND_EXIT (0 unless set), printing FAKE_KIND_SAY first; it returns
+// dir. It checks the argv the harness gives the kind CLI; the real CLI runs
+// only in the smoke workflow (GitHub Actions), where a Docker engine can
+// host the cluster.
 func fakeKind(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	log := filepath.Join(dir, "argv")
-	script := `#!/bin/sh
-first=1
-for a in "$@"; do
-  if [ $first = 1 ]; then printf '%s' "$a" >> "` + log + `"; first=0; else printf '\t%s' "$a" >> "` + log + `"; fi
-done
-printf '\n' >> "` + log + `"
+	script := `#!/bin/bash
+(IFS=$'\t'; echo "$*") >> "` + dir + `/calls"
 [ -n "$FAKE_KIND_SAY" ] && echo "$FAKE_KIND_SAY" >&2
 exit "${FAKE_KIND_EXIT:-0}"
 `
@@ -32,20 +28,7 @@ exit "${FAKE_KIND_EXIT:-0}"
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return log
-}
-
-func kindCalls(t *testing.T, log string) [][]string {
-	t.Helper()
-	b, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]string
-	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		out = append(out, strings.Split(l, "\t"))
-	}
-	return out
+	return dir
 }
 
 // The cluster's lifecycle through the kind CLI: create writes the
@@ -53,7 +36,7 @@ func kindCalls(t *testing.T, log string) [][]string {
 // control plane, with the node image when one is given; export logs and
 // delete name the cluster (and delete the kubeconfig's context).
 func TestKindClusterRunsTheKindCLI(t *testing.T) {
-	log := fakeKind(t)
+	dir := fakeKind(t)
 	ctx := context.Background()
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	for _, c := range []kindCluster{
@@ -78,7 +61,7 @@ func TestKindClusterRunsTheKindCLI(t *testing.T) {
 		{"export", "logs", "/logs/kind", "--name", "other"},
 		{"delete", "cluster", "--name", "other", "--kubeconfig", kc},
 	}
-	if diff := cmp.Diff(want, kindCalls(t, log)); diff != "" {
+	if diff := cmp.Diff(want, calls(t, dir)); diff != "" {
 		t.Errorf("kind argv (-want +got):\n%s", diff)
 	}
 }
