@@ -9,6 +9,7 @@ import (
 	"io"
 	"os/exec"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -34,7 +35,12 @@ import (
 //     images (imagespec, extensions, sign, verify, release, resolve,
 //     matrix, publish) link neither BuildKit nor build; verify and smoke
 //     link no syft (only the scanner, sbom, does); build/... does not
-//     depend on release; imagespec stays a leaf;
+//     depend on release; build does not depend on upstream/ (pip's report
+//     is read through pylock); verify does not depend on extensions/
+//     (it reads manifests with vscode/vsixmanifest); imagespec stays a leaf, and pylock imports
+//     imagespec only;
+//   - the CLI links no sigs.k8s.io/kind (the kind harness runs the kind
+//     CLI), and only package sbom, the scanner, imports syft;
 //   - the CLI's verb packages (cmd/imagectl/app/<verb>) import
 //     cmd/imagectl/app/options and the libraries, never each other.
 
@@ -253,6 +259,8 @@ func TestArrows(t *testing.T) {
 		{[]string{"build/..."}, []string{module + "/release"}, "release adapts the build pipeline, not the other way round"},
 		{[]string{"publish"}, []string{module + "/build"}, "publish knows BuildKit's exports as digests and tarballs, not the build"},
 		{[]string{"publish"}, []string{buildkit}, "publish links no BuildKit"},
+		{[]string{"verify"}, []string{module + "/extensions"}, "verify reads an installed extension's manifest with vscode/vsixmanifest; fetching and validating VSIX files is extensions'"},
+		{[]string{"build"}, []string{module + "/upstream"}, "the build reads pip's hash-mismatch report through pylock, not the locker that runs pip"},
 	} {
 		for _, pat := range tc.pkgs {
 			matched := matching(pkgs, pat)
@@ -308,6 +316,69 @@ func TestImagespecIsLeaf(t *testing.T) {
 	}
 }
 
+// TestCLILinks: what the imagectl binary links. The kind harness runs the
+// kind CLI and links no sigs.k8s.io/kind; syft enters only through the SBOM
+// scanner, package sbom, the one package of the tree that imports it (test
+// files included), so moving the scanner out of the binary is a change to
+// that package and its one caller.
+func TestCLILinks(t *testing.T) {
+	pkgs := loadGraph(t)
+	const cli = module + "/cmd/imagectl"
+	const kind, syft = "sigs.k8s.io/kind", "github.com/anchore/syft"
+	p := pkgs[cli]
+	if p == nil {
+		t.Fatalf("go list named no package %s", cli)
+	}
+	for _, d := range p.Deps {
+		if d == kind || strings.HasPrefix(d, kind+"/") {
+			t.Errorf("%s links %s: the kind harness (smoke/kind) runs the kind CLI, as it runs kubectl", cli, d)
+			break
+		}
+	}
+	importers := 0
+	for _, q := range ours(pkgs) {
+		for _, imp := range slices.Concat(q.Imports, q.TestImports, q.XTestImports) {
+			if imp != syft && !strings.HasPrefix(imp, syft+"/") {
+				continue
+			}
+			if q.ImportPath != module+"/sbom" {
+				t.Errorf("%s imports %s: only the SBOM scanner, package sbom, imports syft (read SBOMs with sbom/document)", q.ImportPath, imp)
+			} else {
+				importers++
+			}
+			break
+		}
+	}
+	if importers == 0 {
+		t.Errorf("package sbom imports no %s: the rule names the scanner that does; update it", syft)
+	}
+}
+
+// TestPylockIsLow: the Python lock (package pylock) imports imagespec and
+// the standard library only, so catalog, resolve, release, build and
+// upstream/pip all import it without any of them climbing to another.
+func TestPylockIsLow(t *testing.T) {
+	pkgs := loadGraph(t)
+	p := pkgs[module+"/pylock"]
+	if p == nil {
+		t.Fatal("go list named no package pylock")
+	}
+	for _, d := range p.Deps {
+		if isOurs(d) && d != module+"/imagespec" {
+			t.Errorf("pylock depends on %s; it may import imagespec of the project only", d)
+		}
+	}
+	for _, user := range []string{"catalog", "resolve", "release", "build", "upstream/pip"} {
+		u := pkgs[module+"/"+user]
+		if u == nil {
+			t.Fatalf("go list named no package %s", user)
+		}
+		if !slices.Contains(u.Imports, module+"/pylock") {
+			t.Errorf("%s does not import pylock: does it hold a second copy of the lock's types?", user)
+		}
+	}
+}
+
 // TestVerbsStandAlone: each verb package of the CLI (cmd/imagectl/app/<verb>)
 // imports options and the libraries, never another verb nor app, so a verb
 // is added or removed as one package and one line in app's root command.
@@ -316,7 +387,8 @@ func TestVerbsStandAlone(t *testing.T) {
 	const app = module + "/cmd/imagectl/app"
 	verbs := 0
 	for _, p := range matching(pkgs, "cmd/imagectl/app/...") {
-		if p.ImportPath == app {
+		if p.ImportPath == app || isFake(p.ImportPath) {
+			// apptest, the verbs' test helper, runs app's command tree.
 			continue
 		}
 		verbs++

@@ -29,11 +29,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/moby/buildkit/client"
 
-	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/dockerfiles"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/publish"
+	"github.com/imagectl/imagectl/pylock"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/regauth/regauthtest"
 	"github.com/imagectl/imagectl/upstream/pip"
@@ -663,7 +663,7 @@ func TestBuildKitLockedWheels(t *testing.T) {
 	set := testSet()
 	set.Python, set.Debugpy = "3.11", "1.8.14"
 	const platform = "linux/arm64"
-	ds, err := locker.Lock(ctx, catalog.LockRequest{Requirements: []string{"ray[default]==2.46.0", "debugpy==1.8.14"}, Python: set.Python, Platform: platform, Index: index})
+	ds, err := locker.Lock(ctx, pylock.Request{Requirements: []string{"ray[default]==2.46.0", "debugpy==1.8.14"}, Python: set.Python, Platform: platform, Index: index})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -730,9 +730,9 @@ func TestBuildKitLockedWheels(t *testing.T) {
 	got := hex.EncodeToString(sum[:])
 	// Another comment line: the RUN step is not taken from the cache.
 	_, err = solve(append(append([]byte(nil), reqs...), "# after the swap\n"...))
-	var he *HashMismatchError
+	var he *pylock.HashMismatchError
 	if !errors.As(err, &he) {
-		t.Fatalf("build after the swap: err = %v, want a HashMismatchError", err)
+		t.Fatalf("build after the swap: err = %v, want a pylock.HashMismatchError", err)
 	}
 	t.Logf("after the swap: %v", err)
 	msg := he.Error()

@@ -11,107 +11,28 @@ import (
 	"sync"
 
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/pylock"
 )
 
-// PythonLock is the complete closure of Python distributions that pip's own
-// resolver chose for one set's top-level requirements
-// (ray[<extras>]==Ray, debugpy==Debugpy) for CPython Python on one OCI
-// platform, with the exact wheel of each: what the build installs with
-// pip install --no-deps --require-hashes. imagectl matrix refresh records one
-// per (set, platform) of matrix list.
-type PythonLock struct {
-	Ray       string   `json:"ray"`
-	RayExtras []string `json:"rayExtras,omitempty"`
-	Debugpy   string   `json:"debugpy"`
-	// Python is the CPython minor version, e.g. "3.12".
-	Python string `json:"python"`
-	// Platform is the OCI platform, e.g. linux/arm64.
-	Platform string `json:"platform"`
-	// Index is the PEP 503 index pip resolved against
-	// (matrix.yaml upstreams.packageIndex).
-	Index string `json:"index"`
-	// Distributions is the closure, sorted by normalized name; empty when
-	// Blocked.
-	Distributions []Distribution `json:"distributions,omitempty"`
-	// Blocked says why pip found no installable closure on this platform,
-	// e.g. a dependency with no wheel for it.
-	Blocked *LockBlocked `json:"blocked,omitempty"`
-}
-
-// Distribution is one locked wheel.
-type Distribution struct {
-	// Name is the distribution name as its metadata spells it.
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	// Filename is the wheel's file name.
-	Filename string `json:"filename"`
-	// URL is where pip found the wheel.
-	URL string `json:"url"`
-	// SHA256 is the wheel's hex sha256.
-	SHA256 string `json:"sha256"`
-}
-
-// LockBlocked is why a closure could not be locked on a platform.
-type LockBlocked struct {
-	// Distribution is the distribution that has no installable wheel
-	// (normalized name), or empty when pip reported a conflict instead.
-	Distribution string `json:"distribution,omitempty"`
-	// Detail is pip's own one-line reason.
-	Detail string `json:"detail"`
-}
-
-// LockKey identifies what a PythonLock locks.
-type LockKey struct {
-	Ray       string
-	RayExtras []string
-	Debugpy   string
-	Python    string
-	Platform  string
-}
-
-// Key returns what l locks.
-func (l PythonLock) Key() LockKey {
-	return LockKey{Ray: l.Ray, RayExtras: l.RayExtras, Debugpy: l.Debugpy, Python: l.Python, Platform: l.Platform}
-}
-
-// Matches reports whether l locks k (extras compared as sets).
-func (l PythonLock) Matches(k LockKey) bool {
-	a, b := slices.Clone(l.RayExtras), slices.Clone(k.RayExtras)
-	slices.Sort(a)
-	slices.Sort(b)
-	return l.Ray == k.Ray && l.Debugpy == k.Debugpy && l.Python == k.Python && l.Platform == k.Platform && slices.Equal(a, b)
-}
-
-// Requirements are the top-level requirements of k, as pip takes them.
-func (k LockKey) Requirements() []string {
-	ray := "ray"
-	if len(k.RayExtras) > 0 {
-		ex := slices.Clone(k.RayExtras)
-		slices.Sort(ex)
-		ray += "[" + strings.Join(ex, ",") + "]"
-	}
-	return []string{ray + "==" + k.Ray, "debugpy==" + k.Debugpy}
-}
-
-func (k LockKey) String() string {
-	return fmt.Sprintf("%s and debugpy==%s for CPython %s on %s", k.Requirements()[0], k.Debugpy, k.Python, k.Platform)
-}
+// The catalog's Python locks (PythonLocks): found by key, validated with the
+// rest of catalog.json, kept in order, and filled by LockPython. What a lock
+// is (pylock.Lock, pylock.Key) is package pylock's.
 
 // FindPythonLock returns the lock of k in c, if any.
-func (c *Catalog) FindPythonLock(k LockKey) (PythonLock, bool) {
+func (c *Catalog) FindPythonLock(k pylock.Key) (pylock.Lock, bool) {
 	for _, l := range c.PythonLocks {
 		if l.Matches(k) {
 			return l, true
 		}
 	}
-	return PythonLock{}, false
+	return pylock.Lock{}, false
 }
 
 // distName is a valid distribution name (PEP 508).
 var distName = regexp.MustCompile(`^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$`)
 
-// check reports the first malformed field of l (the rules of Validate).
-func (l PythonLock) check() error {
+// checkLock reports the first malformed field of l (the rules of Validate).
+func checkLock(l pylock.Lock) error {
 	v := &validator{}
 	v.pythonLock("", l)
 	if v.err != nil {
@@ -123,7 +44,7 @@ func (l PythonLock) check() error {
 // pythonLock checks one lock at JSON path p: its key, its index, and a
 // closure of well-formed wheels (each name once, ray and debugpy at the
 // locked versions) or a reason it is blocked, never both.
-func (v *validator) pythonLock(p string, l PythonLock) {
+func (v *validator) pythonLock(p string, l pylock.Lock) {
 	at := func(field string) string {
 		if p == "" {
 			return field
@@ -184,7 +105,7 @@ func (v *validator) pythonLock(p string, l PythonLock) {
 }
 
 // distribution checks one locked wheel at JSON path p.
-func (v *validator) distribution(p string, d Distribution) {
+func (v *validator) distribution(p string, d imagespec.PythonDist) {
 	if !distName.MatchString(d.Name) {
 		v.fail(p+".name", "%s: want a distribution name", quote(d.Name))
 		return
@@ -207,14 +128,12 @@ func (v *validator) distribution(p string, d Distribution) {
 
 // normalizePythonLocks sorts the locks (newest Ray first, then debugpy,
 // Python, platform) and each closure by normalized name.
-func normalizePythonLocks(ls []PythonLock) {
+func normalizePythonLocks(ls []pylock.Lock) {
 	for i := range ls {
 		slices.Sort(ls[i].RayExtras)
-		slices.SortStableFunc(ls[i].Distributions, func(a, b Distribution) int {
-			return strings.Compare(imagespec.NormalizeName(a.Name), imagespec.NormalizeName(b.Name))
-		})
+		pylock.SortClosure(ls[i].Distributions)
 	}
-	slices.SortStableFunc(ls, func(a, b PythonLock) int {
+	slices.SortStableFunc(ls, func(a, b pylock.Lock) int {
 		if d := ComparePythonVersions(b.Ray, a.Ray); d != 0 {
 			return d
 		}
@@ -231,51 +150,20 @@ func normalizePythonLocks(ls []PythonLock) {
 	})
 }
 
-// LockRequest is one closure for a PythonLocker to resolve.
-type LockRequest struct {
-	// Requirements are the top-level requirements, e.g. "ray[default]==2.46.0".
-	Requirements []string
-	// Python is the target CPython minor version and Platform the OCI platform.
-	Python   string
-	Platform string
-	// Index is the PEP 503 index URL.
-	Index string
-}
-
-// BlockedError is returned by a PythonLocker when the closure has no
-// installable wheel on the platform (recorded as PythonLock.Blocked, not a
-// refresh failure).
-type BlockedError struct {
-	Blocked LockBlocked
-}
-
-func (e *BlockedError) Error() string {
-	if e.Blocked.Distribution != "" {
-		return fmt.Sprintf("blocked by %s: %s", e.Blocked.Distribution, e.Blocked.Detail)
-	}
-	return "blocked: " + e.Blocked.Detail
-}
-
-// PythonLocker resolves the complete closure of a LockRequest with pip's
-// own resolver (upstream/pip).
-type PythonLocker interface {
-	Lock(ctx context.Context, req LockRequest) ([]Distribution, error)
-}
-
 // LockPython resolves the closure of every key with l against index and
 // records the locks in c, replacing any earlier lock of the same key; keys
 // are locked at most parallel at a time (at least 1). A closure with no
 // installable wheel is recorded as blocked; any other error fails the whole
 // call and leaves c untouched. l gets index as it is; c records it, and every
 // wheel URL, without userinfo.
-func LockPython(ctx context.Context, c *Catalog, keys []LockKey, index string, l PythonLocker, parallel int) error {
+func LockPython(ctx context.Context, c *Catalog, keys []pylock.Key, index string, l pylock.Locker, parallel int) error {
 	if l == nil {
 		return errors.New("python lock: no locker")
 	}
 	if parallel < 1 {
 		parallel = 1
 	}
-	var uniq []LockKey
+	var uniq []pylock.Key
 	seen := map[string]bool{}
 	for _, k := range keys {
 		if s := k.String(); !seen[s] {
@@ -283,7 +171,7 @@ func LockPython(ctx context.Context, c *Catalog, keys []LockKey, index string, l
 			uniq = append(uniq, k)
 		}
 	}
-	locks := make([]PythonLock, len(uniq))
+	locks := make([]pylock.Lock, len(uniq))
 	errs := make([]error, len(uniq))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -300,9 +188,9 @@ func LockPython(ctx context.Context, c *Catalog, keys []LockKey, index string, l
 				return
 			}
 			defer func() { <-sem }()
-			lock := PythonLock{Ray: k.Ray, RayExtras: slices.Clone(k.RayExtras), Debugpy: k.Debugpy, Python: k.Python, Platform: k.Platform, Index: withoutUserinfo(index)}
-			ds, err := l.Lock(ctx, LockRequest{Requirements: k.Requirements(), Python: k.Python, Platform: k.Platform, Index: index})
-			var be *BlockedError
+			lock := pylock.Lock{Ray: k.Ray, RayExtras: slices.Clone(k.RayExtras), Debugpy: k.Debugpy, Python: k.Python, Platform: k.Platform, Index: withoutUserinfo(index)}
+			ds, err := l.Lock(ctx, pylock.Request{Requirements: k.Requirements(), Python: k.Python, Platform: k.Platform, Index: index})
+			var be *pylock.BlockedError
 			switch {
 			case errors.As(err, &be):
 				b := be.Blocked
@@ -317,8 +205,8 @@ func LockPython(ctx context.Context, c *Catalog, keys []LockKey, index string, l
 					lock.Distributions[j].URL = withoutUserinfo(lock.Distributions[j].URL)
 				}
 			}
-			normalizePythonLocks([]PythonLock{lock})
-			if err := lock.check(); err != nil {
+			normalizePythonLocks([]pylock.Lock{lock})
+			if err := checkLock(lock); err != nil {
 				errs[i] = fmt.Errorf("python lock of %s: %w", k, err)
 				cancel()
 				return
@@ -339,7 +227,7 @@ func LockPython(ctx context.Context, c *Catalog, keys []LockKey, index string, l
 		}
 	}
 	for _, lock := range locks {
-		c.PythonLocks = slices.DeleteFunc(c.PythonLocks, func(o PythonLock) bool { return o.Matches(lock.Key()) })
+		c.PythonLocks = slices.DeleteFunc(c.PythonLocks, func(o pylock.Lock) bool { return o.Matches(lock.Key()) })
 		c.PythonLocks = append(c.PythonLocks, lock)
 	}
 	normalizePythonLocks(c.PythonLocks)

@@ -1,5 +1,7 @@
 package catalog
 
+import "github.com/imagectl/imagectl/pylock"
+
 // SchemaVersion is the current catalog schema version.
 const SchemaVersion = 1
 
@@ -23,7 +25,7 @@ type Catalog struct {
 	Extensions     []ExtensionRecord `json:"extensions"`
 	// PythonLocks are the complete Python closures imagectl matrix refresh
 	// locked with pip, one per (set, platform) of matrix list.
-	PythonLocks []PythonLock `json:"pythonLocks,omitempty"`
+	PythonLocks []pylock.Lock `json:"pythonLocks,omitempty"`
 }
 
 // CodeServer is one code-server release available as a base image.

@@ -218,6 +218,23 @@ func (f *Fetcher) Fetch(ctx context.Context, set *imagespec.Set) ([]Fetched, err
 	return f.FetchExtensions(ctx, set.Extensions, set.Platforms, set.CodeServer.VSCode)
 }
 
+// FetchFiles fetches every file that set needs on its platforms, as Fetch
+// does, and returns each one validated once, as LayoutOptions.Files: a file
+// this call downloads was validated as it arrived and is not read again; a
+// file already in the cache is validated now, against the lock and the VS
+// Code version of set, within the fetcher's limits (ValidateFiles' check).
+func (f *Fetcher) FetchFiles(ctx context.Context, set *imagespec.Set) (Files, error) {
+	jobs, _, files, err := f.fetch(ctx, set.Extensions, set.Platforms, set.CodeServer.VSCode, true)
+	if err != nil {
+		return nil, err
+	}
+	byKey := Files{}
+	for i, j := range jobs {
+		byKey[j.key()] = files[i]
+	}
+	return byKey, nil
+}
+
 // FetchExtensions fetches the file of each extension for each of platforms,
 // once per distinct (id, version, targetPlatform), validated against the VS
 // Code version vscode (empty skips the engine check). The result follows the
@@ -227,31 +244,53 @@ func (f *Fetcher) Fetch(ctx context.Context, set *imagespec.Set) ([]Fetched, err
 // WithRequirePins nothing is fetched and the error names every such file;
 // otherwise each one gets a warning naming the digest accepted.
 func (f *Fetcher) FetchExtensions(ctx context.Context, exts []imagespec.Extension, platforms []string, vscode string) ([]Fetched, error) {
+	_, out, _, err := f.fetch(ctx, exts, platforms, vscode, false)
+	return out, err
+}
+
+// fetch fetches every distinct file of exts on platforms and warns of the
+// unpinned ones (FetchExtensions); with validated it also returns each one
+// as validated: a download as it was validated on arrival, a cache hit
+// validated now.
+func (f *Fetcher) fetch(ctx context.Context, exts []imagespec.Extension, platforms []string, vscode string, validated bool) ([]*job, []Fetched, []File, error) {
 	if f.requirePins {
 		if err := CheckPins(exts, platforms); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
 	jobs, err := distinctFiles(exts, platforms)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	out := make([]Fetched, len(jobs))
+	files := make([]File, len(jobs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(f.parallel)
 	for i, j := range jobs {
 		g.Go(func() error {
-			r, err := f.fetchOne(gctx, j, vscode)
+			r, vf, err := f.fetchOne(gctx, j, vscode)
 			if err != nil {
 				return err
 			}
-			out[i] = r
+			if validated && r.Cached {
+				// Get checked a hit's digest, not its content.
+				if vf, err = validateEntry(gctx, f.cache, j.key(), vf.Entry, j.platforms[0], vscode, f.limits); err != nil {
+					return err
+				}
+			}
+			out[i], files[i] = r, vf
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
+	f.warnUnpinned(jobs, out)
+	return jobs, out, files, nil
+}
+
+// warnUnpinned warns of every fetched file the set does not pin.
+func (f *Fetcher) warnUnpinned(jobs []*job, out []Fetched) {
 	for i, j := range jobs {
 		if j.file.SHA256 == "" {
 			r := out[i]
@@ -259,31 +298,34 @@ func (f *Fetcher) FetchExtensions(ctx context.Context, exts []imagespec.Extensio
 				r.ID, r.Version, r.TargetPlatform, strings.Join(r.Platforms, ","), r.SHA256)
 		}
 	}
-	return out, nil
 }
 
-func (f *Fetcher) fetchOne(ctx context.Context, j *job, vscode string) (Fetched, error) {
+// fetchOne fetches the file of j and returns it with its cache entry: a
+// download with what validation found on arrival, a cache hit (Cached)
+// with its entry only (not read).
+func (f *Fetcher) fetchOne(ctx context.Context, j *job, vscode string) (Fetched, File, error) {
 	k := j.key()
 	res := Fetched{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, Platforms: j.platforms}
-	where := fmt.Sprintf("extension %s@%s (%s for %s)", k.ID, k.Version, k.TargetPlatform, strings.Join(j.platforms, ","))
+	where := where(k, strings.Join(j.platforms, ","))
 	if e, ok, err := f.cache.Get(ctx, k, j.file.SHA256); err != nil {
-		return res, fmt.Errorf("%s: cache: %w", where, err)
+		return res, File{}, fmt.Errorf("%s: cache: %w", where, err)
 	} else if ok {
 		res.SHA256, res.Size, res.Path, res.URL, res.Cached = e.SHA256, e.Size, e.Path, e.URL, true
 		f.log.Info("cached", "id", k.ID, "version", k.Version, "target", k.TargetPlatform, "sha256", e.SHA256)
-		return res, nil
+		return res, File{Entry: e}, nil
 	}
 	src, ok := f.sources[j.ext.Source]
 	if !ok {
-		return res, fmt.Errorf("%s: no client for source %q (want marketplace or openvsx)", where, j.ext.Source)
+		return res, File{}, fmt.Errorf("%s: no client for source %q (want marketplace or openvsx)", where, j.ext.Source)
 	}
 	var lastErr error
 	for attempt := 1; attempt <= f.attempts; attempt++ {
-		e, url, err := f.download(ctx, src, k, j, vscode)
+		vf, url, err := f.download(ctx, src, k, j, vscode)
 		if err == nil {
+			e := vf.Entry
 			res.SHA256, res.Size, res.Path, res.URL = e.SHA256, e.Size, e.Path, e.URL
 			f.log.Info("fetched", "id", k.ID, "version", k.Version, "target", k.TargetPlatform, "url", safetext.URL(url), "sha256", e.SHA256, "bytes", e.Size)
-			return res, nil
+			return res, vf, nil
 		}
 		if url == "" {
 			url = j.file.URL
@@ -300,29 +342,31 @@ func (f *Fetcher) fetchOne(ctx context.Context, j *job, vscode string) (Fetched,
 		f.log.Info("retrying a download cut short", "id", k.ID, "target", k.TargetPlatform, "attempt", attempt, "err", err)
 		select {
 		case <-ctx.Done():
-			return res, errors.Join(lastErr, ctx.Err())
+			return res, File{}, errors.Join(lastErr, ctx.Err())
 		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
 		}
 	}
-	return res, lastErr
+	return res, File{}, lastErr
 }
 
 // download runs one attempt: download into a cache writer, validate, commit.
-func (f *Fetcher) download(ctx context.Context, src Source, k cache.Key, j *job, vscode string) (cache.Entry, string, error) {
+// It returns the committed entry with what validation found.
+func (f *Fetcher) download(ctx context.Context, src Source, k cache.Key, j *job, vscode string) (File, string, error) {
 	w, err := f.cache.NewWriter()
 	if err != nil {
-		return cache.Entry{}, "", err
+		return File{}, "", err
 	}
 	defer w.Abort()
 	o, err := src.Download(ctx, k.ID, k.Version, k.TargetPlatform, w)
 	if err != nil {
-		return cache.Entry{}, o.URL, err
+		return File{}, o.URL, err
 	}
-	if _, err := vsix.Validate(ctx, w.File(), w.Size(), vsix.Expect{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, VSCode: vscode}, f.limits); err != nil {
+	info, err := validateVSIX(ctx, w.File(), w.Size(), vsix.Expect{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, VSCode: vscode}, f.limits)
+	if err != nil {
 		if ctx.Err() != nil {
-			return cache.Entry{}, o.URL, err
+			return File{}, o.URL, err
 		}
-		return cache.Entry{}, o.URL, &invalidError{err}
+		return File{}, o.URL, &invalidError{err}
 	}
 	ce := cache.Entry{Key: k, URL: o.URL}
 	if f.limits.Raised() {
@@ -333,9 +377,9 @@ func (f *Fetcher) download(ctx context.Context, src Source, k cache.Key, j *job,
 	}
 	e, err := w.Commit(ce, j.file.SHA256)
 	if err != nil {
-		return cache.Entry{}, o.URL, &invalidError{err}
+		return File{}, o.URL, &invalidError{err}
 	}
-	return e, o.URL, nil
+	return File{Entry: e, Info: *info}, o.URL, nil
 }
 
 type invalidError struct{ err error }

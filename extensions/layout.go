@@ -21,6 +21,7 @@ import (
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
+	"github.com/imagectl/imagectl/vscode/vsixmanifest"
 )
 
 // ExtensionsJSON is the name of code-server's list of installed extensions.
@@ -49,12 +50,16 @@ type LayoutOptions struct {
 	Files Files
 }
 
-// File is one cached VSIX validated against the lock (ValidateFiles): its
-// cache entry (the sha256 checked) and what its manifest says.
+// File is one cached VSIX validated against the lock (ValidateFiles,
+// Fetcher.FetchFiles): its cache entry (the sha256 checked) and what its
+// manifest says.
 type File struct {
 	Entry cache.Entry
-	Info  vsix.Info
+	Info  vsixmanifest.Info
 }
+
+// validateVSIX is vsix.Validate; a test counts the calls through it.
+var validateVSIX = vsix.Validate
 
 // Files are validated files by cache key.
 type Files map[cache.Key]File
@@ -93,20 +98,32 @@ func ValidateFiles(ctx context.Context, c *cache.Cache, exts []imagespec.Extensi
 // validateCached finds the file k (sha256 want, when pinned) in c and
 // validates it; platform names where it is installed, for messages.
 func validateCached(ctx context.Context, c *cache.Cache, k cache.Key, want, platform, vscode string, lim vsix.Limits) (File, error) {
-	where := fmt.Sprintf("extension %s@%s (%s for %s)", k.ID, k.Version, k.TargetPlatform, platform)
 	ce, ok, err := c.Get(ctx, k, want)
 	if err != nil {
-		return File{}, fmt.Errorf("%s: %w", where, err)
+		return File{}, fmt.Errorf("%s: %w", where(k, platform), err)
 	}
 	if !ok {
-		return File{}, fmt.Errorf("%s: not in the cache %s (run imagectl extensions fetch first)", where, c.Dir())
+		return File{}, fmt.Errorf("%s: not in the cache %s (run imagectl extensions fetch first)", where(k, platform), c.Dir())
 	}
+	return validateEntry(ctx, c, k, ce, platform, vscode, lim)
+}
+
+// where names the file k installed on platform, for messages.
+func where(k cache.Key, platform string) string {
+	return fmt.Sprintf("extension %s@%s (%s for %s)", k.ID, k.Version, k.TargetPlatform, platform)
+}
+
+// validateEntry validates the cached file ce of k against k, the VS Code
+// version vscode and lim; platform names where it is installed, for
+// messages.
+func validateEntry(ctx context.Context, c *cache.Cache, k cache.Key, ce cache.Entry, platform, vscode string, lim vsix.Limits) (File, error) {
+	where := where(k, platform)
 	f, err := c.OpenBlob(ce)
 	if err != nil {
 		return File{}, fmt.Errorf("%s from %s (%s): %w", where, safetext.URL(ce.URL), ce.Path, err)
 	}
 	defer f.Close()
-	info, err := vsix.Validate(ctx, f, ce.Size, vsix.Expect{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, VSCode: vscode}, lim)
+	info, err := validateVSIX(ctx, f, ce.Size, vsix.Expect{ID: k.ID, Version: k.Version, TargetPlatform: k.TargetPlatform, VSCode: vscode}, lim)
 	if err != nil {
 		if ctx.Err() != nil {
 			return File{}, fmt.Errorf("%s: %w", where, err)

@@ -305,3 +305,72 @@ func TestLayoutFromValidatedFiles(t *testing.T) {
 		t.Errorf("Layout of a file pinned to another digest: %v", err)
 	}
 }
+
+// FetchFiles validates each distinct file once per call: a download as it
+// arrives (not read again), a cached file when it is found; and Layout
+// given its files validates nothing more. ValidateFiles after a Fetch, the
+// pipeline's way before FetchFiles, validates every download a second
+// time: the counter sees it.
+func TestFetchFilesValidatesEachFileOnce(t *testing.T) {
+	builds := loadBuilds(t)
+	f := gallerytest.New(builds)
+	t.Cleanup(f.Close)
+	fe, c := newFetcher(t, f, t.TempDir())
+	exts := testSet(t, builds, true)
+	set := &imagespec.Set{Extensions: exts, Platforms: platforms, CodeServer: imagespec.CodeServer{VSCode: testVSCode}}
+	ctx := context.Background()
+	n := extensions.CountValidations(t)
+
+	files, err := fe.FetchFiles(ctx, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four distinct files for two platforms (the universal ones serve both).
+	if len(files) != 4 || f.Stats().Downloads != 4 || n.Load() != 4 {
+		t.Fatalf("fresh cache: %d files, %d downloads, %d validations; want 4 of each", len(files), f.Stats().Downloads, n.Load())
+	}
+	for k, vf := range files {
+		if vf.Info.ID() != k.ID || vf.Info.Version != k.Version || vf.Info.TargetPlatform != k.TargetPlatform || vf.Entry.Key != k || vf.Entry.Path == "" {
+			t.Errorf("%s: validated %+v", k, vf)
+		}
+	}
+
+	// Every file cached now: none downloaded, each validated once.
+	n.Store(0)
+	again, err := fe.FetchFiles(ctx, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Stats().Downloads != 4 || n.Load() != 4 {
+		t.Errorf("warm cache: %d downloads in all, %d validations; want no new download and 4 validations", f.Stats().Downloads, n.Load())
+	}
+	if diff := cmp.Diff(files, again); diff != "" {
+		t.Errorf("the cached files differ from the downloaded ones (-first +again):\n%s", diff)
+	}
+
+	// Layout from the validated files validates nothing.
+	n.Store(0)
+	ts := time.Unix(1700000000, 0)
+	for _, p := range platforms {
+		opts := extensions.LayoutOptions{Dir: filepath.Join(t.TempDir(), "x"), Platform: p, VSCode: testVSCode, Time: &ts, Files: files}
+		if _, err := extensions.Layout(ctx, c, exts, opts); err != nil {
+			t.Fatalf("Layout %s: %v", p, err)
+		}
+	}
+	if n.Load() != 0 {
+		t.Errorf("Layout from validated files validated %d times, want 0", n.Load())
+	}
+
+	// The old way: Fetch into a fresh cache, then ValidateFiles.
+	fe2, c2 := newFetcher(t, f, t.TempDir())
+	n.Store(0)
+	if _, err := fe2.Fetch(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := extensions.ValidateFiles(ctx, c2, exts, platforms, testVSCode, vsix.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() != 8 {
+		t.Errorf("Fetch then ValidateFiles: %d validations, want 8 (each download twice)", n.Load())
+	}
+}

@@ -1,12 +1,9 @@
 package extensions_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -16,39 +13,9 @@ import (
 	"github.com/imagectl/imagectl/extensions/openvsx"
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
-
-// padVSIX returns the VSIX body with three entries of 900 KiB of zeros
-// added: each under vsix's RatioFloor, together far past the default
-// MaxTotalRatio, so only raised limits accept the file.
-func padVSIX(t *testing.T, body []byte) []byte {
-	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, f := range zr.File {
-		if err := zw.Copy(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range 3 {
-		w, err := zw.Create(fmt.Sprintf("extension/pad-%d.bin", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write(make([]byte, 900<<10)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // raisedLimits are what `--max-expanded-bytes 1073741824
 // --max-expansion-ratio 10000` give (cmd/imagectl's extensionsFlags.limits).
@@ -68,18 +35,18 @@ func openLikeTheCLI(t *testing.T, dir string, lim vsix.Limits) *cache.Cache {
 	return c
 }
 
-// A file fetch and layout accepted under raised archive limits stays in the
-// cache when a verb with the default limits (extensions ls) reads the
-// cache, and the next layout under the raised limits still finds it (issue
-// 35 item 7).
-func TestFileAcceptedUnderRaisedLimitsSurvivesAListing(t *testing.T) {
+// A file the Fetcher accepts under raised archive limits is recorded with
+// them (so a reader with the default limits, extensions ls, identifies it
+// under them: the cache's TestBlobOverTheLimitsIsKept), and a layout under
+// the same limits validates it (issue 35 item 7).
+func TestFetchRecordsRaisedLimits(t *testing.T) {
 	ctx := context.Background()
 	const id, ver = "anyscalecompute.ray-distributed-debugger", "0.1.4"
 	builds := loadBuilds(t)
 	var padded []byte
 	for i, b := range builds {
 		if b.ID == id && b.Version == ver && b.TargetPlatform == vsix.Universal {
-			builds[i].Body = padVSIX(t, b.Body)
+			builds[i].Body = testutil.PadZip(t, b.Body, 3)
 			padded = builds[i].Body
 		}
 	}
@@ -113,26 +80,18 @@ func TestFileAcceptedUnderRaisedLimitsSurvivesAListing(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("fetched %d files, want 1", len(got))
 	}
-	blob := got[0].Path
-	// layout under the same limits.
-	if _, err := extensions.ValidateFiles(ctx, openLikeTheCLI(t, dir, raisedLimits), set, platforms, testVSCode, raisedLimits); err != nil {
-		t.Fatalf("layout under raised limits: %v", err)
-	}
 
-	// extensions ls, with no limit flags.
+	// The entry records the limits it was accepted under.
 	ents, err := openLikeTheCLI(t, dir, defaultFlagLimits).List(ctx)
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
-	if _, err := os.Stat(blob); err != nil {
-		t.Fatalf("listing the cache removed the blob fetch accepted: %v", err)
-	}
-	if len(ents) != 1 || ents[0].ID != id || ents[0].SHA256 != got[0].SHA256 {
-		t.Errorf("List = %+v, want the one file fetched (%s)", ents, got[0].SHA256)
+	if len(ents) != 1 || ents[0].SHA256 != got[0].SHA256 || ents[0].Limits == nil || *ents[0].Limits != raisedLimits {
+		t.Errorf("List = %+v, want the file fetched (%s) recorded with the raised limits %+v", ents, got[0].SHA256, raisedLimits)
 	}
 
-	// The next layout under the raised limits.
+	// layout under the same limits.
 	if _, err := extensions.ValidateFiles(ctx, openLikeTheCLI(t, dir, raisedLimits), set, platforms, testVSCode, raisedLimits); err != nil {
-		t.Fatalf("layout after the listing: %v", err)
+		t.Fatalf("layout under raised limits: %v", err)
 	}
 }

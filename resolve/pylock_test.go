@@ -7,42 +7,42 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/pylock"
 )
 
-func catLock(platform string, ds ...catalog.Distribution) catalog.PythonLock {
-	return catalog.PythonLock{Ray: "2.46.0", RayExtras: []string{"default"}, Debugpy: "1.8.14", Python: "3.12", Platform: platform,
+func catLock(platform string, ds ...imagespec.PythonDist) pylock.Lock {
+	return pylock.Lock{Ray: "2.46.0", RayExtras: []string{"default"}, Debugpy: "1.8.14", Python: "3.12", Platform: platform,
 		Index: "https://pypi.org/simple", Distributions: ds}
 }
 
-func catDist(name, version, file string, c byte) catalog.Distribution {
-	return catalog.Distribution{Name: name, Version: version, Filename: file, URL: "https://files.example/" + file, SHA256: strings.Repeat(string(c), 64)}
+func catDist(name, version, file string, c byte) imagespec.PythonDist {
+	return imagespec.PythonDist{Name: name, Version: version, Filename: file, URL: "https://files.example/" + file, SHA256: strings.Repeat(string(c), 64)}
 }
 
 func TestResolvePythonLocks(t *testing.T) {
 	cfg := mustMatrix(t, testMatrix)
-	ray := func(arch string) catalog.Distribution {
+	ray := func(arch string) imagespec.PythonDist {
 		return catDist("ray", "2.46.0", "ray-2.46.0-cp312-cp312-manylinux2014_"+arch+".whl", 'r')
 	}
 	dbg := catDist("debugpy", "1.8.14", "debugpy-1.8.14-py2.py3-none-any.whl", 'd')
-	frozen := func(arch string, c byte) catalog.Distribution {
+	frozen := func(arch string, c byte) imagespec.PythonDist {
 		return catDist("frozenlist", "1.4.1", "frozenlist-1.4.1-cp312-cp312-manylinux2014_"+arch+".whl", c)
 	}
 	aiosignal := catDist("aiosignal", "1.3.1", "aiosignal-1.3.1-py3-none-any.whl", 'a')
 
 	t.Run("locked on both platforms", func(t *testing.T) {
 		cat := testCatalog()
-		cat.PythonLocks = []catalog.PythonLock{
+		cat.PythonLocks = []pylock.Lock{
 			catLock("linux/amd64", aiosignal, dbg, frozen("x86_64", '1'), ray("x86_64")),
 			catLock("linux/arm64", aiosignal, dbg, frozen("aarch64", '2'), ray("aarch64")),
 			// Another Python and another debugpy: not this set's.
-			func() catalog.PythonLock {
+			func() pylock.Lock {
 				l := catLock("linux/amd64", dbg, ray("x86_64"))
 				l.Python = "3.11"
 				return l
 			}(),
-			func() catalog.PythonLock {
+			func() pylock.Lock {
 				l := catLock("linux/arm64", dbg, ray("aarch64"))
 				l.Debugpy = "1.8.0"
 				return l
@@ -52,12 +52,9 @@ func TestResolvePythonLocks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pd := func(d catalog.Distribution) imagespec.PythonDist {
-			return imagespec.PythonDist{Name: d.Name, Version: d.Version, Filename: d.Filename, URL: d.URL, SHA256: d.SHA256}
-		}
 		want := map[string][]imagespec.PythonDist{
-			"linux/amd64": {pd(aiosignal), pd(dbg), pd(frozen("x86_64", '1')), pd(ray("x86_64"))},
-			"linux/arm64": {pd(aiosignal), pd(dbg), pd(frozen("aarch64", '2')), pd(ray("aarch64"))},
+			"linux/amd64": {aiosignal, dbg, frozen("x86_64", '1'), ray("x86_64")},
+			"linux/arm64": {aiosignal, dbg, frozen("aarch64", '2'), ray("aarch64")},
 		}
 		if diff := cmp.Diff(want, set.PythonLocks); diff != "" {
 			t.Errorf("set.PythonLocks (-want +got):\n%s", diff)
@@ -70,7 +67,7 @@ func TestResolvePythonLocks(t *testing.T) {
 
 	t.Run("missing on one platform", func(t *testing.T) {
 		cat := testCatalog()
-		cat.PythonLocks = []catalog.PythonLock{catLock("linux/amd64", aiosignal, dbg, ray("x86_64"))}
+		cat.PythonLocks = []pylock.Lock{catLock("linux/amd64", aiosignal, dbg, ray("x86_64"))}
 		set, ex, err := Resolve(cfg, cat, ray46())
 		if err != nil {
 			t.Fatal(err)
@@ -93,8 +90,8 @@ func TestResolvePythonLocks(t *testing.T) {
 	t.Run("blocked", func(t *testing.T) {
 		cat := testCatalog()
 		blocked := catLock("linux/arm64")
-		blocked.Blocked = &catalog.LockBlocked{Distribution: "grpcio", Detail: "Could not find a version that satisfies the requirement grpcio>=1.42.0 (from ray[default]) (from versions: none)"}
-		cat.PythonLocks = []catalog.PythonLock{catLock("linux/amd64", aiosignal, dbg, ray("x86_64")), blocked}
+		blocked.Blocked = &pylock.Blocked{Distribution: "grpcio", Detail: "Could not find a version that satisfies the requirement grpcio>=1.42.0 (from ray[default]) (from versions: none)"}
+		cat.PythonLocks = []pylock.Lock{catLock("linux/amd64", aiosignal, dbg, ray("x86_64")), blocked}
 		_, ex, err := Resolve(cfg, cat, ray46())
 		var be *BlockedClosureError
 		if !errors.As(err, &be) {
@@ -114,24 +111,4 @@ func TestResolvePythonLocks(t *testing.T) {
 			t.Errorf("All: err %v, skipped %+v; want 2.46.0 skipped, blocked by grpcio", err, skipped)
 		}
 	})
-}
-
-func TestLockKeys(t *testing.T) {
-	sets := []imagespec.Set{
-		{Ray: "2.46.0", RayExtras: []string{"default"}, Debugpy: "1.8.14", Python: "3.12", Platforms: []string{"linux/amd64", "linux/arm64"}},
-		{Ray: "2.46.0", RayExtras: []string{"default"}, Debugpy: "1.8.14", Python: "3.12", Platforms: []string{"linux/arm64"}},
-		{Ray: "2.45.0", Debugpy: "1.8.14", Python: "3.11", Platforms: []string{"linux/amd64"}},
-	}
-	var got []string
-	for _, k := range LockKeys(sets) {
-		got = append(got, k.String())
-	}
-	want := []string{
-		"ray[default]==2.46.0 and debugpy==1.8.14 for CPython 3.12 on linux/amd64",
-		"ray[default]==2.46.0 and debugpy==1.8.14 for CPython 3.12 on linux/arm64",
-		"ray==2.45.0 and debugpy==1.8.14 for CPython 3.11 on linux/amd64",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
 }

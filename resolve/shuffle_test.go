@@ -11,6 +11,7 @@ import (
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/pylock"
 )
 
 // TestResolveIgnoresCatalogOrder shuffles every list of the committed
@@ -52,9 +53,9 @@ func TestResolveIgnoresCatalogOrder(t *testing.T) {
 	}
 	for _, s := range sets {
 		for _, p := range s.Platforms {
-			cat.PythonLocks = append(cat.PythonLocks, catalog.PythonLock{
+			cat.PythonLocks = append(cat.PythonLocks, pylock.Lock{
 				Ray: s.Ray, RayExtras: s.RayExtras, Debugpy: s.Debugpy, Python: s.Python, Platform: p, Index: "https://pypi.org/simple",
-				Distributions: []catalog.Distribution{
+				Distributions: []imagespec.PythonDist{
 					catDist("ray", s.Ray, "ray-"+s.Ray+"-cp312-cp312-manylinux2014_x86_64.whl", 'r'),
 					catDist("Frozen_List", "1.4.1", "frozen_list-1.4.1-py3-none-any.whl", 'f'),
 					catDist("debugpy", s.Debugpy, "debugpy-"+s.Debugpy+"-py2.py3-none-any.whl", 'd'),

@@ -19,8 +19,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/vscode/vsixmanifest"
 )
 
 // platform checks one platform image: config platform, labels, and (unless
@@ -335,7 +335,7 @@ func installedExtensions(fs files, c *Contents, fail failFn) map[string]Installe
 		if !ok || vm == nil {
 			fail(dir+"/.vsixmanifest", "missing: cannot tell the extension's target platform")
 		} else {
-			if man, err := vsix.ParseManifest(vm); err != nil {
+			if man, err := vsixmanifest.Parse(vm); err != nil {
 				fail(dir+"/.vsixmanifest", "%v", err)
 			} else {
 				e.TargetPlatform = man.TargetPlatform

@@ -9,7 +9,8 @@
 //     with the key, when signing);
 //   - preflight: buildkitd answers, the registry takes a push;
 //   - fetch (fetchStage): the extension files into the cache, each
-//     validated once (extensions.ValidateFiles);
+//     validated once (extensions.Fetcher.FetchFiles: a download as it
+//     arrives, a cached file when it is found);
 //   - layout (layoutStage): each platform's extensions, settings.json
 //     (computed once) and build contexts, as a build.Spec;
 //   - solve (solveAll, solve.go): every platform through build.Interface,

@@ -395,8 +395,10 @@ func publishedStage(ctx context.Context, req *Request, t *target) (*Result, erro
 }
 
 // fetchStage downloads every extension file of set into the cache
-// (checksummed; files already there are not downloaded) and validates each
-// once: the files the layout stage extracts on every platform.
+// (checksummed; files already there are not downloaded) and returns each
+// validated once (extensions.Fetcher.FetchFiles: a download as it was
+// validated on arrival, a cached file read now): the files the layout
+// stage extracts on every platform.
 func fetchStage(ctx context.Context, req *Request, set *imagespec.Set) (extensions.Files, error) {
 	x := req.Extensions
 	if x.Cache == nil {
@@ -405,18 +407,14 @@ func fetchStage(ctx context.Context, req *Request, set *imagespec.Set) (extensio
 	if len(x.Sources) == 0 {
 		return nil, fmt.Errorf("no extension sources: Request.Extensions.Sources must name the client of each source (%s, %s); the caller builds them", matrix.SourceMarketplace, matrix.SourceOpenVSX)
 	}
-	sources := x.Sources
 	opts := append([]extensions.Option{extensions.WithLimits(x.Limits)}, x.Options...)
 	opts = append(opts, extensions.WithWarnings(req.Warnings))
-	for n, s := range sources {
+	for n, s := range x.Sources {
 		opts = append(opts, extensions.WithSource(n, s))
 	}
-	if _, err := extensions.NewFetcher(x.Cache, opts...).Fetch(ctx, set); err != nil {
-		return nil, fmt.Errorf("fetching extensions: %w", err)
-	}
-	files, err := extensions.ValidateFiles(ctx, x.Cache, set.Extensions, set.Platforms, set.CodeServer.VSCode, x.Limits)
+	files, err := extensions.NewFetcher(x.Cache, opts...).FetchFiles(ctx, set)
 	if err != nil {
-		return nil, fmt.Errorf("validating extensions: %w", err)
+		return nil, fmt.Errorf("fetching extensions: %w", err)
 	}
 	return files, nil
 }

@@ -1,11 +1,9 @@
 package cache_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,41 +11,19 @@ import (
 
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/internal/testutil"
 )
 
-// overDefaultLimits is a real VSIX fixture with three entries of 900 KiB
-// of zeros added: within vsix.DefaultLimits' per-entry rules, past their
-// MaxTotalRatio.
+// overDefaultLimits is a real VSIX fixture padded past
+// vsix.DefaultLimits' MaxTotalRatio (testutil.PadZip), within their
+// per-entry rules.
 func overDefaultLimits(t *testing.T) []byte {
 	t.Helper()
 	body, err := os.ReadFile(filepath.Join("..", "testdata", "vsix", "anyscalecompute.ray-distributed-debugger-0.1.4.vsix"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, f := range zr.File {
-		if err := zw.Copy(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range 3 {
-		w, err := zw.Create(fmt.Sprintf("extension/pad-%d.bin", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write(make([]byte, 900<<10)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b := buf.Bytes()
+	b := testutil.PadZip(t, body, 3)
 	if _, err := vsix.Identify(context.Background(), bytes.NewReader(b), int64(len(b))); !errors.Is(err, vsix.ErrLimit) {
 		t.Fatalf("the fixture must be over the default limits (else this test proves nothing): %v", err)
 	}
@@ -60,6 +36,7 @@ func overDefaultLimits(t *testing.T) []byte {
 // identified under them and served (issue 35 item 7).
 func TestBlobOverTheLimitsIsKept(t *testing.T) {
 	ctx := context.Background()
+	// What --max-expanded-bytes 1073741824 --max-expansion-ratio 10000 give.
 	raised := vsix.Limits{MaxTotalBytes: 1 << 30, MaxTotalRatio: 10000}
 	body := overDefaultLimits(t)
 	info, err := vsix.IdentifyWithin(ctx, bytes.NewReader(body), int64(len(body)), raised)

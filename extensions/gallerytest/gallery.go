@@ -22,7 +22,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
-	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/vscode/vsixmanifest"
 )
 
 // Build is one platform build of one extension version.
@@ -100,7 +100,7 @@ func Describe(body []byte) (Build, error) {
 		if err != nil {
 			return Build{}, err
 		}
-		m, err := vsix.ParseManifest(data)
+		m, err := vsixmanifest.Parse(data)
 		if err != nil {
 			return Build{}, err
 		}

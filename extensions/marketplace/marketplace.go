@@ -14,6 +14,7 @@ import (
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/upstream/httpx"
+	"github.com/imagectl/imagectl/vscode/vsixmanifest"
 )
 
 // DefaultBaseURL is the public VS Marketplace.
@@ -242,16 +243,16 @@ func (c *Client) merge(id string, vs []Version) ([]catalog.ExtensionVersion, err
 			idx[v.Version] = i
 			out = append(out, catalog.ExtensionVersion{
 				Version:       v.Version,
-				PreRelease:    v.Property(vsix.PropertyPreRelease) == "true",
-				Engine:        v.Property(vsix.PropertyEngine),
-				Dependencies:  vsix.SplitIDs(v.Property(vsix.PropertyDependencies)),
-				ExtensionPack: vsix.SplitIDs(v.Property(vsix.PropertyExtensionPack)),
+				PreRelease:    v.Property(vsixmanifest.PropertyPreRelease) == "true",
+				Engine:        v.Property(vsixmanifest.PropertyEngine),
+				Dependencies:  vsixmanifest.SplitIDs(v.Property(vsixmanifest.PropertyDependencies)),
+				ExtensionPack: vsixmanifest.SplitIDs(v.Property(vsixmanifest.PropertyExtensionPack)),
 				Files:         map[string]catalog.File{},
 			})
 		}
 		ev := &out[i]
 		if ev.Engine == "" {
-			ev.Engine = v.Property(vsix.PropertyEngine)
+			ev.Engine = v.Property(vsixmanifest.PropertyEngine)
 		}
 		u, err := c.DownloadURL(id, v.Version, tp)
 		if err != nil {

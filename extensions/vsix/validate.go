@@ -15,6 +15,7 @@ import (
 	"github.com/imagectl/imagectl/internal/ctxio"
 	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/vscode/engine"
+	"github.com/imagectl/imagectl/vscode/vsixmanifest"
 )
 
 // Paths inside a VSIX.
@@ -123,21 +124,6 @@ type Expect struct {
 	// accept.
 	VSCode string
 }
-
-// Info is what a valid VSIX says about itself.
-type Info struct {
-	Publisher      string
-	Name           string
-	Version        string
-	TargetPlatform string
-	Engine         string
-	PreRelease     bool
-	Dependencies   []string
-	ExtensionPack  []string
-}
-
-// ID returns publisher.name.
-func (i Info) ID() string { return i.Publisher + "." + i.Name }
 
 type packageJSON struct {
 	Name                  string            `json:"name"`
@@ -274,18 +260,18 @@ func open(ctx context.Context, r io.ReaderAt, size int64, lim Limits) (*zip.Read
 }
 
 // manifest reads and parses extension.vsixmanifest.
-func manifest(ctx context.Context, zr *zip.Reader) (Info, error) {
+func manifest(ctx context.Context, zr *zip.Reader) (vsixmanifest.Info, error) {
 	mf := find(zr.File, ManifestPath)
 	if mf == nil {
-		return Info{}, fmt.Errorf("no %s in the VSIX", ManifestPath)
+		return vsixmanifest.Info{}, fmt.Errorf("no %s in the VSIX", ManifestPath)
 	}
 	mb, err := readEntry(ctx, mf, maxMetaFile)
 	if err != nil {
-		return Info{}, err
+		return vsixmanifest.Info{}, err
 	}
-	info, err := ParseManifest(mb)
+	info, err := vsixmanifest.Parse(mb)
 	if err != nil {
-		return Info{}, fmt.Errorf("%s: %w", ManifestPath, err)
+		return vsixmanifest.Info{}, fmt.Errorf("%s: %w", ManifestPath, err)
 	}
 	return info, nil
 }
@@ -295,16 +281,16 @@ func manifest(ctx context.Context, zr *zip.Reader) (Info, error) {
 // directory and the manifest only, after the archive safety checks on what
 // the entries declare (DefaultLimits); it is the cheap check of a cache hit,
 // not a validation (see Validate).
-func Identify(ctx context.Context, r io.ReaderAt, size int64) (Info, error) {
+func Identify(ctx context.Context, r io.ReaderAt, size int64) (vsixmanifest.Info, error) {
 	return IdentifyWithin(ctx, r, size, DefaultLimits)
 }
 
 // IdentifyWithin is Identify with the archive limits lim (a zero field: the
 // default), the limits the file was accepted under when it was fetched.
-func IdentifyWithin(ctx context.Context, r io.ReaderAt, size int64, lim Limits) (Info, error) {
+func IdentifyWithin(ctx context.Context, r io.ReaderAt, size int64, lim Limits) (vsixmanifest.Info, error) {
 	zr, err := open(ctx, r, size, lim.withDefaults())
 	if err != nil {
-		return Info{}, err
+		return vsixmanifest.Info{}, err
 	}
 	return manifest(ctx, zr)
 }
@@ -317,7 +303,7 @@ func IdentifyWithin(ctx context.Context, r io.ReaderAt, size int64, lim Limits) 
 // declares, fails its CRC-32, or does not decompress, fails the VSIX, and the
 // bytes really read count against the limits. It stops with ctx's error when
 // ctx is done.
-func Validate(ctx context.Context, r io.ReaderAt, size int64, want Expect, lim Limits) (*Info, error) {
+func Validate(ctx context.Context, r io.ReaderAt, size int64, want Expect, lim Limits) (*vsixmanifest.Info, error) {
 	lim = lim.withDefaults()
 	zr, err := open(ctx, r, size, lim)
 	if err != nil {

@@ -10,9 +10,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/vscode/vsixmanifest"
 )
 
-func validate(b []byte, want vsix.Expect, lim vsix.Limits) (*vsix.Info, error) {
+func validate(b []byte, want vsix.Expect, lim vsix.Limits) (*vsixmanifest.Info, error) {
 	return vsix.Validate(context.Background(), bytes.NewReader(b), int64(len(b)), want, lim)
 }
 
@@ -20,34 +21,34 @@ func TestValidateGoodFixtures(t *testing.T) {
 	tests := []struct {
 		fixture string
 		want    vsix.Expect
-		info    vsix.Info
+		info    vsixmanifest.Info
 	}{
 		{
 			fixture: universalFixture,
 			want:    vsix.Expect{ID: fixtureID, Version: fixtureVersion, TargetPlatform: vsix.Universal, VSCode: "1.100.3"},
-			info:    vsix.Info{Publisher: "ms-python", Name: "debugpy", Version: fixtureVersion, TargetPlatform: vsix.Universal, Engine: fixtureEngine, Dependencies: []string{"ms-python.python"}, ExtensionPack: []string{}},
+			info:    vsixmanifest.Info{Publisher: "ms-python", Name: "debugpy", Version: fixtureVersion, TargetPlatform: vsix.Universal, Engine: fixtureEngine, Dependencies: []string{"ms-python.python"}, ExtensionPack: []string{}},
 		},
 		{
 			// An empty TargetPlatform means universal.
 			fixture: universalFixture,
 			want:    vsix.Expect{ID: fixtureID, Version: fixtureVersion},
-			info:    vsix.Info{Publisher: "ms-python", Name: "debugpy", Version: fixtureVersion, TargetPlatform: vsix.Universal, Engine: fixtureEngine, Dependencies: []string{"ms-python.python"}, ExtensionPack: []string{}},
+			info:    vsixmanifest.Info{Publisher: "ms-python", Name: "debugpy", Version: fixtureVersion, TargetPlatform: vsix.Universal, Engine: fixtureEngine, Dependencies: []string{"ms-python.python"}, ExtensionPack: []string{}},
 		},
 		{
 			fixture: x64Fixture,
 			want:    vsix.Expect{ID: fixtureID, Version: fixtureVersion, TargetPlatform: "linux-x64", VSCode: "1.92.0"},
-			info:    vsix.Info{Publisher: "ms-python", Name: "debugpy", Version: fixtureVersion, TargetPlatform: "linux-x64", Engine: fixtureEngine, Dependencies: []string{"ms-python.python"}, ExtensionPack: []string{}},
+			info:    vsixmanifest.Info{Publisher: "ms-python", Name: "debugpy", Version: fixtureVersion, TargetPlatform: "linux-x64", Engine: fixtureEngine, Dependencies: []string{"ms-python.python"}, ExtensionPack: []string{}},
 		},
 		{
 			// The id is compared case-insensitively, as the Marketplace does.
 			fixture: arm64Fixture,
 			want:    vsix.Expect{ID: "MS-Python.Debugpy", Version: fixtureVersion, TargetPlatform: "linux-arm64"},
-			info:    vsix.Info{Publisher: "ms-python", Name: "debugpy", Version: fixtureVersion, TargetPlatform: "linux-arm64", Engine: fixtureEngine, Dependencies: []string{"ms-python.python"}, ExtensionPack: []string{}},
+			info:    vsixmanifest.Info{Publisher: "ms-python", Name: "debugpy", Version: fixtureVersion, TargetPlatform: "linux-arm64", Engine: fixtureEngine, Dependencies: []string{"ms-python.python"}, ExtensionPack: []string{}},
 		},
 		{
 			fixture: "ms-python.python-2025.8.0@linux-x64.vsix",
 			want:    vsix.Expect{ID: "ms-python.python", Version: "2025.8.0", TargetPlatform: "linux-x64", VSCode: "1.100.3"},
-			info:    vsix.Info{Publisher: "ms-python", Name: "python", Version: "2025.8.0", TargetPlatform: "linux-x64", Engine: "^1.95.0", Dependencies: []string{}, ExtensionPack: []string{"ms-python.debugpy"}},
+			info:    vsixmanifest.Info{Publisher: "ms-python", Name: "python", Version: "2025.8.0", TargetPlatform: "linux-x64", Engine: "^1.95.0", Dependencies: []string{}, ExtensionPack: []string{"ms-python.debugpy"}},
 		},
 	}
 	for _, tc := range tests {

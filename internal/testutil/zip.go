@@ -3,6 +3,7 @@ package testutil
 import (
 	"archive/zip"
 	"bytes"
+	"fmt"
 	"io"
 	"testing"
 )
@@ -58,4 +59,24 @@ func ReadZipEntry(t testing.TB, f *zip.File) []byte {
 		t.Fatalf("%s: %v", f.Name, err)
 	}
 	return b
+}
+
+// PadZip returns a copy of the zip archive data with n entries of 900 KiB
+// of zeros added (extension/pad-0.bin, ...): each under the VSIX limits'
+// per-entry ratio floor (1 MiB), together, from three on, past the default
+// total expansion ratio (40): a VSIX only raised limits accept.
+func PadZip(t testing.TB, data []byte, n int) []byte {
+	t.Helper()
+	zeros := make([]byte, 900<<10)
+	return EditZip(t, data, nil, func(zw *zip.Writer) {
+		for i := range n {
+			w, err := zw.Create(fmt.Sprintf("extension/pad-%d.bin", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(zeros); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }

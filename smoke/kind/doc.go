@@ -1,5 +1,5 @@
 // Package kind is the end-to-end smoke harness: it creates a kind cluster
-// (sigs.k8s.io/kind as a library), installs a pinned KubeRay operator and
+// (the kind CLI, KindVersion), installs a pinned KubeRay operator and
 // follows README's "Debug a RayJob on KubeRay" with a plain smoke RayJob
 // (rayjob.yaml.tmpl, InteractiveMode, no sidecar) and its script
 // (sample_code.py) in a directory of its own: `imagectl inject -f
@@ -20,16 +20,19 @@
 // imagePullSecret from this machine's docker config (DOCKER_CONFIG or
 // ~/.docker/config.json, as docker login writes it) and injects it.
 //
-// Kubernetes calls shell out to kubectl (with the cluster's own kubeconfig;
-// the plugin gets it as KUBECONFIG). The commands that docs/inject.md's
-// manual steps (the alternative to imagectl debug) show are the ones in
-// Guide, run exactly so (a test checks the doc against Guide). The KubeRay
+// Every tool is run as a command, never linked: kind (create cluster with
+// its own kubeconfig, export logs, delete cluster), kubectl (with that
+// kubeconfig; the plugin gets it as KUBECONFIG), git (through kubectl's
+// kustomize), docker and the plugin; the kubeconfig's namespace and the
+// pull secret are read and written with yaml.v3. The commands that
+// docs/inject.md's manual steps (the alternative to imagectl debug) show
+// are the ones in Guide, run exactly so (a test checks the doc against Guide). The KubeRay
 // versions are pinned once, in KubeRayNewest and KubeRayOldest, and the
 // plugin release of each in PluginReleases. The guide's commands name the
 // namespace (-n "$NS"); the harness runs them in its kubeconfig context's
 // namespace, and finds the operator by OperatorSelectors wherever it runs.
 //
-// When Docker (a running engine), kind's needs, kubectl, git, the kubectl
-// ray plugin, the Ray CLI or the network are missing, Run returns a
-// *SkipError saying exactly which.
+// When Docker (a running engine), kind, kubectl, git, the kubectl ray
+// plugin, the Ray CLI or the network are missing, Run returns a *SkipError
+// saying exactly which.
 package kind

@@ -16,10 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/kind/pkg/cluster"
-	kindcmd "sigs.k8s.io/kind/pkg/cmd"
-
 	"github.com/imagectl/imagectl/smoke/probe"
 )
 
@@ -67,6 +63,7 @@ func Preflight(ctx context.Context) error {
 		return &SkipError{"no Docker engine: docker info failed: " + firstLine(out, err)}
 	}
 	for _, tool := range []struct{ name, why string }{
+		{"kind", "kind creates the cluster (go install sigs.k8s.io/kind@" + KindVersion + ")"},
 		{"kubectl", "kubectl drives the cluster"},
 		{"git", "git fetches the KubeRay kustomization"},
 		{"kubectl-ray", "the kubectl ray plugin submits the RayJob (README step 4)"},
@@ -146,17 +143,13 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if err := os.MkdirAll(guideDir, 0o700); err != nil {
 		return nil, err
 	}
-	h := &harness{cfg: cfg, log: log, kubeconfig: filepath.Join(work, "kubeconfig"), dir: guideDir, access: access,
-		provider: cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(kindcmd.NewLogger()))}
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	h := &harness{cfg: cfg, log: log, kubeconfig: kubeconfig, dir: guideDir, access: access,
+		cluster: &kindCluster{name: cfg.ClusterName, kubeconfig: kubeconfig, nodeImage: cfg.KindNodeImage}}
 
 	log.Info("creating kind cluster", "name", cfg.ClusterName, "node_image", cfg.KindNodeImage)
-	opts := []cluster.CreateOption{cluster.CreateWithWaitForReady(5 * time.Minute), cluster.CreateWithKubeconfigPath(h.kubeconfig),
-		cluster.CreateWithDisplayUsage(false), cluster.CreateWithDisplaySalutation(false)}
-	if cfg.KindNodeImage != "" {
-		opts = append(opts, cluster.CreateWithNodeImage(cfg.KindNodeImage))
-	}
-	if err := h.provider.Create(cfg.ClusterName, opts...); err != nil {
-		return nil, fmt.Errorf("creating kind cluster %s: %w", cfg.ClusterName, err)
+	if err := h.cluster.create(ctx); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -167,7 +160,9 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 			log.Info("keeping the cluster", "name", cfg.ClusterName, "kubeconfig", h.kubeconfig)
 			return
 		}
-		if derr := h.provider.Delete(cfg.ClusterName, h.kubeconfig); derr != nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		defer cancel()
+		if derr := h.cluster.delete(dctx); derr != nil {
 			log.Warn("deleting kind cluster", "name", cfg.ClusterName, "err", derr)
 		}
 		os.Remove(h.kubeconfig)
@@ -233,8 +228,8 @@ type harness struct {
 	cfg        Config
 	log        *slog.Logger
 	kubeconfig string
-	dir        string // where the guide's commands run: its files are here
-	provider   *cluster.Provider
+	dir        string       // where the guide's commands run: its files are here
+	cluster    *kindCluster // the kind cluster Run created; nil for RunUntilPods
 	headPod    string
 	rayCluster string
 	namespace  string // the kubeconfig context's, the guide's $NS
@@ -608,17 +603,6 @@ func (h *harness) args(c Command) []string {
 	return expand(c.Args[1:], map[string]string{"NS": h.namespace, "CLUSTER": h.rayCluster, "HEAD": h.headPod})
 }
 
-// contextNamespace is the namespace of kubeconfig's current context, as
-// kubectl takes it (default when the context names none).
-func contextNamespace(kubeconfig string) (string, error) {
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{})
-	ns, _, err := cc.Namespace()
-	if err != nil {
-		return "", fmt.Errorf("reading the namespace of %s's current context: %w", kubeconfig, err)
-	}
-	return ns, nil
-}
-
 // expand replaces $NAME in args.
 func expand(args []string, vars map[string]string) []string {
 	out := make([]string, len(args))
@@ -685,10 +669,10 @@ func (h *harness) collectLogs(ctx context.Context) {
 	if b, err := os.ReadFile(filepath.Join(h.dir, InjectedFile)); err == nil {
 		os.WriteFile(filepath.Join(dir, InjectedFile), redactSecrets(b), 0o644)
 	}
-	if h.provider == nil {
+	if h.cluster == nil {
 		return
 	}
-	if err := h.provider.CollectLogs(h.cfg.ClusterName, filepath.Join(dir, "kind")); err != nil {
+	if err := h.cluster.exportLogs(ctx, filepath.Join(dir, "kind")); err != nil {
 		h.log.Warn("kind export logs", "err", err)
 	}
 }

@@ -1,6 +1,7 @@
 package kind
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -13,7 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-	"sigs.k8s.io/yaml"
+	"gopkg.in/yaml.v3"
 
 	"github.com/imagectl/imagectl/regauth"
 )
@@ -99,11 +100,20 @@ func pullSecret(reg name.Registry, auth authn.Authenticator) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return yaml.Marshal(map[string]any{
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Secret",
 		"metadata":   map[string]any{"name": PullSecretName},
 		"type":       "kubernetes.io/dockerconfigjson",
 		"data":       map[string]string{".dockerconfigjson": base64.StdEncoding.EncodeToString(dockercfg)},
-	})
+	}); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/internal/testutil"
+	"github.com/imagectl/imagectl/pylock"
 )
 
 // ColdBuildEnv names the wall time, in seconds, of one cold multi-arch build
@@ -27,7 +27,7 @@ func BenchmarkLockClosure(b *testing.B) {
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
 		for _, p := range []string{"linux/amd64", "linux/arm64"} {
-			if _, err := l.Lock(ctx, catalog.LockRequest{Requirements: []string{"ray[default]==2.46.0", "debugpy==1.8.14"}, Python: "3.11", Platform: p, Index: index}); err != nil {
+			if _, err := l.Lock(ctx, pylock.Request{Requirements: []string{"ray[default]==2.46.0", "debugpy==1.8.14"}, Python: "3.11", Platform: p, Index: index}); err != nil {
 				b.Fatal(err)
 			}
 		}

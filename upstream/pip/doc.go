@@ -16,15 +16,13 @@
 // touched (so an externally managed Python is fine).
 //
 // A closure with no installable wheel on the platform ("No matching
-// distribution found for X") is a catalog.BlockedError naming X; network
-// failures are plain errors.
+// distribution found for X") is a pylock.BlockedError naming X; network
+// failures are plain errors. What a lock is (pylock.Lock, pylock.Request)
+// is package pylock's.
 //
 // Limitation (pip issue 11198): pip evaluates environment markers
 // (python_version, platform_machine) of dependencies against the interpreter
 // it runs on, not against --python-version/--platform. Run refresh with a
 // python3 whose minor version is the target's when a dependency has such
 // markers.
-//
-// HashMismatches reads pip's "THESE PACKAGES DO NOT MATCH THE HASHES" report,
-// so that a build can turn it into one line.
 package pip

@@ -23,6 +23,7 @@ import (
 
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/pylock"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
@@ -146,7 +147,7 @@ func (l *Locker) Check(ctx context.Context) (string, error) {
 
 // Args returns pip's arguments (after the command) that lock req, writing
 // the report to report; target is an empty scratch directory.
-func (l *Locker) Args(req catalog.LockRequest, report, target string) ([]string, error) {
+func (l *Locker) Args(req pylock.Request, report, target string) ([]string, error) {
 	if _, ok := catalog.PythonMinor(req.Python); !ok {
 		return nil, fmt.Errorf("python %q: want a CPython minor version such as 3.12", req.Python)
 	}
@@ -185,7 +186,7 @@ func (l *Locker) Args(req catalog.LockRequest, report, target string) ([]string,
 }
 
 // Lock runs pip for req and returns the closure, sorted by normalized name.
-func (l *Locker) Lock(ctx context.Context, req catalog.LockRequest) ([]catalog.Distribution, error) {
+func (l *Locker) Lock(ctx context.Context, req pylock.Request) ([]imagespec.PythonDist, error) {
 	dir, err := os.MkdirTemp("", "imagectl-pip-lock-")
 	if err != nil {
 		return nil, err
@@ -216,7 +217,7 @@ func (l *Locker) Lock(ctx context.Context, req catalog.LockRequest) ([]catalog.D
 			if err := l.probe(ctx, req.Index, &b); err != nil {
 				return nil, err
 			}
-			return nil, &catalog.BlockedError{Blocked: b}
+			return nil, &pylock.BlockedError{Blocked: b}
 		}
 		return nil, fmt.Errorf("pip (%s) for %s, CPython %s: %v: %s", strings.Join(l.cmd, " "), req.Platform, req.Python, err, lastLines(stderr.String(), 6))
 	}
@@ -235,6 +236,7 @@ func (l *Locker) Lock(ctx context.Context, req catalog.LockRequest) ([]catalog.D
 		}
 		ds[i].SHA256 = sum
 	}
+	pylock.SortClosure(ds)
 	return ds, nil
 }
 
@@ -242,7 +244,7 @@ func (l *Locker) Lock(ctx context.Context, req catalog.LockRequest) ([]catalog.D
 // (the project has no installable wheel, or does not exist there); any
 // other answer means pip's "no matching distribution" may only be the index
 // failing, which is an error.
-func (l *Locker) probe(ctx context.Context, index string, b *catalog.LockBlocked) error {
+func (l *Locker) probe(ctx context.Context, index string, b *pylock.Blocked) error {
 	if b.Distribution == "" {
 		return nil
 	}
@@ -295,7 +297,7 @@ type report struct {
 // ParseReport reads pip's installation report. missing lists the indexes of
 // distributions whose sha256 the index did not give (the caller downloads
 // and hashes them).
-func ParseReport(b []byte) (ds []catalog.Distribution, missing []int, err error) {
+func ParseReport(b []byte) (ds []imagespec.PythonDist, missing []int, err error) {
 	var r report
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, nil, fmt.Errorf("pip report: %w", err)
@@ -327,7 +329,7 @@ func ParseReport(b []byte) (ds []catalog.Distribution, missing []int, err error)
 				sum = strings.ToLower(v)
 			}
 		}
-		d := catalog.Distribution{Name: in.Metadata.Name, Version: in.Metadata.Version, Filename: file, URL: pu.String(), SHA256: sum}
+		d := imagespec.PythonDist{Name: in.Metadata.Name, Version: in.Metadata.Version, Filename: file, URL: pu.String(), SHA256: sum}
 		if d.Name == "" || d.Version == "" {
 			return nil, nil, fmt.Errorf("pip report: install[%d] (%s) has no metadata name or version", i, u)
 		}
@@ -352,70 +354,21 @@ var (
 // Blocked reads pip's stderr of a failed run: a requirement without an
 // installable wheel ("No matching distribution found for X") or a
 // dependency conflict. A run that shows network trouble is never blocked.
-func Blocked(stderr string) (catalog.LockBlocked, bool) {
+func Blocked(stderr string) (pylock.Blocked, bool) {
 	if networkTrouble.MatchString(stderr) {
-		return catalog.LockBlocked{}, false
+		return pylock.Blocked{}, false
 	}
 	if m := noMatch.FindStringSubmatch(stderr); m != nil {
 		detail := "no matching distribution found for " + m[1]
 		if c := couldNotFind.FindStringSubmatch(stderr); c != nil {
 			detail = strings.TrimSpace(c[1])
 		}
-		return catalog.LockBlocked{Distribution: imagespec.NormalizeName(reqName.FindString(m[1])), Detail: detail}, true
+		return pylock.Blocked{Distribution: imagespec.NormalizeName(reqName.FindString(m[1])), Detail: detail}, true
 	}
 	if m := conflict.FindStringSubmatch(stderr); m != nil {
-		return catalog.LockBlocked{Detail: strings.TrimSpace(m[1])}, true
+		return pylock.Blocked{Detail: strings.TrimSpace(m[1])}, true
 	}
-	return catalog.LockBlocked{}, false
-}
-
-// Mismatch is one entry of pip's hash-mismatch report.
-type Mismatch struct {
-	// Requirement is what the requirements file said, e.g. click==8.1.8.
-	Requirement string
-	// URL is the file pip downloaded.
-	URL string
-	// Expected are the sha256 the requirements file allows; Got is the
-	// downloaded file's.
-	Expected []string
-	Got      string
-}
-
-var (
-	mismatchHeader = regexp.MustCompile(`THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE`)
-	mismatchFrom   = regexp.MustCompile(`^\s+(\S+) from (\S+?)(?:#\S*)?(?: \(.*\))?:\s*$`)
-	// pip writes "Expected sha256 X", then "Expected     or Y" for each
-	// further allowed hash.
-	mismatchExp = regexp.MustCompile(`^\s+Expected\s+(?:sha256|or)\s+([0-9a-f]{64})\s*$`)
-	mismatchGot = regexp.MustCompile(`^\s+Got\s+([0-9a-f]{64})\s*$`)
-)
-
-// HashMismatches reads pip's output for its hash-mismatch report
-// ("THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE", then
-// per file "REQ from URL:", "Expected sha256 X", "Got Y").
-func HashMismatches(out string) []Mismatch {
-	if !mismatchHeader.MatchString(out) {
-		return nil
-	}
-	var ms []Mismatch
-	var cur *Mismatch
-	for _, line := range strings.Split(out, "\n") {
-		line = strings.TrimRight(line, "\r")
-		if m := mismatchFrom.FindStringSubmatch(line); m != nil {
-			ms = append(ms, Mismatch{Requirement: m[1], URL: m[2]})
-			cur = &ms[len(ms)-1]
-			continue
-		}
-		if cur == nil {
-			continue
-		}
-		if m := mismatchExp.FindStringSubmatch(line); m != nil {
-			cur.Expected = append(cur.Expected, m[1])
-		} else if m := mismatchGot.FindStringSubmatch(line); m != nil {
-			cur.Got = m[1]
-		}
-	}
-	return ms
+	return pylock.Blocked{}, false
 }
 
 func firstLine(b []byte) string {

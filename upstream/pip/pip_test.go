@@ -18,8 +18,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testutil"
+	"github.com/imagectl/imagectl/pylock"
 	"github.com/imagectl/imagectl/upstream/httpx"
 	"github.com/imagectl/imagectl/upstream/pypi/pypitest"
 )
@@ -33,7 +34,7 @@ func TestParseReport(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		report  string
-		want    []catalog.Distribution
+		want    []imagespec.PythonDist
 		missing []int
 		err     string
 	}{
@@ -42,7 +43,7 @@ func TestParseReport(t *testing.T) {
 			report: `{"version":"1","install":[
  {"download_info":{"url":"https://files.example/packages/aa/debugpy-1.8.14-py2.py3-none-any.whl","archive_info":{"hash":"sha256=` + sumA + `","hashes":{"sha256":"` + sumA + `"}}},"metadata":{"name":"debugpy","version":"1.8.14"}},
  {"download_info":{"url":"https://files.example/click-8.1.8-py3-none-any.whl#sha256=` + sumB + `","archive_info":{"hash":"sha256=` + sumB + `"}},"metadata":{"name":"click","version":"8.1.8"}}]}`,
-			want: []catalog.Distribution{
+			want: []imagespec.PythonDist{
 				{Name: "debugpy", Version: "1.8.14", Filename: "debugpy-1.8.14-py2.py3-none-any.whl", URL: "https://files.example/packages/aa/debugpy-1.8.14-py2.py3-none-any.whl", SHA256: sumA},
 				{Name: "click", Version: "8.1.8", Filename: "click-8.1.8-py3-none-any.whl", URL: "https://files.example/click-8.1.8-py3-none-any.whl", SHA256: sumB},
 			},
@@ -50,7 +51,7 @@ func TestParseReport(t *testing.T) {
 		{
 			name:    "no hash from the index",
 			report:  `{"version":"1","install":[{"download_info":{"url":"http://idx/x/PyYAML-6.0-cp312-cp312-manylinux2014_x86_64.whl","archive_info":{}},"metadata":{"name":"PyYAML","version":"6.0"}}]}`,
-			want:    []catalog.Distribution{{Name: "PyYAML", Version: "6.0", Filename: "PyYAML-6.0-cp312-cp312-manylinux2014_x86_64.whl", URL: "http://idx/x/PyYAML-6.0-cp312-cp312-manylinux2014_x86_64.whl"}},
+			want:    []imagespec.PythonDist{{Name: "PyYAML", Version: "6.0", Filename: "PyYAML-6.0-cp312-cp312-manylinux2014_x86_64.whl", URL: "http://idx/x/PyYAML-6.0-cp312-cp312-manylinux2014_x86_64.whl"}},
 			missing: []int{0},
 		},
 		{name: "sdist", report: `{"version":"1","install":[{"download_info":{"url":"http://idx/x/foo-1.0.tar.gz","archive_info":{}},"metadata":{"name":"foo","version":"1.0"}}]}`, err: "is not a wheel"},
@@ -83,25 +84,25 @@ func TestParseReport(t *testing.T) {
 func TestBlocked(t *testing.T) {
 	for _, tc := range []struct {
 		name, stderr string
-		want         catalog.LockBlocked
+		want         pylock.Blocked
 		ok           bool
 	}{
 		{
 			name:   "no wheel for a dependency",
 			stderr: "ERROR: Could not find a version that satisfies the requirement grpcio>=1.42.0; sys_platform != \"darwin\" (from ray[default]) (from versions: none)\nERROR: No matching distribution found for grpcio>=1.42.0; sys_platform != \"darwin\"\n",
-			want:   catalog.LockBlocked{Distribution: "grpcio", Detail: `Could not find a version that satisfies the requirement grpcio>=1.42.0; sys_platform != "darwin" (from ray[default]) (from versions: none)`},
+			want:   pylock.Blocked{Distribution: "grpcio", Detail: `Could not find a version that satisfies the requirement grpcio>=1.42.0; sys_platform != "darwin" (from ray[default]) (from versions: none)`},
 			ok:     true,
 		},
 		{
 			name:   "top level with extras",
 			stderr: "ERROR: No matching distribution found for Ray[default]==2.46.0\n",
-			want:   catalog.LockBlocked{Distribution: "ray", Detail: "no matching distribution found for Ray[default]==2.46.0"},
+			want:   pylock.Blocked{Distribution: "ray", Detail: "no matching distribution found for Ray[default]==2.46.0"},
 			ok:     true,
 		},
 		{
 			name:   "conflict",
 			stderr: "ERROR: Cannot install ray[default]==2.46.0 and debugpy==1.8.14 because these package versions have conflicting dependencies.\n",
-			want:   catalog.LockBlocked{Detail: "Cannot install ray[default]==2.46.0 and debugpy==1.8.14 because these package versions have conflicting dependencies."},
+			want:   pylock.Blocked{Detail: "Cannot install ray[default]==2.46.0 and debugpy==1.8.14 because these package versions have conflicting dependencies."},
 			ok:     true,
 		},
 		{
@@ -122,35 +123,9 @@ func TestBlocked(t *testing.T) {
 	}
 }
 
-// pipMismatch is pip 23.2's output for a wheel whose hash is not the locked one.
-const pipMismatch = `ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE. If you have updated the package versions, please update the hashes. Otherwise, examine the package contents carefully; someone may have tampered with them.
-    click==8.1.8 from http://127.0.0.1:18765/files/click-8.1.8-py3-none-any.whl#sha256=` + sumB + ` (from -r /in/requirements.txt (line 3)):
-        Expected sha256 ` + sumA + `
-        Expected     or 0000000000000000000000000000000000000000000000000000000000000000
-             Got        ` + sumB + `
-
-    frozenlist==1.4.1 from http://127.0.0.1:18765/files/frozenlist-1.4.1-cp312-cp312-manylinux2014_aarch64.whl:
-        Expected sha256 ` + sumB + `
-             Got        ` + sumA + `
-
-`
-
-func TestHashMismatches(t *testing.T) {
-	want := []Mismatch{
-		{Requirement: "click==8.1.8", URL: "http://127.0.0.1:18765/files/click-8.1.8-py3-none-any.whl", Expected: []string{sumA, strings.Repeat("0", 64)}, Got: sumB},
-		{Requirement: "frozenlist==1.4.1", URL: "http://127.0.0.1:18765/files/frozenlist-1.4.1-cp312-cp312-manylinux2014_aarch64.whl", Expected: []string{sumB}, Got: sumA},
-	}
-	if diff := cmp.Diff(want, HashMismatches("#12 1.234 "+pipMismatch)); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	if got := HashMismatches("ERROR: No matching distribution found for x\n"); got != nil {
-		t.Errorf("no mismatch report, got %+v", got)
-	}
-}
-
 func TestArgs(t *testing.T) {
 	l := New(WithTimeout(30*time.Second), WithRetries(2))
-	req := catalog.LockRequest{Requirements: []string{"ray[default]==2.46.0", "debugpy==1.8.14"}, Python: "3.12", Platform: "linux/arm64", Index: "http://127.0.0.1:8080/simple"}
+	req := pylock.Request{Requirements: []string{"ray[default]==2.46.0", "debugpy==1.8.14"}, Python: "3.12", Platform: "linux/arm64", Index: "http://127.0.0.1:8080/simple"}
 	got, err := l.Args(req, "/r.json", "/t")
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +141,7 @@ func TestArgs(t *testing.T) {
 	if diff := cmp.Diff(want, strings.Join(got, " ")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	for _, bad := range []catalog.LockRequest{
+	for _, bad := range []pylock.Request{
 		{Requirements: req.Requirements, Python: "3", Platform: "linux/arm64", Index: req.Index},
 		{Requirements: req.Requirements, Python: "3.12", Platform: "linux/386", Index: req.Index},
 		{Requirements: req.Requirements, Python: "3.12", Platform: "linux/arm64", Index: "file:///idx"},
@@ -224,7 +199,7 @@ func TestLockWithRealPip(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ platform, arch string }{{"linux/amd64", "x86_64"}, {"linux/arm64", "aarch64"}} {
 		t.Run(tc.arch, func(t *testing.T) {
-			got, err := l.Lock(ctx, catalog.LockRequest{Requirements: []string{"ray[default]==2.46.0", "debugpy==1.8.14"}, Python: "3.12", Platform: tc.platform, Index: index})
+			got, err := l.Lock(ctx, pylock.Request{Requirements: []string{"ray[default]==2.46.0", "debugpy==1.8.14"}, Python: "3.12", Platform: tc.platform, Index: index})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -237,21 +212,21 @@ func TestLockWithRealPip(t *testing.T) {
 				"frozenlist-1.4.1-cp312-cp312-manylinux2014_" + tc.arch + ".whl",
 				"ray-2.46.0-cp312-cp312-manylinux2014_" + tc.arch + ".whl",
 			}
-			var want []catalog.Distribution
+			var want []imagespec.PythonDist
 			for _, f := range files {
 				parts := strings.Split(f, "-")
-				want = append(want, catalog.Distribution{Name: parts[0], Version: parts[1], Filename: f,
+				want = append(want, imagespec.PythonDist{Name: parts[0], Version: parts[1], Filename: f,
 					URL: strings.TrimSuffix(index, "/simple") + "/files/" + f, SHA256: fileSHA(t, filepath.Join(dir, "files", f))})
 			}
-			slices.SortFunc(got, func(a, b catalog.Distribution) int { return strings.Compare(a.Name, b.Name) })
+			slices.SortFunc(got, func(a, b imagespec.PythonDist) int { return strings.Compare(a.Name, b.Name) })
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("closure on %s (-want +got):\n%s", tc.platform, diff)
 			}
 		})
 	}
 	// Ray ships no CPython 3.10 wheel: blocked by ray, not an error.
-	_, err := l.Lock(ctx, catalog.LockRequest{Requirements: []string{"ray[default]==2.46.0", "debugpy==1.8.14"}, Python: "3.10", Platform: "linux/arm64", Index: index})
-	var be *catalog.BlockedError
+	_, err := l.Lock(ctx, pylock.Request{Requirements: []string{"ray[default]==2.46.0", "debugpy==1.8.14"}, Python: "3.10", Platform: "linux/arm64", Index: index})
+	var be *pylock.BlockedError
 	if !errors.As(err, &be) || be.Blocked.Distribution != "ray" {
 		t.Errorf("CPython 3.10: err = %v, want blocked by ray", err)
 	}
@@ -259,7 +234,7 @@ func TestLockWithRealPip(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	u := srv.URL
 	srv.Close()
-	_, err = l.Lock(ctx, catalog.LockRequest{Requirements: []string{"click==8.1.8"}, Python: "3.12", Platform: "linux/amd64", Index: u + "/simple"})
+	_, err = l.Lock(ctx, pylock.Request{Requirements: []string{"click==8.1.8"}, Python: "3.12", Platform: "linux/amd64", Index: u + "/simple"})
 	if err == nil || errors.As(err, &be) {
 		t.Errorf("unreachable index: err = %v, want a plain error", err)
 	}
@@ -287,17 +262,17 @@ func TestLockTakesEveryManylinuxTagOfTheBase(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ platform, arch string }{{"linux/amd64", "x86_64"}, {"linux/arm64", "aarch64"}} {
 		t.Run(tc.arch, func(t *testing.T) {
-			got, err := l.Lock(ctx, catalog.LockRequest{Requirements: []string{"glibcfit==1.0"}, Python: "3.12", Platform: tc.platform, Index: srv.URL + "/simple"})
+			got, err := l.Lock(ctx, pylock.Request{Requirements: []string{"glibcfit==1.0"}, Python: "3.12", Platform: tc.platform, Index: srv.URL + "/simple"})
 			if err != nil {
 				t.Fatalf("locking the manylinux_2_31 wheel: %v", err)
 			}
 			file := "glibcfit-1.0-cp312-cp312-manylinux_2_31_" + tc.arch + ".whl"
-			want := []catalog.Distribution{{Name: "glibcfit", Version: "1.0", Filename: file, URL: f.FileURL(srv.URL, file), SHA256: f.SHA256(file)}}
+			want := []imagespec.PythonDist{{Name: "glibcfit", Version: "1.0", Filename: file, URL: f.FileURL(srv.URL, file), SHA256: f.SHA256(file)}}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("closure (-want +got):\n%s", diff)
 			}
-			_, err = l.Lock(ctx, catalog.LockRequest{Requirements: []string{"glibcnew==1.0"}, Python: "3.12", Platform: tc.platform, Index: srv.URL + "/simple"})
-			var be *catalog.BlockedError
+			_, err = l.Lock(ctx, pylock.Request{Requirements: []string{"glibcnew==1.0"}, Python: "3.12", Platform: tc.platform, Index: srv.URL + "/simple"})
+			var be *pylock.BlockedError
 			if !errors.As(err, &be) || be.Blocked.Distribution != "glibcnew" {
 				t.Errorf("manylinux_2_40 only: err = %v, want blocked by glibcnew", err)
 			}
@@ -327,7 +302,7 @@ func TestLockHashesWheelsWithoutIndexHash(t *testing.T) {
 	}
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	defer srv.Close()
-	got, err := l.Lock(context.Background(), catalog.LockRequest{Requirements: []string{"click==8.1.8"}, Python: "3.12", Platform: "linux/amd64", Index: srv.URL + "/simple"})
+	got, err := l.Lock(context.Background(), pylock.Request{Requirements: []string{"click==8.1.8"}, Python: "3.12", Platform: "linux/amd64", Index: srv.URL + "/simple"})
 	if err != nil {
 		t.Fatal(err)
 	}

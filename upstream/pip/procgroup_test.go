@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/pylock"
 )
 
 // TestLockCancelKillsWhatTheWrapperStarted runs the lock through a
@@ -29,7 +29,7 @@ func TestLockCancelKillsWhatTheWrapperStarted(t *testing.T) {
 	l := New(WithCommand(wrapper), WithTimeout(time.Minute))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req := catalog.LockRequest{Requirements: []string{"ray==2.46.0"}, Python: "3.12", Platform: "linux/amd64", Index: "http://127.0.0.1:9/simple"}
+	req := pylock.Request{Requirements: []string{"ray==2.46.0"}, Python: "3.12", Platform: "linux/amd64", Index: "http://127.0.0.1:9/simple"}
 	go func() {
 		// Cancel once the wrapper's child runs (bounded by the test's
 		// own timeout, however slow the machine).

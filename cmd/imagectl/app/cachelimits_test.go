@@ -1,37 +1,18 @@
 package app
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/imagectl/imagectl/internal/testutil"
 )
 
-// padded returns the VSIX with n entries of 900 KiB of zeros added: each
-// under the per-entry ratio floor of 1 MiB, the whole far above the default
-// total expansion ratio of 40.
-func padded(t *testing.T, vsix []byte, n int) []byte {
-	t.Helper()
-	zeros := make([]byte, 900<<10)
-	return testutil.EditZip(t, vsix, nil, func(zw *zip.Writer) {
-		for i := range n {
-			w, err := zw.Create(fmt.Sprintf("extension/padding%d.bin", i))
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.Write(zeros)
-		}
-	})
-}
-
 // Files fetched under limits raised on the command line are cache hits the
 // next time under the same limits: not removed and downloaded again.
 func TestRaisedVSIXLimitsApplyToCacheHits(t *testing.T) {
-	e := newGalleryEnvWith(t, func(vsix []byte) []byte { return padded(t, vsix, 8) })
+	e := newGalleryEnvWith(t, func(vsix []byte) []byte { return testutil.PadZip(t, vsix, 8) })
 	f, root, tmp, catPath := e.f, e.root, e.tmp, e.catPath
 	run := func(args ...string) (int, string) {
 		var out, errb bytes.Buffer

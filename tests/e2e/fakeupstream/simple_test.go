@@ -13,6 +13,7 @@ import (
 
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/internal/testutil"
+	"github.com/imagectl/imagectl/pylock"
 	"github.com/imagectl/imagectl/upstream/pip"
 	"github.com/imagectl/imagectl/upstream/pypi"
 )
@@ -49,7 +50,7 @@ func TestServeSimpleIndex(t *testing.T) {
 		}
 		t.Logf("not locking with pip: %v", err)
 	} else {
-		ds, err := l.Lock(context.Background(), catalog.LockRequest{Requirements: []string{"aiohttp==3.9.5"}, Python: "3.12", Platform: "linux/amd64", Index: srv.URL + "/simple"})
+		ds, err := l.Lock(context.Background(), pylock.Request{Requirements: []string{"aiohttp==3.9.5"}, Python: "3.12", Platform: "linux/amd64", Index: srv.URL + "/simple"})
 		if err != nil {
 			t.Fatalf("pip against the fixture index: %v", err)
 		}

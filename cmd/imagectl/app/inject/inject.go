@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,25 +20,18 @@ import (
 // about 1.5 MiB, so a few of them fit many times over.
 const maxManifestFile = 16 << 20
 
-// injectFlags are imagectl inject's flags.
+// injectFlags are imagectl inject's flags: the sidecar's (the group
+// imagectl debug shares) and inject's own.
 type injectFlags struct {
-	file, output     string
-	inPlace, remove  bool
-	helmValues       bool
-	image, repo      string
-	resolveDigest    bool
-	keepUnresolved   bool
-	noResolve        bool
-	allowHostPath    bool
-	timeout          time.Duration
-	name             string
-	port             int
-	secretName, key  string
-	secretFile       string
-	rotatePassword   bool
-	requests, limits map[string]string
-	dashboard        string
-	pullSecret       string
+	sidecar         options.SidecarOptions
+	file, output    string
+	inPlace, remove bool
+	helmValues      bool
+	resolveDigest   bool
+	keepUnresolved  bool
+	secretFile      string
+	rotatePassword  bool
+	dashboard       string
 }
 
 // New returns imagectl inject.
@@ -102,28 +94,20 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 		RunE: func(cmd *cobra.Command, _ []string) error { return runInject(g, cmd, &f) },
 	}
 	fl := cmd.Flags()
+	f.sidecar.AddFlags(fl)
+	// Where inject does more than imagectl debug with the same flag.
+	fl.Lookup("http-timeout").Usage = "bound on each registry lookup (the tag list, --resolve-digest)"
+	fl.Lookup("secret-name").Usage = "the Secret holding the code-server password"
 	fl.VarP((*oneFile)(&f.file), "filename", "f", "the manifest (or Helm values) to read; - for stdin (once: inject reads one file)")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "yaml (the new documents) or diff (a unified diff)")
 	fl.BoolVarP(&f.inPlace, "in-place", "i", false, "rewrite the file (atomically: an error or interrupt leaves it as it was; through a symbolic link; with --secret-file the Secret is written first)")
 	fl.BoolVar(&f.remove, "remove", false, "take out everything inject added, giving back the original bytes")
 	fl.BoolVar(&f.helmValues, "helm-values", false, "the file is a values file of KubeRay's ray-cluster Helm chart")
-	fl.StringVar(&f.image, "image", "", "the sidecar image (default: the published image for the manifest's Ray version)")
-	fl.StringVar(&f.repo, "repository", inject.DefaultRepository, "where the default image is taken from")
 	fl.BoolVar(&f.resolveDigest, "resolve-digest", false, "pin the image to the digest the registry reports (docker config credentials)")
 	fl.BoolVar(&f.keepUnresolved, "keep-unresolved", false, "with --resolve-digest: keep the image by tag (a warning) when the registry has no such image")
-	fl.BoolVar(&f.allowHostPath, "allow-hostpath", false, "let the sidecar share a hostPath volume the Ray container mounts at /tmp/ray (the node's directory opens in the web IDE)")
-	fl.BoolVar(&f.noResolve, "no-resolve", false, "do not list the repository's tags: the default image is the floating tag of the manifest's Ray minor (ray2.46)")
-	fl.DurationVar(&f.timeout, "http-timeout", 10*time.Second, "bound on each registry lookup (the tag list, --resolve-digest)")
-	fl.StringVar(&f.name, "name", inject.DefaultName, "the sidecar container's name")
-	fl.IntVar(&f.port, "port", inject.DefaultPort, "the code-server port")
-	fl.StringVar(&f.secretName, "secret-name", inject.DefaultSecretName, "the Secret holding the code-server password")
-	fl.StringVar(&f.key, "secret-key", inject.DefaultSecretKey, "the key of the password in that Secret")
 	fl.StringVar(&f.secretFile, "secret-file", "", "write that Secret, with a random password, to this file (mode 0600; an existing one keeps its password)")
 	fl.BoolVar(&f.rotatePassword, "rotate-password", false, "with --secret-file: a new password even when the file has one")
-	fl.StringToStringVar(&f.requests, "requests", inject.DefaultRequests, "the sidecar's resource requests")
-	fl.StringToStringVar(&f.limits, "limits", inject.DefaultLimits, "the sidecar's resource limits")
 	fl.StringVar(&f.dashboard, "dashboard", "", "dashboard host:port written into the debugger settings (default 127.0.0.1 and the head's dashboard-port)")
-	fl.StringVar(&f.pullSecret, "image-pull-secret", "", "add this Secret to the head pod's imagePullSecrets (a private registry)")
 	return cmd
 }
 
@@ -209,7 +193,7 @@ func writeSecret(ctx context.Context, g *options.Globals, f *injectFlags, res *i
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("reading --secret-file %s: %w", f.secretFile, err)
 	}
-	opts := []inject.Option{inject.WithPasswordSecret(f.secretName, f.key)}
+	opts := []inject.Option{inject.WithPasswordSecret(f.sidecar.SecretName, f.sidecar.SecretKey)}
 	if f.rotatePassword {
 		opts = append(opts, inject.WithRotatePassword())
 	}
@@ -237,15 +221,10 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 	if f.file == "" {
 		return &options.ExitError{Code: options.ExitUsage, Err: errors.New("-f FILE (or -f - for stdin) is required")}
 	}
-	if err := options.CheckRepository("repository", f.repo); err != nil {
-		return options.UsageError(err)
+	if err := f.sidecar.Validate(); err != nil {
+		return err
 	}
-	if f.image != "" {
-		if err := options.CheckReference("--image", f.image); err != nil {
-			return options.UsageError(err)
-		}
-	}
-	if f.noResolve && f.resolveDigest {
+	if f.sidecar.NoResolve && f.resolveDigest {
 		return &options.ExitError{Code: options.ExitUsage, Err: errors.New("--no-resolve keeps inject off the registry, and --resolve-digest asks it: drop one of them")}
 	}
 	if f.keepUnresolved && !f.resolveDigest {
@@ -277,33 +256,18 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 	return nil
 }
 
-// injectOptions are the inject package's options from the flags.
+// injectOptions are the inject package's options from the flags: the
+// sidecar's, then inject's own.
 func (f *injectFlags) injectOptions() []inject.Option {
-	opts := []inject.Option{
-		inject.WithName(f.name), inject.WithPort(f.port), inject.WithPasswordSecret(f.secretName, f.key),
-		inject.WithRepository(f.repo), inject.WithResources(f.requests, f.limits),
-	}
-	if f.image != "" {
-		opts = append(opts, inject.WithImage(f.image))
-	}
-	reg := inject.RegistryResolver{Timeout: f.timeout}
-	if f.image == "" && !f.noResolve {
-		opts = append(opts, inject.WithTagLister(reg))
-	}
+	opts := f.sidecar.InjectOptions()
 	if f.resolveDigest {
-		opts = append(opts, inject.WithResolver(reg))
+		opts = append(opts, inject.WithResolver(inject.RegistryResolver{Timeout: f.sidecar.HTTPTimeout}))
 	}
 	if f.keepUnresolved {
 		opts = append(opts, inject.WithKeepUnresolved())
 	}
-	if f.allowHostPath {
-		opts = append(opts, inject.WithAllowHostPath())
-	}
 	if f.dashboard != "" {
 		opts = append(opts, inject.WithDashboard(f.dashboard))
-	}
-	if f.pullSecret != "" {
-		opts = append(opts, inject.WithImagePullSecret(f.pullSecret))
 	}
 	if f.helmValues {
 		opts = append(opts, inject.WithHelmValues())

@@ -25,6 +25,7 @@ import (
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/pylock"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/upstream/github"
 	"github.com/imagectl/imagectl/upstream/httpx"
@@ -529,12 +530,12 @@ type refreshSummary struct {
 // lockPython locks the Python closure of every set matrix list resolves
 // from c (every platform of matrix.yaml) against index, into c, and
 // summarizes it for the refresh line.
-func lockPython(ctx context.Context, cfg *matrix.Config, c *catalog.Catalog, index string, l catalog.PythonLocker) (string, error) {
+func lockPython(ctx context.Context, cfg *matrix.Config, c *catalog.Catalog, index string, l pylock.Locker) (string, error) {
 	sets, _, err := resolve.All(cfg, c, nil)
 	if err != nil {
 		return "", fmt.Errorf("python lock: resolving the sets to lock: %w", err)
 	}
-	keys := resolve.LockKeys(sets)
+	keys := pylock.Keys(sets)
 	if err := catalog.LockPython(ctx, c, keys, index, l, 2); err != nil {
 		return "", err
 	}

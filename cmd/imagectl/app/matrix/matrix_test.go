@@ -11,13 +11,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/imagectl/imagectl/cmd/imagectl/app/apptest"
 	"github.com/imagectl/imagectl/imagespec"
 )
 
 // The committed files at the repository root.
 
 func TestMatrixResolveJSON(t *testing.T) {
-	code, out, errOut := run(t, "--matrix", repoMatrix, "matrix", "resolve", "--ray", "2.46.0", "--output", "json")
+	code, out, errOut := apptest.Run(t, "--matrix", apptest.RepoMatrix, "matrix", "resolve", "--ray", "2.46.0", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
@@ -35,7 +36,7 @@ func TestMatrixResolveJSON(t *testing.T) {
 	if res.Explanation != nil {
 		t.Errorf("an explanation without --explain: %s", res.Explanation)
 	}
-	_, explained, _ := run(t, "--matrix", repoMatrix, "matrix", "resolve", "--ray", "2.46.0", "--output", "json", "--explain")
+	_, explained, _ := apptest.Run(t, "--matrix", apptest.RepoMatrix, "matrix", "resolve", "--ray", "2.46.0", "--output", "json", "--explain")
 	var withExplain struct {
 		Set         imagespec.Set   `json:"set"`
 		Explanation json.RawMessage `json:"explanation"`
@@ -68,14 +69,14 @@ func TestMatrixResolveJSON(t *testing.T) {
 		t.Errorf("extensions (-want +got):\n%s", diff)
 	}
 	// Same input, byte-identical output.
-	_, again, _ := run(t, "--matrix", repoMatrix, "matrix", "resolve", "--ray", "2.46.0", "--output", "json", "--platform", "linux/arm64,linux/amd64")
+	_, again, _ := apptest.Run(t, "--matrix", apptest.RepoMatrix, "matrix", "resolve", "--ray", "2.46.0", "--output", "json", "--platform", "linux/arm64,linux/amd64")
 	if again != out {
 		t.Errorf("second run differs:\n%s\nvs\n%s", again, out)
 	}
 }
 
 func TestMatrixResolveExplain(t *testing.T) {
-	code, out, errOut := run(t, "--matrix", repoMatrix, "--catalog", repoCatalog, "matrix", "resolve", "--ray", "2.46.0", "--explain")
+	code, out, errOut := apptest.Run(t, "--matrix", apptest.RepoMatrix, "--catalog", apptest.RepoCatalog, "matrix", "resolve", "--ray", "2.46.0", "--explain")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
@@ -108,7 +109,7 @@ func TestMatrixResolveErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, errOut := run(t, append([]string{"--matrix", repoMatrix, "matrix", "resolve"}, tc.args...)...)
+			code, _, errOut := apptest.Run(t, append([]string{"--matrix", apptest.RepoMatrix, "matrix", "resolve"}, tc.args...)...)
 			if code == 0 {
 				t.Fatalf("exit 0, want failure")
 			}
@@ -121,18 +122,18 @@ func TestMatrixResolveErrors(t *testing.T) {
 
 func TestMatrixResolveMissingFiles(t *testing.T) {
 	dir := t.TempDir()
-	code, _, errOut := run(t, "--matrix", dir+"/matrix.yaml", "matrix", "resolve", "--ray", "2.46.0")
+	code, _, errOut := apptest.Run(t, "--matrix", dir+"/matrix.yaml", "matrix", "resolve", "--ray", "2.46.0")
 	if code == 0 || !strings.Contains(errOut, "matrix.yaml") {
 		t.Errorf("exit %d stderr %q; want a failure naming matrix.yaml", code, errOut)
 	}
-	code, _, errOut = run(t, "--matrix", repoMatrix, "--catalog", dir+"/none.json", "matrix", "resolve", "--ray", "2.46.0")
+	code, _, errOut = apptest.Run(t, "--matrix", apptest.RepoMatrix, "--catalog", dir+"/none.json", "matrix", "resolve", "--ray", "2.46.0")
 	if code == 0 || !strings.Contains(errOut, "none.json") || !strings.Contains(errOut, "imagectl matrix refresh") {
 		t.Errorf("exit %d stderr %q; want a failure naming the catalog and refresh", code, errOut)
 	}
 }
 
 func TestMatrixList(t *testing.T) {
-	code, out, errOut := run(t, "--matrix", repoMatrix, "matrix", "list")
+	code, out, errOut := apptest.Run(t, "--matrix", apptest.RepoMatrix, "matrix", "list")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
@@ -140,7 +141,7 @@ func TestMatrixList(t *testing.T) {
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "RAY") || !strings.Contains(lines[1], "4.101.2-ray2.46.0-py3.12") {
 		t.Errorf("table:\n%s", out)
 	}
-	code, out, errOut = run(t, "--matrix", repoMatrix, "matrix", "list", "-o", "json")
+	code, out, errOut = apptest.Run(t, "--matrix", apptest.RepoMatrix, "matrix", "list", "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
@@ -157,7 +158,7 @@ func TestMatrixList(t *testing.T) {
 
 func TestMatrixHelpHasExamples(t *testing.T) {
 	for _, sub := range []string{"resolve", "list", "refresh"} {
-		code, out, _ := run(t, "matrix", sub, "--help")
+		code, out, _ := apptest.Run(t, "matrix", sub, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "imagectl matrix "+sub) {
 			t.Errorf("matrix %s --help: exit %d, output:\n%s", sub, code, out)
 		}
@@ -180,7 +181,7 @@ func TestMatrixRefreshFailureKeepsCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("IMAGECTL_GITHUB_URL", gh.URL)
-	code, _, errOut := run(t, "--matrix", repoMatrix, "--catalog", cat, "matrix", "refresh",
+	code, _, errOut := apptest.Run(t, "--matrix", apptest.RepoMatrix, "--catalog", cat, "matrix", "refresh",
 		"--versions", "github-releases", "--pypi-url", html.URL, "--retries", "0")
 	if code == 0 {
 		t.Fatal("refresh against an HTML PyPI succeeded")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/apptest"
 	"github.com/imagectl/imagectl/upstream/github/githubtest"
 )
 
@@ -42,7 +43,7 @@ func TestMatrixRefreshProposesNewerPythonStandalone(t *testing.T) {
 		t.Helper()
 		gh := httptest.NewServer(githubtest.New(releases))
 		t.Cleanup(gh.Close)
-		code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "refresh", "--no-python-lock", "--retries", "0", "--http-timeout", "20s", "--github-url", gh.URL)
+		code, stdout, stderr := apptest.Run(t, "--matrix", mpath, "matrix", "refresh", "--no-python-lock", "--retries", "0", "--http-timeout", "20s", "--github-url", gh.URL)
 		if code != 0 {
 			t.Fatalf("matrix refresh: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -80,7 +81,7 @@ func TestMatrixRefreshProposesNewerPythonStandalone(t *testing.T) {
 
 	// resolve uses the newer release for the set (matrix.yaml still names
 	// 20250808: the oldest release a set may use).
-	code, rout, rerr := runRefreshCLI(t, "--matrix", mpath, "matrix", "resolve", "--ray", "2.46.0", "--explain")
+	code, rout, rerr := apptest.Run(t, "--matrix", mpath, "matrix", "resolve", "--ray", "2.46.0", "--explain")
 	if code != 0 {
 		t.Fatalf("matrix resolve: exit %d\n%s", code, rerr)
 	}

@@ -2,7 +2,6 @@ package matrix_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -21,27 +20,16 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/apptest"
 	"github.com/imagectl/imagectl/extensions/gallerytest"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/internal/testutil"
+	"github.com/imagectl/imagectl/pylock"
 	"github.com/imagectl/imagectl/upstream/github/githubtest"
 	"github.com/imagectl/imagectl/upstream/pip"
 	"github.com/imagectl/imagectl/upstream/pypi/pypitest"
-
-	"github.com/imagectl/imagectl/cmd/imagectl/app"
 )
-
-// refreshRepoMatrix is the committed matrix.yaml, read at test time.
-const refreshRepoMatrix = "../../../../matrix.yaml"
-
-// runRefreshCLI runs imagectl with args through Run, as main does.
-func runRefreshCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = app.Run(context.Background(), args, &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 // fakeBase is a base image repository in an in-process registry, tagged like
 // lscr.io/linuxserver/code-server.
@@ -265,7 +253,7 @@ func newRefreshFakes(t *testing.T) *refreshFakes {
 	fx.pypiSrv = httptest.NewServer(fx.pypi)
 	t.Cleanup(fx.pypiSrv.Close)
 	fx.base = startFakeBase(t)
-	src, err := os.ReadFile(refreshRepoMatrix)
+	src, err := os.ReadFile(apptest.RepoMatrix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +298,7 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 
 	refresh := func() []byte {
 		t.Helper()
-		code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "refresh", "--retries", "0", "--http-timeout", "20s")
+		code, stdout, stderr := apptest.Run(t, "--matrix", mpath, "matrix", "refresh", "--retries", "0", "--http-timeout", "20s")
 		if code != 0 {
 			t.Fatalf("matrix refresh: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -374,7 +362,7 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	// debugpy 1.8.15, CPython 3.11), per platform, as pip resolved it from
 	// the fake index: the platform's own wheels, the universal ones, the
 	// yanked aiosignal 1.3.2 left out, every sha256 that of the bytes served.
-	var wantLocks []catalog.PythonLock
+	var wantLocks []pylock.Lock
 	for _, p := range []struct{ platform, arch string }{{"linux/amd64", "x86_64"}, {"linux/arm64", "aarch64"}} {
 		files := []string{
 			"aiohttp-3.9.5-py3-none-any.whl", "aiosignal-1.3.1-py3-none-any.whl", "click-8.1.8-py3-none-any.whl",
@@ -384,11 +372,11 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 		if p.arch == "x86_64" {
 			files[3] = "debugpy-1.8.15-cp311-cp311-manylinux_2_5_x86_64.manylinux1_x86_64.manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
 		}
-		l := catalog.PythonLock{Ray: "2.46.0", RayExtras: []string{"default"}, Debugpy: "1.8.15", Python: "3.11", Platform: p.platform, Index: pypiSrv.URL + "/simple"}
+		l := pylock.Lock{Ray: "2.46.0", RayExtras: []string{"default"}, Debugpy: "1.8.15", Python: "3.11", Platform: p.platform, Index: pypiSrv.URL + "/simple"}
 		for _, f := range files {
 			parts := strings.Split(f, "-")
 			sum := pypiFake.SHA256(f)
-			l.Distributions = append(l.Distributions, catalog.Distribution{Name: parts[0], Version: parts[1], Filename: f,
+			l.Distributions = append(l.Distributions, imagespec.PythonDist{Name: parts[0], Version: parts[1], Filename: f,
 				URL: pypiSrv.URL + "/packages/" + sum[:4] + "/" + f, SHA256: sum})
 		}
 		wantLocks = append(wantLocks, l)
@@ -404,7 +392,7 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	}
 
 	// resolve reads that snapshot (no network) and uses it.
-	code, stdout, stderr := runRefreshCLI(t, "--matrix", mpath, "matrix", "resolve", "--ray", "2.46.0", "--output", "json")
+	code, stdout, stderr := apptest.Run(t, "--matrix", mpath, "matrix", "resolve", "--ray", "2.46.0", "--output", "json")
 	if code != 0 {
 		t.Fatalf("matrix resolve: exit %d\nstderr:\n%s", code, stderr)
 	}
@@ -471,7 +459,7 @@ func TestMatrixRefreshThenResolve(t *testing.T) {
 	}
 
 	// extensions pin records the set's files; a later refresh keeps them.
-	code, stdout, stderr = runRefreshCLI(t, "--matrix", mpath, "extensions", "pin", "--ray", "2.46.0", "--cache-dir", filepath.Join(dir, "..", "vsix"))
+	code, stdout, stderr = apptest.Run(t, "--matrix", mpath, "extensions", "pin", "--ray", "2.46.0", "--cache-dir", filepath.Join(dir, "..", "vsix"))
 	if code != 0 || !strings.Contains(stdout, "newly pinned") {
 		t.Fatalf("extensions pin: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -645,7 +633,7 @@ func TestMatrixRefreshWithoutPip(t *testing.T) {
 	if err := os.WriteFile(cpath, []byte("old\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := runRefreshCLI(t, "--matrix", refreshRepoMatrix, "--catalog", cpath, "matrix", "refresh", "--pip", filepath.Join(t.TempDir(), "no-python")+" -m pip")
+	code, _, stderr := apptest.Run(t, "--matrix", apptest.RepoMatrix, "--catalog", cpath, "matrix", "refresh", "--pip", filepath.Join(t.TempDir(), "no-python")+" -m pip")
 	if code == 0 {
 		t.Fatal("refresh succeeded without pip")
 	}

@@ -10,8 +10,9 @@ import (
 )
 
 // SidecarOptions are the flags that say which sidecar goes into a manifest
-// (package inject's options), for the verbs that inject one without
-// writing a file: imagectl debug.
+// (package inject's options), for the verbs that inject one: imagectl
+// inject (which adds its own: the file, --resolve-digest, --secret-file,
+// ...) and imagectl debug.
 type SidecarOptions struct {
 	Image, Repository string
 	NoResolve         bool
@@ -29,7 +30,7 @@ type SidecarOptions struct {
 func (o *SidecarOptions) AddFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&o.Image, "image", "", "the sidecar image (default: the published image for the manifest's Ray version)")
 	fl.StringVar(&o.Repository, "repository", inject.DefaultRepository, "where the default image is taken from")
-	fl.BoolVar(&o.NoResolve, "no-resolve", false, "do not list the repository's tags: the default image is the floating tag of the manifest's Ray minor")
+	fl.BoolVar(&o.NoResolve, "no-resolve", false, "do not list the repository's tags: the default image is the floating tag of the manifest's Ray minor (ray2.46)")
 	fl.DurationVar(&o.HTTPTimeout, "http-timeout", 10*time.Second, "bound on each registry lookup")
 	fl.StringVar(&o.Name, "name", inject.DefaultName, "the sidecar container's name")
 	fl.IntVar(&o.Port, "port", inject.DefaultPort, "the code-server port in the sidecar")
@@ -38,7 +39,7 @@ func (o *SidecarOptions) AddFlags(fl *pflag.FlagSet) {
 	fl.StringToStringVar(&o.Requests, "requests", inject.DefaultRequests, "the sidecar's resource requests (each replaces that default; an empty value drops it)")
 	fl.StringToStringVar(&o.Limits, "limits", inject.DefaultLimits, "the sidecar's resource limits (each replaces that default; an empty value drops it)")
 	fl.StringVar(&o.PullSecret, "image-pull-secret", "", "add this Secret to the head pod's imagePullSecrets (a private registry)")
-	fl.BoolVar(&o.AllowHostPath, "allow-hostpath", false, "let the sidecar share a hostPath volume the Ray container mounts at /tmp/ray")
+	fl.BoolVar(&o.AllowHostPath, "allow-hostpath", false, "let the sidecar share a hostPath volume the Ray container mounts at /tmp/ray (the node's directory opens in the web IDE)")
 }
 
 // Validate checks the values that parse (the rest is inject's, which

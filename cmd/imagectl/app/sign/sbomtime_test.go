@@ -17,6 +17,7 @@ import (
 	"github.com/imagectl/imagectl/build/buildtest"
 	"github.com/imagectl/imagectl/build/pipeline"
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/apptest"
 	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
 	"github.com/imagectl/imagectl/extensions/cache"
 	"github.com/imagectl/imagectl/internal/testutil"
@@ -35,7 +36,7 @@ func TestSignSBOMTimeIsTheBuildsTime(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	t.Setenv("COSIGN_PASSWORD", "sbom-time-test")
 	dir := t.TempDir()
-	if code, _, errOut := run(t, "sign", "--generate-key", filepath.Join(dir, "k")); code != 0 {
+	if code, _, errOut := apptest.Run(t, "sign", "--generate-key", filepath.Join(dir, "k")); code != 0 {
 		t.Fatalf("sign --generate-key: exit %d: %s", code, errOut)
 	}
 	signer, err := sign.LoadKey(ctx, filepath.Join(dir, "k.key"), sign.PasswordFromEnv())
@@ -57,7 +58,7 @@ func TestSignSBOMTimeIsTheBuildsTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("SOURCE_DATE_EPOCH", "1600000000") // another time: the image's wins
-	code, _, errOut := run(t, "sign", pushed.Ref, "--key", filepath.Join(dir, "k.key"), "--sbom-from-lock")
+	code, _, errOut := apptest.Run(t, "sign", pushed.Ref, "--key", filepath.Join(dir, "k.key"), "--sbom-from-lock")
 	if code != 0 {
 		t.Fatalf("sign --sbom-from-lock: exit %d: %s", code, errOut)
 	}
@@ -74,11 +75,11 @@ func TestSignSBOMTimeIsTheBuildsTime(t *testing.T) {
 // (base digests pinned, no extensions) at epoch.
 func pinnedBuildRequest(t *testing.T, epoch time.Time) pipeline.Request {
 	t.Helper()
-	cfg, err := matrix.Load(repoMatrix)
+	cfg, err := matrix.Load(apptest.RepoMatrix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalog.Load(repoCatalog)
+	cat, err := catalog.Load(apptest.RepoCatalog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imagectl/imagectl/cmd/imagectl/app/apptest"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/fakes/dashboard"
 	"github.com/imagectl/imagectl/internal/testutil"
@@ -96,7 +97,7 @@ func TestSmokeAttachPostMortem(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	code, out, errOut := run(t, "smoke", "attach", "--dashboard", d.URL, "--post-mortem", "--expect-function", "fail",
+	code, out, errOut := apptest.Run(t, "smoke", "attach", "--dashboard", d.URL, "--post-mortem", "--expect-function", "fail",
 		"--settings", settings, "--poll-interval", "100ms", "--pause-timeout", "60s", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)

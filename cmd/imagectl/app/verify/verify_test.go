@@ -14,6 +14,7 @@ import (
 	"github.com/imagectl/imagectl/internal/testutil"
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/apptest"
 	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
 )
 
@@ -92,10 +93,10 @@ func TestVerifyJSONOnFailure(t *testing.T) {
 	reg := testutil.Registry(t)
 	dir := t.TempDir()
 	t.Setenv("COSIGN_PASSWORD", "verify-json")
-	if code, _, errs := run(t, "sign", "--generate-key", filepath.Join(dir, "k")); code != 0 {
+	if code, _, errs := apptest.Run(t, "sign", "--generate-key", filepath.Join(dir, "k")); code != 0 {
 		t.Fatalf("generate-key: exit %d\n%s", code, errs)
 	}
-	code, out, errs := run(t, "verify", reg+"/no/such:image", "--key", filepath.Join(dir, "k.pub"), "-o", "json")
+	code, out, errs := apptest.Run(t, "verify", reg+"/no/such:image", "--key", filepath.Join(dir, "k.pub"), "-o", "json")
 	if code != options.ExitFailure {
 		t.Fatalf("exit %d, want %d\n%s", code, options.ExitFailure, errs)
 	}

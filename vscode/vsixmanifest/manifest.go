@@ -1,9 +1,11 @@
-package vsix
+package vsixmanifest
 
 import (
 	"encoding/xml"
 	"fmt"
 	"strings"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // The property ids of extension.vsixmanifest (and of the Marketplace's
@@ -33,10 +35,26 @@ type manifestXML struct {
 	} `xml:"Metadata"`
 }
 
-// ParseManifest decodes an extension.vsixmanifest (in a VSIX) or a
-// .vsixmanifest (in an installed extension's folder). A manifest without
-// TargetPlatform describes a universal build.
-func ParseManifest(data []byte) (Info, error) {
+// Info is what a VS Code extension says about itself in its manifest (and,
+// in a valid VSIX, in extension/package.json, which must agree).
+type Info struct {
+	Publisher      string
+	Name           string
+	Version        string
+	TargetPlatform string
+	Engine         string
+	PreRelease     bool
+	Dependencies   []string
+	ExtensionPack  []string
+}
+
+// ID returns publisher.name.
+func (i Info) ID() string { return i.Publisher + "." + i.Name }
+
+// Parse decodes an extension.vsixmanifest (in a VSIX) or a .vsixmanifest
+// (in an installed extension's folder). A manifest without TargetPlatform
+// describes a universal build (imagespec.VSCodeUniversal).
+func Parse(data []byte) (Info, error) {
 	var m manifestXML
 	if err := xml.Unmarshal(data, &m); err != nil {
 		return Info{}, fmt.Errorf("not a VSIX manifest: %w", err)
@@ -47,7 +65,7 @@ func ParseManifest(data []byte) (Info, error) {
 	}
 	info := Info{Publisher: id.Publisher, Name: id.ID, Version: id.Version, TargetPlatform: id.TargetPlatform}
 	if info.TargetPlatform == "" {
-		info.TargetPlatform = Universal
+		info.TargetPlatform = imagespec.VSCodeUniversal
 	}
 	for _, p := range m.Metadata.Properties.Property {
 		switch p.ID {

@@ -1,13 +1,15 @@
-package vsix
+package vsixmanifest
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
-func TestParseManifest(t *testing.T) {
+func TestParse(t *testing.T) {
 	const head = `<?xml version="1.0" encoding="utf-8"?><PackageManifest Version="2.0.0" xmlns="http://schemas.microsoft.com/developer/vsx-schema/2011"><Metadata>`
 	tests := []struct {
 		name    string
@@ -26,7 +28,7 @@ func TestParseManifest(t *testing.T) {
 	}, {
 		name: "no TargetPlatform is universal",
 		xml:  head + `<Identity Id="ray-distributed-debugger" Version="0.1.4" Publisher="anyscalecompute"/></Metadata></PackageManifest>`,
-		want: Info{Publisher: "anyscalecompute", Name: "ray-distributed-debugger", Version: "0.1.4", TargetPlatform: Universal},
+		want: Info{Publisher: "anyscalecompute", Name: "ray-distributed-debugger", Version: "0.1.4", TargetPlatform: imagespec.VSCodeUniversal},
 	}, {
 		name:    "identity without version",
 		xml:     head + `<Identity Id="x" Publisher="p"/></Metadata></PackageManifest>`,
@@ -38,7 +40,7 @@ func TestParseManifest(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseManifest([]byte(tc.xml))
+			got, err := Parse([]byte(tc.xml))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
@@ -49,7 +51,7 @@ func TestParseManifest(t *testing.T) {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParseManifest (-want +got):\n%s", diff)
+				t.Errorf("Parse (-want +got):\n%s", diff)
 			}
 		})
 	}
