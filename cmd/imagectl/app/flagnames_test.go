@@ -75,6 +75,7 @@ var flagMeanings = map[string]string{
 	"ready-timeout": "debug: waiting for the head Pod", "replace": "debug: an existing RayJob",
 	"cleanup": "debug: delete what it created", "show-password": "debug", "open": "debug: a browser",
 	"logs": "debug: the job's logs", "code-server-port": "debug: local port",
+	"prepull": "debug: the pre-pull DaemonSet",
 }
 
 // Every flag of every verb has a name from flagMeanings and keeps one
