@@ -60,6 +60,7 @@ var flagMeanings = map[string]string{
 	"pip": "refresh", "pypi-url": "refresh", "retries": "refresh", "versions": "refresh",
 	// smoke
 	"kind-image": "kind", "kuberay-version": "kind", "cluster-name": "kind", "keep": "kind", "log-dir": "kind",
+	"debug":        "kind: also run imagectl debug",
 	"probe-binary": "kind", "action": "attach", "check-source": "attach", "expect-file": "attach",
 	"expect-function": "attach", "local-root": "attach", "poll-interval": "attach", "post-mortem": "attach",
 	"stop-timeout": "attach", "pause-timeout": "attach: waiting for a paused worker", "task": "attach",
