@@ -69,6 +69,7 @@ var flagMeanings = map[string]string{
 	"resolve-digest": "inject", "no-resolve": "inject", "port": "inject", "secret-name": "inject",
 	"secret-key": "inject", "secret-file": "inject", "rotate-password": "inject", "requests": "inject",
 	"limits": "inject", "image-pull-secret": "inject", "keep-unresolved": "inject", "allow-hostpath": "inject",
+	"prepull-file": "inject: the pre-pull DaemonSet's file",
 	// cobra
 	"no-descriptions": "completion", "version": "--version",
 	"kubeconfig": "kubeconfig file", "context": "kubeconfig context", "namespace": "Kubernetes namespace",
