@@ -55,7 +55,7 @@ func TestDebugFaultsOnNode(t *testing.T) {
 		},
 		timeout: "45s",
 		reasons: []string{"Unschedulable"},
-		problem: []string{"cannot be scheduled: 0/1 nodes are available: 1 Insufficient cpu", "the Pod requests cpu=64", "ray-head: cpu=64 memory=2Gi"},
+		problem: []string{"cannot be scheduled: 0/1 nodes are available: 1 Insufficient cpu", "the Pod requests cpu=64500m memory=3Gi in all", "ray-head: cpu=64 memory=2Gi", "code-server: cpu=500m memory=1Gi"},
 	}, {
 		name: "crash",
 		edit: func(t *testing.T, plain []byte) []byte {
