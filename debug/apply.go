@@ -167,6 +167,17 @@ func (c *Cluster) Exists(ctx context.Context, u *unstructured.Unstructured) (boo
 // Apply applies u server-side with FieldManager and strict field
 // validation, without forcing conflicts.
 func (c *Cluster) Apply(ctx context.Context, u *unstructured.Unstructured) error {
+	return c.apply(ctx, u, false)
+}
+
+// DryRunApply is Apply as a server-side dry run: the API server
+// authorizes it (patch, and create when u does not exist yet), admits and
+// validates it as it would the apply, and stores nothing.
+func (c *Cluster) DryRunApply(ctx context.Context, u *unstructured.Unstructured) error {
+	return c.apply(ctx, u, true)
+}
+
+func (c *Cluster) apply(ctx context.Context, u *unstructured.Unstructured, dryRun bool) error {
 	rc, err := c.resource(u)
 	if err != nil {
 		return err
@@ -175,12 +186,14 @@ func (c *Cluster) Apply(ctx context.Context, u *unstructured.Unstructured) error
 	if err != nil {
 		return fmt.Errorf("%s: %w", ref(u), err)
 	}
-	_, err = rc.Patch(ctx, u.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
-		FieldManager:    FieldManager,
-		FieldValidation: "Strict",
-	})
-	if err != nil {
-		return c.explain(err, "apply", u)
+	opts := metav1.PatchOptions{FieldManager: FieldManager, FieldValidation: "Strict"}
+	verb := "apply"
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+		verb = "apply (server-side dry run)"
+	}
+	if _, err = rc.Patch(ctx, u.GetName(), types.ApplyPatchType, data, opts); err != nil {
+		return c.explain(err, verb, u)
 	}
 	return nil
 }
@@ -223,23 +236,31 @@ func (c *Cluster) explain(err error, verb string, u *unstructured.Unstructured) 
 	if ns := u.GetNamespace(); ns != "" {
 		where += " in namespace " + ns
 	}
+	apply := strings.HasPrefix(verb, "apply")
 	switch {
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("%s %s: forbidden by the cluster's RBAC or admission (ask for %q on %s in namespace %q): %w",
-			verb, where, verbFor(verb), resourceName(u), u.GetNamespace(), err)
-	case apierrors.IsConflict(err) && verb == "apply":
-		return fmt.Errorf("apply %s: fields are owned by another manager (kubectl, the operator); debug does not force them: %w", where, err)
-	case apierrors.IsNotFound(err) && verb == "apply" && u.GetNamespace() != "":
-		return fmt.Errorf("apply %s: %w (does namespace %q exist?)", where, err, u.GetNamespace())
+		scope := fmt.Sprintf("in namespace %q", u.GetNamespace())
+		if u.GetNamespace() == "" {
+			scope = "cluster-wide"
+		}
+		return fmt.Errorf("%s %s: forbidden by the cluster's RBAC or admission (ask for %s on %s %s): %w",
+			verb, where, verbsFor(verb), resourceName(u), scope, err)
+	case apierrors.IsConflict(err) && apply:
+		return fmt.Errorf("%s %s: fields are owned by another manager (kubectl, the operator); debug does not force them: %w", verb, where, err)
+	case apierrors.IsNotFound(err) && apply && u.GetNamespace() != "":
+		return fmt.Errorf("%s %s: %w (does namespace %q exist?)", verb, where, err, u.GetNamespace())
 	}
 	return fmt.Errorf("%s %s: %w", verb, where, err)
 }
 
-func verbFor(v string) string {
-	if v == "apply" {
-		return "patch"
+// verbsFor are the RBAC verbs a request of verb needs: a server-side apply
+// is a patch, and creates the object (the API server then authorizes
+// create as well).
+func verbsFor(verb string) string {
+	if strings.HasPrefix(verb, "apply") {
+		return `"create" and "patch"`
 	}
-	return v
+	return fmt.Sprintf("%q", verb)
 }
 
 func resourceName(u *unstructured.Unstructured) string {

@@ -48,6 +48,12 @@ type Options struct {
 	Timeout time.Duration
 	// Replace deletes an existing RayJob of the same name first.
 	Replace bool
+	// Prepull applies, before the Ray document, the pre-pull DaemonSet
+	// (inject.Prepull, named inject.PrepullName) of the injected
+	// manifest's Ray and sidecar images, so that every node pulls them. It
+	// is applied like the manifest's documents (and deleted with Cleanup
+	// when the session created it); the session does not wait for it.
+	Prepull bool
 	// Cleanup deletes, on the way out, what the session created.
 	Cleanup bool
 	// ShowPassword puts the code-server password in the ready event.
@@ -261,30 +267,96 @@ func (s *session) applyManifest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if exists && s.target.GetKind() == "RayJob" {
-		if !o.Replace {
-			return fmt.Errorf("%s %s already exists in namespace %s: pass --replace to delete it (and its RayCluster) and create it again, or --cluster NAME to attach to its RayCluster", s.target.GetKind(), s.target.GetName(), s.c.Namespace)
+	replace := exists && s.target.GetKind() == "RayJob"
+	if replace && !o.Replace {
+		return fmt.Errorf("%s %s already exists in namespace %s: pass --replace to delete it (and its RayCluster) and create it again, or --cluster NAME to attach to its RayCluster", s.target.GetKind(), s.target.GetName(), s.c.Namespace)
+	}
+	// What the session applies, in order: the password Secret (unless it
+	// exists), the pre-pull DaemonSet, the other documents, the Ray one.
+	secret, err := s.passwordSecret(ctx)
+	if err != nil {
+		return err
+	}
+	var plan []*unstructured.Unstructured
+	notes := map[*unstructured.Unstructured]string{}
+	if secret != nil {
+		plan = append(plan, secret)
+	}
+	if o.Prepull {
+		ds, imgs, err := s.prepull(res.Output)
+		if err != nil {
+			return err
 		}
+		plan = append(plan, ds)
+		notes[ds] = fmt.Sprintf(": it pulls %s onto every node (not waited for)", strings.Join(append(append([]string{}, imgs.Ray...), imgs.Sidecar), ", "))
+	}
+	for _, d := range docs {
+		if d.Object != s.target {
+			plan = append(plan, d.Object)
+		}
+	}
+	plan = append(plan, s.target)
+	if err := s.preflight(ctx, plan, replace); err != nil {
+		return err
+	}
+	if replace {
 		s.report(Event{Kind: KindWaiting, Object: ref(s.target), Message: fmt.Sprintf("deleting the existing %s (--replace)", ref(s.target))})
 		if err := s.c.Delete(ctx, s.target, true); err != nil {
 			return err
 		}
 	}
-	if err := s.ensureSecret(ctx); err != nil {
-		return err
+	if secret == nil {
+		s.report(Event{Kind: KindApplied, Object: "Secret/" + s.o.SecretName, Message: fmt.Sprintf("Secret/%s exists in namespace %s: its password is kept", s.o.SecretName, s.c.Namespace)})
 	}
-	for _, d := range docs {
-		if d.Object == s.target {
-			continue
-		}
-		if err := s.applyOne(ctx, d.Object); err != nil {
+	for _, u := range plan {
+		if err := s.applyOne(ctx, u, notes[u]); err != nil {
 			return err
 		}
 	}
-	return s.applyOne(ctx, s.target)
+	return nil
 }
 
-func (s *session) applyOne(ctx context.Context, u *unstructured.Unstructured) error {
+// preflight applies every object of plan as a server-side dry run, so that
+// what the API server refuses (RBAC, admission, validation, another
+// manager's fields) stops the session before it has created anything. A
+// RayJob that --replace deletes first is not checked: the dry run would be
+// an update of the old one. An object whose namespace does not exist
+// (yet) cannot be checked: its apply says so.
+func (s *session) preflight(ctx context.Context, plan []*unstructured.Unstructured, replace bool) error {
+	for _, u := range plan {
+		if replace && u == s.target {
+			continue
+		}
+		err := s.c.DryRunApply(ctx, u)
+		if err == nil || apierrors.IsNotFound(err) {
+			continue
+		}
+		return fmt.Errorf("%w (nothing was applied)", err)
+	}
+	return nil
+}
+
+// prepull is the pre-pull DaemonSet of the injected manifest, in the
+// session's namespace.
+func (s *session) prepull(injected []byte) (*unstructured.Unstructured, inject.PrepullImages, error) {
+	imgs, err := inject.ImagesToPrepull(s.o.File, injected)
+	if err != nil {
+		return nil, imgs, fmt.Errorf("--prepull: %w", err)
+	}
+	data, err := inject.Prepull(imgs)
+	if err != nil {
+		return nil, imgs, fmt.Errorf("--prepull: %w", err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		return nil, imgs, fmt.Errorf("--prepull: the pre-pull DaemonSet: %w", err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetNamespace(s.c.Namespace)
+	return u, imgs, nil
+}
+
+func (s *session) applyOne(ctx context.Context, u *unstructured.Unstructured, note string) error {
 	existed, err := s.c.Exists(ctx, u)
 	if err != nil {
 		return err
@@ -297,7 +369,7 @@ func (s *session) applyOne(ctx context.Context, u *unstructured.Unstructured) er
 		verb = "created"
 		s.created = append(s.created, u)
 	}
-	s.report(Event{Kind: KindApplied, Object: ref(u), Created: !existed, Message: fmt.Sprintf("%s %s in namespace %s (server-side, field manager %s)", ref(u), verb, s.c.Namespace, FieldManager)})
+	s.report(Event{Kind: KindApplied, Object: ref(u), Created: !existed, Message: fmt.Sprintf("%s %s in namespace %s (server-side, field manager %s)%s", ref(u), verb, s.c.Namespace, FieldManager, note)})
 	return nil
 }
 
@@ -357,33 +429,33 @@ func (s *session) entrypoint() string {
 	return e
 }
 
-// ensureSecret creates the password Secret unless it exists with its key.
-func (s *session) ensureSecret(ctx context.Context) error {
+// passwordSecret is the password Secret to create, or nil when it exists
+// with its key (its password is then kept).
+func (s *session) passwordSecret(ctx context.Context) (*unstructured.Unstructured, error) {
 	sec, err := s.c.Core.CoreV1().Secrets(s.c.Namespace).Get(ctx, s.o.SecretName, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		if _, ok := sec.Data[s.o.SecretKey]; !ok {
-			return fmt.Errorf("the Secret %s in namespace %s exists without the key %q the sidecar reads its password from: add the key or name another Secret (--secret-name)", s.o.SecretName, s.c.Namespace, s.o.SecretKey)
+			return nil, fmt.Errorf("the Secret %s in namespace %s exists without the key %q the sidecar reads its password from: add the key or name another Secret (--secret-name)", s.o.SecretName, s.c.Namespace, s.o.SecretKey)
 		}
-		s.report(Event{Kind: KindApplied, Object: "Secret/" + s.o.SecretName, Message: fmt.Sprintf("Secret/%s exists in namespace %s: its password is kept", s.o.SecretName, s.c.Namespace)})
-		return nil
+		return nil, nil
 	case apierrors.IsNotFound(err):
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("get Secret %s in namespace %s: forbidden (debug reads the password Secret; ask for get on secrets): %w", s.o.SecretName, s.c.Namespace, err)
+		return nil, fmt.Errorf("get Secret %s in namespace %s: forbidden (debug reads the password Secret; ask for \"get\" on secrets in namespace %q): %w", s.o.SecretName, s.c.Namespace, s.c.Namespace, err)
 	default:
-		return fmt.Errorf("get Secret %s in namespace %s: %w", s.o.SecretName, s.c.Namespace, err)
+		return nil, fmt.Errorf("get Secret %s in namespace %s: %w", s.o.SecretName, s.c.Namespace, err)
 	}
 	ps, err := inject.PasswordSecret(s.o.File, nil, s.c.Namespace, s.o.Inject...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var m map[string]any
 	if err := yaml.Unmarshal(ps.Doc, &m); err != nil {
-		return fmt.Errorf("the password Secret: %w", err)
+		return nil, fmt.Errorf("the password Secret: %w", err)
 	}
 	u := &unstructured.Unstructured{Object: m}
 	u.SetNamespace(s.c.Namespace)
-	return s.applyOne(ctx, u)
+	return u, nil
 }
 
 // attach finds the RayCluster of --cluster and checks its head has the

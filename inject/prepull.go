@@ -121,7 +121,8 @@ func ImagesToPrepull(file string, manifest []byte) (PrepullImages, error) {
 }
 
 // Prepull writes the pre-pull DaemonSet (examples/prepull.yaml is its
-// output for examples/rayjob.yaml): one init container per image that only
+// output for examples/rayjob.yaml; imagectl inject --prepull-file writes
+// it, imagectl debug --prepull applies it): one init container per image that only
 // runs `true`, so every node pulls the Ray and sidecar images before a
 // RayCluster needs them, a pause container, and the imagePullSecrets.
 func Prepull(p PrepullImages) ([]byte, error) {
@@ -156,11 +157,11 @@ func Prepull(p PrepullImages) ([]byte, error) {
 var prepullTemplate = template.Must(template.New("prepull").Parse(`# Pulls the Ray image(s) and the code-server sidecar's image onto every
 # node, so that a RayCluster does not wait minutes for them (the kubectl ray
 # plugin deletes its RayJob when the RayCluster is not ready within 120 s).
-# Written by imagectl (inject.Prepull) from the injected manifest; this one
-# is examples/rayjob.yaml's (a test checks). For another manifest, set the
-# init containers' images to its Ray and sidecar images and add its
-# imagePullSecrets (docs/inject.md, "The manual steps"). The init
-# containers only run ` + "`true`" + `; the images stay on the nodes after
+# Written by imagectl (inject.Prepull) from the injected manifest: this one
+# is examples/rayjob.yaml's (a test checks). For yours,
+# ` + "`imagectl inject -f FILE --prepull-file prepull.yaml`" + ` writes it, and
+# ` + "`imagectl debug --prepull`" + ` applies it. The init containers only run
+# ` + "`true`" + `; the images stay on the nodes after
 # ` + "`kubectl delete -f prepull.yaml`" + `.
 apiVersion: apps/v1
 kind: DaemonSet

@@ -172,3 +172,15 @@ const (
 	stepHeadPod
 	stepWaitHead
 )
+
+// DebugCommand is README's `imagectl debug` as the harness runs it with
+// Config.Debug, after the manual steps, on the same cluster: the plain
+// RayJob (debug injects the sidecar itself), the job's script in
+// --working-dir, the entrypoint after --, with -o json (the harness reads
+// the events) and --cleanup. The harness adds --image (the image under test,
+// by digest) and, for a private repository, --image-pull-secret, before
+// the --; the cluster comes from KUBECONFIG, the namespace from its
+// context.
+func DebugCommand() Command {
+	return Command{Args: []string{"imagectl", "debug", "-f", PlainFile, "--working-dir", "./" + WorkingDir, "-o", "json", "--cleanup", "--", "python", ScriptFile}}
+}

@@ -12,7 +12,11 @@
 // once per paused task (so the attach crosses the network a user's would)
 // and once with --post-mortem for the task frozen on its exception, then
 // requires the plugin to exit 0 with the expected output and the RayJob to
-// reach SUCCEEDED, collects logs on failure and deletes the cluster.
+// reach SUCCEEDED, collects logs on failure and deletes the cluster. With
+// Config.Debug it then runs README's `imagectl debug` (DebugCommand: the
+// plain RayJob, -o json, --cleanup) on the same cluster, attaches from the
+// sidecar the same way once debug reports the first paused task, and
+// requires debug to exit 0 with the job SUCCEEDED.
 //
 // Nothing is loaded into kind: the node pulls the image under test by
 // digest from the registry it was pushed to. When that repository cannot be

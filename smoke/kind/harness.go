@@ -1,6 +1,7 @@
 package kind
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,11 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/imagectl/imagectl/debug"
 	"github.com/imagectl/imagectl/smoke/probe"
 )
 
@@ -40,6 +43,11 @@ type Config struct {
 	LogDir      string // where logs go on failure; default a temp dir
 	Timeout     time.Duration
 	Logger      *slog.Logger
+	// Debug: after the manual steps, run `imagectl debug` (DebugCommand)
+	// with Imagectl on the same cluster, attach from the sidecar to each
+	// task it reports paused, and require it to exit 0 with the job
+	// SUCCEEDED (Result.Debug).
+	Debug bool
 }
 
 // Result is what a successful run saw.
@@ -49,6 +57,24 @@ type Result struct {
 	JobStatus  string          `json:"jobStatus"`
 	Output     []string        `json:"outputLines"`
 	LogDir     string          `json:"logDir,omitempty"`
+	// Debug is the imagectl debug session's, with Config.Debug.
+	Debug *DebugResult `json:"debug,omitempty"`
+}
+
+// DebugResult is what the imagectl debug session of Config.Debug saw.
+type DebugResult struct {
+	// Events are the kinds of its -o json events, in order, each run of
+	// one kind once.
+	Events []string `json:"events"`
+	// Paused counts its paused events: at least one (a worker that pauses
+	// again between two of its 2 s polls, on the same debugpy port, is one
+	// pause to it, so not one per task).
+	Paused     int             `json:"paused"`
+	Attaches   []*probe.Report `json:"attaches"`
+	PostMortem *probe.Report   `json:"postMortem,omitempty"`
+	JobStatus  string          `json:"jobStatus"`
+	// FirstPaused is the time from its start to its first paused event.
+	FirstPaused time.Duration `json:"firstPaused"`
 }
 
 // Preflight checks what the harness needs and returns a *SkipError naming
@@ -350,7 +376,163 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	}
 	status, err := h.waitJob(ctx)
 	res.JobStatus = status
+	if err != nil || !h.cfg.Debug {
+		return res, err
+	}
+	res.Debug, err = h.runDebug(ctx, access)
 	return res, err
+}
+
+// runDebug runs DebugCommand after the manual steps: it deletes the
+// plugin's RayJob (debug refuses an existing one without --replace; the
+// password Secret stays, and debug keeps it), starts imagectl debug in the
+// guide's directory with KUBECONFIG, reads its events, attaches from the
+// sidecar of the head Pod its ready event names once the first task is
+// reported paused (each breakpoint, then post-mortem), and requires it to
+// exit 0 with a finished event SUCCEEDED.
+func (h *harness) runDebug(ctx context.Context, access *PullAccess) (*DebugResult, error) {
+	if _, err := h.kubectl(ctx, nil, "delete", "-n", h.namespace, "rayjob", jobName, "--ignore-not-found", "--wait=true", "--timeout=5m"); err != nil {
+		return nil, fmt.Errorf("deleting the plugin's RayJob before imagectl debug: %w", err)
+	}
+	bin := h.cfg.Imagectl
+	if bin == "" {
+		bin = h.cfg.ProbeBinary
+	}
+	c := DebugCommand()
+	dash := slices.Index(c.Args, "--")
+	args := append([]string{}, c.Args[1:dash]...)
+	args = append(args, "--image", access.Pinned)
+	if access.Secret != nil {
+		args = append(args, "--image-pull-secret", PullSecretName)
+	}
+	args = append(args, c.Args[dash:]...)
+	h.log.Info("running imagectl debug", "command", "imagectl "+strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = h.dir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+h.kubeconfig)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("imagectl %s: %w", strings.Join(args, " "), err)
+	}
+	events := make(chan debug.Event)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var e debug.Event
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				readErr <- fmt.Errorf("imagectl debug -o json printed a line that is not an event: %q: %w", sc.Text(), err)
+				return
+			}
+			events <- e
+		}
+		readErr <- sc.Err()
+	}()
+	res := &DebugResult{}
+	var finished *debug.Event
+	record := func(e debug.Event) {
+		if n := len(res.Events); n == 0 || res.Events[n-1] != string(e.Kind) {
+			res.Events = append(res.Events, string(e.Kind))
+		}
+		switch e.Kind {
+		case debug.KindReady:
+			h.headPod = e.Pod
+		case debug.KindPaused:
+			if res.Paused == 0 {
+				res.FirstPaused = time.Since(start).Round(time.Second)
+			}
+			res.Paused++
+		case debug.KindFinished:
+			finished = &e
+		}
+		h.log.Info("imagectl debug", "event", e.Kind, "message", e.Message)
+	}
+	// fail stops the session and says what it printed.
+	fail := func(err error) (*DebugResult, error) {
+		cmd.Process.Signal(os.Interrupt)
+		for e := range events {
+			record(e)
+		}
+		cmd.Wait()
+		return res, fmt.Errorf("imagectl debug: %w (events %v; stderr: %s)", err, res.Events, tail(stderr.String(), 20))
+	}
+	// Until the first paused task.
+	for res.Paused == 0 {
+		e, ok := <-events
+		if !ok {
+			return fail(errors.New("it ended before a task was paused"))
+		}
+		record(e)
+	}
+	if h.headPod == "" {
+		return fail(errors.New("a paused event came before the ready event that names the head Pod"))
+	}
+	// Meanwhile the events go on: keep reading them.
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for e := range events {
+			record(e)
+		}
+	}()
+	attachAll := func() error {
+		if _, err := h.kubectl(ctx, nil, "cp", "-c", "code-server", h.cfg.ProbeBinary, h.headPod+":/tmp/imagectl"); err != nil {
+			return fmt.Errorf("copying the probe into the code-server sidecar: %w", err)
+		}
+		if _, err := h.kubectl(ctx, nil, "exec", h.headPod, "-c", "code-server", "--", "chmod", "0755", "/tmp/imagectl"); err != nil {
+			return err
+		}
+		for i := 1; i <= ExpectedPauses; i++ {
+			h.log.Info("imagectl debug: attaching from the code-server sidecar", "pause", i, "of", ExpectedPauses)
+			rep, err := h.attach(ctx, ExpectedFunction)
+			if rep != nil {
+				res.Attaches = append(res.Attaches, rep)
+			}
+			if err != nil {
+				return fmt.Errorf("attach %d: %w", i, err)
+			}
+		}
+		rep, err := h.attach(ctx, PostMortemFunction, "--post-mortem")
+		res.PostMortem = rep
+		if err != nil {
+			return fmt.Errorf("post-mortem attach: %w", err)
+		}
+		return nil
+	}
+	if err := attachAll(); err != nil {
+		cmd.Process.Signal(os.Interrupt)
+		<-drained
+		cmd.Wait()
+		return res, fmt.Errorf("imagectl debug session: %w (events %v; stderr: %s)", err, res.Events, tail(stderr.String(), 20))
+	}
+	<-drained
+	werr := cmd.Wait()
+	if err := <-readErr; err != nil {
+		return res, err
+	}
+	if finished != nil {
+		res.JobStatus = finished.JobStatus
+	}
+	switch {
+	case werr != nil:
+		return res, fmt.Errorf("imagectl debug: %w (events %v; stderr: %s)", werr, res.Events, tail(stderr.String(), 20))
+	case res.JobStatus != "SUCCEEDED":
+		return res, fmt.Errorf("imagectl debug exited 0 without a finished event SUCCEEDED (events %v)", res.Events)
+	}
+	for _, want := range []debug.Kind{debug.KindReady, debug.KindSubmitted, debug.KindPaused, debug.KindFinished, debug.KindCleanup} {
+		if !slices.Contains(res.Events, string(want)) {
+			return res, fmt.Errorf("imagectl debug printed no %s event (events %v)", want, res.Events)
+		}
+	}
+	return res, nil
 }
 
 // writeInputs writes what the user has before the guide starts: the plain

@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/imagectl/imagectl/debug"
 	"github.com/imagectl/imagectl/imagespec/imagetest"
 	"github.com/imagectl/imagectl/inject"
 	"github.com/imagectl/imagectl/internal/testutil"
@@ -105,12 +106,12 @@ case "$args" in
     cp "$f" "$dir/submitted.yaml" && cp working_dir/sample_code.py "$dir/submitted-script.py" || exit 1
     echo "Submitted RayJob imagectl-smoke."
     if [ "$FAKE_PLUGIN_TIMEOUT" = 1 ]; then echo "Deleting RayJob..."; echo "Timed out waiting for cluster" >&2; exit 1; fi
-    while [ ! -e "$dir/post-mortem-done" ]; do sleep 0.05; done
+    while [ ! -e "$dir/post-mortem-done-0" ]; do sleep 0.05; done
     echo "RESULT [0, 1, 4, 9]"; echo "POST-MORTEM ZeroDivisionError" ;;
   *" get deployments -A -l app.kubernetes.io/component=kuberay-operator "*) echo "default/kuberay-operator" ;;
   *"{.status.rayClusterName}"*) [ "$FAKE_PLUGIN_TIMEOUT" = 1 ] || printf 'imagectl-smoke-raycluster-x7k2p' ;;
   *" get pod -n "*" -l ray.io/cluster=imagectl-smoke-raycluster-x7k2p,ray.io/node-type=head "*) printf 'imagectl-smoke-raycluster-x7k2p-head-abcde' ;;
-  *" smoke attach "*" --post-mortem "*) cat "$dir/post-mortem.json"; touch "$dir/post-mortem-done" ;;
+  *" smoke attach "*" --post-mortem "*) cat "$dir/post-mortem.json"; n=$(ls "$dir" | grep -c '^post-mortem-done-'); touch "$dir/post-mortem-done-$n" ;;
   *" smoke attach "*) cat "$dir/report.json" ;;
   *"{.status.jobStatus}"*) printf 'SUCCEEDED' ;;
 esac
@@ -124,6 +125,7 @@ exit 0
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("FAKE_KUBECTL_DIR", dir)
 	return dir
 }
 
@@ -151,6 +153,9 @@ stringData:
 `
 
 func fakeInject(logFile string, args []string) int {
+	if len(args) > 0 && args[0] == "debug" {
+		return fakeDebug(logFile+".debug", args)
+	}
 	if err := os.WriteFile(logFile, []byte(strings.Join(args, "\t")), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -195,6 +200,124 @@ func fakeInject(logFile string, args []string) int {
 	}
 	os.Stdout.Write(res.Output)
 	return 0
+}
+
+// fakeDebug stands in for `imagectl debug -o json` (with the fake
+// kubectl's cluster): it records its arguments and KUBECONFIG, prints the
+// events of a session up to a paused task, waits until the harness has
+// attached post-mortem a second time (the first is the manual steps'),
+// then prints the job's end and exits as FAKE_DEBUG_STATUS says
+// (SUCCEEDED: 0, FAILED: 8).
+func fakeDebug(logFile string, args []string) int {
+	if err := os.WriteFile(logFile, []byte(strings.Join(args, "\t")+"\nKUBECONFIG="+os.Getenv("KUBECONFIG")), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	enc := json.NewEncoder(os.Stdout)
+	head := guideVars["HEAD"]
+	for _, e := range []debug.Event{
+		{Kind: debug.KindApplied, Object: "RayJob/" + jobName, Created: true},
+		{Kind: debug.KindWaiting, Object: "Pod/" + head},
+		{Kind: debug.KindReady, Pod: head},
+		{Kind: debug.KindSubmitted, JobID: jobName + "-1"},
+		{Kind: debug.KindPaused, Task: &debug.PausedTask{Name: ExpectedFunction, Pod: head}},
+	} {
+		enc.Encode(e)
+	}
+	done := filepath.Join(os.Getenv("FAKE_KUBECTL_DIR"), "post-mortem-done-1")
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(done); err == nil {
+			break
+		}
+		if time.Now().After(end) {
+			fmt.Fprintln(os.Stderr, "fake imagectl debug: no second post-mortem attach in 30 s")
+			return 1
+		}
+	}
+	status := os.Getenv("FAKE_DEBUG_STATUS")
+	enc.Encode(debug.Event{Kind: debug.KindResumed, Task: &debug.PausedTask{Name: PostMortemFunction}})
+	enc.Encode(debug.Event{Kind: debug.KindFinished, JobStatus: status})
+	enc.Encode(debug.Event{Kind: debug.KindCleanup, Deleted: []string{"RayJob/" + jobName}})
+	if status != "SUCCEEDED" {
+		fmt.Fprintf(os.Stderr, "imagectl: job %s-1 ended %s\n", jobName, status)
+		return 8
+	}
+	return 0
+}
+
+// TestHarnessRunsImagectlDebug: with Config.Debug, after the manual steps
+// the harness deletes the plugin's RayJob, runs README's imagectl debug
+// (DebugCommand, with the image under test before the --) with the
+// cluster as KUBECONFIG, attaches from the sidecar of the head Pod its
+// ready event names (four breakpoints, one post-mortem) after the first
+// paused event, and requires exit 0 with the job SUCCEEDED; a session
+// whose job failed (exit 8) fails the run.
+func TestHarnessRunsImagectlDebug(t *testing.T) {
+	for _, status := range []string{"SUCCEEDED", "FAILED"} {
+		t.Run(status, func(t *testing.T) {
+			dir := fakeKubectl(t)
+			t.Setenv("FAKE_DEBUG_STATUS", status)
+			image, digest := pushTestImage(t, "", "")
+			pinned := image + "@" + digest
+			t.Setenv("DOCKER_CONFIG", t.TempDir())
+			h, injectLog := testHarness(t, image)
+			h.cfg.Debug = true
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := h.run(ctx)
+			if status == "FAILED" {
+				if err == nil || !strings.Contains(err.Error(), "exit status 8") || !strings.Contains(err.Error(), "ended FAILED") {
+					t.Fatalf("run: %v, want imagectl debug's exit 8 and its message", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := res.Debug
+			if d == nil {
+				t.Fatal("no debug result")
+			}
+			if diff := cmp.Diff([]string{"applied", "waiting", "ready", "submitted", "paused", "resumed", "finished", "cleanup"}, d.Events); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if d.JobStatus != "SUCCEEDED" || d.Paused != 1 || len(d.Attaches) != ExpectedPauses || d.PostMortem == nil {
+				t.Errorf("debug result %+v", d)
+			}
+			got, err := os.ReadFile(injectLog + ".debug")
+			if err != nil {
+				t.Fatalf("imagectl debug did not run: %v", err)
+			}
+			args := DebugCommand().Args[1:]
+			dash := slices.Index(args, "--")
+			want := strings.Join(slices.Concat(args[:dash], []string{"--image", pinned}, args[dash:]), "\t") + "\nKUBECONFIG=" + h.kubeconfig
+			if diff := cmp.Diff(want, string(got)); diff != "" {
+				t.Errorf("imagectl debug's arguments and KUBECONFIG (-want +got):\n%s", diff)
+			}
+			// The plugin's RayJob is deleted before, and the sidecar
+			// attached to after: ten attaches in all, two post-mortem.
+			var deleted bool
+			var attaches, postMortem int
+			for _, c := range calls(t, dir) {
+				line := strings.Join(c, " ")
+				if strings.Contains(line, " delete -n "+testNamespace+" rayjob "+jobName+" ") {
+					deleted = true
+				}
+				if strings.Contains(line, " smoke attach ") {
+					attaches++
+					if slices.Contains(c, "--post-mortem") {
+						postMortem++
+					}
+					if !slices.Contains(c, guideVars["HEAD"]) {
+						t.Errorf("attach %q is not in the head Pod %s", c, guideVars["HEAD"])
+					}
+				}
+			}
+			if !deleted || attaches != 2*(ExpectedPauses+1) || postMortem != 2 {
+				t.Errorf("RayJob deleted %v, %d attaches (%d post-mortem), want true, %d (2):\n%s", deleted, attaches, postMortem, 2*(ExpectedPauses+1), formatCalls(calls(t, dir)))
+			}
+		})
+	}
 }
 
 func calls(t *testing.T, dir string) [][]string {

@@ -6,7 +6,7 @@
 #
 # Started from the binaries hack/deps.d/kube.sh builds from the Go module
 # proxy (cached under $IMAGECTL_TEST_CACHE/bin/kube): etcd, kube-apiserver
-# (static token, AlwaysAllow, PodSecurity admission on), kube-controller-manager
+# (static tokens, RBAC, PodSecurity admission on), kube-controller-manager
 # (default ServiceAccounts, the namespace and garbage collectors) and the
 # KubeRay operator ($IMAGECTL_KUBE_KUBERAY, default v1.5.0: one of the
 # tests/kube/build/kuberay-vX.Y.Z modules), with that release's CRDs applied
@@ -44,7 +44,10 @@
 # CMD gets KUBECONFIG and IMAGECTL_KUBE_KUBECONFIG (the same file; tests use
 # the second so that they never act on a developer's own cluster),
 # IMAGECTL_KUBE_KUBERAY (the operator's version), IMAGECTL_KUBE_LOGS (the
-# components' logs), IMAGECTL_KUBE_HELM (helm, built like the rest) and,
+# components' logs), IMAGECTL_KUBE_HELM (helm, built like the rest),
+# IMAGECTL_KUBE_LIMITED_KUBECONFIG (a kubeconfig of the user named in
+# IMAGECTL_KUBE_LIMITED_USER, who has no RBAC binding: see the API server
+# below) and,
 # with a node, IMAGECTL_KUBE_NODE=localhost. Every start begins with empty
 # state. kubectl is the machine's; one of the API server's release is built
 # where there is none.
@@ -430,7 +433,10 @@ TOML
   log "node: images imported: $(ctr --address "$node_sock" -n k8s.io images ls -q | grep -v '^sha256:' | tr '\n' ' ')"
 
   # The kubelet: anonymous AlwaysAllow on 127.0.0.1, named localhost (the
-  # API server reaches it by hostname: a node IP cannot be loopback).
+  # API server reaches it by hostname: a node IP cannot be loopback). It
+  # talks to the API server as the admin user (system:masters, allowed
+  # everything by RBAC), not as system:node:localhost: the API server needs
+  # no Node authorizer for it.
   local kport khealth
   read -r kport khealth < <(freeports 2)
   mkdir -p "$work/kubelet"
@@ -477,6 +483,27 @@ node_dns() {
   local health ready
   read -r health ready < <(freeports 2)
   kubeconfig "$work/coredns.kubeconfig" system:coredns "$dns_token"
+  # RBAC has no default role for CoreDNS: the one kubeadm gives it (what
+  # its kubernetes plugin lists and watches), bound to its token's user.
+  k apply --server-side -f - >"$work/coredns-rbac.log" <<YAML
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "system:coredns"}
+rules:
+- apiGroups: [""]
+  resources: [endpoints, services, pods, namespaces]
+  verbs: [list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "system:coredns"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:coredns"}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:coredns"}
+YAML
   cat >"$work/Corefile" <<COREFILE
 cluster.local in-addr.arpa ip6.arpa {
     bind $node_gw
@@ -882,12 +909,24 @@ start etcd "${dir[etcd]}/etcd" --name default --data-dir "$work/etcd" \
 until_ok etcd 60 python3 -c "import urllib.request,sys; sys.exit(0 if b'true' in urllib.request.urlopen('http://127.0.0.1:$etcd_client/health', timeout=2).read() else 1)"
 log "etcd ${dir[etcd]##*/etcd-} on 127.0.0.1:$etcd_client"
 
-# kube-apiserver: a generated service-account key, a static admin token.
+# kube-apiserver: a generated service-account key, static tokens, RBAC.
+# The admin token's user is in system:masters, which RBAC lets do anything
+# (no binding needed): the tests, kubectl, kube-controller-manager,
+# kube-scheduler, the kubelet and the KubeRay operator all use its
+# kubeconfig. A second user, imagectl-test-limited, has a token and no
+# group and no binding: only what RBAC's defaults give every authenticated
+# user (discovery, SelfSubjectAccessReview), for tests of what a user
+# without rights sees (they bind it a Role of their own).
 openssl genrsa -out "$work/sa.key" 2048 2>/dev/null
 openssl rsa -in "$work/sa.key" -pubout -out "$work/sa.pub" 2>/dev/null
 token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 printf '%s,admin,admin,system:masters\n' "$token" >"$work/tokens.csv"
-# The node's kube-proxy and CoreDNS have tokens (and kubeconfigs) of their own.
+limited_user=imagectl-test-limited
+limited_token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+printf '%s,%s,%s\n' "$limited_token" "$limited_user" "$limited_user" >>"$work/tokens.csv"
+# The node's kube-proxy and CoreDNS have tokens (and kubeconfigs) of their
+# own: RBAC's defaults bind system:kube-proxy to the ClusterRole
+# system:node-proxier; CoreDNS's user gets a role in node_dns.
 proxy_token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 dns_token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 printf '%s,system:kube-proxy,kube-proxy,system:node-proxier\n%s,system:coredns,coredns\n' "$proxy_token" "$dns_token" >>"$work/tokens.csv"
@@ -895,7 +934,7 @@ start kube-apiserver "${dir[kubernetes]}/kube-apiserver" \
   --etcd-servers "http://127.0.0.1:$etcd_client" --bind-address 127.0.0.1 --secure-port "$apiserver" \
   --cert-dir "$work/pki" --service-account-issuer https://kubernetes.default.svc \
   --service-account-key-file "$work/sa.pub" --service-account-signing-key-file "$work/sa.key" \
-  --authorization-mode AlwaysAllow --token-auth-file "$work/tokens.csv" \
+  --authorization-mode RBAC --token-auth-file "$work/tokens.csv" \
   --service-cluster-ip-range "$svc_cidr" --enable-priority-and-fairness=false \
   --kubelet-preferred-address-types Hostname
 # kubeconfig FILE USER TOKEN: a kubeconfig for the API server on loopback.
@@ -920,7 +959,9 @@ EOF
   chmod 600 "$1"
 }
 kubeconfig "$work/kubeconfig" admin "$token"
+kubeconfig "$work/limited.kubeconfig" "$limited_user" "$limited_token"
 export KUBECONFIG=$work/kubeconfig IMAGECTL_KUBE_KUBECONFIG=$work/kubeconfig
+export IMAGECTL_KUBE_LIMITED_KUBECONFIG=$work/limited.kubeconfig IMAGECTL_KUBE_LIMITED_USER=$limited_user
 k() { kubectl --kubeconfig "$work/kubeconfig" "$@"; }
 until_ok kube-apiserver 300 k get --raw /readyz
 log "kube-apiserver $(k version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])') on 127.0.0.1:$apiserver"

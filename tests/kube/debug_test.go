@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/imagectl/imagectl/debug"
+	injectpkg "github.com/imagectl/imagectl/inject"
 )
 
 // plainRayJob is a RayJob as a user keeps it (no sidecar yet) whose
@@ -262,5 +267,202 @@ func TestDebugOnControlPlane(t *testing.T) {
 		if c.exists(t, ns, "rayjob", "k8sjob") {
 			t.Error("a refused session applied the RayJob")
 		}
+	})
+}
+
+// limitedKubeconfigIn writes, as dir/limited.kubeconfig, a copy of the
+// kubeconfig of with-kube.sh's user without rights, its context's
+// namespace ns; it returns the file and the user's name.
+func limitedKubeconfigIn(t *testing.T, dir, ns string) (string, string) {
+	t.Helper()
+	src, user := os.Getenv("IMAGECTL_KUBE_LIMITED_KUBECONFIG"), os.Getenv("IMAGECTL_KUBE_LIMITED_USER")
+	if src == "" || user == "" {
+		t.Fatal("IMAGECTL_KUBE_LIMITED_KUBECONFIG or IMAGECTL_KUBE_LIMITED_USER is not set: tests/e2e/with-kube.sh exports both with IMAGECTL_KUBE_KUBECONFIG")
+	}
+	kc := filepath.Join(dir, "limited.kubeconfig")
+	writeFile(t, kc, readFile(t, src))
+	if _, _, err := run(context.Background(), dir, nil, nil, "kubectl", "--kubeconfig", kc, "config", "set-context", "--current", "--namespace", ns); err != nil {
+		t.Fatal(err)
+	}
+	return kc, user
+}
+
+// TestDebugRBACOnControlPlane runs imagectl debug as a user who may read
+// the namespace but not create in it, against the API server's real RBAC
+// authorizer (with-kube.sh runs it with --authorization-mode RBAC): the
+// session fails (exit 1) with the API server's Forbidden message, which
+// names the verb, the resource, the namespace and the user, and creates
+// nothing — not even the password Secret it is allowed to create, since
+// the server-side dry run of every document comes first.
+func TestDebugRBACOnControlPlane(t *testing.T) {
+	c := needCluster(t)
+	ns := c.namespace(t, nil)
+	dir := t.TempDir()
+	kc, user := limitedKubeconfigIn(t, dir, ns)
+	writeFile(t, filepath.Join(dir, "job.yaml"), plainRayJob("dbg", "InteractiveMode"))
+	args := []string{"--kubeconfig", kc, "--image", testImage, "-f", "job.yaml", "--ready-timeout", "15s", "--cleanup"}
+
+	// grant binds user a Role of the test's own in ns, with rules, and
+	// waits until the authorizer has it (can-i, as the admin impersonating
+	// the user).
+	grant := func(t *testing.T, rules string, verb, resource string) {
+		t.Helper()
+		role := fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: debug-test}
+rules:
+- {apiGroups: ["*"], resources: ["*"], verbs: [get, list, watch]}
+%s---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: debug-test}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: debug-test}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: %q}
+`, rules, user)
+		if err := c.apply(t, ns, []byte(role)); err != nil {
+			t.Fatal(err)
+		}
+		c.waitFor(t, 30*time.Second, user+" may "+verb+" "+resource, func() (bool, error) {
+			out, _ := c.kubectl(t, nil, "auth", "can-i", verb, resource, "-n", ns, "--as", user)
+			return strings.TrimSpace(out) == "yes", nil
+		})
+	}
+	// refused runs the session and checks that it failed naming want and
+	// left nothing in ns.
+	refused := func(t *testing.T, want ...string) {
+		t.Helper()
+		r := imagectlDebug(t, dir, nil, args...)
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1", r.code)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("stderr does not say %q:\n%s", w, r.stderr)
+			}
+		}
+		for _, e := range r.events {
+			if e.Kind != debug.KindWarning {
+				t.Errorf("a refused session went on: event %s %q", e.Kind, e.Message)
+			}
+		}
+		for _, kind := range []string{"rayjob", "secret/code-server-password", "raycluster"} {
+			if out := c.must(t, nil, "get", kind, "-n", ns, "-o", "name", "--ignore-not-found"); strings.TrimSpace(out) != "" {
+				t.Errorf("a refused session left %s", strings.TrimSpace(out))
+			}
+		}
+	}
+
+	t.Run("read only", func(t *testing.T) {
+		grant(t, "", "get", "rayjobs.ray.io")
+		refused(t,
+			"apply (server-side dry run) Secret/code-server-password in namespace "+ns+": forbidden by the cluster's RBAC or admission",
+			`(ask for "create" and "patch" on secrets in namespace "`+ns+`")`,
+			`secrets "code-server-password" is forbidden: User "`+user+`" cannot patch resource "secrets" in API group "" in the namespace "`+ns+`"`,
+			"(nothing was applied)")
+	})
+	t.Run("may create Secrets, not RayJobs", func(t *testing.T) {
+		grant(t, "- {apiGroups: [\"\"], resources: [secrets], verbs: [create, patch, delete]}\n", "create", "secrets")
+		refused(t,
+			"apply (server-side dry run) RayJob/dbg in namespace "+ns+": forbidden by the cluster's RBAC or admission",
+			`(ask for "create" and "patch" on rayjobs.ray.io in namespace "`+ns+`")`,
+			`rayjobs.ray.io "dbg" is forbidden: User "`+user+`" cannot patch resource "rayjobs" in API group "ray.io" in the namespace "`+ns+`"`,
+			"(nothing was applied)")
+	})
+	t.Run("may patch RayJobs, not create them", func(t *testing.T) {
+		// A server-side apply of a new object is a patch that the API
+		// server also authorizes as a create.
+		grant(t, "- {apiGroups: [\"\"], resources: [secrets], verbs: [create, patch, delete]}\n- {apiGroups: [ray.io], resources: [rayjobs], verbs: [patch]}\n", "patch", "rayjobs.ray.io")
+		refused(t,
+			`rayjobs.ray.io "dbg" is forbidden: User "`+user+`" cannot create resource "rayjobs" in API group "ray.io" in the namespace "`+ns+`"`,
+			"(nothing was applied)")
+	})
+}
+
+// TestDebugPrepullOnControlPlane: --prepull applies inject.Prepull's
+// DaemonSet of the injected manifest (every Ray image of the head and the
+// worker groups, the sidecar image, the Pods' imagePullSecrets) in the
+// session's namespace after the Secret and before the RayJob, reports it,
+// does not wait for it, and deletes it with --cleanup.
+func TestDebugPrepullOnControlPlane(t *testing.T) {
+	c := needCluster(t)
+	ns := c.namespace(t, nil)
+	dir := t.TempDir()
+	kc := c.kubeconfigIn(t, dir, ns)
+	job := string(plainRayJob("pp", "InteractiveMode")) + `    workerGroupSpecs:
+    - groupName: gpu
+      replicas: 1
+      rayStartParams: {}
+      template:
+        spec:
+          imagePullSecrets: [{name: regcred}]
+          containers:
+          - name: ray-worker
+            image: rayproject/ray:2.46.0-py312-gpu
+`
+	writeFile(t, filepath.Join(dir, "job.yaml"), []byte(job))
+	var ds struct {
+		Spec struct {
+			Template struct {
+				Spec corev1.PodSpec `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	var managers string
+	r := imagectlDebug(t, dir, func(e debug.Event) bool {
+		if e.Kind != debug.KindWaiting {
+			return false
+		}
+		// Applied, not waited for: the session waits for the head already.
+		out := c.must(t, nil, "get", "daemonset", injectpkg.PrepullName, "-n", ns, "-o", "json")
+		if err := json.Unmarshal([]byte(out), &ds); err != nil {
+			t.Errorf("DaemonSet %s: %v", injectpkg.PrepullName, err)
+		}
+		managers = c.must(t, nil, "get", "daemonset", injectpkg.PrepullName, "-n", ns, "-o", "jsonpath={.metadata.managedFields[*].manager}")
+		return true
+	}, "--kubeconfig", kc, "--image", testImage, "-f", "job.yaml", "--prepull", "--ready-timeout", "3m", "--cleanup")
+	if r.code != 130 {
+		t.Fatalf("exit %d after SIGINT, want 130", r.code)
+	}
+	var applied []string
+	for _, e := range r.events {
+		if e.Kind == debug.KindApplied {
+			applied = append(applied, fmt.Sprintf("%s created=%v", e.Object, e.Created))
+			if e.Object == "DaemonSet/"+injectpkg.PrepullName {
+				for _, img := range []string{"rayproject/ray:2.46.0-py312", "rayproject/ray:2.46.0-py312-gpu", testImage} {
+					if !strings.Contains(e.Message, img) {
+						t.Errorf("the DaemonSet's event does not name image %s: %q", img, e.Message)
+					}
+				}
+			}
+		}
+	}
+	wantApplied := []string{"Secret/code-server-password created=true", "DaemonSet/" + injectpkg.PrepullName + " created=true", "RayJob/pp created=true"}
+	if diff := cmp.Diff(wantApplied, applied); diff != "" {
+		t.Errorf("applied events (-want +got):\n%s", diff)
+	}
+	var images []string
+	for _, ic := range ds.Spec.Template.Spec.InitContainers {
+		images = append(images, ic.Name+"="+ic.Image)
+	}
+	wantImages := []string{"ray=rayproject/ray:2.46.0-py312", "ray-2=rayproject/ray:2.46.0-py312-gpu", "code-server=" + testImage}
+	if diff := cmp.Diff(wantImages, images); diff != "" {
+		t.Errorf("the DaemonSet's init containers on the server (-want +got):\n%s", diff)
+	}
+	if got := fmt.Sprint(ds.Spec.Template.Spec.ImagePullSecrets); got != "[{regcred}]" {
+		t.Errorf("the DaemonSet's imagePullSecrets %s, want [{regcred}]", got)
+	}
+	if !strings.Contains(managers, debug.FieldManager) {
+		t.Errorf("DaemonSet managers %q do not include %s", managers, debug.FieldManager)
+	}
+	cl := r.find(debug.KindCleanup)
+	if cl == nil {
+		t.Fatal("no cleanup event")
+	}
+	if diff := cmp.Diff([]string{"RayJob/pp", "DaemonSet/" + injectpkg.PrepullName, "Secret/code-server-password"}, cl.Deleted); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+	c.waitFor(t, 60*time.Second, "DaemonSet "+injectpkg.PrepullName+" deleted", func() (bool, error) {
+		return !c.exists(t, ns, "daemonset", injectpkg.PrepullName), nil
 	})
 }

@@ -359,8 +359,8 @@ func TestReadmeCheckCatchesDrift(t *testing.T) {
 
 // TestSmokeWorkflow: the smoke workflow runs the oldest and the newest
 // KubeRay the harness pins, each with the kubectl ray plugin of its release
-// (pinned, checksummed) and the Ray CLI, fails on a skip, and loads no image
-// into kind.
+// (pinned, checksummed) and the Ray CLI, fails on a skip, runs imagectl
+// debug after the manual steps, and loads no image into kind.
 func TestSmokeWorkflow(t *testing.T) {
 	b, err := os.ReadFile("../../.github/workflows/smoke.yml")
 	if err != nil {
@@ -431,6 +431,10 @@ func TestSmokeWorkflow(t *testing.T) {
 			ran = true
 			if s.Env["IMAGECTL_SMOKE_REQUIRE"] != "1" || s.Env["IMAGECTL_SMOKE_KUBERAY"] != "${{ matrix.kuberay }}" {
 				t.Errorf("TestSmoke step env %v: want IMAGECTL_SMOKE_REQUIRE=1 and the matrix's KubeRay", s.Env)
+			}
+			// The harness runs imagectl debug after the manual steps.
+			if s.Env["IMAGECTL_SMOKE_DEBUG"] != "1" {
+				t.Errorf("TestSmoke step env %v: want IMAGECTL_SMOKE_DEBUG=1 (the harness then runs imagectl debug too)", s.Env)
 			}
 		}
 	}

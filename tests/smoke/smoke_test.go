@@ -17,7 +17,8 @@ import (
 // IMAGECTL_SMOKE_IMAGE. Where Docker, kubectl, git or the network are
 // missing it skips with exactly that reason; with IMAGECTL_SMOKE_REQUIRE=1
 // (the smoke workflow) a skip is a failure. It is never reported as passing
-// without having run.
+// without having run. IMAGECTL_SMOKE_DEBUG=1 (the smoke workflow) runs
+// imagectl debug too, after the manual steps (kind.Config.Debug).
 func TestSmoke(t *testing.T) {
 	skip := func(reason string) {
 		t.Helper()
@@ -49,6 +50,7 @@ func TestSmoke(t *testing.T) {
 		Image: image, RayVersion: ray, Python: envOr("IMAGECTL_SMOKE_PYTHON", "3.12"),
 		KindNodeImage: os.Getenv("IMAGECTL_SMOKE_KIND_IMAGE"), KubeRayVersion: os.Getenv("IMAGECTL_SMOKE_KUBERAY"),
 		ProbeBinary: bin, LogDir: os.Getenv("IMAGECTL_SMOKE_LOGDIR"), Timeout: 50 * time.Minute,
+		Debug:  os.Getenv("IMAGECTL_SMOKE_DEBUG") == "1",
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	})
 	if err != nil {
@@ -65,6 +67,9 @@ func TestSmoke(t *testing.T) {
 		t.Logf("post-mortem attach: %s at %s (%s:%d)", a.Attach.Frame.Name, a.Attach.Address, a.Attach.Frame.Path, a.Attach.Frame.Line)
 	}
 	t.Logf("RayJob %s with %q", res.JobStatus, res.Output)
+	if d := res.Debug; d != nil {
+		t.Logf("imagectl debug: job %s, events %v, %d paused events, the first %s after it started, %d attaches and a post-mortem attach", d.JobStatus, d.Events, d.Paused, d.FirstPaused, len(d.Attaches))
+	}
 }
 
 func envOr(k, def string) string {

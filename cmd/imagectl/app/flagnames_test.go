@@ -60,6 +60,7 @@ var flagMeanings = map[string]string{
 	"pip": "refresh", "pypi-url": "refresh", "retries": "refresh", "versions": "refresh",
 	// smoke
 	"kind-image": "kind", "kuberay-version": "kind", "cluster-name": "kind", "keep": "kind", "log-dir": "kind",
+	"debug":        "kind: also run imagectl debug",
 	"probe-binary": "kind", "action": "attach", "check-source": "attach", "expect-file": "attach",
 	"expect-function": "attach", "local-root": "attach", "poll-interval": "attach", "post-mortem": "attach",
 	"stop-timeout": "attach", "pause-timeout": "attach: waiting for a paused worker", "task": "attach",
@@ -68,6 +69,7 @@ var flagMeanings = map[string]string{
 	"resolve-digest": "inject", "no-resolve": "inject", "port": "inject", "secret-name": "inject",
 	"secret-key": "inject", "secret-file": "inject", "rotate-password": "inject", "requests": "inject",
 	"limits": "inject", "image-pull-secret": "inject", "keep-unresolved": "inject", "allow-hostpath": "inject",
+	"prepull-file": "inject: the pre-pull DaemonSet's file",
 	// cobra
 	"no-descriptions": "completion", "version": "--version",
 	"kubeconfig": "kubeconfig file", "context": "kubeconfig context", "namespace": "Kubernetes namespace",
@@ -75,6 +77,7 @@ var flagMeanings = map[string]string{
 	"ready-timeout": "debug: waiting for the head Pod", "replace": "debug: an existing RayJob",
 	"cleanup": "debug: delete what it created", "show-password": "debug", "open": "debug: a browser",
 	"logs": "debug: the job's logs", "code-server-port": "debug: local port",
+	"prepull": "debug: the pre-pull DaemonSet",
 }
 
 // Every flag of every verb has a name from flagMeanings and keeps one

@@ -13,6 +13,7 @@ import (
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
 	"github.com/imagectl/imagectl/debug"
+	"github.com/imagectl/imagectl/inject"
 	"github.com/imagectl/imagectl/internal/safefile"
 )
 
@@ -32,6 +33,7 @@ type debugFlags struct {
 	workingDir     string
 	timeout        time.Duration
 	replace        bool
+	prepull        bool
 	cleanup        bool
 	showPassword   bool
 	open           bool
@@ -53,7 +55,11 @@ func New(g *options.Globals) *cobra.Command {
      MANIFEST (the same code as imagectl inject) and creates the password
      Secret unless it exists;
   2. applies every document server-side (field manager imagectl-debug) in one
-     namespace: -n, else the kubeconfig context's, as kubectl chooses it;
+     namespace: -n, else the kubeconfig context's, as kubectl chooses it,
+     after a server-side dry run of all of them, so that what the API server
+     refuses (RBAC, admission, validation) leaves nothing behind; --prepull
+     adds the DaemonSet that pulls the Ray and sidecar images onto every
+     node;
   3. waits for the head Pod, printing the RayCluster's state and each Pod's
      phase, image pulls and readiness; it explains an unschedulable Pod (the
      resource), an image that cannot be pulled (the image and node) and a
@@ -84,6 +90,7 @@ and its head must carry the sidecar.
 resumed, log, finished, cleanup) for tools.`,
 		Example: `  imagectl debug -f rayjob.yaml --working-dir . -- python my_script.py
   imagectl debug -f rayjob.yaml -n team-a --ready-timeout 15m --cleanup
+  imagectl debug -f rayjob.yaml --prepull --cleanup --working-dir . -- python my_script.py
   imagectl debug -f raycluster.yaml --working-dir ./src -- python train.py
   imagectl debug --cluster my-raycluster -n team-a --show-password
   imagectl debug -f rayjob.yaml -o json | jq -c 'select(.event=="paused")'`,
@@ -98,6 +105,7 @@ resumed, log, finished, cleanup) for tools.`,
 	fl.StringVar(&f.workingDir, "working-dir", "", "a local directory uploaded as the job's working_dir (InteractiveMode RayJob, or a RayCluster with an entrypoint)")
 	fl.DurationVar(&f.timeout, "ready-timeout", debug.DefaultTimeout, "how long to wait for the head Pod to be ready (the session itself runs until the job ends or Ctrl-C)")
 	fl.BoolVar(&f.replace, "replace", false, "delete an existing RayJob of the same name (and its cluster) and create it again")
+	fl.BoolVar(&f.prepull, "prepull", false, "also apply the pre-pull DaemonSet "+inject.PrepullName+" of the manifest's Ray and sidecar images (inject.Prepull), so that every node pulls them; not waited for, deleted by --cleanup when created")
 	fl.BoolVar(&f.cleanup, "cleanup", false, "on the way out (the job ended, Ctrl-C, an error), delete what this session created")
 	fl.BoolVar(&f.showPassword, "show-password", false, "print the code-server password (default: say which Secret holds it)")
 	fl.BoolVar(&f.open, "open", false, "open the code-server URL in a browser")
@@ -123,6 +131,7 @@ func run(g *options.Globals, cmd *cobra.Command, f *debugFlags, args []string) e
 		Entrypoint:     strings.Join(args, " "),
 		Timeout:        f.timeout,
 		Replace:        f.replace,
+		Prepull:        f.prepull,
 		Cleanup:        f.cleanup,
 		ShowPassword:   f.showPassword,
 		Logs:           f.logs,
@@ -167,7 +176,7 @@ func (f *debugFlags) check(cmd *cobra.Command, args []string) error {
 		return options.Usagef("unexpected argument %q: the entrypoint goes after --, as in imagectl debug -f job.yaml -- python main.py", args[0])
 	}
 	if f.cluster != "" {
-		for _, fl := range []string{"image", "repository", "no-resolve", "requests", "limits", "image-pull-secret", "allow-hostpath", "replace", "port", "working-dir"} {
+		for _, fl := range []string{"image", "repository", "no-resolve", "requests", "limits", "image-pull-secret", "allow-hostpath", "replace", "port", "working-dir", "prepull"} {
 			if cmd.Flags().Changed(fl) {
 				return options.Usagef("--cluster attaches to a running cluster and applies nothing; --%s does not apply", fl)
 			}

@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
 	"github.com/imagectl/imagectl/inject"
@@ -30,6 +32,7 @@ type injectFlags struct {
 	resolveDigest   bool
 	keepUnresolved  bool
 	secretFile      string
+	prepullFile     string
 	rotatePassword  bool
 	dashboard       string
 }
@@ -85,6 +88,7 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 2 bad usage.`,
 		Example: `  imagectl inject -f job.yaml --secret-file pw.yaml > job-debug.yaml
   kubectl apply --server-side -f pw.yaml
+  imagectl inject -f job.yaml --secret-file pw.yaml --prepull-file prepull.yaml > job-debug.yaml
   imagectl inject -f cluster.yaml -o diff
   imagectl inject -f cluster.yaml -i --resolve-digest
   imagectl inject -f values.yaml --helm-values -i
@@ -106,6 +110,7 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 	fl.BoolVar(&f.resolveDigest, "resolve-digest", false, "pin the image to the digest the registry reports (docker config credentials)")
 	fl.BoolVar(&f.keepUnresolved, "keep-unresolved", false, "with --resolve-digest: keep the image by tag (a warning) when the registry has no such image")
 	fl.StringVar(&f.secretFile, "secret-file", "", "write that Secret, with a random password, to this file (mode 0600; an existing one keeps its password)")
+	fl.StringVar(&f.prepullFile, "prepull-file", "", "write the pre-pull DaemonSet "+inject.PrepullName+" of the output's Ray and sidecar images (and imagePullSecrets) to this file (examples/prepull.yaml is examples/rayjob.yaml's)")
 	fl.BoolVar(&f.rotatePassword, "rotate-password", false, "with --secret-file: a new password even when the file has one")
 	fl.StringVar(&f.dashboard, "dashboard", "", "dashboard host:port written into the debugger settings (default 127.0.0.1 and the head's dashboard-port)")
 	return cmd
@@ -153,6 +158,11 @@ func runInject(g *options.Globals, cmd *cobra.Command, f *injectFlags) error {
 	}
 	if f.secretFile != "" && !f.remove {
 		if err := writeSecret(cmd.Context(), g, f, res); err != nil {
+			return err
+		}
+	}
+	if f.prepullFile != "" {
+		if err := writePrepull(cmd.Context(), g, f, res); err != nil {
 			return err
 		}
 	}
@@ -216,6 +226,43 @@ func writeSecret(ctx context.Context, g *options.Globals, f *injectFlags, res *i
 	return nil
 }
 
+// writePrepull writes the pre-pull DaemonSet of the injected documents to
+// --prepull-file, replacing only a pre-pull DaemonSet.
+func writePrepull(ctx context.Context, g *options.Globals, f *injectFlags, res *inject.Result) error {
+	imgs, err := inject.ImagesToPrepull(f.file, res.Output)
+	if err != nil {
+		return fmt.Errorf("--prepull-file %s: %w", f.prepullFile, err)
+	}
+	ds, err := inject.Prepull(imgs)
+	if err != nil {
+		return fmt.Errorf("--prepull-file %s: %w", f.prepullFile, err)
+	}
+	existing, err := safefile.ReadFile(f.prepullFile, maxManifestFile)
+	switch {
+	case err == nil:
+		var old struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct{ Name string }
+		}
+		if yerr := sigsyaml.Unmarshal(existing, &old); yerr != nil || old.APIVersion != "apps/v1" || old.Kind != "DaemonSet" || old.Metadata.Name != inject.PrepullName {
+			return fmt.Errorf("--prepull-file %s holds something other than the pre-pull DaemonSet %s: refusing to replace it", f.prepullFile, inject.PrepullName)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("reading --prepull-file %s: %w", f.prepullFile, err)
+	}
+	if err := writeFileAtomic(ctx, f.prepullFile, ds, 0o644); err != nil {
+		return err
+	}
+	ns := "-n \"$NS\" "
+	if n, err := res.Namespace(); err == nil && n != "" {
+		ns = "-n " + n + " "
+	}
+	fmt.Fprintf(g.Stderr, "imagectl: wrote the pre-pull DaemonSet %s (%s) to %s; apply it with: kubectl apply --server-side %s-f %s\n",
+		inject.PrepullName, strings.Join(append(append([]string{}, imgs.Ray...), imgs.Sidecar), ", "), f.prepullFile, ns, f.prepullFile)
+	return nil
+}
+
 // check refuses flag combinations inject cannot do (exit 2).
 func (f *injectFlags) check(cmd *cobra.Command) error {
 	if f.file == "" {
@@ -236,6 +283,12 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 	if f.secretFile != "" && f.output == "diff" && !f.inPlace {
 		return &options.ExitError{Code: options.ExitUsage, Err: errors.New("-o diff only shows the change, and --secret-file writes a file: drop one of them, or add -i")}
 	}
+	if f.prepullFile != "" && f.output == "diff" && !f.inPlace {
+		return &options.ExitError{Code: options.ExitUsage, Err: errors.New("-o diff only shows the change, and --prepull-file writes a file: drop one of them, or add -i")}
+	}
+	if f.prepullFile != "" && (f.prepullFile == f.file || f.prepullFile == f.secretFile) {
+		return &options.ExitError{Code: options.ExitUsage, Err: fmt.Errorf("--prepull-file %s is the manifest or the --secret-file: the DaemonSet needs a file of its own", f.prepullFile)}
+	}
 	if f.secretFile != "" && f.secretFile == f.file {
 		return &options.ExitError{Code: options.ExitUsage, Err: fmt.Errorf("--secret-file %s is the manifest itself: the Secret needs a file of its own", f.secretFile)}
 	}
@@ -247,7 +300,7 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 	}
 	if f.remove {
 		for _, fl := range []string{"image", "repository", "resolve-digest", "no-resolve", "name", "port", "secret-name", "secret-key",
-			"secret-file", "rotate-password", "requests", "limits", "dashboard", "image-pull-secret", "keep-unresolved", "allow-hostpath"} {
+			"secret-file", "rotate-password", "requests", "limits", "dashboard", "image-pull-secret", "keep-unresolved", "allow-hostpath", "prepull-file"} {
 			if cmd.Flags().Changed(fl) {
 				return &options.ExitError{Code: options.ExitUsage, Err: fmt.Errorf("--remove takes out what inject added; --%s does not apply", fl)}
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"sigs.k8s.io/yaml"
@@ -399,5 +400,65 @@ func TestInjectInPlaceLateInterrupt(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("%s holds %v, want job.yaml alone", dir, entries)
+	}
+}
+
+// TestInjectPrepullFile: --prepull-file gets inject.Prepull's DaemonSet of
+// the output (for a RayJob with examples/rayjob.yaml's two images,
+// examples/prepull.yaml byte for byte), stdout keeps the manifest, stderr
+// says how to apply it; a second run replaces the DaemonSet, a file
+// holding anything else is never replaced, and the flag is refused with
+// --remove and with -o diff.
+func TestInjectPrepullFile(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "prepull.yaml")
+	const sidecar = "docker.io/onesizefitsquorum/code-server-with-ray-distributed-debugger:4.101.2-ray2.46.0-py3.12"
+	code, out, errs := runIn(t, injectPlainJob, "inject", "-f", "-", "--image", sidecar, "--prepull-file", ds)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "kind: RayJob") || strings.Contains(out, "DaemonSet") {
+		t.Errorf("stdout is not the injected manifest alone:\n%s", out)
+	}
+	want, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "examples", "prepull.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("--prepull-file for examples/rayjob.yaml's images is not examples/prepull.yaml (-example +written):\n%s", diff)
+	}
+	wantMsg := "imagectl: wrote the pre-pull DaemonSet ray-debug-prepull (rayproject/ray:2.46.0-py312, " + sidecar + ") to " + ds + `; apply it with: kubectl apply --server-side -n "$NS" -f ` + ds + "\n"
+	if !strings.Contains(errs, wantMsg) {
+		t.Errorf("stderr lacks %q:\n%s", wantMsg, errs)
+	}
+
+	// Again, with another sidecar image: replaced.
+	code, _, errs = runIn(t, injectPlainJob, "inject", "-f", "-", "--image", "registry.example/cs:1", "--prepull-file", ds)
+	if b, _ := os.ReadFile(ds); code != 0 || !strings.Contains(string(b), "image: registry.example/cs:1\n") {
+		t.Errorf("second run: exit %d %s\n%s", code, errs, b)
+	}
+
+	other := filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(other, []byte(injectPlainJob), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runIn(t, injectPlainJob, "inject", "-f", "-", "--no-resolve", "--prepull-file", other)
+	if code != 1 || !strings.Contains(errs, "holds something other than the pre-pull DaemonSet ray-debug-prepull: refusing to replace it") {
+		t.Errorf("a manifest as --prepull-file: exit %d out %q err %s", code, out, errs)
+	}
+	if b, _ := os.ReadFile(other); string(b) != injectPlainJob {
+		t.Errorf("%s was replaced:\n%s", other, b)
+	}
+	for _, args := range [][]string{
+		{"inject", "-f", "-", "--remove", "--prepull-file", ds},
+		{"inject", "-f", "-", "--no-resolve", "-o", "diff", "--prepull-file", ds},
+	} {
+		if code, _, errs := runIn(t, injectPlainJob, args...); code != 2 || !strings.Contains(errs, "prepull-file") {
+			t.Errorf("%q: exit %d %s, want 2 naming --prepull-file", args, code, errs)
+		}
 	}
 }

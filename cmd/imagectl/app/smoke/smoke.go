@@ -55,7 +55,11 @@ and the local Ray CLI. The node pulls the image by digest from its registry
 from the docker config). It runs "imagectl smoke attach" inside the sidecar
 once per paused task and once with --post-mortem for a task frozen on its
 exception, checks the job's output and that the RayJob reaches SUCCEEDED,
-collects logs on failure and deletes the cluster. It needs a Docker engine,
+collects logs on failure and deletes the cluster. With --debug it then runs
+README's "imagectl debug -f rayjob.yaml --working-dir ./working_dir -- python
+sample_code.py" (with -o json, --cleanup and the image under test) on the
+same cluster, attaches from the sidecar once the first task is reported
+paused, and requires debug to exit 0 with the job SUCCEEDED. It needs a Docker engine,
 kubectl, git, the kubectl ray plugin, the Ray CLI and the network; when one is
 missing it says which and exits 2. inject runs with this binary; the one
 copied into the sidecar is this one (when it is a static linux build) or
@@ -109,6 +113,7 @@ copied into the sidecar is this one (when it is a static linux build) or
 	f.StringVar(&cfg.KubeRayVersion, "kuberay-version", "newest", "KubeRay operator version: X.Y.Z, oldest ("+kind.KubeRayOldest+") or newest ("+kind.KubeRayNewest+")")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "imagectl-smoke", "kind cluster name")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the kind cluster afterwards")
+	f.BoolVar(&cfg.Debug, "debug", false, "after the manual steps, run imagectl debug (with this binary) on the same cluster, attach from the sidecar to the tasks it reports paused, and require exit 0")
 	f.StringVar(&cfg.LogDir, "log-dir", "", "where logs are collected on failure (default: a temp dir)")
 	f.DurationVar(&cfg.Timeout, "timeout", 45*time.Minute, "bound on the whole run")
 	f.StringVar(&probeBin, "probe-binary", "", "static linux imagectl copied into the sidecar (default: this binary)")
@@ -133,6 +138,10 @@ func printKindResult(g *options.Globals, res *kind.Result) {
 	}
 	if rep := res.PostMortem; rep != nil && rep.Attach != nil {
 		fmt.Fprintf(g.Stdout, "attached post-mortem to %s: exception in %s (%s:%d)\n", rep.Attach.Address, rep.Attach.Frame.Name, rep.Attach.Frame.Path, rep.Attach.Frame.Line)
+	}
+	if d := res.Debug; d != nil {
+		fmt.Fprintf(g.Stdout, "imagectl debug: job %s, %d paused events (the first after %s), %d attaches and a post-mortem attach from the sidecar; events %s\n",
+			d.JobStatus, d.Paused, d.FirstPaused, len(d.Attaches), strings.Join(d.Events, " "))
 	}
 	if res.LogDir != "" {
 		fmt.Fprintf(g.Stdout, "logs in %s\n", res.LogDir)
