@@ -44,7 +44,7 @@ func TestDebugFaultsOnNode(t *testing.T) {
 	}{{
 		name:    "image",
 		image:   missing,
-		timeout: "3m",
+		timeout: "100s", // named after 42 s on a loaded 2-core machine
 		reasons: []string{"ErrImagePull", "ImagePullBackOff"},
 		problem: []string{"container code-server of Pod ", "cannot pull image " + missing + " on node " + nodeName},
 	}, {
@@ -65,7 +65,7 @@ func TestDebugFaultsOnNode(t *testing.T) {
 			return replaceAll(t, plain, "          - name: ray-head\n            image: "+n.rayImage+"\n",
 				"          - name: ray-head\n            image: "+n.rayImage+"\n            args: [\"echo imagectl-fault-line-1; echo imagectl-fault-line-2 >&2; exit 3\"]\n", 1)
 		},
-		timeout: "3m",
+		timeout: "75s", // named after 7 s (the kubelet's first restart back-off is 10 s)
 		reasons: []string{"CrashLoopBackOff"},
 		problem: []string{"container ray-head of Pod ", "keeps exiting", "last exit code 3 (Error)", "its last log lines:", "imagectl-fault-line-1", "imagectl-fault-line-2"},
 	}}
