@@ -101,7 +101,7 @@ func TestDebugOnNode(t *testing.T) {
 				case debug.KindPaused:
 					if firstPause == 0 {
 						firstPause = time.Since(start)
-						t.Logf("%s: first paused event %s after imagectl debug started", tc.name, firstPause.Round(time.Second))
+						t.Logf("%s: first paused event %s after imagectl debug started: %v", tc.name, firstPause.Round(time.Second), e.Task)
 					}
 					wantPod, wantType := head, "head"
 					if tc.onWorker {
