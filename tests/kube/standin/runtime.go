@@ -130,6 +130,7 @@ func ray(args []string) error {
 		return err
 	}
 	if !o.head {
+		say("WORKER", strings.Join(args, " "))
 		return runWorker(o, ip, stop)
 	}
 	al, err := net.Listen("tcp", ":"+o.agentPort)
@@ -276,7 +277,7 @@ func runWorker(o startOptions, ip string, stop <-chan os.Signal) error {
 		return fmt.Errorf("dashboard agent: %w", err)
 	}
 	go serveAgent(al)
-	say("WORKER", "NODE", w.nodeID, "NODE-IP", ip, "RAYLET", rl.Addr().String(), "AGENT", al.Addr().String(), "RESOURCES", formatResources(o.resources), "SESSION", w.session)
+	say("JOINED", "NODE", w.nodeID, "NODE-IP", ip, "RAYLET", rl.Addr().String(), "AGENT", al.Addr().String(), "RESOURCES", formatResources(o.resources), "SESSION", w.session)
 	<-ctx.Done() // --block: serve until the Pod stops
 	return nil
 }
