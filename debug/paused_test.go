@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	fake "github.com/imagectl/imagectl/internal/fakes/dashboard"
 	"github.com/imagectl/imagectl/smoke/dashboard"
@@ -83,5 +86,64 @@ func TestPausedTaskString(t *testing.T) {
 		if got := tc.p.String(); got != tc.want {
 			t.Errorf("String() = %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// podOfIP names the Pod of the session's Ray cluster that owns a paused
+// worker's IP, with KubeRay's ray.io/node-type: a task on a worker Pod is
+// reported on that Pod as "worker". Pods of another Ray cluster and Pods
+// that ended are not taken for it.
+func TestPodOfIP(t *testing.T) {
+	pod := func(name, cluster, nodeType, ip string, phase corev1.PodPhase, more ...string) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns1", Labels: map[string]string{"ray.io/cluster": cluster, "ray.io/node-type": nodeType}},
+			Status:     corev1.PodStatus{Phase: phase, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}},
+		}
+		for _, m := range more {
+			p.Status.PodIPs = append(p.Status.PodIPs, corev1.PodIP{IP: m})
+		}
+		return p
+	}
+	core := kubefake.NewClientset(
+		pod("rc-head-abc", "rc", "head", "10.0.0.5", corev1.PodRunning),
+		pod("rc-workers-worker-def", "rc", "worker", "10.0.0.6", corev1.PodRunning, "fd00::6"),
+		pod("rc-workers-worker-old", "rc", "worker", "10.0.0.7", corev1.PodFailed),
+		pod("other-head-xyz", "other", "head", "10.0.0.7", corev1.PodRunning),
+		pod("other-workers-worker-q", "other", "worker", "10.0.0.8", corev1.PodRunning),
+	)
+	s := &session{c: &Cluster{Core: core, Namespace: "ns1"}, cluster: "rc"}
+	tests := []struct{ ip, pod, nodeType string }{
+		{"10.0.0.5", "rc-head-abc", "head"},
+		{"10.0.0.6", "rc-workers-worker-def", "worker"},
+		{"fd00::6", "rc-workers-worker-def", "worker"},
+		{"10.0.0.7", "", ""}, // its Pod of rc ended; the running one is another cluster's
+		{"10.0.0.8", "", ""},
+		{"10.0.0.9", "", ""},
+	}
+	for _, tc := range tests {
+		if pod, nodeType := s.podOfIP(context.Background(), tc.ip); pod != tc.pod || nodeType != tc.nodeType {
+			t.Errorf("podOfIP(%s) = %q, %q; want %q, %q", tc.ip, pod, nodeType, tc.pod, tc.nodeType)
+		}
+	}
+
+	// Through the tracker, as Run wires it: a task paused on the worker.
+	d := fake.New()
+	t.Cleanup(d.Close)
+	api, err := dashboard.New(d.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.SetWorkers(fake.Worker{WorkerID: "w1", IsAlive: true, WorkerType: "WORKER", IP: "10.0.0.6", PID: 40, DebuggerPort: 40123, NumPausedThreads: 1})
+	d.SetTasks(fake.Task{TaskID: "t1", Name: "f", State: "RUNNING", JobID: "03000000", WorkerID: "w1"})
+	paused, _, err := newPausedTracker(api, s.podOfIP).poll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*PausedTask{{WorkerID: "w1", TaskID: "t1", Name: "f", JobID: "03000000", IP: "10.0.0.6", Port: 40123, PID: 40, Pod: "rc-workers-worker-def", NodeType: "worker"}}
+	if diff := cmp.Diff(want, paused); diff != "" {
+		t.Errorf("paused (-want +got):\n%s", diff)
+	}
+	if got, wantS := paused[0].String(), "task f on Pod rc-workers-worker-def (worker), debugpy at 10.0.0.6:40123"; got != wantS {
+		t.Errorf("String() = %q, want %q", got, wantS)
 	}
 }

@@ -672,14 +672,24 @@ func (s *session) rayJobID(ctx context.Context) string {
 	return id
 }
 
-// podOfIP names the Pod of the session's Ray cluster that has ip.
+// podOfIP names the Pod of the session's Ray cluster that has ip (its
+// podIP or one of its podIPs), and its node type from KubeRay's
+// ray.io/node-type label: "head", or "worker" for a worker group's Pod.
+// A Pod that has ended is skipped (its IP may be another Pod's now).
 func (s *session) podOfIP(ctx context.Context, ip string) (string, string) {
 	pods, err := s.c.Core.CoreV1().Pods(s.c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "ray.io/cluster=" + s.cluster})
 	if err != nil {
 		return "", ""
 	}
 	for _, p := range pods.Items {
-		if p.Status.PodIP == ip {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		has := p.Status.PodIP == ip
+		for _, a := range p.Status.PodIPs {
+			has = has || a.IP == ip
+		}
+		if has {
 			return p.Name, p.Labels["ray.io/node-type"]
 		}
 	}

@@ -13,24 +13,6 @@ import (
 	"github.com/imagectl/imagectl/smoke/kind"
 )
 
-// driverPy is the job's driver in the test's working_dir: it runs one task
-// in a worker process as the Ray stand-in runs one (rayworker.py, whose
-// path the stand-in gives in STANDIN_RAYWORKER), passes its output through
-// line by line (the stand-in reads the worker's lines from the job's
-// output), and fails when the task did, as a Ray driver's ray.get raises
-// the task's exception.
-const driverPy = `import os, subprocess, sys
-
-fn = sys.argv[1]
-p = subprocess.Popen([sys.executable, os.environ["STANDIN_RAYWORKER"], "sample_code", fn, "7"],
-                     stdout=subprocess.PIPE, text=True)
-ok = False
-for line in p.stdout:
-    print(line, end="", flush=True)
-    ok = ok or line.startswith("RESULT ")
-sys.exit(0 if p.wait() == 0 and ok else 1)
-`
-
 // TestDebugOnNode runs imagectl debug as a user types it, on the node: a
 // RayJob in InteractiveMode whose Ray container is the stand-in, the
 // working_dir uploaded through the Jobs API and unpacked by the stand-in
@@ -41,17 +23,19 @@ sys.exit(0 if p.wait() == 0 and ok else 1)
 // breakpoint (the task returns), 8 for the post-mortem stop (the task's
 // exception fails the job). The events are checked in order.
 //
-// A task on a worker Pod is not exercised here yet: it needs the cluster
-// DNS and Service routing on the node (issue 32, item 3).
+// The entrypoint is the stand-in's driver.py, which asks the head for one
+// task (tests/kube/standin/cluster.go): with no resources it runs on the
+// head Pod; in the worker case the RayJob's worker group has a custom
+// resource (rayStartParams.resources, quoted as KubeRay's docs write it),
+// the driver asks for it, and the task runs on the worker Pod, which
+// joined the head through its Service's name (the node's CoreDNS and
+// kube-proxy) and unpacked the job's package at the path the head has: the
+// paused event names the worker Pod, the sidecar's attach crosses the Pod
+// network to it, and the source opens by its path (the head holds the same
+// file at the same path, as a Ray head does for its driver).
 func TestDebugOnNode(t *testing.T) {
 	c := needCluster(t)
 	n := needNode(t)
-	if os.Getenv("IMAGECTL_KUBE_DEBUG_NODE") != "1" {
-		// Not run by make test: it has not passed on a node yet (it needs
-		// the e2e image, whose code-server the sidecar runs). Run it by hand
-		// until it has, then drop this gate.
-		t.Skip("TestDebugOnNode has not passed on a node yet (no node run with the e2e image when it was written): IMAGECTL_KUBE_DEBUG_NODE=1 runs it")
-	}
 	dir := t.TempDir()
 	ns := c.namespace(t, nil)
 	kc := c.kubeconfigIn(t, dir, ns)
@@ -62,21 +46,23 @@ func TestDebugOnNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(wd, "sample_code.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "sample_code.py")))
-	writeFile(t, filepath.Join(wd, "driver.py"), []byte(driverPy))
+	writeFile(t, filepath.Join(wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
 
 	cases := []struct {
-		name, fn   string
-		postMortem bool
-		code       int
-		status     string
-		log        string
+		name, job, fn string
+		postMortem    bool
+		onWorker      bool // the task pinned to the worker group's custom resource
+		code          int
+		status        string
+		log           string
 	}{
-		{name: "breakpoint", fn: "f", code: 0, status: "SUCCEEDED", log: "RESULT 49"},
-		{name: "post-mortem", fn: "g", postMortem: true, code: 8, status: "FAILED", log: "TASK ERROR ZeroDivisionError"},
+		{name: "breakpoint", job: "dbg-f", fn: "f", code: 0, status: "SUCCEEDED", log: "RESULT 49"},
+		{name: "post-mortem", job: "dbg-g", fn: "g", postMortem: true, code: 8, status: "FAILED", log: "TASK ERROR ZeroDivisionError"},
+		{name: "worker", job: "dbg-w", fn: "f", onWorker: true, code: 0, status: "SUCCEEDED", log: "RESULT 49"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := kind.Params{Name: "dbg-" + tc.fn, RayVersion: "2.46.0", Python: "3.12"}
+			p := kind.Params{Name: tc.job, RayVersion: "2.46.0", Python: "3.12"}
 			plain, err := kind.RenderPlain(p)
 			if err != nil {
 				t.Fatal(err)
@@ -84,6 +70,14 @@ func TestDebugOnNode(t *testing.T) {
 			plain = replaceAll(t, plain, p.RayImage(), n.rayImage, 2)
 			if !tc.postMortem {
 				plain = replaceAll(t, plain, "      RAY_DEBUG_POST_MORTEM: \"1\"\n", "", 1)
+			}
+			entrypoint := []string{"python3", "driver.py", "sample_code", tc.fn, "7"}
+			if tc.onWorker {
+				// KubeRay pastes rayStartParams.resources into
+				// `ray start --resources=…` as written: the value carries
+				// its own quotes for the shell (KubeRay's docs).
+				plain = replaceAll(t, plain, "        num-cpus: \"1\"\n", "        num-cpus: \"1\"\n        resources: '\"{\\\"worker_slot\\\": 1}\"'\n", 1)
+				entrypoint = append(entrypoint, "worker_slot=1")
 			}
 			job := tc.name + ".yaml"
 			writeFile(t, filepath.Join(dir, job), plain)
@@ -99,10 +93,14 @@ func TestDebugOnNode(t *testing.T) {
 				case debug.KindPaused:
 					if firstPause == 0 {
 						firstPause = time.Since(start)
-						t.Logf("%s: first paused event %s after imagectl debug started", tc.name, firstPause.Round(time.Second))
+						t.Logf("%s: first paused event %s after imagectl debug started: %v", tc.name, firstPause.Round(time.Second), e.Task)
 					}
-					if e.Task == nil || e.Task.Name != tc.fn || e.Task.Pod != head || e.Task.NodeType != "head" {
-						t.Errorf("paused event %+v: want task %s on the head Pod %s", e.Task, tc.fn, head)
+					wantPod, wantType := head, "head"
+					if tc.onWorker {
+						wantPod, wantType = c.podWithIP(t, ns, "ray.io/node-type=worker", e.Task), "worker"
+					}
+					if e.Task == nil || e.Task.Name != tc.fn || e.Task.Pod != wantPod || e.Task.NodeType != wantType {
+						t.Errorf("paused event %+v: want task %s on the %s Pod %s", e.Task, tc.fn, wantType, wantPod)
 						return true
 					}
 					attached = c.attachFromSidecar(t, dir, kc, head, tc.fn, tc.postMortem)
@@ -113,7 +111,7 @@ func TestDebugOnNode(t *testing.T) {
 				return false
 			}, debugArgsAsDocumented(t, map[string]string{"-f": job, "--working-dir": wd},
 				[]string{"--kubeconfig", kc, "--image", n.sidecarImage, "--ready-timeout", "4m", "--cleanup", "--logs"},
-				[]string{"python3", "driver.py", tc.fn})...)
+				entrypoint)...)
 			if r.code != tc.code {
 				c.dumpPods(t, ns)
 				t.Fatalf("imagectl debug exited %d, want %d\nstderr: %s", r.code, tc.code, r.stderr)
@@ -146,6 +144,23 @@ func TestDebugOnNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// podWithIP is the name of the Pod in ns matching selector whose IP is the
+// paused task's ("" when none is).
+func (c *cluster) podWithIP(t *testing.T, ns, selector string, task *debug.PausedTask) string {
+	t.Helper()
+	if task == nil {
+		return ""
+	}
+	out := c.must(t, nil, "get", "pods", "-n", ns, "-l", selector, "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.podIP}{"\n"}{end}`)
+	for _, l := range strings.Split(out, "\n") {
+		if name, ip, ok := strings.Cut(strings.TrimSpace(l), " "); ok && ip == task.IP {
+			return name
+		}
+	}
+	t.Errorf("no Pod (%s) in %s has the paused task's IP %s:\n%s", selector, ns, task.IP, out)
+	return ""
 }
 
 func withoutKinds(ks []string, drop ...string) []string {

@@ -8,7 +8,10 @@
 // README's debug flow to the end, its Ray container the stand-in of
 // ./standin; TestWorkerJoinsThroughServicesOnNode runs a RayCluster's worker
 // past KubeRay's wait-gcs-ready by the head Service's name and reaches a
-// ClusterIP from inside a Pod.
+// ClusterIP from inside a Pod; TestDebugOnNode runs imagectl debug on a
+// RayJob whose task pauses on the head Pod, and on a worker Pod (the task
+// pinned to the worker group's custom resource), and attaches from the
+// sidecar.
 //
 // Every manifest the project ships or produces (examples/*.yaml, inject's
 // output in each of its modes, its --helm-values output rendered by helm

@@ -4,6 +4,8 @@ import (
 	"archive/zip"
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,12 +44,17 @@ const rayworkerEnv = "STANDIN_RAYWORKER"
 //     group, with the working_dir as its cwd, runtime_env.env_vars in its
 //     environment, PYTHONPATH = working_dir, the py_modules directories,
 //     env_vars' PYTHONPATH, then the image's (set_pythonpath_in_context),
-//     PYTHONUNBUFFERED=1 and RAY_ADDRESS (_get_driver_env_vars), plus
-//     STANDIN_RAYWORKER and RAY_NODE_IP for rayworker.py, and the directory
-//     of IMAGECTL_STANDIN_PYTHON first on PATH;
+//     PYTHONUNBUFFERED=1, RAY_ADDRESS (the head's GCS address) and
+//     RAY_JOB_CONFIG_JSON_ENV_VAR (the runtime_env and the metadata with
+//     job_submission_id: _get_driver_env_vars), plus STANDIN_RAYWORKER and
+//     RAY_NODE_IP for rayworker.py, and the directory of
+//     IMAGECTL_STANDIN_PYTHON first on PATH;
 //   - its output is the job's logs (and the stand-in's own output, as
-//     printed); lines of rayworker.py become worker and task rows of the
-//     State API, the task under the job's Ray job ID;
+//     printed). An entrypoint that runs rayworker.py itself is a task: its
+//     lines become worker and task rows of the State API, the task under
+//     the job's Ray job ID. Any other is the job's driver, a DRIVER worker
+//     row; the tasks it asks the head for (cluster.go, driver.py) have rows
+//     of their own;
 //   - the job is RUNNING once the entrypoint starts, SUCCEEDED on exit
 //     code 0, FAILED otherwise (with Ray's message and the last lines of the
 //     logs), STOPPED after POST /api/jobs/{id}/stop (SIGTERM to the group).
@@ -58,12 +65,8 @@ const rayworkerEnv = "STANDIN_RAYWORKER"
 type jobRunner struct {
 	d       *dashboard.Server
 	rows    *stateRows
-	session string // <root>/session_<ts>_<pid>
-	worker  string // rayworker.py's path
-	ip      string
-	nodeID  string
+	node    *nodeRuntime // the head's: its session, rayworker.py, IP, node ID, environment
 	gcsAddr string
-	environ []string // the environment entrypoints start from
 
 	mu      sync.Mutex
 	next    int
@@ -71,9 +74,9 @@ type jobRunner struct {
 	stopped map[string]bool
 }
 
-func newJobRunner(d *dashboard.Server, rows *stateRows, session, worker, ip, nodeID, gcsAddr string, environ []string) *jobRunner {
+func newJobRunner(d *dashboard.Server, rows *stateRows, node *nodeRuntime, gcsAddr string) *jobRunner {
 	r := &jobRunner{
-		d: d, rows: rows, session: session, worker: worker, ip: ip, nodeID: nodeID, gcsAddr: gcsAddr, environ: environ,
+		d: d, rows: rows, node: node, gcsAddr: gcsAddr,
 		next: 3, running: map[string]*exec.Cmd{}, stopped: map[string]bool{},
 	}
 	d.SetJobRunner(r.run)
@@ -88,29 +91,6 @@ func rayJobID(n int) string { return fmt.Sprintf("%02x%02x0000", n&0xff, n>>8&0x
 func (r *jobRunner) fail(id, msg string) {
 	say("JOB-FAILED", id, strings.SplitN(msg, "\n", 2)[0])
 	r.d.UpdateJob(id, func(j *dashboard.Job) { j.Status, j.Message = dashboard.JobFailed, msg })
-}
-
-// unpack writes the package uri into <session>/runtime_resources/<kind>/
-// and returns the directory.
-func (r *jobRunner) unpack(uri, kind string) (string, error) {
-	name, ok := strings.CutPrefix(uri, "gcs://")
-	if !ok || !strings.HasSuffix(name, ".zip") || strings.Contains(name, "/") {
-		return "", fmt.Errorf("%s: the stand-in unpacks only gcs://<name>.zip packages", uri)
-	}
-	data, ok := r.d.Package(uri)
-	if !ok {
-		//lint:ignore ST1005 Ray's own message (packaging.py), which the job's message quotes
-		return "", fmt.Errorf("Failed to download runtime_env file package %s from the GCS to the Ray worker node", uri)
-	}
-	dir := filepath.Join(r.session, "runtime_resources", kind, strings.TrimSuffix(name, ".zip"))
-	if st, err := os.Stat(dir); err == nil && st.IsDir() {
-		return dir, nil
-	}
-	if err := unzipTo(data, dir); err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("unpacking %s into %s: %w", uri, dir, err)
-	}
-	return dir, nil
 }
 
 // unzipTo extracts a zip as Python's ZipFile.extractall does: every
@@ -166,11 +146,12 @@ func (r *jobRunner) run(job dashboard.Job) {
 	id := job.SubmissionID
 	say("JOB-SUBMITTED", id, job.Entrypoint)
 	env := job.RuntimeEnv
-	cwd := r.session
+	cwd := r.node.session
 	var pythonPath []string
+	ctx := context.Background()
 	if wd, ok := env["working_dir"]; ok && wd != nil {
 		uri, _ := wd.(string)
-		dir, err := r.unpack(uri, "working_dir_files")
+		dir, err := r.node.unpack(ctx, uri, "working_dir_files")
 		if err != nil {
 			r.fail(id, "runtime_env setup failed: Failed to set up runtime environment.\n"+err.Error())
 			return
@@ -181,7 +162,7 @@ func (r *jobRunner) run(job dashboard.Job) {
 	if pm, ok := env["py_modules"].([]any); ok {
 		for _, m := range pm {
 			uri, _ := m.(string)
-			dir, err := r.unpack(uri, "py_modules_files")
+			dir, err := r.node.unpack(ctx, uri, "py_modules_files")
 			if err != nil {
 				r.fail(id, "runtime_env setup failed: Failed to set up runtime environment.\n"+err.Error())
 				return
@@ -212,43 +193,26 @@ func (r *jobRunner) run(job dashboard.Job) {
 			vars[k] = s
 		}
 	}
-	if p := vars["PYTHONPATH"]; p != "" {
-		pythonPath = append(pythonPath, p)
+	// The driver's JobConfig (job_supervisor.py _get_driver_env_vars): its
+	// runtime_env and metadata, with the submission ID Ray adds.
+	meta := map[string]string{}
+	for k, v := range job.Metadata {
+		meta[k] = v
 	}
-	var base []string
-	for _, e := range r.environ {
-		k, v, _ := strings.Cut(e, "=")
-		if k == "PYTHONPATH" {
-			if v != "" {
-				pythonPath = append(pythonPath, v)
-			}
-			continue
-		}
-		if _, over := vars[k]; over {
-			continue
-		}
-		base = append(base, e)
+	if _, ok := meta["job_submission_id"]; !ok {
+		meta["job_submission_id"] = id
 	}
-	for k, v := range vars {
-		if k != "PYTHONPATH" {
-			base = append(base, k+"="+v)
-		}
+	if _, ok := meta["job_name"]; !ok {
+		meta["job_name"] = id
 	}
-	base = append(base, "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "RAY_ADDRESS="+r.gcsAddr,
-		"RAY_NODE_IP="+r.ip, rayworkerEnv+"="+r.worker)
-	// The image's interpreter first on PATH, so an entrypoint's python3 is
-	// the one with debugpy: KubeRay v1.3's `bash -lc` resets PATH to
-	// /etc/profile's (see pythonEnv).
-	if py := envValue(r.environ, pythonEnv); filepath.IsAbs(py) {
-		for i, e := range base {
-			if p, ok := strings.CutPrefix(e, "PATH="); ok {
-				base[i] = "PATH=" + filepath.Dir(py) + string(os.PathListSeparator) + p
-			}
-		}
+	jobConfig, err := json.Marshal(map[string]any{"runtime_env": env, "metadata": meta})
+	if err != nil {
+		r.fail(id, fmt.Sprintf("Failed to start the entrypoint: %v", err))
+		return
 	}
-	if len(pythonPath) > 0 {
-		base = append(base, "PYTHONPATH="+strings.Join(pythonPath, string(os.PathListSeparator)))
-	}
+	base := runtimeEnviron(r.node.environ, vars, pythonPath,
+		"PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "RAY_ADDRESS="+r.gcsAddr, rayJobConfigEnv+"="+string(jobConfig),
+		"RAY_NODE_IP="+r.node.ip, rayworkerEnv+"="+r.node.worker)
 
 	cmd := exec.Command("/bin/sh", "-c", job.Entrypoint)
 	cmd.Dir = cwd
@@ -275,12 +239,20 @@ func (r *jobRunner) run(job dashboard.Job) {
 	say("JOB-RUNNING", id, rayID, "CWD", cwd)
 	r.d.UpdateJob(id, func(j *dashboard.Job) {
 		j.Status, j.JobID = dashboard.JobRunning, rayID
-		j.DriverInfo = &dashboard.DriverInfo{ID: rayID, NodeIPAddress: r.ip, PID: strconv.Itoa(cmd.Process.Pid)}
-		j.DriverAgentAddress = "http://" + r.ip + ":52365"
-		j.DriverNodeID = r.nodeID
+		j.DriverInfo = &dashboard.DriverInfo{ID: rayID, NodeIPAddress: r.node.ip, PID: strconv.Itoa(cmd.Process.Pid)}
+		j.DriverAgentAddress = "http://" + r.node.ip + ":52365"
+		j.DriverNodeID = r.node.nodeID
 	})
 
-	t := r.rows.newTask(cmd.Process.Pid, r.ip, r.nodeID, rayID, taskName(job.Entrypoint))
+	// An entrypoint that runs rayworker.py itself is a task (its lines make
+	// its rows); any other is the job's driver, listed as a DRIVER worker,
+	// whose tasks the head runs when it asks (cluster.go).
+	var t *taskRows
+	if name, ok := taskName(job.Entrypoint); ok {
+		t = r.rows.newTask(cmd.Process.Pid, r.node.ip, r.node.nodeID, rayID, name)
+	} else {
+		t = r.rows.newDriver(cmd.Process.Pid, r.node.ip, r.node.nodeID)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -290,11 +262,13 @@ func (r *jobRunner) run(job dashboard.Job) {
 			line := sc.Text()
 			fmt.Println(line)
 			r.d.UpdateJob(id, func(j *dashboard.Job) { j.Logs += line + "\n" })
-			t.line(line)
+			if !t.driver {
+				t.line(line)
+			}
 		}
 		io.Copy(io.Discard, pr)
 	}()
-	err := cmd.Wait()
+	err = cmd.Wait()
 	pw.Close()
 	<-done
 	t.exit(err != nil)
@@ -375,19 +349,17 @@ func lastChars(s string, n int) string {
 	return strings.TrimRight(s, "\n")
 }
 
-// taskName is the task's name for the State API: the function rayworker.py
-// is asked to run (its second argument), else the entrypoint's first word.
-func taskName(entrypoint string) string {
+// taskName is the task's name for the State API when the entrypoint runs
+// rayworker.py itself: the function it is asked to run (its second
+// argument).
+func taskName(entrypoint string) (string, bool) {
 	f := strings.Fields(entrypoint)
 	for i, w := range f {
 		if strings.Contains(w, "RAYWORKER") && i+2 < len(f) {
-			return f[i+2]
+			return f[i+2], true
 		}
 	}
-	if len(f) > 0 {
-		return filepath.Base(f[0])
-	}
-	return "driver"
+	return "", false
 }
 
 // stateRows holds the State API's worker and task rows of every running
@@ -407,10 +379,28 @@ func newStateRows(d *dashboard.Server) *stateRows {
 
 // taskRows is one worker process running one task.
 type taskRows struct {
-	s  *stateRows
-	id int
-	w  dashboard.Worker
-	t  dashboard.Task
+	s      *stateRows
+	id     int
+	w      dashboard.Worker
+	t      dashboard.Task
+	driver bool // a job's driver: a DRIVER worker row, no task row
+}
+
+// newDriver lists a job's driver as Ray's list_workers does (worker_type
+// DRIVER; the State API's list_workers does not exclude drivers).
+func (s *stateRows) newDriver(pid int, ip, nodeID string) *taskRows {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	tr := &taskRows{s: s, id: s.n, driver: true}
+	tr.w = dashboard.Worker{
+		WorkerID: hexID(28), IsAlive: true, WorkerType: "DRIVER", NodeID: nodeID, IP: ip, PID: pid,
+		WorkerLaunchTime: time.Now().UnixMilli(), StartTimeMS: time.Now().UnixMilli(),
+	}
+	s.rows[tr.id] = tr
+	s.order = append(s.order, tr.id)
+	s.pushLocked()
+	return tr
 }
 
 func (s *stateRows) newTask(pid int, ip, nodeID, jobID, name string) *taskRows {
@@ -437,7 +427,9 @@ func (s *stateRows) pushLocked() {
 	var ts []dashboard.Task
 	for _, id := range s.order {
 		ws = append(ws, s.rows[id].w)
-		ts = append(ts, s.rows[id].t)
+		if !s.rows[id].driver {
+			ts = append(ts, s.rows[id].t)
+		}
 	}
 	s.d.SetWorkers(ws...)
 	s.d.SetTasks(ts...)
@@ -483,7 +475,7 @@ func (tr *taskRows) exit(failed bool) {
 	tr.w.IsAlive = false
 	tr.w.NumPausedThreads = 0
 	tr.w.EndTimeMS = time.Now().UnixMilli()
-	if tr.t.State == "RUNNING" {
+	if !tr.driver && tr.t.State == "RUNNING" {
 		tr.t.State = "FINISHED"
 		if failed {
 			tr.t.State = "FAILED"

@@ -35,7 +35,7 @@ func testHead(t *testing.T, image string, env ...string) (*head, *dashboard.Serv
 	}
 	environ = append(environ, "PATH=/usr/bin:/bin:"+os.Getenv("PATH"), "PYTHONPATH="+image)
 	environ = append(environ, env...)
-	h, err := startHead(d, t.TempDir(), "127.0.0.1", "127.0.0.1:6379", environ)
+	h, err := startHead(d, t.TempDir(), "127.0.0.1", "127.0.0.1:6379", map[string]float64{"CPU": 1}, environ)
 	if err != nil {
 		t.Fatal(err)
 	}

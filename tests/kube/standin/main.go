@@ -10,20 +10,36 @@
 //     the jobs submitted to the dashboard's Jobs API as Ray does (jobs.go:
 //     the uploaded working_dir unpacked into
 //     session_…/runtime_resources/working_dir_files/_ray_pkg_<hash>/, the
-//     entrypoint run by /bin/sh there, its status and logs served); an
+//     entrypoint run by /bin/sh there, its status and logs served). An
 //     entrypoint such as `python3 "$STANDIN_RAYWORKER" sample_code f 7`
-//     runs a task in internal/fakes/rayworker's rayworker.py with real
+//     is itself a task in internal/fakes/rayworker's rayworker.py with real
 //     debugpy, listed in the State API as Ray lists a paused worker until a
-//     debugger attaches. With IMAGECTL_STANDIN_STARTUP_TASKS=1 it also runs
-//     the tasks of sample_code.py at start (written where Ray puts a job's
-//     working_dir): a task f paused at breakpoint() and, when
-//     RAY_DEBUG_POST_MORTEM=1, a task g frozen on its uncaught exception,
-//     each listening on the pod's IP.
-//     It then blocks, as `ray start --block` does. The GCS port (6379)
-//     accepts connections, which `ray health-check --address` dials (a
-//     worker's init container, which reaches it by the head Service's name
-//     through the node's CoreDNS and kube-proxy). `ray start` without --head serves
-//     the agent's health only.
+//     debugger attaches; any other entrypoint is the job's driver (a DRIVER
+//     worker row), which asks the head for tasks as driver.py does.
+//     The GCS port (6379) serves the stand-in's own cluster protocol
+//     (cluster.go): worker nodes register there, fetch a job's packages,
+//     and a driver (RAY_ADDRESS) asks for a task with the resources it
+//     needs; the head runs it on itself or on a worker node that has them,
+//     and lists its worker and task rows (the IP and node ID of the node
+//     that runs it) in its State API. A bare connection, which
+//     `ray health-check --address` makes (a worker's init container, which
+//     reaches the head by its Service's name through the node's CoreDNS and
+//     kube-proxy), is accepted too.
+//     With IMAGECTL_STANDIN_STARTUP_TASKS=1 the head also runs the tasks of
+//     sample_code.py at start (written where Ray puts a job's working_dir):
+//     a task f paused at breakpoint() and, when RAY_DEBUG_POST_MORTEM=1, a
+//     task g frozen on its uncaught exception, each listening on the pod's
+//     IP. It then blocks, as `ray start --block` does.
+//   - ray: `ray start --address=HOST:PORT [--num-cpus=N]
+//     [--resources=JSON] …` (a KubeRay worker Pod) joins the head at its GCS
+//     address with its node ID, Pod IP and resources, creates its session
+//     directory at the path the head names (Ray's worker nodes read the
+//     session name and temp dir from the GCS), serves the agent's health,
+//     and runs the tasks the head hands it: the job's packages downloaded
+//     from the head and unpacked there, rayworker.py listening on the Pod's
+//     IP, its lines passed back to the head and on to the driver.
+//   - ray health-check --address HOST:PORT: whether HOST:PORT accepts a
+//     connection.
 //   - wget: the `wget [--tries N] -T S -q -O- URL` KubeRay's exec probes run.
 //   - pause: the Pod sandbox's process (exits on SIGTERM/SIGINT, reaps
 //     children).

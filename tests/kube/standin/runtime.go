@@ -15,13 +15,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/imagectl/imagectl/internal/fakes/dashboard"
-	"github.com/imagectl/imagectl/internal/fakes/rayworker"
 )
 
 // sampleCode is the job's working_dir module the tasks come from.
@@ -106,10 +106,11 @@ func wget(args []string) error {
 	return err
 }
 
-// ray answers `ray start --head …`.
+// ray answers `ray start …` (a head with --head, else a worker node) and
+// `ray health-check`.
 func ray(args []string) error {
 	if len(args) == 0 {
-		return errors.New("no command (the stand-in answers `ray start --head …`)")
+		return errors.New("no command (the stand-in answers `ray start …` and `ray health-check`)")
 	}
 	switch args[0] {
 	case "start":
@@ -118,77 +119,50 @@ func ray(args []string) error {
 	default:
 		return fmt.Errorf("%s: the stand-in answers only `ray start` and `ray health-check`", args[0])
 	}
-	// Ray's own flags are many; the stand-in reads the ones it serves and
-	// accepts the others (KubeRay adds --block, --dashboard-host,
-	// --metrics-export-port, --num-cpus, --memory, …).
-	head, dashPort, agentPort, gcsPort, root := false, "8265", "52365", "6379", "/tmp/ray"
-	for _, a := range args[1:] {
-		k, v, _ := strings.Cut(a, "=")
-		switch k {
-		case "--head":
-			head = true
-		case "--dashboard-port":
-			dashPort = v
-		case "--dashboard-agent-listen-port":
-			agentPort = v
-		case "--port":
-			gcsPort = v
-		case "--temp-dir":
-			root = v
-		}
+	o, err := parseStart(args[1:])
+	if err != nil {
+		return err
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
-	al, err := net.Listen("tcp", ":"+agentPort)
-	if err != nil {
-		return fmt.Errorf("dashboard agent: %w", err)
-	}
-	agent := http.NewServeMux()
-	agent.HandleFunc("GET /api/local_raylet_healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "success") })
-	go func() {
-		if err := http.Serve(al, agent); err != nil {
-			say("AGENT-FAILED", err)
-		}
-	}()
-	if !head {
-		// A worker: the agent's health only; the head's tasks stand for
-		// the ones a worker would run.
-		say("WORKER", strings.Join(args, " "), "AGENT", al.Addr().String())
-		<-stop
-		return nil
-	}
-	// The GCS port accepts connections (what health-check dials).
-	gl, err := net.Listen("tcp", ":"+gcsPort)
-	if err != nil {
-		return fmt.Errorf("gcs: %w", err)
-	}
-	go func() {
-		for {
-			c, err := gl.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
 	ip, err := podIP()
 	if err != nil {
 		return err
 	}
+	if !o.head {
+		say("WORKER", strings.Join(args, " "))
+		return runWorker(o, ip, stop)
+	}
+	al, err := net.Listen("tcp", ":"+o.agentPort)
+	if err != nil {
+		return fmt.Errorf("dashboard agent: %w", err)
+	}
+	go serveAgent(al)
+	// The GCS port: the stand-in's own protocol (cluster.go), which also
+	// accepts the bare connection `ray health-check` makes.
+	gl, err := net.Listen("tcp", ":"+o.gcsPort)
+	if err != nil {
+		return fmt.Errorf("gcs: %w", err)
+	}
 	say("START", strings.Join(args, " "))
 
-	dl, err := net.Listen("tcp", ":"+dashPort)
+	dl, err := net.Listen("tcp", ":"+o.dashPort)
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
 	d := dashboard.NewOn(dl)
 	d.HandleFunc("GET /api/gcs_healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "success") })
-	say("DASHBOARD", dl.Addr().String(), "AGENT", al.Addr().String(), "GCS", gl.Addr().String(), "NODE-IP", ip)
+	say("DASHBOARD", dl.Addr().String(), "AGENT", al.Addr().String(), "GCS", gl.Addr().String(), "NODE-IP", ip, "RESOURCES", formatResources(o.resources))
 
-	h, err := startHead(d, root, ip, ip+":"+gcsPort, os.Environ())
+	h, err := startHead(d, o.root, ip, ip+":"+o.gcsPort, o.resources, os.Environ())
 	if err != nil {
 		return err
 	}
+	go func() {
+		if err := (&http.Server{Handler: h.gcsHandler(), ReadHeaderTimeout: 30 * time.Second}).Serve(gl); err != nil {
+			say("GCS-FAILED", err)
+		}
+	}()
 	say("SESSION", h.session)
 	if os.Getenv(startupTasksEnv) != "1" {
 		<-stop // --block: serve until the Pod stops
@@ -208,53 +182,147 @@ func ray(args []string) error {
 	return nil
 }
 
+// startOptions are the flags of `ray start` the stand-in acts on. Ray's
+// flags are many; it accepts the others (KubeRay adds --block,
+// --dashboard-host, --metrics-export-port, --memory, …).
+type startOptions struct {
+	head                               bool
+	address                            string // --address of a worker node: the head's GCS HOST:PORT
+	dashPort, agentPort, gcsPort, root string
+	resources                          map[string]float64 // --resources, with --num-cpus as CPU
+}
+
+// parseStart reads `ray start`'s flags as KubeRay writes them (--name=value,
+// after the shell that runs its command removed their quotes).
+func parseStart(args []string) (startOptions, error) {
+	o := startOptions{dashPort: "8265", agentPort: "52365", gcsPort: "6379", root: "/tmp/ray", resources: map[string]float64{}}
+	cpus := float64(goruntime.NumCPU()) // Ray's default: the CPUs it detects
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		switch k {
+		case "--head":
+			o.head = true
+		case "--address":
+			o.address = v
+		case "--dashboard-port":
+			o.dashPort = v
+		case "--dashboard-agent-listen-port":
+			o.agentPort = v
+		case "--port":
+			o.gcsPort = v
+		case "--temp-dir":
+			o.root = v
+		case "--num-cpus":
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil || n < 0 {
+				return o, fmt.Errorf("--num-cpus=%s: want a non-negative number", v)
+			}
+			cpus = n
+		case "--resources":
+			r, err := parseResources(v)
+			if err != nil {
+				return o, err
+			}
+			for k, n := range r {
+				o.resources[k] = n
+			}
+		}
+	}
+	o.resources["CPU"] = cpus
+	if !o.head {
+		if _, _, err := net.SplitHostPort(o.address); err != nil {
+			return o, fmt.Errorf("--address=%s: a worker node needs the head's GCS address HOST:PORT (or --head)", o.address)
+		}
+	}
+	return o, nil
+}
+
+// serveAgent serves the dashboard agent's health (KubeRay's probes).
+func serveAgent(l net.Listener) {
+	agent := http.NewServeMux()
+	agent.HandleFunc("GET /api/local_raylet_healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "success") })
+	if err := http.Serve(l, agent); err != nil {
+		say("AGENT-FAILED", err)
+	}
+}
+
+// runWorker is a worker node: it joins the head at --address (cluster.go),
+// then serves the agent's health and runs the tasks the head hands it
+// until the Pod stops.
+func runWorker(o startOptions, ip string, stop <-chan os.Signal) error {
+	python := os.Getenv(pythonEnv)
+	if python == "" {
+		python = "python3"
+	}
+	w := &workerNode{gcs: o.address, resources: o.resources}
+	w.ip, w.nodeID, w.python, w.environ = ip, hexID(28), python, os.Environ()
+	w.fetch = w.fetchFromHead
+	rl, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		return fmt.Errorf("raylet: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-stop; cancel() }()
+	if err := w.register(ctx, rl.Addr().String(), 3*time.Minute); err != nil {
+		return err
+	}
+	go func() {
+		if err := (&http.Server{Handler: w.rayletHandler(), ReadHeaderTimeout: 30 * time.Second}).Serve(rl); err != nil {
+			say("RAYLET-FAILED", err)
+		}
+	}()
+	al, err := net.Listen("tcp", ":"+o.agentPort)
+	if err != nil {
+		return fmt.Errorf("dashboard agent: %w", err)
+	}
+	go serveAgent(al)
+	say("JOINED", "NODE", w.nodeID, "NODE-IP", ip, "RAYLET", rl.Addr().String(), "AGENT", al.Addr().String(), "RESOURCES", formatResources(o.resources), "SESSION", w.session)
+	<-ctx.Done() // --block: serve until the Pod stops
+	return nil
+}
+
 // startupTasksEnv, set to 1 in the Ray container's environment, makes the
 // head run sample_code.py's tasks at start (as TestReadmeDebugFlowOnNode
 // expects) besides the jobs submitted to its dashboard.
 const startupTasksEnv = "IMAGECTL_STANDIN_STARTUP_TASKS"
 
 // head is a running head node: its session directory under the Ray root
-// (--temp-dir, default /tmp/ray) and what runs jobs and tasks there.
+// (--temp-dir, default /tmp/ray), what runs jobs and tasks there, and the
+// scheduler that places the tasks drivers ask for on the cluster's nodes.
 type head struct {
-	d       *dashboard.Server
-	rows    *stateRows
-	jobs    *jobRunner
-	session string
-	worker  string // rayworker.py
-	python  string
-	ip      string
-	nodeID  string
-	environ []string
+	nodeRuntime
+	d     *dashboard.Server
+	rows  *stateRows
+	jobs  *jobRunner
+	sched *scheduler
+	root  string
 }
 
 // startHead creates the session directory as `ray start --head` does
 // (<root>/session_<date>_<pid>, with the session_latest link), writes
-// rayworker.py outside it (as Ray's default_worker.py lives in the ray
-// package), and serves the Jobs API's submissions on d.
-func startHead(d *dashboard.Server, root, ip, gcsAddr string, environ []string) (*head, error) {
-	session := filepath.Join(root, fmt.Sprintf("session_%s_%06d", time.Now().UTC().Format("2006-01-02_15-04-05"), os.Getpid()))
-	if err := os.MkdirAll(filepath.Join(session, "runtime_resources"), 0o755); err != nil {
-		return nil, err
-	}
-	latest := filepath.Join(root, "session_latest")
-	os.Remove(latest)
-	if err := os.Symlink(session, latest); err != nil {
-		return nil, err
-	}
-	workerDir, err := os.MkdirTemp("", "imagectl-standin-worker")
+// rayworker.py outside it, and serves the Jobs API's submissions on d.
+// resources are the head node's own (tasks may run on it too).
+func startHead(d *dashboard.Server, root, ip, gcsAddr string, resources map[string]float64, environ []string) (*head, error) {
+	session, worker, err := newSession(root, fmt.Sprintf("session_%s_%06d", time.Now().UTC().Format("2006-01-02_15-04-05"), os.Getpid()))
 	if err != nil {
-		return nil, err
-	}
-	worker := filepath.Join(workerDir, "rayworker.py")
-	if err := os.WriteFile(worker, rayworker.Script, 0o644); err != nil {
 		return nil, err
 	}
 	python := os.Getenv(pythonEnv)
 	if python == "" {
 		python = "python3"
 	}
-	h := &head{d: d, rows: newStateRows(d), session: session, worker: worker, python: python, ip: ip, nodeID: hexID(28), environ: environ}
-	h.jobs = newJobRunner(d, h.rows, session, worker, ip, h.nodeID, gcsAddr, environ)
+	h := &head{d: d, rows: newStateRows(d), root: root}
+	h.session, h.worker, h.python, h.ip, h.nodeID, h.environ = session, worker, python, ip, hexID(28), environ
+	h.fetch = func(_ context.Context, uri string) ([]byte, error) {
+		b, ok := d.Package(uri)
+		if !ok {
+			return nil, errNoPackage(uri)
+		}
+		return b, nil
+	}
+	h.sched = newScheduler(&clusterNode{id: h.nodeID, ip: ip, resources: resources, used: map[string]float64{}}, taskWait)
+	h.jobs = newJobRunner(d, h.rows, &h.nodeRuntime, gcsAddr)
 	return h, nil
 }
 
@@ -327,16 +395,16 @@ func (h *head) runTasks() error {
 		cmd := exec.Command(h.python, h.worker, "sample_code", name, "7")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1", "RAY_NODE_IP="+h.ip)
-		if err := h.runTask(cmd, name, jobID); err != nil {
+		if err := h.runStartupTask(cmd, name, jobID); err != nil {
 			return fmt.Errorf("task %s: %w", name, err)
 		}
 	}
 	return nil
 }
 
-// runTask runs one task's worker and keeps its worker and task rows as
-// Ray's State API shows them (stateRows).
-func (h *head) runTask(cmd *exec.Cmd, name, jobID string) error {
+// runStartupTask runs one start-up task's worker and keeps its worker and
+// task rows as Ray's State API shows them (stateRows).
+func (h *head) runStartupTask(cmd *exec.Cmd, name, jobID string) error {
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
