@@ -559,6 +559,11 @@ proxy_state() {
 # --nodeport-addresses the bridge's address), the conntrack limits and
 # timeouts only when configured (all 0 here: left as they are). The
 # sysctls are recorded and restored all the same (node_sysctls).
+proxy_synced() {
+  iptables -t nat -C PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES &&
+    iptables -t nat -S KUBE-POSTROUTING | grep -q '^-A ' &&
+    iptables -t nat -S | grep -q '^-A KUBE-SVC-'
+}
 node_proxy() {
   local healthz metrics left
   left=$(proxy_state)
@@ -573,7 +578,11 @@ node_proxy() {
     --healthz-bind-address "127.0.0.1:$healthz" --metrics-bind-address "127.0.0.1:$metrics" \
     --conntrack-max-per-core 0 --conntrack-min 0 --conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0
   until_ok kube-proxy 120 python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$healthz/healthz', timeout=2)"
-  until_ok kube-proxy 60 iptables -t nat -C PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+  # Its first sync is done when the jump, its masquerading chain and the
+  # API server's Service chain are all there: kube-proxy adds the jumps
+  # before it writes the chains, so the jump alone is not enough (a check
+  # in between read an empty KUBE-POSTROUTING).
+  until_ok kube-proxy 60 proxy_synced
   # Its masquerading acts only on its own mark.
   local post
   post=$(iptables -t nat -S KUBE-POSTROUTING | grep '^-A ')
@@ -979,7 +988,10 @@ log "kube-controller-manager: ServiceAccount default/default exists"
 
 # The KubeRay operator and its release's CRDs.
 k apply --server-side -f "$crds" >"$work/crds.log"
-k wait --for condition=Established crd --all --timeout=60s >>"$work/crds.log"
+# kubectl wait fails at once on a CRD whose status has no conditions yet
+# (".status.conditions accessor error"): asked again until all are
+# Established.
+until_ok kube-apiserver 60 k wait --for condition=Established crd --all --timeout=5s
 log "KubeRay $kuberay CRDs: $(k get crd -o name | tr '\n' ' ')"
 start ray-operator "${dir[kuberay-$kuberay]}/ray-operator" --kubeconfig "$work/kubeconfig" \
   --enable-leader-election=false --metrics-addr "127.0.0.1:$op_metrics" \
