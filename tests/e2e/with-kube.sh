@@ -585,7 +585,7 @@ node_proxy() {
   until_ok kube-proxy 60 proxy_synced
   # Its masquerading acts only on its own mark.
   local post
-  post=$(iptables -t nat -S KUBE-POSTROUTING | grep '^-A ')
+  post=$(iptables -t nat -S KUBE-POSTROUTING | grep '^-A ' || true)
   echo "$post" | head -n 1 | grep -q -- '-m mark ! --mark 0x4000/0x4000 -j RETURN$' ||
     fail "node: kube-proxy's KUBE-POSTROUTING does not begin by returning packets without its mark 0x4000:"$'\n'"$post"
   local bad
