@@ -98,6 +98,7 @@ on KubeRay, and plans scheduled rebuilds.`,
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	enforceUsage(root)
+	options.HideFileFlags(root)
 	root.Long += "\n\n" + environmentHelp(root)
 	return root
 }

@@ -162,6 +162,12 @@ func TestInvalidCombinationsExitTwo(t *testing.T) {
 		{`action "pause"`, []string{"smoke", "attach", "--action", "pause"}},
 		{"pass an image reference or --archive FILE", []string{"smoke", "image"}},
 		{"-i (in place) needs a file", []string{"inject", "-f", "-", "-i"}},
+		// One name with no dot, port or localhost is neither a registry
+		// nor REGISTRY/NAME: go-containerregistry would read it as a Docker
+		// Hub namespace.
+		{`--repository "myreg": one name with no dot, no port and not localhost is no registry`, []string{"plan", "--matrix", missing, "--repository", "myreg"}},
+		{"for Docker Hub, docker.io/myreg/NAME", []string{"build", "--matrix", missing, "--ray", "2.46.0", "--repository", "myreg"}},
+		{`--repository "myreg"`, []string{"inject", "-f", "-", "--repository", "myreg"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) { expectExit(t, options.ExitUsage, tc.want, tc.args...) })
 	}

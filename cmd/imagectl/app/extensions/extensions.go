@@ -100,6 +100,7 @@ IMAGECTL_OPENVSX_URL, else matrix.yaml upstreams, else the public services.`,
 	f.AddFetch(cmd.Flags(), options.PinsOptional)
 	f.AddLimits(cmd.Flags())
 	options.AddCommandTimeout(g, cmd, "timeout", 30*time.Minute, "host")
+	options.ReadsFiles(cmd)
 	return cmd
 }
 
@@ -171,6 +172,7 @@ It reads the cache only: run "imagectl extensions fetch" first. With
 		return nil
 	}))
 	options.MarkRequired(cmd, "platform", "out")
+	options.ReadsFiles(cmd)
 	return cmd
 }
 
@@ -238,6 +240,7 @@ catalog already pins is checked, never re-pinned.`,
 	cmd.Flags().IntVar(&f.Parallel, "parallel", 4, "concurrent downloads")
 	f.AddFetch(cmd.Flags(), options.PinsNone)
 	f.AddLimits(cmd.Flags())
+	options.ReadsFiles(cmd)
 	return cmd
 }
 

@@ -26,7 +26,8 @@ type injectFlags struct {
 	file, output     string
 	inPlace, remove  bool
 	helmValues       bool
-	image, repo      string
+	image            string
+	repo             options.RepositoryOptions
 	resolveDigest    bool
 	keepUnresolved   bool
 	noResolve        bool
@@ -44,7 +45,8 @@ type injectFlags struct {
 
 // New returns imagectl inject.
 func New(g *options.Globals) *cobra.Command {
-	var f injectFlags
+	f := injectFlags{repo: options.RepositoryOptions{Default: inject.DefaultRepository,
+		Usage: "where the default image is taken from: REGISTRY/NAME, or REGISTRY alone (HOST[:PORT]) to keep the published name"}}
 	cmd := &cobra.Command{
 		Use:   "inject -f FILE|-",
 		Short: "Add the code-server debugger sidecar to your own RayJob, RayCluster or RayService",
@@ -108,7 +110,7 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 	fl.BoolVar(&f.remove, "remove", false, "take out everything inject added, giving back the original bytes")
 	fl.BoolVar(&f.helmValues, "helm-values", false, "the file is a values file of KubeRay's ray-cluster Helm chart")
 	fl.StringVar(&f.image, "image", "", "the sidecar image (default: the published image for the manifest's Ray version)")
-	fl.StringVar(&f.repo, "repository", inject.DefaultRepository, "where the default image is taken from")
+	f.repo.AddFlags(fl)
 	fl.BoolVar(&f.resolveDigest, "resolve-digest", false, "pin the image to the digest the registry reports (docker config credentials)")
 	fl.BoolVar(&f.keepUnresolved, "keep-unresolved", false, "with --resolve-digest: keep the image by tag (a warning) when the registry has no such image")
 	fl.BoolVar(&f.allowHostPath, "allow-hostpath", false, "let the sidecar share a hostPath volume the Ray container mounts at /tmp/ray (the node's directory opens in the web IDE)")
@@ -149,7 +151,11 @@ func runInject(g *options.Globals, cmd *cobra.Command, f *injectFlags) error {
 	if f.remove {
 		res, err = inject.Remove(file, data)
 	} else {
-		res, err = inject.Apply(cmd.Context(), file, data, f.injectOptions()...)
+		opts, oerr := f.injectOptions()
+		if oerr != nil {
+			return oerr
+		}
+		res, err = inject.Apply(cmd.Context(), file, data, opts...)
 	}
 	if errors.Is(err, inject.ErrInvalidOption) {
 		return &options.ExitError{Code: options.ExitUsage, Err: err}
@@ -237,7 +243,7 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 	if f.file == "" {
 		return &options.ExitError{Code: options.ExitUsage, Err: errors.New("-f FILE (or -f - for stdin) is required")}
 	}
-	if err := options.CheckRepository("repository", f.repo); err != nil {
+	if err := f.repo.Validate(); err != nil {
 		return options.UsageError(err)
 	}
 	if f.image != "" {
@@ -278,10 +284,14 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 }
 
 // injectOptions are the inject package's options from the flags.
-func (f *injectFlags) injectOptions() []inject.Option {
+func (f *injectFlags) injectOptions() ([]inject.Option, error) {
+	repo, err := f.repo.Resolve(inject.DefaultRepository)
+	if err != nil {
+		return nil, options.UsageError(err)
+	}
 	opts := []inject.Option{
 		inject.WithName(f.name), inject.WithPort(f.port), inject.WithPasswordSecret(f.secretName, f.key),
-		inject.WithRepository(f.repo), inject.WithResources(f.requests, f.limits),
+		inject.WithRepository(repo), inject.WithResources(f.requests, f.limits),
 	}
 	if f.image != "" {
 		opts = append(opts, inject.WithImage(f.image))
@@ -308,7 +318,7 @@ func (f *injectFlags) injectOptions() []inject.Option {
 	if f.helmValues {
 		opts = append(opts, inject.WithHelmValues())
 	}
-	return opts
+	return opts, nil
 }
 
 // writeAtomic replaces path with data through a temporary file in the same

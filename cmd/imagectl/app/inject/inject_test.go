@@ -400,3 +400,39 @@ func TestInjectInPlaceLateInterrupt(t *testing.T) {
 		t.Errorf("%s holds %v, want job.yaml alone", dir, entries)
 	}
 }
+
+// --repository on inject is the repository group of every verb: it falls
+// back to IMAGECTL_REPOSITORY, and a bare registry (HOST[:PORT]) keeps the
+// published image's name (docs/cli.md).
+func TestInjectRepository(t *testing.T) {
+	const name = "onesizefitsquorum/code-server-with-ray-distributed-debugger"
+	for _, tc := range []struct {
+		name, env string
+		args      []string
+		image     string
+	}{
+		{"bare registry", "", []string{"--repository", "localhost:5000"}, "localhost:5000/" + name + ":ray2.46"},
+		{"bare registry with a dot", "", []string{"--repository", "registry.example"}, "registry.example/" + name + ":ray2.46"},
+		{"environment", "registry.example/team/img", nil, "registry.example/team/img:ray2.46"},
+		{"environment, bare registry", "localhost:5000", nil, "localhost:5000/" + name + ":ray2.46"},
+		{"the flag wins", "registry.example/team/img", []string{"--repository", "localhost:5000/mine"}, "localhost:5000/mine:ray2.46"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("IMAGECTL_REPOSITORY", tc.env)
+			code, out, errs := runIn(t, injectPlainJob, append([]string{"inject", "-f", "-", "--no-resolve"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			if want := "            image: " + tc.image + "\n"; !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		})
+	}
+	// --remove takes no --repository, but IMAGECTL_REPOSITORY in the
+	// environment is no flag given.
+	t.Setenv("IMAGECTL_REPOSITORY", "localhost:5000")
+	_, injected, _ := runIn(t, injectPlainJob, "inject", "-f", "-", "--no-resolve")
+	if code, out, errs := runIn(t, injected, "inject", "-f", "-", "--remove"); code != 0 || out != injectPlainJob {
+		t.Errorf("--remove with IMAGECTL_REPOSITORY set: exit %d %s\n%s", code, errs, out)
+	}
+}

@@ -48,6 +48,7 @@ and never touch the network.`,
   imagectl matrix list --output json`,
 	}
 	cmd.AddCommand(newMatrixResolveCommand(g), newMatrixListCommand(g), newMatrixRefreshCommand(g))
+	options.ReadsFiles(cmd)
 	return cmd
 }
 

@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/imagectl/imagectl"
@@ -49,6 +52,107 @@ func (g *Globals) AddFlags(fl *pflag.FlagSet) {
 
 // Validate accepts any value: the files are read when a verb needs them.
 func (g *Globals) Validate() error { return nil }
+
+// AnnotationReadsFiles marks a command that reads matrix.yaml and the
+// catalog (see ReadsFiles).
+const AnnotationReadsFiles = "imagectl/reads-files"
+
+// fileFlags are the global flags only the verbs marked by ReadsFiles take.
+var fileFlags = []string{"matrix", "catalog"}
+
+// ReadsFiles marks cmd as a verb (or a group of verbs) that reads
+// matrix.yaml and the catalog: --matrix and --catalog apply to it and to the
+// commands below it. Every other verb refuses the two flags (exit 2) rather
+// than ignore them, and its help does not list them (HideFileFlags).
+func ReadsFiles(cmd *cobra.Command) {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[AnnotationReadsFiles] = "true"
+}
+
+// readsFiles reports whether cmd or a command above it is marked by
+// ReadsFiles.
+func readsFiles(cmd *cobra.Command) bool {
+	for c := cmd; c != nil; c = c.Parent() {
+		if c.Annotations[AnnotationReadsFiles] != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// readers names the commands marked by ReadsFiles, for messages.
+func readers(root *cobra.Command) string {
+	var names []string
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Annotations[AnnotationReadsFiles] != "" {
+			names = append(names, strings.TrimPrefix(c.CommandPath(), root.Name()+" "))
+			return
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+	slices.Sort(names)
+	return OrList(names)
+}
+
+// checkFileFlags refuses --matrix and --catalog on a verb that does not
+// read the files. Their environment variables are no flag given: a shell
+// that exports IMAGECTL_MATRIX runs every verb.
+func checkFileFlags(cmd *cobra.Command) error {
+	if readsFiles(cmd) {
+		return nil
+	}
+	for _, n := range fileFlags {
+		if f := cmd.Flags().Lookup(n); f != nil && f.Changed {
+			return Usagef("--%s: %s reads no matrix.yaml or catalog (only %s do): drop --%s", n, cmd.CommandPath(), readers(cmd.Root()), n)
+		}
+	}
+	return nil
+}
+
+// HideFileFlags keeps --matrix and --catalog out of the help of every
+// command under root that does not read the files (see ReadsFiles).
+func HideFileFlags(root *cobra.Command) {
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if readsFiles(c) {
+			return
+		}
+		help := c.HelpFunc()
+		c.SetHelpFunc(func(c *cobra.Command, args []string) {
+			if readsFiles(c) {
+				// A subcommand that reads them, under a group that does
+				// not: it inherits this help function.
+				help(c, args)
+				return
+			}
+			var flags []*pflag.Flag
+			for _, n := range fileFlags {
+				if f := c.Root().PersistentFlags().Lookup(n); f != nil && !f.Hidden {
+					f.Hidden = true
+					flags = append(flags, f)
+				}
+			}
+			defer func() {
+				for _, f := range flags {
+					f.Hidden = false
+				}
+			}()
+			help(c, args)
+		})
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	for _, c := range root.Commands() {
+		walk(c)
+	}
+}
 
 // Logger logs to stderr at level through safetext.Handler: URLs redacted,
 // upstream text escaped.

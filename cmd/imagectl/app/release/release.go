@@ -104,6 +104,7 @@ nothing. --dry-run prints the actions and writes nothing.`,
 	fl.BoolVar(&f.skipContents, "skip-contents", false, "verify signatures, attestations and labels but not the layer contents")
 	fl.BoolVar(&f.smokeImage, "smoke-image", true, "run imagectl smoke image on the image after verify, before any tag is written")
 	f.smoke.Add(cmd.Flags(), "smoke-")
+	options.ReadsFiles(cmd)
 	return cmd
 }
 
