@@ -28,7 +28,7 @@ const ExitInterrupted = options.ExitInterrupted
 
 // Run executes imagectl with args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd := NewRootCommand(stdout, stderr)
+	cmd, g := newRootCommand(stdout, stderr)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if ctx.Err() != nil {
@@ -47,6 +47,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// error body, a publisher name, a URL with a password) is printed with
 	// control characters escaped and userinfo redacted.
 	fmt.Fprintf(stderr, "imagectl: %s\n", safetext.Text(err.Error()))
+	if h := g.CatalogHint(); h != "" {
+		fmt.Fprintf(stderr, "imagectl: %s\n", h)
+	}
 	var ee *options.ExitError
 	if errors.As(err, &ee) {
 		return ee.Code
@@ -56,6 +59,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // NewRootCommand returns the imagectl command tree.
 func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root, _ := newRootCommand(stdout, stderr)
+	return root
+}
+
+// newRootCommand is NewRootCommand and the globals its verbs share.
+func newRootCommand(stdout, stderr io.Writer) (*cobra.Command, *options.Globals) {
 	g := options.NewGlobals(stdout, stderr)
 	root := &cobra.Command{
 		Use:   "imagectl",
@@ -100,5 +109,5 @@ on KubeRay, and plans scheduled rebuilds.`,
 	enforceUsage(root)
 	options.HideFileFlags(root)
 	root.Long += "\n\n" + environmentHelp(root)
-	return root
+	return root, g
 }

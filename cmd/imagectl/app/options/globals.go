@@ -31,6 +31,8 @@ type Globals struct {
 	Stderr      io.Writer
 	filesOnce   sync.Once
 	noticeOnce  sync.Once
+	// builtinCatalogRead is set once the built-in catalog is read.
+	builtinCatalogRead bool
 }
 
 var _ Options = (*Globals)(nil)
@@ -202,15 +204,41 @@ func (g *Globals) resolveFiles() {
 	})
 }
 
-// builtinNotice says, once, that the built-in files are used.
+// builtinNotice says, once, that the built-in files are used, and names
+// --catalog catalog.json when the built-in catalog is read beside a
+// ./catalog.json.
 func (g *Globals) builtinNotice() {
 	g.noticeOnce.Do(func() {
 		what := "matrix.yaml and catalog.json"
 		if g.CatalogPath != "" {
 			what = "matrix.yaml"
 		}
-		fmt.Fprintf(g.Stderr, "imagectl: no ./matrix.yaml: using the %s built into imagectl %s (--matrix FILE or IMAGECTL_MATRIX for another)\n", what, CurrentVersion().Version)
+		also := ""
+		if g.CatalogPath == "" && localCatalog() {
+			also = "; ./catalog.json is not read with the built-in matrix: " + catalogHint
+		}
+		fmt.Fprintf(g.Stderr, "imagectl: no ./matrix.yaml: using the %s built into imagectl %s (--matrix FILE or IMAGECTL_MATRIX for another)%s\n", what, CurrentVersion().Version, also)
 	})
+}
+
+// catalogHint is how to read a ./catalog.json with the built-in matrix.
+const catalogHint = "pass --catalog catalog.json to use it"
+
+// localCatalog reports whether there is a ./catalog.json.
+func localCatalog() bool {
+	_, err := os.Lstat("catalog.json")
+	return err == nil
+}
+
+// CatalogHint is, after a verb failed, a reminder that it read the built-in
+// catalog although a ./catalog.json is there (one matrix refresh --catalog
+// catalog.json may just have written), so that an error saying "run
+// imagectl matrix refresh" is not followed blindly; "" otherwise.
+func (g *Globals) CatalogHint() string {
+	if !g.builtinCatalogRead || !localCatalog() {
+		return ""
+	}
+	return "the catalog read was the one built into imagectl, not ./catalog.json: " + catalogHint
 }
 
 // MatrixName is the matrix file's path, or the built-in one's name.
@@ -236,7 +264,11 @@ func (g *Globals) CatalogName() string {
 func (g *Globals) CatalogFile() (string, error) {
 	g.resolveFiles()
 	if g.CatalogPath == "" {
-		return "", Usagef("no ./matrix.yaml, so the catalog is the one built into imagectl, which cannot be rewritten: pass --catalog FILE (or run in a checkout)")
+		flag := "--catalog FILE"
+		if localCatalog() {
+			flag = "--catalog catalog.json (the one here)"
+		}
+		return "", Usagef("no ./matrix.yaml, so the catalog is the one built into imagectl, which cannot be rewritten: pass %s (or run in a checkout)", flag)
 	}
 	return g.CatalogPath, nil
 }
@@ -256,6 +288,7 @@ func (g *Globals) LoadCatalog() (*catalog.Catalog, error) {
 	g.resolveFiles()
 	if g.CatalogPath == "" {
 		g.builtinNotice()
+		g.builtinCatalogRead = true
 		return catalog.Parse(builtinCatalog, imagectl.Catalog)
 	}
 	return catalog.Load(g.CatalogPath)
