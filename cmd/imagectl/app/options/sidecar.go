@@ -15,16 +15,16 @@ import (
 type SidecarOptions struct {
 	Image string
 	// Repository is --repository (inject.DefaultRepository by default).
-	Repository RepositoryOptions
-	NoResolve         bool
-	HTTPTimeout       time.Duration
-	Name              string
-	Port              int
-	SecretName        string
-	SecretKey         string
-	Requests, Limits  map[string]string
-	PullSecret        string
-	AllowHostPath     bool
+	Repository       RepositoryOptions
+	NoResolve        bool
+	HTTPTimeout      time.Duration
+	Name             string
+	Port             int
+	SecretName       string
+	SecretKey        string
+	Requests, Limits map[string]string
+	PullSecret       string
+	AllowHostPath    bool
 }
 
 // AddFlags adds the sidecar's flags, as imagectl inject spells them.
