@@ -24,7 +24,12 @@ type Result struct {
 	Namespaces []string
 	Warnings   []string // things that will keep the debugger from working
 	Notes      []string // what inject chose and why (the default image)
-	Changed    bool     // Output differs from the input
+	// Unchecked are default images whose tag inject did not check the
+	// registry for (no tag lister, or the tags could not be listed), with
+	// why: the floating tag may name nothing. A warning, once per Ray
+	// version.
+	Unchecked []string
+	Changed   bool // Output differs from the input
 }
 
 // Target is one document inject changed.
@@ -242,6 +247,7 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 		return nil, &Error{File: file, Err: fmt.Errorf("%w in %d document(s)", ErrNoRayKind, len(chunks))}
 	}
 	res.Notes = append(c.notes, res.Notes...)
+	res.Unchecked = c.unchecked
 	res.Output = joinOutput(out)
 	res.Changed = string(res.Output) != string(data)
 	return res, nil
@@ -478,22 +484,27 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, u unit, 
 // (resolved remembers each lookup across documents).
 func (c *config) sidecarImage(ctx context.Context, s *site, resolved map[string]string, warn func(string, ...any)) (string, error) {
 	image := c.image
-	if image == "" {
-		ray := RayVersionOf(s.rayTag)
-		if s.rayTag == "" {
-			ray = rayVersionOfImage(s.rayImage)
-		}
-		if ray == "" {
-			ray = RayVersionOf(s.rayVersion)
-		} else if v := RayVersionOf(s.rayVersion); v != "" && v != ray {
-			warn("rayVersion %s differs from the Ray image %s; the sidecar follows the image", s.rayVersion, s.rayImage)
-		}
-		if ray == "" {
-			return "", fmt.Errorf("no Ray version: %s has no rayVersion and the Ray image %q has no X.Y.Z tag; pass the sidecar image (--image)", s.desc, s.rayImage)
-		}
-		if olderThan(ray, MinRay) {
+	ray := RayVersionOf(s.rayTag)
+	if s.rayTag == "" {
+		ray = rayVersionOfImage(s.rayImage)
+	}
+	if ray == "" {
+		ray = RayVersionOf(s.rayVersion)
+	} else if v := RayVersionOf(s.rayVersion); v != "" && v != ray && image == "" {
+		warn("rayVersion %s differs from the Ray image %s; the sidecar follows the image", s.rayVersion, s.rayImage)
+	}
+	switch {
+	case image != "":
+		if ray != "" && olderThan(ray, MinRay) {
 			warn("Ray %s has no debugpy-based debugger (Ray >= %s): breakpoint() will not show in the Ray Distributed Debugger", ray, MinRay)
 		}
+	case ray == "":
+		return "", fmt.Errorf("no Ray version: %s has no rayVersion and the Ray image %q has no X.Y.Z tag; pass the sidecar image (--image)", s.desc, s.rayImage)
+	case olderThan(ray, MinRay):
+		// The images are built for Ray >= MinRay only (matrix.yaml's
+		// components.ray.constraint): the tag would name nothing.
+		return "", fmt.Errorf("%s: Ray %s has no debugpy-based debugger: the oldest Ray with the Ray Distributed Debugger is %s, and no sidecar image is published for older ones; upgrade Ray to %s or newer, or pass a sidecar image (--image)", s.desc, ray, MinRay, MinRay)
+	default:
 		var err error
 		if image, err = c.defaultImage(ctx, ray, resolved); err != nil {
 			return "", err
@@ -523,7 +534,8 @@ func (c *config) sidecarImage(ctx context.Context, s *site, resolved map[string]
 // lister, the build for that patch or else the newest build for its minor;
 // without one, or when the tags cannot be listed, the floating minor tag.
 // The choice and its reason go to Notes, once per Ray version (resolved
-// remembers it under "ray "+ray).
+// remembers it under "ray "+ray); a floating tag the registry was not asked
+// about goes to Unchecked instead: it may name nothing.
 func (c *config) defaultImage(ctx context.Context, ray string, resolved map[string]string) (string, error) {
 	key := "ray " + ray
 	if image, ok := resolved[key]; ok {
@@ -533,9 +545,10 @@ func (c *config) defaultImage(ctx context.Context, ray string, resolved map[stri
 	if err != nil {
 		return "", err
 	}
-	image, why := floating, ""
+	image, why, checked := floating, "", true
+	unchecked := fmt.Sprintf("%s is the floating tag of the newest build for Ray %s, which may not exist: check it, or pass --image", floating[strings.LastIndex(floating, ":")+1:], rayMinor(ray))
 	if c.lister == nil {
-		why = fmt.Sprintf("the tags were not looked up; %s is the floating tag of the newest build for Ray %s", floating[strings.LastIndex(floating, ":")+1:], rayMinor(ray))
+		why, checked = "the tags were not looked up; "+unchecked, false
 	} else {
 		if _, ok := c.tags[c.repository]; !ok {
 			tags, err := c.lister.ListTags(ctx, c.repository)
@@ -550,13 +563,17 @@ func (c *config) defaultImage(ctx context.Context, ray string, resolved map[stri
 			// its floating tag does not either.
 			return "", fmt.Errorf("the sidecar image repository %s: %w; name the repository the images are published to (--repository), an image (--image), or take the floating tag unchecked (--no-resolve)", c.repository, tl.err)
 		} else if tl.err != nil {
-			why = fmt.Sprintf("%v; %s is the floating tag of the newest build for Ray %s", tl.err, floating[strings.LastIndex(floating, ":")+1:], rayMinor(ray))
+			why, checked = fmt.Sprintf("%v; %s", tl.err, unchecked), false
 		} else if image, why, err = chooseImage(c.repository, ray, tl.tags); err != nil {
 			return "", err
 		}
 	}
 	resolved[key] = image
-	c.notes = append(c.notes, fmt.Sprintf("sidecar image %s: %s", image, why))
+	if !checked {
+		c.unchecked = append(c.unchecked, fmt.Sprintf("sidecar image %s not checked: %s", image, why))
+	} else {
+		c.notes = append(c.notes, fmt.Sprintf("sidecar image %s: %s", image, why))
+	}
 	return image, nil
 }
 

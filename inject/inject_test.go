@@ -490,10 +490,18 @@ func TestRayVersionFromImageOrField(t *testing.T) {
 	if !strings.Contains(string(res.Output), ":ray2.47\n") || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "rayVersion 2.46.0 differs") {
 		t.Errorf("warnings %q\n%s", res.Warnings, res.Output)
 	}
+	// Ray older than the debugger: no image is published for it (the
+	// matrix builds Ray >= MinRay), so the default image is an error
+	// naming the oldest Ray with one; an image given is kept, with a
+	// warning.
 	old := strings.ReplaceAll(plainCluster, "2.46.0", "2.38.0")
-	res, err = Apply(context.Background(), "f.yaml", []byte(old))
-	if err != nil || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "Ray 2.38.0 has no debugpy-based debugger") {
-		t.Errorf("old Ray: %v %q", err, res.Warnings)
+	if _, err = Apply(context.Background(), "f.yaml", []byte(old)); err == nil ||
+		!strings.Contains(err.Error(), "Ray 2.38.0 has no debugpy-based debugger: the oldest Ray with the Ray Distributed Debugger is 2.39.0, and no sidecar image is published for older ones") {
+		t.Errorf("old Ray, default image: %v", err)
+	}
+	res, err = Apply(context.Background(), "f.yaml", []byte(old), WithImage("registry.example/ide:1"))
+	if err != nil || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "Ray 2.38.0 has no debugpy-based debugger (Ray >= 2.39.0)") {
+		t.Errorf("old Ray, --image: %v %q", err, res.Warnings)
 	}
 }
 
@@ -634,8 +642,8 @@ func TestResolveDigest(t *testing.T) {
 	if !strings.Contains(string(res.Output), "image: "+repo+":ray2.46\n") || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "keeping "+repo+":ray2.46 by tag") {
 		t.Errorf("unauthenticated: warnings %q\n%s", res.Warnings, res.Output)
 	}
-	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "listing the tags of "+repo) {
-		t.Errorf("unauthenticated: notes %q", res.Notes)
+	if len(res.Unchecked) != 1 || !strings.Contains(res.Unchecked[0], "listing the tags of "+repo) {
+		t.Errorf("unauthenticated: unchecked %q", res.Unchecked)
 	}
 }
 
@@ -772,7 +780,7 @@ func TestDefaultImageChoice(t *testing.T) {
 		{"2.46.0", reg, "ray2.46.10", "no build for Ray 2.46.0 is published in " + repo + "; ray2.46.10 is the newest build for Ray 2.46", ""},
 		{"2.46.11", reg, "ray2.46.10", "no build for Ray 2.46.11 is published", ""},
 		{"2.48.0", reg, "", "", "no build for Ray 2.48 (no tag ray2.48.*) is published in " + repo + " (newest Ray minors there: 2.47, 2.46, 2.9): pass the sidecar image (--image)"},
-		{"2.47.0", nil, "ray2.47", "the tags were not looked up; ray2.47 is the floating tag of the newest build for Ray 2.47", ""},
+		{"2.47.0", nil, "ray2.47", "not checked: the tags were not looked up; ray2.47 is the floating tag of the newest build for Ray 2.47", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.ray, func(t *testing.T) {
@@ -796,8 +804,17 @@ func TestDefaultImageChoice(t *testing.T) {
 					t.Errorf("%s: image %s, want %s:%s", tgt, tgt.Image, repo, tt.image)
 				}
 			}
-			if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "sidecar image "+repo+":"+tt.image+": "+tt.note) {
-				t.Errorf("notes %q, want one with %q", res.Notes, tt.note)
+			// A tag the registry was not asked about is a warning, once
+			// per Ray version; a checked one a note.
+			got, sep := res.Notes, ": "
+			if tt.lister == nil {
+				got, sep = res.Unchecked, " "
+				if len(res.Notes) != 0 || len(res.Warnings) != 0 {
+					t.Errorf("notes %q, warnings %q; want none (the unchecked tag is Unchecked)", res.Notes, res.Warnings)
+				}
+			}
+			if len(got) != 1 || !strings.Contains(got[0], "sidecar image "+repo+":"+tt.image+sep+tt.note) {
+				t.Errorf("notes %q, unchecked %q; want one with %q", res.Notes, res.Unchecked, tt.note)
 			}
 		})
 	}
@@ -809,9 +826,9 @@ func TestDefaultImageChoice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Targets[0].Image != repo+":ray2.47" || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "listing the tags of "+repo) ||
-		!strings.Contains(res.Notes[0], "ray2.47 is the floating tag of the newest build for Ray 2.47") {
-		t.Errorf("offline: image %s, notes %q", res.Targets[0].Image, res.Notes)
+	if res.Targets[0].Image != repo+":ray2.47" || len(res.Notes) != 0 || len(res.Unchecked) != 1 || !strings.Contains(res.Unchecked[0], "sidecar image "+repo+":ray2.47 not checked: listing the tags of "+repo) ||
+		!strings.Contains(res.Unchecked[0], "ray2.47 is the floating tag of the newest build for Ray 2.47") {
+		t.Errorf("offline: image %s, notes %q, unchecked %q", res.Targets[0].Image, res.Notes, res.Unchecked)
 	}
 
 	// Interrupted (Ctrl-C) while listing: an error, not the offline

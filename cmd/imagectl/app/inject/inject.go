@@ -71,7 +71,9 @@ The image defaults to the published image for the Ray version of the manifest
 tags (credentials from DOCKER_CONFIG or ~/.docker/config.json, bounded by
 --http-timeout) and takes the build for that patch (ray2.46.0), else the newest
 build for its minor (ray2.46.1); offline, or with --no-resolve, it takes the
-floating minor tag (ray2.46). It says on stderr which it chose and why.
+floating minor tag (ray2.46), unchecked (a warning). It says on stderr which it
+chose and why. Ray older than 2.39.0 has no debugger and no published image:
+an error unless --image.
 --resolve-digest pins the image to the digest the registry reports; an image
 the registry does not have is an error unless --keep-unresolved.
 
@@ -169,6 +171,9 @@ func runInject(g *options.Globals, cmd *cobra.Command, f *injectFlags) error {
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(g.Stderr, "imagectl: warning: %s: %s\n", file, w)
+	}
+	for _, u := range res.Unchecked {
+		fmt.Fprintf(g.Stderr, "imagectl: warning: %s: %s\n", file, u)
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(g.Stderr, "imagectl: %s: %s\n", file, n)
