@@ -394,6 +394,7 @@ type site struct {
 	rayImage      string
 	rayTag        string // the Ray image's tag when given apart (Helm values' image.tag)
 	rayVersion    string
+	versionPath   string // where rayVersion is, for messages: spec.rayClusterSpec.rayVersion
 	startParams   *yaml.Node
 	securityCtx   []*yaml.Node // the Ray container's then the pod's securityContext
 }
@@ -499,7 +500,7 @@ func (c *config) sidecarImage(ctx context.Context, s *site, resolved map[string]
 			warn("Ray %s has no debugpy-based debugger (Ray >= %s): breakpoint() will not show in the Ray Distributed Debugger", ray, MinRay)
 		}
 	case ray == "":
-		return "", fmt.Errorf("no Ray version: %s has no rayVersion and the Ray image %q has no X.Y.Z tag; pass the sidecar image (--image)", s.desc, s.rayImage)
+		return "", fmt.Errorf("no Ray version: %s is not set and the Ray image %q of %s has no X.Y.Z tag; pass the sidecar image (--image)", s.versionPath, s.rayImage, s.desc)
 	case olderThan(ray, MinRay):
 		// The images are built for Ray >= MinRay only (matrix.yaml's
 		// components.ray.constraint): the tag would name nothing.
@@ -770,7 +771,8 @@ func raySite(root *yaml.Node, kind string) (*site, error) {
 		return nil, atLine(containers, "%s.containers is a flow sequence ([...]); write it as a block sequence (one \"- \" item per line) so inject can add to it", desc)
 	}
 	s := &site{desc: desc, top: valueAt(root, tpl...), pod: pod, containerList: pod, containerKey: "containers", pullSecretsOf: pod,
-		rayVersion: scalarAt(cluster, "rayVersion"), startParams: valueAt(cluster, "headGroupSpec", "rayStartParams")}
+		rayVersion: scalarAt(cluster, "rayVersion"), versionPath: strings.Join(append(tpl[:len(tpl)-2:len(tpl)-2], "rayVersion"), "."),
+		startParams: valueAt(cluster, "headGroupSpec", "rayStartParams")}
 	for i, ct := range containers.Content {
 		if ct.Kind != yaml.MappingNode {
 			return nil, atLine(ct, "%s.containers[%d] is not a mapping", desc, i)
@@ -824,7 +826,7 @@ func helmSite(root *yaml.Node) (*site, error) {
 		return nil, errors.New("no head group: the values file has no block mapping head: (add at least head: {rayStartParams: {}} written as a block)")
 	}
 	s := &site{desc: "head", top: head, pod: head, containerList: head, containerKey: "sidecarContainers", mountsOf: head, pullSecretsOf: root,
-		rayEnv: valueAt(head, "containerEnv"), rayVersion: scalarAt(head, "rayVersion"), startParams: valueAt(head, "rayStartParams")}
+		rayEnv: valueAt(head, "containerEnv"), rayVersion: scalarAt(head, "rayVersion"), versionPath: "head.rayVersion", startParams: valueAt(head, "rayStartParams")}
 	// The chart renders head.image.repository:head.image.tag when head.image
 	// is set, else image.repository:image.tag.
 	if img := valueAt(head, "image"); img != nil && img.Kind == yaml.MappingNode && len(img.Content) > 0 {

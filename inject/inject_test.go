@@ -77,7 +77,13 @@ func TestErrorsNameFileAndDocument(t *testing.T) {
 		{"port taken", plainCluster + "          ports:\n          - containerPort: 8443\n", nil,
 			[]string{"port 8443 is already used", "--port"}},
 		{"no Ray version", strings.NewReplacer(`  rayVersion: "2.46.0"`+"\n", "", "rayproject/ray:2.46.0", "me/ray:custom").Replace(plainCluster), nil,
-			[]string{`no Ray version: spec.headGroupSpec.template.spec has no rayVersion and the Ray image "me/ray:custom" has no X.Y.Z tag; pass the sidecar image (--image)`}},
+			[]string{`no Ray version: spec.rayVersion is not set and the Ray image "me/ray:custom" of spec.headGroupSpec.template.spec has no X.Y.Z tag; pass the sidecar image (--image)`}},
+		// A RayJob's rayVersion is under spec.rayClusterSpec, not in
+		// the head pod template.
+		{"no Ray version in a RayJob", "apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: j\nspec:\n  entrypoint: python x.py\n  rayClusterSpec:\n    headGroupSpec:\n      template:\n        spec:\n          containers:\n          - name: ray-head\n            image: me/ray:custom\n", nil,
+			[]string{`no Ray version: spec.rayClusterSpec.rayVersion is not set and the Ray image "me/ray:custom" of spec.rayClusterSpec.headGroupSpec.template.spec has no X.Y.Z tag`}},
+		{"no Ray version in Helm values", "head:\n  rayStartParams: {}\nimage:\n  repository: me/ray\n  tag: custom\n", []Option{WithHelmValues()},
+			[]string{`no Ray version: head.rayVersion is not set and the Ray image "me/ray:custom" of head has no X.Y.Z tag`}},
 		{"alias", "x: &t\n  spec:\n    containers: [{name: a}]\n" + strings.Replace(strings.Replace(plainCluster, "    template:\n      spec:\n        containers:\n        - name: ray-head\n          image: rayproject/ray:2.46.0\n", "    template: *t\n", 1), "", "", 1), nil,
 			[]string{"spec.headGroupSpec.template is an alias (*t)"}},
 		{"Helm values without head", "image:\n  tag: 2.46.0\n", []Option{WithHelmValues()}, []string{"no head group"}},
