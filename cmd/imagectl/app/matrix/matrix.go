@@ -329,6 +329,11 @@ func runRefresh(ctx context.Context, g *options.Globals, f *refreshFlags) error 
 	// The snapshot being replaced: its extension pins are kept, and its
 	// base images' VS Code versions reused where the digests are the same.
 	old, oldErr := catalog.Load(catFile)
+	// What a failure leaves: the old catalog, or no file at all.
+	kept := catFile + " left unchanged"
+	if errors.Is(oldErr, fs.ErrNotExist) {
+		kept = catFile + " not written"
+	}
 	hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithIdleTimeout(f.idleTimeout), httpx.WithRetries(f.retries))
 	src, err := f.sources(cfg, hc, old, g.Stderr)
 	if err != nil {
@@ -341,17 +346,17 @@ func runRefresh(ctx context.Context, g *options.Globals, f *refreshFlags) error 
 		locker = pip.New(pip.WithCommand(strings.Fields(f.pip)...),
 			pip.WithTimeout(f.timeout), pip.WithRetries(f.retries), pip.WithHTTPClient(hc))
 		if _, err := locker.Check(ctx); err != nil {
-			return fmt.Errorf("refresh failed, %s left unchanged: python lock: %w (or pass --no-python-lock)", catFile, err)
+			return fmt.Errorf("refresh failed, %s: python lock: %w (or pass --no-python-lock)", kept, err)
 		}
 	}
 	c, err := catalog.Refresh(ctx, cfg, src)
 	if err != nil {
-		return fmt.Errorf("refresh failed, %s left unchanged: %w", catFile, err)
+		return fmt.Errorf("refresh failed, %s: %w", kept, err)
 	}
 	// Keep the extension pins of the snapshot being replaced.
-	kept := 0
+	pins := 0
 	if oldErr == nil {
-		kept = extensions.CarryPins(old, c)
+		pins = extensions.CarryPins(old, c)
 	} else if !errors.Is(oldErr, fs.ErrNotExist) {
 		fmt.Fprintf(g.Warnings(), "warning: the old catalog does not load, so none of its extension pins or base image VS Code versions are kept: %v\n", oldErr)
 	}
@@ -361,13 +366,13 @@ func runRefresh(ctx context.Context, g *options.Globals, f *refreshFlags) error 
 	locked := "not locked (--no-python-lock)"
 	if locker != nil {
 		if locked, err = lockPython(ctx, cfg, c, options.FirstNonEmpty(f.packageIndex, cfg.Upstreams.PackageIndex), locker); err != nil {
-			return fmt.Errorf("refresh failed, %s left unchanged: %w", catFile, err)
+			return fmt.Errorf("refresh failed, %s: %w", kept, err)
 		}
 	}
 	if err := catalog.Write(catFile, c); err != nil {
 		return err
 	}
-	return printRefresh(g, f, old, c, locked, kept)
+	return printRefresh(g, f, old, c, locked, pins)
 }
 
 // sources are the upstreams refresh queries, each from its flag, else

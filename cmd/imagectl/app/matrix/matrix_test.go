@@ -197,4 +197,16 @@ func TestMatrixRefreshFailureKeepsCatalog(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("%d files in the catalog directory, want 1 (no temp files)", len(entries))
 	}
+
+	// A catalog that is not there is not "left unchanged": it is not
+	// written.
+	missing := filepath.Join(dir, "new.json")
+	code, _, errOut = run(t, "--matrix", repoMatrix, "--catalog", missing, "matrix", "refresh",
+		"--versions", "github-releases", "--pypi-url", html.URL, "--retries", "0")
+	if want := "refresh failed, " + missing + " not written: "; code == 0 || !strings.Contains(errOut, want) || strings.Contains(errOut, "left unchanged") {
+		t.Errorf("refresh to a new catalog: exit %d, stderr %q; want %q", code, errOut, want)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("a failed refresh wrote %s", missing)
+	}
 }
