@@ -155,6 +155,7 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 	c.firstDoc, c.firstDocDesc = firstDocument(chunks)
 	c.tags = map[string]tagList{}
 	found := false
+	docs, helmLike := 0, 0 // documents that are not empty; the first that looks like Helm values
 	for i, chunk := range chunks {
 		docErr := func(kind, name string, err error) error {
 			return docError(file, i+1, offsets[i], kind, name, err)
@@ -167,7 +168,12 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 		if root == nil {
 			continue
 		}
+		docs++
+		kind, apiVersion := scalarAt(root, "kind"), scalarAt(root, "apiVersion")
 		if c.helmValues {
+			if kind != "" && apiVersion != "" {
+				return nil, docErr("", "", fmt.Errorf("document %d is a %s %s (kind and apiVersion), not a values file of KubeRay's ray-cluster Helm chart: drop --helm-values", i+1, apiVersion, kind))
+			}
 			if found {
 				return nil, docErr("", "", errors.New("a Helm values file is one YAML document"))
 			}
@@ -184,6 +190,9 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 		// The Ray objects: the document, or the Ray items of a List.
 		units := rayUnits(root)
 		if len(units) == 0 {
+			if h := valueAt(root, "head"); helmLike == 0 && kind == "" && h != nil && h.Kind == yaml.MappingNode {
+				helmLike = i + 1
+			}
 			continue
 		}
 		unitErr := func(u unit, err error) error {
@@ -244,7 +253,13 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 		if c.helmValues {
 			return nil, &Error{File: file, Err: errors.New("empty Helm values file")}
 		}
-		return nil, &Error{File: file, Err: fmt.Errorf("%w in %d document(s)", ErrNoRayKind, len(chunks))}
+		switch {
+		case docs == 0:
+			return nil, &Error{File: file, Err: fmt.Errorf("%w: the input is empty (no YAML document, only blank lines or comments)", ErrNoRayKind)}
+		case helmLike > 0:
+			return nil, &Error{File: file, Err: fmt.Errorf("%w in %d document(s): document %d looks like a values file of KubeRay's ray-cluster Helm chart (a head: mapping, no kind): pass --helm-values", ErrNoRayKind, docs, helmLike)}
+		}
+		return nil, &Error{File: file, Err: fmt.Errorf("%w in %d document(s)", ErrNoRayKind, docs)}
 	}
 	res.Notes = append(c.notes, res.Notes...)
 	res.Unchecked = c.unchecked

@@ -87,6 +87,12 @@ func TestErrorsNameFileAndDocument(t *testing.T) {
 		{"alias", "x: &t\n  spec:\n    containers: [{name: a}]\n" + strings.Replace(strings.Replace(plainCluster, "    template:\n      spec:\n        containers:\n        - name: ray-head\n          image: rayproject/ray:2.46.0\n", "    template: *t\n", 1), "", "", 1), nil,
 			[]string{"spec.headGroupSpec.template is an alias (*t)"}},
 		{"Helm values without head", "image:\n  tag: 2.46.0\n", []Option{WithHelmValues()}, []string{"no head group"}},
+		{"empty", "", nil, []string{"f.yaml: no ray.io/v1 RayJob, RayCluster or RayService: the input is empty (no YAML document, only blank lines or comments)"}},
+		{"only comments", "# nothing\n---\n# here\n", nil, []string{"f.yaml: no ray.io/v1 RayJob, RayCluster or RayService: the input is empty"}},
+		{"Helm values without --helm-values", "image:\n  tag: 2.46.0\nhead:\n  rayStartParams: {}\nworker:\n  replicas: 1\n", nil,
+			[]string{"no ray.io/v1 RayJob, RayCluster or RayService in 1 document(s): document 1 looks like a values file of KubeRay's ray-cluster Helm chart (a head: mapping, no kind): pass --helm-values"}},
+		{"a RayCluster with --helm-values", plainCluster, []Option{WithHelmValues()},
+			[]string{"document 1 is a ray.io/v1 RayCluster (kind and apiVersion), not a values file of KubeRay's ray-cluster Helm chart: drop --helm-values"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
