@@ -352,7 +352,15 @@ func writeFileAtomic(ctx context.Context, path string, data []byte, mode fs.File
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".imagectl-*")
 	if err != nil {
-		return err
+		// The error names the temporary file, which the user never named.
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("writing %s: the directory %s does not exist", path, filepath.Dir(path))
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(data); err != nil {

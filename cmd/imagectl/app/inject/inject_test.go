@@ -145,6 +145,9 @@ func TestInjectCLIErrors(t *testing.T) {
 		{"missing file", "", []string{"inject", "-f", filepath.Join(dir, "nope.yaml")}, 1, "reading "},
 		{"not a Ray kind", "", []string{"inject", "-f", cm, "-i"}, 1, cm + ": no ray.io/v1 RayJob, RayCluster or RayService"},
 		{"invalid YAML", "a: [\n", []string{"inject", "-f", "-"}, 1, "-: document 1: invalid YAML"},
+		// The temporary file beside it is not what the user named.
+		{"secret file in a missing directory", injectPlainJob, []string{"inject", "-f", "-", "--no-resolve", "--secret-file", filepath.Join(dir, "nodir", "pw.yaml")}, 1,
+			"writing " + filepath.Join(dir, "nodir", "pw.yaml") + ": the directory " + filepath.Join(dir, "nodir") + " does not exist"},
 		{"Ray older than the debugger", strings.ReplaceAll(injectPlainJob, "2.46.0", "2.38.0"), []string{"inject", "-f", "-", "--no-resolve"}, 1, "Ray 2.38.0 has no debugpy-based debugger: the oldest Ray with the Ray Distributed Debugger is 2.39.0"},
 	}
 	for _, tt := range tests {
