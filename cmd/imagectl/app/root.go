@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -30,14 +31,11 @@ const ExitInterrupted = options.ExitInterrupted
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd, g := newRootCommand(stdout, stderr)
 	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(ctx)
+	verb, err := cmd.ExecuteContextC(ctx)
 	if ctx.Err() != nil {
 		// Interrupted (Ctrl-C, SIGTERM): whatever the verb returned, the
 		// run did not finish; a verb writes nothing once interrupted.
-		if err == nil {
-			err = context.Cause(ctx)
-		}
-		fmt.Fprintf(stderr, "imagectl: %s\n", safetext.Text(err.Error()))
+		fmt.Fprintf(stderr, "imagectl: %s\n", safetext.Text(interrupted(ctx, verb, err)))
 		return options.ExitInterrupted
 	}
 	if err == nil {
@@ -55,6 +53,29 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ee.Code
 	}
 	return options.ExitFailure
+}
+
+// interrupted says which verb an interrupt stopped, why (the cause of ctx:
+// "interrupt signal received") and, when err says more than that the
+// context ended, what it was doing.
+func interrupted(ctx context.Context, verb *cobra.Command, err error) string {
+	cause := context.Cause(ctx)
+	msg := "imagectl"
+	if verb != nil {
+		msg = verb.CommandPath()
+	}
+	msg = strings.TrimPrefix(msg, "imagectl ") + " interrupted (" + cause.Error() + ")"
+	if err == nil {
+		return msg
+	}
+	what := err.Error()
+	for _, end := range []string{ctx.Err().Error(), cause.Error()} {
+		what = strings.TrimSuffix(strings.TrimSuffix(what, end), ": ")
+	}
+	if what == "" {
+		return msg
+	}
+	return msg + " while " + what
 }
 
 // NewRootCommand returns the imagectl command tree.
