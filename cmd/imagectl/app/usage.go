@@ -35,7 +35,15 @@ func enforceUsage(root *cobra.Command) {
 			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 		}
 		if args := c.Args; args != nil {
-			c.Args = func(c *cobra.Command, a []string) error { return options.UsageError(args(c, a)) }
+			c.Args = func(c *cobra.Command, a []string) error {
+				err := args(c, a)
+				if err != nil && !c.HasSubCommands() && strings.HasPrefix(err.Error(), "unknown command ") {
+					// cobra.NoArgs calls an argument of a verb an unknown
+					// command.
+					err = noArgs(c, a)
+				}
+				return options.UsageError(err)
+			}
 		}
 	})
 }
@@ -49,6 +57,15 @@ func unknownSubcommand(c *cobra.Command, args []string) error {
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
 	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return errors.New(msg)
+}
+
+// noArgs is the refusal of arguments by a verb that takes none.
+func noArgs(c *cobra.Command, args []string) error {
+	msg := fmt.Sprintf("%s takes no arguments, got %q", c.CommandPath(), strings.Join(args, " "))
+	if c.Flags().Lookup("filename") != nil {
+		msg += " (the manifest goes after -f, one per run)"
 	}
 	return errors.New(msg)
 }

@@ -162,6 +162,10 @@ func TestInvalidCombinationsExitTwo(t *testing.T) {
 		{`action "pause"`, []string{"smoke", "attach", "--action", "pause"}},
 		{"pass an image reference or --archive FILE", []string{"smoke", "image"}},
 		{"-i (in place) needs a file", []string{"inject", "-f", "-", "-i"}},
+		// A verb without subcommands says it takes no arguments, not
+		// that an argument is an unknown command.
+		{`imagectl inject takes no arguments, got "extra" (the manifest goes after -f, one per run)`, []string{"inject", "-f", "x.yaml", "extra"}},
+		{`imagectl release takes no arguments, got "a b"`, []string{"release", "a", "b"}},
 		// One name with no dot, port or localhost is neither a registry
 		// nor REGISTRY/NAME: go-containerregistry would read it as a Docker
 		// Hub namespace.
