@@ -93,12 +93,19 @@ func (o *KeyOptions) AddFlags(fl *pflag.FlagSet) {
 func (o *KeyOptions) Validate() error { return nil }
 
 // Password is where the key password comes from: --key-password-file, else
-// COSIGN_PASSWORD.
+// COSIGN_PASSWORD; with neither, the error names both.
 func (o *KeyOptions) Password() sign.Password {
 	if o.PasswordFile != "" {
 		return sign.PasswordFromFile(o.PasswordFile)
 	}
-	return sign.PasswordFromEnv()
+	env := sign.PasswordFromEnv()
+	return func() ([]byte, error) {
+		pw, err := env()
+		if err != nil {
+			return nil, fmt.Errorf("no key password: set %s (%s= for none), or pass --key-password-file FILE", sign.PasswordEnv, sign.PasswordEnv)
+		}
+		return pw, nil
+	}
 }
 
 // CertificateOptions are the keyless signer identity a verb accepts: exact
