@@ -703,11 +703,12 @@ func TestSidecarStartsAsRootInHardenedPods(t *testing.T) {
 		{"no securityContext", plainCluster, nil},
 		{"pod runAsUser", podCtx("          runAsUser: 1000\n          runAsGroup: 100\n          fsGroup: 100\n"), nil},
 		{"pod runAsNonRoot", podCtx("          runAsNonRoot: true\n          runAsUser: 1000\n"),
-			[]string{"the head pod sets securityContext.runAsNonRoot: true", PodSecurityEnforceLabel, "FailedToCreateHeadPod"}},
+			// The binary ships without docs/: the warning links the page.
+			[]string{"the head pod sets securityContext.runAsNonRoot: true", PodSecurityEnforceLabel, "FailedToCreateHeadPod", "See https://github.com/imagectl/imagectl/blob/main/docs/inject.md#hardened-pods"}},
 		{"Ray container runAsNonRoot", rayCtx("            runAsNonRoot: true\n"),
 			[]string{"the head's Ray container sets securityContext.runAsNonRoot: true"}},
 		{"restricted namespace", restrictedNS + inNS(plainCluster),
-			[]string{"namespace secure has the label " + PodSecurityEnforceLabel + "=restricted", "baseline"}},
+			[]string{"namespace secure has the label " + PodSecurityEnforceLabel + "=restricted", "baseline", "(see https://github.com/imagectl/imagectl/blob/main/docs/inject.md#hardened-pods)"}},
 		{"baseline namespace", baselineNS + inNS(plainCluster), nil},
 		// The API server admits it there (tests/kube TestPodSecurity).
 		{"baseline namespace, Ray container runAsNonRoot", baselineNS + inNS(rayCtx("            runAsNonRoot: true\n")), nil},
