@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
+	"github.com/imagectl/imagectl/internal/docsurl"
 )
 
 // enforceUsage makes every command of the tree under root exit 2 on a usage
@@ -26,7 +27,7 @@ func enforceUsage(root *cobra.Command) {
 				return options.UsageError(uerr)
 			}
 		}
-		return options.UsageError(err)
+		return options.UsageError(renamedFlag(c, err))
 	})
 	walkCommands(root, func(c *cobra.Command) {
 		c.SuggestionsMinimumDistance = 2
@@ -46,6 +47,37 @@ func enforceUsage(root *cobra.Command) {
 			}
 		}
 	})
+}
+
+// renamedFlags are the old spellings of docs/cli.md's "Renamed and removed
+// flags" (a test holds the two together), with what replaced them.
+var renamedFlags = map[string]string{
+	"repo":              "is now --repository",
+	"registry-override": "is now --repository",
+	"insecure-registry": "is now --insecure",
+	"password-file":     "is now --key-password-file",
+	"sbom-from-labels":  "is now --sbom-from-lock",
+	"max-time":          "is now --timeout",
+	"create-secret":     "is removed: --secret-file FILE writes the Secret",
+}
+
+// renamedFlag adds to pflag's "unknown flag: --NAME" what NAME became,
+// when it is an old spelling.
+func renamedFlag(c *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var hint string
+	switch {
+	case c.Name() == "smoke" && c.Parent() == c.Root() && name == "image":
+		hint = "imagectl smoke --image is now imagectl smoke kind --image"
+	case renamedFlags[name] != "":
+		hint = "--" + name + " " + renamedFlags[name]
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %s (%s)", err, hint, docsurl.CLIRenamedFlags)
 }
 
 // unknownSubcommand refuses any argument of a command that only groups

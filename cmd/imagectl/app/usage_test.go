@@ -295,3 +295,38 @@ func TestExitCodeTable(t *testing.T) {
 		})
 	}
 }
+
+// A flag spelling docs/cli.md lists as renamed or removed is refused
+// (exit 2) with its new name and the link to the table, on the verbs that
+// had it.
+func TestRenamedFlagsPointAtTheNewName(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const link = "https://github.com/imagectl/imagectl/blob/main/docs/cli.md#renamed-and-removed-flags"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"build", "--repo", "x"}, "--repo is now --repository"},
+		{[]string{"plan", "--registry-override", "x"}, "--registry-override is now --repository"},
+		{[]string{"release", "--registry-override=x"}, "--registry-override is now --repository"},
+		{[]string{"verify", "127.0.0.1:1/x:t", "--insecure-registry"}, "--insecure-registry is now --insecure"},
+		{[]string{"sign", "127.0.0.1:1/x:t", "--password-file", "x"}, "--password-file is now --key-password-file"},
+		{[]string{"sign", "127.0.0.1:1/x:t", "--sbom-from-labels"}, "--sbom-from-labels is now --sbom-from-lock"},
+		{[]string{"extensions", "fetch", "--max-time", "1m"}, "--max-time is now --timeout"},
+		{[]string{"inject", "-f", "-", "--create-secret"}, "--create-secret is removed: --secret-file FILE writes the Secret"},
+		{[]string{"smoke", "--image", "x"}, "imagectl smoke --image is now imagectl smoke kind --image"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			expectExit(t, options.ExitUsage, tc.want+" ("+link+")", tc.args...)
+			old := strings.TrimPrefix(strings.SplitN(tc.want, " ", 2)[0], "imagectl")
+			if !strings.Contains(string(doc), "`"+strings.TrimSpace(old)) && !strings.Contains(string(doc), " "+strings.TrimSpace(old)+"`") {
+				t.Errorf("docs/cli.md's table does not list %s", old)
+			}
+		})
+	}
+	// -o table (matrix list) is now -o text.
+	expectExit(t, options.ExitUsage, `--output "table": want text or json (table is now text)`, "matrix", "list", "-o", "table")
+}

@@ -181,6 +181,9 @@ func CheckOutput(v string, allowed ...string) error {
 	if slices.Contains(allowed, v) {
 		return nil
 	}
+	if v == "table" && slices.Contains(allowed, "text") {
+		return Usagef("--output %q: want %s (table is now text)", v, OrList(allowed))
+	}
 	return Usagef("--output %q: want %s", v, OrList(allowed))
 }
 
