@@ -156,10 +156,18 @@ func HideFileFlags(root *cobra.Command) {
 	}
 }
 
-// Logger logs to stderr at level through safetext.Handler: URLs redacted,
-// upstream text escaped.
+// Logger logs to stderr at level through safetext.Handler (URLs redacted,
+// upstream text escaped), every line starting "imagectl: " like the rest of
+// stderr, with no timestamp. Every verb's log (-v) is one of these.
 func (g *Globals) Logger(level slog.Level) *slog.Logger {
-	return slog.New(safetext.Handler(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level})))
+	noTime := func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}
+	w := &linePrefixer{w: g.Stderr, prefix: []byte(WarnPrefix)}
+	return slog.New(safetext.Handler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: noTime})))
 }
 
 // LoadMatrixAndCatalog reads matrix.yaml and the catalog named by the

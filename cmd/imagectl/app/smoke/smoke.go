@@ -83,7 +83,7 @@ copied into the sidecar is this one (when it is a static linux build) or
 			if g.Verbose {
 				level = slog.LevelDebug
 			}
-			cfg.Logger = slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level}))
+			cfg.Logger = g.Logger(level)
 			res, err := kind.Run(cmd.Context(), cfg)
 			var se *kind.SkipError
 			if errors.As(err, &se) {
@@ -208,7 +208,7 @@ there is not verified, or (--post-mortem) the stop is not on an exception;
 			if g.Verbose {
 				level = slog.LevelDebug
 			}
-			logger := slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level}))
+			logger := g.Logger(level)
 			root, err := attachLocalRoot(cmd, dashboardURL, settingsPath, localRoot, logger)
 			if err != nil {
 				return err
