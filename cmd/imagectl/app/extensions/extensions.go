@@ -198,7 +198,12 @@ func newExtensionsLsCommand(g *options.Globals) *cobra.Command {
 				if ents == nil {
 					ents = []cache.Entry{}
 				}
-				return options.WriteJSON(g.Stdout, ents)
+				// An object, like every report: room for more than the
+				// entries.
+				return options.WriteJSON(g.Stdout, struct {
+					CacheDir string        `json:"cacheDir"`
+					Entries  []cache.Entry `json:"entries"`
+				}{c.Dir(), ents})
 			}
 			tw := tabwriter.NewWriter(g.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tVERSION\tTARGET\tSHA256\tSIZE")
