@@ -18,6 +18,7 @@ import (
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/regauth"
 	smokeimage "github.com/imagectl/imagectl/smoke/image"
 	"github.com/imagectl/imagectl/smoke/kind"
@@ -372,6 +373,28 @@ func runSmokeImage(ctx context.Context, g *options.Globals, sf *smokeImageComman
 	if (len(args) == 1) == (sf.archive != "") {
 		return &options.ExitError{Code: options.ExitUsage, Err: errors.New("pass an image reference or --archive FILE (one of them)")}
 	}
+	image := sf.archive
+	if image == "" {
+		image = args[0]
+	}
+	// unread is the failure of an image that cannot be read at all: -o json
+	// still prints a report, in the shape of every other.
+	unread := func(err error) error {
+		if sf.out.JSON() {
+			rep := &smokeimage.Report{Image: image, Platforms: []smokeimage.PlatformReport{}, Error: safetext.Text(err.Error())}
+			if werr := options.WriteJSON(g.Stdout, rep); werr != nil {
+				return werr
+			}
+		}
+		return err
+	}
+	if sf.archive != "" {
+		// Before the runtime is looked for: a missing file is a missing
+		// file wherever imagectl runs.
+		if _, err := os.Stat(sf.archive); err != nil {
+			return unread(fmt.Errorf("--archive: %w", err))
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, sf.timeout)
 	defer cancel()
 	opts, err := sf.smoke.Options(ctx, g)
@@ -387,6 +410,9 @@ func runSmokeImage(ctx context.Context, g *options.Globals, sf *smokeImageComman
 	} else {
 		rep, err = smokeimage.Image(ctx, args[0], append(opts, smokeimage.WithNameOptions(sf.reg.NameOptions()...),
 			smokeimage.WithRemoteOptions(regauth.RemoteOptions(ctx)...))...)
+	}
+	if rep == nil && err != nil && ctx.Err() == nil {
+		return unread(err)
 	}
 	if rep != nil {
 		if sf.out.JSON() {
