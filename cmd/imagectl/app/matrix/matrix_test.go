@@ -104,7 +104,7 @@ func TestMatrixResolveErrors(t *testing.T) {
 		{"bad platform", []string{"--ray", "2.46.0", "--platform", "linux/riscv64"}, `platform "linux/riscv64": want linux/amd64 or linux/arm64`},
 		{"python not shipped", []string{"--ray", "2.46.0", "--python", "3.13"}, "--python 3.13: Ray 2.46.0 ships wheels for it on none"},
 		{"unknown code-server", []string{"--ray", "2.46.0", "--code-server", "4.1.0"}, "code-server 4.1.0 is not in the catalog (known: 4.101.2)"},
-		{"extra args", []string{"--ray", "2.46.0", "x"}, "unknown command"},
+		{"extra args", []string{"--ray", "2.46.0", "x"}, "imagectl matrix resolve takes no arguments, got \"x\""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
