@@ -172,6 +172,9 @@ func runInject(g *options.Globals, cmd *cobra.Command, f *injectFlags) error {
 	for _, w := range res.Warnings {
 		fmt.Fprintf(g.Stderr, "imagectl: warning: %s: %s\n", file, w)
 	}
+	if f.remove && len(res.Targets) == 0 {
+		fmt.Fprintf(g.Stderr, "imagectl: %s: nothing to remove: no document carries the %s record inject writes; the file is unchanged\n", file, inject.RecordEnv)
+	}
 	for _, u := range res.Unchecked {
 		fmt.Fprintf(g.Stderr, "imagectl: warning: %s: %s\n", file, u)
 	}

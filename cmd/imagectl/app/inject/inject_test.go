@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/imagectl/imagectl/imagespec/imagetest"
+	"github.com/imagectl/imagectl/inject"
 	"github.com/imagectl/imagectl/internal/testutil"
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app"
@@ -110,6 +111,11 @@ func TestInjectCLI(t *testing.T) {
 	}
 	if back, _ := os.ReadFile(path); string(back) != injectPlainJob {
 		t.Errorf("--remove -i did not restore the file:\n%s", back)
+	}
+	// Nothing injected: --remove says so (and changes nothing).
+	if code, out, errs := runIn(t, "", "inject", "-f", path, "-i", "--remove"); code != 0 || out != "" ||
+		errs != "imagectl: "+path+": nothing to remove: no document carries the "+inject.RecordEnv+" record inject writes; the file is unchanged\n" {
+		t.Errorf("--remove of a file with nothing injected: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("temporary files left: %v", entries)
