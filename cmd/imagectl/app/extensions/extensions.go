@@ -245,6 +245,7 @@ catalog already pins is checked, never re-pinned.`,
 	cmd.Flags().IntVar(&f.Parallel, "parallel", 4, "concurrent downloads")
 	f.AddFetch(cmd.Flags(), options.PinsNone)
 	f.AddLimits(cmd.Flags())
+	options.AddCommandTimeout(g, cmd, "timeout", 30*time.Minute, "host")
 	options.ReadsFiles(cmd)
 	return cmd
 }

@@ -128,6 +128,7 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 	fl.StringToStringVar(&f.limits, "limits", inject.DefaultLimits, "the sidecar's resource limits")
 	fl.StringVar(&f.dashboard, "dashboard", "", "dashboard host:port written into the debugger settings (default 127.0.0.1 and the head's dashboard-port)")
 	fl.StringVar(&f.pullSecret, "image-pull-secret", "", "add this Secret to the head pod's imagePullSecrets (a private registry)")
+	options.AddCommandTimeout(g, cmd, "timeout", 5*time.Minute, "registry")
 	return cmd
 }
 

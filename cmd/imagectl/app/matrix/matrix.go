@@ -312,6 +312,7 @@ extensions pin.`,
 	fl.StringVar(&f.tokenHost, "github-token-host", github.DefaultTokenHost, "the one host GITHUB_TOKEN is sent to, over HTTPS only")
 	options.BindEnv(cmd.Flags(), "github-token-host", "IMAGECTL_GITHUB_TOKEN_HOST")
 	options.Add(cmd, &f.upstream, &f.reg, &f.out, options.Check(f.Validate))
+	options.AddCommandTimeout(g, cmd, "timeout", 30*time.Minute, "host")
 	return cmd
 }
 

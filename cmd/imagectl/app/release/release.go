@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -107,6 +108,7 @@ extension files a release would refuse as unpinned ("missing pin:"), and exits
 	fl.BoolVar(&f.skipContents, "skip-contents", false, "verify signatures, attestations and labels but not the layer contents")
 	fl.BoolVar(&f.smokeImage, "smoke-image", true, "run imagectl smoke image on the image after verify, before any tag is written")
 	f.smoke.Add(cmd.Flags(), "smoke-")
+	options.AddCommandTimeout(g, cmd, "timeout", 6*time.Hour, "host")
 	options.ReadsFiles(cmd)
 	return cmd
 }

@@ -249,6 +249,7 @@ there is not verified, or (--post-mortem) the stop is not on an exception;
 	f.StringVar(&localRoot, "local-root", "", "the localRoot of the attach's pathMappings, instead of the one in --settings")
 	f.BoolVar(&checkSource, "check-source", true, "require the paused frame's source to open here and a breakpoint set on it to be verified (off for a task whose file is not under the head's /tmp/ray, e.g. an entrypoint mounted only into the Ray container)")
 	options.Add(cmd, &out, options.Check(parseAction))
+	options.AddCommandTimeout(g, cmd, "timeout", 15*time.Minute, "host")
 	return cmd
 }
 
@@ -314,7 +315,6 @@ type smokeImageCommandFlags struct {
 	smoke   options.SmokeImageOptions
 	archive string
 	reg     options.RegistryOptions
-	timeout time.Duration
 	out     options.OutputOptions
 }
 
@@ -361,9 +361,9 @@ no container runtime.`,
 	fl := cmd.Flags()
 	fl.StringVar(&sf.archive, "archive", "", "OCI archive (imagectl build's .oci.tar) or OCI layout directory instead of a registry reference")
 	options.AddImagePlatformsFlag(cmd.Flags(), &f.Platforms, "platforms to run (repeatable or comma separated; default: every platform of the image)")
-	fl.DurationVar(&sf.timeout, "timeout", 45*time.Minute, "bound on the whole smoke")
 	f.Add(cmd.Flags(), "")
 	options.Add(cmd, &sf.out, &sf.reg, options.Check(f.Validate))
+	options.AddCommandTimeout(g, cmd, "timeout", 45*time.Minute, "registry")
 	return cmd
 }
 
@@ -395,8 +395,6 @@ func runSmokeImage(ctx context.Context, g *options.Globals, sf *smokeImageComman
 			return unread(fmt.Errorf("--archive: %w", err))
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, sf.timeout)
-	defer cancel()
 	opts, err := sf.smoke.Options(ctx, g)
 	if errors.Is(err, smokeimage.ErrNoRuntime) {
 		return &options.ExitError{Code: options.ExitUsage, Err: fmt.Errorf("smoke image cannot run here: %w", err)}
