@@ -137,7 +137,7 @@ type Result struct {
 	// (the extension files the catalog pins no sha256 for); the entry's
 	// Error says it would be refused.
 	Missing []string `json:"missing,omitempty"`
-	Error string   `json:"error,omitempty"`
+	Error   string   `json:"error,omitempty"`
 }
 
 // Report is the outcome of Release.
