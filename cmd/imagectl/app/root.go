@@ -107,7 +107,10 @@ on KubeRay, and plans scheduled rebuilds.`,
 	root.SetErr(stderr)
 	// The hook of every verb: the environment fallbacks and required flags
 	// (see options.PrepareFlags).
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return options.PrepareFlags(cmd) }
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		warnRenamedEnv(stderr)
+		return options.PrepareFlags(cmd)
+	}
 	g.AddFlags(root.PersistentFlags())
 
 	// One line per verb: a verb is a package under app with

@@ -3,7 +3,9 @@ package app
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -59,6 +61,23 @@ var renamedFlags = map[string]string{
 	"sbom-from-labels":  "is now --sbom-from-lock",
 	"max-time":          "is now --timeout",
 	"create-secret":     "is removed: --secret-file FILE writes the Secret",
+}
+
+// renamedEnv are the old environment variables of docs/cli.md's "Renamed
+// and removed flags", with the ones that replaced them.
+var renamedEnv = map[string]string{
+	"IMAGECTL_REGISTRY_OVERRIDE": "IMAGECTL_REPOSITORY",
+	"IMAGECTL_PACKAGE_INDEX_URL": "IMAGECTL_PACKAGE_INDEX",
+}
+
+// warnRenamedEnv says on w, for each old variable set, that it is no longer
+// read and what replaced it.
+func warnRenamedEnv(w io.Writer) {
+	for _, old := range slices.Sorted(maps.Keys(renamedEnv)) {
+		if os.Getenv(old) != "" {
+			fmt.Fprintf(w, options.WarnPrefix+"warning: %s is set, and no longer read: it is now %s (%s)\n", old, renamedEnv[old], docsurl.CLIRenamedFlags)
+		}
+	}
 }
 
 // renamedFlag adds to pflag's "unknown flag: --NAME" what NAME became,

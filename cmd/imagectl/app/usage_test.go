@@ -329,4 +329,13 @@ func TestRenamedFlagsPointAtTheNewName(t *testing.T) {
 	}
 	// -o table (matrix list) is now -o text.
 	expectExit(t, options.ExitUsage, `--output "table": want text or json (table is now text)`, "matrix", "list", "-o", "table")
+	// An old environment variable is no flag: a warning says it is not
+	// read and what replaced it.
+	t.Setenv("IMAGECTL_REGISTRY_OVERRIDE", "localhost:5000")
+	if _, _, errOut := runArgs(t, "version"); !strings.Contains(errOut, "imagectl: warning: IMAGECTL_REGISTRY_OVERRIDE is set, and no longer read: it is now IMAGECTL_REPOSITORY ("+link+")") {
+		t.Errorf("IMAGECTL_REGISTRY_OVERRIDE set: stderr %q", errOut)
+	}
+	if !strings.Contains(string(doc), "`IMAGECTL_REGISTRY_OVERRIDE`") || !strings.Contains(string(doc), "`IMAGECTL_PACKAGE_INDEX_URL`") {
+		t.Errorf("docs/cli.md's table does not list the old environment variables")
+	}
 }
