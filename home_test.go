@@ -8,6 +8,8 @@ import (
 
 	"golang.org/x/mod/modfile"
 	"gopkg.in/yaml.v3"
+
+	"github.com/imagectl/imagectl/internal/docsurl"
 )
 
 // TestOneHome: the project has one home. The Go module path (what go install
@@ -47,6 +49,9 @@ func TestOneHome(t *testing.T) {
 	}
 	if m.Image.Source != "https://"+home {
 		t.Errorf("matrix.yaml image.source (the org.opencontainers.image.source label) = %q, want https://%s", m.Image.Source, home)
+	}
+	if docsurl.Home != "https://"+home {
+		t.Errorf("docsurl.Home (the documentation messages link) = %q, want https://%s", docsurl.Home, home)
 	}
 
 	wantID := `^https://github\.com/` + owner + "/" + repo + `/\.github/workflows/`

@@ -32,6 +32,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/waitnotice"
 	"github.com/imagectl/imagectl/regauth"
 )
 
@@ -113,8 +114,11 @@ func (b *BuildKit) Address(platform string) string {
 
 // Ping connects to the buildkitd of platform and returns its native
 // platform (the first platform of its first worker).
-func (b *BuildKit) Ping(ctx context.Context, platform string) (string, error) {
+func (b *BuildKit) Ping(ctx context.Context, platform string) (p string, err error) {
 	addr := b.Address(platform)
+	// gRPC is no HTTP request: the command's wait notice is told here.
+	stop := waitnotice.Start(ctx, addr, "buildkitd at "+addr+" to answer")
+	defer func() { stop(err) }()
 	c, err := b.dial(ctx, addr)
 	if err != nil {
 		return "", fmt.Errorf("connecting to buildkitd at %s: %w", addr, err)

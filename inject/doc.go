@@ -68,7 +68,9 @@
 // warnings: RAY_DEBUG=legacy or 0 on a Ray container (or in a RayJob's
 // runtime env, or the chart's common.containerEnv), a RayJob whose runtime
 // env lacks debugpy>=1.8.0 while its Ray image is known not to ship it, a
-// Ray version older than 2.39, Ray token authentication, KubeRay's
+// Ray version older than 2.39 with an image given (without one it is an
+// error: no image is published for it), Ray token authentication, KubeRay's
 // spec.networkPolicy, and PodSecurity "restricted" or runAsNonRoot, which
-// still refuse the sidecar.
+// still refuse the sidecar. A default image whose tag was not checked
+// against the registry is in Result.Unchecked.
 package inject

@@ -24,7 +24,12 @@ type Result struct {
 	Namespaces []string
 	Warnings   []string // things that will keep the debugger from working
 	Notes      []string // what inject chose and why (the default image)
-	Changed    bool     // Output differs from the input
+	// Unchecked are default images whose tag inject did not check the
+	// registry for (no tag lister, or the tags could not be listed), with
+	// why: the floating tag may name nothing. A warning, once per Ray
+	// version.
+	Unchecked []string
+	Changed   bool // Output differs from the input
 }
 
 // Target is one document inject changed.
@@ -150,6 +155,7 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 	c.firstDoc, c.firstDocDesc = firstDocument(chunks)
 	c.tags = map[string]tagList{}
 	found := false
+	docs, helmLike := 0, 0 // documents that are not empty; the first that looks like Helm values
 	for i, chunk := range chunks {
 		docErr := func(kind, name string, err error) error {
 			return docError(file, i+1, offsets[i], kind, name, err)
@@ -162,7 +168,12 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 		if root == nil {
 			continue
 		}
+		docs++
+		kind, apiVersion := scalarAt(root, "kind"), scalarAt(root, "apiVersion")
 		if c.helmValues {
+			if kind != "" && apiVersion != "" {
+				return nil, docErr("", "", fmt.Errorf("document %d is a %s %s (kind and apiVersion), not a values file of KubeRay's ray-cluster Helm chart: drop --helm-values", i+1, apiVersion, kind))
+			}
 			if found {
 				return nil, docErr("", "", errors.New("a Helm values file is one YAML document"))
 			}
@@ -179,6 +190,9 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 		// The Ray objects: the document, or the Ray items of a List.
 		units := rayUnits(root)
 		if len(units) == 0 {
+			if h := valueAt(root, "head"); helmLike == 0 && kind == "" && h != nil && h.Kind == yaml.MappingNode {
+				helmLike = i + 1
+			}
 			continue
 		}
 		unitErr := func(u unit, err error) error {
@@ -239,9 +253,16 @@ func Apply(ctx context.Context, file string, data []byte, opts ...Option) (*Resu
 		if c.helmValues {
 			return nil, &Error{File: file, Err: errors.New("empty Helm values file")}
 		}
-		return nil, &Error{File: file, Err: fmt.Errorf("%w in %d document(s)", ErrNoRayKind, len(chunks))}
+		switch {
+		case docs == 0:
+			return nil, &Error{File: file, Err: fmt.Errorf("%w: the input is empty (no YAML document, only blank lines or comments)", ErrNoRayKind)}
+		case helmLike > 0:
+			return nil, &Error{File: file, Err: fmt.Errorf("%w in %d document(s): document %d looks like a values file of KubeRay's ray-cluster Helm chart (a head: mapping, no kind): pass --helm-values", ErrNoRayKind, docs, helmLike)}
+		}
+		return nil, &Error{File: file, Err: fmt.Errorf("%w in %d document(s)", ErrNoRayKind, docs)}
 	}
 	res.Notes = append(c.notes, res.Notes...)
+	res.Unchecked = c.unchecked
 	res.Output = joinOutput(out)
 	res.Changed = string(res.Output) != string(data)
 	return res, nil
@@ -388,6 +409,7 @@ type site struct {
 	rayImage      string
 	rayTag        string // the Ray image's tag when given apart (Helm values' image.tag)
 	rayVersion    string
+	versionPath   string // where rayVersion is, for messages: spec.rayClusterSpec.rayVersion
 	startParams   *yaml.Node
 	securityCtx   []*yaml.Node // the Ray container's then the pod's securityContext
 }
@@ -478,22 +500,27 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, u unit, 
 // (resolved remembers each lookup across documents).
 func (c *config) sidecarImage(ctx context.Context, s *site, resolved map[string]string, warn func(string, ...any)) (string, error) {
 	image := c.image
-	if image == "" {
-		ray := RayVersionOf(s.rayTag)
-		if s.rayTag == "" {
-			ray = rayVersionOfImage(s.rayImage)
-		}
-		if ray == "" {
-			ray = RayVersionOf(s.rayVersion)
-		} else if v := RayVersionOf(s.rayVersion); v != "" && v != ray {
-			warn("rayVersion %s differs from the Ray image %s; the sidecar follows the image", s.rayVersion, s.rayImage)
-		}
-		if ray == "" {
-			return "", fmt.Errorf("no Ray version: %s has no rayVersion and the Ray image %q has no X.Y.Z tag; pass the sidecar image (--image)", s.desc, s.rayImage)
-		}
-		if olderThan(ray, MinRay) {
+	ray := RayVersionOf(s.rayTag)
+	if s.rayTag == "" {
+		ray = rayVersionOfImage(s.rayImage)
+	}
+	if ray == "" {
+		ray = RayVersionOf(s.rayVersion)
+	} else if v := RayVersionOf(s.rayVersion); v != "" && v != ray && image == "" {
+		warn("rayVersion %s differs from the Ray image %s; the sidecar follows the image", s.rayVersion, s.rayImage)
+	}
+	switch {
+	case image != "":
+		if ray != "" && olderThan(ray, MinRay) {
 			warn("Ray %s has no debugpy-based debugger (Ray >= %s): breakpoint() will not show in the Ray Distributed Debugger", ray, MinRay)
 		}
+	case ray == "":
+		return "", fmt.Errorf("no Ray version: %s is not set and the Ray image %q of %s has no X.Y.Z tag; pass the sidecar image (--image)", s.versionPath, s.rayImage, s.desc)
+	case olderThan(ray, MinRay):
+		// The images are built for Ray >= MinRay only (matrix.yaml's
+		// components.ray.constraint): the tag would name nothing.
+		return "", fmt.Errorf("%s: Ray %s has no debugpy-based debugger: the oldest Ray with the Ray Distributed Debugger is %s, and no sidecar image is published for older ones; upgrade Ray to %s or newer, or pass a sidecar image (--image)", s.desc, ray, MinRay, MinRay)
+	default:
 		var err error
 		if image, err = c.defaultImage(ctx, ray, resolved); err != nil {
 			return "", err
@@ -523,7 +550,8 @@ func (c *config) sidecarImage(ctx context.Context, s *site, resolved map[string]
 // lister, the build for that patch or else the newest build for its minor;
 // without one, or when the tags cannot be listed, the floating minor tag.
 // The choice and its reason go to Notes, once per Ray version (resolved
-// remembers it under "ray "+ray).
+// remembers it under "ray "+ray); a floating tag the registry was not asked
+// about goes to Unchecked instead: it may name nothing.
 func (c *config) defaultImage(ctx context.Context, ray string, resolved map[string]string) (string, error) {
 	key := "ray " + ray
 	if image, ok := resolved[key]; ok {
@@ -533,9 +561,10 @@ func (c *config) defaultImage(ctx context.Context, ray string, resolved map[stri
 	if err != nil {
 		return "", err
 	}
-	image, why := floating, ""
+	image, why, checked := floating, "", true
+	unchecked := fmt.Sprintf("%s is the floating tag of the newest build for Ray %s, which may not exist: check it, or pass --image", floating[strings.LastIndex(floating, ":")+1:], rayMinor(ray))
 	if c.lister == nil {
-		why = fmt.Sprintf("the tags were not looked up; %s is the floating tag of the newest build for Ray %s", floating[strings.LastIndex(floating, ":")+1:], rayMinor(ray))
+		why, checked = "the tags were not looked up; "+unchecked, false
 	} else {
 		if _, ok := c.tags[c.repository]; !ok {
 			tags, err := c.lister.ListTags(ctx, c.repository)
@@ -550,13 +579,17 @@ func (c *config) defaultImage(ctx context.Context, ray string, resolved map[stri
 			// its floating tag does not either.
 			return "", fmt.Errorf("the sidecar image repository %s: %w; name the repository the images are published to (--repository), an image (--image), or take the floating tag unchecked (--no-resolve)", c.repository, tl.err)
 		} else if tl.err != nil {
-			why = fmt.Sprintf("%v; %s is the floating tag of the newest build for Ray %s", tl.err, floating[strings.LastIndex(floating, ":")+1:], rayMinor(ray))
+			why, checked = fmt.Sprintf("%v; %s", tl.err, unchecked), false
 		} else if image, why, err = chooseImage(c.repository, ray, tl.tags); err != nil {
 			return "", err
 		}
 	}
 	resolved[key] = image
-	c.notes = append(c.notes, fmt.Sprintf("sidecar image %s: %s", image, why))
+	if !checked {
+		c.unchecked = append(c.unchecked, fmt.Sprintf("sidecar image %s not checked: %s", image, why))
+	} else {
+		c.notes = append(c.notes, fmt.Sprintf("sidecar image %s: %s", image, why))
+	}
 	return image, nil
 }
 
@@ -753,7 +786,8 @@ func raySite(root *yaml.Node, kind string) (*site, error) {
 		return nil, atLine(containers, "%s.containers is a flow sequence ([...]); write it as a block sequence (one \"- \" item per line) so inject can add to it", desc)
 	}
 	s := &site{desc: desc, top: valueAt(root, tpl...), pod: pod, containerList: pod, containerKey: "containers", pullSecretsOf: pod,
-		rayVersion: scalarAt(cluster, "rayVersion"), startParams: valueAt(cluster, "headGroupSpec", "rayStartParams")}
+		rayVersion: scalarAt(cluster, "rayVersion"), versionPath: strings.Join(append(tpl[:len(tpl)-2:len(tpl)-2], "rayVersion"), "."),
+		startParams: valueAt(cluster, "headGroupSpec", "rayStartParams")}
 	for i, ct := range containers.Content {
 		if ct.Kind != yaml.MappingNode {
 			return nil, atLine(ct, "%s.containers[%d] is not a mapping", desc, i)
@@ -807,7 +841,7 @@ func helmSite(root *yaml.Node) (*site, error) {
 		return nil, errors.New("no head group: the values file has no block mapping head: (add at least head: {rayStartParams: {}} written as a block)")
 	}
 	s := &site{desc: "head", top: head, pod: head, containerList: head, containerKey: "sidecarContainers", mountsOf: head, pullSecretsOf: root,
-		rayEnv: valueAt(head, "containerEnv"), rayVersion: scalarAt(head, "rayVersion"), startParams: valueAt(head, "rayStartParams")}
+		rayEnv: valueAt(head, "containerEnv"), rayVersion: scalarAt(head, "rayVersion"), versionPath: "head.rayVersion", startParams: valueAt(head, "rayStartParams")}
 	// The chart renders head.image.repository:head.image.tag when head.image
 	// is set, else image.repository:image.tag.
 	if img := valueAt(head, "image"); img != nil && img.Kind == yaml.MappingNode && len(img.Content) > 0 {

@@ -77,10 +77,22 @@ func TestErrorsNameFileAndDocument(t *testing.T) {
 		{"port taken", plainCluster + "          ports:\n          - containerPort: 8443\n", nil,
 			[]string{"port 8443 is already used", "--port"}},
 		{"no Ray version", strings.NewReplacer(`  rayVersion: "2.46.0"`+"\n", "", "rayproject/ray:2.46.0", "me/ray:custom").Replace(plainCluster), nil,
-			[]string{`no Ray version: spec.headGroupSpec.template.spec has no rayVersion and the Ray image "me/ray:custom" has no X.Y.Z tag; pass the sidecar image (--image)`}},
+			[]string{`no Ray version: spec.rayVersion is not set and the Ray image "me/ray:custom" of spec.headGroupSpec.template.spec has no X.Y.Z tag; pass the sidecar image (--image)`}},
+		// A RayJob's rayVersion is under spec.rayClusterSpec, not in
+		// the head pod template.
+		{"no Ray version in a RayJob", "apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: j\nspec:\n  entrypoint: python x.py\n  rayClusterSpec:\n    headGroupSpec:\n      template:\n        spec:\n          containers:\n          - name: ray-head\n            image: me/ray:custom\n", nil,
+			[]string{`no Ray version: spec.rayClusterSpec.rayVersion is not set and the Ray image "me/ray:custom" of spec.rayClusterSpec.headGroupSpec.template.spec has no X.Y.Z tag`}},
+		{"no Ray version in Helm values", "head:\n  rayStartParams: {}\nimage:\n  repository: me/ray\n  tag: custom\n", []Option{WithHelmValues()},
+			[]string{`no Ray version: head.rayVersion is not set and the Ray image "me/ray:custom" of head has no X.Y.Z tag`}},
 		{"alias", "x: &t\n  spec:\n    containers: [{name: a}]\n" + strings.Replace(strings.Replace(plainCluster, "    template:\n      spec:\n        containers:\n        - name: ray-head\n          image: rayproject/ray:2.46.0\n", "    template: *t\n", 1), "", "", 1), nil,
 			[]string{"spec.headGroupSpec.template is an alias (*t)"}},
 		{"Helm values without head", "image:\n  tag: 2.46.0\n", []Option{WithHelmValues()}, []string{"no head group"}},
+		{"empty", "", nil, []string{"f.yaml: no ray.io/v1 RayJob, RayCluster or RayService: the input is empty (no YAML document, only blank lines or comments)"}},
+		{"only comments", "# nothing\n---\n# here\n", nil, []string{"f.yaml: no ray.io/v1 RayJob, RayCluster or RayService: the input is empty"}},
+		{"Helm values without --helm-values", "image:\n  tag: 2.46.0\nhead:\n  rayStartParams: {}\nworker:\n  replicas: 1\n", nil,
+			[]string{"no ray.io/v1 RayJob, RayCluster or RayService in 1 document(s): document 1 looks like a values file of KubeRay's ray-cluster Helm chart (a head: mapping, no kind): pass --helm-values"}},
+		{"a RayCluster with --helm-values", plainCluster, []Option{WithHelmValues()},
+			[]string{"document 1 is a ray.io/v1 RayCluster (kind and apiVersion), not a values file of KubeRay's ray-cluster Helm chart: drop --helm-values"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -490,10 +502,18 @@ func TestRayVersionFromImageOrField(t *testing.T) {
 	if !strings.Contains(string(res.Output), ":ray2.47\n") || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "rayVersion 2.46.0 differs") {
 		t.Errorf("warnings %q\n%s", res.Warnings, res.Output)
 	}
+	// Ray older than the debugger: no image is published for it (the
+	// matrix builds Ray >= MinRay), so the default image is an error
+	// naming the oldest Ray with one; an image given is kept, with a
+	// warning.
 	old := strings.ReplaceAll(plainCluster, "2.46.0", "2.38.0")
-	res, err = Apply(context.Background(), "f.yaml", []byte(old))
-	if err != nil || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "Ray 2.38.0 has no debugpy-based debugger") {
-		t.Errorf("old Ray: %v %q", err, res.Warnings)
+	if _, err = Apply(context.Background(), "f.yaml", []byte(old)); err == nil ||
+		!strings.Contains(err.Error(), "Ray 2.38.0 has no debugpy-based debugger: the oldest Ray with the Ray Distributed Debugger is 2.39.0, and no sidecar image is published for older ones") {
+		t.Errorf("old Ray, default image: %v", err)
+	}
+	res, err = Apply(context.Background(), "f.yaml", []byte(old), WithImage("registry.example/ide:1"))
+	if err != nil || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "Ray 2.38.0 has no debugpy-based debugger (Ray >= 2.39.0)") {
+		t.Errorf("old Ray, --image: %v %q", err, res.Warnings)
 	}
 }
 
@@ -634,8 +654,8 @@ func TestResolveDigest(t *testing.T) {
 	if !strings.Contains(string(res.Output), "image: "+repo+":ray2.46\n") || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "keeping "+repo+":ray2.46 by tag") {
 		t.Errorf("unauthenticated: warnings %q\n%s", res.Warnings, res.Output)
 	}
-	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "listing the tags of "+repo) {
-		t.Errorf("unauthenticated: notes %q", res.Notes)
+	if len(res.Unchecked) != 1 || !strings.Contains(res.Unchecked[0], "listing the tags of "+repo) {
+		t.Errorf("unauthenticated: unchecked %q", res.Unchecked)
 	}
 }
 
@@ -683,11 +703,12 @@ func TestSidecarStartsAsRootInHardenedPods(t *testing.T) {
 		{"no securityContext", plainCluster, nil},
 		{"pod runAsUser", podCtx("          runAsUser: 1000\n          runAsGroup: 100\n          fsGroup: 100\n"), nil},
 		{"pod runAsNonRoot", podCtx("          runAsNonRoot: true\n          runAsUser: 1000\n"),
-			[]string{"the head pod sets securityContext.runAsNonRoot: true", PodSecurityEnforceLabel, "FailedToCreateHeadPod"}},
+			// The binary ships without docs/: the warning links the page.
+			[]string{"the head pod sets securityContext.runAsNonRoot: true", PodSecurityEnforceLabel, "FailedToCreateHeadPod", "See https://github.com/imagectl/imagectl/blob/main/docs/inject.md#hardened-pods"}},
 		{"Ray container runAsNonRoot", rayCtx("            runAsNonRoot: true\n"),
 			[]string{"the head's Ray container sets securityContext.runAsNonRoot: true"}},
 		{"restricted namespace", restrictedNS + inNS(plainCluster),
-			[]string{"namespace secure has the label " + PodSecurityEnforceLabel + "=restricted", "baseline"}},
+			[]string{"namespace secure has the label " + PodSecurityEnforceLabel + "=restricted", "baseline", "(see https://github.com/imagectl/imagectl/blob/main/docs/inject.md#hardened-pods)"}},
 		{"baseline namespace", baselineNS + inNS(plainCluster), nil},
 		// The API server admits it there (tests/kube TestPodSecurity).
 		{"baseline namespace, Ray container runAsNonRoot", baselineNS + inNS(rayCtx("            runAsNonRoot: true\n")), nil},
@@ -772,7 +793,7 @@ func TestDefaultImageChoice(t *testing.T) {
 		{"2.46.0", reg, "ray2.46.10", "no build for Ray 2.46.0 is published in " + repo + "; ray2.46.10 is the newest build for Ray 2.46", ""},
 		{"2.46.11", reg, "ray2.46.10", "no build for Ray 2.46.11 is published", ""},
 		{"2.48.0", reg, "", "", "no build for Ray 2.48 (no tag ray2.48.*) is published in " + repo + " (newest Ray minors there: 2.47, 2.46, 2.9): pass the sidecar image (--image)"},
-		{"2.47.0", nil, "ray2.47", "the tags were not looked up; ray2.47 is the floating tag of the newest build for Ray 2.47", ""},
+		{"2.47.0", nil, "ray2.47", "not checked: the tags were not looked up; ray2.47 is the floating tag of the newest build for Ray 2.47", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.ray, func(t *testing.T) {
@@ -796,8 +817,17 @@ func TestDefaultImageChoice(t *testing.T) {
 					t.Errorf("%s: image %s, want %s:%s", tgt, tgt.Image, repo, tt.image)
 				}
 			}
-			if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "sidecar image "+repo+":"+tt.image+": "+tt.note) {
-				t.Errorf("notes %q, want one with %q", res.Notes, tt.note)
+			// A tag the registry was not asked about is a warning, once
+			// per Ray version; a checked one a note.
+			got, sep := res.Notes, ": "
+			if tt.lister == nil {
+				got, sep = res.Unchecked, " "
+				if len(res.Notes) != 0 || len(res.Warnings) != 0 {
+					t.Errorf("notes %q, warnings %q; want none (the unchecked tag is Unchecked)", res.Notes, res.Warnings)
+				}
+			}
+			if len(got) != 1 || !strings.Contains(got[0], "sidecar image "+repo+":"+tt.image+sep+tt.note) {
+				t.Errorf("notes %q, unchecked %q; want one with %q", res.Notes, res.Unchecked, tt.note)
 			}
 		})
 	}
@@ -809,9 +839,9 @@ func TestDefaultImageChoice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Targets[0].Image != repo+":ray2.47" || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "listing the tags of "+repo) ||
-		!strings.Contains(res.Notes[0], "ray2.47 is the floating tag of the newest build for Ray 2.47") {
-		t.Errorf("offline: image %s, notes %q", res.Targets[0].Image, res.Notes)
+	if res.Targets[0].Image != repo+":ray2.47" || len(res.Notes) != 0 || len(res.Unchecked) != 1 || !strings.Contains(res.Unchecked[0], "sidecar image "+repo+":ray2.47 not checked: listing the tags of "+repo) ||
+		!strings.Contains(res.Unchecked[0], "ray2.47 is the floating tag of the newest build for Ray 2.47") {
+		t.Errorf("offline: image %s, notes %q, unchecked %q", res.Targets[0].Image, res.Notes, res.Unchecked)
 	}
 
 	// Interrupted (Ctrl-C) while listing: an error, not the offline

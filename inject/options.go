@@ -86,6 +86,8 @@ type config struct {
 	enforce map[string]string
 	tags    map[string]tagList
 	notes   []string
+	// unchecked are Result.Unchecked.
+	unchecked []string
 	// The first document that holds anything, the one the kubectl ray
 	// plugin reads (firstDocument).
 	firstDoc     int

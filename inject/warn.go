@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"gopkg.in/yaml.v3"
 
+	"github.com/imagectl/imagectl/internal/docsurl"
 	"github.com/imagectl/imagectl/internal/pep440"
 )
 
@@ -333,8 +334,8 @@ func podSecurityLevels(chunks [][]byte) map[string]string {
 func (c *config) checkHardened(ns string, s *site, warn func(string, ...any)) {
 	const why = "the sidecar runs linuxserver's init as root (its own securityContext sets runAsUser: 0, runAsNonRoot: false), then code-server as PUID"
 	if ns != "" && c.enforce[ns] == "restricted" {
-		warn("namespace %s has the label %s=restricted: PodSecurity refuses the head pod, because %s; the RayCluster never starts (FailedToCreateHeadPod events). Debug in a namespace labelled %s=baseline (see docs/inject.md, Hardened pods)",
-			ns, PodSecurityEnforceLabel, why, PodSecurityEnforceLabel)
+		warn("namespace %s has the label %s=restricted: PodSecurity refuses the head pod, because %s; the RayCluster never starts (FailedToCreateHeadPod events). Debug in a namespace labelled %s=baseline (see %s)",
+			ns, PodSecurityEnforceLabel, why, PodSecurityEnforceLabel, docsurl.InjectHardenedPods)
 	}
 	if ns != "" && c.enforce[ns] != "" {
 		// The input's Namespace says which level is enforced: runAsNonRoot
@@ -350,8 +351,8 @@ func (c *config) checkHardened(ns string, s *site, warn func(string, ...any)) {
 			field = []string{"head.securityContext.runAsNonRoot", "head.podSecurityContext.runAsNonRoot"}[i]
 		}
 		if scalarAt(s.securityCtx[i], "runAsNonRoot") == "true" {
-			warn("%s sets %s: true, so the namespace likely enforces PodSecurity \"restricted\" (label %s) or a policy that requires runAsNonRoot; %s, which the kubelet accepts but such a policy refuses: the head pod is not created and the RayCluster never starts (FailedToCreateHeadPod events). See docs/inject.md, Hardened pods",
-				where, field, PodSecurityEnforceLabel, why)
+			warn("%s sets %s: true, so the namespace likely enforces PodSecurity \"restricted\" (label %s) or a policy that requires runAsNonRoot; %s, which the kubelet accepts but such a policy refuses: the head pod is not created and the RayCluster never starts (FailedToCreateHeadPod events). See %s",
+				where, field, PodSecurityEnforceLabel, why, docsurl.InjectHardenedPods)
 			return
 		}
 	}

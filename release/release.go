@@ -133,7 +133,11 @@ type Result struct {
 	Stranded   []string `json:"stranded,omitempty"`
 	// Steps is what a dry run would do.
 	Steps []string `json:"steps,omitempty"`
-	Error string   `json:"error,omitempty"`
+	// Missing is what a dry run found the entry lacks for a release
+	// (the extension files the catalog pins no sha256 for); the entry's
+	// Error says it would be refused.
+	Missing []string `json:"missing,omitempty"`
+	Error   string   `json:"error,omitempty"`
 }
 
 // Report is the outcome of Release.
@@ -395,6 +399,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 		for _, s := range res.Steps {
 			fmt.Fprintf(&b, "  would %s\n", s)
+		}
+		for _, m := range res.Missing {
+			fmt.Fprintf(&b, "  missing %s\n", m)
 		}
 		for _, l := range []struct {
 			label string

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -194,7 +195,8 @@ func (r *Report) WriteText(w io.Writer) error {
 			b.WriteString("\n")
 		}
 		if c := m.Contents; c != nil {
-			fmt.Fprintf(&b, "               python %s, ray %s, debugpy %s\n", c.Python, c.Ray, c.Debugpy)
+			found := func(v string) string { return cmp.Or(v, "not found") }
+			fmt.Fprintf(&b, "               python %s, ray %s, debugpy %s\n", found(c.Python), found(c.Ray), found(c.Debugpy))
 			for _, e := range c.Extensions {
 				fmt.Fprintf(&b, "               %s@%s (%s)\n", e.ID, e.Version, e.TargetPlatform)
 			}

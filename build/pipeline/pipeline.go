@@ -3,11 +3,14 @@ package pipeline
 import (
 	"context"
 	"crypto"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -620,19 +623,33 @@ type pinger interface {
 
 // preflight fails fast on what needs no download: a buildkitd that does not
 // answer, and, with push, a registry that refuses the credentials of the
-// docker config (or their absence).
+// docker config (or their absence). The checks run together and every
+// problem is reported, each once (platforms built on one buildkitd fail
+// alike), so one run says all there is to fix.
 func preflight(ctx context.Context, b build.Interface, platforms []string, repo name.Repository, push bool) error {
+	var checks []func() error
 	if p, ok := b.(pinger); ok {
 		for _, pl := range platforms {
-			if _, err := p.Ping(ctx, pl); err != nil {
-				return err
-			}
+			checks = append(checks, func() error { _, err := p.Ping(ctx, pl); return err })
 		}
 	}
 	if push {
-		if err := regauth.CheckPush(ctx, repo, nil, nil); err != nil {
-			return err
-		}
+		checks = append(checks, func() error { return regauth.CheckPush(ctx, repo, nil, nil) })
 	}
-	return nil
+	errs := make([]error, len(checks))
+	var wg sync.WaitGroup
+	for i, check := range checks {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = check() }()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	errs = slices.DeleteFunc(errs, func(err error) bool {
+		if err == nil || seen[err.Error()] {
+			return true
+		}
+		seen[err.Error()] = true
+		return false
+	})
+	return errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ package waitnotice
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -51,13 +52,33 @@ func (n *Notice) Cut() []string {
 // Watch starts watching req, if its context carries a Notice; the returned
 // stop ends the watch with the request's error.
 func Watch(req *http.Request) (stop func(error)) {
-	n := From(req.Context())
+	host := req.URL.Host
+	k := req.URL.Scheme + "://" + host
+	what := req.Method + " " + safetext.URL(k+req.URL.Path)
+	return watch(req.Context(), k, host, func(after time.Duration) string {
+		return fmt.Sprintf("waiting for %s to answer %s (no answer after %s)", host, what, after)
+	})
+}
+
+// Start watches a wait that is no HTTP request (a gRPC dial, a poll until
+// something appears), if ctx carries a Notice: once it lasts longer than
+// After, the Notice says "waiting for " what, once per host and what. host
+// names who is waited for in Cut when ctx ends the wait (stop's err not
+// nil).
+func Start(ctx context.Context, host, what string) (stop func(error)) {
+	return watch(ctx, host+" "+what, host, func(after time.Duration) string {
+		return fmt.Sprintf("waiting for %s (nothing after %s)", safetext.Text(what), after)
+	})
+}
+
+// watch is Watch and Start: line is said once per key after n.After.
+func watch(ctx context.Context, key, host string, line func(time.Duration) string) (stop func(error)) {
+	n := From(ctx)
 	if n == nil {
 		return func(error) {}
 	}
-	host := req.URL.Host
 	stopped := func(err error) {
-		if err == nil || req.Context().Err() == nil {
+		if err == nil || ctx.Err() == nil {
 			return
 		}
 		n.mu.Lock()
@@ -69,19 +90,17 @@ func Watch(req *http.Request) (stop func(error)) {
 	if n.Printf == nil {
 		return stopped
 	}
-	k := req.URL.Scheme + "://" + host
-	what := req.Method + " " + safetext.URL(k+req.URL.Path)
 	t := time.AfterFunc(n.After, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		if n.told[k] {
+		if n.told[key] {
 			return
 		}
 		if n.told == nil {
 			n.told = map[string]bool{}
 		}
-		n.told[k] = true
-		n.Printf("waiting for %s to answer %s (no answer after %s)", host, what, n.After)
+		n.told[key] = true
+		n.Printf("%s", line(n.After))
 	})
 	return func(err error) {
 		t.Stop()

@@ -66,6 +66,9 @@ type Report struct {
 	Runtime   string           `json:"runtime"`
 	OK        bool             `json:"ok"`
 	Platforms []PlatformReport `json:"platforms"`
+	// Error says why the image could not be smoked at all (it could not
+	// be read); no platform ran.
+	Error string `json:"error,omitempty"`
 }
 
 // Err is nil when every line passed or was skipped, else names the failed

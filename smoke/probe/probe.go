@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/waitnotice"
 	"github.com/imagectl/imagectl/smoke/dashboard"
 )
 
@@ -200,6 +202,14 @@ func run(ctx context.Context, dashboardURL string, cfg config, rep *Report) erro
 		return err
 	}
 	rep.Dashboard = dc.URL()
+	// Polling is silent: the command's wait notice (if any) names what it
+	// waits for once it has waited a few seconds.
+	host := dc.URL()
+	if u, err := url.Parse(host); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	stopWait := waitnotice.Start(ctx, host, "a paused worker on the Ray dashboard "+dc.URL())
+	defer func() { stopWait(ctx.Err()) }()
 
 	pctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
@@ -233,6 +243,8 @@ func run(ctx context.Context, dashboardURL string, cfg config, rep *Report) erro
 				t := bps[i]
 				rep.Target = &t
 				cfg.logger.Info("paused worker found", "worker", t.WorkerID, "address", t.Address(), "task", t.TaskName)
+				stopWait(nil)
+				stopWait = func(error) {}
 				res, err := attach(ctx, t.Address(), cfg.attachConfig)
 				rep.Attach = res
 				return err

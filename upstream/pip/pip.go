@@ -23,6 +23,8 @@ import (
 
 	"github.com/imagectl/imagectl/catalog"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/safetext"
+	"github.com/imagectl/imagectl/internal/waitnotice"
 	"github.com/imagectl/imagectl/pylock"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
@@ -186,7 +188,16 @@ func (l *Locker) Args(req pylock.Request, report, target string) ([]string, erro
 }
 
 // Lock runs pip for req and returns the closure, sorted by normalized name.
-func (l *Locker) Lock(ctx context.Context, req pylock.Request) ([]imagespec.PythonDist, error) {
+// pip runs silently for seconds to minutes: the command's wait notice (if
+// ctx carries one) names what it waits for.
+func (l *Locker) Lock(ctx context.Context, req pylock.Request) (dists []imagespec.PythonDist, err error) {
+	host := req.Index
+	if u, perr := url.Parse(req.Index); perr == nil && u.Host != "" {
+		host = u.Host
+	}
+	stop := waitnotice.Start(ctx, host, fmt.Sprintf("pip (%s) to lock %s for CPython %s on %s against %s",
+		strings.Join(l.cmd, " "), strings.Join(req.Requirements, " "), req.Python, req.Platform, safetext.URL(req.Index)))
+	defer func() { stop(err) }()
 	dir, err := os.MkdirTemp("", "imagectl-pip-lock-")
 	if err != nil {
 		return nil, err

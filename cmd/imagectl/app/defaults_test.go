@@ -129,3 +129,41 @@ func TestCatalogBesideMatrix(t *testing.T) {
 		t.Errorf("--catalog help %q: want it to say the built-in catalog goes only with the built-in matrix", usage)
 	}
 }
+
+// TestCatalogBesideBuiltinMatrix: with no ./matrix.yaml the built-in
+// catalog goes with the built-in matrix, but a ./catalog.json there (the
+// one matrix refresh --catalog catalog.json just wrote) is named with the
+// flag that reads it: in the notice, in matrix refresh's refusal, and
+// again after a failure, whose message may say to run matrix refresh.
+func TestCatalogBesideBuiltinMatrix(t *testing.T) {
+	t.Setenv("IMAGECTL_MATRIX", "")
+	t.Setenv("IMAGECTL_CATALOG", "")
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := os.ReadFile(filepath.Join(root, "catalog.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("catalog.json", c, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const hint = "pass --catalog catalog.json"
+	code, _, errOut := runArgs(t, "matrix", "list")
+	if code != 0 || !strings.Contains(errOut, "./catalog.json is not read with the built-in matrix: "+hint) {
+		t.Errorf("matrix list: exit %d, stderr %q; want a notice with %q", code, errOut, hint)
+	}
+	code, _, errOut = runArgs(t, "matrix", "resolve", "--ray", "9.99.0")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if code != options.ExitFailure || !strings.Contains(lines[len(lines)-1], "the catalog read was the one built into imagectl, not ./catalog.json: "+hint) {
+		t.Errorf("failed resolve: exit %d, stderr %q; want the last line to point at %q", code, errOut, hint)
+	}
+	if code, _, errOut := runArgs(t, "matrix", "refresh", "--no-python-lock"); code != options.ExitUsage || !strings.Contains(errOut, hint) {
+		t.Errorf("matrix refresh: exit %d, stderr %q; want 2 and %q", code, errOut, hint)
+	}
+	if code, _, errOut := runArgs(t, "--catalog", "catalog.json", "matrix", "list"); code != 0 || strings.Contains(errOut, hint) {
+		t.Errorf("--catalog catalog.json: exit %d, stderr %q; want no hint", code, errOut)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,6 +120,13 @@ func TestInterruptExits130(t *testing.T) {
 			case code := <-done:
 				if code != ExitInterrupted {
 					t.Errorf("exit %d after the interrupt, want %d; stderr:\n%s", code, ExitInterrupted, errb.String())
+				}
+				// The last line says what was interrupted and why, not
+				// only "context canceled".
+				lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+				last := lines[len(lines)-1]
+				if want := "imagectl: " + tc.name + " interrupted (interrupt signal received)"; !strings.HasPrefix(last, want) || strings.Contains(last, "context canceled") {
+					t.Errorf("last line of stderr %q, want it to start with %q and not say context canceled", last, want)
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("still running 10 s after the interrupt")

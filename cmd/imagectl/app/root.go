@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -28,16 +29,13 @@ const ExitInterrupted = options.ExitInterrupted
 
 // Run executes imagectl with args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd := NewRootCommand(stdout, stderr)
+	cmd, g := newRootCommand(stdout, stderr)
 	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(ctx)
+	verb, err := cmd.ExecuteContextC(ctx)
 	if ctx.Err() != nil {
 		// Interrupted (Ctrl-C, SIGTERM): whatever the verb returned, the
 		// run did not finish; a verb writes nothing once interrupted.
-		if err == nil {
-			err = context.Cause(ctx)
-		}
-		fmt.Fprintf(stderr, "imagectl: %s\n", safetext.Text(err.Error()))
+		fmt.Fprintf(stderr, "imagectl: %s\n", safetext.Text(interrupted(ctx, verb, err)))
 		return options.ExitInterrupted
 	}
 	if err == nil {
@@ -47,6 +45,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// error body, a publisher name, a URL with a password) is printed with
 	// control characters escaped and userinfo redacted.
 	fmt.Fprintf(stderr, "imagectl: %s\n", safetext.Text(err.Error()))
+	if h := g.CatalogHint(); h != "" {
+		fmt.Fprintf(stderr, "imagectl: %s\n", h)
+	}
 	var ee *options.ExitError
 	if errors.As(err, &ee) {
 		return ee.Code
@@ -54,8 +55,37 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return options.ExitFailure
 }
 
+// interrupted says which verb an interrupt stopped, why (the cause of ctx:
+// "interrupt signal received") and, when err says more than that the
+// context ended, what it was doing.
+func interrupted(ctx context.Context, verb *cobra.Command, err error) string {
+	cause := context.Cause(ctx)
+	msg := "imagectl"
+	if verb != nil {
+		msg = verb.CommandPath()
+	}
+	msg = strings.TrimPrefix(msg, "imagectl ") + " interrupted (" + cause.Error() + ")"
+	if err == nil {
+		return msg
+	}
+	what := err.Error()
+	for _, end := range []string{ctx.Err().Error(), cause.Error()} {
+		what = strings.TrimSuffix(strings.TrimSuffix(what, end), ": ")
+	}
+	if what == "" {
+		return msg
+	}
+	return msg + " while " + what
+}
+
 // NewRootCommand returns the imagectl command tree.
 func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root, _ := newRootCommand(stdout, stderr)
+	return root
+}
+
+// newRootCommand is NewRootCommand and the globals its verbs share.
+func newRootCommand(stdout, stderr io.Writer) (*cobra.Command, *options.Globals) {
 	g := options.NewGlobals(stdout, stderr)
 	root := &cobra.Command{
 		Use:   "imagectl",
@@ -77,7 +107,10 @@ on KubeRay, and plans scheduled rebuilds.`,
 	root.SetErr(stderr)
 	// The hook of every verb: the environment fallbacks and required flags
 	// (see options.PrepareFlags).
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return options.PrepareFlags(cmd) }
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		warnRenamedEnv(stderr)
+		return options.PrepareFlags(cmd)
+	}
 	g.AddFlags(root.PersistentFlags())
 
 	// One line per verb: a verb is a package under app with
@@ -98,6 +131,7 @@ on KubeRay, and plans scheduled rebuilds.`,
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	enforceUsage(root)
+	options.HideFileFlags(root)
 	root.Long += "\n\n" + environmentHelp(root)
-	return root
+	return root, g
 }

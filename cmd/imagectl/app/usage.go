@@ -3,7 +3,9 @@ package app
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
+	"github.com/imagectl/imagectl/internal/docsurl"
 )
 
 // enforceUsage makes every command of the tree under root exit 2 on a usage
@@ -26,7 +29,7 @@ func enforceUsage(root *cobra.Command) {
 				return options.UsageError(uerr)
 			}
 		}
-		return options.UsageError(err)
+		return options.UsageError(renamedFlag(c, err))
 	})
 	walkCommands(root, func(c *cobra.Command) {
 		c.SuggestionsMinimumDistance = 2
@@ -35,9 +38,65 @@ func enforceUsage(root *cobra.Command) {
 			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 		}
 		if args := c.Args; args != nil {
-			c.Args = func(c *cobra.Command, a []string) error { return options.UsageError(args(c, a)) }
+			c.Args = func(c *cobra.Command, a []string) error {
+				err := args(c, a)
+				if err != nil && !c.HasSubCommands() && strings.HasPrefix(err.Error(), "unknown command ") {
+					// cobra.NoArgs calls an argument of a verb an unknown
+					// command.
+					err = noArgs(c, a)
+				}
+				return options.UsageError(err)
+			}
 		}
 	})
+}
+
+// renamedFlags are the old spellings of docs/cli.md's "Renamed and removed
+// flags" (a test holds the two together), with what replaced them.
+var renamedFlags = map[string]string{
+	"repo":              "is now --repository",
+	"registry-override": "is now --repository",
+	"insecure-registry": "is now --insecure",
+	"password-file":     "is now --key-password-file",
+	"sbom-from-labels":  "is now --sbom-from-lock",
+	"max-time":          "is now --timeout",
+	"create-secret":     "is removed: --secret-file FILE writes the Secret",
+}
+
+// renamedEnv are the old environment variables of docs/cli.md's "Renamed
+// and removed flags", with the ones that replaced them.
+var renamedEnv = map[string]string{
+	"IMAGECTL_REGISTRY_OVERRIDE": "IMAGECTL_REPOSITORY",
+	"IMAGECTL_PACKAGE_INDEX_URL": "IMAGECTL_PACKAGE_INDEX",
+}
+
+// warnRenamedEnv says on w, for each old variable set, that it is no longer
+// read and what replaced it.
+func warnRenamedEnv(w io.Writer) {
+	for _, old := range slices.Sorted(maps.Keys(renamedEnv)) {
+		if os.Getenv(old) != "" {
+			fmt.Fprintf(w, options.WarnPrefix+"warning: %s is set, and no longer read: it is now %s (%s)\n", old, renamedEnv[old], docsurl.CLIRenamedFlags)
+		}
+	}
+}
+
+// renamedFlag adds to pflag's "unknown flag: --NAME" what NAME became,
+// when it is an old spelling.
+func renamedFlag(c *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var hint string
+	switch {
+	case c.Name() == "smoke" && c.Parent() == c.Root() && name == "image":
+		hint = "imagectl smoke --image is now imagectl smoke kind --image"
+	case renamedFlags[name] != "":
+		hint = "--" + name + " " + renamedFlags[name]
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %s (%s)", err, hint, docsurl.CLIRenamedFlags)
 }
 
 // unknownSubcommand refuses any argument of a command that only groups
@@ -49,6 +108,15 @@ func unknownSubcommand(c *cobra.Command, args []string) error {
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
 	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return errors.New(msg)
+}
+
+// noArgs is the refusal of arguments by a verb that takes none.
+func noArgs(c *cobra.Command, args []string) error {
+	msg := fmt.Sprintf("%s takes no arguments, got %q", c.CommandPath(), strings.Join(args, " "))
+	if c.Flags().Lookup("filename") != nil {
+		msg += " (the manifest goes after -f, one per run)"
 	}
 	return errors.New(msg)
 }

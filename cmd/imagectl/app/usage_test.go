@@ -162,6 +162,16 @@ func TestInvalidCombinationsExitTwo(t *testing.T) {
 		{`action "pause"`, []string{"smoke", "attach", "--action", "pause"}},
 		{"pass an image reference or --archive FILE", []string{"smoke", "image"}},
 		{"-i (in place) needs a file", []string{"inject", "-f", "-", "-i"}},
+		// A verb without subcommands says it takes no arguments, not
+		// that an argument is an unknown command.
+		{`imagectl inject takes no arguments, got "extra" (the manifest goes after -f, one per run)`, []string{"inject", "-f", "x.yaml", "extra"}},
+		{`imagectl release takes no arguments, got "a b"`, []string{"release", "a", "b"}},
+		// One name with no dot, port or localhost is neither a registry
+		// nor REGISTRY/NAME: go-containerregistry would read it as a Docker
+		// Hub namespace.
+		{`--repository "myreg": one name with no dot, no port and not localhost is no registry`, []string{"plan", "--matrix", missing, "--repository", "myreg"}},
+		{"for Docker Hub, docker.io/myreg/NAME", []string{"build", "--matrix", missing, "--ray", "2.46.0", "--repository", "myreg"}},
+		{`--repository "myreg"`, []string{"inject", "-f", "-", "--repository", "myreg"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) { expectExit(t, options.ExitUsage, tc.want, tc.args...) })
 	}
@@ -283,5 +293,49 @@ func TestExitCodeTable(t *testing.T) {
 			}
 			expectExit(t, options.ExitFailure, want, args...)
 		})
+	}
+}
+
+// A flag spelling docs/cli.md lists as renamed or removed is refused
+// (exit 2) with its new name and the link to the table, on the verbs that
+// had it.
+func TestRenamedFlagsPointAtTheNewName(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const link = "https://github.com/imagectl/imagectl/blob/main/docs/cli.md#renamed-and-removed-flags"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"build", "--repo", "x"}, "--repo is now --repository"},
+		{[]string{"plan", "--registry-override", "x"}, "--registry-override is now --repository"},
+		{[]string{"release", "--registry-override=x"}, "--registry-override is now --repository"},
+		{[]string{"verify", "127.0.0.1:1/x:t", "--insecure-registry"}, "--insecure-registry is now --insecure"},
+		{[]string{"sign", "127.0.0.1:1/x:t", "--password-file", "x"}, "--password-file is now --key-password-file"},
+		{[]string{"sign", "127.0.0.1:1/x:t", "--sbom-from-labels"}, "--sbom-from-labels is now --sbom-from-lock"},
+		{[]string{"extensions", "fetch", "--max-time", "1m"}, "--max-time is now --timeout"},
+		{[]string{"inject", "-f", "-", "--create-secret"}, "--create-secret is removed: --secret-file FILE writes the Secret"},
+		{[]string{"smoke", "--image", "x"}, "imagectl smoke --image is now imagectl smoke kind --image"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			expectExit(t, options.ExitUsage, tc.want+" ("+link+")", tc.args...)
+			old := strings.TrimPrefix(strings.SplitN(tc.want, " ", 2)[0], "imagectl")
+			if !strings.Contains(string(doc), "`"+strings.TrimSpace(old)) && !strings.Contains(string(doc), " "+strings.TrimSpace(old)+"`") {
+				t.Errorf("docs/cli.md's table does not list %s", old)
+			}
+		})
+	}
+	// -o table (matrix list) is now -o text.
+	expectExit(t, options.ExitUsage, `--output "table": want text or json (table is now text)`, "matrix", "list", "-o", "table")
+	// An old environment variable is no flag: a warning says it is not
+	// read and what replaced it.
+	t.Setenv("IMAGECTL_REGISTRY_OVERRIDE", "localhost:5000")
+	if _, _, errOut := runArgs(t, "version"); !strings.Contains(errOut, "imagectl: warning: IMAGECTL_REGISTRY_OVERRIDE is set, and no longer read: it is now IMAGECTL_REPOSITORY ("+link+")") {
+		t.Errorf("IMAGECTL_REGISTRY_OVERRIDE set: stderr %q", errOut)
+	}
+	if !strings.Contains(string(doc), "`IMAGECTL_REGISTRY_OVERRIDE`") || !strings.Contains(string(doc), "`IMAGECTL_PACKAGE_INDEX_URL`") {
+		t.Errorf("docs/cli.md's table does not list the old environment variables")
 	}
 }

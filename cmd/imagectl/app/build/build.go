@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
@@ -116,6 +117,8 @@ buildkitd: --buildkit-addr, else $BUILDKIT_HOST, else ` + build.DefaultAddress +
 	fl.BoolVar(&f.sbom, "buildkit-sbom", false, "also ask buildkitd for its SBOM (runs docker/buildkit-syft-scanner, which must be pullable)")
 	fl.BoolVar(&f.sign, "sign", false, "sign the index and every platform manifest (needs --push and --key)")
 	fl.BoolVar(&f.force, "force", false, "with --push: build, push and sign even when the versioned tag already names an image of these inputs (with --sign: one whose signatures verify with --key)")
+	options.AddCommandTimeout(g, cmd, "timeout", 3*time.Hour, "host")
+	options.ReadsFiles(cmd)
 	return cmd
 }
 

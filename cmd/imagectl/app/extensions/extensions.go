@@ -100,6 +100,7 @@ IMAGECTL_OPENVSX_URL, else matrix.yaml upstreams, else the public services.`,
 	f.AddFetch(cmd.Flags(), options.PinsOptional)
 	f.AddLimits(cmd.Flags())
 	options.AddCommandTimeout(g, cmd, "timeout", 30*time.Minute, "host")
+	options.ReadsFiles(cmd)
 	return cmd
 }
 
@@ -171,6 +172,7 @@ It reads the cache only: run "imagectl extensions fetch" first. With
 		return nil
 	}))
 	options.MarkRequired(cmd, "platform", "out")
+	options.ReadsFiles(cmd)
 	return cmd
 }
 
@@ -196,7 +198,12 @@ func newExtensionsLsCommand(g *options.Globals) *cobra.Command {
 				if ents == nil {
 					ents = []cache.Entry{}
 				}
-				return options.WriteJSON(g.Stdout, ents)
+				// An object, like every report: room for more than the
+				// entries.
+				return options.WriteJSON(g.Stdout, struct {
+					CacheDir string        `json:"cacheDir"`
+					Entries  []cache.Entry `json:"entries"`
+				}{c.Dir(), ents})
 			}
 			tw := tabwriter.NewWriter(g.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tVERSION\tTARGET\tSHA256\tSIZE")
@@ -238,6 +245,8 @@ catalog already pins is checked, never re-pinned.`,
 	cmd.Flags().IntVar(&f.Parallel, "parallel", 4, "concurrent downloads")
 	f.AddFetch(cmd.Flags(), options.PinsNone)
 	f.AddLimits(cmd.Flags())
+	options.AddCommandTimeout(g, cmd, "timeout", 30*time.Minute, "host")
+	options.ReadsFiles(cmd)
 	return cmd
 }
 

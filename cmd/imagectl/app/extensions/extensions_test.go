@@ -3,6 +3,7 @@ package extensions_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,9 @@ func TestExtensionsFetchLayoutLs(t *testing.T) {
 		t.Helper()
 		var out, errb bytes.Buffer
 		base := []string{"--matrix", filepath.Join(root, "matrix.yaml"), "--catalog", catPath}
+		if args[1] == "ls" {
+			base = nil // ls reads no matrix.yaml or catalog, and refuses the flags
+		}
 		if code := app.Run(context.Background(), append(base, args...), &out, &errb); code != 0 {
 			t.Fatalf("imagectl %v: exit %d\n%s", args, code, errb.String())
 		}
@@ -65,6 +69,18 @@ func TestExtensionsFetchLayoutLs(t *testing.T) {
 	ls := run("extensions", "ls", "--cache-dir", cacheDir)
 	if strings.Count(ls, "\n") < 4 {
 		t.Errorf("ls:\n%s", ls)
+	}
+	// -o json is an object, like every other report: the cache and its
+	// entries.
+	var listing struct {
+		CacheDir string `json:"cacheDir"`
+		Entries  []struct {
+			ID, Version, TargetPlatform, SHA256 string
+		} `json:"entries"`
+	}
+	if js := run("extensions", "ls", "--cache-dir", cacheDir, "-o", "json"); json.Unmarshal([]byte(js), &listing) != nil ||
+		listing.CacheDir != cacheDir || len(listing.Entries) != strings.Count(ls, "\n")-1 || listing.Entries[0].SHA256 == "" {
+		t.Errorf("ls -o json: %+v\n%s", listing, js)
 	}
 	dir := filepath.Join(tmp, "arm64")
 	run("extensions", "layout", "--ray", "2.46.0", "--platform", "linux/arm64", "--out", dir, "--cache-dir", cacheDir,

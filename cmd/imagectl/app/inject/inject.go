@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -64,7 +65,9 @@ The image defaults to the published image for the Ray version of the manifest
 tags (credentials from DOCKER_CONFIG or ~/.docker/config.json, bounded by
 --http-timeout) and takes the build for that patch (ray2.46.0), else the newest
 build for its minor (ray2.46.1); offline, or with --no-resolve, it takes the
-floating minor tag (ray2.46). It says on stderr which it chose and why.
+floating minor tag (ray2.46), unchecked (a warning). It says on stderr which it
+chose and why. Ray older than 2.39.0 has no debugger and no published image:
+an error unless --image.
 --resolve-digest pins the image to the digest the registry reports; an image
 the registry does not have is an error unless --keep-unresolved.
 
@@ -113,6 +116,7 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 	fl.StringVar(&f.prepullFile, "prepull-file", "", "write the pre-pull DaemonSet "+inject.PrepullName+" of the output's Ray and sidecar images (and imagePullSecrets) to this file (examples/prepull.yaml is examples/rayjob.yaml's)")
 	fl.BoolVar(&f.rotatePassword, "rotate-password", false, "with --secret-file: a new password even when the file has one")
 	fl.StringVar(&f.dashboard, "dashboard", "", "dashboard host:port written into the debugger settings (default 127.0.0.1 and the head's dashboard-port)")
+	options.AddCommandTimeout(g, cmd, "timeout", 5*time.Minute, "registry")
 	return cmd
 }
 
@@ -138,7 +142,11 @@ func runInject(g *options.Globals, cmd *cobra.Command, f *injectFlags) error {
 	if f.remove {
 		res, err = inject.Remove(file, data)
 	} else {
-		res, err = inject.Apply(cmd.Context(), file, data, f.injectOptions()...)
+		opts, oerr := f.injectOptions()
+		if oerr != nil {
+			return oerr
+		}
+		res, err = inject.Apply(cmd.Context(), file, data, opts...)
 	}
 	if errors.Is(err, inject.ErrInvalidOption) {
 		return &options.ExitError{Code: options.ExitUsage, Err: err}
@@ -152,6 +160,12 @@ func runInject(g *options.Globals, cmd *cobra.Command, f *injectFlags) error {
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(g.Stderr, "imagectl: warning: %s: %s\n", file, w)
+	}
+	if f.remove && len(res.Targets) == 0 {
+		fmt.Fprintf(g.Stderr, "imagectl: %s: nothing to remove: no document carries the %s record inject writes; the file is unchanged\n", file, inject.RecordEnv)
+	}
+	for _, u := range res.Unchecked {
+		fmt.Fprintf(g.Stderr, "imagectl: warning: %s: %s\n", file, u)
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(g.Stderr, "imagectl: %s: %s\n", file, n)
@@ -311,7 +325,7 @@ func (f *injectFlags) check(cmd *cobra.Command) error {
 
 // injectOptions are the inject package's options from the flags: the
 // sidecar's, then inject's own.
-func (f *injectFlags) injectOptions() []inject.Option {
+func (f *injectFlags) injectOptions() ([]inject.Option, error) {
 	opts := f.sidecar.InjectOptions()
 	if f.resolveDigest {
 		opts = append(opts, inject.WithResolver(inject.RegistryResolver{Timeout: f.sidecar.HTTPTimeout}))
@@ -325,7 +339,7 @@ func (f *injectFlags) injectOptions() []inject.Option {
 	if f.helmValues {
 		opts = append(opts, inject.WithHelmValues())
 	}
-	return opts
+	return opts, nil
 }
 
 // writeAtomic replaces path with data through a temporary file in the same
@@ -354,7 +368,15 @@ func writeFileAtomic(ctx context.Context, path string, data []byte, mode fs.File
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".imagectl-*")
 	if err != nil {
-		return err
+		// The error names the temporary file, which the user never named.
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("writing %s: the directory %s does not exist", path, filepath.Dir(path))
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(data); err != nil {

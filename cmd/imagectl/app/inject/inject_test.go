@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/imagectl/imagectl/imagespec/imagetest"
+	"github.com/imagectl/imagectl/inject"
 	"github.com/imagectl/imagectl/internal/testutil"
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app"
@@ -74,7 +75,8 @@ func TestInjectCLI(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	wantErr := "imagectl: -: sidecar image docker.io/onesizefitsquorum/code-server-with-ray-distributed-debugger:ray2.46: the tags were not looked up; ray2.46 is the floating tag of the newest build for Ray 2.46\n"
+	// A tag imagectl did not check is a warning (it may not exist).
+	wantErr := "imagectl: warning: -: sidecar image docker.io/onesizefitsquorum/code-server-with-ray-distributed-debugger:ray2.46 not checked: the tags were not looked up; ray2.46 is the floating tag of the newest build for Ray 2.46, which may not exist: check it, or pass --image\n"
 	if errs != wantErr {
 		t.Errorf("stderr %q, want %q", errs, wantErr)
 	}
@@ -111,6 +113,11 @@ func TestInjectCLI(t *testing.T) {
 	if back, _ := os.ReadFile(path); string(back) != injectPlainJob {
 		t.Errorf("--remove -i did not restore the file:\n%s", back)
 	}
+	// Nothing injected: --remove says so (and changes nothing).
+	if code, out, errs := runIn(t, "", "inject", "-f", path, "-i", "--remove"); code != 0 || out != "" ||
+		errs != "imagectl: "+path+": nothing to remove: no document carries the "+inject.RecordEnv+" record inject writes; the file is unchanged\n" {
+		t.Errorf("--remove of a file with nothing injected: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("temporary files left: %v", entries)
 	}
@@ -146,6 +153,10 @@ func TestInjectCLIErrors(t *testing.T) {
 		{"missing file", "", []string{"inject", "-f", filepath.Join(dir, "nope.yaml")}, 1, "reading "},
 		{"not a Ray kind", "", []string{"inject", "-f", cm, "-i"}, 1, cm + ": no ray.io/v1 RayJob, RayCluster or RayService"},
 		{"invalid YAML", "a: [\n", []string{"inject", "-f", "-"}, 1, "-: document 1: invalid YAML"},
+		// The temporary file beside it is not what the user named.
+		{"secret file in a missing directory", injectPlainJob, []string{"inject", "-f", "-", "--no-resolve", "--secret-file", filepath.Join(dir, "nodir", "pw.yaml")}, 1,
+			"writing " + filepath.Join(dir, "nodir", "pw.yaml") + ": the directory " + filepath.Join(dir, "nodir") + " does not exist"},
+		{"Ray older than the debugger", strings.ReplaceAll(injectPlainJob, "2.46.0", "2.38.0"), []string{"inject", "-f", "-", "--no-resolve"}, 1, "Ray 2.38.0 has no debugpy-based debugger: the oldest Ray with the Ray Distributed Debugger is 2.39.0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -460,5 +471,41 @@ func TestInjectPrepullFile(t *testing.T) {
 		if code, _, errs := runIn(t, injectPlainJob, args...); code != 2 || !strings.Contains(errs, "prepull-file") {
 			t.Errorf("%q: exit %d %s, want 2 naming --prepull-file", args, code, errs)
 		}
+	}
+}
+
+// --repository on inject is the repository group of every verb: it falls
+// back to IMAGECTL_REPOSITORY, and a bare registry (HOST[:PORT]) keeps the
+// published image's name (docs/cli.md).
+func TestInjectRepository(t *testing.T) {
+	const name = "onesizefitsquorum/code-server-with-ray-distributed-debugger"
+	for _, tc := range []struct {
+		name, env string
+		args      []string
+		image     string
+	}{
+		{"bare registry", "", []string{"--repository", "localhost:5000"}, "localhost:5000/" + name + ":ray2.46"},
+		{"bare registry with a dot", "", []string{"--repository", "registry.example"}, "registry.example/" + name + ":ray2.46"},
+		{"environment", "registry.example/team/img", nil, "registry.example/team/img:ray2.46"},
+		{"environment, bare registry", "localhost:5000", nil, "localhost:5000/" + name + ":ray2.46"},
+		{"the flag wins", "registry.example/team/img", []string{"--repository", "localhost:5000/mine"}, "localhost:5000/mine:ray2.46"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("IMAGECTL_REPOSITORY", tc.env)
+			code, out, errs := runIn(t, injectPlainJob, append([]string{"inject", "-f", "-", "--no-resolve"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			if want := "            image: " + tc.image + "\n"; !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		})
+	}
+	// --remove takes no --repository, but IMAGECTL_REPOSITORY in the
+	// environment is no flag given.
+	t.Setenv("IMAGECTL_REPOSITORY", "localhost:5000")
+	_, injected, _ := runIn(t, injectPlainJob, "inject", "-f", "-", "--no-resolve")
+	if code, out, errs := runIn(t, injected, "inject", "-f", "-", "--remove"); code != 0 || out != injectPlainJob {
+		t.Errorf("--remove with IMAGECTL_REPOSITORY set: exit %d %s\n%s", code, errs, out)
 	}
 }

@@ -49,6 +49,7 @@ and never touch the network.`,
   imagectl matrix list --output json`,
 	}
 	cmd.AddCommand(newMatrixResolveCommand(g), newMatrixListCommand(g), newMatrixRefreshCommand(g))
+	options.ReadsFiles(cmd)
 	return cmd
 }
 
@@ -312,6 +313,7 @@ extensions pin.`,
 	fl.StringVar(&f.tokenHost, "github-token-host", github.DefaultTokenHost, "the one host GITHUB_TOKEN is sent to, over HTTPS only")
 	options.BindEnv(cmd.Flags(), "github-token-host", "IMAGECTL_GITHUB_TOKEN_HOST")
 	options.Add(cmd, &f.upstream, &f.reg, &f.out, options.Check(f.Validate))
+	options.AddCommandTimeout(g, cmd, "timeout", 30*time.Minute, "host")
 	return cmd
 }
 
@@ -329,6 +331,11 @@ func runRefresh(ctx context.Context, g *options.Globals, f *refreshFlags) error 
 	// The snapshot being replaced: its extension pins are kept, and its
 	// base images' VS Code versions reused where the digests are the same.
 	old, oldErr := catalog.Load(catFile)
+	// What a failure leaves: the old catalog, or no file at all.
+	kept := catFile + " left unchanged"
+	if errors.Is(oldErr, fs.ErrNotExist) {
+		kept = catFile + " not written"
+	}
 	hc := httpx.New(httpx.WithTimeout(f.timeout), httpx.WithIdleTimeout(f.idleTimeout), httpx.WithRetries(f.retries))
 	src, err := f.sources(cfg, hc, old, g.Stderr)
 	if err != nil {
@@ -341,17 +348,17 @@ func runRefresh(ctx context.Context, g *options.Globals, f *refreshFlags) error 
 		locker = pip.New(pip.WithCommand(strings.Fields(f.pip)...),
 			pip.WithTimeout(f.timeout), pip.WithRetries(f.retries), pip.WithHTTPClient(hc))
 		if _, err := locker.Check(ctx); err != nil {
-			return fmt.Errorf("refresh failed, %s left unchanged: python lock: %w (or pass --no-python-lock)", catFile, err)
+			return fmt.Errorf("refresh failed, %s: python lock: %w (or pass --no-python-lock)", kept, err)
 		}
 	}
 	c, err := catalog.Refresh(ctx, cfg, src)
 	if err != nil {
-		return fmt.Errorf("refresh failed, %s left unchanged: %w", catFile, err)
+		return fmt.Errorf("refresh failed, %s: %w", kept, err)
 	}
 	// Keep the extension pins of the snapshot being replaced.
-	kept := 0
+	pins := 0
 	if oldErr == nil {
-		kept = extensions.CarryPins(old, c)
+		pins = extensions.CarryPins(old, c)
 	} else if !errors.Is(oldErr, fs.ErrNotExist) {
 		fmt.Fprintf(g.Warnings(), "warning: the old catalog does not load, so none of its extension pins or base image VS Code versions are kept: %v\n", oldErr)
 	}
@@ -361,13 +368,13 @@ func runRefresh(ctx context.Context, g *options.Globals, f *refreshFlags) error 
 	locked := "not locked (--no-python-lock)"
 	if locker != nil {
 		if locked, err = lockPython(ctx, cfg, c, options.FirstNonEmpty(f.packageIndex, cfg.Upstreams.PackageIndex), locker); err != nil {
-			return fmt.Errorf("refresh failed, %s left unchanged: %w", catFile, err)
+			return fmt.Errorf("refresh failed, %s: %w", kept, err)
 		}
 	}
 	if err := catalog.Write(catFile, c); err != nil {
 		return err
 	}
-	return printRefresh(g, f, old, c, locked, kept)
+	return printRefresh(g, f, old, c, locked, pins)
 }
 
 // sources are the upstreams refresh queries, each from its flag, else

@@ -105,7 +105,7 @@ func TestMatrixResolveErrors(t *testing.T) {
 		{"bad platform", []string{"--ray", "2.46.0", "--platform", "linux/riscv64"}, `platform "linux/riscv64": want linux/amd64 or linux/arm64`},
 		{"python not shipped", []string{"--ray", "2.46.0", "--python", "3.13"}, "--python 3.13: Ray 2.46.0 ships wheels for it on none"},
 		{"unknown code-server", []string{"--ray", "2.46.0", "--code-server", "4.1.0"}, "code-server 4.1.0 is not in the catalog (known: 4.101.2)"},
-		{"extra args", []string{"--ray", "2.46.0", "x"}, "unknown command"},
+		{"extra args", []string{"--ray", "2.46.0", "x"}, "imagectl matrix resolve takes no arguments, got \"x\""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,5 +197,17 @@ func TestMatrixRefreshFailureKeepsCatalog(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("%d files in the catalog directory, want 1 (no temp files)", len(entries))
+	}
+
+	// A catalog that is not there is not "left unchanged": it is not
+	// written.
+	missing := filepath.Join(dir, "new.json")
+	code, _, errOut = apptest.Run(t, "--matrix", apptest.RepoMatrix, "--catalog", missing, "matrix", "refresh",
+		"--versions", "github-releases", "--pypi-url", html.URL, "--retries", "0")
+	if want := "refresh failed, " + missing + " not written: "; code == 0 || !strings.Contains(errOut, want) || strings.Contains(errOut, "left unchanged") {
+		t.Errorf("refresh to a new catalog: exit %d, stderr %q; want %q", code, errOut, want)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("a failed refresh wrote %s", missing)
 	}
 }

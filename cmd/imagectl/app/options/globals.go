@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/imagectl/imagectl"
@@ -28,6 +31,8 @@ type Globals struct {
 	Stderr      io.Writer
 	filesOnce   sync.Once
 	noticeOnce  sync.Once
+	// builtinCatalogRead is set once the built-in catalog is read.
+	builtinCatalogRead bool
 }
 
 var _ Options = (*Globals)(nil)
@@ -50,10 +55,119 @@ func (g *Globals) AddFlags(fl *pflag.FlagSet) {
 // Validate accepts any value: the files are read when a verb needs them.
 func (g *Globals) Validate() error { return nil }
 
-// Logger logs to stderr at level through safetext.Handler: URLs redacted,
-// upstream text escaped.
+// AnnotationReadsFiles marks a command that reads matrix.yaml and the
+// catalog (see ReadsFiles).
+const AnnotationReadsFiles = "imagectl/reads-files"
+
+// fileFlags are the global flags only the verbs marked by ReadsFiles take.
+var fileFlags = []string{"matrix", "catalog"}
+
+// ReadsFiles marks cmd as a verb (or a group of verbs) that reads
+// matrix.yaml and the catalog: --matrix and --catalog apply to it and to the
+// commands below it. Every other verb refuses the two flags (exit 2) rather
+// than ignore them, and its help does not list them (HideFileFlags).
+func ReadsFiles(cmd *cobra.Command) {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[AnnotationReadsFiles] = "true"
+}
+
+// readsFiles reports whether cmd or a command above it is marked by
+// ReadsFiles.
+func readsFiles(cmd *cobra.Command) bool {
+	for c := cmd; c != nil; c = c.Parent() {
+		if c.Annotations[AnnotationReadsFiles] != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// readers names the commands marked by ReadsFiles, for messages.
+func readers(root *cobra.Command) string {
+	var names []string
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Annotations[AnnotationReadsFiles] != "" {
+			names = append(names, strings.TrimPrefix(c.CommandPath(), root.Name()+" "))
+			return
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+	slices.Sort(names)
+	return OrList(names)
+}
+
+// checkFileFlags refuses --matrix and --catalog on a verb that does not
+// read the files. Their environment variables are no flag given: a shell
+// that exports IMAGECTL_MATRIX runs every verb.
+func checkFileFlags(cmd *cobra.Command) error {
+	if readsFiles(cmd) {
+		return nil
+	}
+	for _, n := range fileFlags {
+		if f := cmd.Flags().Lookup(n); f != nil && f.Changed {
+			return Usagef("--%s: %s reads no matrix.yaml or catalog (only %s do): drop --%s", n, cmd.CommandPath(), readers(cmd.Root()), n)
+		}
+	}
+	return nil
+}
+
+// HideFileFlags keeps --matrix and --catalog out of the help of every
+// command under root that does not read the files (see ReadsFiles).
+func HideFileFlags(root *cobra.Command) {
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if readsFiles(c) {
+			return
+		}
+		help := c.HelpFunc()
+		c.SetHelpFunc(func(c *cobra.Command, args []string) {
+			if readsFiles(c) {
+				// A subcommand that reads them, under a group that does
+				// not: it inherits this help function.
+				help(c, args)
+				return
+			}
+			var flags []*pflag.Flag
+			for _, n := range fileFlags {
+				if f := c.Root().PersistentFlags().Lookup(n); f != nil && !f.Hidden {
+					f.Hidden = true
+					flags = append(flags, f)
+				}
+			}
+			defer func() {
+				for _, f := range flags {
+					f.Hidden = false
+				}
+			}()
+			help(c, args)
+		})
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	for _, c := range root.Commands() {
+		walk(c)
+	}
+}
+
+// Logger logs to stderr at level through safetext.Handler (URLs redacted,
+// upstream text escaped), every line starting "imagectl: " like the rest of
+// stderr, with no timestamp. Every verb's log (-v) is one of these.
 func (g *Globals) Logger(level slog.Level) *slog.Logger {
-	return slog.New(safetext.Handler(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level})))
+	noTime := func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}
+	w := &linePrefixer{w: g.Stderr, prefix: []byte(WarnPrefix)}
+	return slog.New(safetext.Handler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: noTime})))
 }
 
 // LoadMatrixAndCatalog reads matrix.yaml and the catalog named by the
@@ -98,15 +212,41 @@ func (g *Globals) resolveFiles() {
 	})
 }
 
-// builtinNotice says, once, that the built-in files are used.
+// builtinNotice says, once, that the built-in files are used, and names
+// --catalog catalog.json when the built-in catalog is read beside a
+// ./catalog.json.
 func (g *Globals) builtinNotice() {
 	g.noticeOnce.Do(func() {
 		what := "matrix.yaml and catalog.json"
 		if g.CatalogPath != "" {
 			what = "matrix.yaml"
 		}
-		fmt.Fprintf(g.Stderr, "imagectl: no ./matrix.yaml: using the %s built into imagectl %s (--matrix FILE or IMAGECTL_MATRIX for another)\n", what, CurrentVersion().Version)
+		also := ""
+		if g.CatalogPath == "" && localCatalog() {
+			also = "; ./catalog.json is not read with the built-in matrix: " + catalogHint
+		}
+		fmt.Fprintf(g.Stderr, "imagectl: no ./matrix.yaml: using the %s built into imagectl %s (--matrix FILE or IMAGECTL_MATRIX for another)%s\n", what, CurrentVersion().Version, also)
 	})
+}
+
+// catalogHint is how to read a ./catalog.json with the built-in matrix.
+const catalogHint = "pass --catalog catalog.json to use it"
+
+// localCatalog reports whether there is a ./catalog.json.
+func localCatalog() bool {
+	_, err := os.Lstat("catalog.json")
+	return err == nil
+}
+
+// CatalogHint is, after a verb failed, a reminder that it read the built-in
+// catalog although a ./catalog.json is there (one matrix refresh --catalog
+// catalog.json may just have written), so that an error saying "run
+// imagectl matrix refresh" is not followed blindly; "" otherwise.
+func (g *Globals) CatalogHint() string {
+	if !g.builtinCatalogRead || !localCatalog() {
+		return ""
+	}
+	return "the catalog read was the one built into imagectl, not ./catalog.json: " + catalogHint
 }
 
 // MatrixName is the matrix file's path, or the built-in one's name.
@@ -132,7 +272,11 @@ func (g *Globals) CatalogName() string {
 func (g *Globals) CatalogFile() (string, error) {
 	g.resolveFiles()
 	if g.CatalogPath == "" {
-		return "", Usagef("no ./matrix.yaml, so the catalog is the one built into imagectl, which cannot be rewritten: pass --catalog FILE (or run in a checkout)")
+		flag := "--catalog FILE"
+		if localCatalog() {
+			flag = "--catalog catalog.json (the one here)"
+		}
+		return "", Usagef("no ./matrix.yaml, so the catalog is the one built into imagectl, which cannot be rewritten: pass %s (or run in a checkout)", flag)
 	}
 	return g.CatalogPath, nil
 }
@@ -152,6 +296,7 @@ func (g *Globals) LoadCatalog() (*catalog.Catalog, error) {
 	g.resolveFiles()
 	if g.CatalogPath == "" {
 		g.builtinNotice()
+		g.builtinCatalogRead = true
 		return catalog.Parse(builtinCatalog, imagectl.Catalog)
 	}
 	return catalog.Load(g.CatalogPath)

@@ -93,12 +93,19 @@ func (o *KeyOptions) AddFlags(fl *pflag.FlagSet) {
 func (o *KeyOptions) Validate() error { return nil }
 
 // Password is where the key password comes from: --key-password-file, else
-// COSIGN_PASSWORD.
+// COSIGN_PASSWORD; with neither, the error names both.
 func (o *KeyOptions) Password() sign.Password {
 	if o.PasswordFile != "" {
 		return sign.PasswordFromFile(o.PasswordFile)
 	}
-	return sign.PasswordFromEnv()
+	env := sign.PasswordFromEnv()
+	return func() ([]byte, error) {
+		pw, err := env()
+		if err != nil {
+			return nil, fmt.Errorf("no key password: set %s (%s= for none), or pass --key-password-file FILE", sign.PasswordEnv, sign.PasswordEnv)
+		}
+		return pw, nil
+	}
 }
 
 // CertificateOptions are the keyless signer identity a verb accepts: exact
@@ -173,6 +180,9 @@ func (o *OutputOptions) JSON() bool { return o.Format == "json" }
 func CheckOutput(v string, allowed ...string) error {
 	if slices.Contains(allowed, v) {
 		return nil
+	}
+	if v == "table" && slices.Contains(allowed, "text") {
+		return Usagef("--output %q: want %s (table is now text)", v, OrList(allowed))
 	}
 	return Usagef("--output %q: want %s", v, OrList(allowed))
 }
@@ -415,8 +425,10 @@ func (o *DefinitionOptions) Definition(cfg *matrix.Config) (*build.Definition, e
 }
 
 // RepositoryOptions are --repository, where the images are published (and,
-// for inject, taken from): REGISTRY/NAME, or a bare REGISTRY (HOST[:PORT])
-// that replaces only the registry of matrix.yaml's first repository.
+// for inject and debug, taken from): REGISTRY/NAME, or a bare REGISTRY
+// (HOST[:PORT], or a host with a dot, or localhost) that replaces only the
+// registry of matrix.yaml's first repository (inject.DefaultRepository for
+// inject and debug).
 type RepositoryOptions struct {
 	Repository string
 	Usage      string // help; empty: publishing
@@ -440,6 +452,10 @@ func (o *RepositoryOptions) Validate() error {
 		return nil
 	case strings.Contains(o.Repository, "/"):
 		return CheckRepository("repository", o.Repository)
+	case !strings.ContainsAny(o.Repository, ".:") && o.Repository != "localhost":
+		// go-containerregistry reads "myreg/NAME" as the Docker Hub
+		// namespace myreg: a registry needs a dot, a port or localhost.
+		return fmt.Errorf("--repository %q: one name with no dot, no port and not localhost is no registry (it would be read as docker.io/%s/...): give REGISTRY/NAME, a registry such as registry.example or HOST:PORT, or, for Docker Hub, docker.io/%s/NAME", o.Repository, o.Repository, o.Repository)
 	default:
 		if _, err := name.NewRegistry(o.Repository, name.StrictValidation); err != nil {
 			return fmt.Errorf("--repository %q: %w (want REGISTRY/NAME or HOST[:PORT])", o.Repository, err)

@@ -1,8 +1,11 @@
 package options
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +96,27 @@ func TestBuildSourceDateEpoch(t *testing.T) {
 		if _, err := SourceDateEpoch(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// -v's log lines start "imagectl: " like every other line imagectl prints
+// on stderr, and carry no timestamp.
+func TestLoggerLinesArePrefixed(t *testing.T) {
+	var errb bytes.Buffer
+	g := NewGlobals(io.Discard, &errb)
+	log := g.Logger(slog.LevelDebug)
+	log.Info("fetching", "url", "https://user:pw@example.com/x")
+	log.Debug("two\nlines")
+	lines := strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), errb.String())
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "imagectl: ") || strings.Contains(l, "time=") {
+			t.Errorf("log line %q: want the imagectl: prefix and no time", l)
+		}
+	}
+	if !strings.Contains(lines[0], "msg=fetching") || strings.Contains(lines[0], "pw@") {
+		t.Errorf("log line %q: want the message, the URL redacted", lines[0])
 	}
 }

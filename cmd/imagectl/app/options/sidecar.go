@@ -14,23 +14,27 @@ import (
 // inject (which adds its own: the file, --resolve-digest, --secret-file,
 // ...) and imagectl debug.
 type SidecarOptions struct {
-	Image, Repository string
-	NoResolve         bool
-	HTTPTimeout       time.Duration
-	Name              string
-	Port              int
-	SecretName        string
-	SecretKey         string
-	Requests, Limits  map[string]string
-	PullSecret        string
-	AllowHostPath     bool
+	Image string
+	// Repository is --repository (inject.DefaultRepository by default).
+	Repository       RepositoryOptions
+	NoResolve        bool
+	HTTPTimeout      time.Duration
+	Name             string
+	Port             int
+	SecretName       string
+	SecretKey        string
+	Requests, Limits map[string]string
+	PullSecret       string
+	AllowHostPath    bool
 }
 
 // AddFlags adds the sidecar's flags, as imagectl inject spells them.
 func (o *SidecarOptions) AddFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&o.Image, "image", "", "the sidecar image (default: the published image for the manifest's Ray version)")
-	fl.StringVar(&o.Repository, "repository", inject.DefaultRepository, "where the default image is taken from")
-	fl.BoolVar(&o.NoResolve, "no-resolve", false, "do not list the repository's tags: the default image is the floating tag of the manifest's Ray minor (ray2.46)")
+	o.Repository.Default = inject.DefaultRepository
+	o.Repository.Usage = "where the default image is taken from: REGISTRY/NAME, or REGISTRY alone (HOST[:PORT]) to keep the published name"
+	o.Repository.AddFlags(fl)
+	fl.BoolVar(&o.NoResolve, "no-resolve", false, "do not list the repository's tags: the default image is the floating tag of the manifest's Ray minor")
 	fl.DurationVar(&o.HTTPTimeout, "http-timeout", 10*time.Second, "bound on each registry lookup")
 	fl.StringVar(&o.Name, "name", inject.DefaultName, "the sidecar container's name")
 	fl.IntVar(&o.Port, "port", inject.DefaultPort, "the code-server port in the sidecar")
@@ -45,7 +49,7 @@ func (o *SidecarOptions) AddFlags(fl *pflag.FlagSet) {
 // Validate checks the values that parse (the rest is inject's, which
 // checks them as the API server would).
 func (o *SidecarOptions) Validate() error {
-	if err := CheckRepository("repository", o.Repository); err != nil {
+	if err := o.Repository.Validate(); err != nil {
 		return UsageError(err)
 	}
 	if o.Image != "" {
@@ -62,11 +66,14 @@ func (o *SidecarOptions) Validate() error {
 	return nil
 }
 
-// InjectOptions are package inject's options from the flags.
+// InjectOptions are package inject's options from the flags (after
+// Validate).
 func (o *SidecarOptions) InjectOptions() []inject.Option {
+	// Never fails: a bare registry takes inject.DefaultRepository's name.
+	repo, _ := o.Repository.Resolve(inject.DefaultRepository)
 	opts := []inject.Option{
 		inject.WithName(o.Name), inject.WithPort(o.Port), inject.WithPasswordSecret(o.SecretName, o.SecretKey),
-		inject.WithRepository(o.Repository), inject.WithResources(o.Requests, o.Limits),
+		inject.WithRepository(repo), inject.WithResources(o.Requests, o.Limits),
 	}
 	if o.Image != "" {
 		opts = append(opts, inject.WithImage(o.Image))

@@ -56,7 +56,7 @@ func (f *SmokeImageOptions) Options(ctx context.Context, g *Globals) ([]smokeima
 	if g.Verbose {
 		level = slog.LevelInfo
 	}
-	opts = append(opts, smokeimage.WithLogger(slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level}))))
+	opts = append(opts, smokeimage.WithLogger(g.Logger(level)))
 	runcOpts := []smokeimage.RuncOption{smokeimage.WithRuncWorkDir(work)}
 	if f.RuncRoot != "" {
 		runcOpts = append(runcOpts, smokeimage.WithRuncRoot(f.RuncRoot))

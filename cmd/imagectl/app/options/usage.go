@@ -121,9 +121,13 @@ func MarkRequired(cmd *cobra.Command, names ...string) {
 }
 
 // PrepareFlags runs once the flags of cmd are parsed, before any check of
-// the verb: it applies the environment fallbacks of flags not given, and
+// the verb: it refuses --matrix and --catalog on a verb that does not read
+// them (ReadsFiles), applies the environment fallbacks of flags not given, and
 // refuses missing required flags.
 func PrepareFlags(cmd *cobra.Command) error {
+	if err := checkFileFlags(cmd); err != nil {
+		return err
+	}
 	fl := cmd.Flags()
 	given := map[string]bool{}
 	fl.Visit(func(f *pflag.Flag) { given[f.Name] = true })

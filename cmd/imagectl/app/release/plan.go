@@ -161,5 +161,6 @@ for fromJSON. Nothing changed: an empty plan.`,
 	}
 	options.Add(cmd, &pf, &out)
 	options.AddCommandTimeout(g, cmd, "timeout", 10*time.Minute, "registry")
+	options.ReadsFiles(cmd)
 	return cmd
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -82,7 +84,9 @@ latest last; if one fails, those already moved are put back.
 --no-floating stops after the versioned tag, so that a smoke test can gate the
 promotion; a second run (with --expect-digest set to the tested digest) then
 verifies again and moves the floating tags. A re-run after success writes
-nothing. --dry-run prints the actions and writes nothing.`,
+nothing. --dry-run prints the actions and writes nothing; it lists the
+extension files a release would refuse as unpinned ("missing pin:"), and exits
+1 when an entry would be refused.`,
 		Example: `  imagectl release --dry-run
   imagectl release --key cosign.key --buildkit-addr tcp://buildkitd:1234
   imagectl release --only 4.101.2-ray2.46.0-py3.12 --no-floating --key cosign.key --output json
@@ -104,6 +108,8 @@ nothing. --dry-run prints the actions and writes nothing.`,
 	fl.BoolVar(&f.skipContents, "skip-contents", false, "verify signatures, attestations and labels but not the layer contents")
 	fl.BoolVar(&f.smokeImage, "smoke-image", true, "run imagectl smoke image on the image after verify, before any tag is written")
 	f.smoke.Add(cmd.Flags(), "smoke-")
+	options.AddCommandTimeout(g, cmd, "timeout", 6*time.Hour, "host")
+	options.ReadsFiles(cmd)
 	return cmd
 }
 
@@ -120,8 +126,19 @@ func runRelease(g *options.Globals, cmd *cobra.Command, f *releaseFlags) error {
 	if plan, err = plan.Only(f.only); err != nil {
 		return err
 	}
-	if err := checkPlanPins(plan); err != nil {
-		return err
+	// Unpinned extension files refuse a release before anything is built;
+	// a dry run shows the plan and lists them.
+	unpinned := planPins(plan)
+	if !f.dryRun {
+		var errs []error
+		for _, e := range plan.Entries {
+			if uerr := unpinned[e.Name]; uerr != nil {
+				errs = append(errs, fmt.Errorf("release %s: %w", e.Name, uerr))
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
 	}
 	nopts := f.reg.NameOptions()
 	var (
@@ -173,6 +190,17 @@ func runRelease(g *options.Globals, cmd *cobra.Command, f *releaseFlags) error {
 		opts = append(opts, release.WithLog(g.Stderr))
 	}
 	rep, relErr := release.NewReleaser(ps.reg, ps.repo, builder, signer, verifier, opts...).Release(ctx, plan)
+	for i, res := range rep.Results {
+		uerr, ok := unpinned[res.Entry]
+		if !ok {
+			continue
+		}
+		for _, u := range uerr.Files {
+			rep.Results[i].Missing = append(rep.Results[i].Missing, "pin: "+u.String())
+		}
+		rep.Results[i].Error = strings.TrimPrefix(rep.Results[i].Error+"; "+uerr.Error(), "; ")
+		relErr = errors.Join(relErr, fmt.Errorf("release %s would be refused: %w", res.Entry, uerr))
+	}
 	if f.out.JSON() {
 		if err := options.WriteJSON(g.Stdout, rep); err != nil {
 			return err
@@ -183,19 +211,22 @@ func runRelease(g *options.Globals, cmd *cobra.Command, f *releaseFlags) error {
 	return relErr
 }
 
-// checkPlanPins refuses a plan that builds an unpinned extension file: a
-// release never trusts an extension file on first use, so every entry it
-// builds must have every file pinned by sha256 in the catalog.
-func checkPlanPins(plan *release.Plan) error {
+// planPins are the entries of plan a release refuses, by name, each with
+// the error naming every extension file it would build unpinned: a release
+// never trusts an extension file on first use, so every entry it builds
+// must have every file pinned by sha256 in the catalog.
+func planPins(plan *release.Plan) map[string]*extensions.UnpinnedError {
+	out := map[string]*extensions.UnpinnedError{}
 	for _, e := range plan.Entries {
 		if e.Action != release.ActionBuild {
 			continue
 		}
-		if err := extensions.CheckPins(e.Set.Extensions, e.Set.Platforms); err != nil {
-			return fmt.Errorf("release %s: %w", e.Name, err)
+		var uerr *extensions.UnpinnedError
+		if errors.As(extensions.CheckPins(e.Set.Extensions, e.Set.Platforms), &uerr) {
+			out[e.Name] = uerr
 		}
 	}
-	return nil
+	return out
 }
 
 // smoker runs imagectl smoke image on a released digest; its report goes

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/spf13/cobra"
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
@@ -145,6 +146,9 @@ func runSign(ctx context.Context, g *options.Globals, f *signFlags, args []strin
 		if err != nil {
 			return err
 		}
+		if len(pw) == 0 {
+			fmt.Fprintf(g.Stderr, options.WarnPrefix+"warning: the key password is empty: %s is protected by no password, so whoever reads the file can sign as you (set %s or pass --key-password-file FILE)\n", k, sign.PasswordEnv)
+		}
 		fmt.Fprintf(g.Stdout, "Private key written to %s\nPublic key written to %s\n", k, p)
 		return nil
 	}
@@ -230,12 +234,12 @@ func printSign(g *options.Globals, f *signFlags, out signResult, signer *sign.Si
 	}
 	fmt.Fprintf(g.Stdout, "Signed %s with %s\n", out.Signed.Ref, signer)
 	for _, t := range out.Signed.Targets {
-		fmt.Fprintf(g.Stdout, "  %-12s %s -> %s\n", orIndex(t.Platform), t.Digest, t.Tag)
+		fmt.Fprintf(g.Stdout, "  %-12s %s -> %s\n", targetName(t), t.Digest, t.Tag)
 	}
 	if out.SBOM != nil {
 		fmt.Fprintln(g.Stdout, "SBOM attestation:")
 		for _, t := range out.SBOM.Targets {
-			fmt.Fprintf(g.Stdout, "  %-12s %s -> %s\n", orIndex(t.Platform), t.Digest, t.Tag)
+			fmt.Fprintf(g.Stdout, "  %-12s %s -> %s\n", targetName(t), t.Digest, t.Tag)
 		}
 	}
 	return nil
@@ -255,9 +259,14 @@ func sbomCreated(built, env time.Time, warn io.Writer) time.Time {
 	return built
 }
 
-func orIndex(platform string) string {
-	if platform == "" {
+// targetName is what sign's report calls a signed manifest: its platform,
+// else "index" for an index and "manifest" for a single image.
+func targetName(t sign.Target) string {
+	switch {
+	case t.Platform != "":
+		return t.Platform
+	case types.MediaType(t.MediaType).IsIndex():
 		return "index"
 	}
-	return platform
+	return "manifest"
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/safetext"
 	"github.com/imagectl/imagectl/regauth"
 	smokeimage "github.com/imagectl/imagectl/smoke/image"
 	"github.com/imagectl/imagectl/smoke/kind"
@@ -87,7 +88,7 @@ copied into the sidecar is this one (when it is a static linux build) or
 			if g.Verbose {
 				level = slog.LevelDebug
 			}
-			cfg.Logger = slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level}))
+			cfg.Logger = g.Logger(level)
 			res, err := kind.Run(cmd.Context(), cfg)
 			var se *kind.SkipError
 			if errors.As(err, &se) {
@@ -217,7 +218,7 @@ there is not verified, or (--post-mortem) the stop is not on an exception;
 			if g.Verbose {
 				level = slog.LevelDebug
 			}
-			logger := slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level}))
+			logger := g.Logger(level)
 			root, err := attachLocalRoot(cmd, dashboardURL, settingsPath, localRoot, logger)
 			if err != nil {
 				return err
@@ -257,6 +258,7 @@ there is not verified, or (--post-mortem) the stop is not on an exception;
 	f.StringVar(&localRoot, "local-root", "", "the localRoot of the attach's pathMappings, instead of the one in --settings")
 	f.BoolVar(&checkSource, "check-source", true, "require the paused frame's source to open here and a breakpoint set on it to be verified (off for a task whose file is not under the head's /tmp/ray, e.g. an entrypoint mounted only into the Ray container)")
 	options.Add(cmd, &out, options.Check(parseAction))
+	options.AddCommandTimeout(g, cmd, "timeout", 15*time.Minute, "host")
 	return cmd
 }
 
@@ -322,7 +324,6 @@ type smokeImageCommandFlags struct {
 	smoke   options.SmokeImageOptions
 	archive string
 	reg     options.RegistryOptions
-	timeout time.Duration
 	out     options.OutputOptions
 }
 
@@ -369,9 +370,9 @@ no container runtime.`,
 	fl := cmd.Flags()
 	fl.StringVar(&sf.archive, "archive", "", "OCI archive (imagectl build's .oci.tar) or OCI layout directory instead of a registry reference")
 	options.AddImagePlatformsFlag(cmd.Flags(), &f.Platforms, "platforms to run (repeatable or comma separated; default: every platform of the image)")
-	fl.DurationVar(&sf.timeout, "timeout", 45*time.Minute, "bound on the whole smoke")
 	f.Add(cmd.Flags(), "")
 	options.Add(cmd, &sf.out, &sf.reg, options.Check(f.Validate))
+	options.AddCommandTimeout(g, cmd, "timeout", 45*time.Minute, "registry")
 	return cmd
 }
 
@@ -381,8 +382,28 @@ func runSmokeImage(ctx context.Context, g *options.Globals, sf *smokeImageComman
 	if (len(args) == 1) == (sf.archive != "") {
 		return &options.ExitError{Code: options.ExitUsage, Err: errors.New("pass an image reference or --archive FILE (one of them)")}
 	}
-	ctx, cancel := context.WithTimeout(ctx, sf.timeout)
-	defer cancel()
+	image := sf.archive
+	if image == "" {
+		image = args[0]
+	}
+	// unread is the failure of an image that cannot be read at all: -o json
+	// still prints a report, in the shape of every other.
+	unread := func(err error) error {
+		if sf.out.JSON() {
+			rep := &smokeimage.Report{Image: image, Platforms: []smokeimage.PlatformReport{}, Error: safetext.Text(err.Error())}
+			if werr := options.WriteJSON(g.Stdout, rep); werr != nil {
+				return werr
+			}
+		}
+		return err
+	}
+	if sf.archive != "" {
+		// Before the runtime is looked for: a missing file is a missing
+		// file wherever imagectl runs.
+		if _, err := os.Stat(sf.archive); err != nil {
+			return unread(fmt.Errorf("--archive: %w", err))
+		}
+	}
 	opts, err := sf.smoke.Options(ctx, g)
 	if errors.Is(err, smokeimage.ErrNoRuntime) {
 		return &options.ExitError{Code: options.ExitUsage, Err: fmt.Errorf("smoke image cannot run here: %w", err)}
@@ -396,6 +417,9 @@ func runSmokeImage(ctx context.Context, g *options.Globals, sf *smokeImageComman
 	} else {
 		rep, err = smokeimage.Image(ctx, args[0], append(opts, smokeimage.WithNameOptions(sf.reg.NameOptions()...),
 			smokeimage.WithRemoteOptions(regauth.RemoteOptions(ctx)...))...)
+	}
+	if rep == nil && err != nil && ctx.Err() == nil {
+		return unread(err)
 	}
 	if rep != nil {
 		if sf.out.JSON() {

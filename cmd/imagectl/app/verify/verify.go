@@ -127,8 +127,13 @@ func runVerify(ctx context.Context, g *options.Globals, f *verifyFlags, ref stri
 	if err != nil {
 		return err
 	}
-	if verr := rep.Err(); verr != nil {
-		return &options.ExitError{Code: options.ExitFailure, Err: verr}
+	if rep.Err() != nil {
+		// The report on stdout lists the failures; stderr says so once.
+		where := "listed in the report above"
+		if f.out.JSON() {
+			where = "listed in the report's failures"
+		}
+		return &options.ExitError{Code: options.ExitFailure, Err: fmt.Errorf("%s does not verify: %d failure(s), %s", ref, len(rep.Failures), where)}
 	}
 	return nil
 }

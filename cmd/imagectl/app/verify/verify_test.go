@@ -114,3 +114,31 @@ func TestVerifyJSONOnFailure(t *testing.T) {
 		t.Errorf("report %+v, want not ok with one read failure naming the image", rep)
 	}
 }
+
+// A failed verify prints its failures once: the report on stdout lists
+// them, and stderr says the image does not verify in one line.
+func TestVerifyFailuresPrintedOnce(t *testing.T) {
+	ctx := context.Background()
+	reg := testutil.Registry(t)
+	image := reg + "/unsigned:v1"
+	if _, err := imagetest.Default().Push(ctx, image); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Setenv("COSIGN_PASSWORD", "verify-once")
+	if code, _, errs := apptest.Run(t, "sign", "--generate-key", filepath.Join(dir, "k")); code != 0 {
+		t.Fatalf("generate-key: exit %d\n%s", code, errs)
+	}
+	code, out, errs := apptest.Run(t, "verify", image, "--key", filepath.Join(dir, "k.pub"), "--skip-contents")
+	if code != options.ExitFailure || !strings.Contains(out, "FAILED: ") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if n := strings.Count(errs, "\n"); n != 1 || !strings.Contains(errs, image+" does not verify") || !strings.Contains(errs, "listed in the report above") {
+		t.Errorf("stderr %q: want one line saying it does not verify, pointing at the report", errs)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "  - ") && strings.Contains(errs, strings.TrimPrefix(l, "  - ")) {
+			t.Errorf("failure %q is printed on stdout and stderr", l)
+		}
+	}
+}
