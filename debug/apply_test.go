@@ -3,6 +3,7 @@ package debug
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,5 +82,45 @@ func TestPrepullDaemonSet(t *testing.T) {
 	_, _, err = s.prepull([]byte("apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: rc}\nspec:\n  headGroupSpec:\n    template:\n      spec:\n        containers: [{name: ray-head, image: rayproject/ray:2.46.0}]\n"))
 	if err == nil || !strings.HasPrefix(err.Error(), "--prepull: ") || !strings.Contains(err.Error(), "no code-server sidecar") {
 		t.Errorf("prepull of a head without the sidecar: %v", err)
+	}
+}
+
+// TestInjectWarningsReported: a default sidecar image whose tag inject did
+// not check (--no-resolve) is a warning event of the session, as imagectl
+// inject prints it, beside inject's own warnings.
+func TestInjectWarningsReported(t *testing.T) {
+	const job = `apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: j
+spec:
+  submissionMode: InteractiveMode
+  rayClusterSpec:
+    rayVersion: "2.46.0"
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+          - name: ray-head
+            image: rayproject/ray:2.46.0-py312
+`
+	res, err := inject.Apply(t.Context(), "rayjob.yaml", []byte(job)) // no image, no tag lister: unchecked
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Unchecked) == 0 {
+		t.Fatal("inject checked a default tag without a tag lister: the test needs an unchecked one")
+	}
+	var got []string
+	s := &session{o: Options{File: "rayjob.yaml"}, c: &Cluster{Namespace: "ns"}, r: ReporterFunc(func(e Event) {
+		if e.Kind == KindWarning {
+			got = append(got, e.Message)
+		}
+	})}
+	s.reportInjectWarnings(res)
+	want := "warning: rayjob.yaml: " + res.Unchecked[0]
+	if !slices.Contains(got, want) {
+		t.Errorf("warning events %q lack %q", got, want)
 	}
 }

@@ -225,6 +225,19 @@ func refsLower(us []*unstructured.Unstructured) []string {
 	return out
 }
 
+// reportInjectWarnings reports what inject warns about, as imagectl
+// inject prints it: its warnings, and each default image whose tag it did
+// not check (--no-resolve, offline), which may not exist (the head Pod
+// would then wait in ImagePullBackOff).
+func (s *session) reportInjectWarnings(res *inject.Result) {
+	for _, w := range res.Warnings {
+		s.report(Event{Kind: KindWarning, Message: "warning: " + w})
+	}
+	for _, u := range res.Unchecked {
+		s.report(Event{Kind: KindWarning, Message: "warning: " + s.o.File + ": " + u})
+	}
+}
+
 // applyManifest injects the sidecar, applies the Secret and the documents.
 func (s *session) applyManifest(ctx context.Context) error {
 	o := s.o
@@ -232,9 +245,7 @@ func (s *session) applyManifest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range res.Warnings {
-		s.report(Event{Kind: KindWarning, Message: "warning: " + w})
-	}
+	s.reportInjectWarnings(res)
 	docs, err := ParseDocuments(o.File, res.Output)
 	if err != nil {
 		return err
