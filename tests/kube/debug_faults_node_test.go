@@ -44,7 +44,7 @@ func TestDebugFaultsOnNode(t *testing.T) {
 	}{{
 		name:    "image",
 		image:   missing,
-		timeout: "100s", // named after 42 s on a loaded 2-core machine
+		timeout: "150s", // named after 42 s to 93 s on a loaded 2-core machine
 		reasons: []string{"ErrImagePull", "ImagePullBackOff"},
 		problem: []string{"container code-server of Pod ", "cannot pull image " + missing + " on node " + nodeName},
 	}, {
