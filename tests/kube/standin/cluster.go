@@ -733,6 +733,21 @@ type workerNode struct {
 	// fsRoot prefixes the session directory the head names (tests run a
 	// worker node on the head's machine; "" in a Pod).
 	fsRoot string
+
+	mu sync.Mutex
+	// joined is closed once register has made the session directory: the
+	// head may send a task the moment it has registered the node, before
+	// its answer has reached register.
+	joined chan struct{}
+}
+
+func (w *workerNode) joinedChan() chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.joined == nil {
+		w.joined = make(chan struct{})
+	}
+	return w.joined
 }
 
 // register joins the cluster through the head's GCS address, retrying
@@ -784,7 +799,11 @@ func (w *workerNode) register(ctx context.Context, raylet string, wait time.Dura
 		return fmt.Errorf("joining the head at %s: %w", w.gcs, err)
 	}
 	w.session, w.worker, err = newSession(filepath.Join(w.fsRoot, reg.TempDir), reg.SessionName)
-	return err
+	if err != nil {
+		return err
+	}
+	close(w.joinedChan())
+	return nil
 }
 
 type refusedError struct{ msg string }
@@ -829,6 +848,16 @@ func (w *workerNode) rayletHandler() http.Handler {
 		}
 		if len(spec.Args) != 3 || spec.JobID == "" {
 			httpError(rw, http.StatusBadRequest, "task: want job_id and args MODULE FUNCTION ARG, got %q %q", spec.JobID, spec.Args)
+			return
+		}
+		// A task sent as the head registered this node waits for the
+		// registration's answer (the session directory).
+		select {
+		case <-w.joinedChan():
+		case <-r.Context().Done():
+			return
+		case <-time.After(30 * time.Second):
+			httpError(rw, http.StatusServiceUnavailable, "task: this worker node has not finished joining the head after 30s")
 			return
 		}
 		rw.Header().Set("Content-Type", "application/x-ndjson")
