@@ -33,25 +33,31 @@ const execTimeout = 30 * time.Second
 func (c *Cluster) Exec(ctx context.Context, pod, container string, command ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, execTimeout)
 	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if err := c.stream(ctx, pod, container, command, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
+		return "", fmt.Errorf("exec in Pod %s container %s: %w%s", pod, container, err, suffixLines(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// stream runs command in a container with the streams of so (stdin when
+// so.Stdin is set), as kubectl exec does: WebSocket, else SPDY.
+func (c *Cluster) stream(ctx context.Context, pod, container string, command []string, so remotecommand.StreamOptions) error {
 	req := c.Core.CoreV1().RESTClient().Post().Resource("pods").Namespace(c.Namespace).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdin: so.Stdin != nil, Stdout: so.Stdout != nil, Stderr: so.Stderr != nil}, scheme.ParameterCodec)
 	spdyExec, err := remotecommand.NewSPDYExecutor(c.Config, http.MethodPost, req.URL())
 	if err != nil {
-		return "", err
+		return err
 	}
 	exec := spdyExec
 	if ws, err := remotecommand.NewWebSocketExecutor(c.Config, http.MethodGet, req.URL().String()); err == nil {
 		if exec, err = remotecommand.NewFallbackExecutor(ws, spdyExec, func(err error) bool {
 			return streamhttp.IsUpgradeFailure(err) || streamhttp.IsHTTPSProxyError(err)
 		}); err != nil {
-			return "", err
+			return err
 		}
 	}
-	var stdout, stderr bytes.Buffer
-	if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
-		return "", fmt.Errorf("exec in Pod %s container %s: %w%s", pod, container, err, suffixLines(stderr.String()))
-	}
-	return stdout.String(), nil
+	return exec.StreamWithContext(ctx, so)
 }
 
 func suffixLines(s string) string {
