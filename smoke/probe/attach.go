@@ -101,8 +101,11 @@ type AttachResult struct {
 	Frames          []Frame        `json:"frames"`
 	Source          *SourceCheck   `json:"source,omitempty"`
 	Exception       *ExceptionInfo `json:"exception,omitempty"`
-	SkippedEvents   []string       `json:"skippedEvents,omitempty"`
-	Action          Action         `json:"action"`
+	// Stepped is the top frame after a step over the paused line
+	// (WithStep).
+	Stepped       *Frame   `json:"stepped,omitempty"`
+	SkippedEvents []string `json:"skippedEvents,omitempty"`
+	Action        Action   `json:"action"`
 }
 
 // Expect names the frame the probe must find somewhere in the stopped
@@ -154,6 +157,8 @@ type attachConfig struct {
 	postMortem bool
 	// noSourceCheck skips checkSource.
 	noSourceCheck bool
+	// stepOver steps over the paused line (DAP next) before the action.
+	stepOver bool
 	// dial, when set, replaces net.Dialer (e.g. to reach a port inside a
 	// container's network namespace).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -217,6 +222,11 @@ func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResu
 		}
 	}
 
+	if cfg.stepOver {
+		if err := s.next(res); err != nil {
+			return res, err
+		}
+	}
 	if cfg.action == ActionContinue {
 		if err := s.step("continue", func(ctx context.Context) error {
 			_, err := c.Do(ctx, &godap.ContinueRequest{Request: req("continue"), Arguments: godap.ContinueArguments{ThreadId: res.ThreadID}})
@@ -397,6 +407,40 @@ func (s *dapSession) stopped(res *AttachResult) error {
 		res.Frame = &f
 	}
 	return nil
+}
+
+// next steps over the line the thread stopped at (DAP next), waits for the
+// stop and records the top frame then.
+func (s *dapSession) next(res *AttachResult) error {
+	c := s.c
+	if err := s.step("next", func(ctx context.Context) error {
+		_, err := c.Do(ctx, &godap.NextRequest{Request: req("next"), Arguments: godap.NextArguments{ThreadId: res.ThreadID}})
+		return err
+	}); err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(s.ctx, s.cfg.stopTimeout)
+	_, err := c.WaitEvent(sctx, "stopped")
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%w: no stop within %s after stepping over line %d: %w", ErrNoStop, s.cfg.stopTimeout, res.Frames[0].Line, err)
+	}
+	return s.step("stackTrace", func(ctx context.Context) error {
+		r, err := c.Do(ctx, &godap.StackTraceRequest{Request: req("stackTrace"), Arguments: godap.StackTraceArguments{ThreadId: res.ThreadID, Levels: 1}})
+		if err != nil {
+			return err
+		}
+		fs := r.(*godap.StackTraceResponse).Body.StackFrames
+		if len(fs) == 0 {
+			return errors.New("no frame after the step")
+		}
+		f := Frame{Name: fs[0].Name, Line: fs[0].Line}
+		if fs[0].Source != nil {
+			f.Path, f.SourceReference = fs[0].Source.Path, fs[0].Source.SourceReference
+		}
+		res.Stepped = &f
+		return nil
+	})
 }
 
 // checkSource opens the matched frame's source as VS Code would from the

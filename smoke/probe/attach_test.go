@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -193,4 +194,43 @@ func TestAttachWithDialer(t *testing.T) {
 	if err := w.wait(t, 30*time.Second); err != nil || !strings.Contains(w.stdout.String(), "RESULT 49\n") {
 		t.Fatalf("worker did not resume: %v\n%s", err, w.stdout)
 	}
+}
+
+// TestAttachStepsOverThePausedLine steps (DAP next) from the stop in f to
+// its next line, with real debugpy, then continues.
+func TestAttachStepsOverThePausedLine(t *testing.T) {
+	w := startWorker(t, "break")
+	res, err := Attach(testCtx(t), w.addr(), WithExpect(Expect{Function: "f", File: "worker.py"}), WithStep(true),
+		WithStepTimeout(20*time.Second), WithStopTimeout(20*time.Second))
+	if err != nil {
+		t.Fatalf("Attach: %v\nworker stderr:\n%s", err, w.stderr)
+	}
+	script, _ := filepath.Abs("testdata/worker.py")
+	want := &Frame{Name: "f", Path: script, Line: lineOf(t, "return y")}
+	if diff := cmp.Diff(want, res.Stepped); diff != "" {
+		t.Errorf("frame after the step (-want +got):\n%s", diff)
+	}
+	if err := w.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("worker exit: %v\nstderr:\n%s", err, w.stderr)
+	}
+	if !strings.Contains(w.stdout.String(), "RESULT 49\n") {
+		t.Errorf("worker stdout has no \"RESULT 49\" after the step and continue:\n%s", w.stdout)
+	}
+}
+
+// lineOf is the line number of the line of testdata/worker.py that is
+// text, trimmed.
+func lineOf(t *testing.T, text string) int {
+	t.Helper()
+	data, err := os.ReadFile("testdata/worker.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(l) == text {
+			return i + 1
+		}
+	}
+	t.Fatalf("testdata/worker.py has no line %q", text)
+	return 0
 }

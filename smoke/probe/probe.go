@@ -112,6 +112,10 @@ func WithSourceRoot(dir string) Option { return func(c *config) { c.sourceRoot =
 // from here, a breakpoint there is verified) on or off (default on).
 func WithSourceCheck(on bool) Option { return func(c *config) { c.noSourceCheck = !on } }
 
+// WithStep steps over the paused line (DAP next) and waits for the stop
+// before the action (AttachResult.Stepped).
+func WithStep(on bool) Option { return func(c *config) { c.stepOver = on } }
+
 // WithPostMortem expects the task to be frozen on an uncaught exception
 // (RAY_DEBUG_POST_MORTEM=1): the stop's reason must be "exception" and
 // debugpy must answer exceptionInfo.

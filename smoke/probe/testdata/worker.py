@@ -19,7 +19,8 @@ import debugpy
 
 def f(x):
     debugpy.breakpoint()
-    return x * x
+    y = x * x
+    return y
 
 
 def main():

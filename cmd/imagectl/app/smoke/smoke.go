@@ -173,6 +173,7 @@ func newSmokeAttachCommand(g *options.Globals) *cobra.Command {
 		settingsPath string
 		localRoot    string
 		checkSource  bool
+		stepOver     bool
 	)
 	out := options.NewOutputOptions("text", "json")
 	parseAction := func() (err error) {
@@ -227,7 +228,7 @@ there is not verified, or (--post-mortem) the stop is not on an exception;
 				probe.WithTimeout(timeout), probe.WithPollInterval(interval),
 				probe.WithStepTimeout(stepTimeout), probe.WithStopTimeout(stopTimeout),
 				probe.WithExpect(probe.Expect{Function: fn, File: file}), probe.WithTaskName(task),
-				probe.WithAction(act), probe.WithLocalRoot(root), probe.WithPostMortem(postMortem), probe.WithSourceCheck(checkSource), probe.WithLogger(logger))
+				probe.WithAction(act), probe.WithLocalRoot(root), probe.WithPostMortem(postMortem), probe.WithSourceCheck(checkSource), probe.WithStep(stepOver), probe.WithLogger(logger))
 			if out.JSON() {
 				enc := json.NewEncoder(g.Stdout)
 				enc.SetIndent("", "  ")
@@ -256,6 +257,7 @@ there is not verified, or (--post-mortem) the stop is not on an exception;
 	f.BoolVar(&postMortem, "post-mortem", false, "the task is frozen on an uncaught exception (RAY_DEBUG_POST_MORTEM=1): require the stop on the exception")
 	f.StringVar(&settingsPath, "settings", imagespec.SettingsPath, "code-server settings whose debugger clusterDashboards give the localRoot of the attach (as the extension reads it); absent file: "+strconv.Quote(imagespec.DebuggerLocalRoot))
 	f.StringVar(&localRoot, "local-root", "", "the localRoot of the attach's pathMappings, instead of the one in --settings")
+	f.BoolVar(&stepOver, "step", false, "after the checks, step over the paused line (DAP next) and wait for the stop, before --action")
 	f.BoolVar(&checkSource, "check-source", true, "require the paused frame's source to open here and a breakpoint set on it to be verified (off for a task whose file is not under the head's /tmp/ray, e.g. an entrypoint mounted only into the Ray container)")
 	options.Add(cmd, &out, options.Check(parseAction))
 	options.AddCommandTimeout(g, cmd, "timeout", 15*time.Minute, "host")
@@ -312,6 +314,9 @@ func printAttachText(g *options.Globals, rep *probe.Report) {
 		a.Address, a.AttachMillis, a.StopReason, a.ThreadID, a.Frame.Name, a.Frame.Path, a.Frame.Line, a.Action)
 	if a.Source != nil {
 		fmt.Fprintf(g.Stdout, "source opened by %s; breakpoint at line %d verified\n", a.Source.Opened, a.Source.BreakpointLine)
+	}
+	if a.Stepped != nil {
+		fmt.Fprintf(g.Stdout, "stepped to %s (%s:%d)\n", a.Stepped.Name, a.Stepped.Path, a.Stepped.Line)
 	}
 	if a.Exception != nil {
 		fmt.Fprintf(g.Stdout, "exception %s: %s\n", a.Exception.ID, a.Exception.Description)
