@@ -67,6 +67,13 @@ type Event struct {
 	JobStatus string `json:"jobStatus,omitempty"`
 
 	Task *PausedTask `json:"task,omitempty"`
+	// LocalRoot is --local's local directory of the job's files (ready).
+	LocalRoot string `json:"localRoot,omitempty"`
+	// Launch is --local's launch.json attach configuration of a paused
+	// task (LaunchConfig).
+	Launch map[string]any `json:"launch,omitempty"`
+	// Hint says what to do next (--local: how to attach).
+	Hint string `json:"hint,omitempty"`
 	// Deleted and Left list objects (Kind/name) on the way out.
 	Deleted []string `json:"deleted,omitempty"`
 	Left    []string `json:"left,omitempty"`
@@ -86,6 +93,8 @@ type PausedTask struct {
 	Pod      string `json:"pod,omitempty"`
 	NodeType string `json:"nodeType,omitempty"` // head or worker, from the Pod's ray.io/node-type
 	PID      int    `json:"pid,omitempty"`
+	// Local is --local's tunnel to IP:Port, 127.0.0.1:port.
+	Local string `json:"local,omitempty"`
 }
 
 func (t *PausedTask) String() string {
@@ -144,13 +153,20 @@ func TextReporter(w io.Writer) Reporter {
 		}
 		switch e.Kind {
 		case KindReady:
-			fmt.Fprintf(&b, "  code-server: %s\n", e.CodeServerURL)
+			if e.CodeServerURL != "" {
+				fmt.Fprintf(&b, "  code-server: %s\n", e.CodeServerURL)
+			}
 			if e.Password != "" {
 				fmt.Fprintf(&b, "  password:    %s\n", e.Password)
 			} else if e.Secret != "" {
 				fmt.Fprintf(&b, "  password:    in Secret %s (--show-password prints it)\n", e.Secret)
 			}
 			fmt.Fprintf(&b, "  dashboard:   %s\n", e.DashboardURL)
+		}
+		if e.Hint != "" {
+			fmt.Fprintf(&b, "  %s\n", indent(e.Hint))
+		}
+		switch e.Kind {
 		case KindCleanup:
 			for _, d := range e.Deleted {
 				fmt.Fprintf(&b, "  deleted %s\n", d)

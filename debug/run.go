@@ -70,6 +70,23 @@ type Options struct {
 	NewJobs func(dashboardURL string) (Jobs, error)
 	// NewStateAPI makes the State API client (nil: smoke/dashboard's).
 	NewStateAPI func(dashboardURL string) (StateAPI, error)
+
+	// Local debugs with the user's own VS Code: no sidecar is injected
+	// (the manifest is applied as it is; --cluster needs none), and the
+	// session serves a dashboard proxy on 127.0.0.1:LocalPort that rewrites
+	// each paused worker's address to a local tunnel (package dashproxy,
+	// Tunnel).
+	Local bool
+	// LocalPort is the proxy's port (0: a free one; the CLI's default is
+	// DefaultLocalPort).
+	LocalPort int
+	// LocalRoot is the local directory of the job's files, the localRoot
+	// of the attach configurations ("": WorkingDir, else the current
+	// directory).
+	LocalRoot string
+	// WriteLaunch is a launch.json the session keeps up to date with one
+	// attach configuration per paused task ("": none).
+	WriteLaunch string
 }
 
 // Defaults of Options.
@@ -121,6 +138,7 @@ type session struct {
 	created  []*unstructured.Unstructured
 	forwards []*Forward
 	podLines map[string]string
+	tunnels  *tunnels // --local
 }
 
 func (s *session) report(e Event) {
@@ -167,6 +185,11 @@ func Run(ctx context.Context, o Options, r Reporter) (out Outcome, err error) {
 		return out, err
 	}
 	s := &session{o: o, c: c, r: r, podLines: map[string]string{}}
+	if o.Local {
+		if err := s.checkAccess(ctx, localAccess); err != nil {
+			return out, err
+		}
+	}
 	defer func() {
 		for _, f := range s.forwards {
 			f.Close()
@@ -241,11 +264,14 @@ func (s *session) reportInjectWarnings(res *inject.Result) {
 // applyManifest injects the sidecar, applies the Secret and the documents.
 func (s *session) applyManifest(ctx context.Context) error {
 	o := s.o
-	res, err := inject.Apply(ctx, o.File, o.Manifest, o.Inject...)
-	if err != nil {
-		return err
+	res := &inject.Result{Output: o.Manifest}
+	if !o.Local {
+		var err error
+		if res, err = inject.Apply(ctx, o.File, o.Manifest, o.Inject...); err != nil {
+			return err
+		}
+		s.reportInjectWarnings(res)
 	}
-	s.reportInjectWarnings(res)
 	docs, err := ParseDocuments(o.File, res.Output)
 	if err != nil {
 		return err
@@ -284,9 +310,11 @@ func (s *session) applyManifest(ctx context.Context) error {
 	}
 	// What the session applies, in order: the password Secret (unless it
 	// exists), the pre-pull DaemonSet, the other documents, the Ray one.
-	secret, err := s.passwordSecret(ctx)
-	if err != nil {
-		return err
+	var secret *unstructured.Unstructured
+	if !o.Local {
+		if secret, err = s.passwordSecret(ctx); err != nil {
+			return err
+		}
 	}
 	var plan []*unstructured.Unstructured
 	notes := map[*unstructured.Unstructured]string{}
@@ -316,7 +344,7 @@ func (s *session) applyManifest(ctx context.Context) error {
 			return err
 		}
 	}
-	if secret == nil {
+	if secret == nil && !o.Local {
 		s.report(Event{Kind: KindApplied, Object: "Secret/" + s.o.SecretName, Message: fmt.Sprintf("Secret/%s exists in namespace %s: its password is kept", s.o.SecretName, s.c.Namespace)})
 	}
 	for _, u := range plan {
@@ -480,6 +508,10 @@ func (s *session) attach(ctx context.Context) error {
 		return fmt.Errorf("get RayCluster %s in namespace %s: %w", s.o.ClusterName, s.c.Namespace, err)
 	}
 	s.target, s.cluster = rc, rc.GetName()
+	if s.o.Local {
+		s.report(Event{Kind: KindApplied, Object: ref(rc), Message: fmt.Sprintf("RayCluster %s: attaching from this machine (--local): nothing to apply", rc.GetName())})
+		return nil
+	}
 	containers, _, _ := unstructured.NestedSlice(rc.Object, "spec", "headGroupSpec", "template", "spec", "containers")
 	for _, c := range containers {
 		if m, ok := c.(map[string]any); ok && m["name"] == s.o.SidecarName {
@@ -503,6 +535,9 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 		return out, err
 	}
 	s.forwards = append(s.forwards, dash)
+	if s.o.Local {
+		return s.followLocal(ctx, head, dash)
+	}
 	cs, err := s.c.PortForward(ctx, head.Name, csPort, s.o.CodeServerPort)
 	if err != nil {
 		return out, err
@@ -524,7 +559,31 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 	}
 	s.report(ready)
 
-	state, err := s.o.NewStateAPI(ready.DashboardURL)
+	return s.submitAndWatch(ctx, head, ready.DashboardURL)
+}
+
+// followLocal serves --local's dashboard proxy, says how to attach, then
+// submits and reports as follow does.
+func (s *session) followLocal(ctx context.Context, head *corev1.Pod, dash *Forward) (Outcome, error) {
+	proxyURL, stop, err := s.startLocal(dash.Addr())
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer stop()
+	host := strings.TrimPrefix(proxyURL, "http://")
+	s.report(Event{
+		Kind: KindReady, Pod: head.Name, DashboardURL: proxyURL, LocalRoot: s.localRoot(),
+		Message: fmt.Sprintf("head Pod %s is ready: the Ray dashboard, with paused tasks reachable from this machine, is at %s", head.Name, proxyURL),
+		Hint:    fmt.Sprintf("in VS Code's Ray Distributed Debugger view, add the cluster %s with localRoot %s; or attach ms-python.debugpy to the address each paused task gets below", host, s.localRoot()),
+	})
+	return s.submitAndWatch(ctx, head, "http://"+dash.Addr())
+}
+
+// submitAndWatch submits (when the session does) and reports until the job
+// ends.
+func (s *session) submitAndWatch(ctx context.Context, head *corev1.Pod, dashboardURL string) (Outcome, error) {
+	var out Outcome
+	state, err := s.o.NewStateAPI(dashboardURL)
 	if err != nil {
 		return out, err
 	}
@@ -534,7 +593,7 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 			if s.submits() {
 				return out, errors.New("debug: no Jobs API client to submit with")
 			}
-		} else if jobs, err = s.o.NewJobs(ready.DashboardURL); err != nil {
+		} else if jobs, err = s.o.NewJobs(dashboardURL); err != nil {
 			return out, err
 		}
 	}
@@ -608,6 +667,7 @@ func (s *session) submit(ctx context.Context, jobs Jobs, head *corev1.Pod) (stri
 // watch reports paused tasks, log lines and the job's end.
 func (s *session) watch(ctx context.Context, state StateAPI, jobs Jobs, out Outcome) (Outcome, error) {
 	tracker := newPausedTracker(state, s.podOfIP)
+	launched := map[string]*PausedTask{}
 	tick := time.NewTicker(s.o.Poll)
 	defer tick.Stop()
 	logged := 0
@@ -623,11 +683,38 @@ func (s *session) watch(ctx context.Context, state StateAPI, jobs Jobs, out Outc
 				lastErr = msg
 			}
 		}
+		var events []Event
 		for _, p := range paused {
-			s.report(Event{Kind: KindPaused, Task: p, Pod: p.Pod, JobID: p.JobID, Message: "paused: " + p.String()})
+			e := Event{Kind: KindPaused, Task: p, Pod: p.Pod, JobID: p.JobID, Message: "paused: " + p.String()}
+			if s.tunnels != nil {
+				s.localPause(ctx, p, &e)
+				launched[p.WorkerID] = p
+			}
+			events = append(events, e)
 		}
 		for _, p := range resumed {
-			s.report(Event{Kind: KindResumed, Task: p, Pod: p.Pod, JobID: p.JobID, Message: "resumed: " + p.String()})
+			if s.tunnels != nil {
+				s.tunnels.close(p.IP, p.Port)
+				delete(launched, p.WorkerID)
+			}
+			events = append(events, Event{Kind: KindResumed, Task: p, Pod: p.Pod, JobID: p.JobID, Message: "resumed: " + p.String()})
+		}
+		if s.tunnels != nil && len(events) > 0 && s.o.WriteLaunch != "" {
+			// Written before the events are reported: a paused event's
+			// configuration is in the file when the user reads the event.
+			var ps []*PausedTask
+			for _, p := range launched {
+				ps = append(ps, p)
+			}
+			if err := writeLaunch(s.o.WriteLaunch, ps, s.localRoot()); err != nil {
+				s.report(Event{Kind: KindWarning, Message: "warning: " + err.Error()})
+			}
+		}
+		for _, e := range events {
+			s.report(e)
+		}
+		if s.tunnels != nil {
+			s.reportTunnelProblems()
 		}
 		if out.JobID == "" && s.target != nil && s.target.GetKind() == "RayJob" {
 			out.JobID = s.rayJobID(ctx)
@@ -683,26 +770,12 @@ func (s *session) rayJobID(ctx context.Context) string {
 	return id
 }
 
-// podOfIP names the Pod of the session's Ray cluster that has ip (its
-// podIP or one of its podIPs), and its node type from KubeRay's
-// ray.io/node-type label: "head", or "worker" for a worker group's Pod.
-// A Pod that has ended is skipped (its IP may be another Pod's now).
+// podOfIP names the Pod of the session's Ray cluster that has ip (podByIP),
+// and its node type from KubeRay's ray.io/node-type label: "head", or
+// "worker" for a worker group's Pod.
 func (s *session) podOfIP(ctx context.Context, ip string) (string, string) {
-	pods, err := s.c.Core.CoreV1().Pods(s.c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "ray.io/cluster=" + s.cluster})
-	if err != nil {
-		return "", ""
-	}
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		has := p.Status.PodIP == ip
-		for _, a := range p.Status.PodIPs {
-			has = has || a.IP == ip
-		}
-		if has {
-			return p.Name, p.Labels["ray.io/node-type"]
-		}
+	if p := s.podByIP(ctx, ip); p != nil {
+		return p.Name, p.Labels["ray.io/node-type"]
 	}
 	return "", ""
 }

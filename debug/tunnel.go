@@ -8,6 +8,8 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"k8s.io/client-go/tools/remotecommand"
 )
@@ -15,7 +17,10 @@ import (
 // relayPython is the relay a tunnel runs in the Pod, given the address on
 // the command line: it connects to ip:port and copies its standard input
 // to the socket and the socket to its standard output, byte for byte,
-// until either side ends (standard input's end half-closes the socket).
+// until either side ends. The end of standard input (the local client
+// left, or the exec's stream closed) closes the socket and ends the
+// process at once: debugpy takes one client at a time, and a relay left
+// holding its connection would keep every later attach out.
 const relayPython = `import os, socket, sys, threading
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
 s.settimeout(None)
@@ -29,9 +34,11 @@ def up():
     except OSError:
         pass
     try:
-        s.shutdown(socket.SHUT_WR)
+        s.shutdown(socket.SHUT_RDWR)
+        s.close()
     except OSError:
         pass
+    os._exit(0)
 threading.Thread(target=up, daemon=True).start()
 out = sys.stdout.buffer
 while True:
@@ -142,13 +149,20 @@ func (t *Tunnel) accept() {
 func (t *Tunnel) relay(conn net.Conn) {
 	defer t.wg.Done()
 	stderr := &lineWriter{}
-	err := t.run(t.ctx, relayCommand(t.IP, t.Port), conn, conn, stderr)
+	// The relay ends by itself when its standard input ends; should the
+	// stream not carry that end (an older exec protocol has no half-close),
+	// the exec is cancelled a moment after the client left.
+	ctx, cancel := context.WithCancel(t.ctx)
+	defer cancel()
+	in := &eofReader{r: conn, eof: func() { time.AfterFunc(relayGrace, cancel) }}
+	err := t.run(ctx, relayCommand(t.IP, t.Port), in, conn, stderr)
+	clientLeft := in.ended() // before Close ends the read
 	conn.Close()
 	t.mu.Lock()
 	delete(t.conns, conn)
 	t.mu.Unlock()
-	if t.ctx.Err() != nil || t.onErr == nil {
-		return
+	if t.ctx.Err() != nil || clientLeft || t.onErr == nil {
+		return // closed, or the client left: nothing went wrong
 	}
 	if err == nil && stderr.suffix() == "" {
 		return
@@ -158,3 +172,24 @@ func (t *Tunnel) relay(conn net.Conn) {
 	}
 	t.onErr(fmt.Errorf("relaying 127.0.0.1:%d to %s:%d through an exec in Pod %s container %s: %w%s", t.LocalPort, t.IP, t.Port, t.Pod, t.Container, err, stderr.suffix()))
 }
+
+// relayGrace is how long a relay may take to end after its client left.
+const relayGrace = 5 * time.Second
+
+// eofReader calls eof once when r ends (EOF or an error).
+type eofReader struct {
+	r    io.Reader
+	eof  func()
+	once sync.Once
+	done atomic.Bool
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.once.Do(func() { e.done.Store(true); e.eof() })
+	}
+	return n, err
+}
+
+func (e *eofReader) ended() bool { return e.done.Load() }

@@ -45,8 +45,8 @@ func localRun(t *testing.T) streamFunc {
 	}
 }
 
-// echoServer echoes each connection until the client half-closes it, then
-// closes; it counts the connections it has served.
+// echoServer echoes each connection until the client closes it; it counts
+// the connections that have ended.
 func echoServer(t *testing.T) (addr string, port int, served func() int) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -104,13 +104,10 @@ func TestTunnelRelaysBytesBothWays(t *testing.T) {
 				return
 			}
 			defer c.Close()
-			go func() {
-				c.Write(payload)
-				c.(*net.TCPConn).CloseWrite() // the relay half-closes the server's side
-			}()
+			go c.Write(payload)
 			c.SetDeadline(time.Now().Add(30 * time.Second))
-			got, err := io.ReadAll(c)
-			if err != nil {
+			got := make([]byte, len(payload))
+			if _, err := io.ReadFull(c, got); err != nil {
 				t.Errorf("connection %d: %v", i, err)
 			}
 			if !bytes.Equal(got, payload) {
@@ -119,8 +116,14 @@ func TestTunnelRelaysBytesBothWays(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// The clients closed: each relay closes its connection to the server
+	// (which counts it then) and ends.
+	deadline := time.Now().Add(10 * time.Second)
+	for served() != 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
 	if n := served(); n != 2 {
-		t.Errorf("the server served %d connections, want 2", n)
+		t.Errorf("the server saw %d connections closed after the clients left, want 2", n)
 	}
 	mu.Lock()
 	defer mu.Unlock()

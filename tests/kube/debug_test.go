@@ -330,7 +330,12 @@ subjects:
 	}
 	// refused runs the session and checks that it failed naming want and
 	// left nothing in ns.
+	var refusedWith func(t *testing.T, args []string, want ...string)
 	refused := func(t *testing.T, want ...string) {
+		t.Helper()
+		refusedWith(t, args, want...)
+	}
+	refusedWith = func(t *testing.T, args []string, want ...string) {
 		t.Helper()
 		r := imagectlDebug(t, dir, nil, args...)
 		if r.code != 1 {
@@ -375,6 +380,14 @@ subjects:
 		grant(t, "- {apiGroups: [\"\"], resources: [secrets], verbs: [create, patch, delete]}\n- {apiGroups: [ray.io], resources: [rayjobs], verbs: [patch]}\n", "patch", "rayjobs.ray.io")
 		refused(t,
 			`rayjobs.ray.io "dbg" is forbidden: User "`+user+`" cannot create resource "rayjobs" in API group "ray.io" in the namespace "`+ns+`"`,
+			"(nothing was applied)")
+	})
+	t.Run("--local may port-forward, not exec", func(t *testing.T) {
+		// --local asks the API server (SelfSubjectAccessReview) for what it
+		// needs before it applies anything, and names what is missing.
+		grant(t, "- {apiGroups: [ray.io], resources: [rayjobs], verbs: [create, patch, delete]}\n- {apiGroups: [\"\"], resources: [pods/portforward], verbs: [create]}\n", "create", "pods/portforward")
+		refusedWith(t, []string{"--kubeconfig", kc, "-f", "job.yaml", "--local", "--local-port", "0", "--ready-timeout", "15s", "--cleanup"},
+			"debug --local: in namespace "+ns+` you may not "create" on pods/exec (the relay to a paused task's debugpy`,
 			"(nothing was applied)")
 	})
 }

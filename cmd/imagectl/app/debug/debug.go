@@ -41,13 +41,17 @@ type debugFlags struct {
 	output         string
 	codeServerPort int
 	sidecar        options.SidecarOptions
+	local          bool
+	localPort      int
+	localRoot      string
+	writeLaunch    string
 }
 
 // New returns imagectl debug.
 func New(g *options.Globals) *cobra.Command {
 	var f debugFlags
 	cmd := &cobra.Command{
-		Use:   "debug -f MANIFEST [--working-dir DIR] [-- ENTRYPOINT...] | debug --cluster NAME",
+		Use:   "debug -f MANIFEST [--local] [--working-dir DIR] [-- ENTRYPOINT...] | debug --cluster NAME [--local]",
 		Short: "From a Ray manifest to the paused line: inject, apply, wait, submit, port-forward, report paused tasks",
 		Long: `debug runs a debugging session on a Kubernetes cluster in one command:
 
@@ -84,7 +88,22 @@ stopped), or on Ctrl-C (exit 130), stopping its port-forwards. With --cleanup
 it then deletes exactly what it created (never an object that existed
 before); without it, it says what it left. A second Ctrl-C exits at once.
 --cluster NAME attaches to a RayCluster that runs already: nothing is applied,
-and its head must carry the sidecar.
+and its head must carry the sidecar (unless --local).
+
+--local debugs with the VS Code on this machine instead: no sidecar is
+injected (the manifest is applied as it is), and no code-server runs. It
+port-forwards the head's dashboard and serves a dashboard proxy on
+127.0.0.1:--local-port (8265) that passes every request through, except the
+State API's records of paused workers, whose ip and debugger_port it rewrites
+to a local tunnel: each tunnel relays its connections through an exec in the
+paused task's Pod (debugpy listens on the Pod's IP, which a port-forward
+cannot reach). In the Ray Distributed Debugger view add the cluster
+127.0.0.1:8265 with localRoot --local-root (default: --working-dir, else the
+current directory); or attach ms-python.debugpy to the address each paused
+event gives (--write-launch FILE keeps a launch.json with one attach
+configuration per paused task). It needs, in the namespace: create on
+pods/portforward and pods/exec, list on pods, get on rayclusters.ray.io,
+checked before anything is applied.
 
 -o json prints one event per line (applied, waiting, ready, submitted, paused,
 resumed, log, finished, cleanup) for tools.`,
@@ -93,7 +112,9 @@ resumed, log, finished, cleanup) for tools.`,
   imagectl debug -f rayjob.yaml --prepull --cleanup --working-dir . -- python my_script.py
   imagectl debug -f raycluster.yaml --working-dir ./src -- python train.py
   imagectl debug --cluster my-raycluster -n team-a --show-password
-  imagectl debug -f rayjob.yaml -o json | jq -c 'select(.event=="paused")'`,
+  imagectl debug -f rayjob.yaml -o json | jq -c 'select(.event=="paused")'
+  imagectl debug -f rayjob.yaml --local --working-dir . --write-launch .vscode/launch.json -- python my_script.py
+  imagectl debug --cluster my-raycluster --local --local-root ./src`,
 		RunE: func(cmd *cobra.Command, args []string) error { return run(g, cmd, &f, args) },
 	}
 	fl := cmd.Flags()
@@ -113,6 +134,10 @@ resumed, log, finished, cleanup) for tools.`,
 	fl.StringVarP(&f.output, "output", "o", "text", "text, or json (one event per line)")
 	fl.IntVar(&f.codeServerPort, "code-server-port", 0, "the local port of code-server's port-forward (default: a free port)")
 	f.sidecar.AddFlags(fl)
+	fl.BoolVar(&f.local, "local", false, "debug with the VS Code on this machine: no sidecar; a local dashboard proxy and a tunnel per paused task")
+	fl.IntVar(&f.localPort, "local-port", debug.DefaultLocalPort, "--local: the port of the dashboard proxy on 127.0.0.1 (0: a free port)")
+	fl.StringVar(&f.localRoot, "local-root", "", "--local: the local directory of the job's files, the attach's localRoot (default: --working-dir, else the current directory)")
+	fl.StringVar(&f.writeLaunch, "write-launch", "", "--local: keep this launch.json up to date with an attach configuration per paused task (others in it are kept)")
 	return cmd
 }
 
@@ -137,6 +162,10 @@ func run(g *options.Globals, cmd *cobra.Command, f *debugFlags, args []string) e
 		Logs:           f.logs,
 		CodeServerPort: f.codeServerPort,
 		NewJobs:        debug.NewRayJobs,
+		Local:          f.local,
+		LocalPort:      f.localPort,
+		LocalRoot:      f.localRoot,
+		WriteLaunch:    f.writeLaunch,
 	}
 	if f.file != "" {
 		data, err := readManifest(cmd, string(f.file))
@@ -179,6 +208,27 @@ func (f *debugFlags) check(cmd *cobra.Command, args []string) error {
 		for _, fl := range []string{"image", "repository", "no-resolve", "requests", "limits", "image-pull-secret", "allow-hostpath", "replace", "port", "working-dir", "prepull"} {
 			if cmd.Flags().Changed(fl) {
 				return options.Usagef("--cluster attaches to a running cluster and applies nothing; --%s does not apply", fl)
+			}
+		}
+	}
+	if f.local {
+		for _, fl := range []string{"image", "repository", "no-resolve", "http-timeout", "name", "port", "secret-name", "secret-key", "requests", "limits", "image-pull-secret", "allow-hostpath", "prepull", "show-password", "open", "code-server-port"} {
+			if cmd.Flags().Lookup(fl) != nil && cmd.Flags().Changed(fl) {
+				return options.Usagef("--local injects no sidecar and runs no code-server; --%s does not apply", fl)
+			}
+		}
+		if f.localPort < 0 || f.localPort > 65535 {
+			return options.Usagef("--local-port %d: want 0 (a free port) to 65535", f.localPort)
+		}
+		if f.localRoot != "" {
+			if fi, err := os.Stat(f.localRoot); err != nil || !fi.IsDir() {
+				return options.Usagef("--local-root %s: not a directory", f.localRoot)
+			}
+		}
+	} else {
+		for _, fl := range []string{"local-port", "local-root", "write-launch"} {
+			if cmd.Flags().Changed(fl) {
+				return options.Usagef("--%s is for --local", fl)
 			}
 		}
 	}

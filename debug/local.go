@@ -1,0 +1,332 @@
+package debug
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/imagectl/imagectl/debug/dashproxy"
+	"github.com/imagectl/imagectl/internal/safefile"
+	"github.com/imagectl/imagectl/smoke/dap"
+)
+
+// DefaultLocalPort is the local port of --local's dashboard proxy: the
+// dashboard's own, so the extension's cluster entry stays 127.0.0.1:8265.
+const DefaultLocalPort = 8265
+
+// LaunchPrefix starts the name of every launch.json configuration a
+// session writes; the others are kept as they are.
+const LaunchPrefix = "imagectl: "
+
+// access is one permission --local needs, and what for.
+type access struct {
+	verb, resource, subresource, group, why string
+}
+
+func (a access) String() string {
+	r := a.resource
+	if a.subresource != "" {
+		r += "/" + a.subresource
+	}
+	if a.group != "" {
+		r += "." + a.group
+	}
+	return fmt.Sprintf("%q on %s (%s)", a.verb, r, a.why)
+}
+
+// localAccess is what a --local session does through the API server.
+var localAccess = []access{
+	{verb: "create", resource: "pods", subresource: "portforward", why: "the dashboard's port-forward"},
+	{verb: "create", resource: "pods", subresource: "exec", why: "the relay to a paused task's debugpy, which listens on its Pod's IP only"},
+	{verb: "list", resource: "pods", why: "finding the Pod of a paused task's IP"},
+	{verb: "get", resource: "rayclusters", group: "ray.io", why: "the cluster's state"},
+}
+
+// checkAccess asks the API server (SelfSubjectAccessReview) for each
+// permission of want in the session's namespace and names the missing
+// ones. When the review itself cannot be made it says so as a warning:
+// the session then meets the refusal where it happens.
+func (s *session) checkAccess(ctx context.Context, want []access) error {
+	var missing []string
+	for _, a := range want {
+		r := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
+			Namespace: s.c.Namespace, Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
+		}}}
+		got, err := s.c.Core.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, r, metav1.CreateOptions{})
+		if err != nil {
+			s.report(Event{Kind: KindWarning, Message: fmt.Sprintf("warning: could not check the permissions debug --local needs (SelfSubjectAccessReview: %v); it needs %s", err, accessList(want))})
+			return nil
+		}
+		if !got.Status.Allowed {
+			missing = append(missing, a.String())
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("debug --local: in namespace %s you may not %s: ask for a Role granting them (nothing was applied)", s.c.Namespace, strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+func accessList(as []access) string {
+	var out []string
+	for _, a := range as {
+		out = append(out, a.String())
+	}
+	return strings.Join(out, ", ")
+}
+
+// tunnels keeps one Tunnel per paused worker (by ip:port), opened when the
+// session or the proxy first sees the pause, closed when it resumes. It is
+// the proxy's dashproxy.Tunneler.
+type tunnels struct {
+	s    *session
+	mu   sync.Mutex
+	open map[string]*Tunnel
+	// errs carries what goes wrong in the tunnels' and the proxy's
+	// goroutines to the session's, which reports it.
+	errs chan string
+}
+
+func newTunnels(s *session) *tunnels {
+	return &tunnels{s: s, open: map[string]*Tunnel{}, errs: make(chan string, 32)}
+}
+
+func (ts *tunnels) problem(msg string) {
+	select {
+	case ts.errs <- msg:
+	default: // the session reports what it has; a flood says no more
+	}
+}
+
+// Tunnel returns the local address of w's tunnel, opening it.
+func (ts *tunnels) Tunnel(ctx context.Context, w dashproxy.Worker) (string, int, error) {
+	t, err := ts.get(ctx, w.IP, w.DebuggerPort)
+	if err != nil {
+		return "", 0, err
+	}
+	return "127.0.0.1", t.LocalPort, nil
+}
+
+func (ts *tunnels) get(ctx context.Context, ip string, port int) (*Tunnel, error) {
+	key := net.JoinHostPort(ip, strconv.Itoa(port))
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if t, ok := ts.open[key]; ok {
+		return t, nil
+	}
+	pod := ts.s.podByIP(ctx, ip)
+	if pod == nil {
+		return nil, fmt.Errorf("no running Pod of RayCluster %s in namespace %s has the paused worker's IP %s: its Pod is gone", ts.s.cluster, ts.s.c.Namespace, ip)
+	}
+	container := pod.Spec.Containers[0].Name // KubeRay's Ray container
+	t, err := ts.s.c.OpenTunnel(ctx, pod.Name, container, ip, port, 0, func(err error) { ts.problem(err.Error()) })
+	if err != nil {
+		return nil, err
+	}
+	ts.open[key] = t
+	return t, nil
+}
+
+func (ts *tunnels) close(ip string, port int) {
+	key := net.JoinHostPort(ip, strconv.Itoa(port))
+	ts.mu.Lock()
+	t := ts.open[key]
+	delete(ts.open, key)
+	ts.mu.Unlock()
+	if t != nil {
+		t.Close()
+	}
+}
+
+func (ts *tunnels) closeAll() {
+	ts.mu.Lock()
+	open := ts.open
+	ts.open = map[string]*Tunnel{}
+	ts.mu.Unlock()
+	for _, t := range open {
+		t.Close()
+	}
+}
+
+// startLocal serves the dashboard proxy for --local in front of the
+// dashboard's port-forward; the returned stop closes it and every tunnel.
+func (s *session) startLocal(dashboardAddr string) (proxyURL string, stop func(), err error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.o.LocalPort)))
+	if err != nil {
+		return "", nil, fmt.Errorf("--local-port %d: the dashboard proxy cannot listen on 127.0.0.1:%d (%w): pass another port, or 0 for a free one", s.o.LocalPort, s.o.LocalPort, err)
+	}
+	s.tunnels = newTunnels(s)
+	p, err := dashproxy.New("http://"+dashboardAddr, s.tunnels, dashproxy.WithErrorFunc(func(w dashproxy.Worker, err error) {
+		s.tunnels.problem(fmt.Sprintf("the paused worker %s at %s:%d cannot be reached from here: %v", w.WorkerID, w.IP, w.DebuggerPort, err))
+	}))
+	if err != nil {
+		ln.Close()
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String(), func() {
+		srv.Close()
+		s.tunnels.closeAll()
+	}, nil
+}
+
+// localRoot is where the user's own copies of the job's files are: the
+// --local-root, else the --working-dir, else the current directory,
+// absolute.
+func (s *session) localRoot() string {
+	root := s.o.LocalRoot
+	if root == "" {
+		root = s.o.WorkingDir
+	}
+	if root == "" {
+		root = "."
+	}
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	return root
+}
+
+// LaunchConfig is the launch.json attach configuration of a paused task
+// for ms-python.debugpy: the Ray Distributed Debugger extension's own
+// (dap.ExtensionAttachArguments: justMyCode off, the worker's cwd, the
+// job's working_dir, mapped to localRoot) at the tunnel's address.
+func LaunchConfig(p *PausedTask, localRoot string) map[string]any {
+	host, port := p.IP, p.Port
+	if p.Local != "" {
+		h, ps, err := net.SplitHostPort(p.Local)
+		if n, perr := strconv.Atoi(ps); err == nil && perr == nil {
+			host, port = h, n
+		}
+	}
+	c := dap.ExtensionAttachArguments(host, port, localRoot)
+	c["type"] = "debugpy"
+	c["name"] = LaunchPrefix + p.String()
+	return c
+}
+
+// writeLaunch writes the launch.json at path: the user's configurations as
+// they were, and one per paused task. It refuses a file it cannot read as
+// JSON (VS Code allows comments; the session does not rewrite them), and
+// replaces the file in one rename.
+func writeLaunch(path string, paused []*PausedTask, localRoot string) error {
+	doc := map[string]any{"version": "0.2.0"}
+	var keep []any
+	data, err := safefile.ReadFile(path, 4<<20)
+	switch {
+	case err == nil:
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&doc); err != nil {
+			return fmt.Errorf("--write-launch %s: not plain JSON (%v): the session does not rewrite a file with comments; give another path", path, err)
+		}
+		cs, _ := doc["configurations"].([]any)
+		for _, c := range cs {
+			if m, ok := c.(map[string]any); ok && strings.HasPrefix(fmt.Sprint(m["name"]), LaunchPrefix) {
+				continue
+			}
+			keep = append(keep, c)
+		}
+	case errors.Is(err, os.ErrNotExist):
+	default:
+		return fmt.Errorf("--write-launch: %w", err)
+	}
+	sort.Slice(paused, func(i, j int) bool { return paused[i].WorkerID < paused[j].WorkerID })
+	for _, p := range paused {
+		keep = append(keep, LaunchConfig(p, localRoot))
+	}
+	if keep == nil {
+		keep = []any{}
+	}
+	doc["configurations"] = keep
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("--write-launch: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".launch-*.json")
+	if err != nil {
+		return fmt.Errorf("--write-launch: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(out, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("--write-launch %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("--write-launch %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("--write-launch %s: %w", path, err)
+	}
+	return nil
+}
+
+// podByIP is the running Pod of the session's Ray cluster that has ip
+// (its podIP or one of its podIPs), or nil. A Pod that has ended is
+// skipped (its IP may be another Pod's now).
+func (s *session) podByIP(ctx context.Context, ip string) *corev1.Pod {
+	pods, err := s.c.Core.CoreV1().Pods(s.c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "ray.io/cluster=" + s.cluster})
+	if err != nil {
+		return nil
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil || len(p.Spec.Containers) == 0 {
+			continue
+		}
+		has := p.Status.PodIP == ip
+		for _, a := range p.Status.PodIPs {
+			has = has || a.IP == ip
+		}
+		if has {
+			return p
+		}
+	}
+	return nil
+}
+
+// localPause opens the tunnel of a paused task and adds to its event the
+// local address and the attach configuration, or the reason it cannot be
+// reached from here.
+func (s *session) localPause(ctx context.Context, p *PausedTask, e *Event) {
+	t, err := s.tunnels.get(ctx, p.IP, p.Port)
+	if err != nil {
+		e.Problem = fmt.Sprintf("it cannot be reached from here: %v", err)
+		return
+	}
+	p.Local = t.Addr()
+	e.Launch = LaunchConfig(p, s.localRoot())
+	e.Hint = fmt.Sprintf("debugpy attach to %s (pathMappings: the worker's cwd, the job's working_dir, to %s); files outside the working_dir (py_modules, site-packages, the driver's) do not map to local files: VS Code shows debugpy's copy, read-only", p.Local, s.localRoot())
+}
+
+// reportTunnelProblems reports what the tunnels and the proxy met since
+// the last call.
+func (s *session) reportTunnelProblems() {
+	for {
+		select {
+		case msg := <-s.tunnels.errs:
+			s.report(Event{Kind: KindWarning, Message: "warning: " + msg})
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,274 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/imagectl/imagectl/debug"
+	"github.com/imagectl/imagectl/smoke/kind"
+)
+
+// localTasks is the working_dir module of the --local tests: two tasks,
+// each paused at breakpoint() with a line to step to after it.
+const localTasks = `"""Two tasks for imagectl debug --local: one runs on the head Pod, one on
+the worker Pod (the driver asks for the worker group's custom resource)."""
+
+
+def on_head(x):
+    breakpoint()  # paused on the head Pod
+    y = x * x
+    return y
+
+
+def on_worker(x):
+    breakpoint()  # paused on the worker Pod
+    y = x + 1
+    return y
+`
+
+// restrictedRayJob is the smoke RayJob with the stand-in Ray image, its
+// worker group offering the custom resource worker_slot, and both Pods as
+// PodSecurity "restricted" wants them (non-root, no privilege escalation,
+// every capability dropped, RuntimeDefault seccomp): no sidecar.
+func restrictedRayJob(t *testing.T, name, rayImage string) []byte {
+	t.Helper()
+	p := kind.Params{Name: name, RayVersion: "2.46.0", Python: "3.12"}
+	plain, err := kind.RenderPlain(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain = replaceAll(t, plain, p.RayImage(), rayImage, 2)
+	plain = replaceAll(t, plain, "      RAY_DEBUG_POST_MORTEM: \"1\"\n", "", 1)
+	plain = replaceAll(t, plain, "        num-cpus: \"1\"\n", "        num-cpus: \"1\"\n        resources: '\"{\\\"worker_slot\\\": 1}\"'\n", 1)
+	plain = replaceAll(t, plain, "            fsGroup: 100\n", "            fsGroup: 100\n            seccompProfile: {type: RuntimeDefault}\n", 2)
+	plain = replaceAll(t, plain, "              allowPrivilegeEscalation: false\n", "              allowPrivilegeEscalation: false\n              capabilities: {drop: [ALL]}\n", 2)
+	return plain
+}
+
+// TestDebugLocalOnNode runs imagectl debug --local on the node, in a
+// namespace that enforces PodSecurity "restricted", with no sidecar in any
+// Pod: one job whose driver runs two tasks at once, one paused on the head
+// Pod and one on the worker Pod. When both are reported paused, two
+// probes run on the host (imagectl smoke attach, the extension's queries,
+// outside any Pod) against the session's local dashboard proxy, one per
+// task, at the same time: each finds its task at the rewritten address,
+// attaches through the session's tunnel, stops in the task with the frame
+// mapped to the local working directory by real debugpy's path mapping
+// (the extension's pathMappings, localRoot the local directory), opens
+// the source from there, steps over the paused line, and continues; the
+// job succeeds. The launch.json the session keeps has an attach
+// configuration per paused task at its tunnel.
+func TestDebugLocalOnNode(t *testing.T) {
+	c := needCluster(t)
+	n := needNode(t)
+	dir := t.TempDir()
+	ns := c.namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"})
+	kc := c.kubeconfigIn(t, dir, ns)
+
+	wd := filepath.Join(dir, "working_dir")
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(wd, "tasks.py"), []byte(localTasks))
+	writeFile(t, filepath.Join(wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
+	writeFile(t, filepath.Join(dir, "job.yaml"), restrictedRayJob(t, "dbg-l", n.rayImage))
+	launch := filepath.Join(dir, ".vscode", "launch.json")
+	writeFile(t, launch, []byte(`{"version": "0.2.0", "configurations": [{"name": "mine", "type": "debugpy", "request": "launch", "program": "x.py"}]}`))
+	entrypoint := "python3 driver.py tasks on_head 7 & h=$!; python3 driver.py tasks on_worker 8 worker_slot=1; w=$?; wait $h && exit $w"
+
+	start := time.Now()
+	var proxy string
+	paused := map[string]*debug.PausedTask{}
+	var mu sync.Mutex
+	reports := map[string]localAttach{}
+	attached := false
+	r := imagectlDebug(t, dir, func(e debug.Event) bool {
+		switch e.Kind {
+		case debug.KindReady:
+			proxy = e.DashboardURL
+			if e.CodeServerURL != "" || e.LocalRoot != wd {
+				t.Errorf("ready event %+v: want no code-server and localRoot %s", e, wd)
+			}
+		case debug.KindPaused:
+			if e.Task == nil || e.Task.Local == "" || e.Launch == nil {
+				t.Errorf("paused event %+v: want the task, its local address and its launch configuration", e)
+				return true
+			}
+			paused[e.Task.Name] = e.Task
+			t.Logf("%s after %s: %s, here at %s", e.Task.Name, time.Since(start).Round(time.Second), e.Task, e.Task.Local)
+			if len(paused) < 2 || attached {
+				return false
+			}
+			attached = true
+			checkLaunch(t, launch, wd, paused)
+			// No sidecar in any Pod: the Ray containers alone.
+			for _, p := range c.pods(t, ns, "ray.io/node-type") {
+				if cs := names(p.Spec.Containers); len(cs) != 1 || !strings.HasPrefix(cs[0], "ray-") {
+					t.Errorf("Pod %s has containers %v, want its Ray container alone", p.Name, cs)
+				}
+			}
+			// Both tasks are paused: attach to both at once, from the host.
+			var wg sync.WaitGroup
+			for _, fn := range []string{"on_head", "on_worker"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					a := hostAttach(t, dir, proxy, wd, fn)
+					mu.Lock()
+					reports[fn] = a
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+		}
+		return false
+	}, "-f", "job.yaml", "--kubeconfig", kc, "--local", "--local-port", "0", "--working-dir", wd,
+		"--write-launch", launch, "--ready-timeout", "4m", "--cleanup", "--logs", "--", entrypoint)
+	if r.code != 0 {
+		c.dumpPods(t, ns)
+		t.Fatalf("imagectl debug --local exited %d, want 0\nstderr: %s", r.code, r.stderr)
+	}
+	if !attached {
+		t.Fatalf("the two tasks were never both paused: %v", paused)
+	}
+	for fn, pod := range map[string]string{"on_head": "head", "on_worker": "worker"} {
+		p := paused[fn]
+		if p.NodeType != pod {
+			t.Errorf("task %s paused on %s (%s), want the %s Pod", fn, p.Pod, p.NodeType, pod)
+		}
+		a := reports[fn]
+		wantPath := filepath.Join(wd, "tasks.py")
+		if !a.OK || a.Attach.Frame.Name != fn || a.Attach.Frame.Path != wantPath || a.Attach.Source.Opened != "path" || !a.Attach.Source.BreakpointVerified {
+			t.Errorf("attach to %s: %+v: want a stop in %s at %s (mapped by debugpy to the local working_dir), opened by path, a breakpoint there verified", fn, a, fn, wantPath)
+		}
+		if s := a.Attach.Stepped; s == nil || s.Name != fn || s.Line != a.Attach.Frame.Line+1 {
+			t.Errorf("attach to %s: stepped to %+v, want the next line of %s (%d)", fn, s, fn, a.Attach.Frame.Line+1)
+		}
+		if a.Attach.Address != p.Local {
+			t.Errorf("attach to %s dialled %s, want the session's tunnel %s (the proxy's rewritten address)", fn, a.Attach.Address, p.Local)
+		}
+	}
+	fin := r.find(debug.KindFinished)
+	if fin == nil || fin.JobStatus != "SUCCEEDED" {
+		t.Fatalf("finished event %+v: want the job SUCCEEDED", fin)
+	}
+	var logs []string
+	for _, e := range r.events {
+		if e.Kind == debug.KindLog {
+			logs = append(logs, e.Message)
+		}
+	}
+	for _, want := range []string{"RESULT 49", "RESULT 9"} {
+		if !strings.Contains(strings.Join(logs, "\n"), want) {
+			t.Errorf("--logs printed %q, want a line with %q", logs, want)
+		}
+	}
+	want := []string{"applied", "ready", "submitted", "paused", "resumed", "finished", "cleanup"}
+	if got := withoutKinds(r.kinds(), "log", "waiting", "warning"); strings.Join(withoutKinds(got, "paused", "resumed"), " ") != strings.Join(withoutKinds(want, "paused", "resumed"), " ") || !contains(got, "paused") || !contains(got, "resumed") {
+		t.Errorf("events %v, want (waiting, warnings and logs aside) %v", r.kinds(), want)
+	}
+	for _, e := range r.events {
+		if e.Kind == debug.KindWarning {
+			t.Errorf("warning: %s", e.Message)
+		}
+	}
+	// The launch.json has only the user's configuration once the tasks
+	// resumed.
+	checkLaunch(t, launch, wd, nil)
+}
+
+// localAttach is the JSON report of imagectl smoke attach.
+type localAttach struct {
+	OK     bool `json:"ok"`
+	Attach struct {
+		Address string `json:"address"`
+		Frame   struct {
+			Name string `json:"name"`
+			Path string `json:"path"`
+			Line int    `json:"line"`
+		} `json:"frame"`
+		Source struct {
+			Opened             string `json:"opened"`
+			BreakpointVerified bool   `json:"breakpointVerified"`
+		} `json:"source"`
+		Stepped *struct {
+			Name string `json:"name"`
+			Line int    `json:"line"`
+		} `json:"stepped"`
+	} `json:"attach"`
+}
+
+// hostAttach runs imagectl smoke attach on the host against the session's
+// proxy for the task fn, with the local working directory as localRoot.
+func hostAttach(t *testing.T, dir, proxy, wd, fn string) localAttach {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, stderr, err := run(ctx, dir, nil, nil, imagectlBin(t), "smoke", "attach", "--dashboard", proxy, "--local-root", wd,
+		"--task", fn, "--expect-function", fn, "--step", "--pause-timeout", "60s", "--output", "json")
+	var a localAttach
+	if jerr := json.Unmarshal([]byte(out), &a); jerr != nil {
+		t.Errorf("smoke attach --task %s: %v; its report is not JSON (%v):\n%s\n%s", fn, err, jerr, out, stderr)
+		return a
+	}
+	if err != nil {
+		t.Errorf("smoke attach --task %s: %v\n%s\n%s", fn, err, out, stderr)
+	}
+	t.Logf("host attach %s: %s", fn, oneLineJSON(out))
+	return a
+}
+
+func oneLineJSON(s string) string {
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// checkLaunch checks the launch.json --write-launch keeps: the user's own
+// configuration, then one debugpy attach per paused task at its tunnel,
+// its pathMappings from the worker's cwd to the local working directory.
+func checkLaunch(t *testing.T, path, wd string, paused map[string]*debug.PausedTask) {
+	t.Helper()
+	var doc struct {
+		Configurations []struct {
+			Name    string `json:"name"`
+			Type    string `json:"type"`
+			Request string `json:"request"`
+			Connect struct {
+				Host string
+				Port int
+			}
+			PathMappings []struct{ LocalRoot, RemoteRoot string }
+		} `json:"configurations"`
+	}
+	if err := json.Unmarshal(readFile(t, path), &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(doc.Configurations) != 1+len(paused) || doc.Configurations[0].Name != "mine" {
+		t.Errorf("%s: %d configurations (%+v), want the user's \"mine\" and one per paused task (%d)", path, len(doc.Configurations), doc.Configurations, len(paused))
+		return
+	}
+	for _, p := range paused {
+		found := false
+		for _, cf := range doc.Configurations[1:] {
+			if fmt.Sprintf("%s:%d", cf.Connect.Host, cf.Connect.Port) == p.Local {
+				found = true
+				if cf.Type != "debugpy" || cf.Request != "attach" || len(cf.PathMappings) == 0 || cf.PathMappings[0].LocalRoot != wd || cf.PathMappings[0].RemoteRoot != "." || !strings.HasPrefix(cf.Name, debug.LaunchPrefix) {
+					t.Errorf("%s: configuration %+v: want a debugpy attach mapping \".\" to %s", path, cf, wd)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no configuration attaches to %s (task %s)", path, p.Local, p.Name)
+		}
+	}
+}
