@@ -133,6 +133,9 @@ func (ts *tunnels) get(ctx context.Context, ip string, port int) (*Tunnel, error
 	if pod == nil {
 		return nil, fmt.Errorf("no running Pod of RayCluster %s in namespace %s has the paused worker's IP %s: its Pod is gone", ts.s.cluster, ts.s.c.Namespace, ip)
 	}
+	if len(pod.Spec.Containers) == 0 {
+		return nil, fmt.Errorf("Pod %s has no container to relay from", pod.Name)
+	}
 	container := pod.Spec.Containers[0].Name // KubeRay's Ray container
 	t, err := ts.s.c.OpenTunnel(ctx, pod.Name, container, ip, port, 0, func(err error) { ts.problem(err.Error()) })
 	if err != nil {
@@ -290,7 +293,7 @@ func (s *session) podByIP(ctx context.Context, ip string) *corev1.Pod {
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil || len(p.Spec.Containers) == 0 {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
 			continue
 		}
 		has := p.Status.PodIP == ip

@@ -78,6 +78,8 @@ var flagMeanings = map[string]string{
 	"cleanup": "debug: delete what it created", "show-password": "debug", "open": "debug: a browser",
 	"logs": "debug: the job's logs", "code-server-port": "debug: local port",
 	"prepull": "debug: the pre-pull DaemonSet",
+	"local":   "debug: the VS Code on this machine", "local-port": "debug: local port of the dashboard proxy",
+	"write-launch": "debug: a launch.json of attach configurations", "step": "attach: step over the paused line",
 }
 
 // Every flag of every verb has a name from flagMeanings and keeps one
