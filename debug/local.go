@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -166,27 +168,108 @@ func (ts *tunnels) closeAll() {
 	}
 }
 
+// RayAuthHeader is the header KubeRay's dashboard client sends Ray's token
+// in (dashboard_httpclient.go at v1.5.1); Ray's authentication middleware
+// reads Authorization, then this one, then its cookie.
+const RayAuthHeader = "X-Ray-Authorization"
+
 // startLocal serves the dashboard proxy for --local in front of the
-// dashboard's port-forward; the returned stop closes it and every tunnel.
-func (s *session) startLocal(dashboardAddr string) (proxyURL string, stop func(), err error) {
+// dashboard's port-forward. With token authentication (token not empty)
+// every request to the dashboard carries it, the proxy's and the
+// session's own (through a second, plain proxy on a free port: sessionURL).
+// The returned stop closes them and every tunnel.
+func (s *session) startLocal(dashboardAddr, token string) (proxyURL, sessionURL string, stop func(), err error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.o.LocalPort)))
 	if err != nil {
-		return "", nil, fmt.Errorf("--local-port %d: the dashboard proxy cannot listen on 127.0.0.1:%d (%w): pass another port, or 0 for a free one", s.o.LocalPort, s.o.LocalPort, err)
+		return "", "", nil, fmt.Errorf("--local-port %d: the dashboard proxy cannot listen on 127.0.0.1:%d (%w): pass another port, or 0 for a free one", s.o.LocalPort, s.o.LocalPort, err)
 	}
+	upstream := "http://" + dashboardAddr
 	s.tunnels = newTunnels(s)
-	p, err := dashproxy.New("http://"+dashboardAddr, s.tunnels, dashproxy.WithErrorFunc(func(w dashproxy.Worker, err error) {
+	opts := []dashproxy.Option{dashproxy.WithErrorFunc(func(w dashproxy.Worker, err error) {
 		s.tunnels.problem(fmt.Sprintf("the paused worker %s at %s:%d cannot be reached from here: %v", w.WorkerID, w.IP, w.DebuggerPort, err))
-	}))
+	})}
+	if token != "" {
+		opts = append(opts, dashproxy.WithHeader(RayAuthHeader, "Bearer "+token))
+	}
+	p, err := dashproxy.New(upstream, s.tunnels, opts...)
 	if err != nil {
 		ln.Close()
-		return "", nil, err
+		return "", "", nil, err
 	}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	go srv.Serve(ln)
-	return "http://" + ln.Addr().String(), func() {
-		srv.Close()
+	servers := []*http.Server{srv}
+	sessionURL = upstream
+	if token != "" {
+		u, _ := url.Parse(upstream)
+		rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(u)
+			r.Out.Header.Set(RayAuthHeader, "Bearer "+token)
+		}}
+		sl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			srv.Close()
+			return "", "", nil, fmt.Errorf("the session's dashboard proxy: %w", err)
+		}
+		ss := &http.Server{Handler: rp, ReadHeaderTimeout: 30 * time.Second}
+		go ss.Serve(sl)
+		servers = append(servers, ss)
+		sessionURL = "http://" + sl.Addr().String()
+	}
+	return "http://" + ln.Addr().String(), sessionURL, func() {
+		for _, srv := range servers {
+			srv.Close()
+		}
 		s.tunnels.closeAll()
 	}, nil
+}
+
+// rayAuthToken is the token of Ray's token authentication when the head's
+// Ray container runs with it (RAY_AUTH_MODE=token, as KubeRay's
+// authOptions.mode token sets it from v1.5.1, or the user's own env), read
+// from RAY_AUTH_TOKEN: its value, or the Secret key it refers to (KubeRay's
+// Secret named after the cluster, key auth_token). "" without token
+// authentication. The token is never reported.
+func (s *session) rayAuthToken(ctx context.Context, head *corev1.Pod) (string, error) {
+	if len(head.Spec.Containers) == 0 {
+		return "", nil
+	}
+	env := head.Spec.Containers[0].Env
+	mode := ""
+	for _, e := range env {
+		if e.Name == "RAY_AUTH_MODE" {
+			mode = e.Value
+		}
+	}
+	if !strings.EqualFold(mode, "token") {
+		return "", nil
+	}
+	for _, e := range env {
+		if e.Name != "RAY_AUTH_TOKEN" {
+			continue
+		}
+		if e.ValueFrom == nil {
+			if e.Value != "" {
+				return e.Value, nil
+			}
+			break
+		}
+		ref := e.ValueFrom.SecretKeyRef
+		if ref == nil {
+			break
+		}
+		sec, err := s.c.Core.CoreV1().Secrets(s.c.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("the Ray cluster uses token authentication (RAY_AUTH_MODE=token in Pod %s): reading its token from Secret %s in namespace %s (ask for \"get\" on secrets): %w", head.Name, ref.Name, s.c.Namespace, err)
+		}
+		tok := strings.TrimSpace(string(sec.Data[ref.Key]))
+		if tok == "" {
+			return "", fmt.Errorf("the Ray cluster uses token authentication (RAY_AUTH_MODE=token in Pod %s), and Secret %s in namespace %s has no key %q", head.Name, ref.Name, s.c.Namespace, ref.Key)
+		}
+		s.report(Event{Kind: KindWarning, Pod: head.Name, Message: fmt.Sprintf("the Ray cluster uses token authentication: the dashboard proxy sends the token of Secret %s (key %s) with every request; it is not printed or stored", ref.Name, ref.Key)})
+		return tok, nil
+	}
+	return "", fmt.Errorf("the Ray cluster uses token authentication (RAY_AUTH_MODE=token in Pod %s) but its Ray container has no RAY_AUTH_TOKEN to read the token from", head.Name)
 }
 
 // localRoot is where the user's own copies of the job's files are: the

@@ -2,12 +2,21 @@ package debug
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/imagectl/imagectl/debug/dashproxy"
 )
 
 func TestWriteLaunchKeepsTheUsersConfigurations(t *testing.T) {
@@ -90,4 +99,90 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestTokenAuthentication: when the head's Ray container runs with
+// RAY_AUTH_MODE=token and RAY_AUTH_TOKEN from a Secret (as KubeRay's
+// authOptions.mode token sets it), the proxy and the session's own
+// dashboard URL both reach a dashboard that refuses requests without the
+// token, and no event carries the token.
+func TestTokenAuthentication(t *testing.T) {
+	const token = "s3cr3t-t0ken-value"
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Ray-Authorization") != "Bearer "+token {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		io.WriteString(w, `{"result": true, "msg": "", "data": {"clusterId": "abc"}}`)
+	}))
+	defer upstream.Close()
+	head := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rc-head-x", Namespace: "ns"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "ray-head",
+		Env: []corev1.EnvVar{{Name: "RAY_AUTH_MODE", Value: "token"}, {Name: "RAY_AUTH_TOKEN", ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "rc"}, Key: "auth_token"}}}},
+	}}}}
+	var events []Event
+	newSession := func(objs ...runtime.Object) *session {
+		return &session{o: Options{Local: true}, c: &Cluster{Namespace: "ns", Core: kubefake.NewSimpleClientset(objs...)}, cluster: "rc",
+			r: ReporterFunc(func(e Event) { events = append(events, e) })}
+	}
+
+	s := newSession(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rc", Namespace: "ns"}, Data: map[string][]byte{"auth_token": []byte(token + "\n")}})
+	tok, err := s.rayAuthToken(t.Context(), head)
+	if err != nil || tok != token {
+		t.Fatalf("rayAuthToken = %q, %v: want the Secret's token", tok, err)
+	}
+	proxyURL, sessionURL, stop, err := s.startLocal(strings.TrimPrefix(upstream.URL, "http://"), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	for _, u := range []string{upstream.URL, proxyURL, sessionURL} {
+		resp, err := http.Get(u + "/cluster_id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := http.StatusOK
+		if u == upstream.URL {
+			want = http.StatusUnauthorized // the dashboard itself refuses a request without the token
+		}
+		if resp.StatusCode != want {
+			t.Errorf("GET %s/cluster_id: %d, want %d", u, resp.StatusCode, want)
+		}
+	}
+	for _, e := range events {
+		if b, _ := json.Marshal(e); strings.Contains(string(b), token) {
+			t.Errorf("event carries the token: %s", b)
+		}
+	}
+
+	// Without the Secret: the error names it and the permission.
+	_, err = newSession().rayAuthToken(t.Context(), head)
+	if err == nil || !strings.Contains(err.Error(), "Secret rc in namespace ns") || !strings.Contains(err.Error(), `"get" on secrets`) {
+		t.Errorf("got %v: want an error naming the Secret and the permission", err)
+	}
+	// Without token authentication: no token, no Secret read.
+	head.Spec.Containers[0].Env = nil
+	if tok, err := newSession().rayAuthToken(t.Context(), head); tok != "" || err != nil {
+		t.Errorf("no RAY_AUTH_MODE: got %q, %v; want nothing", tok, err)
+	}
+}
+
+// TestTunnelForAGonePod: a paused worker whose IP no running Pod of the
+// cluster has any more is named, with no tunnel opened.
+func TestTunnelForAGonePod(t *testing.T) {
+	ended := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rc-workers-worker-old", Namespace: "ns", Labels: map[string]string{"ray.io/cluster": "rc"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "ray-worker"}}}, Status: corev1.PodStatus{Phase: corev1.PodFailed, PodIP: "10.0.0.9"}}
+	s := &session{o: Options{Local: true}, c: &Cluster{Namespace: "ns", Core: kubefake.NewSimpleClientset(ended)}, cluster: "rc"}
+	ts := newTunnels(s)
+	defer ts.closeAll()
+	_, _, err := ts.Tunnel(t.Context(), dashproxy.Worker{WorkerID: "w1", IP: "10.0.0.9", DebuggerPort: 41000, NumPausedThreads: 1})
+	want := "no running Pod of RayCluster rc in namespace ns has the paused worker's IP 10.0.0.9: its Pod is gone"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
+	if len(ts.open) != 0 {
+		t.Errorf("tunnels open: %v", ts.open)
+	}
 }

@@ -565,7 +565,11 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 // followLocal serves --local's dashboard proxy, says how to attach, then
 // submits and reports as follow does.
 func (s *session) followLocal(ctx context.Context, head *corev1.Pod, dash *Forward) (Outcome, error) {
-	proxyURL, stop, err := s.startLocal(dash.Addr())
+	token, err := s.rayAuthToken(ctx, head)
+	if err != nil {
+		return Outcome{}, err
+	}
+	proxyURL, sessionURL, stop, err := s.startLocal(dash.Addr(), token)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -576,7 +580,7 @@ func (s *session) followLocal(ctx context.Context, head *corev1.Pod, dash *Forwa
 		Message: fmt.Sprintf("head Pod %s is ready: the Ray dashboard, with paused tasks reachable from this machine, is at %s", head.Name, proxyURL),
 		Hint:    fmt.Sprintf("in VS Code's Ray Distributed Debugger view, add the cluster %s with localRoot %s; or attach ms-python.debugpy to the address each paused task gets below", host, s.localRoot()),
 	})
-	return s.submitAndWatch(ctx, head, "http://"+dash.Addr())
+	return s.submitAndWatch(ctx, head, sessionURL)
 }
 
 // submitAndWatch submits (when the session does) and reports until the job
