@@ -80,6 +80,9 @@ func TestDebugLocalOnNode(t *testing.T) {
 	writeFile(t, filepath.Join(wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
 	writeFile(t, filepath.Join(dir, "job.yaml"), restrictedRayJob(t, "dbg-l", n.rayImage))
 	launch := filepath.Join(dir, ".vscode", "launch.json")
+	if err := os.MkdirAll(filepath.Dir(launch), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	writeFile(t, launch, []byte(`{"version": "0.2.0", "configurations": [{"name": "mine", "type": "debugpy", "request": "launch", "program": "x.py"}]}`))
 	entrypoint := "python3 driver.py tasks on_head 7 & h=$!; python3 driver.py tasks on_worker 8 worker_slot=1; w=$?; wait $h && exit $w"
 
