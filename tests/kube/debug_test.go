@@ -385,7 +385,7 @@ subjects:
 	t.Run("--local may port-forward, not exec", func(t *testing.T) {
 		// --local asks the API server (SelfSubjectAccessReview) for what it
 		// needs before it applies anything, and names what is missing.
-		grant(t, "- {apiGroups: [ray.io], resources: [rayjobs], verbs: [create, patch, delete]}\n- {apiGroups: [\"\"], resources: [pods/portforward], verbs: [create]}\n", "create", "pods/portforward")
+		grant(t, "- {apiGroups: [ray.io], resources: [rayjobs], verbs: [create, patch, delete]}\n- {apiGroups: [\"\"], resources: [pods/portforward], verbs: [create]}\n", "create", "rayjobs.ray.io")
 		refusedWith(t, []string{"--kubeconfig", kc, "-f", "job.yaml", "--local", "--local-port", "0", "--ready-timeout", "15s", "--cleanup"},
 			"debug --local: in namespace "+ns+` you may not "create" on pods/exec (the relay to a paused task's debugpy`,
 			"(nothing was applied)")
