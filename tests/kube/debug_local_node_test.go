@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -274,4 +275,85 @@ func checkLaunch(t *testing.T, path, wd string, paused map[string]*debug.PausedT
 			t.Errorf("%s: no configuration attaches to %s (task %s)", path, p.Local, p.Name)
 		}
 	}
+}
+
+// TestDebugLocalInterruptOnNode: Ctrl-C while a client holds a tunnel to
+// a task paused on the worker Pod. debug exits 130; its proxy and tunnel
+// no longer listen; and no relay is left running in any Pod (the exec's
+// end ends it), so the paused task can be attached again.
+func TestDebugLocalInterruptOnNode(t *testing.T) {
+	c := needCluster(t)
+	n := needNode(t)
+	dir := t.TempDir()
+	ns := c.namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	kc := c.kubeconfigIn(t, dir, ns)
+	wd := filepath.Join(dir, "working_dir")
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(wd, "tasks.py"), []byte(localTasks))
+	writeFile(t, filepath.Join(wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
+	writeFile(t, filepath.Join(dir, "job.yaml"), restrictedRayJob(t, "dbg-i", n.rayImage))
+
+	var proxy, tunnel string
+	var held net.Conn
+	r := imagectlDebug(t, dir, func(e debug.Event) bool {
+		switch e.Kind {
+		case debug.KindReady:
+			proxy = e.DashboardURL
+		case debug.KindPaused:
+			if e.Task == nil || e.Task.Local == "" {
+				t.Errorf("paused event %+v: want a local address", e)
+				return true
+			}
+			tunnel = e.Task.Local
+			// A client on the tunnel: a relay runs in the worker Pod.
+			conn, err := net.DialTimeout("tcp", tunnel, 10*time.Second)
+			if err != nil {
+				t.Errorf("dialling the tunnel %s: %v", tunnel, err)
+				return true
+			}
+			held = conn
+			pod := e.Task.Pod
+			c.waitFor(t, 60*time.Second, "the relay in Pod "+pod, func() (bool, error) {
+				return len(relays(t, c, ns, pod)) > 0, nil
+			})
+			return true
+		}
+		return false
+	}, "-f", "job.yaml", "--kubeconfig", kc, "--local", "--local-port", "0", "--working-dir", wd, "--ready-timeout", "4m",
+		"--", "python3 driver.py tasks on_worker 8 worker_slot=1")
+	if held != nil {
+		defer held.Close()
+	}
+	if r.code != 130 {
+		c.dumpPods(t, ns)
+		t.Fatalf("imagectl debug exited %d after Ctrl-C, want 130\nstderr: %s", r.code, r.stderr)
+	}
+	if tunnel == "" {
+		t.Fatal("no task was reported paused")
+	}
+	for _, addr := range []string{strings.TrimPrefix(proxy, "http://"), tunnel} {
+		if conn, err := net.DialTimeout("tcp", addr, 2*time.Second); err == nil {
+			conn.Close()
+			t.Errorf("%s still accepts connections after imagectl debug exited", addr)
+		}
+	}
+	held.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := held.Read(make([]byte, 1)); err == nil {
+		t.Error("the held connection is still open")
+	}
+	for _, p := range c.pods(t, ns, "ray.io/node-type") {
+		c.waitFor(t, 30*time.Second, "no relay left in Pod "+p.Name, func() (bool, error) {
+			return len(relays(t, c, ns, p.Name)) == 0, nil
+		})
+	}
+}
+
+// relays lists the PIDs of the tunnel relays running in a Pod's Ray
+// container (their command line holds the relay's socket.create_connection).
+func relays(t *testing.T, c *cluster, ns, pod string) []string {
+	t.Helper()
+	out, _ := c.kubectl(t, nil, "exec", "-n", ns, pod, "--", "sh", "-c", `for f in /proc/[0-9]*/cmdline; do if grep -q "create_connectio[n]" "$f" 2>/dev/null; then p=${f#/proc/}; echo "${p%/cmdline}"; fi; done`)
+	return strings.Fields(out) // the pattern's brackets keep this shell out
 }
