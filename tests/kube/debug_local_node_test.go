@@ -361,3 +361,72 @@ func relays(t *testing.T, c *cluster, ns, pod string) []string {
 	out, _ := c.kubectl(t, nil, "exec", "-n", ns, pod, "--", "sh", "-c", `for f in /proc/[0-9]*/cmdline; do if grep -q "create_connectio[n]" "$f" 2>/dev/null; then p=${f#/proc/}; echo "${p%/cmdline}"; fi; done`)
 	return strings.Fields(out) // the pattern's brackets keep this shell out
 }
+
+// TestDebugLocalWorkerPodGoneOnNode: a task is paused on the worker Pod,
+// then the Pod is deleted. A client on the task's tunnel is not left
+// hanging (the relay's exec fails and the connection closes), and the
+// session names the Pod in a warning; Ctrl-C then ends it.
+func TestDebugLocalWorkerPodGoneOnNode(t *testing.T) {
+	c := needCluster(t)
+	n := needNode(t)
+	dir := t.TempDir()
+	ns := c.namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	kc := c.kubeconfigIn(t, dir, ns)
+	wd := filepath.Join(dir, "working_dir")
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(wd, "tasks.py"), []byte(localTasks))
+	writeFile(t, filepath.Join(wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
+	writeFile(t, filepath.Join(dir, "job.yaml"), restrictedRayJob(t, "dbg-g", n.rayImage))
+
+	var pod string
+	var closedAfter time.Duration
+	deleted := false
+	r := imagectlDebug(t, dir, func(e debug.Event) bool {
+		switch {
+		case e.Kind == debug.KindPaused && !deleted:
+			if e.Task == nil || e.Task.Local == "" || e.Task.NodeType != "worker" {
+				t.Errorf("paused event %+v: want a task on the worker Pod with a local address", e)
+				return true
+			}
+			pod = e.Task.Pod
+			c.must(t, nil, "delete", "pod", "-n", ns, pod, "--grace-period=0", "--force", "--wait=true")
+			deleted = true
+			start := time.Now()
+			conn, err := net.DialTimeout("tcp", e.Task.Local, 10*time.Second)
+			if err != nil {
+				t.Errorf("dialling the tunnel %s: %v", e.Task.Local, err)
+				return true
+			}
+			defer conn.Close()
+			conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+			if _, err := io.Copy(io.Discard, conn); errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("a client on the tunnel of the deleted Pod %s still hangs after 60s", pod)
+			}
+			closedAfter = time.Since(start)
+		case e.Kind == debug.KindWarning && deleted:
+			t.Logf("warning: %s", e.Message)
+			return strings.Contains(e.Message, "Pod "+pod)
+		}
+		return false
+	}, "-f", "job.yaml", "--kubeconfig", kc, "--local", "--local-port", "0", "--working-dir", wd, "--ready-timeout", "4m",
+		"--", "python3 driver.py tasks on_worker 8 worker_slot=1")
+	if !deleted {
+		c.dumpPods(t, ns)
+		t.Fatalf("no task was reported paused on the worker Pod (exit %d)\nstderr: %s", r.code, r.stderr)
+	}
+	t.Logf("the client's connection to the deleted Pod's tunnel closed after %s", closedAfter.Round(time.Millisecond))
+	var named bool
+	for _, e := range r.events {
+		if e.Kind == debug.KindWarning && strings.Contains(e.Message, "Pod "+pod) && strings.Contains(e.Message, "not found") {
+			named = true
+		}
+	}
+	if !named {
+		t.Errorf("no warning names the deleted Pod %s as not found: events %v", pod, r.kinds())
+	}
+	if r.code != 130 {
+		t.Errorf("exit %d after Ctrl-C, want 130\nstderr: %s", r.code, r.stderr)
+	}
+}
