@@ -746,10 +746,14 @@ func (s *session) watch(ctx context.Context, state StateAPI, jobs Jobs, out Outc
 			return out, context.Cause(ctx)
 		case <-tick.C:
 		}
-		for _, f := range s.forwards {
+		for i, f := range s.forwards {
 			select {
 			case err := <-f.Done():
-				return out, fmt.Errorf("the port-forward to Pod %s port %d ended (the Pod is gone, or the API server connection was lost): %v", f.Pod, f.PodPort, err)
+				nf, rerr := s.reforward(ctx, f, err)
+				if rerr != nil {
+					return out, rerr
+				}
+				s.forwards[i] = nf
 			default:
 			}
 		}
@@ -782,4 +786,49 @@ func (s *session) podOfIP(ctx context.Context, ip string) (string, string) {
 		return p.Name, p.Labels["ray.io/node-type"]
 	}
 	return "", ""
+}
+
+// reforwardWindow is how long a session tries to bring back a port-forward
+// that ended while its Pod still runs (the API server restarting, a
+// dropped connection).
+const reforwardWindow = time.Minute
+
+// reforward brings back, on the same local port, a port-forward that ended
+// with err: the URLs the session printed stay good. It gives up, saying
+// why, when the Pod is gone or after reforwardWindow.
+func (s *session) reforward(ctx context.Context, f *Forward, err error) (*Forward, error) {
+	ended := fmt.Sprintf("the port-forward to Pod %s port %d (local port %d) ended", f.Pod, f.PodPort, f.LocalPort)
+	if err != nil {
+		ended += fmt.Sprintf(" (%v)", err)
+	}
+	s.report(Event{Kind: KindWarning, Pod: f.Pod, Message: "warning: " + ended + ": bringing it back on the same local port"})
+	deadline := time.Now().Add(reforwardWindow)
+	var last error
+	for {
+		p, gerr := s.c.Core.CoreV1().Pods(s.c.Namespace).Get(ctx, f.Pod, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(gerr) || gerr == nil && (p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed):
+			return nil, fmt.Errorf("%s: the Pod is gone", ended)
+		case gerr != nil:
+			last = gerr
+		default:
+			nf, ferr := s.c.PortForward(ctx, f.Pod, f.PodPort, f.LocalPort)
+			if ferr == nil {
+				s.report(Event{Kind: KindWarning, Pod: f.Pod, Message: fmt.Sprintf("warning: the port-forward to Pod %s port %d is back on %s", f.Pod, f.PodPort, nf.Addr())})
+				return nf, nil
+			}
+			last = ferr
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s, and could not be brought back in %s (the API server connection was lost?): %w", ended, reforwardWindow, last)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(2 * time.Second):
+		}
+	}
 }

@@ -430,3 +430,130 @@ func TestDebugLocalWorkerPodGoneOnNode(t *testing.T) {
 		t.Errorf("exit %d after Ctrl-C, want 130\nstderr: %s", r.code, r.stderr)
 	}
 }
+
+// cutter is a TCP proxy of the test's own in front of the API server: the
+// session's kubeconfig points at it, so the test can drop every
+// connection and refuse new ones for a while, as an API server restart
+// does (TLS passes through: the server's certificate names 127.0.0.1).
+type cutter struct {
+	ln      net.Listener
+	target  string
+	mu      sync.Mutex
+	conns   map[net.Conn]bool
+	refuse  time.Time
+	cutDone int
+}
+
+func newCutter(t *testing.T, target string) *cutter {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cutter{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { ln.Close(); c.cut(0) })
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			refused := time.Now().Before(c.refuse)
+			c.mu.Unlock()
+			if refused {
+				in.Close()
+				continue
+			}
+			out, err := net.DialTimeout("tcp", target, 10*time.Second)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			c.mu.Lock()
+			c.conns[in], c.conns[out] = true, true
+			c.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return c
+}
+
+// cut closes every open connection and refuses new ones for d.
+func (c *cutter) cut(d time.Duration) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refuse = time.Now().Add(d)
+	n := len(c.conns)
+	for conn := range c.conns {
+		conn.Close()
+	}
+	c.conns = map[net.Conn]bool{}
+	return n
+}
+
+// TestDebugLocalAPIServerLostOnNode: while a task is paused, every
+// connection of the session to the API server is dropped and new ones are
+// refused for 10 s, as an API server restart does. The session brings the
+// dashboard's port-forward back on the same local port (saying so), the
+// proxy's address stays good, an attach from the host through it then
+// succeeds (a new tunnel connection is a new exec), and the job ends.
+func TestDebugLocalAPIServerLostOnNode(t *testing.T) {
+	c := needCluster(t)
+	n := needNode(t)
+	dir := t.TempDir()
+	ns := c.namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	kc := c.kubeconfigIn(t, dir, ns)
+	config := func(args ...string) string {
+		out, stderr, err := run(context.Background(), dir, nil, nil, "kubectl", append([]string{"--kubeconfig", kc, "config"}, args...)...)
+		if err != nil {
+			t.Fatalf("kubectl config %v: %v\n%s", args, err, stderr)
+		}
+		return strings.TrimSpace(out)
+	}
+	server := config("view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
+	cut := newCutter(t, strings.TrimPrefix(server, "https://"))
+	config("set-cluster", config("view", "--minify", "-o", "jsonpath={.clusters[0].name}"), "--server", "https://"+cut.ln.Addr().String())
+	wd := filepath.Join(dir, "working_dir")
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(wd, "tasks.py"), []byte(localTasks))
+	writeFile(t, filepath.Join(wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
+	writeFile(t, filepath.Join(dir, "job.yaml"), restrictedRayJob(t, "dbg-a", n.rayImage))
+
+	var proxy string
+	var back bool
+	var a localAttach
+	r := imagectlDebug(t, dir, func(e debug.Event) bool {
+		switch {
+		case e.Kind == debug.KindReady:
+			proxy = e.DashboardURL
+		case e.Kind == debug.KindPaused && proxy != "" && a.Attach.Address == "" && !back:
+			dropped := cut.cut(10 * time.Second)
+			t.Logf("dropped %d connections to the API server; refusing new ones for 10s", dropped)
+		case e.Kind == debug.KindWarning:
+			t.Logf("warning: %s", e.Message)
+			if strings.Contains(e.Message, "is back on") && !back {
+				back = true
+				a = hostAttach(t, dir, proxy, wd, "on_worker")
+			}
+		}
+		return false
+	}, "-f", "job.yaml", "--kubeconfig", kc, "--local", "--local-port", "0", "--working-dir", wd, "--ready-timeout", "4m", "--cleanup",
+		"--", "python3 driver.py tasks on_worker 8 worker_slot=1")
+	if !back {
+		c.dumpPods(t, ns)
+		t.Fatalf("the session never said its port-forward was back (exit %d)\nstderr: %s", r.code, r.stderr)
+	}
+	if !a.OK || a.Attach.Frame.Name != "on_worker" || a.Attach.Source.Opened != "path" {
+		t.Errorf("the attach after the API server came back: %+v", a)
+	}
+	if r.code != 0 {
+		t.Errorf("exit %d, want 0 (the job succeeds)\nstderr: %s", r.code, r.stderr)
+	}
+	if fin := r.find(debug.KindFinished); fin == nil || fin.JobStatus != "SUCCEEDED" {
+		t.Errorf("finished event %+v: want the job SUCCEEDED", fin)
+	}
+}
