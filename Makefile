@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # -s -w strip the symbol table and DWARF, as ko's and kind's release builds
 # do (with -trimpath): the binary is copied into the sidecar and downloaded;
 # build_test.go checks the build recipe keeps them.
-LDFLAGS := -s -w -X github.com/imagectl/imagectl/cmd/imagectl/app/options.Version=$(VERSION)
+LDFLAGS := -s -w -X github.com/imagectl/imagectl/cmd/imagectl/app/options/base.Version=$(VERSION)
 # An empty IMAGECTL_TEST_CACHE counts as unset (as in the scripts' ${VAR:-default}):
 # ?= would keep it empty and make $(IMAGECTL_TEST_CACHE)/bin /bin.
 export IMAGECTL_TEST_CACHE := $(or $(IMAGECTL_TEST_CACHE),$(HOME)/.cache/imagectl-test)

@@ -49,7 +49,7 @@ func TestBuildStripsSymbols(t *testing.T) {
 			t.Errorf("make build's -ldflags %q lack %s", m[1], want)
 		}
 	}
-	if !strings.Contains(m[1], "options.Version=v0.0.0-test") {
+	if !strings.Contains(m[1], "options/base.Version=v0.0.0-test") {
 		t.Errorf("make build's -ldflags %q do not set the version", m[1])
 	}
 

@@ -16,7 +16,9 @@
 //	                --verbose, stdout, stderr), the one constructor of the
 //	                gallery clients, exit codes and ExitError, BindEnv (the one
 //	                environment fallback of a flag), warnings, deadlines and
-//	                the link-time Version
+//	                the link-time Version; the part of it that links
+//	                nothing heavy is app/options/base (re-exported by
+//	                options), which imagectl-probe links instead
 //	app/<verb>/     one package per verb group: version, matrix, extensions,
 //	                build, sign, verify, smoke, release (plan and release),
 //	                inject
