@@ -42,7 +42,8 @@ import (
 //   - the CLI links no sigs.k8s.io/kind (the kind harness runs the kind
 //     CLI), and only package sbom, the scanner, imports syft;
 //   - the CLI's verb packages (cmd/imagectl/app/<verb>) import
-//     cmd/imagectl/app/options and the libraries, never each other.
+//     cmd/imagectl/app/options (and options/base), their own subpackages
+//     and the libraries, never each other.
 
 const module = "github.com/imagectl/imagectl"
 
@@ -380,8 +381,10 @@ func TestPylockIsLow(t *testing.T) {
 }
 
 // TestVerbsStandAlone: each verb package of the CLI (cmd/imagectl/app/<verb>)
-// imports options and the libraries, never another verb nor app, so a verb
-// is added or removed as one package and one line in app's root command.
+// imports options (and options/base, the part of it that links nothing
+// heavy), its own subpackages (smoke/attach) and the libraries, never
+// another verb nor app, so a verb is added or removed as one package tree
+// and one line in app's root command.
 func TestVerbsStandAlone(t *testing.T) {
 	pkgs := loadGraph(t)
 	const app = module + "/cmd/imagectl/app"
@@ -392,13 +395,25 @@ func TestVerbsStandAlone(t *testing.T) {
 			continue
 		}
 		verbs++
+		verb, _, _ := strings.Cut(strings.TrimPrefix(p.ImportPath, app+"/"), "/")
 		for _, imp := range p.Imports {
-			if under(imp, "cmd/imagectl/app") && imp != app+"/options" {
-				t.Errorf("%s imports %s: a verb imports only cmd/imagectl/app/options of the CLI", p.ImportPath, imp)
+			if under(imp, "cmd/imagectl/app") && !under(imp, "cmd/imagectl/app/options") && !under(imp, "cmd/imagectl/app/"+verb) {
+				t.Errorf("%s imports %s: a verb imports only cmd/imagectl/app/options (or options/base) and its own subpackages of the CLI", p.ImportPath, imp)
 			}
 		}
 	}
 	if verbs < 5 {
 		t.Fatalf("found %d packages under cmd/imagectl/app, want the options package and the verbs", verbs)
+	}
+	// options/base is what a small binary links instead of options: it
+	// imports nothing of the CLI.
+	b := pkgs[app+"/options/base"]
+	if b == nil {
+		t.Fatalf("go list named no package %s/options/base", app)
+	}
+	for _, d := range b.Deps {
+		if under(d, "cmd/imagectl") {
+			t.Errorf("%s depends on %s: base is the plumbing options re-exports, below every package of the CLI", b.ImportPath, d)
+		}
 	}
 }

@@ -23,8 +23,10 @@
 //	                build, sign, verify, smoke, release (plan and release),
 //	                inject
 //
-// Verb packages import options and the libraries, never each other. Adding
-// a verb: create app/<verb> with
+// Verb packages import options (or options/base), their own subpackages
+// and the libraries, never each other (smoke/attach, the command of smoke
+// attach, is smoke's, and imagectl-probe's). Adding a verb: create
+// app/<verb> with
 //
 //	func New(g *options.Globals) *cobra.Command
 //
