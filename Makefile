@@ -4,17 +4,21 @@ GO ?= go
 BIN ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # -s -w strip the symbol table and DWARF, as ko's and kind's release builds
-# do (with -trimpath): the binary is copied into the sidecar and downloaded;
-# build_test.go checks the build recipe keeps them.
-LDFLAGS := -s -w -X github.com/imagectl/imagectl/cmd/imagectl/app/options.Version=$(VERSION)
+# do (with -trimpath): the binaries are copied into the sidecar and
+# downloaded; build_test.go checks the build recipe keeps them. The version
+# is options/base's, which imagectl and imagectl-probe both link.
+LDFLAGS := -s -w -X github.com/imagectl/imagectl/cmd/imagectl/app/options/base.Version=$(VERSION)
 # An empty IMAGECTL_TEST_CACHE counts as unset (as in the scripts' ${VAR:-default}):
 # ?= would keep it empty and make $(IMAGECTL_TEST_CACHE)/bin /bin.
 export IMAGECTL_TEST_CACHE := $(or $(IMAGECTL_TEST_CACHE),$(HOME)/.cache/imagectl-test)
 
 .PHONY: build deps test unit kube race fuzz e2e bench lint ci
 
-build: ## Build bin/imagectl (static, so it can be copied into the code-server sidecar; stripped, -s -w -trimpath)
+# imagectl-probe is smoke attach alone, the small binary copied into the
+# code-server sidecar (arch_test.go holds it under 15 MB unstripped).
+build: ## Build bin/imagectl and bin/imagectl-probe (static, so they can be copied into the code-server sidecar; stripped, -s -w -trimpath)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/imagectl ./cmd/imagectl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/imagectl-probe ./cmd/imagectl-probe
 
 deps: ## Install what the tests need (idempotent; cached under $IMAGECTL_TEST_CACHE)
 	bash hack/timed.sh deps bash hack/install-deps.sh

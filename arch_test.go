@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -42,7 +44,12 @@ import (
 //   - the CLI links no sigs.k8s.io/kind (the kind harness runs the kind
 //     CLI), and only package sbom, the scanner, imports syft;
 //   - the CLI's verb packages (cmd/imagectl/app/<verb>) import
-//     cmd/imagectl/app/options and the libraries, never each other.
+//     cmd/imagectl/app/options (and options/base), their own subpackages
+//     and the libraries, never each other;
+//   - the probe binary, cmd/imagectl-probe (smoke attach alone, copied into
+//     the code-server sidecar), links none of what the rest of imagectl
+//     needs (client-go, syft, BuildKit, sigstore, gRPC, the registry client,
+//     cmd/imagectl/app/options) and stays under 15 MB.
 
 const module = "github.com/imagectl/imagectl"
 
@@ -380,8 +387,10 @@ func TestPylockIsLow(t *testing.T) {
 }
 
 // TestVerbsStandAlone: each verb package of the CLI (cmd/imagectl/app/<verb>)
-// imports options and the libraries, never another verb nor app, so a verb
-// is added or removed as one package and one line in app's root command.
+// imports options (and options/base, the part of it that links nothing
+// heavy), its own subpackages (smoke/attach) and the libraries, never
+// another verb nor app, so a verb is added or removed as one package tree
+// and one line in app's root command.
 func TestVerbsStandAlone(t *testing.T) {
 	pkgs := loadGraph(t)
 	const app = module + "/cmd/imagectl/app"
@@ -392,13 +401,111 @@ func TestVerbsStandAlone(t *testing.T) {
 			continue
 		}
 		verbs++
+		verb, _, _ := strings.Cut(strings.TrimPrefix(p.ImportPath, app+"/"), "/")
 		for _, imp := range p.Imports {
-			if under(imp, "cmd/imagectl/app") && imp != app+"/options" {
-				t.Errorf("%s imports %s: a verb imports only cmd/imagectl/app/options of the CLI", p.ImportPath, imp)
+			if under(imp, "cmd/imagectl/app") && !under(imp, "cmd/imagectl/app/options") && !under(imp, "cmd/imagectl/app/"+verb) {
+				t.Errorf("%s imports %s: a verb imports only cmd/imagectl/app/options (or options/base) and its own subpackages of the CLI", p.ImportPath, imp)
 			}
 		}
 	}
 	if verbs < 5 {
 		t.Fatalf("found %d packages under cmd/imagectl/app, want the options package and the verbs", verbs)
+	}
+	// options/base is what a small binary links instead of options: it
+	// imports nothing of the CLI.
+	b := pkgs[app+"/options/base"]
+	if b == nil {
+		t.Fatalf("go list named no package %s/options/base", app)
+	}
+	for _, d := range b.Deps {
+		if under(d, "cmd/imagectl") {
+			t.Errorf("%s depends on %s: base is the plumbing options re-exports, below every package of the CLI", b.ImportPath, d)
+		}
+	}
+}
+
+// probe is the smoke attach binary copied into the code-server sidecar.
+const probe = module + "/cmd/imagectl-probe"
+
+// probeForbidden is what imagectl-probe must not link: what the other verbs
+// of imagectl need (TestProbeLinks checks that imagectl links each, so a
+// misspelt or vanished name does not pass vacuously).
+var probeForbidden = []string{
+	"k8s.io/client-go",
+	"sigs.k8s.io",
+	"github.com/anchore/syft",
+	"github.com/moby/buildkit",
+	"github.com/sigstore",
+	"github.com/docker",
+	"google.golang.org/grpc",
+	"go.opentelemetry.io",
+	"github.com/google/go-containerregistry/pkg/v1/remote",
+	module + "/cmd/imagectl/app/options",
+}
+
+// TestProbeLinks: imagectl-probe (go list -deps ./cmd/imagectl-probe) links
+// the attach command, its plumbing (cmd/imagectl/app/options/base) and
+// smoke/probe, and none of the heavy dependencies of imagectl's other verbs:
+// no client-go, no syft, no BuildKit, no sigstore, no gRPC, no registry
+// client, and not cmd/imagectl/app/options (whose flag groups link them
+// all) but only options/base.
+func TestProbeLinks(t *testing.T) {
+	pkgs := loadGraph(t)
+	p, cli := pkgs[probe], pkgs[module+"/cmd/imagectl"]
+	if p == nil || cli == nil {
+		t.Fatalf("go list named no package %s or %s/cmd/imagectl", probe, module)
+	}
+	dependsOn := func(deps []string, f string) []string {
+		var bad []string
+		for _, d := range deps {
+			if d == f || (strings.HasPrefix(d, f+"/") && f != module+"/cmd/imagectl/app/options") {
+				bad = append(bad, d)
+			}
+		}
+		return bad
+	}
+	for _, f := range probeForbidden {
+		if bad := dependsOn(p.Deps, f); len(bad) > 0 {
+			sort.Strings(bad)
+			t.Errorf("%s links %s (%d packages: %s): the probe carries smoke attach only; find the import that brings it in (go list -deps) and cut it", probe, f, len(bad), strings.Join(bad[:min(3, len(bad))], ", "))
+		}
+		if len(dependsOn(cli.Deps, f)) == 0 {
+			t.Errorf("imagectl links no %s: the rule guards nothing; update probeForbidden", f)
+		}
+	}
+	for _, want := range []string{module + "/cmd/imagectl/app/smoke/attach", module + "/cmd/imagectl/app/options/base", module + "/smoke/probe"} {
+		if !slices.Contains(p.Deps, want) {
+			t.Errorf("%s does not link %s: is it still the smoke attach probe?", probe, want)
+		}
+	}
+}
+
+// probeMaxBytes is imagectl-probe's size limit, unstripped (CGO_ENABLED=0
+// go build -trimpath, no -ldflags): 15 MB in decimal megabytes,
+// 15,000,000 bytes, not 15 MiB. make build's stripped copy is smaller still.
+const probeMaxBytes = 15 * 1000 * 1000
+
+// TestProbeSize builds imagectl-probe as the issue measures it
+// (CGO_ENABLED=0 go build -trimpath, unstripped) and requires at most
+// probeMaxBytes: it is copied into every sidecar that runs smoke attach.
+func TestProbeSize(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		testutil.SkipOrFail(t, "go command not found on PATH: go build measures the probe")
+	}
+	out := filepath.Join(t.TempDir(), "imagectl-probe")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/imagectl-probe")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 go build -trimpath ./cmd/imagectl-probe: %v\n%s", err, b)
+	}
+	fi, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("imagectl-probe: %d bytes unstripped (limit %d)", fi.Size(), probeMaxBytes)
+	if fi.Size() > probeMaxBytes {
+		t.Errorf("imagectl-probe is %d bytes (%.1f MB) unstripped, over the limit of %d: see what it links (go list -deps ./cmd/imagectl-probe) and what grew (go tool nm -size -sort size)", fi.Size(), float64(fi.Size())/1e6, probeMaxBytes)
 	}
 }

@@ -11,10 +11,15 @@ import (
 	"github.com/imagectl/imagectl/internal/testutil"
 )
 
+// buildBinaries are the commands make build builds: imagectl, and
+// imagectl-probe (smoke attach alone, copied into the code-server sidecar).
+var buildBinaries = []string{"imagectl", "imagectl-probe"}
+
 // TestBuildStripsSymbols: make build, what the release workflows run,
-// builds a stripped, path-trimmed static binary (go build -trimpath
-// -ldflags '-s -w ...', as ko's and kind's releases are built), and no
-// workflow builds cmd/imagectl any other way.
+// builds each of buildBinaries as a stripped, path-trimmed static binary
+// (go build -trimpath -ldflags '-s -w ...', as ko's and kind's releases are
+// built) with the version set, and no workflow builds cmd/imagectl (or
+// cmd/imagectl-probe) any other way.
 func TestBuildStripsSymbols(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		testutil.SkipOrFail(t, "make not found on PATH: make -n build prints the build command")
@@ -23,34 +28,42 @@ func TestBuildStripsSymbols(t *testing.T) {
 	if err != nil {
 		t.Fatalf("make -n build: %v\n%s", err, out)
 	}
-	var build string
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.Contains(l, " build ") && strings.Contains(l, "./cmd/imagectl") {
-			build = l
+	for _, bin := range buildBinaries {
+		var build string
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); strings.Contains(l, " build ") && len(f) > 0 && f[len(f)-1] == "./cmd/"+bin {
+				build = l
+			}
 		}
-	}
-	if build == "" {
-		t.Fatalf("make -n build prints no go build of ./cmd/imagectl:\n%s", out)
-	}
-	if !strings.Contains(build, "CGO_ENABLED=0") || !strings.Contains(build, " -trimpath ") {
-		t.Errorf("make build: %s\nwant CGO_ENABLED=0 and -trimpath", build)
-	}
-	m := regexp.MustCompile(`-ldflags '([^']*)'`).FindStringSubmatch(build)
-	if m == nil {
-		t.Fatalf("make build: %s\nwant -ldflags '...'", build)
-	}
-	flags := strings.Fields(m[1])
-	for _, want := range []string{"-s", "-w", "-X"} {
-		found := false
-		for _, f := range flags {
-			found = found || f == want
+		if build == "" {
+			t.Errorf("make -n build prints no go build of ./cmd/%s:\n%s", bin, out)
+			continue
 		}
-		if !found {
-			t.Errorf("make build's -ldflags %q lack %s", m[1], want)
+		if !strings.Contains(build, "CGO_ENABLED=0") || !strings.Contains(build, " -trimpath ") {
+			t.Errorf("make build: %s\nwant CGO_ENABLED=0 and -trimpath", build)
 		}
-	}
-	if !strings.Contains(m[1], "options.Version=v0.0.0-test") {
-		t.Errorf("make build's -ldflags %q do not set the version", m[1])
+		if !strings.Contains(build, " -o bin/"+bin+" ") {
+			t.Errorf("make build: %s\nwant -o bin/%s", build, bin)
+		}
+		m := regexp.MustCompile(`-ldflags '([^']*)'`).FindStringSubmatch(build)
+		if m == nil {
+			t.Errorf("make build: %s\nwant -ldflags '...'", build)
+			continue
+		}
+		flags := strings.Fields(m[1])
+		for _, want := range []string{"-s", "-w", "-X"} {
+			found := false
+			for _, f := range flags {
+				found = found || f == want
+			}
+			if !found {
+				t.Errorf("make build's -ldflags %q for %s lack %s", m[1], bin, want)
+			}
+		}
+		// options/base holds the link-time version of both binaries.
+		if !strings.Contains(m[1], "/cmd/imagectl/app/options/base.Version=v0.0.0-test") {
+			t.Errorf("make build's -ldflags %q for %s do not set the version (options/base.Version)", m[1], bin)
+		}
 	}
 
 	// The workflows build the binary with make build only.

@@ -16,13 +16,17 @@
 //	                --verbose, stdout, stderr), the one constructor of the
 //	                gallery clients, exit codes and ExitError, BindEnv (the one
 //	                environment fallback of a flag), warnings, deadlines and
-//	                the link-time Version
+//	                the link-time Version; the part of it that links
+//	                nothing heavy is app/options/base (re-exported by
+//	                options), which imagectl-probe links instead
 //	app/<verb>/     one package per verb group: version, matrix, extensions,
 //	                build, sign, verify, smoke, release (plan and release),
 //	                inject
 //
-// Verb packages import options and the libraries, never each other. Adding
-// a verb: create app/<verb> with
+// Verb packages import options (or options/base), their own subpackages
+// and the libraries, never each other (smoke/attach, the command of smoke
+// attach, is smoke's, and imagectl-probe's). Adding a verb: create
+// app/<verb> with
 //
 //	func New(g *options.Globals) *cobra.Command
 //

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/imagectl/imagectl/cmd/imagectl/app/options/base"
 )
 
 // shellWords splits a command line as sh would for the examples: words,
@@ -68,7 +70,7 @@ func exampleCommands(example string) [][]string {
 // form) of arguments is one the verb accepts.
 func TestHelpExamplesParse(t *testing.T) {
 	n := 0
-	walkCommands(NewRootCommand(io.Discard, io.Discard), func(c *cobra.Command) {
+	base.WalkCommands(NewRootCommand(io.Discard, io.Discard), func(c *cobra.Command) {
 		for _, args := range exampleCommands(c.Example) {
 			n++
 			root := NewRootCommand(io.Discard, io.Discard) // parsing sets flags: a tree per example

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/imagectl/imagectl/cmd/imagectl/app/options/base"
 )
 
 // flagMeanings is every flag name imagectl has, with its one meaning
@@ -89,7 +91,7 @@ var flagMeanings = map[string]string{
 func TestFlagNames(t *testing.T) {
 	root := NewRootCommand(io.Discard, io.Discard)
 	types := map[string]string{}
-	walkCommands(root, func(c *cobra.Command) {
+	base.WalkCommands(root, func(c *cobra.Command) {
 		if c.Hidden {
 			return
 		}

@@ -2,10 +2,7 @@ package app
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,67 +12,23 @@ import (
 	"github.com/imagectl/imagectl/cmd/imagectl/app/inject"
 	"github.com/imagectl/imagectl/cmd/imagectl/app/matrix"
 	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/options/base"
 	"github.com/imagectl/imagectl/cmd/imagectl/app/release"
 	"github.com/imagectl/imagectl/cmd/imagectl/app/sign"
 	"github.com/imagectl/imagectl/cmd/imagectl/app/smoke"
 	"github.com/imagectl/imagectl/cmd/imagectl/app/verify"
 	"github.com/imagectl/imagectl/cmd/imagectl/app/version"
-	"github.com/imagectl/imagectl/internal/safetext"
 )
 
 // ExitInterrupted is the exit code of a run ended by SIGINT or SIGTERM
 // (128 + SIGINT, as a shell reports it).
 const ExitInterrupted = options.ExitInterrupted
 
-// Run executes imagectl with args and returns the process exit code.
+// Run executes imagectl with args and returns the process exit code
+// (base.Execute: the error printed once, then the catalog hint).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd, g := newRootCommand(stdout, stderr)
-	cmd.SetArgs(args)
-	verb, err := cmd.ExecuteContextC(ctx)
-	if ctx.Err() != nil {
-		// Interrupted (Ctrl-C, SIGTERM): whatever the verb returned, the
-		// run did not finish; a verb writes nothing once interrupted.
-		fmt.Fprintf(stderr, "imagectl: %s\n", safetext.Text(interrupted(ctx, verb, err)))
-		return options.ExitInterrupted
-	}
-	if err == nil {
-		return 0
-	}
-	// The last line of defence: whatever an error carries (an upstream's
-	// error body, a publisher name, a URL with a password) is printed with
-	// control characters escaped and userinfo redacted.
-	fmt.Fprintf(stderr, "imagectl: %s\n", safetext.Text(err.Error()))
-	if h := g.CatalogHint(); h != "" {
-		fmt.Fprintf(stderr, "imagectl: %s\n", h)
-	}
-	var ee *options.ExitError
-	if errors.As(err, &ee) {
-		return ee.Code
-	}
-	return options.ExitFailure
-}
-
-// interrupted says which verb an interrupt stopped, why (the cause of ctx:
-// "interrupt signal received") and, when err says more than that the
-// context ended, what it was doing.
-func interrupted(ctx context.Context, verb *cobra.Command, err error) string {
-	cause := context.Cause(ctx)
-	msg := "imagectl"
-	if verb != nil {
-		msg = verb.CommandPath()
-	}
-	msg = strings.TrimPrefix(msg, "imagectl ") + " interrupted (" + cause.Error() + ")"
-	if err == nil {
-		return msg
-	}
-	what := err.Error()
-	for _, end := range []string{ctx.Err().Error(), cause.Error()} {
-		what = strings.TrimSuffix(strings.TrimSuffix(what, end), ": ")
-	}
-	if what == "" {
-		return msg
-	}
-	return msg + " while " + what
+	return base.Execute(ctx, cmd, args, stderr, g.CatalogHint)
 }
 
 // NewRootCommand returns the imagectl command tree.
@@ -130,7 +83,7 @@ on KubeRay, and plans scheduled rebuilds.`,
 	)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
-	enforceUsage(root)
+	base.EnforceUsage(root)
 	options.HideFileFlags(root)
 	root.Long += "\n\n" + environmentHelp(root)
 	return root, g

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app/options"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/options/base"
 )
 
 // verbs walks the command tree and returns the path (without "imagectl")
@@ -21,7 +22,7 @@ func verbs(t *testing.T) map[string]*cobra.Command {
 	t.Helper()
 	out := map[string]*cobra.Command{}
 	root := NewRootCommand(io.Discard, io.Discard)
-	walkCommands(root, func(c *cobra.Command) {
+	base.WalkCommands(root, func(c *cobra.Command) {
 		out[strings.TrimSpace(strings.TrimPrefix(c.CommandPath(), root.Name()))] = c
 	})
 	if len(out) < 20 {

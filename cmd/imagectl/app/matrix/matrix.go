@@ -574,7 +574,7 @@ func setTags(cfg *matrix.Config, s imagespec.Set) string {
 
 // setTagNames are the tags of s, for the JSON of matrix list and resolve.
 func setTagNames(cfg *matrix.Config, s imagespec.Set) ([]string, error) {
-	def, err := build.NewDefinition(cfg, build.Overrides{}, options.Version)
+	def, err := build.NewDefinition(cfg, build.Overrides{}, options.Version())
 	if err != nil {
 		return nil, err
 	}

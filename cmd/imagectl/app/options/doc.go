@@ -9,4 +9,11 @@
 // exit codes and ExitError, usage errors (exit 2), BindEnv (the one
 // environment fallback of a flag) and PrepareFlags, MarkRequired, the
 // warnings writer, AddCommandTimeout, and the version set at link time.
+//
+// The plumbing among these, which links nothing but cobra and the standard
+// library (exit codes, usage errors, Options and Add, -o/--output, the
+// streams and --verbose, AddCommandTimeout, the version), is package
+// options/base, re-exported here; Globals embeds its Streams. A command
+// that must link little (smoke attach, for imagectl-probe) takes base's
+// Streams instead of the Globals.
 package options

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,18 +16,19 @@ import (
 
 	"github.com/imagectl/imagectl"
 	"github.com/imagectl/imagectl/catalog"
-	"github.com/imagectl/imagectl/internal/safetext"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/options/base"
 	"github.com/imagectl/imagectl/matrix"
 )
 
 // Globals are the flags every command shares (--matrix, --catalog,
 // --verbose) and where the command writes. Every verb's New takes them.
 type Globals struct {
+	// Streams are stdout, stderr and --verbose, with the logger and the
+	// warnings writer over stderr (base.Streams: all that a verb reading
+	// no files, such as smoke attach, takes).
+	base.Streams
 	MatrixPath  string // "": the built-in matrix.yaml (see resolveFiles)
 	CatalogPath string // "": the built-in catalog.json
-	Verbose     bool
-	Stdout      io.Writer
-	Stderr      io.Writer
 	filesOnce   sync.Once
 	noticeOnce  sync.Once
 	// builtinCatalogRead is set once the built-in catalog is read.
@@ -39,7 +39,7 @@ var _ Options = (*Globals)(nil)
 
 // NewGlobals returns the globals of a command writing to stdout and stderr.
 func NewGlobals(stdout, stderr io.Writer) *Globals {
-	return &Globals{Stdout: stdout, Stderr: stderr}
+	return &Globals{Streams: base.Streams{Stdout: stdout, Stderr: stderr}}
 }
 
 // AddFlags registers the global flags; the root command passes its
@@ -47,7 +47,7 @@ func NewGlobals(stdout, stderr io.Writer) *Globals {
 func (g *Globals) AddFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&g.MatrixPath, "matrix", "", "path to matrix.yaml (default: ./matrix.yaml, else the one built into imagectl)")
 	fl.StringVar(&g.CatalogPath, "catalog", "", "path to the catalog snapshot (default: catalog.json beside the matrix file; the one built into imagectl only with the built-in matrix)")
-	fl.BoolVarP(&g.Verbose, "verbose", "v", false, "log progress and retries to stderr")
+	g.Streams.AddFlags(fl)
 	BindEnv(fl, "matrix", "IMAGECTL_MATRIX")
 	BindEnv(fl, "catalog", "IMAGECTL_CATALOG")
 }
@@ -154,20 +154,6 @@ func HideFileFlags(root *cobra.Command) {
 	for _, c := range root.Commands() {
 		walk(c)
 	}
-}
-
-// Logger logs to stderr at level through safetext.Handler (URLs redacted,
-// upstream text escaped), every line starting "imagectl: " like the rest of
-// stderr, with no timestamp. Every verb's log (-v) is one of these.
-func (g *Globals) Logger(level slog.Level) *slog.Logger {
-	noTime := func(groups []string, a slog.Attr) slog.Attr {
-		if len(groups) == 0 && a.Key == slog.TimeKey {
-			return slog.Attr{}
-		}
-		return a
-	}
-	w := &linePrefixer{w: g.Stderr, prefix: []byte(WarnPrefix)}
-	return slog.New(safetext.Handler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: noTime})))
 }
 
 // LoadMatrixAndCatalog reads matrix.yaml and the catalog named by the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -16,6 +15,7 @@ import (
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/build/dockerdriver"
 	"github.com/imagectl/imagectl/catalog"
+	"github.com/imagectl/imagectl/cmd/imagectl/app/options/base"
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/extensions/marketplace"
 	"github.com/imagectl/imagectl/extensions/openvsx"
@@ -61,7 +61,7 @@ func (o *RegistryOptions) NameOptions() []name.Option {
 // RemoteOptions authenticate with the Docker config over regauth's guarded
 // transport and name imagectl as the user agent.
 func (o *RegistryOptions) RemoteOptions() []remote.Option {
-	return []remote.Option{remote.WithAuthFromKeychain(regauth.Keychain()), remote.WithTransport(regauth.Transport(nil)), remote.WithUserAgent("imagectl/" + Version)}
+	return []remote.Option{remote.WithAuthFromKeychain(regauth.Keychain()), remote.WithTransport(regauth.Transport(nil)), remote.WithUserAgent("imagectl/" + Version())}
 }
 
 // KeyOptions name a cosign key pair: the private key that signs, the file
@@ -156,44 +156,16 @@ func (o *CertificateOptions) VerifyOption() verify.Option {
 }
 
 // OutputOptions are -o/--output of a verb that prints results.
-type OutputOptions struct {
-	Format  string
-	Formats []string // the first is the default
-}
-
-var _ Options = (*OutputOptions)(nil)
+type OutputOptions = base.OutputOptions
 
 // NewOutputOptions takes the formats a verb prints, its default first.
-func NewOutputOptions(formats ...string) OutputOptions {
-	return OutputOptions{Formats: formats}
-}
+func NewOutputOptions(formats ...string) OutputOptions { return base.NewOutputOptions(formats...) }
 
-func (o *OutputOptions) AddFlags(fl *pflag.FlagSet) {
-	fl.StringVarP(&o.Format, "output", "o", o.Formats[0], "output format: "+OrList(o.Formats))
-}
-
-func (o *OutputOptions) Validate() error { return CheckOutput(o.Format, o.Formats...) }
-
-// JSON reports whether the output is JSON.
-func (o *OutputOptions) JSON() bool { return o.Format == "json" }
-
-func CheckOutput(v string, allowed ...string) error {
-	if slices.Contains(allowed, v) {
-		return nil
-	}
-	if v == "table" && slices.Contains(allowed, "text") {
-		return Usagef("--output %q: want %s (table is now text)", v, OrList(allowed))
-	}
-	return Usagef("--output %q: want %s", v, OrList(allowed))
-}
+// CheckOutput refuses an -o value not among allowed (exit 2).
+func CheckOutput(v string, allowed ...string) error { return base.CheckOutput(v, allowed...) }
 
 // OrList is "a", "a or b", "a, b or c".
-func OrList(s []string) string {
-	if len(s) < 2 {
-		return strings.Join(s, "")
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
-}
+func OrList(s []string) string { return base.OrList(s) }
 
 // BuildKitOptions say which buildkitd solves each platform.
 type BuildKitOptions struct {
@@ -421,7 +393,7 @@ func (o *DefinitionOptions) Definition(cfg *matrix.Config) (*build.Definition, e
 	if err != nil {
 		return nil, UsageError(err)
 	}
-	return build.NewDefinition(cfg, build.Overrides{ToolsImage: o.toolsImage, PackageIndex: o.packageIndex, PythonRuntime: o.pythonRuntime, StandaloneURL: o.standaloneURL, StandaloneSHA256: sums}, Version)
+	return build.NewDefinition(cfg, build.Overrides{ToolsImage: o.toolsImage, PackageIndex: o.packageIndex, PythonRuntime: o.pythonRuntime, StandaloneURL: o.standaloneURL, StandaloneSHA256: sums}, Version())
 }
 
 // RepositoryOptions are --repository, where the images are published (and,

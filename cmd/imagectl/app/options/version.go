@@ -1,45 +1,16 @@
 package options
 
-import (
-	"fmt"
-	"runtime"
-	"runtime/debug"
-)
-
-// Version is set at link time: -ldflags "-X github.com/imagectl/imagectl/cmd/imagectl/app/options.Version=v0.1.0".
-var Version = "dev"
+import "github.com/imagectl/imagectl/cmd/imagectl/app/options/base"
 
 // VersionInfo is what imagectl version prints.
-type VersionInfo struct {
-	Version  string `json:"version"`
-	Revision string `json:"revision,omitempty"`
-	Go       string `json:"go"`
-	Platform string `json:"platform"`
-}
+type VersionInfo = base.VersionInfo
 
-// CurrentVersion is the version set at link time (Version), else the
-// module version go install recorded, and the VCS revision go build
-// recorded.
-func CurrentVersion() VersionInfo {
-	v := VersionInfo{Version: Version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v.Version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				v.Revision = s.Value
-			}
-		}
-	}
-	return v
-}
+// CurrentVersion is the version set at link time (base.Version: -ldflags
+// "-X github.com/imagectl/imagectl/cmd/imagectl/app/options/base.Version=v0.1.0"),
+// else the module version go install recorded, and the VCS revision go
+// build recorded.
+func CurrentVersion() VersionInfo { return base.CurrentVersion() }
 
-// Line is imagectl version's text and imagectl --version.
-func (v VersionInfo) Line() string {
-	rev := ""
-	if v.Revision != "" {
-		rev = " " + v.Revision
-	}
-	return fmt.Sprintf("imagectl %s%s %s %s", v.Version, rev, v.Go, v.Platform)
-}
+// Version is the version set at link time (base.Version), "dev" without
+// one: what build definitions and the registry user agent record.
+func Version() string { return base.Version }
