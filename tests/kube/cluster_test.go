@@ -74,11 +74,14 @@ func imagectlBin(t *testing.T) string {
 		}
 		// Static, as make build makes it: the node's test copies it into
 		// the sidecar.
-		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(binDir, "imagectl"), "./cmd/imagectl")
-		cmd.Dir = repoRoot(t)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/imagectl: %w\n%s", err, out)
+		for _, name := range []string{"imagectl", "imagectl-probe"} {
+			cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(binDir, name), "./cmd/"+name)
+			cmd.Dir = repoRoot(t)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build ./cmd/%s: %w\n%s", name, err, out)
+				return
+			}
 		}
 	})
 	if buildErr != nil {

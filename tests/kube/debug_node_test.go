@@ -184,11 +184,11 @@ func (c *cluster) attachFromSidecar(t *testing.T, dir, kc, head, fn string, post
 	env := []string{"KUBECONFIG=" + kc, "HEAD=" + head}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, stderr, err := run(ctx, dir, env, nil, "kubectl", "cp", "bin/imagectl", head+":/tmp/imagectl", "-c", sidecarName); err != nil {
+	if _, stderr, err := run(ctx, dir, env, nil, "kubectl", "cp", "bin/imagectl-probe", head+":/tmp/imagectl-probe", "-c", sidecarName); err != nil {
 		t.Errorf("kubectl cp: %v\n%s", err, stderr)
 		return false
 	}
-	args := []string{"exec", head, "-c", sidecarName, "--", "/tmp/imagectl", "smoke", "attach", "--dashboard", "http://127.0.0.1:8265", "--expect-function", fn, "--output", "json"}
+	args := []string{"exec", head, "-c", sidecarName, "--", "/tmp/imagectl-probe", "attach", "--dashboard", "http://127.0.0.1:8265", "--expect-function", fn, "--output", "json"}
 	if postMortem {
 		args = append(args, "--post-mortem")
 	}

@@ -53,16 +53,19 @@ func needNode(t *testing.T) *node {
 	return n
 }
 
-// staticImagectl puts imagectlBin where docs/smoke.md copies it into the
-// sidecar from (a static linux build): dir/bin/imagectl.
+// staticImagectl puts imagectlBin and the probe beside it where
+// docs/smoke.md copies them into the sidecar from (static linux builds):
+// dir/bin/imagectl and dir/bin/imagectl-probe.
 func staticImagectl(t *testing.T, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "bin", "imagectl"), readFile(t, imagectlBin(t)))
-	if err := os.Chmod(filepath.Join(dir, "bin", "imagectl"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"imagectl", "imagectl-probe"} {
+		writeFile(t, filepath.Join(dir, "bin", name), readFile(t, filepath.Join(filepath.Dir(imagectlBin(t)), name)))
+		if err := os.Chmod(filepath.Join(dir, "bin", name), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -191,8 +194,8 @@ func TestReadmeDebugFlowOnNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docs/smoke.md: %v", err)
 	}
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "kubectl cp bin/imagectl ") || !strings.Contains(lines[1], "smoke attach") || !strings.Contains(lines[1], "--expect-function f") {
-		t.Fatalf("docs/smoke.md: want `kubectl cp bin/imagectl …` then `kubectl exec … smoke attach … --expect-function f`, have:\n%s", strings.Join(lines, "\n"))
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "kubectl cp bin/imagectl-probe ") || !strings.Contains(lines[1], "/tmp/imagectl-probe attach") || !strings.Contains(lines[1], "--expect-function f") {
+		t.Fatalf("docs/smoke.md: want `kubectl cp bin/imagectl-probe …` then `kubectl exec … /tmp/imagectl-probe attach … --expect-function f`, have:\n%s", strings.Join(lines, "\n"))
 	}
 	cases := []struct {
 		name, line, function, log string
