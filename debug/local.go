@@ -136,7 +136,7 @@ func (ts *tunnels) get(ctx context.Context, ip string, port int) (*Tunnel, error
 		return nil, fmt.Errorf("no running Pod of RayCluster %s in namespace %s has the paused worker's IP %s: its Pod is gone", ts.s.cluster, ts.s.c.Namespace, ip)
 	}
 	if len(pod.Spec.Containers) == 0 {
-		return nil, fmt.Errorf("Pod %s has no container to relay from", pod.Name)
+		return nil, fmt.Errorf("the Pod %s has no container to relay from", pod.Name)
 	}
 	container := pod.Spec.Containers[0].Name // KubeRay's Ray container
 	t, err := ts.s.c.OpenTunnel(ctx, pod.Name, container, ip, port, 0, func(err error) { ts.problem(err.Error()) })

@@ -436,12 +436,11 @@ func TestDebugLocalWorkerPodGoneOnNode(t *testing.T) {
 // connection and refuse new ones for a while, as an API server restart
 // does (TLS passes through: the server's certificate names 127.0.0.1).
 type cutter struct {
-	ln      net.Listener
-	target  string
-	mu      sync.Mutex
-	conns   map[net.Conn]bool
-	refuse  time.Time
-	cutDone int
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
+	refuse time.Time
 }
 
 func newCutter(t *testing.T, target string) *cutter {
