@@ -55,6 +55,32 @@ func restrictedRayJob(t *testing.T, name, rayImage string) []byte {
 	return plain
 }
 
+// localSession is what every --local node test starts from: a namespace
+// that enforces PodSecurity "restricted", a kubeconfig in it, a working
+// directory with the tasks and the stand-in's driver, and job.yaml, the
+// restricted RayJob named job.
+type localSession struct {
+	c           *cluster
+	dir, ns, kc string
+	wd          string
+}
+
+func newLocalSession(t *testing.T, job string) localSession {
+	t.Helper()
+	c := needCluster(t)
+	n := needNode(t)
+	dir := t.TempDir()
+	ns := c.namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"})
+	ls := localSession{c: c, dir: dir, ns: ns, kc: c.kubeconfigIn(t, dir, ns), wd: filepath.Join(dir, "working_dir")}
+	if err := os.MkdirAll(ls.wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(ls.wd, "tasks.py"), []byte(localTasks))
+	writeFile(t, filepath.Join(ls.wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
+	writeFile(t, filepath.Join(dir, "job.yaml"), restrictedRayJob(t, job, n.rayImage))
+	return ls
+}
+
 // TestDebugLocalOnNode runs imagectl debug --local on the node, in a
 // namespace that enforces PodSecurity "restricted", with no sidecar in any
 // Pod: one job whose driver runs two tasks at once, one paused on the head
@@ -69,19 +95,8 @@ func restrictedRayJob(t *testing.T, name, rayImage string) []byte {
 // job succeeds. The launch.json the session keeps has an attach
 // configuration per paused task at its tunnel.
 func TestDebugLocalOnNode(t *testing.T) {
-	c := needCluster(t)
-	n := needNode(t)
-	dir := t.TempDir()
-	ns := c.namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"})
-	kc := c.kubeconfigIn(t, dir, ns)
-
-	wd := filepath.Join(dir, "working_dir")
-	if err := os.MkdirAll(wd, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(wd, "tasks.py"), []byte(localTasks))
-	writeFile(t, filepath.Join(wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
-	writeFile(t, filepath.Join(dir, "job.yaml"), restrictedRayJob(t, "dbg-l", n.rayImage))
+	ls := newLocalSession(t, "dbg-l")
+	c, dir, ns, kc, wd := ls.c, ls.dir, ls.ns, ls.kc, ls.wd
 	launch := filepath.Join(dir, ".vscode", "launch.json")
 	if err := os.MkdirAll(filepath.Dir(launch), 0o755); err != nil {
 		t.Fatal(err)
@@ -284,18 +299,8 @@ func checkLaunch(t *testing.T, path, wd string, paused map[string]*debug.PausedT
 // no longer listen; and no relay is left running in any Pod (the exec's
 // end ends it), so the paused task can be attached again.
 func TestDebugLocalInterruptOnNode(t *testing.T) {
-	c := needCluster(t)
-	n := needNode(t)
-	dir := t.TempDir()
-	ns := c.namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
-	kc := c.kubeconfigIn(t, dir, ns)
-	wd := filepath.Join(dir, "working_dir")
-	if err := os.MkdirAll(wd, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(wd, "tasks.py"), []byte(localTasks))
-	writeFile(t, filepath.Join(wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
-	writeFile(t, filepath.Join(dir, "job.yaml"), restrictedRayJob(t, "dbg-i", n.rayImage))
+	ls := newLocalSession(t, "dbg-i")
+	c, dir, ns, kc, wd := ls.c, ls.dir, ls.ns, ls.kc, ls.wd
 
 	var proxy, tunnel string
 	var held net.Conn
@@ -367,18 +372,8 @@ func relays(t *testing.T, c *cluster, ns, pod string) []string {
 // hanging (the relay's exec fails and the connection closes), and the
 // session names the Pod in a warning; Ctrl-C then ends it.
 func TestDebugLocalWorkerPodGoneOnNode(t *testing.T) {
-	c := needCluster(t)
-	n := needNode(t)
-	dir := t.TempDir()
-	ns := c.namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
-	kc := c.kubeconfigIn(t, dir, ns)
-	wd := filepath.Join(dir, "working_dir")
-	if err := os.MkdirAll(wd, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(wd, "tasks.py"), []byte(localTasks))
-	writeFile(t, filepath.Join(wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
-	writeFile(t, filepath.Join(dir, "job.yaml"), restrictedRayJob(t, "dbg-g", n.rayImage))
+	ls := newLocalSession(t, "dbg-g")
+	c, dir, ns, kc, wd := ls.c, ls.dir, ls.ns, ls.kc, ls.wd
 
 	var pod string
 	var closedAfter time.Duration
@@ -499,11 +494,8 @@ func (c *cutter) cut(d time.Duration) int {
 // proxy's address stays good, an attach from the host through it then
 // succeeds (a new tunnel connection is a new exec), and the job ends.
 func TestDebugLocalAPIServerLostOnNode(t *testing.T) {
-	c := needCluster(t)
-	n := needNode(t)
-	dir := t.TempDir()
-	ns := c.namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
-	kc := c.kubeconfigIn(t, dir, ns)
+	ls := newLocalSession(t, "dbg-a")
+	c, dir, ns, kc, wd := ls.c, ls.dir, ls.ns, ls.kc, ls.wd
 	config := func(args ...string) string {
 		out, stderr, err := run(context.Background(), dir, nil, nil, "kubectl", append([]string{"--kubeconfig", kc, "config"}, args...)...)
 		if err != nil {
@@ -515,13 +507,6 @@ func TestDebugLocalAPIServerLostOnNode(t *testing.T) {
 	cut := newCutter(t, strings.TrimPrefix(server, "https://"))
 	// The server's address, and nothing else of the kubeconfig, changes.
 	writeFile(t, kc, replaceAll(t, readFile(t, kc), "server: "+server+"\n", "server: https://"+cut.ln.Addr().String()+"\n", 1))
-	wd := filepath.Join(dir, "working_dir")
-	if err := os.MkdirAll(wd, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(wd, "tasks.py"), []byte(localTasks))
-	writeFile(t, filepath.Join(wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
-	writeFile(t, filepath.Join(dir, "job.yaml"), restrictedRayJob(t, "dbg-a", n.rayImage))
 
 	var proxy string
 	var back bool
