@@ -35,6 +35,13 @@ fi
 if ! command -v g++ >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1 || ! command -v python3 >/dev/null 2>&1; then
   apt_install g++ make python3
 fi
+# ... and Node's headers: node-gyp downloads them from nodejs.org unless npm's
+# nodedir names a directory that has them. Debian's nodejs ships them under
+# /usr/include/node; say so here rather than rely on a user's ~/.npmrc (a
+# run with an empty HOME failed at argon2 without it).
+if [ -z "${npm_config_nodedir:-}" ] && [ -f /usr/include/node/common.gypi ] && [ "$(npm config get nodedir 2>/dev/null)" != /usr ]; then
+  export npm_config_nodedir=/usr
+fi
 
 # --- @vscode/vsce -------------------------------------------------------------
 vsce_dir=$cache/vsce
