@@ -99,6 +99,9 @@ type tunnels struct {
 	s    *session
 	mu   sync.Mutex
 	open map[string]*Tunnel
+	// released are tunnels whose task no longer shows as paused, kept for
+	// the connections still open through them (closeAll ends those).
+	released []*Tunnel
 	// errs carries what goes wrong in the tunnels' and the proxy's
 	// goroutines to the session's, which reports it.
 	errs chan string
@@ -147,23 +150,30 @@ func (ts *tunnels) get(ctx context.Context, ip string, port int) (*Tunnel, error
 	return t, nil
 }
 
-func (ts *tunnels) close(ip string, port int) {
+// release stops the tunnel of a task that no longer shows as paused from
+// taking connections, leaving the open ones be: Ray stops listing a task
+// as paused as soon as a client attaches (num_paused_threads counts the
+// threads waiting for one), and that client's session goes on.
+func (ts *tunnels) release(ip string, port int) {
 	key := net.JoinHostPort(ip, strconv.Itoa(port))
 	ts.mu.Lock()
-	t := ts.open[key]
-	delete(ts.open, key)
-	ts.mu.Unlock()
-	if t != nil {
-		t.Close()
+	defer ts.mu.Unlock()
+	if t := ts.open[key]; t != nil {
+		t.Release()
+		ts.released = append(ts.released, t)
+		delete(ts.open, key)
 	}
 }
 
 func (ts *tunnels) closeAll() {
 	ts.mu.Lock()
-	open := ts.open
-	ts.open = map[string]*Tunnel{}
+	all := ts.released
+	for _, t := range ts.open {
+		all = append(all, t)
+	}
+	ts.open, ts.released = map[string]*Tunnel{}, nil
 	ts.mu.Unlock()
-	for _, t := range open {
+	for _, t := range all {
 		t.Close()
 	}
 }

@@ -698,7 +698,7 @@ func (s *session) watch(ctx context.Context, state StateAPI, jobs Jobs, out Outc
 		}
 		for _, p := range resumed {
 			if s.tunnels != nil {
-				s.tunnels.close(p.IP, p.Port)
+				s.tunnels.release(p.IP, p.Port)
 				delete(launched, p.WorkerID)
 			}
 			events = append(events, Event{Kind: KindResumed, Task: p, Pod: p.Pod, JobID: p.JobID, Message: "resumed: " + p.String()})

@@ -114,6 +114,11 @@ func openTunnel(ctx context.Context, run streamFunc, pod, container, ip string, 
 // Addr is the local address, host:port.
 func (t *Tunnel) Addr() string { return t.ln.Addr().String() }
 
+// Release stops listening and lets the connections that are open run to
+// their end: Ray lists a task as paused only until a client attaches, so
+// the end of its pause is no reason to cut the client that ended it.
+func (t *Tunnel) Release() { t.ln.Close() }
+
 // Close stops listening, ends every relayed connection and waits for them.
 func (t *Tunnel) Close() {
 	t.cancel()

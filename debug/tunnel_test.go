@@ -237,3 +237,42 @@ func TestTunnelRefusesABusyLocalPort(t *testing.T) {
 		t.Errorf("got %v: want the bind error naming the Pod", err)
 	}
 }
+
+// TestTunnelReleaseKeepsOpenConnections: a released tunnel takes no new
+// connection, and the one open through it goes on (Ray stops listing a
+// task as paused once a client attached: that client must not be cut).
+func TestTunnelReleaseKeepsOpenConnections(t *testing.T) {
+	ip, port, _ := echoServer(t)
+	tun, err := openTunnel(t.Context(), localRun(t), "pod-a", "ray-head", ip, port, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tun.Close()
+	c, err := net.Dial("tcp", tun.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	echo := func(msg string) {
+		t.Helper()
+		if _, err := c.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, len(msg))
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != msg {
+			t.Fatalf("echo %q: %q, %v", msg, buf, err)
+		}
+	}
+	echo("before")
+	tun.Release()
+	echo("after the release")
+	if conn, err := net.DialTimeout("tcp", tun.Addr(), time.Second); err == nil {
+		conn.Close()
+		t.Error("a released tunnel still takes new connections")
+	}
+	tun.Close()
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Error("Close left the connection open")
+	}
+}

@@ -159,6 +159,8 @@ type attachConfig struct {
 	noSourceCheck bool
 	// stepOver steps over the paused line (DAP next) before the action.
 	stepOver bool
+	// hold keeps the attached session this long before the action.
+	hold time.Duration
 	// dial, when set, replaces net.Dialer (e.g. to reach a port inside a
 	// container's network namespace).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -222,6 +224,13 @@ func attach(ctx context.Context, addr string, cfg attachConfig) (res *AttachResu
 		}
 	}
 
+	if cfg.hold > 0 {
+		select {
+		case <-time.After(cfg.hold):
+		case <-ctx.Done():
+			return res, context.Cause(ctx)
+		}
+	}
 	if cfg.stepOver {
 		if err := s.next(res); err != nil {
 			return res, err

@@ -116,6 +116,11 @@ func WithSourceCheck(on bool) Option { return func(c *config) { c.noSourceCheck 
 // before the action (AttachResult.Stepped).
 func WithStep(on bool) Option { return func(c *config) { c.stepOver = on } }
 
+// WithHold keeps the attached, stopped session for d after the checks and
+// before the step and the action, as a person reading the paused frame
+// does.
+func WithHold(d time.Duration) Option { return func(c *config) { c.hold = d } }
+
 // WithPostMortem expects the task to be frozen on an uncaught exception
 // (RAY_DEBUG_POST_MORTEM=1): the stop's reason must be "exception" and
 // debugpy must answer exceptionInfo.

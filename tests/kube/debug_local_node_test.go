@@ -232,7 +232,7 @@ func hostAttach(t *testing.T, dir, proxy, wd, fn string) localAttach {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	out, stderr, err := run(ctx, dir, nil, nil, imagectlBin(t), "smoke", "attach", "--dashboard", proxy, "--local-root", wd,
-		"--task", fn, "--expect-function", fn, "--step", "--pause-timeout", "60s", "--output", "json")
+		"--task", fn, "--expect-function", fn, "--hold", "6s", "--step", "--pause-timeout", "60s", "--output", "json")
 	var a localAttach
 	if jerr := json.Unmarshal([]byte(out), &a); jerr != nil {
 		t.Errorf("smoke attach --task %s: %v; its report is not JSON (%v):\n%s\n%s", fn, err, jerr, out, stderr)

@@ -81,7 +81,7 @@ var flagMeanings = map[string]string{
 	"logs": "debug: the job's logs", "code-server-port": "debug: local port",
 	"prepull": "debug: the pre-pull DaemonSet",
 	"local":   "debug: the VS Code on this machine", "local-port": "debug: local port of the dashboard proxy",
-	"write-launch": "debug: a launch.json of attach configurations", "step": "attach: step over the paused line",
+	"write-launch": "debug: a launch.json of attach configurations", "step": "attach: step over the paused line", "hold": "attach: stay attached before the action",
 }
 
 // Every flag of every verb has a name from flagMeanings and keeps one

@@ -47,6 +47,7 @@ func New(s *base.Streams, parent string) *cobra.Command {
 		localRoot    string
 		checkSource  bool
 		stepOver     bool
+		hold         time.Duration
 	)
 	out := base.NewOutputOptions("text", "json")
 	parseAction := func() (err error) {
@@ -101,7 +102,7 @@ there is not verified, or (--post-mortem) the stop is not on an exception;
 				probe.WithTimeout(timeout), probe.WithPollInterval(interval),
 				probe.WithStepTimeout(stepTimeout), probe.WithStopTimeout(stopTimeout),
 				probe.WithExpect(probe.Expect{Function: fn, File: file}), probe.WithTaskName(task),
-				probe.WithAction(act), probe.WithLocalRoot(root), probe.WithPostMortem(postMortem), probe.WithSourceCheck(checkSource), probe.WithStep(stepOver), probe.WithLogger(logger))
+				probe.WithAction(act), probe.WithLocalRoot(root), probe.WithPostMortem(postMortem), probe.WithSourceCheck(checkSource), probe.WithStep(stepOver), probe.WithHold(hold), probe.WithLogger(logger))
 			if out.JSON() {
 				enc := json.NewEncoder(s.Stdout)
 				enc.SetIndent("", "  ")
@@ -130,6 +131,7 @@ there is not verified, or (--post-mortem) the stop is not on an exception;
 	f.BoolVar(&postMortem, "post-mortem", false, "the task is frozen on an uncaught exception (RAY_DEBUG_POST_MORTEM=1): require the stop on the exception")
 	f.StringVar(&settingsPath, "settings", imagespec.SettingsPath, "code-server settings whose debugger clusterDashboards give the localRoot of the attach (as the extension reads it); absent file: "+strconv.Quote(imagespec.DebuggerLocalRoot))
 	f.StringVar(&localRoot, "local-root", "", "the localRoot of the attach's pathMappings, instead of the one in --settings")
+	f.DurationVar(&hold, "hold", 0, "after the checks, stay attached and stopped this long before --step and --action")
 	f.BoolVar(&stepOver, "step", false, "after the checks, step over the paused line (DAP next) and wait for the stop, before --action")
 	f.BoolVar(&checkSource, "check-source", true, "require the paused frame's source to open here and a breakpoint set on it to be verified (off for a task whose file is not under the head's /tmp/ray, e.g. an entrypoint mounted only into the Ray container)")
 	base.Add(cmd, &out, base.Check(parseAction))
