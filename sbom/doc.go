@@ -1,23 +1,18 @@
-// Package sbom makes the SBOM of an image from its content: it scans one
-// platform image with syft as a Go library (github.com/anchore/syft) — the
-// base's dpkg packages, the Python distributions (every *.dist-info under
-// /opt/imagectl/python), code-server's npm packages (package.json under
-// node_modules) — and adds the VS Code extensions installed under
-// /config/extensions as packages with their versions, the sha256 of the
-// VSIX they were installed from (from the lock), its URL and the licence
-// the VSIX declares: package.json's license, else the licence file its
-// manifest names (recorded by its title, with its text, as an SPDX
-// LicenseRef), and in SPDX's licenseComments where each was read. The result is
-// an SPDX 2.3 JSON document (or CycloneDX JSON), reproducible for the same
-// image: its creation time is the build's SOURCE_DATE_EPOCH and its
-// namespace derives from the image digest.
+// Package sbom is how imagectl gets the SBOM of an image from its content
+// without linking syft: Command runs the scanner, imagectl-sbom (the
+// nested module cmd/imagectl-sbom, whose package scan catalogues an image
+// with syft), one process per platform image. The image is served to the
+// scanner read-only by a registry on 127.0.0.1 for the time of the scan,
+// its layers read from wherever the caller's image reads them, with the
+// caller's credentials; Request and Result are what goes to the scanner
+// and back (JSON). MadeBy tells whether a document was written by the
+// scanner at its version (Command.Tool), so that a build keeps an SBOM a
+// scan would write again.
 //
-// The catalogers are syft's defaults for an image (the RPM database one
-// aside), set through syft's public API only, with one change: syft's
-// Node.js binary classifier looks for a Node.js 8 or later alone, not also
-// for a Node.js 0.x or 4–6, whose pattern costs seconds of CPU on every
-// file named node (classifierConfig, BenchmarkNodeClassifier).
+// Prefetch decompresses a base image's layers ahead of the scans of
+// images built on it, into the layer directory the scanner reads
+// (Options.LayerDir), while BuildKit solves.
 //
 // Reading an SBOM document back, and writing one from the lock, is
-// package sbom/document, which does not link syft.
+// package sbom/document.
 package sbom

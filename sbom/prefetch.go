@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -53,7 +52,7 @@ func prefetchLayer(ctx context.Context, l v1.Layer, i int, dir string) error {
 	if err != nil {
 		return fmt.Errorf("base layer %d: diff ID: %w", i, err)
 	}
-	rc, err := uncompressed(l)
+	rc, err := Uncompressed(l)
 	if err != nil {
 		return fmt.Errorf("base layer %d (%s): %w", i, diffID, err)
 	}
@@ -86,90 +85,7 @@ func prefetchLayer(ctx context.Context, l v1.Layer, i int, dir string) error {
 // already there instead of fetching it).
 func layerFileName(i int, diffID string) string { return fmt.Sprintf("%d-%s", i, diffID) }
 
-// fetchCounter is an image whose layers record when their content is
-// read: the layers Scan never read came from Options.LayerDir.
-type fetchCounter struct {
-	v1.Image
-	mu   sync.Mutex
-	read map[v1.Hash]bool // by diff ID
-}
-
-func (c *fetchCounter) wrap(l v1.Layer) v1.Layer { return countedLayer{Layer: l, c: c} }
-
-func (c *fetchCounter) Layers() ([]v1.Layer, error) {
-	ls, err := c.Image.Layers()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]v1.Layer, len(ls))
-	for i, l := range ls {
-		out[i] = c.wrap(l)
-	}
-	return out, nil
-}
-
-func (c *fetchCounter) LayerByDigest(h v1.Hash) (v1.Layer, error) {
-	l, err := c.Image.LayerByDigest(h)
-	if err != nil {
-		return nil, err
-	}
-	return c.wrap(l), nil
-}
-
-func (c *fetchCounter) LayerByDiffID(h v1.Hash) (v1.Layer, error) {
-	l, err := c.Image.LayerByDiffID(h)
-	if err != nil {
-		return nil, err
-	}
-	return c.wrap(l), nil
-}
-
-// unread counts the image's layers whose content was not read.
-func (c *fetchCounter) unread() (int, error) {
-	cf, err := c.Image.ConfigFile()
-	if err != nil {
-		return 0, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, d := range cf.RootFS.DiffIDs {
-		if !c.read[d] {
-			n++
-		}
-	}
-	return n, nil
-}
-
-type countedLayer struct {
-	v1.Layer
-	c *fetchCounter
-}
-
-func (l countedLayer) mark() {
-	d, err := l.Layer.DiffID()
-	if err != nil {
-		return
-	}
-	l.c.mu.Lock()
-	defer l.c.mu.Unlock()
-	if l.c.read == nil {
-		l.c.read = map[v1.Hash]bool{}
-	}
-	l.c.read[d] = true
-}
-
-func (l countedLayer) Compressed() (io.ReadCloser, error) {
-	l.mark()
-	return l.Layer.Compressed()
-}
-
-func (l countedLayer) Uncompressed() (io.ReadCloser, error) {
-	l.mark()
-	return uncompressed(l.Layer)
-}
-
-// uncompressed is l's uncompressed content. A layer whose media type says
+// Uncompressed is l's uncompressed content. A layer whose media type says
 // it is not gzip is go-containerregistry's Uncompressed; any other whose
 // compressed content begins with gzip's magic is decompressed with
 // klauspost/compress's gzip, which takes about a fifth less CPU than the
@@ -177,7 +93,7 @@ func (l countedLayer) Uncompressed() (io.ReadCloser, error) {
 // any other layer is go-containerregistry's Uncompressed. Reading it to
 // its end reads the compressed content to its end, which checks it
 // against l's digest (go-containerregistry's remote layers do).
-func uncompressed(l v1.Layer) (io.ReadCloser, error) {
+func Uncompressed(l v1.Layer) (io.ReadCloser, error) {
 	if mt, err := l.MediaType(); err == nil && (mt == types.OCIUncompressedLayer || mt == types.OCILayerZStd || mt == types.DockerUncompressedLayer) {
 		return l.Uncompressed()
 	}

@@ -1,17 +1,18 @@
 package sbom
 
 import (
+	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -24,90 +25,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
-
-// countingLayer counts the reads of its content.
-type countingLayer struct {
-	v1.Layer
-	reads *atomic.Int32
-}
-
-func (l countingLayer) Uncompressed() (io.ReadCloser, error) {
-	l.reads.Add(1)
-	return l.Layer.Uncompressed()
-}
-
-func (l countingLayer) Compressed() (io.ReadCloser, error) {
-	l.reads.Add(1)
-	return l.Layer.Compressed()
-}
-
-// TestScanReadsPrefetchedBaseLayers: with the base's layers prefetched
-// into LayerDir, Scan reads none of the image's base layers and writes the
-// same document as a scan that reads them all.
-func TestScanReadsPrefetchedBaseLayers(t *testing.T) {
-	ctx := context.Background()
-	plain := testImage(t)
-	layers, err := plain.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := mutate.AppendLayers(empty.Image, layers[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts := make([]atomic.Int32, len(layers))
-	counted := make([]v1.Layer, len(layers))
-	for i, l := range layers {
-		counted[i] = countingLayer{Layer: l, reads: &counts[i]}
-	}
-	img, err := mutate.AppendLayers(empty.Image, counted...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, _ := plain.ConfigFile()
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
-	if d1, d2 := digestOf(t, img), digestOf(t, plain); d1 != d2 {
-		t.Fatalf("the counting image is %s, not the test image %s", d1, d2)
-	}
-
-	dir := filepath.Join(t.TempDir(), "layers")
-	if err := Prefetch(ctx, base, dir); err != nil {
-		t.Fatal(err)
-	}
-	diffID, _ := layers[0].DiffID()
-	if _, err := os.Stat(filepath.Join(dir, "0-"+diffID.String())); err != nil {
-		t.Fatalf("prefetched layer: %v", err)
-	}
-	o := Options{Name: "registry.example/code-server-ray", Platform: "linux/arm64", Extensions: testExtensions()}
-	want, err := Scan(ctx, plain, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.LayerDir = dir
-	got, err := Scan(ctx, img, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.LayersPrefetched != 1 || want.LayersPrefetched != 0 {
-		t.Errorf("LayersPrefetched = %d (and %d without a layer directory), want 1 (and 0)", got.LayersPrefetched, want.LayersPrefetched)
-	}
-	if n := counts[0].Load(); n != 0 {
-		t.Errorf("Scan read the prefetched base layer %d times, want 0", n)
-	}
-	for i := 1; i < len(counts); i++ {
-		if counts[i].Load() == 0 {
-			t.Errorf("Scan did not read layer %d, which was not prefetched", i)
-		}
-	}
-	if !bytes.Equal(got.Document, want.Document) {
-		t.Errorf("the document from prefetched layers differs from a full read's (%d and %d bytes)", len(got.Document), len(want.Document))
-	}
-	if got.Counts["deb"] == 0 {
-		t.Errorf("no dpkg package found in the prefetched base layer: %v", got.Counts)
-	}
-}
 
 // lyingLayer claims another diff ID than its content's.
 type lyingLayer struct{ v1.Layer }
@@ -157,13 +74,39 @@ func TestPrefetchHonoursCancellation(t *testing.T) {
 	}
 }
 
-func digestOf(t *testing.T, img v1.Image) v1.Hash {
+// testImage is a small image of two layers, each a tar of a few files.
+func testImage(t testing.TB) v1.Image {
 	t.Helper()
-	d, err := img.Digest()
+	var layers []v1.Layer
+	for i, files := range []map[string]string{
+		{"etc/os-release": "ID=debian\n", "var/lib/dpkg/status": "Package: libc6\n"},
+		{"opt/app/a.txt": strings.Repeat("a", 1<<16), "opt/app/b.txt": "b"},
+	} {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, n := range slices.Sorted(maps.Keys(files)) {
+			if err := tw.WriteHeader(&tar.Header{Name: n, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(files[n]))}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tw.Write([]byte(files[n])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b := buf.Bytes()
+		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+		if err != nil {
+			t.Fatalf("layer %d: %v", i, err)
+		}
+		layers = append(layers, l)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layers...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	return img
 }
 
 // TestUncompressed: uncompressed gives go-containerregistry's Uncompressed
@@ -188,7 +131,7 @@ func TestUncompressed(t *testing.T) {
 	mislabelled := static.NewLayer(content, types.DockerLayer) // a gzip media type, plain content
 	for name, l := range map[string]v1.Layer{"gzip": gz, "uncompressed": plain, "zstd": zst, "gzip media type, plain content": mislabelled} {
 		want := readAll(t, l.Uncompressed)
-		got := readAll(t, func() (io.ReadCloser, error) { return uncompressed(l) })
+		got := readAll(t, func() (io.ReadCloser, error) { return Uncompressed(l) })
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: uncompressed gave %d bytes, not go-containerregistry's %d", name, len(got), len(want))
 		}
@@ -212,7 +155,7 @@ func TestUncompressed(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := servedLayer(t, gz, served)
-			rc, err := uncompressed(l)
+			rc, err := Uncompressed(l)
 			if err == nil {
 				_, err = io.Copy(io.Discard, rc)
 				rc.Close()
@@ -222,7 +165,7 @@ func TestUncompressed(t *testing.T) {
 			}
 		})
 	}
-	if got := readAll(t, func() (io.ReadCloser, error) { return uncompressed(servedLayer(t, gz, compressed)) }); !bytes.Equal(got, readAll(t, gz.Uncompressed)) {
+	if got := readAll(t, func() (io.ReadCloser, error) { return Uncompressed(servedLayer(t, gz, compressed)) }); !bytes.Equal(got, readAll(t, gz.Uncompressed)) {
 		t.Error("a remote layer served as pushed: not its content")
 	}
 }
@@ -302,7 +245,7 @@ func BenchmarkGunzip(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		open func() (io.ReadCloser, error)
-	}{{"go-containerregistry", src.Uncompressed}, {"klauspost", func() (io.ReadCloser, error) { return uncompressed(src) }}} {
+	}{{"go-containerregistry", src.Uncompressed}, {"klauspost", func() (io.ReadCloser, error) { return Uncompressed(src) }}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(raw.Len()))
 			for b.Loop() {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"golang.org/x/sync/errgroup"
@@ -146,6 +147,19 @@ type SignOptions struct {
 	// SBOMFromLock attaches an SBOM written from the lock (the resolved set)
 	// instead of one scanned from each platform image's content.
 	SBOMFromLock bool
+	// Scanner scans each platform image for its SBOM (sbom.Command runs
+	// imagectl-sbom); required when signing without SBOMFromLock.
+	Scanner Scanner
+}
+
+// Scanner scans one platform image for its SBOM.
+type Scanner interface {
+	// Tool is the tool name and version the scanner writes into its
+	// documents ("imagectl-syft-<version>"): a manifest that already
+	// carries an SBOM by that tool, signed by the key, keeps it.
+	Tool(ctx context.Context) (string, error)
+	// Scan scans img and returns its SBOM.
+	Scan(ctx context.Context, img v1.Image, o sbom.Options) (*sbom.Result, error)
 }
 
 // Run builds one image from start to finish; each stage is a function
@@ -283,11 +297,14 @@ func (req *Request) check() error {
 	if req.Definition == nil && req.Rendered == nil {
 		return fmt.Errorf("no image definition (build.NewDefinition)")
 	}
-	if f := req.Sign.SBOMFormat; f != "" && f != sbom.FormatSPDX && f != sbom.FormatCycloneDX {
-		return fmt.Errorf("SBOM format %q: want %s or %s", f, sbom.FormatSPDX, sbom.FormatCycloneDX)
+	if err := sbom.ValidateFormat(req.Sign.SBOMFormat); err != nil {
+		return err
 	}
 	if req.signs() && !req.Publish.Push {
 		return fmt.Errorf("signing needs a pushed image (--push)")
+	}
+	if req.signs() && !req.Sign.SBOMFromLock && req.Sign.Scanner == nil {
+		return fmt.Errorf("signing with an SBOM scanned from each image needs a scanner (SignOptions.Scanner), or SBOMFromLock")
 	}
 	if req.Warnings == nil {
 		req.Warnings = io.Discard
@@ -533,7 +550,7 @@ func newSigning(ctx context.Context, req *Request, t *target, res *Result, out *
 	return &Signing{
 		res: res, provenance: out.Provenance, repo: t.repo, epoch: t.epoch, insecure: req.Publish.Insecure,
 		remoteOpts: regauth.RemoteOptions(ctx, req.Publish.RemoteOptions...),
-		sbomFormat: req.Sign.SBOMFormat, sbomLock: req.Sign.SBOMFromLock, warnings: req.Warnings,
+		sbomFormat: req.Sign.SBOMFormat, sbomLock: req.Sign.SBOMFromLock, scanner: req.Sign.Scanner, warnings: req.Warnings,
 	}
 }
 

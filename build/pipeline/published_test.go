@@ -29,6 +29,7 @@ import (
 	"github.com/imagectl/imagectl/regauth/regauthtest"
 	"github.com/imagectl/imagectl/resolve"
 	"github.com/imagectl/imagectl/sbom/document"
+	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/sign"
 )
 
@@ -201,6 +202,10 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 				return signed(t, repo, pushIndex(t, repo.Tag(versioned), r.Set, r.Inputs, set.Platforms...), key)
 			}},
 	}
+	scanner, err := sbom.NewCommand(testutil.SBOMScanner(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			repo, err := name.NewRepository(host + "/team/img" + string(rune('a'+i)))
@@ -214,7 +219,7 @@ func TestRunSkipsPublishedInputs(t *testing.T) {
 			reg.reset()
 			var warnings bytes.Buffer
 			req := Request{Matrix: cfg, Catalog: cat, Definition: def, Resolve: resolve.Request{Ray: "2.46.0"}, Publish: PublishOptions{Repo: repo.Name(),
-				Push: true}, Sign: SignOptions{Signer: c.signer}, Force: c.force, Warnings: &warnings}
+				Push: true}, Sign: SignOptions{Signer: c.signer, Scanner: scanner}, Force: c.force, Warnings: &warnings}
 			if c.lazy {
 				req.Sign.Signer = nil
 				req.Sign.LoadSigner = func(context.Context) (*sign.Signer, error) {

@@ -55,6 +55,7 @@ type Signing struct {
 	remoteOpts []remote.Option
 	sbomFormat string
 	sbomLock   bool
+	scanner    Scanner
 	warnings   io.Writer
 }
 
@@ -74,7 +75,8 @@ type PlatformOutput struct {
 
 // SBOMOutput is one platform's SBOM as attached.
 type SBOMOutput struct {
-	// Source is "image" (scanned from the image's content with syft) or
+	// Source is "image" (scanned from the image's content by the scanner,
+	// imagectl-sbom, with syft) or
 	// "lock" (written from the resolved set).
 	Source string `json:"source"`
 	Format string `json:"format"`

@@ -56,6 +56,16 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 	if len(res.Set.Tags) > 0 {
 		version = res.Set.Tags[0]
 	}
+	var tool string
+	if !sg.sbomLock {
+		if sg.scanner == nil {
+			return fmt.Errorf("no SBOM scanner (SignOptions.Scanner) to scan %s's platform images", res.Ref)
+		}
+		var err error
+		if tool, err = sg.scanner.Tool(ctx); err != nil {
+			return fmt.Errorf("the SBOM scanner: %w", err)
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxConcurrentScans)
 	for i := range res.Platforms {
@@ -64,7 +74,7 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 		g.Go(func() error {
 			start := time.Now()
 			out := &SBOMOutput{Source: "image", Format: format}
-			predicateType, match := imagespec.PredicateSPDX, sbom.MadeByThisScanner
+			predicateType, match := imagespec.PredicateSPDX, sbom.MadeBy(tool)
 			var lockDoc []byte
 			if sg.sbomLock {
 				out.Source, out.Format = "lock", sbom.FormatSPDX
@@ -101,7 +111,7 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 						fmt.Fprintf(sg.warnings, "warning: prefetching the %s base's layers for its SBOM: %v; the scan reads them itself\n", p.Platform, err)
 					}
 				}
-				scan, err := sbom.Scan(gctx, img, sbom.Options{Name: sg.repo.Name(), Version: version, Platform: p.Platform,
+				scan, err := sg.scanner.Scan(gctx, img, sbom.Options{Name: sg.repo.Name(), Version: version, Platform: p.Platform,
 					Created: sg.epoch, Extensions: res.Set.Extensions, Format: format, LayerDir: layerDir})
 				if err != nil {
 					return fmt.Errorf("SBOM of %s (%s): %w", ref, p.Platform, err)
@@ -126,12 +136,21 @@ type layerSource interface {
 	layerDir(ctx context.Context, platform string) (string, error)
 }
 
+// warmer is a Scanner that can start its scanners ahead of the scans
+// (sbom.Command: each prepares syft's license matcher, about a second of
+// CPU, while the solve leaves CPU idle); Close ends those no scan took.
+type warmer interface {
+	Warm(ctx context.Context, n int)
+	Close() error
+}
+
 // basePrefetch decompresses each platform's base layers (sbom.Prefetch)
 // while the build fetches, lays out and solves, for the scan of the
 // platform image after the push: most of what a scan reads is the base,
 // and the solve leaves CPU idle (one core of two, measured on the
 // benchmark's cold build).
 type basePrefetch struct {
+	scanner   warmer // warmed, closed by stop
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	platforms map[string]*prefetched
@@ -146,7 +165,7 @@ type prefetched struct {
 }
 
 // startBasePrefetch starts the prefetch of every platform's base under
-// work, and sbom.Prepare, when the build will scan its images: it pushes
+// work, and warms the scanner, when the build will scan its images: it pushes
 // and signs with an SBOM scanned from content (not --sbom-from-lock), and
 // its inputs are not known to be published (no Force: a forced rebuild of
 // published inputs keeps the SBOMs its manifests already carry, so it
@@ -159,9 +178,12 @@ func startBasePrefetch(ctx context.Context, req *Request, set *imagespec.Set, wo
 	if err != nil {
 		return nil // layout refused it already
 	}
-	sbom.Prepare()
 	ctx, cancel := context.WithCancel(ctx)
 	bp := &basePrefetch{cancel: cancel, platforms: map[string]*prefetched{}}
+	if w, ok := req.Sign.Scanner.(warmer); ok {
+		w.Warm(ctx, min(len(set.Platforms), maxConcurrentScans))
+		bp.scanner = w
+	}
 	opts := regauth.RemoteOptions(ctx, req.Publish.RemoteOptions...)
 	for _, p := range set.Platforms {
 		pf := &prefetched{dir: filepath.Join(work, "sbom-layers", strings.ReplaceAll(p, "/", "-")), done: make(chan struct{})}
@@ -209,6 +231,9 @@ func (bp *basePrefetch) layerDir(ctx context.Context, platform string) (string, 
 func (bp *basePrefetch) stop() {
 	if bp == nil {
 		return
+	}
+	if bp.scanner != nil {
+		_ = bp.scanner.Close() // the warm scanners no scan took: nothing to report
 	}
 	bp.cancel()
 	bp.wg.Wait()

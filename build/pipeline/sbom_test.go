@@ -32,7 +32,11 @@ func TestAttachSBOMsKeepsWhatIsThere(t *testing.T) {
 	set := spec.Lock()
 	set.Tags = []string{"t"}
 	res := &Result{Ref: root.String(), Set: set}
-	sg := &Signing{res: res, repo: root.Context(), epoch: time.Unix(1752537600, 0)}
+	scanner, err := sbom.NewCommand(testutil.SBOMScanner(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg := &Signing{res: res, repo: root.Context(), epoch: time.Unix(1752537600, 0), scanner: scanner}
 	for _, d := range im.Manifests {
 		if d.Platform != nil && d.Platform.OS != "unknown" {
 			res.Platforms = append(res.Platforms, PlatformOutput{Digest: d.Digest.String()})

@@ -131,6 +131,12 @@ func runBuild(ctx context.Context, g *options.Globals, f *buildFlags) error {
 	if err != nil {
 		return err
 	}
+	var scanner pipeline.Scanner
+	if sc, err := f.img.Scanner(f.sign); err != nil {
+		return err
+	} else if sc != nil {
+		scanner = sc
+	}
 	cfg, set, c, err := buildSet(g, f)
 	if err != nil {
 		return err
@@ -183,6 +189,7 @@ func runBuild(ctx context.Context, g *options.Globals, f *buildFlags) error {
 			VerifyKeyName: "--verify-key " + f.key.VerifyKey,
 			SBOMFormat:    f.img.SBOMFormat,
 			SBOMFromLock:  f.img.SBOMFromLock,
+			Scanner:       scanner,
 		},
 	})
 	if err != nil {

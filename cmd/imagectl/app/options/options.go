@@ -241,6 +241,7 @@ type ImageOptions struct {
 	Provenance         bool
 	SBOMFormat         string
 	SBOMFromLock       bool
+	SBOMScanner        string
 	SourceDateEpoch    string
 	Revision           string
 }
@@ -254,6 +255,8 @@ func (o *ImageOptions) AddFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&o.Provenance, "provenance", true, "attach buildkitd's SLSA provenance to each platform manifest (as an OCI referrer)")
 	fl.StringVar(&o.SBOMFormat, "sbom-format", sbom.FormatSPDX, "format of the signed SBOM scanned from each platform image with syft: spdx (SPDX 2.3) or cyclonedx")
 	fl.BoolVar(&o.SBOMFromLock, "sbom-from-lock", false, "sign an SBOM written from the lock instead of scanning each platform image")
+	fl.StringVar(&o.SBOMScanner, "sbom-scanner", "", "the SBOM scanner, imagectl-sbom, that scans each platform image (default: the one beside imagectl, else on PATH)")
+	BindEnv(fl, "sbom-scanner", sbom.ScannerEnv)
 	fl.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "Unix time for every timestamp in the image (default: env SOURCE_DATE_EPOCH, else the git commit time, else 0)")
 	fl.StringVar(&o.Revision, "revision", "", "source revision label (default: git rev-parse HEAD)")
 }
@@ -273,6 +276,17 @@ func (o *ImageOptions) Validate() error {
 		return fmt.Errorf("--sbom-format %q: want %s or %s", o.SBOMFormat, sbom.FormatSPDX, sbom.FormatCycloneDX)
 	}
 	return nil
+}
+
+// Scanner is the SBOM scanner a signing build runs (--sbom-scanner, else
+// the one sbom.Find finds); nil, with no error, when it signs the SBOM
+// written from the lock (--sbom-from-lock) or does not sign. A scanner
+// that cannot be found is an error before any work.
+func (o *ImageOptions) Scanner(signs bool) (*sbom.Command, error) {
+	if !signs || o.SBOMFromLock {
+		return nil, nil
+	}
+	return sbom.NewCommand(o.SBOMScanner)
 }
 
 // UpstreamOptions override the extension galleries of matrix.yaml's

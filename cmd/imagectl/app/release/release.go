@@ -265,6 +265,12 @@ func (f *releaseFlags) publisher(cmd *cobra.Command, g *options.Globals, ps *pub
 	if err != nil {
 		return nil, err
 	}
+	var scanner pipeline.Scanner
+	if sc, err := f.img.Scanner(true); err != nil {
+		return nil, err
+	} else if sc != nil {
+		scanner = sc
+	}
 	cfg := ps.cfg
 	return builder.New(bk, pipeline.Request{
 		Matrix:          cfg,
@@ -286,7 +292,7 @@ func (f *releaseFlags) publisher(cmd *cobra.Command, g *options.Globals, ps *pub
 			ProgressMode: f.img.Progress,
 		},
 		Publish: pipeline.PublishOptions{Insecure: f.reg.Insecure},
-		Sign:    pipeline.SignOptions{SBOMFormat: f.img.SBOMFormat, SBOMFromLock: f.img.SBOMFromLock},
+		Sign:    pipeline.SignOptions{SBOMFormat: f.img.SBOMFormat, SBOMFromLock: f.img.SBOMFromLock, Scanner: scanner},
 	}, ps.renders, s)
 }
 

@@ -1,4 +1,4 @@
-package sbom
+package scan
 
 import (
 	"github.com/anchore/syft/syft/pkg/cataloger/binary"

@@ -1,4 +1,4 @@
-package sbom
+package scan
 
 import (
 	"archive/tar"
@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/sbom/document"
 )
@@ -166,7 +167,7 @@ func testExtensions() []imagespec.Extension {
 
 func TestScanSPDX(t *testing.T) {
 	img := testImage(t)
-	o := Options{Name: "registry.example/code-server-ray", Version: "4.101.2-ray2.46.0-py3.12", Platform: "linux/arm64",
+	o := sbom.Options{Name: "registry.example/code-server-ray", Version: "4.101.2-ray2.46.0-py3.12", Platform: "linux/arm64",
 		Created: time.Unix(1752537600, 0), Extensions: testExtensions()}
 	res, err := Scan(context.Background(), img, o)
 	if err != nil {
@@ -279,7 +280,7 @@ func TestScanSPDX(t *testing.T) {
 }
 
 func TestScanCycloneDX(t *testing.T) {
-	res, err := Scan(context.Background(), testImage(t), Options{Name: "r/x", Platform: "linux/arm64", Format: FormatCycloneDX, Extensions: testExtensions()})
+	res, err := Scan(context.Background(), testImage(t), sbom.Options{Name: "r/x", Platform: "linux/arm64", Format: sbom.FormatCycloneDX, Extensions: testExtensions()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +308,7 @@ func TestScanCycloneDX(t *testing.T) {
 			t.Errorf("%s's CycloneDX licence = %q, want %q", p.Name, p.License, want)
 		}
 	}
-	if _, err := Scan(context.Background(), testImage(t), Options{Format: "xml"}); err == nil {
+	if _, err := Scan(context.Background(), testImage(t), sbom.Options{Format: "xml"}); err == nil {
 		t.Error("format xml accepted")
 	}
 }
@@ -316,18 +317,18 @@ func TestScanCycloneDX(t *testing.T) {
 // attached by the same scanner) and has no package-to-file ownership
 // relationships, only packages, their evidence and package relationships.
 func TestScanToolAndNoFileOwnership(t *testing.T) {
-	for _, format := range []string{FormatSPDX, FormatCycloneDX} {
-		res, err := Scan(context.Background(), testImage(t), Options{Name: "r/x", Platform: "linux/arm64", Format: format, Extensions: testExtensions()})
+	for _, format := range []string{sbom.FormatSPDX, sbom.FormatCycloneDX} {
+		res, err := Scan(context.Background(), testImage(t), sbom.Options{Name: "r/x", Platform: "linux/arm64", Format: format, Extensions: testExtensions()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := MadeByThisScanner(res.Document); err != nil {
+		if err := sbom.MadeBy(sbom.ToolName + "-" + ToolVersion())(res.Document); err != nil {
 			t.Errorf("%s: MadeByThisScanner: %v", format, err)
 		}
 		if !strings.Contains(ToolVersion(), "v1.") {
 			t.Errorf("ToolVersion %q lacks the syft version", ToolVersion())
 		}
-		if format != FormatSPDX {
+		if format != sbom.FormatSPDX {
 			continue
 		}
 		var d struct {
@@ -348,12 +349,12 @@ func TestScanToolAndNoFileOwnership(t *testing.T) {
 	}
 	for _, c := range []struct{ name, doc string }{
 		{"lock SBOM", `{"spdxVersion":"SPDX-2.3","creationInfo":{"creators":["Tool: imagectl"]}}`},
-		{"older scanner", `{"spdxVersion":"SPDX-2.3","creationInfo":{"creators":["Tool: ` + ToolName + `-v0.0.1-00000000"]}}`},
+		{"older scanner", `{"spdxVersion":"SPDX-2.3","creationInfo":{"creators":["Tool: ` + sbom.ToolName + `-v0.0.1-00000000"]}}`},
 		{"CycloneDX of another tool", `{"bomFormat":"CycloneDX","metadata":{"tools":{"components":[{"name":"syft","version":"1.0.0"}]}}}`},
 		{"no tool", `{"spdxVersion":"SPDX-2.3"}`},
 		{"not JSON", `<spdx/>`},
 	} {
-		if err := MadeByThisScanner([]byte(c.doc)); err == nil {
+		if err := sbom.MadeBy(sbom.ToolName + "-" + ToolVersion())([]byte(c.doc)); err == nil {
 			t.Errorf("%s: MadeByThisScanner accepted %s", c.name, c.doc)
 		}
 	}
@@ -376,7 +377,7 @@ func TestSyftVersionIsGoMod(t *testing.T) {
 // it under the race detector, which checks that sharing.
 func TestConcurrentScansWriteTheSameDocument(t *testing.T) {
 	img := testImage(t)
-	o := Options{Name: "registry.example/code-server-ray", Platform: "linux/amd64", Extensions: testExtensions()}
+	o := sbom.Options{Name: "registry.example/code-server-ray", Platform: "linux/amd64", Extensions: testExtensions()}
 	alone, err := Scan(context.Background(), img, o)
 	if err != nil {
 		t.Fatal(err)

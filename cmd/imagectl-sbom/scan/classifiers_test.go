@@ -1,4 +1,4 @@
-package sbom
+package scan
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
+	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/sbom/document"
 )
 
@@ -112,7 +113,7 @@ func TestScanUsesClassifierConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Scan(context.Background(), img, Options{Name: "r/x", Platform: "linux/arm64", Created: time.Unix(0, 0), Extensions: testExtensions()})
+		res, err := Scan(context.Background(), img, sbom.Options{Name: "r/x", Platform: "linux/arm64", Created: time.Unix(0, 0), Extensions: testExtensions()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package sbom
+package scan
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/internal/testutil"
 )
 
@@ -47,11 +48,11 @@ func BenchmarkScanImage(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var res *Result
+			var res *sbom.Result
 			b.ResetTimer()
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
-				if res, err = Scan(context.Background(), img, Options{Name: "bench/x", Platform: "linux/" + arch, Extensions: testExtensions()}); err != nil {
+				if res, err = Scan(context.Background(), img, sbom.Options{Name: "bench/x", Platform: "linux/" + arch, Extensions: testExtensions()}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package sbom
+package scan
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
+	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/sbom/document"
 )
@@ -32,7 +33,7 @@ func TestScanRecordsTheLicencesOfVSIXFixtures(t *testing.T) {
 	files := map[string]string{}
 	var entries []string
 	for _, in := range installed {
-		f, err := os.Open(filepath.Join("..", "extensions", "testdata", "vsix", in.file))
+		f, err := os.Open(filepath.Join("..", "..", "..", "extensions", "testdata", "vsix", in.file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +66,7 @@ func TestScanRecordsTheLicencesOfVSIXFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Scan(context.Background(), img, Options{Name: "r/x", Platform: "linux/arm64"})
+	res, err := Scan(context.Background(), img, sbom.Options{Name: "r/x", Platform: "linux/arm64"})
 	if err != nil {
 		t.Fatal(err)
 	}

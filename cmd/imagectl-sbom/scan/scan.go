@@ -1,4 +1,4 @@
-package sbom
+package scan
 
 import (
 	"bytes"
@@ -35,19 +35,9 @@ import (
 	spdxjson "github.com/spdx/tools-golang/json"
 	"github.com/spdx/tools-golang/spdx"
 
+	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/imagespec"
 )
-
-// Formats of the document Scan writes.
-const (
-	FormatSPDX      = "spdx"
-	FormatCycloneDX = "cyclonedx"
-)
-
-// ToolName is the tool an SBOM Scan writes names in the document
-// (SPDX creators "Tool: imagectl-syft-<ToolVersion>", CycloneDX
-// metadata.tools).
-const ToolName = "imagectl-syft"
 
 // scannerConfig says how Scan catalogues, besides the syft version: the
 // catalogers, what is left out, how extensions are added. Change it with
@@ -70,102 +60,15 @@ const syftModuleVersion = "v1.52.0"
 
 func syftVersion() string { return syftModuleVersion }
 
-// MadeByThisScanner returns nil when doc (an SPDX or CycloneDX JSON SBOM)
-// names ToolName at ToolVersion as its tool, else what it names: an SBOM
-// written from the lock, or by another scanner or configuration, is not
-// what Scan would write.
-func MadeByThisScanner(doc []byte) error {
-	var d struct {
-		CreationInfo struct {
-			Creators []string `json:"creators"`
-		} `json:"creationInfo"`
-		Metadata struct {
-			Tools json.RawMessage `json:"tools"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(doc, &d); err != nil {
-		return fmt.Errorf("is not JSON: %w", err)
-	}
-	want := ToolName + "-" + ToolVersion()
-	var tools []string
-	for _, c := range d.CreationInfo.Creators {
-		if t, ok := strings.CutPrefix(c, "Tool: "); ok {
-			tools = append(tools, t)
-		}
-	}
-	if len(d.Metadata.Tools) > 0 {
-		// CycloneDX 1.5+: {"components": [...]}; older: [...].
-		var comps struct {
-			Components []struct{ Name, Version string } `json:"components"`
-		}
-		var legacy []struct{ Name, Version string }
-		if json.Unmarshal(d.Metadata.Tools, &comps) != nil {
-			_ = json.Unmarshal(d.Metadata.Tools, &legacy)
-		}
-		for _, c := range append(comps.Components, legacy...) {
-			tools = append(tools, c.Name+"-"+c.Version)
-		}
-	}
-	if slices.Contains(tools, want) {
-		return nil
-	}
-	if len(tools) == 0 {
-		return fmt.Errorf("names no tool (want %s)", want)
-	}
-	return fmt.Errorf("was made by %s, not %s", strings.Join(tools, ", "), want)
-}
-
-// ExtensionType is the package type of a VS Code extension in the SBOM.
-const ExtensionType = pkg.Type("vscode-extension")
-
-// Options say what the document is about.
-type Options struct {
-	// Name is the image repository and Version its primary tag.
-	Name, Version string
-	// Platform is the OCI platform of the image.
-	Platform string
-	// Created is the document's creation time (SOURCE_DATE_EPOCH).
-	Created time.Time
-	// Extensions are the set's extensions: their VSIX sha256 and URL for
-	// Platform go into the SBOM beside what the image has installed.
-	Extensions []imagespec.Extension
-	// Format is FormatSPDX (default) or FormatCycloneDX.
-	Format string
-	// Parallelism of syft's catalogers (default 2).
-	Parallelism int
-	// LayerDir, if set, is where the image's uncompressed layers are read
-	// from and written to (a layer already there, written by Prefetch, is
-	// not fetched again); otherwise a scratch directory. The caller removes
-	// it (Scan may, once done).
-	LayerDir string
-}
-
-// Result is one platform's SBOM.
-type Result struct {
-	// Document is the SBOM (SPDX 2.3 JSON or CycloneDX JSON) and
-	// PredicateType its in-toto predicate type.
-	Document      []byte
-	PredicateType string
-	// Counts are the packages found per type (deb, python, npm,
-	// vscode-extension, ...).
-	Counts map[string]int
-	// Duration is how long the scan took.
-	Duration time.Duration
-	// LayersPrefetched counts the image's layers whose content Scan did not
-	// fetch: it read them from Options.LayerDir (written there by
-	// Prefetch).
-	LayersPrefetched int
-}
-
 // Scan catalogues img (one platform image) with syft's image catalogers,
 // adds the VS Code extensions, and encodes the SBOM.
-func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
+func Scan(ctx context.Context, img v1.Image, o sbom.Options) (*sbom.Result, error) {
 	start := time.Now()
 	if o.Format == "" {
-		o.Format = FormatSPDX
+		o.Format = sbom.FormatSPDX
 	}
-	if o.Format != FormatSPDX && o.Format != FormatCycloneDX {
-		return nil, fmt.Errorf("sbom format %q: want %s or %s", o.Format, FormatSPDX, FormatCycloneDX)
+	if o.Format != sbom.FormatSPDX && o.Format != sbom.FormatCycloneDX {
+		return nil, fmt.Errorf("sbom format %q: want %s or %s", o.Format, sbom.FormatSPDX, sbom.FormatCycloneDX)
 	}
 	if o.Parallelism <= 0 {
 		o.Parallelism = 2
@@ -203,7 +106,7 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 		return nil, err
 	}
 	cfg := syft.DefaultCreateSBOMConfig().
-		WithTool(ToolName, ToolVersion()).
+		WithTool(sbom.ToolName, ToolVersion()).
 		WithParallelism(o.Parallelism).
 		WithoutFiles().
 		// No package-to-file CONTAINS relationships: without file
@@ -228,7 +131,7 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 	}
 	s.Artifacts.Packages.Add(exts...)
 
-	res := &Result{Counts: map[string]int{}}
+	res := &sbom.Result{Counts: map[string]int{}}
 	if o.LayerDir != "" {
 		if res.LayersPrefetched, err = counted.unread(); err != nil {
 			return nil, fmt.Errorf("image config: %w", err)
@@ -239,12 +142,12 @@ func Scan(ctx context.Context, img v1.Image, o Options) (*Result, error) {
 	}
 	var buf bytes.Buffer
 	switch o.Format {
-	case FormatSPDX:
+	case sbom.FormatSPDX:
 		if err := writeSPDX(&buf, s, o, digest.String(), notes); err != nil {
 			return nil, err
 		}
 		res.PredicateType = imagespec.PredicateSPDX
-	case FormatCycloneDX:
+	case sbom.FormatCycloneDX:
 		if err := writeCycloneDX(&buf, s, o); err != nil {
 			return nil, err
 		}
@@ -299,7 +202,7 @@ func (c valuesOf) Value(key any) any {
 // extension and where its licence was read (licenseNotes, by id@version
 // with the id lower-cased), a fixed creation time and a namespace from the
 // image digest.
-func writeSPDX(w io.Writer, s *syftsbom.SBOM, o Options, digest string, licenseNotes map[string]string) error {
+func writeSPDX(w io.Writer, s *syftsbom.SBOM, o sbom.Options, digest string, licenseNotes map[string]string) error {
 	doc := spdxhelpers.ToFormatModel(*s)
 	if doc == nil {
 		return fmt.Errorf("converting the SBOM to SPDX")
@@ -339,7 +242,7 @@ func writeSPDX(w io.Writer, s *syftsbom.SBOM, o Options, digest string, licenseN
 
 // writeCycloneDX encodes s as CycloneDX JSON (syft's default spec
 // version) with the VSIX sha256 of each extension as a component hash.
-func writeCycloneDX(w io.Writer, s *syftsbom.SBOM, o Options) error {
+func writeCycloneDX(w io.Writer, s *syftsbom.SBOM, o sbom.Options) error {
 	bom := cyclonedxhelpers.ToFormatModel(*s)
 	if bom == nil {
 		return fmt.Errorf("converting the SBOM to CycloneDX")
@@ -384,7 +287,7 @@ func derefHashes(h *[]cyclonedx.Hash) []cyclonedx.Hash {
 
 // extensionFiles maps "id@version" (id lower-cased) to the VSIX installed
 // on o.Platform.
-func extensionFiles(o Options) map[string]imagespec.File {
+func extensionFiles(o sbom.Options) map[string]imagespec.File {
 	files := map[string]imagespec.File{}
 	for _, e := range o.Extensions {
 		files[strings.ToLower(e.ID)+"@"+e.Version] = e.Files[o.Platform]
@@ -417,7 +320,7 @@ type installedExtension struct {
 // License, kept as .vsixmanifest in the installed folder), recorded by the
 // first line of its text (its title, "AS License") with the text itself.
 // notes says, per id@version (id lower-cased), where the licence was read.
-func extensionPackages(src source.Source, o Options) (out []pkg.Package, notes map[string]string, err error) {
+func extensionPackages(src source.Source, o sbom.Options) (out []pkg.Package, notes map[string]string, err error) {
 	res, err := src.FileResolver(source.SquashedScope)
 	if err != nil {
 		return nil, nil, err
@@ -473,7 +376,7 @@ func extensionPackages(src source.Source, o Options) (out []pkg.Package, notes m
 		p := pkg.Package{
 			Name:      id,
 			Version:   pj.Version,
-			Type:      ExtensionType,
+			Type:      pkg.Type(sbom.ExtensionType),
 			FoundBy:   "imagectl-vscode-extensions",
 			Language:  pkg.JavaScript,
 			Locations: syftfile.NewLocationSet(*loc),
