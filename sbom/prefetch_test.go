@@ -77,11 +77,16 @@ func TestPrefetchHonoursCancellation(t *testing.T) {
 // testImage is a small image of two layers, each a tar of a few files.
 func testImage(t testing.TB) v1.Image {
 	t.Helper()
+	return testImageOf(t,
+		map[string]string{"etc/os-release": "ID=debian\n", "var/lib/dpkg/status": "Package: libc6\n"},
+		map[string]string{"opt/app/a.txt": strings.Repeat("a", 1<<16), "opt/app/b.txt": "b"})
+}
+
+// testImageOf is an image of one layer per map of files (path -> content).
+func testImageOf(t testing.TB, layerFiles ...map[string]string) v1.Image {
+	t.Helper()
 	var layers []v1.Layer
-	for i, files := range []map[string]string{
-		{"etc/os-release": "ID=debian\n", "var/lib/dpkg/status": "Package: libc6\n"},
-		{"opt/app/a.txt": strings.Repeat("a", 1<<16), "opt/app/b.txt": "b"},
-	} {
+	for i, files := range layerFiles {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
 		for _, n := range slices.Sorted(maps.Keys(files)) {

@@ -1,15 +1,15 @@
 // Command imagectl-probe is the debugger attach probe on its own: its one
 // verb, attach, is "imagectl smoke attach" (the same implementation, package
 // cmd/imagectl/app/smoke/attach: the same flags, help, exit codes 0 to 7
-// and -o json report), in a binary of a few megabytes instead of imagectl's
-// 170 MB. It is what is copied into the code-server sidecar of a Ray head
-// Pod, where the attach has to run (docs/smoke.md):
+// and -o json report), in a binary of a few megabytes instead of
+// imagectl's 96 MB (unstripped). It is what is copied into the code-server
+// sidecar of a Ray head Pod, where the attach has to run (docs/smoke.md):
 //
 //	kubectl cp bin/imagectl-probe "$HEAD:/tmp/imagectl-probe" -c code-server
 //	kubectl exec "$HEAD" -c code-server -- /tmp/imagectl-probe attach --expect-function f --output json
 //
 // It links options/base, never cmd/imagectl/app/options (BuildKit, cosign,
-// syft, client-go); arch_test.go's TestProbeLinks and TestProbeSize hold it
+// client-go); arch_test.go's TestProbeLinks and TestBinarySizes hold it
 // there and under 15 MB. make build builds it beside bin/imagectl.
 package main
 

@@ -57,8 +57,8 @@ wait_file() {
   done
 }
 
-# e2e_tools: buildkitd and the stand-in bases (idempotent, cached), imagectl
-# and the fakeupstream helper built into $work/bin.
+# e2e_tools: buildkitd and the stand-in bases (idempotent, cached), imagectl,
+# its SBOM scanner and the fakeupstream helper built into $work/bin.
 e2e_tools() {
   bash hack/deps.d/30-buildkit.sh >&2
   bash hack/deps.d/35-base-images.sh >&2
@@ -67,6 +67,8 @@ e2e_tools() {
   base=$IMAGECTL_TEST_CACHE/base
   log "building imagectl and the e2e helper"
   go build -o "$work/bin/imagectl" ./cmd/imagectl
+  # The SBOM scanner beside imagectl, where imagectl looks for it.
+  go -C cmd/imagectl-sbom build -o "$work/bin/imagectl-sbom" .
   go build -o "$work/bin/fakeupstream" ./tests/e2e/fakeupstream
   imagectl=$work/bin/imagectl
   fu=$work/bin/fakeupstream

@@ -37,7 +37,7 @@ var flagMeanings = map[string]string{
 	"python-standalone-url": "runtime", "python-standalone-sha256": "runtime",
 	"buildkit-addr": "buildkitd", "driver": "buildkitd", "builder": "buildkitd per platform",
 	"cache-from": "BuildKit cache", "cache-to": "BuildKit cache", "progress": "BuildKit progress",
-	"provenance": "SLSA provenance", "sbom-format": "SBOM format", "sbom-from-lock": "SBOM written from the lock",
+	"provenance": "SLSA provenance", "sbom-format": "SBOM format", "sbom-from-lock": "SBOM written from the lock", "sbom-scanner": "SBOM scanner executable",
 	"source-date-epoch": "timestamps", "revision": "revision label",
 	"skip-contents": "verify without layers", "image": "an image reference",
 	"dashboard": "Ray dashboard address", "settings": "code-server settings.json",
