@@ -173,13 +173,13 @@ e2e_keys() {
 }
 
 # build NAME CFGDIR [extra flags]: imagectl build --push --sign --require-pins of Ray 2.46.0
-# (UNSIGNED=1: without --sign)
+# (UNSIGNED=1: without --sign; SIGN_KEY: another key than $work/cosign.key)
 # for $PLATFORMS (default both), JSON to $work/NAME.json, stderr to
 # $work/NAME.err, wall time to $work/NAME.seconds and $work/NAME.ms. $rev is
 # the revision label (pinned once by the caller).
 build() {
   local n=$1 cfg=$2; shift 2
-  local start=$SECONDS t=$(date +%s%N) sign=(--sign --key "$work/cosign.key")
+  local start=$SECONDS t=$(date +%s%N) sign=(--sign --key "${SIGN_KEY:-$work/cosign.key}")
   [ "${UNSIGNED:-0}" != 1 ] || sign=()
   "$imagectl" --matrix "$cfg/matrix.yaml" build --ray 2.46.0 --platform "${PLATFORMS:-linux/amd64,linux/arm64}" \
     --push "${sign[@]}" --revision "$rev" --require-pins \

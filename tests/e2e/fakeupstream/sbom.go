@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -21,10 +23,13 @@ import (
 
 // runSBOMPackages prints, for every platform manifest of an image index,
 // the packages of the SBOM attestation attached to it (cosign's .att tag):
-// {"linux/amd64": [{"name", "version", "purl", "sha256"}], ...}. It does
-// not verify signatures (imagectl verify does); it shows what the SBOM says.
+// {"linux/amd64": [{"name", "version", "purl", "sha256", "license",
+// "licenseComment"}], ...}; with -documents, the sha256 of each platform's
+// SBOM document instead ({"linux/amd64": "sha256:..."}). It does not
+// verify signatures (imagectl verify does); it shows what the SBOM says.
 func runSBOMPackages(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sbom-packages", flag.ExitOnError)
+	documents := fs.Bool("documents", false, "print each platform's SBOM document digest instead of its packages")
 	fs.Parse(args)
 	if fs.NArg() != 1 {
 		return errors.New("usage: sbom-packages REF")
@@ -43,6 +48,7 @@ func runSBOMPackages(ctx context.Context, args []string) error {
 		return err
 	}
 	out := map[string][]map[string]any{}
+	digests := map[string]string{}
 	for _, d := range im.Manifests {
 		if d.Platform == nil || d.Platform.OS == "unknown" {
 			continue
@@ -69,13 +75,16 @@ func runSBOMPackages(ctx context.Context, args []string) error {
 			if !ok {
 				continue
 			}
+			sum := sha256.Sum256(pred)
+			digests[p] = "sha256:" + hex.EncodeToString(sum[:])
 			pkgs, err := document.Packages(pred)
 			if err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}
 			list := []map[string]any{}
 			for _, pk := range pkgs {
-				list = append(list, map[string]any{"name": pk.Name, "version": pk.Version, "purl": pk.PURL, "sha256": pk.SHA256})
+				list = append(list, map[string]any{"name": pk.Name, "version": pk.Version, "purl": pk.PURL, "sha256": pk.SHA256,
+					"license": pk.License, "licenseComment": pk.LicenseComment})
 			}
 			out[p] = list
 			found = true
@@ -86,6 +95,9 @@ func runSBOMPackages(ctx context.Context, args []string) error {
 	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
+	if *documents {
+		return enc.Encode(digests)
+	}
 	return enc.Encode(out)
 }
 
