@@ -10,7 +10,7 @@ import (
 	"github.com/imagectl/imagectl/imagespec/imagetest"
 )
 
-// scannedSBOM is an SPDX document shaped like sbom.Scan's for an image
+// scannedSBOM is an SPDX document shaped like imagectl-sbom's (cmd/imagectl-sbom/scan) for an image
 // with two extensions: ms-python.python declaring MIT in package.json, the
 // ray-distributed-debugger declaring no licence there and Anyscale's "AS
 // License" in its LICENSE.txt (as the real 0.1.6 does).

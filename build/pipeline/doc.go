@@ -28,7 +28,9 @@
 // keeps each render by its inputs digest, so plan and release render a set
 // once. Speed-ups wrap the stage they speed up: the scan of each platform
 // image reads the base layers a prefetch decompressed during the solve
-// (layerSource).
+// (layerSource), by a scanner warmed during the solve (warmer). The scan
+// itself is the Scanner's: sbom.Command runs imagectl-sbom, the binary
+// that links syft, so that this package (and imagectl) does not.
 //
 // The package sits above build, extensions, sign and sbom and joins them;
 // it imports nothing from release, which the CLI adapts it to. build itself
