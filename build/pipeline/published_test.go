@@ -28,8 +28,8 @@ import (
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/regauth/regauthtest"
 	"github.com/imagectl/imagectl/resolve"
-	"github.com/imagectl/imagectl/sbom/document"
 	"github.com/imagectl/imagectl/sbom"
+	"github.com/imagectl/imagectl/sbom/document"
 	"github.com/imagectl/imagectl/sign"
 )
 
