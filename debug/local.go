@@ -22,9 +22,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/imagectl/imagectl/debug/dap"
 	"github.com/imagectl/imagectl/debug/dashproxy"
 	"github.com/imagectl/imagectl/internal/safefile"
-	"github.com/imagectl/imagectl/smoke/dap"
 )
 
 // DefaultLocalPort is the local port of --local's dashboard proxy: the

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/imagectl/imagectl/smoke/dashboard"
+	"github.com/imagectl/imagectl/debug/dashboard"
 )
 
 // StateAPI is the part of Ray's State API a session reads (package
-// smoke/dashboard's Client, through the dashboard's port-forward).
+// debug/dashboard's Client, through the dashboard's port-forward).
 type StateAPI interface {
 	PausedWorkers(ctx context.Context) ([]dashboard.Worker, error)
 	RunningTasks(ctx context.Context, workerID string) ([]dashboard.Task, error)

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
+	"github.com/imagectl/imagectl/debug/dashboard"
 	fake "github.com/imagectl/imagectl/internal/fakes/dashboard"
-	"github.com/imagectl/imagectl/smoke/dashboard"
 )
 
 // The tracker reads the fake dashboard through the client the probe uses,

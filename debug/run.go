@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/imagectl/imagectl/debug/dashboard"
 	"github.com/imagectl/imagectl/inject"
-	"github.com/imagectl/imagectl/smoke/dashboard"
 )
 
 // Options say what a session does. File and Manifest, or ClusterName, say
@@ -68,7 +68,7 @@ type Options struct {
 	// NewJobs makes the Jobs API client for a dashboard URL; nil when the
 	// session has nothing to submit.
 	NewJobs func(dashboardURL string) (Jobs, error)
-	// NewStateAPI makes the State API client (nil: smoke/dashboard's).
+	// NewStateAPI makes the State API client (nil: debug/dashboard's).
 	NewStateAPI func(dashboardURL string) (StateAPI, error)
 
 	// Local debugs with the user's own VS Code: no sidecar is injected

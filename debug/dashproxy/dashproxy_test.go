@@ -22,9 +22,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/imagectl/imagectl/debug/dashboard"
 	"github.com/imagectl/imagectl/debug/dashproxy"
 	fakedash "github.com/imagectl/imagectl/internal/fakes/dashboard"
-	"github.com/imagectl/imagectl/smoke/dashboard"
 )
 
 // tunneler is a fake Tunneler: it records every call and gives each worker

@@ -13,11 +13,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/imagectl/imagectl/debug/dap"
+	"github.com/imagectl/imagectl/debug/dashboard"
 	"github.com/imagectl/imagectl/extensions/vsix"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/safetext"
-	"github.com/imagectl/imagectl/smoke/dap"
-	"github.com/imagectl/imagectl/smoke/dashboard"
 )
 
 // ExtensionID is the extension whose code the contract is about.
@@ -499,9 +499,9 @@ const workerID = "WORKER_ID"
 func (c *checker) queries() {
 	type kind struct{ item, endpoint, wantName, want string }
 	kinds := []kind{
-		{"paused-workers query", "workers", "smoke/dashboard.PausedWorkersQuery", dashboard.PausedWorkersQuery},
-		{"worker query", "workers", "smoke/dashboard.WorkerQuery", dashboard.WorkerQuery(workerID)},
-		{"running-tasks query", "tasks", "smoke/dashboard.RunningTasksQuery", dashboard.RunningTasksQuery(workerID)},
+		{"paused-workers query", "workers", "debug/dashboard.PausedWorkersQuery", dashboard.PausedWorkersQuery},
+		{"worker query", "workers", "debug/dashboard.WorkerQuery", dashboard.WorkerQuery(workerID)},
+		{"running-tasks query", "tasks", "debug/dashboard.RunningTasksQuery", dashboard.RunningTasksQuery(workerID)},
 	}
 	seen := make([]bool, len(kinds))
 	for _, m := range queryRe.FindAllStringSubmatchIndex(c.js, -1) {

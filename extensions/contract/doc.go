@@ -16,10 +16,10 @@
 //   - the attach configuration it starts is {type:"python",
 //     request:"attach", connect:{host,port}, justMyCode:false,
 //     pathMappings:[{localRoot:L, remoteRoot:"."}, {localRoot:L,
-//     remoteRoot:L}]}, L that defaulted localRoot (smoke/dap
+//     remoteRoot:L}]}, L that defaulted localRoot (debug/dap
 //     ExtensionAttachArguments);
 //   - the State API queries it polls are the ones the probe sends
-//     (smoke/dashboard PausedWorkersQuery, WorkerQuery, RunningTasksQuery).
+//     (debug/dashboard PausedWorkersQuery, WorkerQuery, RunningTasksQuery).
 //
 // The shapes were read from 0.1.6 (ReadFrom), the only version whose code
 // the project has seen. Check reports every difference in a sentence naming

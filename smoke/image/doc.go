@@ -12,7 +12,7 @@
 //     and every shared object there loads (dlopen, all symbols bound).
 //   - debugger: a small script started in the container calls breakpoint()
 //     with debugpy listening (as Ray does for a task); the DAP client of
-//     imagectl smoke attach (smoke/probe, smoke/dap) attaches, sees the stop
+//     imagectl smoke attach (smoke/probe, debug/dap) attaches, sees the stop
 //     in the right function and line, continues, and the script exits 0
 //     with its result.
 //   - post-mortem: the same script makes the calls Ray makes for a task

@@ -16,7 +16,7 @@ import (
 
 	godap "github.com/google/go-dap"
 
-	"github.com/imagectl/imagectl/smoke/dap"
+	"github.com/imagectl/imagectl/debug/dap"
 )
 
 // Action is what the probe does once it has seen the paused frame.

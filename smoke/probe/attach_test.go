@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	godap "github.com/google/go-dap"
 
+	"github.com/imagectl/imagectl/debug/dap"
 	"github.com/imagectl/imagectl/internal/testutil"
-	"github.com/imagectl/imagectl/smoke/dap"
 )
 
 func TestAttachRealDebugpy(t *testing.T) {

@@ -2,8 +2,8 @@
 // breakpoint(), or frozen on an uncaught exception (RAY_DEBUG_POST_MORTEM=1),
 // doing exactly what the Ray Distributed Debugger VS Code extension does: it
 // lists paused workers through the Ray dashboard's State API (package
-// smoke/dashboard), dials the worker's ip:debugger_port, runs the Debug
-// Adapter Protocol attach sequence against debugpy (package smoke/dap) with
+// debug/dashboard), dials the worker's ip:debugger_port, runs the Debug
+// Adapter Protocol attach sequence against debugpy (package debug/dap) with
 // the extension's exact attach configuration (dap.ExtensionAttachArguments, from
 // the cluster's localRoot setting), asserts a stopped event and a stack frame
 // in the expected function or file, opens that frame's source as VS Code

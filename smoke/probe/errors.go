@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/imagectl/imagectl/smoke/dap"
+	"github.com/imagectl/imagectl/debug/dap"
 )
 
 // closedMeansOtherClient wraps a failed step, saying plainly when debugpy

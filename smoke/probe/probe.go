@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/imagectl/imagectl/debug/dashboard"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/waitnotice"
-	"github.com/imagectl/imagectl/smoke/dashboard"
 )
 
 // ErrDashboard is a dashboard that never answered usably while polling.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	dashclient "github.com/imagectl/imagectl/debug/dashboard"
 	"github.com/imagectl/imagectl/internal/fakes/dashboard"
-	dashclient "github.com/imagectl/imagectl/smoke/dashboard"
 )
 
 const (

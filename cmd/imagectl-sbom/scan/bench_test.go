@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/internal/testutil"
+	"github.com/imagectl/imagectl/sbom"
 )
 
 // ColdBuildEnv names the wall time, in seconds, of one cold multi-arch build

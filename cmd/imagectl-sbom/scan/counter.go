@@ -91,4 +91,3 @@ func (l countedLayer) Uncompressed() (io.ReadCloser, error) {
 	l.mark()
 	return sbom.Uncompressed(l.Layer)
 }
-

@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/extensions/vsix"
+	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/sbom/document"
 )
 

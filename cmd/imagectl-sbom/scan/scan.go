@@ -35,8 +35,8 @@ import (
 	spdxjson "github.com/spdx/tools-golang/json"
 	"github.com/spdx/tools-golang/spdx"
 
-	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/sbom"
 )
 
 // scannerConfig says how Scan catalogues, besides the syft version: the

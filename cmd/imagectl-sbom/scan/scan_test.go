@@ -20,8 +20,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/sbom/document"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/imagectl/imagectl/smoke/dashboard"
+	"github.com/imagectl/imagectl/debug/dashboard"
 	"github.com/imagectl/imagectl/upstream/httpx"
 )
 
