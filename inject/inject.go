@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/docsurl"
 )
 
 // Result is what Apply or Remove did.
@@ -712,8 +713,8 @@ func (c *config) addSidecar(t *text, st style, s *site, image string, auth *toke
 				readers = "mode 0400, and group read for the pod's fsGroup " + fsGroup + ", which the kubelet adds: the proxy, run as root, reads it, code-server's user (group " + gid + ") does not"
 			}
 		}
-		warn("%s: inject mounts the token from Secret %q, key %q (%s; %s), into the sidecar at %s (%s), and the sidecar runs a loopback proxy on 127.0.0.1:%d that adds it to the Ray Distributed Debugger extension's requests to the dashboard at %s (GET and HEAD only; other methods get 405); the extension's settings name the proxy. No setting, environment variable or log of code-server holds the token, but whoever logs in to code-server reads the dashboard through the proxy",
-			auth.mode, auth.secret, auth.key, auth.cause, auth.exists, TokenFile, readers, proxyPort, c.dashboardFor(s))
+		warn("%s: inject mounts the token from Secret %q, key %q (%s; %s), into the sidecar at %s (%s), and the sidecar runs a loopback proxy on 127.0.0.1:%d that adds it to the Ray Distributed Debugger extension's requests to the dashboard at %s (GET and HEAD only; other methods get 405); the extension's settings name the proxy. No setting, environment variable or log of code-server holds the token, but whoever logs in to code-server reads the dashboard through the proxy (see %s)",
+			auth.mode, auth.secret, auth.key, auth.cause, auth.exists, TokenFile, readers, proxyPort, c.dashboardFor(s), docsurl.InjectTokenAuth)
 	}
 	if c.pullSecret != "" {
 		listed := false

@@ -372,7 +372,7 @@ type tokenSource struct {
 
 // refusedWhy is what token authentication does to the debugger when inject
 // cannot give the sidecar the token.
-const refusedWhy = "without it the Ray Distributed Debugger extension's requests to the dashboard carry no token, Ray's dashboard refuses them (401 Unauthorized: Missing authentication token), and the extension lists no paused task"
+var refusedWhy = "without it the Ray Distributed Debugger extension's requests to the dashboard carry no token, Ray's dashboard refuses them (401 Unauthorized: Missing authentication token), and the extension lists no paused task (see " + docsurl.InjectTokenAuth + ")"
 
 // kubeRayCheckName is the name KubeRay gives the token Secret of a
 // RayCluster (utils.CheckName of its name, ray-operator v1.5.1 to v1.7.0):
