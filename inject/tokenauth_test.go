@@ -128,6 +128,10 @@ func TestTokenAuthSidecar(t *testing.T) {
 			input:  strings.Replace(authJob, "mode: token\n", "mode: token\n      secretName: job-token\n", 1),
 			secret: "job-token", key: "auth_token", port: "8266", upstream: "127.0.0.1:8265",
 			warn: []string{"spec.rayClusterSpec.authOptions.mode is token", "(spec.rayClusterSpec.authOptions.secretName; create it before the cluster (KubeRay does not))"}},
+		{name: "RayJob authOptions and the Ray container's own RAY_AUTH_TOKEN", kind: "RayJob",
+			input:  strings.Replace(authJob, "            image: rayproject/ray:2.53.0\n", "            image: rayproject/ray:2.53.0\n            env:\n            - name: RAY_AUTH_TOKEN\n              valueFrom:\n                secretKeyRef:\n                  name: own-token\n                  key: tok\n", 1),
+			secret: "own-token", key: "tok", port: "8266", upstream: "127.0.0.1:8265",
+			warn: []string{"which KubeRay >= 1.6 keeps (1.5 puts its own Secret after it"}},
 		{name: "RayJob authOptions without secretName", kind: "RayJob", input: authJob,
 			warn: []string{"KubeRay keeps the token in a Secret named after the RayCluster it creates for this RayJob (job-<5 random characters>)", "401 Unauthorized: Missing authentication token", "Set spec.rayClusterSpec.authOptions.secretName (KubeRay >= 1.6)"}},
 		{name: "RayService RAY_AUTH_MODE by hand, a volumes list to append to", kind: "RayService", input: authService,
@@ -137,7 +141,7 @@ func TestTokenAuthSidecar(t *testing.T) {
 			input:  strings.Replace(strings.Replace(authService, "  rayClusterConfig:\n", "  rayClusterConfig:\n    authOptions:\n      mode: token\n      secretName: serve-token\n", 1), "            env:\n            - name: RAY_AUTH_MODE\n              value: token\n            - name: RAY_AUTH_TOKEN\n              valueFrom:\n                secretKeyRef:\n                  name: my-ray-token\n                  key: token\n", "", 1),
 			secret: "serve-token", key: "auth_token", port: "8266", upstream: "127.0.0.1:8265"},
 		{name: "RayService authOptions without secretName", kind: "RayService",
-			input: strings.Replace(authService, "  rayClusterConfig:\n", "  rayClusterConfig:\n    authOptions:\n      mode: token\n", 1),
+			input: strings.Replace(strings.Replace(authService, "  rayClusterConfig:\n", "  rayClusterConfig:\n    authOptions:\n      mode: token\n", 1), "            env:\n            - name: RAY_AUTH_MODE\n              value: token\n            - name: RAY_AUTH_TOKEN\n              valueFrom:\n                secretKeyRef:\n                  name: my-ray-token\n                  key: token\n", "", 1),
 			warn:  []string{"spec.rayClusterConfig.authOptions.mode is token", "for this RayService (serve-<5 random characters>)"}},
 		{name: "enableK8sTokenAuth", kind: "RayCluster",
 			input: strings.Replace(sample("ray-cluster.auth.yaml"), "mode: token\n", "mode: token\n    enableK8sTokenAuth: true\n", 1),
@@ -222,7 +226,7 @@ func TestTokenAuthSidecar(t *testing.T) {
 			}
 			if tt.secret == "" {
 				if len(sc.Args) != 0 || len(tokenVols) != 0 || len(sc.VolumeMounts) != 1 || sc.Lifecycle != nil {
-					t.Errorf("no token found, yet the sidecar has args %q, token volumes %+v, mounts %+v, lifecycle %+v", sc.Args, tokenVols, sc.VolumeMounts, sc.Lifecycle)
+					t.Errorf("no token found, yet the sidecar has %d args, token volumes %+v, mounts %+v, lifecycle %+v", len(sc.Args), tokenVols, sc.VolumeMounts, sc.Lifecycle)
 				}
 				return
 			}

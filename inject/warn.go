@@ -405,6 +405,12 @@ func lastEnvEntry(name string, sources ...envSource) (entry *yaml.Node, where st
 	return entry, where
 }
 
+// lastEnvEntryOf is the last entry named name of one env list.
+func lastEnvEntryOf(list *yaml.Node, name string) *yaml.Node {
+	e, _ := lastEnvEntry(name, envSource{list: list})
+	return e
+}
+
 // checkAuth finds Ray's token authentication (KubeRay's authOptions.mode:
 // token, KubeRay >= 1.5.1 with Ray >= 2.52, or RAY_AUTH_MODE=token set on
 // the head's Ray container by hand) and the Secret key that holds the
@@ -416,9 +422,15 @@ func (c *config) checkAuth(root *yaml.Node, kind string, s *site, warn func(stri
 		ao := valueAt(clusterOf(root, kind), "authOptions")
 		if scalarAt(ao, "mode") == "token" {
 			mode := clusterPath(kind) + ".authOptions.mode is token (KubeRay token authentication)"
+			own := valueAt(lastEnvEntryOf(s.rayEnv, "RAY_AUTH_TOKEN"), "valueFrom", "secretKeyRef")
 			switch name := scalarAt(root, "metadata", "name"); {
 			case scalarAt(ao, "enableK8sTokenAuth") == "true":
 				warn("%s with enableK8sTokenAuth: Ray checks Kubernetes ServiceAccount tokens, not one static token, and inject has none to give the sidecar: %s. Debug on a cluster with authOptions.enableK8sTokenAuth unset", mode, refusedWhy)
+			case scalarAt(own, "name") != "" && scalarAt(own, "key") != "":
+				// KubeRay >= 1.6 keeps a RAY_AUTH_TOKEN the Ray container
+				// sets; 1.5 appends its own after it, which then wins.
+				return &tokenSource{secret: scalarAt(own, "name"), key: scalarAt(own, "key"), mode: mode,
+					cause: "the Secret the head's Ray container's own RAY_AUTH_TOKEN refers to, which KubeRay >= 1.6 keeps (1.5 puts its own Secret after it, and the dashboard would then refuse the proxy's token)", exists: "create it before the cluster"}
 			case scalarAt(ao, "secretName") != "":
 				return &tokenSource{secret: scalarAt(ao, "secretName"), key: KubeRayTokenKey, mode: mode,
 					cause: clusterPath(kind) + ".authOptions.secretName", exists: "create it before the cluster (KubeRay does not)"}
