@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/docsurl"
 )
 
 // Result is what Apply or Remove did.
@@ -470,7 +472,7 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, u unit, 
 			return nil, tgt, err
 		}
 	}
-	c.checkDebugger(root, kind, s, warn)
+	auth := c.checkDebugger(root, kind, s, warn)
 	c.checkSubmission(root, kind, index, warn)
 	c.checkHardened(scalarAt(root, "metadata", "namespace"), s, warn)
 	c.checkAutoscalerVolume(root, kind, s, warn)
@@ -483,7 +485,7 @@ func (c *config) applyDoc(ctx context.Context, chunk []byte, index int, u unit, 
 	if err := c.checkConflicts(s); err != nil {
 		return nil, tgt, err
 	}
-	if err := c.addSidecar(t, detectStyle(root), s, image, warn); err != nil {
+	if err := c.addSidecar(t, detectStyle(root), s, image, auth, warn); err != nil {
 		return nil, tgt, err
 	}
 	out := t.render()
@@ -621,9 +623,11 @@ func (c *config) checkConflicts(s *site) error {
 // addSidecar appends, in t, the Ray container's /tmp/ray mount (unless it
 // has one), the sidecar, the /tmp/ray volume (with that mount, unless the
 // pod has it; a mount of the Ray container's own naming a volume the pod
-// lacks is a warning) and the image pull secret (unless listed). The sidecar carries the record of
-// all of them (RecordEnv), which is what Remove takes out.
-func (c *config) addSidecar(t *text, st style, s *site, image string, warn func(string, ...any)) error {
+// lacks is a warning) and the image pull secret (unless listed). With Ray's
+// token authentication (auth not nil) it adds the Secret volume of the
+// token too, which the sidecar mounts for its proxy. The sidecar carries
+// the record of all of them (RecordEnv), which is what Remove takes out.
+func (c *config) addSidecar(t *text, st style, s *site, image string, auth *tokenSource, warn func(string, ...any)) error {
 	// The /tmp/ray volume: reuse the Ray container's mount, or add one.
 	volume, subPath := rayTmpMount(s)
 	volumes := valueAt(s.pod, "volumes")
@@ -641,6 +645,16 @@ func (c *config) addSidecar(t *text, st style, s *site, image string, warn func(
 	var adds []*addition
 	var rec record
 	plan := func(m *yaml.Node, key, name string, it item, where string) error {
+		for _, a := range adds {
+			if a.m == m && a.key == key {
+				// A second item for the same list goes with the first.
+				a.more = append(a.more, it)
+				e := a.entry
+				e.Name = name
+				rec.Added = append(rec.Added, e)
+				return nil
+			}
+		}
 		a, err := planItem(t, m, key, name, it, where)
 		if err != nil {
 			return err
@@ -682,6 +696,26 @@ func (c *config) addSidecar(t *text, st style, s *site, image string, warn func(
 		// can tell its volume from one a record edited by hand names.
 		warn("the Ray container mounts /tmp/ray from the volume %q, which %s does not define: Kubernetes refuses the head pod unless something adds it (KubeRay adds %q when enableInTreeAutoscaling is true); define it (an emptyDir)", volume, s.desc, DefaultVolume)
 	}
+	proxyPort := 0
+	if auth != nil {
+		if v := findVolume(TokenVolume); v != nil {
+			return atLine(v, "%s.volumes already has a volume named %q that imagectl inject did not add: rename it; inject mounts the Ray token's Secret under that name", s.desc, TokenVolume)
+		}
+		if err := plan(s.pod, "volumes", TokenVolume, tokenVolume(auth), s.desc); err != nil {
+			return err
+		}
+		proxyPort = c.proxyPort(s)
+		readers := "mode 0400: the proxy, run as root, reads it, code-server's user does not"
+		if fsGroup := scalarAt(s.securityCtx[1], "fsGroup"); fsGroup != "" {
+			if _, gid := codeServerIDs(s); gid == fsGroup {
+				readers = "mode 0400, but the kubelet gives the file group read for the pod's fsGroup " + fsGroup + ", code-server's own group (PGID): code-server's user, and its terminal, can read it"
+			} else {
+				readers = "mode 0400, and group read for the pod's fsGroup " + fsGroup + ", which the kubelet adds: the proxy, run as root, reads it, code-server's user (group " + gid + ") does not"
+			}
+		}
+		warn("%s: inject mounts the token from Secret %q, key %q (%s; %s), into the sidecar at %s (%s), and the sidecar runs a loopback proxy on 127.0.0.1:%d that adds it to the Ray Distributed Debugger extension's requests to the dashboard at %s (GET and HEAD only; other methods get 405); the extension's settings name the proxy. No setting, environment variable or log of code-server holds the token, but whoever logs in to code-server reads the dashboard through the proxy (see %s)",
+			auth.mode, auth.secret, auth.key, auth.cause, auth.exists, TokenFile, readers, proxyPort, c.dashboardFor(s), docsurl.InjectTokenAuth)
+	}
 	if c.pullSecret != "" {
 		listed := false
 		if ps := valueAt(s.pullSecretsOf, "imagePullSecrets"); ps != nil {
@@ -699,7 +733,7 @@ func (c *config) addSidecar(t *text, st style, s *site, image string, warn func(
 	if err != nil {
 		return err
 	}
-	adds[sidecarAt].it = c.sidecar(image, volume, subPath, s, recJSON)
+	adds[sidecarAt].it = c.sidecar(image, volume, subPath, s, recJSON, proxyPort)
 	// Additions after the same line go innermost first: the block that
 	// closes last in the text is the outermost.
 	slices.SortStableFunc(adds, func(a, b *addition) int {
@@ -865,17 +899,11 @@ func helmSite(root *yaml.Node) (*site, error) {
 	return s, nil
 }
 
-// sidecar is the container inject adds.
-func (c *config) sidecar(image, volume, subPath string, s *site, record string) item {
-	uid, gid := "1000", "1000"
-	for i := len(s.securityCtx) - 1; i >= 0; i-- {
-		if v := scalarAt(s.securityCtx[i], "runAsUser"); v != "" {
-			uid = v
-		}
-		if v := scalarAt(s.securityCtx[i], "runAsGroup"); v != "" {
-			gid = v
-		}
-	}
+// sidecar is the container inject adds. With a proxyPort (Ray's token
+// authentication) its command is the token proxy (tokenproxy.go), it
+// mounts the token volume, and the extension's settings name the proxy.
+func (c *config) sidecar(image, volume, subPath string, s *site, record string, proxyPort int) item {
+	uid, gid := codeServerIDs(s)
 	mount := mapOf(pair("name", volume), pair("mountPath", RayTmp))
 	if subPath != "" {
 		mount.kv = append(mount.kv, pair("subPath", subPath))
@@ -890,6 +918,19 @@ func (c *config) sidecar(image, volume, subPath string, s *site, record string) 
 	ct := mapOf(
 		pair("name", c.name),
 		pair("image", image),
+	)
+	dashboard := c.dashboardFor(s)
+	mounts := listOf(mount)
+	if proxyPort != 0 {
+		// linuxserver's entrypoint (s6-overlay's /init) starts its
+		// services, code-server among them, then runs the container's
+		// arguments as root: the proxy, with the image's own Python.
+		ct.kv = append(ct.kv, pair("args", listOf(scalar(imagespec.InterpreterPath), scalar("-c"), scalar(TokenProxyScript),
+			scalar("127.0.0.1:"+strconv.Itoa(proxyPort)), scalar(dashboard), scalar(TokenFile))))
+		mounts.list = append(mounts.list, mapOf(pair("name", TokenVolume), pair("mountPath", TokenMountPath), pair("readOnly", true)))
+		dashboard = "127.0.0.1:" + strconv.Itoa(proxyPort)
+	}
+	ct.kv = append(ct.kv,
 		pair("ports", listOf(mapOf(pair("name", PortName), pair("containerPort", c.port)))),
 		pair("env", listOf(
 			// linuxserver/code-server runs code-server as PUID:PGID; the
@@ -913,9 +954,9 @@ func (c *config) sidecar(image, volume, subPath string, s *site, record string) 
 	if len(resources.kv) > 0 {
 		ct.kv = append(ct.kv, pair("resources", resources))
 	}
-	ct.kv = append(ct.kv, pair("volumeMounts", listOf(mount)))
+	ct.kv = append(ct.kv, pair("volumeMounts", mounts))
 	ct.kv = append(ct.kv, pair("securityContext", sidecarSecurityContext()))
-	if d := c.dashboardFor(s); d != ImageDashboard {
+	if d := dashboard; d != ImageDashboard {
 		// The image's settings name 127.0.0.1:8265; another dashboard
 		// address is written into them when the container starts.
 		command := listOf(scalar("python3"), scalar("-c"), scalar(settingsScript), scalar(d))
@@ -975,6 +1016,48 @@ func (c *config) dashboardFor(s *site) string {
 		port = p
 	}
 	return "127.0.0.1:" + port
+}
+
+// codeServerIDs are the PUID and PGID code-server runs as: the Ray
+// container's runAsUser and runAsGroup, else the pod's, else 1000.
+func codeServerIDs(s *site) (uid, gid string) {
+	uid, gid = "1000", "1000"
+	for i := len(s.securityCtx) - 1; i >= 0; i-- {
+		if v := scalarAt(s.securityCtx[i], "runAsUser"); v != "" {
+			uid = v
+		}
+		if v := scalarAt(s.securityCtx[i], "runAsGroup"); v != "" {
+			gid = v
+		}
+	}
+	return uid, gid
+}
+
+// tokenVolume is the Secret volume of Ray's token: the one key projected
+// to the file "token", readable by its owner (root) only.
+func tokenVolume(auth *tokenSource) item {
+	return mapOf(pair("name", TokenVolume), pair("secret", mapOf(
+		pair("secretName", auth.secret),
+		pair("items", listOf(mapOf(pair("key", auth.key), pair("path", "token")))),
+		pair("defaultMode", TokenFileMode),
+	)))
+}
+
+// proxyPort is TokenProxyPort, or the next port no container of the pod
+// declares and that is neither the dashboard's nor the sidecar's.
+func (c *config) proxyPort(s *site) int {
+	taken := map[string]bool{strconv.Itoa(c.port): true}
+	if _, p, err := net.SplitHostPort(c.dashboardFor(s)); err == nil {
+		taken[p] = true
+	}
+	for _, p := range s.ports {
+		taken[scalarAt(p, "containerPort")] = true
+	}
+	port := TokenProxyPort
+	for taken[strconv.Itoa(port)] {
+		port++
+	}
+	return port
 }
 
 // checkDashboardPort refuses a rayStartParams dashboard-port that is no

@@ -863,18 +863,19 @@ func (l cancellingLister) ListTags(ctx context.Context, repo string) ([]string, 
 }
 
 // TestAuthAndNetworkPolicyWarnings: KubeRay v1.7.0's own samples of token
-// authentication (authOptions, and RAY_AUTH_MODE set by hand) and of
-// spec.networkPolicy each get a warning naming what will not work and why.
+// authentication (authOptions, and RAY_AUTH_MODE set by hand) each get a
+// warning saying what inject did for it (TestTokenAuthSidecar checks what),
+// and those of spec.networkPolicy one naming what will not work and why.
 func TestAuthAndNetworkPolicyWarnings(t *testing.T) {
-	const authWhy = "the Ray Distributed Debugger extension's requests to it carry none, so the extension lists no paused task"
+	const authDid = "and the sidecar runs a loopback proxy on 127.0.0.1:8266 that adds it to the Ray Distributed Debugger extension's requests to the dashboard at 127.0.0.1:8265"
 	tests := []struct {
 		file  string
 		edit  func(string) string
 		warns [][]string // substrings of each expected warning
 	}{
-		{"ray-cluster.auth.yaml", nil, [][]string{{"spec.authOptions.mode is token (KubeRay token authentication): ", authWhy}}},
+		{"ray-cluster.auth.yaml", nil, [][]string{{"spec.authOptions.mode is token (KubeRay token authentication): inject mounts the token from Secret \"ray-cluster-with-auth\"", authDid}}},
 		{"ray-cluster.auth.yaml", func(s string) string { return strings.Replace(s, "mode: token", "mode: disabled", 1) }, nil},
-		{"ray-cluster.auth-manual.yaml", nil, [][]string{{"the head's Ray container sets RAY_AUTH_MODE=token (Ray token authentication): ", authWhy}}},
+		{"ray-cluster.auth-manual.yaml", nil, [][]string{{"the head's Ray container sets RAY_AUTH_MODE=token (Ray token authentication): inject mounts the token from Secret \"ray-cluster-with-auth\"", authDid}}},
 		{"ray-cluster.network-policy-deny-all.yaml", nil, [][]string{{
 			"spec.networkPolicy (mode DenyAll): ", "the sidecar in the head pod still reaches debugpy on the head and the workers",
 			"code-server (port 8443) is reachable only through kubectl port-forward",

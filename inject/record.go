@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -73,11 +74,13 @@ func decodeRecord(s string) (record, error) {
 	return r, nil
 }
 
-// addition is one item to add to the list under key of the mapping m.
+// addition is one item to add to the list under key of the mapping m
+// (with more after it: the token volume beside the /tmp/ray volume).
 type addition struct {
 	m, k, v *yaml.Node
 	key     string
 	it      item
+	more    []item
 	entry   recordEntry
 }
 
@@ -131,18 +134,23 @@ func boolOrder(b bool) int {
 
 // apply makes the addition in t.
 func (a *addition) apply(t *text, st style) {
+	items := append([]item{a.it}, a.more...)
 	switch a.entry.How {
 	case addCreated:
 		// "key:" after the mapping's last line, at its keys' column.
-		t.insertAfter(t.nodeEnd(a.m), st.emitPair(a.m.Column-1, kv{a.key, listOf(a.it)}, "")...)
+		t.insertAfter(t.nodeEnd(a.m), st.emitPair(a.m.Column-1, kv{a.key, listOf(items...)}, "")...)
 	case addAppended:
 		ist := st
 		if first := a.v.Content[0]; first.Kind == yaml.MappingNode && first.Column > a.v.Column+1 {
 			ist.step = a.v.Content[0].Column - a.v.Column
 		}
-		t.insertAfter(t.nodeEnd(a.v), ist.emitItem(a.v.Column-1, a.it, "")...)
+		var lines []string
+		for _, it := range items {
+			lines = append(lines, ist.emitItem(a.v.Column-1, it, "")...)
+		}
+		t.insertAfter(t.nodeEnd(a.v), lines...)
 	case addReplaced:
-		t.replaced[a.k.Line-1] = strings.Join(st.emitPair(a.k.Column-1, kv{a.key, listOf(a.it)}, ""), t.eol)
+		t.replaced[a.k.Line-1] = strings.Join(st.emitPair(a.k.Column-1, kv{a.key, listOf(items...)}, ""), t.eol)
 	}
 }
 
@@ -273,21 +281,41 @@ func removeRecorded(t *text, root *yaml.Node, kind string, helm bool) (bool, err
 			// Appended after the items there were: one must be left.
 			return false, atLine(recNode, "%s: the %s record lists %s %q as appended to %s, and it is the list's only item: taking it out would leave an empty %s: key, so inject did not add it; take the sidecar out by hand", rs.desc, RecordEnv, e.List, e.Name, e.List, e.List)
 		}
-		if other, ok := inList[e.List]; ok {
-			return false, atLine(recNode, "%s: the %s record lists %s %q as well as %q: inject adds one item to each list; take the sidecar out by hand", rs.desc, RecordEnv, e.List, e.Name, other)
+		// One item per list, but for the token volume (TokenVolume) beside
+		// the /tmp/ray volume.
+		key := e.List
+		if e.List == "volumes" && e.Name == TokenVolume {
+			key = "token volume"
 		}
-		inList[e.List] = e.Name
+		if other, ok := inList[key]; ok {
+			return false, atLine(recNode, "%s: the %s record lists %s %q as well as %q: inject adds one item to each list (and the token volume %s to volumes); take the sidecar out by hand", rs.desc, RecordEnv, e.List, e.Name, other, TokenVolume)
+		}
+		inList[key] = e.Name
 		plan = append(plan, removal{e: e, k: k, v: v, it: it})
+	}
+	// Two items appended to one list (the /tmp/ray and token volumes)
+	// leave one behind too.
+	appended := map[*yaml.Node]int{}
+	for _, r := range plan {
+		if r.e.How == addAppended {
+			if appended[r.v]++; appended[r.v] == len(r.v.Content) {
+				return false, atLine(recNode, "%s: the %s record lists every item of %s as appended to it: taking them out would leave an empty %s: key, so inject did not add them all; take the sidecar out by hand", rs.desc, RecordEnv, r.e.List, r.e.List)
+			}
+		}
 	}
 	if ownList != 1 {
 		return false, atLine(recNode, "%s: the %s record of container %q does not list it once", rs.desc, RecordEnv, scalarAt(sidecar, "name"))
 	}
-	// The mount and the volume inject adds are those the sidecar uses.
-	sidecarVolume := ""
+	// The mount and the volumes inject adds are those the sidecar uses:
+	// its /tmp/ray volume and its token volume.
+	sidecarVolume, tokenVolume := "", ""
 	if mounts := valueAt(sidecar, "volumeMounts"); mounts != nil {
 		for _, mt := range mounts.Content {
-			if strings.TrimRight(scalarAt(mt, "mountPath"), "/") == RayTmp {
+			switch strings.TrimRight(scalarAt(mt, "mountPath"), "/") {
+			case RayTmp:
 				sidecarVolume = scalarAt(mt, "name")
+			case TokenMountPath:
+				tokenVolume = scalarAt(mt, "name")
 			}
 		}
 	}
@@ -299,8 +327,15 @@ func removeRecorded(t *text, root *yaml.Node, kind string, helm bool) (bool, err
 		if r.e.List != "volumeMounts" && r.e.List != "volumes" {
 			continue
 		}
-		if r.e.Name != sidecarVolume {
+		token := r.e.List == "volumes" && r.e.Name == TokenVolume
+		if token && (r.e.Name != tokenVolume || !isTokenVolume(r.it)) {
+			return false, atLine(recNode, "%s: the %s record lists %s %q, but the sidecar %q does not mount it at %s, or it is not the Secret volume inject writes: take the sidecar out by hand", rs.desc, RecordEnv, r.e.List, r.e.Name, scalarAt(sidecar, "name"), TokenMountPath)
+		}
+		if !token && r.e.Name != sidecarVolume {
 			return false, atLine(recNode, "%s: the %s record lists %s %q, but the sidecar %q mounts /tmp/ray from %q: inject adds only the mount and the volume the sidecar uses; take the sidecar out by hand", rs.desc, RecordEnv, r.e.List, r.e.Name, scalarAt(sidecar, "name"), sidecarVolume)
+		}
+		if !token && r.e.List == "volumes" && isTokenVolume(r.it) {
+			return false, atLine(recNode, "%s: the %s record lists the volume %q, a Secret volume, as the /tmp/ray volume: take the sidecar out by hand", rs.desc, RecordEnv, r.e.Name)
 		}
 		if r.e.List != "volumes" {
 			continue
@@ -317,8 +352,19 @@ func removeRecorded(t *text, root *yaml.Node, kind string, helm bool) (bool, err
 			}
 		}
 	}
+	// A list inject created (or whose empty line it replaced) goes whole
+	// when every item left in it is one inject added.
+	removed := map[*yaml.Node]int{}
 	for _, r := range plan {
-		if r.e.How != addAppended && len(r.v.Content) == 1 {
+		removed[r.v]++
+	}
+	whole := map[*yaml.Node]bool{}
+	for _, r := range plan {
+		if r.e.How != addAppended && removed[r.v] == len(r.v.Content) {
+			if whole[r.v] {
+				continue
+			}
+			whole[r.v] = true
 			from, to := t.pairRange(r.k, r.v)
 			t.deleteLines(from, to)
 			if r.e.How == addReplaced {
@@ -389,11 +435,28 @@ func isOwnItem(list string, n *yaml.Node) bool {
 		return len(keys) == 2 && scalarAt(n, "mountPath") == RayTmp
 	case "volumes":
 		ed := keys["emptyDir"]
-		return len(keys) == 2 && ed != nil && ed.Kind == yaml.MappingNode && len(ed.Content) == 0
+		return len(keys) == 2 && (ed != nil && ed.Kind == yaml.MappingNode && len(ed.Content) == 0 || isTokenVolume(n))
 	case "imagePullSecrets":
 		return len(keys) == 1
 	}
 	return false
+}
+
+// isTokenVolume reports whether n is a volume as inject writes the token
+// volume: a name and a secret with secretName, one item projected to the
+// file "token", and defaultMode TokenFileMode.
+func isTokenVolume(n *yaml.Node) bool {
+	if n == nil || n.Kind != yaml.MappingNode || len(n.Content) != 4 {
+		return false
+	}
+	sec := valueAt(n, "secret")
+	items := valueAt(sec, "items")
+	if sec == nil || sec.Kind != yaml.MappingNode || len(sec.Content) != 6 || scalarAt(sec, "secretName") == "" ||
+		scalarAt(sec, "defaultMode") != strconv.Itoa(TokenFileMode) || items == nil || items.Kind != yaml.SequenceNode || len(items.Content) != 1 {
+		return false
+	}
+	it := items.Content[0]
+	return it.Kind == yaml.MappingNode && len(it.Content) == 4 && scalarAt(it, "key") != "" && scalarAt(it, "path") == "token"
 }
 
 // checkDuplicateKeys refuses a mapping that has a key twice: Kubernetes

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"gopkg.in/yaml.v3"
@@ -111,8 +112,9 @@ func clusterPath(kind string) string {
 }
 
 // checkDebugger reports what keeps the debugger from pausing tasks or from
-// listing and attaching to them.
-func (c *config) checkDebugger(root *yaml.Node, kind string, s *site, warn func(string, ...any)) {
+// listing and attaching to them; it returns where the token of Ray's token
+// authentication is (checkAuth), nil without it.
+func (c *config) checkDebugger(root *yaml.Node, kind string, s *site, warn func(string, ...any)) (auth *tokenSource) {
 	// RAY_DEBUG as each Ray container gets it; a value written once for
 	// several containers (common.containerEnv) is reported once.
 	type problem struct{ value, why string }
@@ -142,18 +144,18 @@ func (c *config) checkDebugger(root *yaml.Node, kind string, s *site, warn func(
 			warn("%s sets RAY_DEBUG=%s for %s: %s", where, p.value, strings.Join(reach[where], " and "), p.why)
 		}
 	}
-	c.checkAuth(root, kind, s, warn)
+	auth = c.checkAuth(root, kind, s, warn)
 	if !c.helmValues {
 		checkNetworkPolicy(root, kind, warn)
 	}
 	if kind != "RayJob" {
-		return
+		return auth
 	}
 	renv := map[string]any{}
 	if y := scalarAt(root, "spec", "runtimeEnvYAML"); y != "" {
 		if err := yaml.Unmarshal([]byte(y), &renv); err != nil {
 			warn("spec.runtimeEnvYAML is not valid YAML (%v): Ray will reject the job", err)
-			return
+			return auth
 		}
 	}
 	if env, ok := renv["env_vars"].(map[string]any); ok {
@@ -172,6 +174,7 @@ func (c *config) checkDebugger(root *yaml.Node, kind string, s *site, warn func(
 		warn("the runtime env lacks debugpy>=%s and the Ray image %s does not ship it: breakpoint() will log \"Module 'debugpy>=%s' cannot be loaded\" and not pause; %s",
 			MinDebugpy, s.rayImage, MinDebugpy, hint)
 	}
+	return auth
 }
 
 // rayDebugProblem says what a RAY_DEBUG value does when it is not the
@@ -358,26 +361,115 @@ func (c *config) checkHardened(ns string, s *site, warn func(string, ...any)) {
 	}
 }
 
-// authWhy is what token authentication does to the debugger.
-const authWhy = "Ray's dashboard then answers only requests that carry the cluster's token, and the Ray Distributed Debugger extension's requests to it carry none, so the extension lists no paused task to attach to. Debug on a cluster without token authentication"
+// tokenSource is the Secret key the sidecar's token proxy reads Ray's
+// token from (tokenproxy.go), and what made inject pick it.
+type tokenSource struct {
+	secret, key string
+	// mode says how the cluster turns token authentication on, cause how
+	// the Secret was found, exists whether it is there before the pod.
+	mode, cause, exists string
+}
 
-// checkAuth warns when the cluster runs with Ray's token authentication:
-// KubeRay's authOptions.mode: token (KubeRay >= 1.5.1, Ray >= 2.52), or
-// RAY_AUTH_MODE=token set on the head's Ray container by hand.
-func (c *config) checkAuth(root *yaml.Node, kind string, s *site, warn func(string, ...any)) {
+// refusedWhy is what token authentication does to the debugger when inject
+// cannot give the sidecar the token.
+var refusedWhy = "without it the Ray Distributed Debugger extension's requests to the dashboard carry no token, Ray's dashboard refuses them (401 Unauthorized: Missing authentication token), and the extension lists no paused task (see " + docsurl.InjectTokenAuth + ")"
+
+// kubeRayCheckName is the name KubeRay gives the token Secret of a
+// RayCluster (utils.CheckName of its name, ray-operator v1.5.1 to v1.7.0):
+// the last 50 characters, and an "r" for a first one that is a digit or
+// punctuation.
+func kubeRayCheckName(s string) string {
+	const maxLength = 50
+	if len(s) > maxLength {
+		s = s[len(s)-maxLength:]
+	}
+	if s != "" && (unicode.IsDigit(rune(s[0])) || unicode.IsPunct(rune(s[0]))) {
+		s = "r" + s[1:]
+	}
+	return s
+}
+
+// lastEnvEntry is the last entry named name of the concatenated env lists
+// and where it is written; nil when none names it.
+func lastEnvEntry(name string, sources ...envSource) (entry *yaml.Node, where string) {
+	for _, src := range sources {
+		if src.list == nil || src.list.Kind != yaml.SequenceNode {
+			continue
+		}
+		for _, e := range src.list.Content {
+			if scalarAt(e, "name") == name {
+				entry, where = e, src.where
+			}
+		}
+	}
+	return entry, where
+}
+
+// lastEnvEntryOf is the last entry named name of one env list.
+func lastEnvEntryOf(list *yaml.Node, name string) *yaml.Node {
+	e, _ := lastEnvEntry(name, envSource{list: list})
+	return e
+}
+
+// checkAuth finds Ray's token authentication (KubeRay's authOptions.mode:
+// token, KubeRay >= 1.5.1 with Ray >= 2.52, or RAY_AUTH_MODE=token set on
+// the head's Ray container by hand) and the Secret key that holds the
+// token, which the sidecar's proxy then reads. It returns nil without
+// token authentication, and when the token cannot be found, with a
+// warning that says what to set.
+func (c *config) checkAuth(root *yaml.Node, kind string, s *site, warn func(string, ...any)) *tokenSource {
 	if !c.helmValues {
-		if mode := scalarAt(clusterOf(root, kind), "authOptions", "mode"); mode == "token" {
-			warn("%s.authOptions.mode is token (KubeRay token authentication): %s (authOptions.mode: disabled, or no authOptions)", clusterPath(kind), authWhy)
-			return
+		ao := valueAt(clusterOf(root, kind), "authOptions")
+		if scalarAt(ao, "mode") == "token" {
+			mode := clusterPath(kind) + ".authOptions.mode is token (KubeRay token authentication)"
+			own := valueAt(lastEnvEntryOf(s.rayEnv, "RAY_AUTH_TOKEN"), "valueFrom", "secretKeyRef")
+			switch name := scalarAt(root, "metadata", "name"); {
+			case scalarAt(ao, "enableK8sTokenAuth") == "true":
+				warn("%s with enableK8sTokenAuth: Ray checks Kubernetes ServiceAccount tokens, not one static token, and inject has none to give the sidecar: %s. Debug on a cluster with authOptions.enableK8sTokenAuth unset", mode, refusedWhy)
+			case scalarAt(own, "name") != "" && scalarAt(own, "key") != "":
+				// KubeRay >= 1.6 keeps a RAY_AUTH_TOKEN the Ray container
+				// sets; 1.5 appends its own after it, which then wins.
+				return &tokenSource{secret: scalarAt(own, "name"), key: scalarAt(own, "key"), mode: mode,
+					cause: "the Secret the head's Ray container's own RAY_AUTH_TOKEN refers to, which KubeRay >= 1.6 keeps (1.5 puts its own Secret after it, and the dashboard would then refuse the proxy's token)", exists: "create it before the cluster"}
+			case scalarAt(ao, "secretName") != "":
+				return &tokenSource{secret: scalarAt(ao, "secretName"), key: KubeRayTokenKey, mode: mode,
+					cause: clusterPath(kind) + ".authOptions.secretName", exists: "create it before the cluster (KubeRay does not)"}
+			case kind == "RayCluster" && name != "":
+				return &tokenSource{secret: kubeRayCheckName(name), key: KubeRayTokenKey, mode: mode,
+					cause: "the Secret KubeRay creates for the RayCluster, named after it", exists: "KubeRay creates it before the head pod"}
+			case kind == "RayCluster":
+				warn("%s and the RayCluster has no metadata.name: KubeRay names its token Secret after the RayCluster, so inject cannot tell which Secret to mount into the sidecar; %s. Give the RayCluster a name, or set spec.authOptions.secretName (KubeRay >= 1.6) to a Secret with the key %s, and run inject again", mode, refusedWhy, KubeRayTokenKey)
+			default:
+				if name == "" {
+					name = "<name>"
+				}
+				warn("%s: KubeRay keeps the token in a Secret named after the RayCluster it creates for this %s (%s-<5 random characters>), so inject cannot tell which Secret to mount into the sidecar; %s. Set %s.authOptions.secretName (KubeRay >= 1.6) to a Secret you create with the key %s (kubectl create secret generic NAME --from-literal=%s=\"$(openssl rand -base64 32)\"), and run inject again",
+					mode, kind, name, refusedWhy, clusterPath(kind), KubeRayTokenKey, KubeRayTokenKey)
+			}
+			return nil
 		}
 	}
 	sources := []envSource{{s.rayEnv, "the head's Ray container"}}
 	if c.helmValues {
 		sources = []envSource{{valueAt(root, "common", "containerEnv"), "common.containerEnv"}, {s.rayEnv, "head.containerEnv"}}
 	}
-	if v, where, ok := lastEnv("RAY_AUTH_MODE", sources...); ok && strings.TrimSpace(v) == "token" {
-		warn("%s sets RAY_AUTH_MODE=token (Ray token authentication): %s (no RAY_AUTH_MODE, or RAY_AUTH_MODE=disabled)", where, authWhy)
+	v, where, ok := lastEnv("RAY_AUTH_MODE", sources...)
+	if !ok || strings.TrimSpace(v) != "token" {
+		return nil
 	}
+	mode := where + " sets RAY_AUTH_MODE=token (Ray token authentication)"
+	e, tokenWhere := lastEnvEntry("RAY_AUTH_TOKEN", sources...)
+	ref := valueAt(e, "valueFrom", "secretKeyRef")
+	switch {
+	case ref != nil && scalarAt(ref, "name") != "" && scalarAt(ref, "key") != "":
+		return &tokenSource{secret: scalarAt(ref, "name"), key: scalarAt(ref, "key"), mode: mode,
+			cause: "the Secret " + tokenWhere + "'s RAY_AUTH_TOKEN refers to", exists: "the Ray container needs it too"}
+	case e != nil && scalarAt(e, "value") != "":
+		warn("%s, and its RAY_AUTH_TOKEN holds the token itself, written in this file: inject copies no token into the sidecar; %s. Put the token in a Secret, set RAY_AUTH_TOKEN with valueFrom.secretKeyRef (name and key) instead, and run inject again", mode, refusedWhy)
+	default:
+		warn("%s but sets no RAY_AUTH_TOKEN from a Secret (Ray then reads RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token): inject cannot find the token to give the sidecar; %s. Set RAY_AUTH_TOKEN with valueFrom.secretKeyRef (the Secret's name and key) on %s, and run inject again", mode, refusedWhy, where)
+	}
+	return nil
 }
 
 // checkNetworkPolicy warns about KubeRay's spec.networkPolicy (KubeRay

@@ -23,6 +23,8 @@ func URL(page, anchor string) string {
 var (
 	// InjectHardenedPods is docs/inject.md, Hardened pods.
 	InjectHardenedPods = URL("inject.md", "hardened-pods")
+	// InjectTokenAuth is docs/inject.md, Ray token authentication.
+	InjectTokenAuth = URL("inject.md", "ray-token-authentication")
 	// CLIRenamedFlags is docs/cli.md, Renamed and removed flags.
 	CLIRenamedFlags = URL("cli.md", "renamed-and-removed-flags")
 )

@@ -30,7 +30,7 @@ func TestLinksResolve(t *testing.T) {
 		t.Fatalf("anchor() = %q: not GitHub's rule", got)
 	}
 	heading := regexp.MustCompile(`(?m)^#{1,6} +(.+)$`)
-	for _, link := range []string{InjectHardenedPods, CLIRenamedFlags} {
+	for _, link := range []string{InjectHardenedPods, InjectTokenAuth, CLIRenamedFlags} {
 		rest, ok := strings.CutPrefix(link, Home+"/blob/main/docs/")
 		if !ok {
 			t.Errorf("%s is not a page of %s/blob/main/docs/", link, Home)

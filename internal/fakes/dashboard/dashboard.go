@@ -72,6 +72,7 @@ type Server struct {
 	tasks     []Task
 	mode      Mode
 	requests  []string
+	authToken string // token authentication (auth.go) when not ""
 
 	// The Jobs API (jobs.go).
 	version  JobVersion
@@ -155,8 +156,11 @@ func (s *Server) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.requests = append(s.requests, r.URL.RequestURI())
-		mode := s.mode
+		mode, token := s.mode, s.authToken
 		s.mu.Unlock()
+		if refuse(w, r, token) {
+			return
+		}
 		switch mode {
 		case HTML:
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")

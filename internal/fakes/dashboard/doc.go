@@ -21,4 +21,19 @@
 // submission_id a 500, a job whose package was never uploaded fails). A
 // job stays PENDING unless a runner (SetJobRunner) or the test moves it
 // (UpdateJob). The log-tailing WebSocket is not served.
+//
+// SetAuthToken turns on Ray's token authentication (RAY_AUTH_MODE=token,
+// Ray >= 2.52) as the dashboard's aiohttp middleware does it (auth.go
+// cites the files and commits): before any route or Mode, a request to a
+// path other than the public ones ("/", "/favicon.ico",
+// "/api/authentication_mode", "/api/authenticate", "/api/healthz",
+// "/api/gcs_healthz", "/api/local_raylet_healthz", "/-/healthz" and the
+// prefix "/static/") takes its credential from the Authorization header,
+// else (absent or empty) from X-Ray-Authorization, else from the
+// ray-authentication-token cookie (the bare token, to which "Bearer " is
+// prepended). No value at all: 401 "Unauthorized: Missing authentication
+// token". A value that is not "Bearer " (that case, one space) followed by
+// the token exactly: 403 "Forbidden: Invalid authentication token". Both
+// bodies are text/plain; charset=utf-8, with no newline. The first header
+// given wins even when it is wrong and a later one is right.
 package dashboard

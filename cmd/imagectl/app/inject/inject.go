@@ -83,10 +83,15 @@ record lists, and only that, giving back the original bytes. --helm-values edits
 values file of KubeRay's ray-cluster chart instead (head.sidecarContainers,
 head.volumes, head.volumeMounts).
 
+With Ray token authentication (authOptions.mode: token, or RAY_AUTH_MODE=token
+on the head's Ray container) the sidecar also mounts the token's Secret and runs
+a loopback proxy that adds the token to the debugger extension's dashboard
+requests; a warning says which Secret, or why none can be found.
+
 Warnings (stderr) name what keeps the debugger from working: RAY_DEBUG=legacy
 or 0, a RayJob whose runtime env lacks debugpy>=1.8.0 on a Ray image without it,
-KubeRay token authentication, a KubeRay network policy, a PodSecurity level or
-runAsNonRoot that refuses the sidecar.
+token authentication whose token inject cannot find, a KubeRay network policy,
+a PodSecurity level or runAsNonRoot that refuses the sidecar.
 Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 2 bad usage.`,
 		Example: `  imagectl inject -f job.yaml --secret-file pw.yaml > job-debug.yaml
