@@ -8,11 +8,6 @@
 //	kubectl cp bin/imagectl-probe "$HEAD:/tmp/imagectl-probe" -c code-server
 //	kubectl exec "$HEAD" -c code-server -- /tmp/imagectl-probe attach --expect-function f --output json
 //
-// Its second verb, dashboard-proxy, serves the Ray dashboard on a loopback
-// port with Ray's token added (token authentication), as inject's sidecar
-// does with its Python twin (inject.TokenProxyScript): the image carries
-// neither imagectl nor this probe.
-//
 // It links options/base, never cmd/imagectl/app/options (BuildKit, cosign,
 // client-go); arch_test.go's TestProbeLinks and TestBinarySizes hold it
 // there and under 15 MB. make build builds it beside bin/imagectl.
@@ -46,11 +41,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return base.Execute(ctx, newRootCommand(stdout, stderr), args, stderr, nil)
 }
 
-// newRootCommand is imagectl-probe: -v/--verbose, --version, attach and
-// dashboard-proxy; and, hidden, "smoke attach", the same command under
-// imagectl's path, so that the probe stands in for imagectl where a script
-// or harness runs "/tmp/imagectl smoke attach" (smoke kind's
-// --probe-binary).
+// newRootCommand is imagectl-probe: -v/--verbose, --version and attach;
+// and, hidden, "smoke attach", the same command under imagectl's path, so
+// that the probe stands in for imagectl where a script or harness runs
+// "/tmp/imagectl smoke attach" (smoke kind's --probe-binary).
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	s := &base.Streams{Stdout: stdout, Stderr: stderr}
 	root := &cobra.Command{
@@ -58,9 +52,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Attach to a Ray task paused at breakpoint(), as the Ray Distributed Debugger does (imagectl smoke attach)",
 		Long: `imagectl-probe is "imagectl smoke attach" on its own, a small static binary
 to copy into the code-server sidecar of a Ray head Pod: imagectl-probe attach
-takes the same flags, prints the same report and exits with the same codes.
-imagectl-probe dashboard-proxy serves the Ray dashboard on a loopback port with
-the token of Ray's token authentication added, for the extension and attach.`,
+takes the same flags, prints the same report and exits with the same codes.`,
 		Example:       `  imagectl-probe attach --dashboard http://127.0.0.1:8265 --expect-function f --output json`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -80,7 +72,7 @@ the token of Ray's token authentication added, for the extension and attach.`,
 		Hidden: true,
 	}
 	smoke.AddCommand(attach.New(s, "imagectl-probe smoke"))
-	root.AddCommand(attach.New(s, "imagectl-probe"), newDashboardProxyCommand(s), smoke)
+	root.AddCommand(attach.New(s, "imagectl-probe"), smoke)
 	root.InitDefaultHelpCmd()
 	base.EnforceUsage(root)
 	return root

@@ -34,11 +34,4 @@
 //
 // Headers given with WithHeader (Ray's token authentication) go to every
 // upstream request and never into a log or an error message.
-//
-// NewTokenProxy is the other proxy, for a code-server sidecar in a cluster
-// with Ray's token authentication (imagectl-probe dashboard-proxy; inject
-// runs its Python twin, inject.TokenProxyScript, in the sidecars it
-// writes): GET and HEAD only, passed through unchanged with
-// "Authorization: Bearer <token>", the token read from a file for each
-// request; other methods are a 405 that never reaches the dashboard.
 package dashproxy
