@@ -208,30 +208,41 @@ func (s *session) startLocal(dashboardAddr, token string) (proxyURL, sessionURL 
 	}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	go srv.Serve(ln)
-	servers := []*http.Server{srv}
-	sessionURL = upstream
-	if token != "" {
-		u, _ := url.Parse(upstream)
-		rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(u)
-			r.Out.Header.Set(RayAuthHeader, "Bearer "+token)
-		}}
-		sl, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			srv.Close()
-			return "", "", nil, fmt.Errorf("the session's dashboard proxy: %w", err)
-		}
-		ss := &http.Server{Handler: rp, ReadHeaderTimeout: 30 * time.Second}
-		go ss.Serve(sl)
-		servers = append(servers, ss)
-		sessionURL = "http://" + sl.Addr().String()
+	sessionURL, stopSession, err := sessionProxy(upstream, token)
+	if err != nil {
+		srv.Close()
+		return "", "", nil, err
 	}
 	return "http://" + ln.Addr().String(), sessionURL, func() {
-		for _, srv := range servers {
-			srv.Close()
-		}
+		srv.Close()
+		stopSession()
 		s.tunnels.closeAll()
 	}, nil
+}
+
+// sessionProxy is the dashboard URL the session's own requests (State API,
+// Jobs API) go to: upstream itself without token authentication (token
+// ""), else a proxy on 127.0.0.1 that adds Ray's header with the token to
+// each request; stop ends it.
+func sessionProxy(upstream, token string) (sessionURL string, stop func(), err error) {
+	if token == "" {
+		return upstream, func() {}, nil
+	}
+	u, err := url.Parse(upstream)
+	if err != nil {
+		return "", nil, err
+	}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Header.Set(RayAuthHeader, "Bearer "+token)
+	}}
+	sl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("the session's dashboard proxy: %w", err)
+	}
+	ss := &http.Server{Handler: rp, ReadHeaderTimeout: 30 * time.Second}
+	go ss.Serve(sl)
+	return "http://" + sl.Addr().String(), func() { ss.Close() }, nil
 }
 
 // rayAuthToken is the token of Ray's token authentication when the head's

@@ -2,9 +2,7 @@ package debug
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/imagectl/imagectl/debug/dashproxy"
+	"github.com/imagectl/imagectl/internal/fakes/dashboard"
 )
 
 func TestWriteLaunchKeepsTheUsersConfigurations(t *testing.T) {
@@ -108,14 +107,11 @@ func mustRead(t *testing.T, path string) []byte {
 // token, and no event carries the token.
 func TestTokenAuthentication(t *testing.T) {
 	const token = "s3cr3t-t0ken-value"
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Ray-Authorization") != "Bearer "+token {
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			return
-		}
-		io.WriteString(w, `{"result": true, "msg": "", "data": {"clusterId": "abc"}}`)
-	}))
+	// The dashboard fake refuses a request without the token as Ray's
+	// middleware does.
+	upstream := dashboard.New()
 	defer upstream.Close()
+	upstream.SetAuthToken(token)
 	head := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rc-head-x", Namespace: "ns"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
 		Name: "ray-head",
 		Env: []corev1.EnvVar{{Name: "RAY_AUTH_MODE", Value: "token"}, {Name: "RAY_AUTH_TOKEN", ValueFrom: &corev1.EnvVarSource{
@@ -137,18 +133,34 @@ func TestTokenAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	for _, u := range []string{upstream.URL, proxyURL, sessionURL} {
-		resp, err := http.Get(u + "/cluster_id")
+	// Without --local (the sidecar mode) the session's requests go
+	// through the same header-adding proxy.
+	sidecarURL, stopSidecar, err := sessionProxy(upstream.URL, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopSidecar()
+	if plain, stopPlain, err := sessionProxy(upstream.URL, ""); err != nil || plain != upstream.URL {
+		t.Errorf("sessionProxy without a token = %q, %v; want the dashboard's own URL", plain, err)
+	} else {
+		stopPlain()
+	}
+	for _, c := range []struct {
+		name, url string
+		want      int
+	}{
+		{"the dashboard itself, without the token", upstream.URL, http.StatusUnauthorized},
+		{"--local's proxy", proxyURL, http.StatusOK},
+		{"--local's session URL", sessionURL, http.StatusOK},
+		{"the sidecar mode's session URL", sidecarURL, http.StatusOK},
+	} {
+		resp, err := http.Get(c.url + "/cluster_id")
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		want := http.StatusOK
-		if u == upstream.URL {
-			want = http.StatusUnauthorized // the dashboard itself refuses a request without the token
-		}
-		if resp.StatusCode != want {
-			t.Errorf("GET %s/cluster_id: %d, want %d", u, resp.StatusCode, want)
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: GET %s/cluster_id: %d, want %d", c.name, c.url, resp.StatusCode, c.want)
 		}
 	}
 	for _, e := range events {

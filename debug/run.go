@@ -557,9 +557,21 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 		}
 		ready.Password = string(sec.Data[s.o.SecretKey])
 	}
+	// With Ray's token authentication the session's own requests carry
+	// the token (the sidecar's extension goes through the token proxy
+	// inject runs there).
+	token, err := s.rayAuthToken(ctx, head)
+	if err != nil {
+		return out, err
+	}
+	sessionURL, stop, err := sessionProxy(ready.DashboardURL, token)
+	if err != nil {
+		return out, err
+	}
+	defer stop()
 	s.report(ready)
 
-	return s.submitAndWatch(ctx, head, ready.DashboardURL)
+	return s.submitAndWatch(ctx, head, sessionURL)
 }
 
 // followLocal serves --local's dashboard proxy, says how to attach, then
