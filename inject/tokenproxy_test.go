@@ -2,7 +2,6 @@ package inject_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -12,33 +11,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/imagectl/imagectl/debug/dashboard"
 	"github.com/imagectl/imagectl/inject"
 	fakedash "github.com/imagectl/imagectl/internal/fakes/dashboard"
+	"github.com/imagectl/imagectl/internal/syncbuf"
 	"github.com/imagectl/imagectl/internal/testutil"
 )
-
-// lockedBuffer collects a process's stderr while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func requirePython(t *testing.T) {
 	t.Helper()
@@ -52,12 +33,12 @@ var listeningRE = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+),`)
 // startTokenProxy runs inject.TokenProxyScript as the sidecar does, on a
 // free loopback port, in front of upstream (host:port); it returns the
 // proxy's base URL and its stderr.
-func startTokenProxy(t *testing.T, upstream, tokenFile string) (string, *lockedBuffer) {
+func startTokenProxy(t *testing.T, upstream, tokenFile string) (string, *syncbuf.Buffer) {
 	t.Helper()
 	requirePython(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, "python3", "-c", inject.TokenProxyScript, "127.0.0.1:0", upstream, tokenFile)
-	stderr := &lockedBuffer{}
+	stderr := &syncbuf.Buffer{}
 	pr, pw := io.Pipe()
 	cmd.Stderr = io.MultiWriter(stderr, pw)
 	if err := cmd.Start(); err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/imagectl/imagectl/debug/dashboard"
 	"github.com/imagectl/imagectl/debug/dashproxy"
 	fakedash "github.com/imagectl/imagectl/internal/fakes/dashboard"
+	"github.com/imagectl/imagectl/internal/syncbuf"
 )
 
 // tunneler is a fake Tunneler: it records every call and gives each worker
@@ -86,24 +87,6 @@ func (f *tunneler) workers() []dashproxy.Worker {
 	ws := f.calls
 	f.calls = nil
 	return ws
-}
-
-// syncBuffer is a bytes.Buffer a server's goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func (f *tunneler) port(id string) int {
@@ -552,7 +535,7 @@ func TestHeaderReachesUpstreamAndNoLog(t *testing.T) {
 		{"with the header", []dashproxy.Option{dashproxy.WithHeader("Authorization", secret)}, http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs, errs syncBuffer
+			var logs, errs syncbuf.Buffer
 			opts := append(tc.opts,
 				dashproxy.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 				dashproxy.WithErrorFunc(func(_ dashproxy.Worker, err error) { fmt.Fprintln(&errs, err) }))

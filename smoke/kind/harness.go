@@ -15,10 +15,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/imagectl/imagectl/debug"
+	"github.com/imagectl/imagectl/internal/syncbuf"
 	"github.com/imagectl/imagectl/smoke/probe"
 )
 
@@ -414,7 +414,7 @@ func (h *harness) runDebug(ctx context.Context, access *PullAccess) (*DebugResul
 	if err != nil {
 		return nil, err
 	}
-	stderr := &lockedBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -626,26 +626,9 @@ func (h *harness) attach(ctx context.Context, fn string, flags ...string) (*prob
 // background is a command the harness runs while it does other work.
 type background struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *syncbuf.Buffer
 	done chan struct{}
 	err  error // set when done is closed
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // exited reports the plugin's end as an error while it should still run.
@@ -676,7 +659,7 @@ func (h *harness) startPlugin(ctx context.Context, args []string) (*background, 
 	cmd := exec.CommandContext(ctx, "kubectl", args...)
 	cmd.Dir = h.dir
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+h.kubeconfig)
-	b := &background{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
+	b := &background{cmd: cmd, out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = b.out, b.out
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("kubectl %s: %w", strings.Join(args, " "), err)

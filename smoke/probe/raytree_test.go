@@ -27,6 +27,7 @@ import (
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/inject"
 	"github.com/imagectl/imagectl/internal/fakes/rayworker"
+	"github.com/imagectl/imagectl/internal/syncbuf"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
 )
@@ -85,7 +86,7 @@ func newPod(t *testing.T, name string) *pod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the %s pod's namespace: %v", name, err)
@@ -137,8 +138,8 @@ func copyTree(t *testing.T, from, to string) {
 // rayWorker is internal/fakes/rayworker's rayworker.py running one task in a pod.
 type rayWorker struct {
 	cmd    *exec.Cmd
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	stdout *syncbuf.Buffer
+	stderr *syncbuf.Buffer
 	done   chan struct{}
 	err    error
 }
@@ -159,7 +160,7 @@ func startRayWorker(t *testing.T, p *pod, debugpyPath string, env []string, modu
 		copyTree(t, debugpyPath, p.root()+inPod)
 		pythonPath = inPod + ":" + pythonPath
 	}
-	w := &rayWorker{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	w := &rayWorker{stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	w.cmd = exec.Command("nsenter", "--target", strconv.Itoa(p.cmd.Process.Pid), "--mount", "--",
 		"sh", "-c", `cd "$0" && exec "$@"`, rayWorkingDir, systemPython, script, module, function, strconv.Itoa(arg))
 	w.cmd.Env = append(os.Environ(), append([]string{"PYTHONPATH=" + pythonPath, "PYTHONDONTWRITEBYTECODE=1"}, env...)...)

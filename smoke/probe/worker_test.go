@@ -2,7 +2,6 @@ package probe
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 
 	"os"
@@ -10,11 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/imagectl/imagectl/internal/syncbuf"
 	"github.com/imagectl/imagectl/internal/testutil"
 )
 
@@ -22,29 +21,11 @@ import (
 // the python3 on PATH may be another one without debugpy.
 const systemPython = "/usr/bin/python3"
 
-// lockedBuffer collects the worker's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // worker is testdata/worker.py running under real debugpy.
 type worker struct {
 	cmd    *exec.Cmd
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	stdout *syncbuf.Buffer
+	stderr *syncbuf.Buffer
 	port   int
 	done   chan struct{}
 	err    error // exit error, valid after done
@@ -72,7 +53,7 @@ func startWorker(t *testing.T, mode string) *worker {
 		t.Fatal(err)
 	}
 	portFile := filepath.Join(t.TempDir(), "port")
-	w := &worker{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	w := &worker{stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	w.cmd = exec.Command(systemPython, script, mode, portFile)
 	w.cmd.Stdout, w.cmd.Stderr = w.stdout, w.stderr
 	// Its own process group: debugpy.listen starts an adapter subprocess,
