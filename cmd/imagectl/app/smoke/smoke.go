@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"runtime"
 	"strings"
@@ -61,8 +62,9 @@ same cluster, attaches from the sidecar once the first task is reported
 paused, and requires debug to exit 0 with the job SUCCEEDED. It needs a Docker engine,
 kubectl, git, the kubectl ray plugin, the Ray CLI and the network; when one is
 missing it says which and exits 2. inject runs with this binary; the one
-copied into the sidecar is this one (when it is a static linux build) or
---probe-binary.`,
+copied into the sidecar is --probe-binary, else imagectl-probe beside this
+binary (make build builds it: smoke attach alone, a few MB), else this one
+(when it is a static linux build).`,
 		Example: `  CGO_ENABLED=0 go build -o bin/imagectl ./cmd/imagectl
   bin/imagectl smoke kind --image docker.io/example/code-server-ray:4.101.2-ray2.46.0-py3.12 --ray 2.46.0 -o json`,
 		Args: cobra.NoArgs,
@@ -75,7 +77,7 @@ copied into the sidecar is this one (when it is a static linux build) or
 				if err != nil {
 					return err
 				}
-				probeBin = exe
+				probeBin = defaultProbe(exe)
 			}
 			cfg.ProbeBinary = probeBin
 			// The guide's imagectl inject runs here, with this binary.
@@ -115,7 +117,7 @@ copied into the sidecar is this one (when it is a static linux build) or
 	f.BoolVar(&cfg.Debug, "debug", false, "after the manual steps, run imagectl debug (with this binary) on the same cluster, attach from the sidecar to the tasks it reports paused, and require exit 0")
 	f.StringVar(&cfg.LogDir, "log-dir", "", "where logs are collected on failure (default: a temp dir)")
 	f.DurationVar(&cfg.Timeout, "timeout", 45*time.Minute, "bound on the whole run")
-	f.StringVar(&probeBin, "probe-binary", "", "static linux imagectl copied into the sidecar (default: this binary)")
+	f.StringVar(&probeBin, "probe-binary", "", "static linux imagectl or imagectl-probe copied into the sidecar (default: imagectl-probe beside this binary, else this binary)")
 	options.Add(cmd, &out, options.Check(func() error {
 		if err := options.CheckReference("--image", cfg.Image); err != nil {
 			return err
@@ -281,4 +283,15 @@ func newSmokeHoldCommand() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// defaultProbe is what smoke kind copies into the sidecar without
+// --probe-binary: imagectl-probe beside exe (smoke attach alone, which
+// also answers to "smoke attach"), else exe itself.
+func defaultProbe(exe string) string {
+	p := filepath.Join(filepath.Dir(exe), "imagectl-probe")
+	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return p
+	}
+	return exe
 }
