@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,16 +41,21 @@ func TestSmoke(t *testing.T) {
 		skip("IMAGECTL_SMOKE_IMAGE is not set: name the code-server image to test")
 	}
 	ray := envOr("IMAGECTL_SMOKE_RAY", "2.46.0")
-	bin := filepath.Join(t.TempDir(), "imagectl")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/imagectl/imagectl/cmd/imagectl")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the static probe binary: %v\n%s", err, out)
+	// imagectl runs here (inject, debug); imagectl-probe, smoke attach
+	// alone, is what goes into the sidecar.
+	dir := t.TempDir()
+	bin, probe := filepath.Join(dir, "imagectl"), filepath.Join(dir, "imagectl-probe")
+	for out, pkg := range map[string]string{bin: "./cmd/imagectl", probe: "./cmd/imagectl-probe"} {
+		build := exec.Command("go", "build", "-trimpath", "-o", out, "github.com/imagectl/imagectl/"+strings.TrimPrefix(pkg, "./"))
+		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		if b, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building the static %s: %v\n%s", filepath.Base(out), err, b)
+		}
 	}
 	res, err := kind.Run(ctx, kind.Config{
 		Image: image, RayVersion: ray, Python: envOr("IMAGECTL_SMOKE_PYTHON", "3.12"),
 		KindNodeImage: os.Getenv("IMAGECTL_SMOKE_KIND_IMAGE"), KubeRayVersion: os.Getenv("IMAGECTL_SMOKE_KUBERAY"),
-		ProbeBinary: bin, LogDir: os.Getenv("IMAGECTL_SMOKE_LOGDIR"), Timeout: 50 * time.Minute,
+		ProbeBinary: probe, Imagectl: bin, LogDir: os.Getenv("IMAGECTL_SMOKE_LOGDIR"), Timeout: 50 * time.Minute,
 		Debug:  os.Getenv("IMAGECTL_SMOKE_DEBUG") == "1",
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	})
