@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -29,6 +30,10 @@ const ScannerName = "imagectl-sbom"
 // ScannerEnv is the environment variable imagectl reads the scanner's path
 // from when no --sbom-scanner is given.
 const ScannerEnv = "IMAGECTL_SBOM_SCANNER"
+
+// stopDelay is how long a cancelled scanner has to exit after SIGTERM
+// before it is killed.
+const stopDelay = 10 * time.Second
 
 // maxResultBytes bounds what a scanner may write on its standard output
 // (one document, base64 in JSON): imagectl's SPDX documents are a few MB.
@@ -173,7 +178,11 @@ type process struct {
 
 func (c *Command) start(ctx context.Context) (*process, error) {
 	cmd := exec.CommandContext(ctx, c.Path, "scan")
-	cmd.WaitDelay = 10 * time.Second
+	// A scan that is cancelled is asked to stop (SIGTERM: it removes its
+	// scratch directories, gigabytes of layers), and killed only when it
+	// has not exited after stopDelay.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = stopDelay
 	p := &process{cmd: cmd, stdout: &limited{max: maxResultBytes}, stderr: &bytes.Buffer{}}
 	cmd.Stdout, cmd.Stderr = p.stdout, &tail{max: 8 << 10, w: p.stderr}
 	var err error
@@ -218,9 +227,13 @@ func (c *Command) Scan(ctx context.Context, img v1.Image, o Options) (*Result, e
 			return nil, err
 		}
 	}
-	// A warm process belongs to the Warm context; this scan's ends it too.
-	killed := context.AfterFunc(ctx, func() { _ = p.cmd.Process.Kill() })
-	defer killed()
+	// A warm process belongs to the Warm context; this scan's ends it too,
+	// the same way: SIGTERM, then SIGKILL after stopDelay.
+	stopped := context.AfterFunc(ctx, func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		time.AfterFunc(stopDelay, func() { _ = p.cmd.Process.Kill() })
+	})
+	defer stopped()
 	req, err := json.Marshal(Request{Image: ref, Options: o})
 	if err != nil {
 		return nil, err

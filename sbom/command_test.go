@@ -309,3 +309,74 @@ func TestServeImage(t *testing.T) {
 		t.Error("the registry still answers after stop")
 	}
 }
+
+// blockingLayer's content never comes: a scan reading it waits until it
+// is cancelled.
+type blockingLayer struct {
+	v1.Layer
+	reading chan struct{}
+}
+
+func (l blockingLayer) Compressed() (io.ReadCloser, error) {
+	select {
+	case l.reading <- struct{}{}:
+	default:
+	}
+	pr, _ := io.Pipe()
+	return pr, nil
+}
+
+// A scan cancelled while the scanner reads the image ends at once, and the
+// scanner, asked to stop, removes its scratch directories (under its
+// TMPDIR) before it exits: nothing is left.
+func TestCommandCancelledScanLeavesNothing(t *testing.T) {
+	c, err := NewCommand(testutil.SBOMScanner(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // the scanner's, inherited
+	img := scannedImage(t)
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reading := make(chan struct{}, 1)
+	blocked, err := mutate.AppendLayers(empty.Image, blockingLayer{Layer: ls[0], reading: reading})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Scan(ctx, blocked, Options{Name: "r/x", Platform: "linux/amd64"})
+		done <- err
+	}()
+	select {
+	case <-reading:
+	case err := <-done:
+		t.Fatalf("the scan ended before reading the layer: %v", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the scanner did not read the layer within 2 minutes")
+	}
+	entries, _ := os.ReadDir(tmp)
+	if len(entries) == 0 {
+		t.Fatal("the scanner made no scratch directory under its TMPDIR: the test proves nothing")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Scan = %v, want context.Canceled", err)
+		}
+	case <-time.After(stopDelay + 5*time.Second):
+		t.Fatal("Scan did not return after the cancel")
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the cancelled scanner left %v under its TMPDIR", names)
+	}
+}
