@@ -66,6 +66,23 @@ func TestBuildStripsSymbols(t *testing.T) {
 		}
 	}
 
+	// The SBOM scanner is a module of its own: make build builds it with
+	// go -C into bin/ beside imagectl, where imagectl looks for it.
+	var scanner string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "-C cmd/imagectl-sbom build ") {
+			scanner = l
+		}
+	}
+	switch {
+	case scanner == "":
+		t.Errorf("make -n build prints no go -C cmd/imagectl-sbom build:\n%s", out)
+	case !strings.Contains(scanner, "CGO_ENABLED=0") || !strings.Contains(scanner, " -trimpath ") || !strings.Contains(scanner, "-ldflags '-s -w'"):
+		t.Errorf("make build: %s\nwant CGO_ENABLED=0, -trimpath and -ldflags '-s -w'", scanner)
+	case !regexp.MustCompile(`-o \S*/bin/imagectl-sbom \.$`).MatchString(strings.TrimSpace(scanner)):
+		t.Errorf("make build: %s\nwant -o .../bin/imagectl-sbom, beside bin/imagectl", scanner)
+	}
+
 	// The workflows build the binary with make build only.
 	wfs, err := filepath.Glob(".github/workflows/*.yml")
 	if err != nil || len(wfs) == 0 {
