@@ -31,6 +31,7 @@ type Runc struct {
 	root    string
 	workDir string
 	limits  Limits
+	adjust  func(*specs.Spec)
 }
 
 // RuncOption configures Runc.
@@ -47,6 +48,12 @@ func WithRuncWorkDir(p string) RuncOption { return func(r *Runc) { r.workDir = p
 
 // WithLimits bounds unpacking (default DefaultLimits).
 func WithLimits(l Limits) RuncOption { return func(r *Runc) { r.limits = l } }
+
+// WithSpecAdjust changes each container's OCI runtime configuration after
+// it is made and before runc sees it: other users, mounts, capabilities or
+// a read-only root than the image's and Docker's defaults (the restricted
+// modes a test boots a base in). The Docker runtime has no such option.
+func WithSpecAdjust(f func(*specs.Spec)) RuncOption { return func(r *Runc) { r.adjust = f } }
 
 // NewRunc returns the runc runtime.
 func NewRunc(opts ...RuncOption) *Runc {
@@ -124,6 +131,9 @@ func (r *Runc) Create(ctx context.Context, p *Platform, spec Spec) (_ Container,
 	s, err := runcSpec(p, spec, dir, uid, gid, ImageEnv(p.Config, homeOf(passwd, uid)))
 	if err != nil {
 		return nil, err
+	}
+	if r.adjust != nil {
+		r.adjust(s)
 	}
 	c.spec = s
 	raw, err := json.MarshalIndent(s, "", "  ")

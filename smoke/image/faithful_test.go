@@ -1,0 +1,454 @@
+//go:build faithful
+
+package image
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/imagectl/imagectl/internal/testutil"
+)
+
+// The faithful stand-in base boots linuxserver's real startup under runc:
+// s6-overlay v3's /init (its preinit, stage0, s6-linux-init, s6-rc) and
+// linuxserver's own s6-rc services (init-adduser, init-code-server,
+// svc-code-server, docker-mods as the stage-2 hook), with code-server from
+// npm at /app/code-server. docs/faithful-base.md says what the base holds
+// and why nothing in this repository builds it: the tests here run only
+// with -tags faithful and a base at IMAGECTL_FAITHFUL_BASE (default
+// $IMAGECTL_TEST_CACHE/base/faithful-amd64.tar); without one they skip, or
+// fail under IMAGECTL_REQUIRE_TOOLS=1.
+//
+//	go test -tags faithful -run TestFaithful -v ./smoke/image/
+
+// lsioEnv is the image configuration's Env of linuxserver/code-server: the
+// ENV of docker-baseimage-ubuntu (noble) with HOME from docker-code-server,
+// on Docker's default PATH.
+var lsioEnv = []string{
+	"PATH=/lsiopy/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/config",
+	"LANGUAGE=en_US.UTF-8",
+	"LANG=en_US.UTF-8",
+	"TERM=xterm",
+	"S6_CMD_WAIT_FOR_SERVICES_MAXTIME=0",
+	"S6_VERBOSITY=1",
+	"S6_STAGE2_HOOK=/docker-mods",
+	"VIRTUAL_ENV=/lsiopy",
+}
+
+const faithfulPassword = "imagectl-faithful"
+
+func faithfulBase(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts runc containers: skipped under -short")
+	}
+	need(t, os.Geteuid() == 0, "runc tests need root")
+	base := os.Getenv("IMAGECTL_FAITHFUL_BASE")
+	if base == "" {
+		base = filepath.Join(testutil.CacheDir(), "base", "faithful-amd64.tar")
+	}
+	_, err := os.Stat(base)
+	need(t, err == nil, "no faithful base "+base+" (docs/faithful-base.md: nothing in the repository builds it)")
+	return base
+}
+
+// faithfulCase is one way to start the base.
+type faithfulCase struct {
+	user string   // the image's User ("" is root)
+	env  []string // added to lsioEnv (a later entry wins)
+	// adjust changes the runtime configuration; dirs are fresh host
+	// directories, root-owned and mode 0777 like Kubernetes emptyDirs.
+	adjust func(s *specs.Spec, dirs func(string) string)
+}
+
+// bootFaithful creates and starts a container of the base; the container
+// is removed at the end of the test.
+func bootFaithful(t *testing.T, base string, fc faithfulCase) *runcContainer {
+	t.Helper()
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), &fileLayer{path: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.Config.Entrypoint = []string{"/init"}
+	cf.Config.Env = mergeEnv(lsioEnv, fc.env)
+	cf.Config.User = fc.user
+	cf.Config.ExposedPorts = map[string]struct{}{"8443/tcp": {}}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTestRunc(t)
+	emptyDirs := t.TempDir()
+	dirs := func(name string) string {
+		p := filepath.Join(emptyDirs, name)
+		if err := os.Mkdir(p, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var opts []RuncOption
+	if fc.adjust != nil {
+		opts = append(opts, WithSpecAdjust(func(s *specs.Spec) { fc.adjust(s, dirs) }))
+	}
+	r := NewRunc(append([]RuncOption{WithRuncRoot(tr.root), WithRuncWorkDir(tr.work)}, opts...)...)
+	ctx := context.Background()
+	start := time.Now()
+	c, err := r.Create(ctx, &Platform{Platform: "linux/amd64", Digest: d, Image: img, Config: cf}, Spec{ID: randomID("amd64"), Ports: []int{8443}})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	rc := c.(*runcContainer)
+	t.Cleanup(func() {
+		t.Logf("entrypoint output:\n%s", rc.Logs(ctx))
+		if err := rc.Remove(ctx); err != nil {
+			t.Errorf("Remove: %v", err)
+		}
+		tr.assertClean(t)
+	})
+	t.Logf("unpacked and created in %s", time.Since(start).Round(time.Second))
+	if err := rc.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return rc
+}
+
+func mergeEnv(base, add []string) []string {
+	out := append([]string{}, base...)
+	for _, e := range add {
+		k, _, _ := strings.Cut(e, "=")
+		replaced := false
+		for i, o := range out {
+			if strings.HasPrefix(o, k+"=") {
+				out[i], replaced = e, true
+			}
+		}
+		if !replaced {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitLog waits until the entrypoint's output matches re, the container
+// stops, or the timeout passes; it reports whether re matched.
+func waitLog(c *runcContainer, re *regexp.Regexp, timeout time.Duration) bool {
+	ctx := context.Background()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if re.MatchString(c.Logs(ctx)) {
+			return true
+		}
+		if _, err := c.initPID(ctx); err != nil {
+			time.Sleep(500 * time.Millisecond) // let the last lines drain
+			return re.MatchString(c.Logs(ctx))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return false
+}
+
+// waitLogin waits for code-server to answer /healthz on 8443 inside the
+// container, then logs in: a wrong password must be refused, PASSWORD must
+// get a session cookie.
+func waitLogin(t *testing.T, c *runcContainer, timeout time.Duration) {
+	t.Helper()
+	client := &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return c.Dial(ctx, 8443)
+		}},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	start := time.Now()
+	var last string
+	for {
+		resp, err := client.Get("http://127.0.0.1:8443/healthz")
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		if _, err := c.initPID(context.Background()); err != nil {
+			t.Fatalf("container stopped before code-server answered: %v", err)
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("code-server did not answer /healthz on 8443 in %s: %s", timeout, last)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("code-server answered /healthz %s after start", time.Since(start).Round(time.Second))
+	get := func(path string) (*http.Response, string) {
+		resp, err := client.Get("http://127.0.0.1:8443" + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp, string(b)
+	}
+	if resp, _ := get("/"); resp.StatusCode != http.StatusFound || !strings.HasSuffix(resp.Header.Get("Location"), "login") {
+		t.Errorf("GET /: %s Location %q, want 302 to the login page", resp.Status, resp.Header.Get("Location"))
+	}
+	if resp, body := get("/login"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "<title>code-server login</title>") || !strings.Contains(body, `name="password"`) {
+		t.Errorf("GET /login: %s, want 200 and the login form; body starts %q", resp.Status, tail(body, 3))
+	}
+	login := func(pw string) *http.Response {
+		resp, err := client.PostForm("http://127.0.0.1:8443/login", url.Values{"password": {pw}})
+		if err != nil {
+			t.Fatalf("POST /login: %v", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	hasSession := func(r *http.Response) bool {
+		for _, ck := range r.Cookies() {
+			if ck.Name == "code-server-session" && ck.Value != "" {
+				return true
+			}
+		}
+		return false
+	}
+	if r := login("not-" + faithfulPassword); hasSession(r) {
+		t.Errorf("a wrong password got a session cookie (%s)", r.Status)
+	}
+	if r := login(faithfulPassword); !hasSession(r) {
+		t.Errorf("PASSWORD got no session cookie: %s %v", r.Status, r.Header)
+	}
+}
+
+// execOut runs a command in the container as root and returns its stdout.
+func execOut(t *testing.T, c *runcContainer, args ...string) string {
+	t.Helper()
+	res, err := c.Exec(context.Background(), Process{Args: args, Env: lsioEnv[:1]})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec %v: %v (exit %d): %s%s", args, err, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	return strings.TrimSpace(string(res.Stdout))
+}
+
+// wantLines checks that every line appears in the output, in this order.
+func wantLines(t *testing.T, out string, lines ...string) {
+	t.Helper()
+	at := 0
+	for _, l := range lines {
+		i := strings.Index(out[at:], l)
+		if i < 0 {
+			t.Errorf("entrypoint output lacks %q (after byte %d)", l, at)
+			continue
+		}
+		at += i + len(l)
+	}
+}
+
+// Root, as linuxserver documents it: PUID/PGID/PASSWORD, Docker's default
+// capabilities. S6_VERBOSITY=2 (linuxserver sets 1) makes s6-rc name each
+// service it starts, in dependency order.
+func TestFaithfulRoot(t *testing.T) {
+	base := faithfulBase(t)
+	c := bootFaithful(t, base, faithfulCase{env: []string{"PUID=1000", "PGID=1000", "TZ=Etc/UTC", "PASSWORD=" + faithfulPassword, "S6_VERBOSITY=2"}})
+	waitLogin(t, c, 3*time.Minute)
+	if !waitLog(c, regexp.MustCompile(`\[ls\.io-init\] done\.`), time.Minute) {
+		t.Errorf("no [ls.io-init] done. (user2 bundle's ci-service-check)")
+	}
+	out := c.Logs(context.Background())
+	// s6-overlay's own base bundle (no order with linuxserver's services).
+	wantLines(t, out, "s6-rc: info: service s6rc-oneshot-runner: starting", "s6-rc: info: service fix-attrs successfully started")
+	wantLines(t, out, "s6-rc: info: service legacy-cont-init successfully started")
+	// linuxserver's services, in the order of their dependencies.d.
+	wantLines(t, out,
+		"s6-rc: info: service init-migrations: starting",
+		"[migrations] started",
+		"s6-rc: info: service init-adduser: starting",
+		"User UID:    1000",
+		"User GID:    1000",
+		"s6-rc: info: service init-adduser successfully started",
+		"s6-rc: info: service init-code-server: starting",
+		"Change in ownership or new install detected",
+		"s6-rc: info: service init-code-server successfully started",
+		"[custom-init] No custom files found, skipping...",
+		"s6-rc: info: service svc-code-server: starting",
+		"HTTP server listening on http://[::]:8443/",
+		"Using password from $PASSWORD",
+		"s6-rc: info: service legacy-services successfully started",
+		"[ls.io-init] done.")
+	for _, bad := range []string{"Permission denied", "fatal", "Operation not permitted"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("entrypoint output has %q", bad)
+		}
+	}
+	// s6-svscan is PID 1 (s6-linux-init exec'd into it), svc-code-server is
+	// supervised and ready (s6-notifyoncheck's nc -z), code-server runs as
+	// abc, whom init-adduser moved to PUID/PGID.
+	if got := execOut(t, c, "cat", "/proc/1/comm"); got != "s6-svscan" {
+		t.Errorf("PID 1 is %q, want s6-svscan", got)
+	}
+	if got := execOut(t, c, "/command/s6-svstat", "-o", "up,ready", "/run/service/svc-code-server"); got != "true true" {
+		t.Errorf("s6-svstat svc-code-server: %q, want up and ready", got)
+	}
+	if got := execOut(t, c, "id", "abc"); got != "uid=1000(abc) gid=1000(abc) groups=1000(abc),100(users)" {
+		t.Errorf("id abc: %q", got)
+	}
+	if got := execOut(t, c, "sh", "-c", "ps -C node -o uid=,gid= | sort -u | tr -s ' '"); strings.TrimSpace(got) != "1000 1000" {
+		t.Errorf("code-server (node) runs as uid gid %q, want 1000 1000", got)
+	}
+	if got := execOut(t, c, "stat", "-c", "%u:%g %a", "/config", "/config/.ssh"); got != "1000:1000 755\n1000:1000 700" {
+		t.Errorf("/config and /config/.ssh: %q", got)
+	}
+}
+
+// nonRoot is linuxserver's non-root mode as docker-code-server documents
+// it (--user with /run and /config belonging to that user), with
+// no_new_privs (allowPrivilegeEscalation: false), no capabilities and
+// /tmp on tmpfs.
+func nonRoot(uid, gid string) func(*specs.Spec, func(string) string) {
+	return func(s *specs.Spec, _ func(string) string) {
+		s.Process.NoNewPrivileges = true
+		s.Process.Capabilities = &specs.LinuxCapabilities{}
+		s.Mounts = append(s.Mounts,
+			specs.Mount{Destination: "/run", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "uid=" + uid, "gid=" + gid}},
+			specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777"}},
+			specs.Mount{Destination: "/config", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "uid=" + uid, "gid=" + gid}})
+	}
+}
+
+func TestFaithfulNonRoot(t *testing.T) {
+	base := faithfulBase(t)
+	c := bootFaithful(t, base, faithfulCase{user: "1000:1000", env: []string{"PASSWORD=" + faithfulPassword}, adjust: nonRoot("1000", "1000")})
+	waitLogin(t, c, 3*time.Minute)
+	waitLog(c, regexp.MustCompile(`\[ls\.io-init\] done\.`), time.Minute)
+	out := c.Logs(context.Background())
+	wantLines(t, out,
+		"s6-overlay-suexec: warning: unable to gain root privileges (is the suid bit set?)",
+		"You are running this container as a non-root user",
+		"[migrations] started",
+		"User UID:    1000",
+		"User GID:    1000",
+		"[custom-init] No custom files found, skipping...",
+		"HTTP server listening on http://[::]:8443/",
+		"[ls.io-init] done.")
+	if strings.Contains(out, "Change in ownership") {
+		t.Errorf("init-code-server took the root branch (chown) in non-root mode")
+	}
+	if got := execOut(t, c, "cat", "/proc/1/comm"); got != "s6-svscan" {
+		t.Errorf("PID 1 is %q, want s6-svscan", got)
+	}
+	if got := execOut(t, c, "cat", "/run/s6/container_environment/LSIO_NON_ROOT_USER"); got != "1" {
+		t.Errorf("LSIO_NON_ROOT_USER = %q, want 1 (docker-mods: /run not owned by root)", got)
+	}
+}
+
+// Non-root with a root-owned /run and no_new_privs: s6-overlay-suexec
+// cannot become root, so preinit cannot make /run/s6 and /init exits.
+func TestFaithfulNonRootRootOwnedRun(t *testing.T) {
+	base := faithfulBase(t)
+	c := bootFaithful(t, base, faithfulCase{user: "1000:1000", adjust: func(s *specs.Spec, _ func(string) string) {
+		s.Process.NoNewPrivileges = true
+		s.Process.Capabilities = &specs.LinuxCapabilities{}
+	}})
+	if !waitLog(c, regexp.MustCompile(`s6-overlay-suexec: fatal: child failed with exit code 111`), time.Minute) {
+		t.Errorf("no fatal exit from s6-overlay-suexec")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := c.initPID(context.Background()); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the container still runs 30 s after preinit failed")
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	wantLines(t, c.Logs(context.Background()),
+		"s6-overlay-suexec: warning: unable to gain root privileges (is the suid bit set?)",
+		"s6-mkdir: warning: unable to mkdir /run/s6: Permission denied",
+		"s6-overlay-suexec: fatal: child failed with exit code 111")
+}
+
+// restricted is OpenShift's restricted-v2 as a Pod gets it: an arbitrary
+// UID with GID 0 and no passwd entry, every capability dropped,
+// no_new_privs, a read-only root, and emptyDirs (root-owned, mode 0777) at
+// /run, /tmp and /config.
+func restricted(s *specs.Spec, dirs func(string) string) {
+	s.Process.NoNewPrivileges = true
+	s.Process.Capabilities = &specs.LinuxCapabilities{}
+	s.Root.Readonly = true
+	for _, d := range []string{"/run", "/tmp", "/config"} {
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: d, Type: "bind", Source: dirs(strings.TrimPrefix(d, "/")), Options: []string{"rbind", "rw"}})
+	}
+}
+
+// linuxserver's non-root detection is `stat /run -c %u` != 0: an emptyDir
+// belongs to root, so the scripts take the root branches and
+// svc-code-server's s6-setuidgid abc fails over and over.
+func TestFaithfulRestrictedEmptyDirs(t *testing.T) {
+	base := faithfulBase(t)
+	c := bootFaithful(t, base, faithfulCase{user: "1000770000:0", env: []string{"PASSWORD=" + faithfulPassword}, adjust: restricted})
+	re := regexp.MustCompile(`(?s)s6-applyuidgid: fatal: unable to set supplementary group list: Operation not permitted.*s6-applyuidgid: fatal: unable to set supplementary group list`)
+	if !waitLog(c, re, 2*time.Minute) {
+		t.Errorf("svc-code-server did not fail at s6-setuidgid as expected")
+	}
+	out := c.Logs(context.Background())
+	wantLines(t, out,
+		"You are running this container read-only:",
+		"[migrations] started",
+		"User UID:    911", // init-adduser's root branch: id -u abc
+		"chown: changing ownership of '/config': Operation not permitted",
+		"[custom-init] No custom files found, skipping...",
+		"s6-applyuidgid: fatal: unable to set supplementary group list: Operation not permitted")
+	if strings.Contains(out, "HTTP server listening") {
+		t.Errorf("code-server started although s6-setuidgid cannot work here")
+	}
+}
+
+// The same with LSIO_NON_ROOT_USER=1 in the Pod's env: the scripts take
+// their non-root branches and code-server answers.
+func TestFaithfulRestrictedNonRootEnv(t *testing.T) {
+	base := faithfulBase(t)
+	c := bootFaithful(t, base, faithfulCase{user: "1000770000:0", env: []string{"PASSWORD=" + faithfulPassword, "LSIO_NON_ROOT_USER=1"}, adjust: restricted})
+	waitLogin(t, c, 3*time.Minute)
+	waitLog(c, regexp.MustCompile(`\[ls\.io-init\] done\.`), time.Minute)
+	out := c.Logs(context.Background())
+	wantLines(t, out,
+		"s6-overlay-suexec: warning: unable to gain root privileges (is the suid bit set?)",
+		"You are running this container read-only and as a non-root user",
+		"[migrations] started",
+		"User UID:    0", // stat /run -c %u: the emptyDir's owner
+		"HTTP server listening on http://[::]:8443/",
+		"[ls.io-init] done.")
+	if got := execOut(t, c, "sh", "-c", "ps -C node -o uid=,gid= | sort -u | tr -s ' '"); strings.TrimSpace(got) != "1000770000 0" {
+		t.Errorf("code-server (node) runs as uid gid %q, want 1000770000 0", got)
+	}
+}
