@@ -745,3 +745,79 @@ func TestBuildKitLockedWheels(t *testing.T) {
 		t.Errorf("the error is more than one line: %q", err)
 	}
 }
+
+// TestBuildKitImageFromContentStore: the image a pushing solve exported is
+// read back from buildkitd's content store (BuildKit.Image), not from the
+// registry: the same manifest, config and layers, byte for byte, as the
+// registry holds; another manifest digest is refused.
+func TestBuildKitImageFromContentStore(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	def := []byte("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN echo built > /built.txt\n")
+	ctxs, err := PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: def, Time: time.Unix(0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := name.NewRepository(f.host + "/from-store")
+	r, err := f.b.Build(ctx, Spec{Platform: "linux/amd64", Contexts: ctxs, Repo: repo.Name(), Push: true, Provenance: true,
+		BuildArgs: map[string]string{"BASE_IMAGE": f.tools}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := publish.Publish(ctx, repo, exports([]*PlatformResult{r}), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pub.Platforms["linux/amd64"].Digest.String()
+	pushed, err := remote.Image(repo.Digest(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, closeImg, err := f.b.Image(ctx, r, want)
+	if err != nil {
+		t.Fatalf("Image(%s, %s): %v", r.Exported, want, err)
+	}
+	defer closeImg()
+	if d, err := img.Digest(); err != nil || d.String() != want {
+		t.Errorf("the image from buildkitd is %s (%v), want the pushed %s", d, err, want)
+	}
+	a, _ := img.RawConfigFile()
+	b, _ := pushed.RawConfigFile()
+	if !bytes.Equal(a, b) {
+		t.Error("the config from buildkitd differs from the pushed one")
+	}
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pls, _ := pushed.Layers()
+	if len(ls) != len(pls) || len(ls) < 2 {
+		t.Fatalf("%d layers from buildkitd, %d pushed; want the same, at least 2", len(ls), len(pls))
+	}
+	for i := range ls {
+		got := readLayer(t, ls[i])
+		if !bytes.Equal(got, readLayer(t, pls[i])) {
+			t.Errorf("layer %d: the bytes from buildkitd differ from the pushed ones", i)
+		}
+	}
+	if _, _, err := f.b.Image(ctx, r, "sha256:"+strings.Repeat("0", 64)); err == nil {
+		t.Error("Image of a manifest the solve did not export: no error")
+	}
+}
+
+// readLayer reads a layer's compressed content to its end (which checks
+// it against the layer's digest).
+func readLayer(t *testing.T, l v1.Layer) []byte {
+	t.Helper()
+	rc, err := l.Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

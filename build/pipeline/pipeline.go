@@ -260,6 +260,9 @@ func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing
 	stages.lap("publish")
 	res := newResult(t, out, results)
 	sg := newSigning(ctx, &req, t, res, out)
+	if bi, ok := b.(builderImages); ok {
+		sg.images = bi
+	}
 	if signer != nil {
 		// The scans read the bases the prefetch decompressed.
 		err := sg.sign(ctx, signer, prefetch)

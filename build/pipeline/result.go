@@ -56,6 +56,7 @@ type Signing struct {
 	sbomFormat string
 	sbomLock   bool
 	scanner    Scanner
+	images     builderImages
 	warnings   io.Writer
 }
 
@@ -83,8 +84,12 @@ type SBOMOutput struct {
 	// Packages counts the packages found per type (deb, python, npm,
 	// vscode-extension, ...), for Source image.
 	Packages map[string]int `json:"packages,omitempty"`
-	// Duration is the scan's (pulling and reading the layers included).
+	// Duration is the scan's (reading the layers included).
 	Duration build.Duration `json:"duration"`
+	// ReadFrom says where the scan read the image: "builder" (the content
+	// store of the buildkitd that built it) or "registry" (read back from
+	// the registry it was pushed to).
+	ReadFrom string `json:"readFrom,omitempty"`
 	// BaseLayersPrefetched counts the image's layers the scan read as
 	// decompressed during the solve (the base's) instead of pulling them
 	// after the push.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/sync/errgroup"
 
@@ -98,10 +99,12 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 			}
 			doc := lockDoc
 			if !sg.sbomLock {
-				img, err := remote.Image(ref, sg.remoteOpts...)
+				img, from, done, err := sg.platformImage(gctx, ref, &res.Platforms[i])
 				if err != nil {
-					return fmt.Errorf("reading %s (%s) for its SBOM: %w", ref, p.Platform, err)
+					return err
 				}
+				defer done()
+				out.ReadFrom = from
 				var layerDir string
 				if layers != nil {
 					if layerDir, err = layers.layerDir(gctx, p.Platform); err != nil {
@@ -127,6 +130,34 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 		})
 	}
 	return g.Wait()
+}
+
+// builderImages opens a platform image from the builder that made it
+// (build.BuildKit.Image: buildkitd's content store), so that its scan
+// does not read back what was just pushed.
+type builderImages interface {
+	Image(ctx context.Context, res *build.PlatformResult, manifest string) (v1.Image, func() error, error)
+}
+
+// platformImage is the image p's scan reads: from the builder when it can
+// (sg.images), else read back from the registry; from says which, done
+// releases it.
+func (sg *Signing) platformImage(ctx context.Context, ref name.Digest, p *PlatformOutput) (img v1.Image, from string, done func(), err error) {
+	if sg.images != nil && p.Exported != "" {
+		img, closeImg, err := sg.images.Image(ctx, &p.PlatformResult, p.Digest)
+		if err == nil {
+			return img, "builder", func() { _ = closeImg() }, nil
+		}
+		if ctx.Err() != nil {
+			return nil, "", nil, ctx.Err()
+		}
+		fmt.Fprintf(sg.warnings, "warning: reading the %s image from its builder for its SBOM: %v; the scan reads it from the registry\n", p.Platform, err)
+	}
+	img, err = remote.Image(ref, sg.remoteOpts...)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("reading %s (%s) for its SBOM: %w", ref, p.Platform, err)
+	}
+	return img, "registry", func() {}, nil
 }
 
 // layerSource gives the directory of a platform's base layers decompressed

@@ -451,6 +451,10 @@ jq -e 'all(.platforms[]; .sbom.source == "image" and .sbom.format == "spdx" and 
 # own database, so they are the base's content).
 jq -e 'all(.platforms[]; .sbom.baseLayersPrefetched >= 1)' "$lj" >/dev/null && ! grep -q "warning: prefetching" "$work/lock-cold.err" \
   || fail "the scans did not read the base layers prefetched during the solve: $(jq -c '[.platforms[].sbom]' "$lj"); $(grep "warning: prefetching" "$work/lock-cold.err")"
+# Each image was read from the buildkitd that built it (its content store),
+# not read back from the registry it was just pushed to.
+jq -e 'all(.platforms[]; .sbom.readFrom == "builder")' "$lj" >/dev/null && ! grep -q "from its builder for its SBOM" "$work/lock-cold.err" \
+  || fail "the scans did not read the images from buildkitd: $(jq -c '[.platforms[] | {platform, readFrom: .sbom.readFrom}]' "$lj"); $(grep "from its builder" "$work/lock-cold.err")"
 locktag=$lockref:$(jq -r '.tags[0]' "$lj")
 "$imagectl" verify "$locktag" --key "$work/cosign.pub" --output json >"$work/verify-lock.json" 2>"$work/verify-lock.err" \
   || { jq . "$work/verify-lock.json" >&2; cat "$work/verify-lock.err" >&2; fail "verify of the locked image"; }
