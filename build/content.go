@@ -137,9 +137,9 @@ func (ci *contentImage) blob(d digest.Digest) ([]byte, error) {
 	return b, nil
 }
 
-func (ci *contentImage) RawConfigFile() ([]byte, error)     { return ci.config, nil }
+func (ci *contentImage) RawConfigFile() ([]byte, error)      { return ci.config, nil }
 func (ci *contentImage) MediaType() (types.MediaType, error) { return ci.mediaType, nil }
-func (ci *contentImage) RawManifest() ([]byte, error)       { return ci.manifest, nil }
+func (ci *contentImage) RawManifest() ([]byte, error)        { return ci.manifest, nil }
 
 func (ci *contentImage) LayerByDigest(h v1.Hash) (partial.CompressedLayer, error) {
 	d, ok := ci.layers[h]
@@ -193,4 +193,3 @@ func (v *verified) Read(p []byte) (int, error) {
 }
 
 func (v *verified) Close() error { return v.c.Close() }
-
