@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"sync/atomic"
 
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/content/proxy"
+	"github.com/containerd/errdefs"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -30,24 +32,28 @@ const maxMetadataBlob = 16 << 20
 // SBOM scan reads the image's layers where BuildKit made them. The
 // metadata (index, manifest, config) is read and checked against its
 // digest at once, the layers when read; each layer's content is checked
-// against its digest when read to its end. close ends the connection
-// once the image is no longer read. An image the store no longer holds
-// (buildkitd pruned it) is an error: read it from the registry then.
-func (b *BuildKit) Image(ctx context.Context, res *PlatformResult, want string) (img v1.Image, close func() error, err error) {
+// against its digest when read to its end. A layer the store does not
+// hold is read from fallback (the same image in the registry, nil for
+// none): buildkitd pushes a base's layers by cross-repository mount
+// without pulling them, when it can. close ends the connection once the
+// image is no longer read; fromFallback counts the layers read from
+// fallback so far. An image the store no longer holds (buildkitd pruned
+// it) is an error.
+func (b *BuildKit) Image(ctx context.Context, res *PlatformResult, want string, fallback v1.Image) (img v1.Image, close func() error, fromFallback func() int, err error) {
 	if res == nil || res.Exported == "" || res.Builder == "" {
-		return nil, nil, errors.New("no exported image to read from buildkitd")
+		return nil, nil, nil, errors.New("no exported image to read from buildkitd")
 	}
 	wantD, err := digest.Parse(want)
 	if err != nil {
-		return nil, nil, fmt.Errorf("manifest digest %q: %w", want, err)
+		return nil, nil, nil, fmt.Errorf("manifest digest %q: %w", want, err)
 	}
 	exported, err := digest.Parse(res.Exported)
 	if err != nil {
-		return nil, nil, fmt.Errorf("exported digest %q: %w", res.Exported, err)
+		return nil, nil, nil, fmt.Errorf("exported digest %q: %w", res.Exported, err)
 	}
 	c, err := b.dial(ctx, res.Builder)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to buildkitd at %s: %w", res.Builder, err)
+		return nil, nil, nil, fmt.Errorf("connecting to buildkitd at %s: %w", res.Builder, err)
 	}
 	defer func() {
 		if err != nil {
@@ -55,17 +61,17 @@ func (b *BuildKit) Image(ctx context.Context, res *PlatformResult, want string) 
 		}
 	}()
 	store := proxy.NewContentStore(c.ContentClient())
-	ci := &contentImage{ctx: ctx, store: store, builder: res.Builder}
+	ci := &contentImage{ctx: ctx, store: store, builder: res.Builder, fallback: fallback}
 	top, err := ci.blob(exported)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var head struct {
 		MediaType types.MediaType `json:"mediaType"`
 		Manifests []v1.Descriptor `json:"manifests"`
 	}
 	if err := json.Unmarshal(top, &head); err != nil {
-		return nil, nil, fmt.Errorf("%s in buildkitd at %s: %w", exported, res.Builder, err)
+		return nil, nil, nil, fmt.Errorf("%s in buildkitd at %s: %w", exported, res.Builder, err)
 	}
 	switch {
 	case exported == wantD:
@@ -78,17 +84,17 @@ func (b *BuildKit) Image(ctx context.Context, res *PlatformResult, want string) 
 			}
 		}
 		if !found {
-			return nil, nil, fmt.Errorf("the index %s buildkitd at %s exported does not hold the manifest %s", exported, res.Builder, want)
+			return nil, nil, nil, fmt.Errorf("the index %s buildkitd at %s exported does not hold the manifest %s", exported, res.Builder, want)
 		}
 		if ci.manifest, err = ci.blob(wantD); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	default:
-		return nil, nil, fmt.Errorf("buildkitd at %s exported %s (%s), not the manifest %s", res.Builder, exported, head.MediaType, want)
+		return nil, nil, nil, fmt.Errorf("buildkitd at %s exported %s (%s), not the manifest %s", res.Builder, exported, head.MediaType, want)
 	}
 	var m v1.Manifest
 	if err := json.Unmarshal(ci.manifest, &m); err != nil {
-		return nil, nil, fmt.Errorf("manifest %s in buildkitd at %s: %w", want, res.Builder, err)
+		return nil, nil, nil, fmt.Errorf("manifest %s in buildkitd at %s: %w", want, res.Builder, err)
 	}
 	ci.mediaType = m.MediaType
 	ci.layers = map[v1.Hash]v1.Descriptor{}
@@ -96,13 +102,13 @@ func (b *BuildKit) Image(ctx context.Context, res *PlatformResult, want string) 
 		ci.layers[l.Digest] = l
 	}
 	if ci.config, err = ci.blob(digest.Digest(m.Config.Digest.String())); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	img, err = partial.CompressedToImage(ci)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return img, c.Close, nil
+	return img, c.Close, func() int { return int(ci.fellBack.Load()) }, nil
 }
 
 // contentImage is an image in buildkitd's content store
@@ -115,6 +121,8 @@ type contentImage struct {
 	config    []byte
 	mediaType types.MediaType
 	layers    map[v1.Hash]v1.Descriptor
+	fallback  v1.Image
+	fellBack  atomic.Int64
 }
 
 // blob reads a small blob and checks it against d.
@@ -145,6 +153,10 @@ func (ci *contentImage) LayerByDigest(h v1.Hash) (partial.CompressedLayer, error
 	d, ok := ci.layers[h]
 	if !ok {
 		return nil, fmt.Errorf("layer %s is not in the manifest", h)
+	}
+	if _, err := ci.store.Info(ci.ctx, digest.Digest(h.String())); errdefs.IsNotFound(err) && ci.fallback != nil {
+		ci.fellBack.Add(1)
+		return ci.fallback.LayerByDigest(h)
 	}
 	return &contentLayer{ci: ci, desc: d}, nil
 }

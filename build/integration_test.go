@@ -774,7 +774,7 @@ func TestBuildKitImageFromContentStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, closeImg, err := f.b.Image(ctx, r, want)
+	img, closeImg, fellBack, err := f.b.Image(ctx, r, want, pushed)
 	if err != nil {
 		t.Fatalf("Image(%s, %s): %v", r.Exported, want, err)
 	}
@@ -801,8 +801,54 @@ func TestBuildKitImageFromContentStore(t *testing.T) {
 			t.Errorf("layer %d: the bytes from buildkitd differ from the pushed ones", i)
 		}
 	}
-	if _, _, err := f.b.Image(ctx, r, "sha256:"+strings.Repeat("0", 64)); err == nil {
+	// The RUN step unpacked the base: buildkitd holds every layer.
+	if n := fellBack(); n != 0 {
+		t.Errorf("%d layer(s) read from the registry, want none: buildkitd holds them all", n)
+	}
+	if _, _, _, err := f.b.Image(ctx, r, "sha256:"+strings.Repeat("0", 64), pushed); err == nil {
 		t.Error("Image of a manifest the solve did not export: no error")
+	}
+
+	// Without a RUN step buildkitd never pulls the base's layers: it
+	// pushes them by cross-repository mount. They are read from the
+	// fallback, the registry's copy, and nothing else is.
+	def = []byte("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nLABEL imagectl.test=lazy\n")
+	ctxs, err = PrepareContexts(filepath.Join(t.TempDir(), "ctx"), ContextInput{Definition: def, Time: time.Unix(0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pruneAll(ctx, t)
+	r, err = f.b.Build(ctx, Spec{Platform: "linux/amd64", Contexts: ctxs, Repo: repo.Name(), Push: true,
+		BuildArgs: map[string]string{"BASE_IMAGE": f.tools}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err = publish.Publish(ctx, repo, exports([]*PlatformResult{r}), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = pub.Platforms["linux/amd64"].Digest.String()
+	if pushed, err = remote.Image(repo.Digest(want)); err != nil {
+		t.Fatal(err)
+	}
+	lazy, closeLazy, lazyFellBack, err := f.b.Image(ctx, r, want, pushed)
+	if err != nil {
+		t.Fatalf("Image of the LABEL-only image: %v", err)
+	}
+	defer closeLazy()
+	ls, err = lazy.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pls, _ = pushed.Layers()
+	for i := range ls {
+		if !bytes.Equal(readLayer(t, ls[i]), readLayer(t, pls[i])) {
+			t.Errorf("LABEL-only image, layer %d: the bytes differ from the pushed ones", i)
+		}
+	}
+	t.Logf("LABEL-only image: %d of %d layers read from the registry", lazyFellBack(), len(ls))
+	if n := lazyFellBack(); n != len(ls) {
+		t.Errorf("LABEL-only image: %d of its %d base layers read from the registry, want all (buildkitd never pulled them)", n, len(ls))
 	}
 }
 

@@ -87,8 +87,10 @@ type SBOMOutput struct {
 	// Duration is the scan's (reading the layers included).
 	Duration build.Duration `json:"duration"`
 	// ReadFrom says where the scan read the image: "builder" (the content
-	// store of the buildkitd that built it) or "registry" (read back from
-	// the registry it was pushed to).
+	// store of the buildkitd that built it; "builder, N layer(s) from the
+	// registry" when buildkitd did not hold some, a base's layers it
+	// pushed by cross-repository mount without pulling them) or "registry"
+	// (read back from the registry it was pushed to).
 	ReadFrom string `json:"readFrom,omitempty"`
 	// BaseLayersPrefetched counts the image's layers the scan read as
 	// decompressed during the solve (the base's) instead of pulling them

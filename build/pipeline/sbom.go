@@ -104,7 +104,7 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 					return err
 				}
 				defer done()
-				out.ReadFrom = from
+				defer func() { out.ReadFrom = from() }()
 				var layerDir string
 				if layers != nil {
 					if layerDir, err = layers.layerDir(gctx, p.Platform); err != nil {
@@ -136,28 +136,37 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 // (build.BuildKit.Image: buildkitd's content store), so that its scan
 // does not read back what was just pushed.
 type builderImages interface {
-	Image(ctx context.Context, res *build.PlatformResult, manifest string) (v1.Image, func() error, error)
+	Image(ctx context.Context, res *build.PlatformResult, manifest string, fallback v1.Image) (img v1.Image, close func() error, fromFallback func() int, err error)
 }
 
 // platformImage is the image p's scan reads: from the builder when it can
-// (sg.images), else read back from the registry; from says which, done
-// releases it.
-func (sg *Signing) platformImage(ctx context.Context, ref name.Digest, p *PlatformOutput) (img v1.Image, from string, done func(), err error) {
+// (sg.images), with the layers the builder does not hold (a base's,
+// pushed by cross-repository mount) from the registry; else read back
+// from the registry. from says where it was read, once the scan is done;
+// done releases it.
+func (sg *Signing) platformImage(ctx context.Context, ref name.Digest, p *PlatformOutput) (img v1.Image, from func() string, done func(), err error) {
+	// The registry's copy: its manifest only, unless a layer is read from
+	// it (every layer without a builder; those the builder lacks).
+	pushed, err := remote.Image(ref, sg.remoteOpts...)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading %s (%s) for its SBOM: %w", ref, p.Platform, err)
+	}
 	if sg.images != nil && p.Exported != "" {
-		img, closeImg, err := sg.images.Image(ctx, &p.PlatformResult, p.Digest)
+		img, closeImg, fellBack, err := sg.images.Image(ctx, &p.PlatformResult, p.Digest, pushed)
 		if err == nil {
-			return img, "builder", func() { _ = closeImg() }, nil
+			return img, func() string {
+				if n := fellBack(); n > 0 {
+					return fmt.Sprintf("builder, %d layer(s) from the registry", n)
+				}
+				return "builder"
+			}, func() { _ = closeImg() }, nil
 		}
 		if ctx.Err() != nil {
-			return nil, "", nil, ctx.Err()
+			return nil, nil, nil, ctx.Err()
 		}
 		fmt.Fprintf(sg.warnings, "warning: reading the %s image from its builder for its SBOM: %v; the scan reads it from the registry\n", p.Platform, err)
 	}
-	img, err = remote.Image(ref, sg.remoteOpts...)
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("reading %s (%s) for its SBOM: %w", ref, p.Platform, err)
-	}
-	return img, "registry", func() {}, nil
+	return pushed, func() string { return "registry" }, func() {}, nil
 }
 
 // layerSource gives the directory of a platform's base layers decompressed
