@@ -64,7 +64,7 @@ type Result struct {
 	// Document is the SBOM (SPDX 2.3 JSON or CycloneDX JSON) and
 	// PredicateType its in-toto predicate type.
 	Document      []byte `json:"document"`
-	PredicateType string `json:"predicateType"`
+	PredicateType string `json:"documentType"`
 	// Counts are the packages found per type (deb, python, npm,
 	// vscode-extension, ...).
 	Counts map[string]int `json:"counts"`
