@@ -1,6 +1,7 @@
 package build
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +21,10 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
+
+// layerReadSize is how much of a layer one read of buildkitd's content
+// store asks for.
+const layerReadSize = 4 << 20
 
 // maxMetadataBlob bounds an index, manifest or config read from
 // buildkitd's content store.
@@ -178,7 +183,10 @@ func (l *contentLayer) Compressed() (io.ReadCloser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("layer %s in buildkitd at %s: %w", l.desc.Digest, l.ci.builder, err)
 	}
-	return &verified{r: content.NewReader(ra), c: ra, h: sha256.New(), want: l.desc.Digest, size: l.desc.Size}, nil
+	// Each read of the store is a gRPC call: read it in large pieces
+	// (io.Copy's 32 KiB would be thousands of calls per layer).
+	r := bufio.NewReaderSize(content.NewReader(ra), layerReadSize)
+	return &verified{r: r, c: ra, h: sha256.New(), want: l.desc.Digest, size: l.desc.Size}, nil
 }
 
 // verified reads r, and at its end fails unless what was read has the
