@@ -44,7 +44,7 @@ const maxMetadataBlob = 16 << 20
 // image is no longer read; fromFallback counts the layers read from
 // fallback so far. An image the store no longer holds (buildkitd pruned
 // it) is an error.
-func (b *BuildKit) Image(ctx context.Context, res *PlatformResult, want string, fallback v1.Image) (img v1.Image, close func() error, fromFallback func() int, err error) {
+func (b *BuildKit) Image(ctx context.Context, res *PlatformResult, want string, fallback v1.Image) (img v1.Image, closeFn func() error, fromFallback func() int, err error) {
 	if res == nil || res.Exported == "" || res.Builder == "" {
 		return nil, nil, nil, errors.New("no exported image to read from buildkitd")
 	}
