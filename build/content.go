@@ -40,7 +40,7 @@ const maxMetadataBlob = 16 << 20
 // against its digest when read to its end. A layer the store does not
 // hold is read from fallback (the same image in the registry, nil for
 // none): buildkitd pushes a base's layers by cross-repository mount
-// without pulling them, when it can. close ends the connection once the
+// without pulling them, when it can. closeFn ends the connection once the
 // image is no longer read; fromFallback counts the layers read from
 // fallback so far. An image the store no longer holds (buildkitd pruned
 // it) is an error.
