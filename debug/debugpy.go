@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	streamhttp "k8s.io/streaming/pkg/httpstream"
 
@@ -43,14 +42,14 @@ func (c *Cluster) Exec(ctx context.Context, pod, container string, command ...st
 // stream runs command in a container with the streams of so (stdin when
 // so.Stdin is set), as kubectl exec does: WebSocket, else SPDY.
 func (c *Cluster) stream(ctx context.Context, pod, container string, command []string, so remotecommand.StreamOptions) error {
-	req := c.Core.CoreV1().RESTClient().Post().Resource("pods").Namespace(c.Namespace).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdin: so.Stdin != nil, Stdout: so.Stdout != nil, Stderr: so.Stderr != nil}, scheme.ParameterCodec)
-	spdyExec, err := remotecommand.NewSPDYExecutor(c.Config, http.MethodPost, req.URL())
+	u := c.Core.PodSubresourceURL(c.Namespace, pod, "exec",
+		&corev1.PodExecOptions{Container: container, Command: command, Stdin: so.Stdin != nil, Stdout: so.Stdout != nil, Stderr: so.Stderr != nil})
+	spdyExec, err := remotecommand.NewSPDYExecutor(c.Config, http.MethodPost, u)
 	if err != nil {
 		return err
 	}
 	exec := spdyExec
-	if ws, err := remotecommand.NewWebSocketExecutor(c.Config, http.MethodGet, req.URL().String()); err == nil {
+	if ws, err := remotecommand.NewWebSocketExecutor(c.Config, http.MethodGet, u.String()); err == nil {
 		if exec, err = remotecommand.NewFallbackExecutor(ws, spdyExec, func(err error) bool {
 			return streamhttp.IsUpgradeFailure(err) || streamhttp.IsHTTPSProxyError(err)
 		}); err != nil {

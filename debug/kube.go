@@ -4,14 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -45,9 +40,9 @@ type Cluster struct {
 	// NamespaceFrom says where Namespace came from: "flag", "context" or
 	// "default".
 	NamespaceFrom string
-	Core          kubernetes.Interface
+	Core          CoreAPI
 	Dynamic       dynamic.Interface
-	Mapper        meta.RESTMapper
+	Mapper        RESTMapper
 	// Host is the API server's URL, for messages.
 	Host string
 }
@@ -78,16 +73,14 @@ func Connect(f KubeFlags) (*Cluster, error) {
 		}
 	}
 	cfg.UserAgent = "imagectl-debug"
-	if c.Core, err = kubernetes.NewForConfig(cfg); err != nil {
+	if c.Core, err = newRESTCore(cfg); err != nil {
 		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
 	}
 	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
+	if c.Mapper, err = newResourceMapper(cfg); err != nil {
 		return nil, fmt.Errorf("kubernetes discovery for %s: %w", cfg.Host, err)
 	}
-	c.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	return c, nil
 }

@@ -20,7 +20,6 @@ import (
 
 	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/imagectl/imagectl/debug/dap"
 	"github.com/imagectl/imagectl/debug/dashproxy"
@@ -69,7 +68,7 @@ func (s *session) checkAccess(ctx context.Context, want []access) error {
 		r := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
 			Namespace: s.c.Namespace, Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
 		}}}
-		got, err := s.c.Core.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, r, metav1.CreateOptions{})
+		got, err := s.c.Core.ReviewAccess(ctx, r)
 		if err != nil {
 			s.report(Event{Kind: KindWarning, Message: fmt.Sprintf("warning: could not check the permissions debug --local needs (SelfSubjectAccessReview: %v); it needs %s", err, accessList(want))})
 			return nil
@@ -279,7 +278,7 @@ func (s *session) rayAuthToken(ctx context.Context, head *corev1.Pod) (string, e
 		if ref == nil {
 			break
 		}
-		sec, err := s.c.Core.CoreV1().Secrets(s.c.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		sec, err := s.c.Core.GetSecret(ctx, s.c.Namespace, ref.Name)
 		if err != nil {
 			return "", fmt.Errorf("the Ray cluster uses token authentication (RAY_AUTH_MODE=token in Pod %s): reading its token from Secret %s in namespace %s (ask for \"get\" on secrets): %w", head.Name, ref.Name, s.c.Namespace, err)
 		}
@@ -391,7 +390,7 @@ func writeLaunch(path string, paused []*PausedTask, localRoot string) error {
 // (its podIP or one of its podIPs), or nil. A Pod that has ended is
 // skipped (its IP may be another Pod's now).
 func (s *session) podByIP(ctx context.Context, ip string) *corev1.Pod {
-	pods, err := s.c.Core.CoreV1().Pods(s.c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "ray.io/cluster=" + s.cluster})
+	pods, err := s.c.Core.ListPods(ctx, s.c.Namespace, "ray.io/cluster="+s.cluster)
 	if err != nil {
 		return nil
 	}

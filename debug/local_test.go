@@ -119,7 +119,7 @@ func TestTokenAuthentication(t *testing.T) {
 	}}}}
 	var events []Event
 	newSession := func(objs ...runtime.Object) *session {
-		return &session{o: Options{Local: true}, c: &Cluster{Namespace: "ns", Core: kubefake.NewSimpleClientset(objs...)}, cluster: "rc",
+		return &session{o: Options{Local: true}, c: &Cluster{Namespace: "ns", Core: clientsetCore{kubefake.NewSimpleClientset(objs...)}}, cluster: "rc",
 			r: ReporterFunc(func(e Event) { events = append(events, e) })}
 	}
 
@@ -186,7 +186,7 @@ func TestTokenAuthentication(t *testing.T) {
 func TestTunnelForAGonePod(t *testing.T) {
 	ended := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rc-workers-worker-old", Namespace: "ns", Labels: map[string]string{"ray.io/cluster": "rc"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "ray-worker"}}}, Status: corev1.PodStatus{Phase: corev1.PodFailed, PodIP: "10.0.0.9"}}
-	s := &session{o: Options{Local: true}, c: &Cluster{Namespace: "ns", Core: kubefake.NewSimpleClientset(ended)}, cluster: "rc"}
+	s := &session{o: Options{Local: true}, c: &Cluster{Namespace: "ns", Core: clientsetCore{kubefake.NewSimpleClientset(ended)}}, cluster: "rc"}
 	ts := newTunnels(s)
 	defer ts.closeAll()
 	_, _, err := ts.Tunnel(t.Context(), dashproxy.Worker{WorkerID: "w1", IP: "10.0.0.9", DebuggerPort: 41000, NumPausedThreads: 1})

@@ -111,7 +111,7 @@ func TestPodOfIP(t *testing.T) {
 		pod("other-head-xyz", "other", "head", "10.0.0.7", corev1.PodRunning),
 		pod("other-workers-worker-q", "other", "worker", "10.0.0.8", corev1.PodRunning),
 	)
-	s := &session{c: &Cluster{Core: core, Namespace: "ns1"}, cluster: "rc"}
+	s := &session{c: &Cluster{Core: clientsetCore{core}, Namespace: "ns1"}, cluster: "rc"}
 	tests := []struct{ ip, pod, nodeType string }{
 		{"10.0.0.5", "rc-head-abc", "head"},
 		{"10.0.0.6", "rc-workers-worker-def", "worker"},

@@ -49,15 +49,14 @@ const forwardTimeout = 30 * time.Second
 // in c's namespace, as kubectl port-forward does (WebSocket, else SPDY).
 // localPort 0 picks a free port.
 func (c *Cluster) PortForward(ctx context.Context, pod string, port, localPort int) (*Forward, error) {
-	req := c.Core.CoreV1().RESTClient().Post().
-		Resource("pods").Namespace(c.Namespace).Name(pod).SubResource("portforward")
+	u := c.Core.PodSubresourceURL(c.Namespace, pod, "portforward", nil)
 	transport, upgrader, err := spdy.RoundTripperFor(c.Config)
 	if err != nil {
 		return nil, fmt.Errorf("port-forward to Pod %s: %w", pod, err)
 	}
-	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, req.URL())
+	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
 	dialer := spdyDialer
-	if ws, err := portforward.NewSPDYOverWebsocketDialer(req.URL(), c.Config); err == nil {
+	if ws, err := portforward.NewSPDYOverWebsocketDialer(u, c.Config); err == nil {
 		// The WebSocket round tripper reports a refused upgrade with
 		// k8s.io/streaming's error type, which kubectl tests the same way.
 		dialer = portforward.NewFallbackDialer(ws, spdyDialer, func(err error) bool {

@@ -471,7 +471,7 @@ func (s *session) entrypoint() string {
 // passwordSecret is the password Secret to create, or nil when it exists
 // with its key (its password is then kept).
 func (s *session) passwordSecret(ctx context.Context) (*unstructured.Unstructured, error) {
-	sec, err := s.c.Core.CoreV1().Secrets(s.c.Namespace).Get(ctx, s.o.SecretName, metav1.GetOptions{})
+	sec, err := s.c.Core.GetSecret(ctx, s.c.Namespace, s.o.SecretName)
 	switch {
 	case err == nil:
 		if _, ok := sec.Data[s.o.SecretKey]; !ok {
@@ -551,7 +551,7 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 		Message:       fmt.Sprintf("head Pod %s is ready: code-server at http://%s/", head.Name, cs.Addr()),
 	}
 	if s.o.ShowPassword {
-		sec, err := s.c.Core.CoreV1().Secrets(s.c.Namespace).Get(ctx, s.o.SecretName, metav1.GetOptions{})
+		sec, err := s.c.Core.GetSecret(ctx, s.c.Namespace, s.o.SecretName)
 		if err != nil {
 			return out, fmt.Errorf("reading the password from Secret %s: %w", s.o.SecretName, err)
 		}
@@ -817,7 +817,7 @@ func (s *session) reforward(ctx context.Context, f *Forward, err error) (*Forwar
 	deadline := time.Now().Add(reforwardWindow)
 	var last error
 	for {
-		p, gerr := s.c.Core.CoreV1().Pods(s.c.Namespace).Get(ctx, f.Pod, metav1.GetOptions{})
+		p, gerr := s.c.Core.GetPod(ctx, s.c.Namespace, f.Pod)
 		switch {
 		case apierrors.IsNotFound(gerr) || gerr == nil && (p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed):
 			return nil, fmt.Errorf("%s: the Pod is gone", ended)

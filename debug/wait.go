@@ -78,7 +78,7 @@ func (s *session) lookHead(ctx context.Context) (head *corev1.Pod, what, problem
 		s.progress(ctx, "RayCluster/"+s.cluster, "", line, p, "")
 		problem = p
 	}
-	pods, err := s.c.Core.CoreV1().Pods(s.c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "ray.io/cluster=" + s.cluster})
+	pods, err := s.c.Core.ListPods(ctx, s.c.Namespace, "ray.io/cluster="+s.cluster)
 	if err != nil {
 		return nil, what, "", fmt.Errorf("list the Pods of RayCluster %s: %w", s.cluster, err)
 	}
@@ -191,7 +191,7 @@ func (s *session) progress(_ context.Context, key, pod, line, problem, reason st
 // podEvents are the events about p, oldest first.
 func (s *session) podEvents(ctx context.Context, p *corev1.Pod) []corev1.Event {
 	sel := fields.Set{"involvedObject.name": p.Name, "involvedObject.kind": "Pod"}.AsSelector().String()
-	l, err := s.c.Core.CoreV1().Events(s.c.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	l, err := s.c.Core.ListEvents(ctx, s.c.Namespace, sel)
 	if err != nil {
 		return nil
 	}
@@ -219,8 +219,7 @@ func eventTime(e corev1.Event) time.Time {
 func (s *session) lastLines(ctx context.Context, p *corev1.Pod, container string) string {
 	tail := int64(crashLogLines)
 	for _, previous := range []bool{true, false} {
-		req := s.c.Core.CoreV1().Pods(s.c.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &tail})
-		rc, err := req.Stream(ctx)
+		rc, err := s.c.Core.PodLogs(ctx, s.c.Namespace, p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &tail})
 		if err != nil {
 			continue
 		}

@@ -2,7 +2,7 @@
 // verb, attach, is "imagectl smoke attach" (the same implementation, package
 // cmd/imagectl/app/smoke/attach: the same flags, help, exit codes 0 to 7
 // and -o json report), in a binary of a few megabytes instead of
-// imagectl's 96 MB (unstripped). It is what is copied into the code-server
+// imagectl's 62 MB (unstripped). It is what is copied into the code-server
 // sidecar of a Ray head Pod, where the attach has to run (docs/smoke.md):
 //
 //	kubectl cp bin/imagectl-probe "$HEAD:/tmp/imagectl-probe" -c code-server

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	spdxjson "github.com/spdx/tools-golang/json"
 	"github.com/spdx/tools-golang/spdx/v2/common"
 	spdx "github.com/spdx/tools-golang/spdx/v2/v2_3"
 
@@ -203,8 +202,13 @@ func SPDX(in SBOMInput, platform string) ([]byte, error) {
 	}
 	sum := sha256.Sum256(body)
 	doc.DocumentNamespace = "https://imagectl.dev/spdx/" + spdxIDRe.ReplaceAllString(in.ImageName, "-") + "-" + hex.EncodeToString(sum[:8])
+	// As spdx/tools-golang's json.Write encodes (a json.Encoder indented by
+	// two spaces), without importing its package: its reader converts SPDX
+	// 3, which links a JSON-LD processor into every binary that writes.
 	var buf bytes.Buffer
-	if err := spdxjson.Write(doc, &buf, spdxjson.Indent("  ")); err != nil {
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
 		return nil, fmt.Errorf("encoding SPDX: %w", err)
 	}
 	return buf.Bytes(), nil
