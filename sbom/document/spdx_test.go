@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	spdxjson "github.com/spdx/tools-golang/json"
+	spdx "github.com/spdx/tools-golang/spdx/v2/v2_3"
 
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/imagespec/imagetest"
@@ -68,6 +70,22 @@ func TestSPDX(t *testing.T) {
 	}
 	if bytes.Count(idx, []byte(`"name": "ms-python.python"`)) != 2 {
 		t.Errorf("index SBOM should list ms-python.python once per platform:\n%s", idx)
+	}
+	// SPDX encodes as spdx/tools-golang's json.Write does (indented by two
+	// spaces), which the binary does not link: its document, written again
+	// by json.Write, is the same bytes.
+	for _, out := range [][]byte{a, idx} {
+		var parsed spdx.Document
+		if err := json.Unmarshal(out, &parsed); err != nil {
+			t.Fatal(err)
+		}
+		var again bytes.Buffer
+		if err := spdxjson.Write(&parsed, &again, spdxjson.Indent("  ")); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(again.Bytes()), string(out)); diff != "" {
+			t.Errorf("SPDX's bytes differ from spdx/tools-golang json.Write's (-json.Write +SPDX):\n%s", diff)
+		}
 	}
 }
 
