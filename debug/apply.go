@@ -89,9 +89,9 @@ func IsRayKind(u *unstructured.Unstructured) bool {
 
 // setNamespace puts every namespaced document in ns: a document naming
 // another namespace is an error (one session, one namespace).
-func setNamespace(file string, docs []Document, ns string, namespaced func(*unstructured.Unstructured) (bool, error)) error {
+func setNamespace(ctx context.Context, file string, docs []Document, ns string, namespaced func(context.Context, *unstructured.Unstructured) (bool, error)) error {
 	for _, d := range docs {
-		ok, err := namespaced(d.Object)
+		ok, err := namespaced(ctx, d.Object)
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", file, d, err)
 		}
@@ -109,9 +109,9 @@ func setNamespace(file string, docs []Document, ns string, namespaced func(*unst
 }
 
 // mapping finds the resource of u's kind on the server.
-func (c *Cluster) mapping(u *unstructured.Unstructured) (*meta.RESTMapping, error) {
+func (c *Cluster) mapping(ctx context.Context, u *unstructured.Unstructured) (*meta.RESTMapping, error) {
 	gvk := u.GroupVersionKind()
-	m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	m, err := c.Mapper.RESTMapping(ctx, gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		if meta.IsNoMatchError(err) && gvk.Group == "ray.io" {
 			return nil, fmt.Errorf("the cluster at %s does not serve %s: is the KubeRay operator (its CRDs) installed? %w", c.Host, gvk, err)
@@ -121,8 +121,8 @@ func (c *Cluster) mapping(u *unstructured.Unstructured) (*meta.RESTMapping, erro
 	return m, nil
 }
 
-func (c *Cluster) namespaced(u *unstructured.Unstructured) (bool, error) {
-	m, err := c.mapping(u)
+func (c *Cluster) namespaced(ctx context.Context, u *unstructured.Unstructured) (bool, error) {
+	m, err := c.mapping(ctx, u)
 	if err != nil {
 		return false, err
 	}
@@ -130,8 +130,8 @@ func (c *Cluster) namespaced(u *unstructured.Unstructured) (bool, error) {
 }
 
 // resource is the dynamic client for u's kind in u's namespace.
-func (c *Cluster) resource(u *unstructured.Unstructured) (resourceClient, error) {
-	m, err := c.mapping(u)
+func (c *Cluster) resource(ctx context.Context, u *unstructured.Unstructured) (resourceClient, error) {
+	m, err := c.mapping(ctx, u)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ type resourceClient interface {
 
 // Exists reports whether u's object exists on the server.
 func (c *Cluster) Exists(ctx context.Context, u *unstructured.Unstructured) (bool, error) {
-	rc, err := c.resource(u)
+	rc, err := c.resource(ctx, u)
 	if err != nil {
 		return false, err
 	}
@@ -178,7 +178,7 @@ func (c *Cluster) DryRunApply(ctx context.Context, u *unstructured.Unstructured)
 }
 
 func (c *Cluster) apply(ctx context.Context, u *unstructured.Unstructured, dryRun bool) error {
-	rc, err := c.resource(u)
+	rc, err := c.resource(ctx, u)
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func (c *Cluster) apply(ctx context.Context, u *unstructured.Unstructured, dryRu
 // it) and, when wait is set, waits until it is gone. A missing object is
 // not an error.
 func (c *Cluster) Delete(ctx context.Context, u *unstructured.Unstructured, waitGone bool) error {
-	rc, err := c.resource(u)
+	rc, err := c.resource(ctx, u)
 	if err != nil {
 		return err
 	}

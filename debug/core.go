@@ -27,7 +27,8 @@ import (
 // and the URLs of a Pod's exec and portforward subresources.
 //
 // Connect's implementation is two REST clients whose scheme holds only
-// core/v1 and authorization/v1. client-go's typed clientset (and its
+// core/v1 and authorization/v1, asking for protobuf as client-go's typed
+// clients do (logs are text). client-go's typed clientset (and its
 // discovery client) register every API group of Kubernetes, which was
 // about half of imagectl's binary.
 type CoreAPI interface {
@@ -87,25 +88,25 @@ func newRESTCore(cfg *rest.Config) (*restCore, error) {
 
 func (c *restCore) ListPods(ctx context.Context, ns, sel string) (*corev1.PodList, error) {
 	l := &corev1.PodList{}
-	err := c.core.Get().Namespace(ns).Resource("pods").VersionedParams(&metav1.ListOptions{LabelSelector: sel}, coreParams).Do(ctx).Into(l)
+	err := c.core.Get().UseProtobufAsDefault().Namespace(ns).Resource("pods").VersionedParams(&metav1.ListOptions{LabelSelector: sel}, coreParams).Do(ctx).Into(l)
 	return l, err
 }
 
 func (c *restCore) GetPod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
 	p := &corev1.Pod{}
-	err := c.core.Get().Namespace(ns).Resource("pods").Name(name).Do(ctx).Into(p)
+	err := c.core.Get().UseProtobufAsDefault().Namespace(ns).Resource("pods").Name(name).Do(ctx).Into(p)
 	return p, err
 }
 
 func (c *restCore) GetSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
-	err := c.core.Get().Namespace(ns).Resource("secrets").Name(name).Do(ctx).Into(s)
+	err := c.core.Get().UseProtobufAsDefault().Namespace(ns).Resource("secrets").Name(name).Do(ctx).Into(s)
 	return s, err
 }
 
 func (c *restCore) ListEvents(ctx context.Context, ns, sel string) (*corev1.EventList, error) {
 	l := &corev1.EventList{}
-	err := c.core.Get().Namespace(ns).Resource("events").VersionedParams(&metav1.ListOptions{FieldSelector: sel}, coreParams).Do(ctx).Into(l)
+	err := c.core.Get().UseProtobufAsDefault().Namespace(ns).Resource("events").VersionedParams(&metav1.ListOptions{FieldSelector: sel}, coreParams).Do(ctx).Into(l)
 	return l, err
 }
 
@@ -115,7 +116,7 @@ func (c *restCore) PodLogs(ctx context.Context, ns, pod string, opts *corev1.Pod
 
 func (c *restCore) ReviewAccess(ctx context.Context, r *authv1.SelfSubjectAccessReview) (*authv1.SelfSubjectAccessReview, error) {
 	out := &authv1.SelfSubjectAccessReview{}
-	err := c.authz.Post().Resource("selfsubjectaccessreviews").Body(r).Do(ctx).Into(out)
+	err := c.authz.Post().UseProtobufAsDefault().Resource("selfsubjectaccessreviews").Body(r).Do(ctx).Into(out)
 	return out, err
 }
 
@@ -132,7 +133,7 @@ const discoveryTimeout = 30 * time.Second
 
 // RESTMapper finds the resource that serves a kind.
 type RESTMapper interface {
-	RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error)
+	RESTMapping(ctx context.Context, gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error)
 }
 
 // resourceMapper maps a kind by reading its group version's resource list
@@ -161,7 +162,7 @@ func newResourceMapper(cfg *rest.Config) (*resourceMapper, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &resourceMapper{rest: rc, host: cfg.Host, seen: map[schema.GroupVersion]*metav1.APIResourceList{}}, nil
+	return &resourceMapper{rest: rc, host: strings.TrimSuffix(cfg.Host, "/"), seen: map[schema.GroupVersion]*metav1.APIResourceList{}}, nil
 }
 
 func (m *resourceMapper) resources(ctx context.Context, gv schema.GroupVersion) (*metav1.APIResourceList, error) {
@@ -170,6 +171,8 @@ func (m *resourceMapper) resources(ctx context.Context, gv schema.GroupVersion) 
 	if l, ok := m.seen[gv]; ok {
 		return l, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
+	defer cancel()
 	path := "/apis/" + gv.Group + "/" + gv.Version
 	if gv.Group == "" {
 		path = "/api/" + gv.Version
@@ -194,9 +197,7 @@ func (m *resourceMapper) resources(ctx context.Context, gv schema.GroupVersion) 
 
 // RESTMapping implements RESTMapper for one or more versions of gk (the
 // first served wins).
-func (m *resourceMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
-	defer cancel()
+func (m *resourceMapper) RESTMapping(ctx context.Context, gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
 	for _, v := range versions {
 		if v == "" {
 			continue

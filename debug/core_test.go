@@ -102,7 +102,7 @@ func TestResourceMapper(t *testing.T) {
 		{schema.GroupKind{Kind: "Pod"}, schema.GroupVersionResource{Version: "v1", Resource: "pods"}, true},
 		{schema.GroupKind{Kind: "Namespace"}, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, false},
 	} {
-		got, err := m.RESTMapping(tc.gk, "v1")
+		got, err := m.RESTMapping(context.Background(), tc.gk, "v1")
 		if err != nil {
 			t.Fatalf("RESTMapping(%v): %v", tc.gk, err)
 		}
@@ -110,24 +110,24 @@ func TestResourceMapper(t *testing.T) {
 			t.Errorf("RESTMapping(%v) = %v %s, want %v namespaced=%v", tc.gk, got.Resource, got.Scope.Name(), tc.want, tc.wantNS)
 		}
 	}
-	if _, err := m.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1"); !meta.IsNoMatchError(err) {
+	if _, err := m.RESTMapping(context.Background(), schema.GroupKind{Kind: "ConfigMap"}, "v1"); !meta.IsNoMatchError(err) {
 		t.Errorf("an unlisted kind: got %v, want a NoKindMatchError", err)
 	}
 	rayJob := schema.GroupKind{Group: "ray.io", Kind: "RayJob"}
-	if _, err := m.RESTMapping(rayJob, "v1"); !meta.IsNoMatchError(err) {
+	if _, err := m.RESTMapping(context.Background(), rayJob, "v1"); !meta.IsNoMatchError(err) {
 		t.Errorf("a group version the server does not serve: got %v, want a NoKindMatchError", err)
 	}
 	mu.Lock()
 	rayServed = true
 	mu.Unlock()
-	got, err := m.RESTMapping(rayJob, "v1")
+	got, err := m.RESTMapping(context.Background(), rayJob, "v1")
 	if err != nil {
 		t.Fatalf("once the CRD is served: %v", err)
 	}
 	if want := (schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayjobs"}); got.Resource != want {
 		t.Errorf("RayJob: %v, want %v", got.Resource, want)
 	}
-	if _, err := m.RESTMapping(rayJob, "v1"); err != nil {
+	if _, err := m.RESTMapping(context.Background(), rayJob, "v1"); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -150,7 +150,7 @@ func TestResourceMapperServerError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.RESTMapping(schema.GroupKind{Group: "ray.io", Kind: "RayJob"}, "v1")
+	_, err = m.RESTMapping(context.Background(), schema.GroupKind{Group: "ray.io", Kind: "RayJob"}, "v1")
 	if err == nil || meta.IsNoMatchError(err) || !strings.Contains(err.Error(), srv.URL+"/apis/ray.io/v1") || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("got %v, want a forbidden error naming %s/apis/ray.io/v1", err, srv.URL)
 	}

@@ -276,7 +276,7 @@ func (s *session) applyManifest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := setNamespace(o.File, docs, s.c.Namespace, s.c.namespaced); err != nil {
+	if err := setNamespace(ctx, o.File, docs, s.c.Namespace, s.c.namespaced); err != nil {
 		return err
 	}
 	var targets []Document
