@@ -336,7 +336,7 @@ PY
   local tbl
   for _ in 1 2 3 4 5; do
     tbl=$(python3 -c 'import random; print(random.randint(1000000, 2000000000))')
-    [ -n "$(ip route show table "$tbl" 2>/dev/null)" ] || ip rule list | grep -qw "lookup $tbl" || break
+    [ -n "$(ip route show table "$tbl" 2>/dev/null)" ] || ip rule list | grep -w "lookup $tbl" >/dev/null || break
     tbl=
   done
   [ -n "$tbl" ] || fail "node: no unused routing table number found"
@@ -559,10 +559,14 @@ proxy_state() {
 # --nodeport-addresses the bridge's address), the conntrack limits and
 # timeouts only when configured (all 0 here: left as they are). The
 # sysctls are recorded and restored all the same (node_sysctls).
+# Under pipefail a pipeline never ends in grep -q here: it exits at its
+# first match, and the command before it can die of SIGPIPE (exit 141),
+# failing a check that matched (the kube-proxy check below did, 6 times in
+# 3,000). grep >/dev/null reads its whole input.
 proxy_synced() {
   iptables -t nat -C PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES &&
-    iptables -t nat -S KUBE-POSTROUTING | grep -q '^-A ' &&
-    iptables -t nat -S | grep -q '^-A KUBE-SVC-'
+    iptables -t nat -S KUBE-POSTROUTING | grep '^-A ' >/dev/null &&
+    iptables -t nat -S | grep '^-A KUBE-SVC-' >/dev/null
 }
 node_proxy() {
   local healthz metrics left
@@ -586,7 +590,7 @@ node_proxy() {
   # Its masquerading acts only on its own mark.
   local post
   post=$(iptables -t nat -S KUBE-POSTROUTING | grep '^-A ' || true)
-  echo "$post" | head -n 1 | grep -q -- '-m mark ! --mark 0x4000/0x4000 -j RETURN$' ||
+  [[ ${post%%$'\n'*} == *'-m mark ! --mark 0x4000/0x4000 -j RETURN' ]] ||
     fail "node: kube-proxy's KUBE-POSTROUTING does not begin by returning packets without its mark 0x4000:"$'\n'"$post"
   local bad
   bad=$(iptables -t nat -S | grep '^-A KUBE-' | grep -- '-j MASQUERADE' | grep -v '^-A KUBE-POSTROUTING ' || true)
@@ -595,7 +599,7 @@ node_proxy() {
   # the Pods' range (! -s $node_sub), not every connection (--masquerade-all).
   bad=$(iptables -t nat -S | grep '^-A KUBE-SVC-' | grep -- '-j KUBE-MARK-MASQ' | grep -vF -- "! -s $node_sub " || true)
   [ -z "$bad" ] || fail "node: kube-proxy marks every connection to a ClusterIP for masquerading: $bad"
-  iptables -t nat -S | grep '^-A KUBE-SVC-' | grep -q -- '-j KUBE-MARK-MASQ' ||
+  iptables -t nat -S | grep '^-A KUBE-SVC-' | grep -- '-j KUBE-MARK-MASQ' >/dev/null ||
     fail "node: no KUBE-SVC- chain for the API server's Service kubernetes after kube-proxy's sync"
   log "node: kube-proxy (iptables) for $svc_cidr, cluster CIDR $node_sub: $(proxy_state | grep -c ' -N KUBE-\| :KUBE-') chains"
 }
@@ -614,7 +618,7 @@ node_down() {
     local i
     for i in $(seq 1 90); do
       [ -z "$(ctr --address "$node_sock" -n k8s.io tasks ls -q 2>/dev/null)" ] &&
-        ! grep ' - nsfs ' /proc/self/mountinfo | awk '{print $5}' | grep -q "^$work/" && break
+        ! grep ' - nsfs ' /proc/self/mountinfo | awk '{print $5}' | grep "^$work/" >/dev/null && break
       [ "$i" = 90 ] && log "node: the kubelet left containers or sandbox network namespaces after 45 s; killing and unmounting them"
       sleep 0.5
     done
@@ -705,8 +709,8 @@ node_steps=(cgroups bridge route files sysctls proxy conntrack)
 our_shims() {
   local f
   for f in /proc/[0-9]*/cmdline; do
-    { tr '\0' '\n' <"$f" | grep -qxF -- "$work/containerd/containerd.sock"; } 2>/dev/null || continue
-    { tr '\0' '\n' <"$f" | grep -qx -- '-address'; } 2>/dev/null || continue
+    { tr '\0' '\n' <"$f" | grep -xF -- "$work/containerd/containerd.sock" >/dev/null; } 2>/dev/null || continue
+    { tr '\0' '\n' <"$f" | grep -x -- '-address' >/dev/null; } 2>/dev/null || continue
     f=${f#/proc/}
     echo "${f%/cmdline}"
   done
