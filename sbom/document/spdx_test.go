@@ -83,7 +83,7 @@ func TestSPDX(t *testing.T) {
 		if err := spdxjson.Write(&parsed, &again, spdxjson.Indent("  ")); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(string(again.Bytes()), string(out)); diff != "" {
+		if diff := cmp.Diff(again.String(), string(out)); diff != "" {
 			t.Errorf("SPDX's bytes differ from spdx/tools-golang json.Write's (-json.Write +SPDX):\n%s", diff)
 		}
 	}
