@@ -97,7 +97,7 @@ race: ## The packages that run concurrent code, under the race detector
 # 10 s each on 2 cores), not a wall-clock -fuzztime: with a duration, Go's fuzz
 # coordinator up to go1.26 can fail a target with a bare "context deadline
 # exceeded" at the deadline, having found nothing (golang/go#75804, fixed in
-# go1.27; CI hit it on FuzzInject). FUZZTIME=30s (or =100000x) overrides the
+# go1.27). FUZZTIME=30s (or =100000x) overrides the
 # count for every target. Minimizing a new input is capped at FUZZMINIMIZETIME.
 FUZZTIME ?=
 FUZZMINIMIZETIME ?= 2s

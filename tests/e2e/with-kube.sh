@@ -561,8 +561,7 @@ proxy_state() {
 # sysctls are recorded and restored all the same (node_sysctls).
 # Under pipefail a pipeline never ends in grep -q here: it exits at its
 # first match, and the command before it can die of SIGPIPE (exit 141),
-# failing a check that matched (the kube-proxy check below did, 6 times in
-# 3,000). grep >/dev/null reads its whole input.
+# failing a check that matched. grep >/dev/null reads its whole input.
 proxy_synced() {
   iptables -t nat -C PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES &&
     iptables -t nat -S KUBE-POSTROUTING | grep '^-A ' >/dev/null &&
