@@ -199,3 +199,12 @@ const (
 	// PythonRuntimeBase is the base image's own python3.
 	PythonRuntimeBase = "base"
 )
+
+// StartupCapabilities are the capabilities the base's startup
+// (linuxserver's, under s6-overlay v3) uses when it starts as root: the
+// sidecar's securityContext drops every other one (inject), and smoke
+// image starts the image with these alone. Each is needed, and together
+// they are enough: smoke/image's TestFaithfulCapabilities boots the
+// startup with all of them and with each one left out, and
+// docs/inject.md's capability table is what it measured.
+var StartupCapabilities = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"}

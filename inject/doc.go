@@ -21,8 +21,10 @@
 //     head Pod is Ready, so a probe on the sidecar would hold the job
 //     while code-server is down;
 //   - the sidecar's own securityContext (runAsUser 0, runAsNonRoot false,
-//     no privilege escalation, SidecarCapabilities), so that linuxserver's
-//     init starts as root whatever the pod's securityContext says;
+//     no privilege escalation, every capability dropped but
+//     imagespec.StartupCapabilities, the RuntimeDefault seccomp profile),
+//     so that linuxserver's init starts as root whatever the pod's
+//     securityContext says, with only what it uses;
 //   - the /tmp/ray volume shared by the Ray container and the sidecar: an
 //     existing /tmp/ray mount of the Ray container (and its volume) is
 //     reused, otherwise an emptyDir named ray-logs (DefaultVolume, the name

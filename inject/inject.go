@@ -966,24 +966,17 @@ func (c *config) sidecar(image, volume, subPath string, s *site, record string, 
 	return ct
 }
 
-// SidecarCapabilities are the capabilities linuxserver's init needs as
-// root: CHOWN (lsiown of /app, /config, /defaults), DAC_OVERRIDE (mkdir and
-// cp into /config once it belongs to abc), FOWNER (chmod of /config/.ssh,
-// owned by abc), SETUID and SETGID (usermod, groupmod and s6-setuidgid abc,
-// which starts code-server as PUID:PGID), KILL (s6 signals code-server, a
-// process of another user). All of them are in PodSecurity "baseline"'s
-// allowed list; they are added so that a runtime whose default set lacks
-// one still starts the sidecar.
-var SidecarCapabilities = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"}
-
 // sidecarSecurityContext is the sidecar's own securityContext: it starts
 // as root whatever the pod's securityContext says (a pod-level runAsUser
 // would switch linuxserver's init into its non-root mode, a pod-level
-// runAsNonRoot would make the kubelet refuse it), and can never gain more
+// runAsNonRoot would make the kubelet refuse it), with only the
+// capabilities that init uses (imagespec.StartupCapabilities: every other
+// one of the runtime's default set, NET_RAW and MKNOD among them, is
+// dropped), the runtime's default seccomp profile, and can never gain more
 // (no setuid; inject sets no sudo password).
 func sidecarSecurityContext() item {
 	caps := listOf()
-	for _, c := range SidecarCapabilities {
+	for _, c := range imagespec.StartupCapabilities {
 		caps.list = append(caps.list, scalar(c))
 	}
 	return mapOf(
@@ -991,7 +984,8 @@ func sidecarSecurityContext() item {
 		pair("runAsGroup", 0),
 		pair("runAsNonRoot", false),
 		pair("allowPrivilegeEscalation", false),
-		pair("capabilities", mapOf(pair("add", caps))),
+		pair("capabilities", mapOf(pair("drop", listOf(scalar("ALL"))), pair("add", caps))),
+		pair("seccompProfile", mapOf(pair("type", "RuntimeDefault"))),
 	)
 }
 

@@ -742,8 +742,14 @@ func TestSidecarStartsAsRootInHardenedPods(t *testing.T) {
 			for _, c := range ctx.Capabilities.Add {
 				caps = append(caps, string(c))
 			}
-			if d := cmp.Diff([]string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"}, caps); d != "" || len(ctx.Capabilities.Drop) != 0 {
-				t.Errorf("capabilities add (-want +got):\n%s drop %v", d, ctx.Capabilities.Drop)
+			if d := cmp.Diff([]string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"}, caps); d != "" {
+				t.Errorf("capabilities add (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff([]corev1.Capability{"ALL"}, ctx.Capabilities.Drop); d != "" {
+				t.Errorf("capabilities drop (-want +got):\n%s", d)
+			}
+			if ctx.SeccompProfile == nil || ctx.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("seccompProfile %+v, want RuntimeDefault", ctx.SeccompProfile)
 			}
 			if len(res.Warnings) != min(len(tt.warn), 1) {
 				t.Fatalf("warnings %q, want %d", res.Warnings, min(len(tt.warn), 1))

@@ -20,6 +20,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Docker runs containers with a Docker engine through the docker CLI. The
@@ -131,6 +133,13 @@ type dockerContainer struct {
 // create runs docker create; holder replaces the entrypoint when set.
 func (c *dockerContainer) create(ctx context.Context, holder []string) error {
 	args := []string{"create", "--name", c.spec.ID, "--platform", c.p.Platform, "--hostname", "imagectl-smoke"}
+	// The securityContext inject writes for the sidecar: no_new_privs,
+	// every capability dropped but the startup's, the default seccomp
+	// profile (Docker's, as RuntimeDefault is the runtime's).
+	args = append(args, "--security-opt", "no-new-privileges", "--cap-drop", "ALL")
+	for _, cp := range imagespec.StartupCapabilities {
+		args = append(args, "--cap-add", cp)
+	}
 	for _, port := range c.spec.Ports {
 		args = append(args, "--publish", "127.0.0.1::"+strconv.Itoa(port))
 	}

@@ -4,6 +4,7 @@ package image
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testutil"
 )
 
@@ -451,4 +454,188 @@ func TestFaithfulRestrictedNonRootEnv(t *testing.T) {
 	if got := execOut(t, c, "sh", "-c", "ps -C node -o uid=,gid= | sort -u | tr -s ' '"); strings.TrimSpace(got) != "1000770000 0" {
 		t.Errorf("code-server (node) runs as uid gid %q, want 1000770000 0", got)
 	}
+}
+
+// rootMode is the sidecar as inject writes it in root mode: root,
+// no_new_privs (allowPrivilegeEscalation: false), and only caps (the
+// container's bounding, effective and permitted sets, as containerd sets
+// them for capabilities drop [ALL] plus add).
+func rootMode(caps []string) func(*specs.Spec, func(string) string) {
+	return func(s *specs.Spec, _ func(string) string) {
+		s.Process.NoNewPrivileges = true
+		var set []string
+		for _, c := range caps {
+			set = append(set, "CAP_"+c)
+		}
+		s.Process.Capabilities = &specs.LinuxCapabilities{Bounding: set, Effective: set, Permitted: set}
+	}
+}
+
+// capabilityRow is one line of docs/inject.md's capability table: what
+// fails when the sidecar lacks that capability.
+type capabilityRow struct{ cap, step, fails string }
+
+// startupFailure matches the lines that say a startup step was refused.
+var startupFailure = regexp.MustCompile(`(?m)^.*(Operation not permitted|Permission denied|EACCES|EPERM|fatal:).*$`)
+
+// startingService matches s6-rc's line for a service it starts
+// (S6_VERBOSITY=2).
+var startingService = regexp.MustCompile(`s6-rc: info: service (\S+): starting`)
+
+// firstFailure is the first line of out startupFailure matches and the
+// s6-rc service that was starting then ("" when none did).
+func firstFailure(out string) (step, line string) {
+	loc := startupFailure.FindStringIndex(out)
+	if loc == nil {
+		return "", ""
+	}
+	line = strings.TrimSpace(out[loc[0]:loc[1]])
+	if m := startingService.FindAllStringSubmatch(out[:loc[0]], -1); len(m) > 0 {
+		step = m[len(m)-1][1]
+	}
+	return step, line
+}
+
+// healthz reports whether code-server answers /healthz in c within timeout.
+func healthz(c *runcContainer, timeout time.Duration) bool {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return c.Dial(ctx, 8443)
+	}}}
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if resp, err := client.Get("http://127.0.0.1:8443/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return true
+			}
+		}
+		if _, err := c.initPID(context.Background()); err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// stopsWithin sends SIGTERM to the container's PID 1 (as the kubelet
+// stops a container) and reports whether it ends within d, and the
+// entrypoint's output from the signal on.
+func stopsWithin(t *testing.T, c *runcContainer, d time.Duration) (bool, string) {
+	t.Helper()
+	before := len(c.Logs(context.Background()))
+	if out, err := c.r.command(context.Background(), "kill", c.id, "TERM").CombinedOutput(); err != nil {
+		t.Fatalf("runc kill TERM: %v: %s", err, out)
+	}
+	stopped := false
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if _, err := c.initPID(context.Background()); err != nil {
+			stopped = true
+			break
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the last lines
+	out := c.Logs(context.Background())
+	return stopped, out[min(before, len(out)):]
+}
+
+// stopGrace is how long a stopped sidecar may take: s6-overlay's own
+// S6_SERVICES_GRACETIME (3 s) and S6_KILL_GRACETIME (3 s) with room, well
+// inside the kubelet's 30 s terminationGracePeriodSeconds.
+const stopGrace = 20 * time.Second
+
+// TestFaithfulCapabilities measures the capabilities linuxserver's root
+// startup needs (issue 34, item 2): with exactly imagespec's
+// StartupCapabilities and no_new_privs, as inject writes the sidecar, the
+// startup completes, code-server logs in, and the container stops on
+// SIGTERM; without any one of them, a named step fails. The table it
+// measures is docs/inject.md's (IMAGECTL_UPDATE_DOCS=1 writes it there).
+func TestFaithfulCapabilities(t *testing.T) {
+	base := faithfulBase(t)
+	env := []string{"PUID=1000", "PGID=1000", "TZ=Etc/UTC", "PASSWORD=" + faithfulPassword, "S6_VERBOSITY=2"}
+	t.Run("all", func(t *testing.T) {
+		c := bootFaithful(t, base, faithfulCase{env: env, adjust: rootMode(imagespec.StartupCapabilities)})
+		waitLogin(t, c, 3*time.Minute)
+		if !waitLog(c, regexp.MustCompile(`\[ls\.io-init\] done\.`), time.Minute) {
+			t.Errorf("no [ls.io-init] done.")
+		}
+		out := c.Logs(context.Background())
+		if step, line := firstFailure(out); line != "" {
+			t.Errorf("with every capability of StartupCapabilities, %s: %s", step, line)
+		}
+		if got := execOut(t, c, "sh", "-c", "ps -C node -o uid=,gid= | sort -u | tr -s ' '"); strings.TrimSpace(got) != "1000 1000" {
+			t.Errorf("code-server (node) runs as uid gid %q, want 1000 1000", got)
+		}
+		if ok, tail := stopsWithin(t, c, stopGrace); !ok {
+			t.Errorf("the container did not stop within %s of SIGTERM:\n%s", stopGrace, tail)
+		}
+	})
+	var rows []capabilityRow
+	for _, drop := range imagespec.StartupCapabilities {
+		caps := slices.DeleteFunc(slices.Clone(imagespec.StartupCapabilities), func(c string) bool { return c == drop })
+		t.Run("without_"+drop, func(t *testing.T) {
+			c := bootFaithful(t, base, faithfulCase{env: env, adjust: rootMode(caps)})
+			up := healthz(c, 90*time.Second)
+			waitLog(c, regexp.MustCompile(`\[ls\.io-init\] done\.`), 15*time.Second)
+			step, line := firstFailure(c.Logs(context.Background()))
+			switch {
+			case line != "":
+				if step == "" {
+					step = "s6-overlay's /init"
+				}
+				rows = append(rows, capabilityRow{drop, step, line})
+			case !up:
+				rows = append(rows, capabilityRow{drop, "svc-code-server", "code-server never answers /healthz"})
+			default:
+				// The startup went through: is it the stop that needs it?
+				if ok, tail := stopsWithin(t, c, stopGrace); !ok {
+					step, line := firstFailure(tail)
+					if line == "" {
+						line = fmt.Sprintf("the container does not stop within %s of SIGTERM", stopGrace)
+					}
+					if step == "" {
+						step = "stop (s6-overlay's stage 3)"
+					}
+					rows = append(rows, capabilityRow{drop, step, line})
+					return
+				}
+				t.Errorf("without %s the startup completes, code-server answers and the container stops: StartupCapabilities need not hold it", drop)
+			}
+		})
+	}
+	if t.Failed() {
+		return
+	}
+	var table strings.Builder
+	table.WriteString("| capability dropped | step that fails | what it prints |\n|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&table, "| `%s` | %s | `%s` |\n", r.cap, r.step, strings.ReplaceAll(r.fails, "`", "'"))
+	}
+	t.Logf("measured:\n%s", table.String())
+	checkDocTable(t, filepath.Join("..", "..", "docs", "inject.md"), "capabilities", table.String())
+}
+
+// checkDocTable requires the text between the markers
+// <!-- measured: NAME --> and <!-- end: NAME --> of doc to be want; with
+// IMAGECTL_UPDATE_DOCS=1 it writes want there instead.
+func checkDocTable(t *testing.T, doc, name, want string) {
+	t.Helper()
+	raw, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin, end := "<!-- measured: "+name+" -->\n", "<!-- end: "+name+" -->"
+	i, j := strings.Index(string(raw), begin), strings.Index(string(raw), end)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no %q ... %q markers", doc, begin, end)
+	}
+	got := string(raw[i+len(begin) : j])
+	if got == want {
+		return
+	}
+	if os.Getenv("IMAGECTL_UPDATE_DOCS") == "1" {
+		if err := os.WriteFile(doc, []byte(string(raw[:i+len(begin)])+want+string(raw[j:])), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote the measured %s table into %s", name, doc)
+		return
+	}
+	t.Errorf("%s's %s table is not what was measured (IMAGECTL_UPDATE_DOCS=1 writes it):\n--- doc\n%s--- measured\n%s", doc, name, got, want)
 }

@@ -19,6 +19,8 @@ import (
 	securejoin "github.com/cyphar/filepath-securejoin"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // Runc runs containers with runc on a root filesystem unpacked from the
@@ -171,8 +173,9 @@ func (r *Runc) Create(ctx context.Context, p *Platform, spec Spec) (_ Container,
 }
 
 // runcSpec is the OCI runtime configuration: the image's entrypoint, env,
-// user and working directory, Docker's default capabilities, and new
-// namespaces (the network one with loopback only).
+// user and working directory, the securityContext inject writes for the
+// sidecar (no_new_privs and imagespec.StartupCapabilities alone:
+// sidecarCaps), and new namespaces (the network one with loopback only).
 func runcSpec(p *Platform, spec Spec, dir string, uid, gid uint32, env []string) (*specs.Spec, error) {
 	cfg := p.Config.Config
 	args := append(append([]string{}, cfg.Entrypoint...), cfg.Cmd...)
@@ -211,9 +214,10 @@ func runcSpec(p *Platform, spec Spec, dir string, uid, gid uint32, env []string)
 		Version: "1.0.2",
 		Process: &specs.Process{
 			Args: args, Env: env, Cwd: cwd,
-			User:         specs.User{UID: uid, GID: gid},
-			Capabilities: defaultCaps(),
-			Rlimits:      nofile(),
+			User:            specs.User{UID: uid, GID: gid},
+			Capabilities:    sidecarCaps(),
+			NoNewPrivileges: true,
+			Rlimits:         nofile(),
 		},
 		Root:     &specs.Root{Path: "rootfs"},
 		Hostname: "imagectl-smoke",
@@ -238,11 +242,14 @@ func nofile() []specs.POSIXRlimit {
 	return []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: l.Max, Soft: l.Max}}
 }
 
-// defaultCaps is Docker's default capability set.
-func defaultCaps() *specs.LinuxCapabilities {
-	caps := []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
-		"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
-		"CAP_KILL", "CAP_AUDIT_WRITE"}
+// sidecarCaps are the capabilities the sidecar runs with: inject drops
+// every capability but imagespec.StartupCapabilities, and containerd puts
+// what is left in the bounding, effective and permitted sets.
+func sidecarCaps() *specs.LinuxCapabilities {
+	var caps []string
+	for _, c := range imagespec.StartupCapabilities {
+		caps = append(caps, "CAP_"+c)
+	}
 	return &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps}
 }
 

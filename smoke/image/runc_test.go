@@ -395,7 +395,7 @@ func startDecoy(t *testing.T) {
 	}
 	spec := specs.Spec{
 		Version: "1.0.2",
-		Process: &specs.Process{Args: []string{"/bin/sh", "-c", "sleep 600"}, Env: []string{"PATH=" + DefaultPath}, Cwd: "/", Capabilities: defaultCaps()},
+		Process: &specs.Process{Args: []string{"/bin/sh", "-c", "sleep 600"}, Env: []string{"PATH=" + DefaultPath}, Cwd: "/", Capabilities: sidecarCaps()},
 		Root:    &specs.Root{Path: "rootfs", Readonly: true},
 		Mounts:  mounts,
 		Linux:   &specs.Linux{Namespaces: []specs.LinuxNamespace{{Type: specs.PIDNamespace}, {Type: specs.MountNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.NetworkNamespace}}},

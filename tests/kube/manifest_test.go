@@ -273,9 +273,10 @@ func (c *cluster) checkHeadPod(t *testing.T, ns string, o rayObject, pod corev1.
 	wantCaps := []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"}
 	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0 || sc.RunAsNonRoot == nil || *sc.RunAsNonRoot ||
 		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil ||
-		!slices.Equal(sc.Capabilities.Add, wantCaps) || (sc.Privileged != nil && *sc.Privileged) {
+		!slices.Equal(sc.Capabilities.Add, wantCaps) || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault || (sc.Privileged != nil && *sc.Privileged) {
 		j, _ := json.Marshal(sc)
-		t.Errorf("sidecar securityContext %s, want runAsUser 0, runAsNonRoot false, allowPrivilegeEscalation false, capabilities.add %v", j, wantCaps)
+		t.Errorf("sidecar securityContext %s, want runAsUser 0, runAsNonRoot false, allowPrivilegeEscalation false, capabilities drop [ALL] add %v, seccompProfile RuntimeDefault", j, wantCaps)
 	}
 	// The Secret the sidecar reads exists, with a password.
 	out, err := c.kubectl(t, nil, "get", "secret", secretName, "-n", ns, "-o", "jsonpath={.data."+secretKey+"}")
