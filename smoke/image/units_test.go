@@ -145,7 +145,9 @@ esac
 	}
 	b, _ := os.ReadFile(log)
 	tag := "imagectl-smoke.invalid/imagectl-smoke-arm64-1:arm64"
-	create := "create --name imagectl-smoke-arm64-1 --platform linux/arm64 --hostname imagectl-smoke --publish 127.0.0.1::8443 --publish 127.0.0.1::5678 --volume /scripts:/.imagectl-smoke:ro "
+	// The securityContext inject writes for the sidecar.
+	create := "create --name imagectl-smoke-arm64-1 --platform linux/arm64 --hostname imagectl-smoke " +
+		"--security-opt no-new-privileges --cap-drop ALL --cap-add CHOWN --cap-add DAC_OVERRIDE --cap-add FOWNER --cap-add KILL --cap-add SETGID --cap-add SETUID --publish 127.0.0.1::8443 --publish 127.0.0.1::5678 --volume /scripts:/.imagectl-smoke:ro "
 	want := []string{
 		"load --quiet",
 		create + tag,
