@@ -716,6 +716,35 @@ func (c *config) addSidecar(t *text, st style, s *site, image string, auth *toke
 		warn("%s: inject mounts the token from Secret %q, key %q (%s; %s), into the sidecar at %s (%s), and the sidecar runs a loopback proxy on 127.0.0.1:%d that adds it to the Ray Distributed Debugger extension's requests to the dashboard at %s (GET and HEAD only; other methods get 405); the extension's settings name the proxy. No setting, environment variable or log of code-server holds the token, but whoever logs in to code-server reads the dashboard through the proxy (see %s)",
 			auth.mode, auth.secret, auth.key, auth.cause, auth.exists, TokenFile, readers, proxyPort, c.dashboardFor(s), docsurl.InjectTokenAuth)
 	}
+	sc := sidecarSecurityContext()
+	if c.restricted {
+		if auth != nil {
+			return fmt.Errorf("%s: Ray's token authentication with a restricted sidecar is not supported: the sidecar's proxy, which runs as the sidecar's non-root user, could not read the token file (mode 0400, root's); use a namespace at PodSecurity \"baseline\" without --restricted (see %s)", s.desc, docsurl.InjectTokenAuth)
+		}
+		var err error
+		if sc, err = c.restrictedSecurityContext(s); err != nil {
+			return err
+		}
+		for _, m := range restrictedMounts {
+			name := c.restrictedVolumeName(m.suffix)
+			if v := findVolume(name); v != nil {
+				return atLine(v, "%s.volumes already has a volume named %q that imagectl inject did not add: rename it, or pick another name for the sidecar (--name); a restricted sidecar mounts its emptyDir for %s under that name", s.desc, name, m.path)
+			}
+			if err := plan(s.pod, "volumes", name, mapOf(pair("name", name), pair("emptyDir", emptyMap())), s.desc); err != nil {
+				return err
+			}
+		}
+		if inits := valueAt(s.pod, "initContainers"); inits != nil && inits.Kind == yaml.SequenceNode {
+			for _, ic := range inits.Content {
+				if scalarAt(ic, "name") == c.configInitName() {
+					return atLine(ic, "%s.initContainers already has a container named %q that imagectl inject did not add: rename it, or pick another name for the sidecar (--name)", s.desc, c.configInitName())
+				}
+			}
+		}
+		if err := plan(s.pod, "initContainers", c.configInitName(), c.configInit(image, sc, c.resources()), s.desc); err != nil {
+			return err
+		}
+	}
 	if c.pullSecret != "" {
 		listed := false
 		if ps := valueAt(s.pullSecretsOf, "imagePullSecrets"); ps != nil {
@@ -733,7 +762,7 @@ func (c *config) addSidecar(t *text, st style, s *site, image string, auth *toke
 	if err != nil {
 		return err
 	}
-	adds[sidecarAt].it = c.sidecar(image, volume, subPath, s, recJSON, proxyPort)
+	adds[sidecarAt].it = c.sidecar(image, volume, subPath, s, recJSON, proxyPort, sc)
 	// Additions after the same line go innermost first: the block that
 	// closes last in the text is the outermost.
 	slices.SortStableFunc(adds, func(a, b *addition) int {
@@ -902,18 +931,11 @@ func helmSite(root *yaml.Node) (*site, error) {
 // sidecar is the container inject adds. With a proxyPort (Ray's token
 // authentication) its command is the token proxy (tokenproxy.go), it
 // mounts the token volume, and the extension's settings name the proxy.
-func (c *config) sidecar(image, volume, subPath string, s *site, record string, proxyPort int) item {
+func (c *config) sidecar(image, volume, subPath string, s *site, record string, proxyPort int, sc item) item {
 	uid, gid := codeServerIDs(s)
 	mount := mapOf(pair("name", volume), pair("mountPath", RayTmp))
 	if subPath != "" {
 		mount.kv = append(mount.kv, pair("subPath", subPath))
-	}
-	res := func(m map[string]string) item {
-		r := mapOf()
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			r.kv = append(r.kv, pair(k, m[k]))
-		}
-		return r
 	}
 	ct := mapOf(
 		pair("name", c.name),
@@ -930,32 +952,31 @@ func (c *config) sidecar(image, volume, subPath string, s *site, record string, 
 		mounts.list = append(mounts.list, mapOf(pair("name", TokenVolume), pair("mountPath", TokenMountPath), pair("readOnly", true)))
 		dashboard = "127.0.0.1:" + strconv.Itoa(proxyPort)
 	}
+	// linuxserver/code-server runs code-server as PUID:PGID; the Ray
+	// container's user can then share /tmp/ray with it. A restricted
+	// sidecar runs as that user itself, in linuxserver's non-root mode.
+	ids := listOf(mapOf(pair("name", "PUID"), pair("value", uid)), mapOf(pair("name", "PGID"), pair("value", gid)))
+	if c.restricted {
+		ids = listOf(mapOf(pair("name", NonRootEnv), pair("value", "1")))
+		for _, m := range restrictedMounts {
+			mounts.list = append(mounts.list, mapOf(pair("name", c.restrictedVolumeName(m.suffix)), pair("mountPath", m.path)))
+		}
+	}
 	ct.kv = append(ct.kv,
 		pair("ports", listOf(mapOf(pair("name", PortName), pair("containerPort", c.port)))),
-		pair("env", listOf(
-			// linuxserver/code-server runs code-server as PUID:PGID; the
-			// Ray container's user can then share /tmp/ray with it.
-			mapOf(pair("name", "PUID"), pair("value", uid)),
-			mapOf(pair("name", "PGID"), pair("value", gid)),
+		pair("env", listOf(append(ids.list,
 			mapOf(pair("name", "DEFAULT_WORKSPACE"), pair("value", Workspace)),
 			mapOf(pair("name", "PASSWORD"), pair("valueFrom", mapOf(pair("secretKeyRef",
 				mapOf(pair("name", c.secretName), pair("key", c.secretKey)))))),
 			// What inject added to this pod, for Remove.
 			mapOf(pair("name", RecordEnv), pair("value", record)),
-		)),
+		)...)),
 	)
-	resources := mapOf()
-	if len(c.requests) > 0 {
-		resources.kv = append(resources.kv, pair("requests", res(c.requests)))
-	}
-	if len(c.limits) > 0 {
-		resources.kv = append(resources.kv, pair("limits", res(c.limits)))
-	}
-	if len(resources.kv) > 0 {
+	if resources := c.resources(); len(resources.kv) > 0 {
 		ct.kv = append(ct.kv, pair("resources", resources))
 	}
 	ct.kv = append(ct.kv, pair("volumeMounts", mounts))
-	ct.kv = append(ct.kv, pair("securityContext", sidecarSecurityContext()))
+	ct.kv = append(ct.kv, pair("securityContext", sc))
 	if d := dashboard; d != ImageDashboard {
 		// The image's settings name 127.0.0.1:8265; another dashboard
 		// address is written into them when the container starts.
@@ -964,6 +985,25 @@ func (c *config) sidecar(image, volume, subPath string, s *site, record string, 
 		ct.kv = append(ct.kv, pair("lifecycle", mapOf(pair("postStart", exec))))
 	}
 	return ct
+}
+
+// resources are the sidecar's requests and limits (none: an empty map).
+func (c *config) resources() item {
+	res := func(m map[string]string) item {
+		r := mapOf()
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			r.kv = append(r.kv, pair(k, m[k]))
+		}
+		return r
+	}
+	resources := mapOf()
+	if len(c.requests) > 0 {
+		resources.kv = append(resources.kv, pair("requests", res(c.requests)))
+	}
+	if len(c.limits) > 0 {
+		resources.kv = append(resources.kv, pair("limits", res(c.limits)))
+	}
+	return resources
 }
 
 // sidecarSecurityContext is the sidecar's own securityContext: it starts

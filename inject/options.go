@@ -78,6 +78,9 @@ type config struct {
 	allowHostPath bool
 	// keepUnresolved keeps an image the registry says does not exist.
 	keepUnresolved bool
+	// restricted writes the sidecar PodSecurity "restricted" admits
+	// (restricted.go); arbitraryUID leaves its UID and GID to the platform.
+	restricted, arbitraryUID bool
 
 	lister TagLister
 

@@ -180,7 +180,7 @@ func findRecordedSite(root *yaml.Node, kind string, helm bool) *recordedSite {
 			return nil
 		}
 		return &recordedSite{desc: "head", list: valueAt(head, "sidecarContainers"), holders: map[string]*yaml.Node{
-			"sidecarContainers": head, "volumeMounts": head, "volumes": head, "imagePullSecrets": root},
+			"sidecarContainers": head, "volumeMounts": head, "volumes": head, "imagePullSecrets": root, "initContainers": head},
 			pod: head, containerLists: []string{"sidecarContainers", "initContainers"}, rayMounts: head,
 			autoscaler: valueAt(root, "autoscalerOptions")}
 	}
@@ -195,7 +195,7 @@ func findRecordedSite(root *yaml.Node, kind string, helm bool) *recordedSite {
 	}
 	ray := list.Content[0]
 	return &recordedSite{desc: strings.Join(path, "."), list: list, first: 1, holders: map[string]*yaml.Node{
-		"containers": pod, "volumeMounts": ray, "volumes": pod, "imagePullSecrets": pod},
+		"containers": pod, "volumeMounts": ray, "volumes": pod, "imagePullSecrets": pod, "initContainers": pod},
 		pod: pod, containerLists: []string{"containers", "initContainers", "ephemeralContainers"},
 		autoscaler: valueAt(clusterOf(root, kind), "autoscalerOptions")}
 }
@@ -263,7 +263,7 @@ func removeRecorded(t *text, root *yaml.Node, kind string, helm bool) (bool, err
 			it = sidecar
 		} else {
 			for _, c := range v.Content {
-				if scalarAt(c, "name") == e.Name && isOwnItem(e.List, c) {
+				if scalarAt(c, "name") == e.Name && (isOwnItem(e.List, c) || e.List == "initContainers" && isConfigInit(c, e.Name)) {
 					it = c
 				}
 			}
@@ -281,14 +281,20 @@ func removeRecorded(t *text, root *yaml.Node, kind string, helm bool) (bool, err
 			// Appended after the items there were: one must be left.
 			return false, atLine(recNode, "%s: the %s record lists %s %q as appended to %s, and it is the list's only item: taking it out would leave an empty %s: key, so inject did not add it; take the sidecar out by hand", rs.desc, RecordEnv, e.List, e.Name, e.List, e.List)
 		}
-		// One item per list, but for the token volume (TokenVolume) beside
-		// the /tmp/ray volume.
+		// One item per list, but for the token volume (TokenVolume) and a
+		// restricted sidecar's emptyDirs (one per mount path) beside the
+		// /tmp/ray volume.
 		key := e.List
 		if e.List == "volumes" && e.Name == TokenVolume {
 			key = "token volume"
 		}
+		if e.List == "volumes" {
+			if p, ok := restrictedMountOf(sidecar, e.Name); ok {
+				key = "volume for " + p
+			}
+		}
 		if other, ok := inList[key]; ok {
-			return false, atLine(recNode, "%s: the %s record lists %s %q as well as %q: inject adds one item to each list (and the token volume %s to volumes); take the sidecar out by hand", rs.desc, RecordEnv, e.List, e.Name, other, TokenVolume)
+			return false, atLine(recNode, "%s: the %s record lists %s %q as well as %q: inject adds one item to each list (and the token volume %s, or a restricted sidecar's emptyDirs, to volumes); take the sidecar out by hand", rs.desc, RecordEnv, e.List, e.Name, other, TokenVolume)
 		}
 		inList[key] = e.Name
 		plan = append(plan, removal{e: e, k: k, v: v, it: it})
@@ -327,6 +333,14 @@ func removeRecorded(t *text, root *yaml.Node, kind string, helm bool) (bool, err
 		if r.e.List != "volumeMounts" && r.e.List != "volumes" {
 			continue
 		}
+		if _, ok := restrictedMountOf(sidecar, r.e.Name); ok && r.e.List == "volumes" && !isTokenVolume(r.it) {
+			// A restricted sidecar's emptyDir: the sidecar mounts it, and
+			// isOwnItem found it an emptyDir.
+			if err := checkNotMounted(rs, recNode, r.e, sidecar, removing); err != nil {
+				return false, err
+			}
+			continue
+		}
 		token := r.e.List == "volumes" && r.e.Name == TokenVolume
 		if token && (r.e.Name != tokenVolume || !isTokenVolume(r.it)) {
 			return false, atLine(recNode, "%s: the %s record lists %s %q, but the sidecar %q does not mount it at %s, or it is not the Secret volume inject writes: take the sidecar out by hand", rs.desc, RecordEnv, r.e.List, r.e.Name, scalarAt(sidecar, "name"), TokenMountPath)
@@ -340,16 +354,8 @@ func removeRecorded(t *text, root *yaml.Node, kind string, helm bool) (bool, err
 		if r.e.List != "volumes" {
 			continue
 		}
-		// Nothing left may mount the volume taken out.
-		for _, ref := range rs.volumeUsers() {
-			if ref.container == sidecar {
-				continue
-			}
-			for _, mt := range ref.mounts {
-				if !removing[mt] && scalarAt(mt, "name") == r.e.Name {
-					return false, atLine(recNode, "%s: the %s record lists %s %q as added by inject, but %s still mounts it (line %d): taking it out would leave that mount dangling; take the sidecar out by hand", rs.desc, RecordEnv, r.e.List, r.e.Name, ref.desc, mt.Line)
-				}
-			}
+		if err := checkNotMounted(rs, recNode, r.e, sidecar, removing); err != nil {
+			return false, err
 		}
 	}
 	// A list inject created (or whose empty line it replaced) goes whole
@@ -377,6 +383,43 @@ func removeRecorded(t *text, root *yaml.Node, kind string, helm bool) (bool, err
 		t.deleteLines(from, to)
 	}
 	return true, nil
+}
+
+// checkNotMounted refuses to take out the volume of e while something
+// that stays (neither the sidecar nor an item being removed) mounts it.
+func checkNotMounted(rs *recordedSite, recNode *yaml.Node, e recordEntry, sidecar *yaml.Node, removing map[*yaml.Node]bool) error {
+	for _, ref := range rs.volumeUsers() {
+		if ref.container == sidecar || removing[ref.container] {
+			continue
+		}
+		for _, mt := range ref.mounts {
+			if !removing[mt] && scalarAt(mt, "name") == e.Name {
+				return atLine(recNode, "%s: the %s record lists %s %q as added by inject, but %s still mounts it (line %d): taking it out would leave that mount dangling; take the sidecar out by hand", rs.desc, RecordEnv, e.List, e.Name, ref.desc, mt.Line)
+			}
+		}
+	}
+	return nil
+}
+
+// restrictedMountOf reports whether the sidecar mounts the volume name at
+// one of a restricted sidecar's emptyDir paths, and which.
+func restrictedMountOf(sidecar *yaml.Node, name string) (string, bool) {
+	mounts := valueAt(sidecar, "volumeMounts")
+	if mounts == nil || mounts.Kind != yaml.SequenceNode {
+		return "", false
+	}
+	for _, mt := range mounts.Content {
+		if scalarAt(mt, "name") != name {
+			continue
+		}
+		p := strings.TrimRight(scalarAt(mt, "mountPath"), "/")
+		for _, m := range restrictedMounts {
+			if p == m.path {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }
 
 // volumeUser is a container (or the autoscaler's options) that mounts

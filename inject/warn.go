@@ -335,6 +335,10 @@ func podSecurityLevels(chunks [][]byte) map[string]string {
 // asks for runAsNonRoot says such a policy is likely in force (unless a
 // Namespace of the input gives the namespace's level).
 func (c *config) checkHardened(ns string, s *site, warn func(string, ...any)) {
+	if c.restricted {
+		c.checkRestrictedRay(s, warn)
+		return
+	}
 	const why = "the sidecar runs linuxserver's init as root (its own securityContext sets runAsUser: 0, runAsNonRoot: false), then code-server as PUID"
 	if ns != "" && c.enforce[ns] == "restricted" {
 		warn("namespace %s has the label %s=restricted: PodSecurity refuses the head pod, because %s; the RayCluster never starts (FailedToCreateHeadPod events). Debug in a namespace labelled %s=baseline (see %s)",

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/inject"
 	"github.com/imagectl/imagectl/internal/testutil/kubetest"
 	"github.com/imagectl/imagectl/smoke/kind"
@@ -186,6 +188,18 @@ func checkExampleSidecar(obj any) []string {
 	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0 || sc.RunAsNonRoot == nil || *sc.RunAsNonRoot ||
 		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 		probs = append(probs, "sidecar securityContext is not runAsUser 0, runAsNonRoot false, allowPrivilegeEscalation false")
+	}
+	if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		probs = append(probs, "sidecar securityContext does not drop [ALL] capabilities and use the RuntimeDefault seccomp profile")
+	} else {
+		var add []string
+		for _, c := range sc.Capabilities.Add {
+			add = append(add, string(c))
+		}
+		if !slices.Equal(add, imagespec.StartupCapabilities) {
+			probs = append(probs, fmt.Sprintf("sidecar adds capabilities %v, want %v (imagespec.StartupCapabilities)", add, imagespec.StartupCapabilities))
+		}
 	}
 	for _, c := range head.Containers[:2] {
 		for _, m := range c.VolumeMounts {

@@ -70,7 +70,7 @@ var flagMeanings = map[string]string{
 	"filename": "inject", "in-place": "inject", "remove": "inject", "helm-values": "inject",
 	"resolve-digest": "inject", "no-resolve": "inject", "port": "inject", "secret-name": "inject",
 	"secret-key": "inject", "secret-file": "inject", "rotate-password": "inject", "requests": "inject",
-	"limits": "inject", "image-pull-secret": "inject", "keep-unresolved": "inject", "allow-hostpath": "inject",
+	"limits": "inject", "image-pull-secret": "inject", "keep-unresolved": "inject", "allow-hostpath": "inject", "restricted": "inject", "arbitrary-uid": "inject",
 	"prepull-file": "inject: the pre-pull DaemonSet's file",
 	// cobra
 	"no-descriptions": "completion", "version": "--version",

@@ -26,6 +26,8 @@ type SidecarOptions struct {
 	Requests, Limits map[string]string
 	PullSecret       string
 	AllowHostPath    bool
+	Restricted       bool
+	ArbitraryUID     bool
 }
 
 // AddFlags adds the sidecar's flags, as imagectl inject spells them.
@@ -44,6 +46,8 @@ func (o *SidecarOptions) AddFlags(fl *pflag.FlagSet) {
 	fl.StringToStringVar(&o.Limits, "limits", inject.DefaultLimits, "the sidecar's resource limits (each replaces that default; an empty value drops it)")
 	fl.StringVar(&o.PullSecret, "image-pull-secret", "", "add this Secret to the head pod's imagePullSecrets (a private registry)")
 	fl.BoolVar(&o.AllowHostPath, "allow-hostpath", false, "let the sidecar share a hostPath volume the Ray container mounts at /tmp/ray (the node's directory opens in the web IDE)")
+	fl.BoolVar(&o.Restricted, "restricted", false, "a sidecar PodSecurity \"restricted\" admits: the Ray container's non-root user, no capability, a read-only root with emptyDirs at /run, /tmp and /config (an init container copies the image's /config), linuxserver's non-root mode")
+	fl.BoolVar(&o.ArbitraryUID, "arbitrary-uid", false, "--restricted without a UID or GID of the sidecar's own: the platform assigns them (OpenShift's restricted-v2)")
 }
 
 // Validate checks the values that parse (the rest is inject's, which
@@ -85,6 +89,12 @@ func (o *SidecarOptions) InjectOptions() []inject.Option {
 	}
 	if o.PullSecret != "" {
 		opts = append(opts, inject.WithImagePullSecret(o.PullSecret))
+	}
+	switch {
+	case o.ArbitraryUID:
+		opts = append(opts, inject.WithArbitraryUID())
+	case o.Restricted:
+		opts = append(opts, inject.WithRestricted())
 	}
 	return opts
 }
