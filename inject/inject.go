@@ -959,7 +959,11 @@ func (c *config) sidecar(image, volume, subPath string, s *site, record string, 
 	if c.restricted {
 		ids = listOf(mapOf(pair("name", NonRootEnv), pair("value", "1")))
 		for _, m := range restrictedMounts {
-			mounts.list = append(mounts.list, mapOf(pair("name", c.restrictedVolumeName(m.suffix)), pair("mountPath", m.path)))
+			mt := mapOf(pair("name", c.restrictedVolumeName(m.suffix)), pair("mountPath", m.path))
+			if m.subPath != "" {
+				mt.kv = append(mt.kv, pair("subPath", m.subPath))
+			}
+			mounts.list = append(mounts.list, mt)
 		}
 	}
 	ct.kv = append(ct.kv,

@@ -33,18 +33,25 @@ const (
 // restrictedMounts are the sidecar's emptyDirs in restricted mode, by the
 // suffix of their volume's name: what linuxserver's non-root startup and
 // code-server write.
-var restrictedMounts = []struct{ suffix, path string }{
-	{"-run", "/run"},       // s6-overlay's live state (/run/s6, /run/service)
-	{"-tmp", "/tmp"},       // code-server's and s6's scratch files
-	{"-config", ConfigDir}, // code-server's user data, extensions and home: a copy of the image's
+var restrictedMounts = []struct{ suffix, path, subPath string }{
+	{"-run", "/run", ""},                  // s6-overlay's live state (/run/s6, /run/service)
+	{"-tmp", "/tmp", ""},                  // code-server's and s6's scratch files
+	{"-config", ConfigDir, configCopyDir}, // code-server's user data, extensions and home: a copy of the image's
 }
 
+// configCopyDir is the folder of the /config emptyDir that holds the copy,
+// mounted (subPath) at /config in the sidecar.
+const configCopyDir = "config"
+
 // ConfigCopyCommand is the init container's command: it copies the image's
-// /config (the extensions and settings imagectl built into it) into the
-// /config emptyDir, as the sidecar's user: cp -a keeps modes and times,
-// and an owner it cannot keep (the image's abc, 911) becomes the user's,
-// so code-server can write there.
-var ConfigCopyCommand = []string{"cp", "-a", ConfigDir + "/.", configCopyMount + "/"}
+// /config (the extensions and settings imagectl built into it) into a
+// folder of the /config emptyDir, as the sidecar's user. cp -a keeps modes
+// and times, and an owner it cannot keep (the image's abc, 911) becomes
+// the user's, so code-server can write there. It copies the folder, not
+// its content into the emptyDir's root: that root is root's, and cp -a,
+// keeping its times, would fail ("preserving times for '.'"), as booting
+// linuxserver's real startup showed.
+var ConfigCopyCommand = []string{"cp", "-a", ConfigDir, configCopyMount + "/"}
 
 // WithRestricted writes a sidecar that PodSecurity "restricted" admits:
 // it runs as the Ray container's user and group (its, else the pod's,
@@ -147,8 +154,9 @@ func isConfigInit(n *yaml.Node, name string) bool {
 }
 
 // checkRestrictedRay warns about what the Ray container lacks for
-// PodSecurity "restricted": inject changes only the sidecar, and the API
-// server refuses the whole head pod for one container. Each field is named
+// PodSecurity "restricted" (unless a Namespace of the input enforces
+// another level): inject changes only the sidecar, and the API server
+// refuses the whole head pod for one container. Each field is named
 // with the value to set, on the container or (where PodSecurity accepts
 // it there) the pod.
 func (c *config) checkRestrictedRay(s *site, warn func(string, ...any)) {

@@ -105,6 +105,9 @@ func TestRestrictedSidecar(t *testing.T) {
 			mounts := map[string]string{}
 			for _, m := range sc.VolumeMounts {
 				mounts[m.MountPath] = m.Name
+				if want := map[string]string{"/config": "config"}[m.MountPath]; m.SubPath != want {
+					t.Errorf("sidecar mounts %s with subPath %q, want %q", m.MountPath, m.SubPath, want)
+				}
 			}
 			for _, p := range []string{"/run", "/tmp", "/config", RayTmp} {
 				if !emptyDirs[mounts[p]] {

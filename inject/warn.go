@@ -336,7 +336,11 @@ func podSecurityLevels(chunks [][]byte) map[string]string {
 // Namespace of the input gives the namespace's level).
 func (c *config) checkHardened(ns string, s *site, warn func(string, ...any)) {
 	if c.restricted {
-		c.checkRestrictedRay(s, warn)
+		// A Namespace of the input that enforces another level admits
+		// the Ray container as it is.
+		if ns == "" || c.enforce[ns] == "" || c.enforce[ns] == "restricted" {
+			c.checkRestrictedRay(s, warn)
+		}
 		return
 	}
 	const why = "the sidecar runs linuxserver's init as root (its own securityContext sets runAsUser: 0, runAsNonRoot: false), then code-server as PUID"

@@ -62,9 +62,13 @@ exec /etc/s6-overlay/s6-rc.d/svc-code-server/run
 SH
 cat >"$s6/init-code-server/run" <<'SH'
 #!/usr/bin/with-contenv bash
-# Stand-in: the directories and ownership linuxserver's init-code-server sets up.
+# Stand-in: the directories linuxserver's init-code-server makes, and the
+# ownership it sets unless it runs in linuxserver's non-root mode
+# (LSIO_NON_ROOT_USER set: the container's user owns what it writes).
 mkdir -p /config/{extensions,data,workspace}
-chown abc:abc /config /config/workspace
+if [[ -z ${LSIO_NON_ROOT_USER} ]]; then
+    chown abc:abc /config /config/workspace
+fi
 SH
 cat >"$s6/svc-code-server/run" <<'SH'
 #!/usr/bin/with-contenv bash

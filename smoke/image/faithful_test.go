@@ -3,9 +3,12 @@
 package image
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -19,11 +22,16 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/inject"
 	"github.com/imagectl/imagectl/internal/testutil"
+	"github.com/imagectl/imagectl/internal/testutil/kubetest"
 )
 
 // The faithful stand-in base boots linuxserver's real startup under runc:
@@ -77,6 +85,9 @@ type faithfulCase struct {
 	// adjust changes the runtime configuration; dirs are fresh host
 	// directories, root-owned and mode 0777 like Kubernetes emptyDirs.
 	adjust func(s *specs.Spec, dirs func(string) string)
+	// files are added to the base, each owned by 911:911 (linuxserver's
+	// abc) and mode 0644, as imagectl's build COPYs its files into /config.
+	files map[string]string
 }
 
 // bootFaithful creates and starts a container of the base; the container
@@ -86,6 +97,29 @@ func bootFaithful(t *testing.T, base string, fc faithfulCase) *runcContainer {
 	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), &fileLayer{path: base})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(fc.files) > 0 {
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		for _, name := range slices.Sorted(maps.Keys(fc.files)) {
+			body := fc.files[name]
+			if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(name, "/"), Mode: 0o644, Size: int64(len(body)), Uid: 911, Gid: 911, Typeflag: tar.TypeReg}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tw.Write([]byte(body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b.Bytes())), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if img, err = mutate.AppendLayers(img, l); err != nil {
+			t.Fatal(err)
+		}
 	}
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	cf, err := img.ConfigFile()
@@ -638,4 +672,154 @@ func checkDocTable(t *testing.T, doc, name, want string) {
 		return
 	}
 	t.Errorf("%s's %s table is not what was measured (IMAGECTL_UPDATE_DOCS=1 writes it):\n--- doc\n%s--- measured\n%s", doc, name, got, want)
+}
+
+// injectedPod is the head pod inject --restricted (or --arbitrary-uid,
+// with opt) writes for a Ray container running as 1000:100, decoded as
+// the API server would.
+func injectedPod(t *testing.T, opt inject.Option) *corev1.PodSpec {
+	t.Helper()
+	const cluster = "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: c\nspec:\n  rayVersion: \"2.46.0\"\n  headGroupSpec:\n    rayStartParams: {}\n    template:\n      spec:\n" +
+		"        securityContext:\n          runAsNonRoot: true\n          runAsUser: 1000\n          runAsGroup: 100\n          seccompProfile:\n            type: RuntimeDefault\n" +
+		"        containers:\n        - name: ray-head\n          image: rayproject/ray:2.46.0\n          securityContext:\n            allowPrivilegeEscalation: false\n            capabilities:\n              drop: [ALL]\n"
+	res, err := inject.Apply(context.Background(), "f.yaml", []byte(cluster), inject.WithImage("example.com/cs:1"), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := kubetest.DecodeStrict(res.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &obj.(*rayv1.RayCluster).Spec.HeadGroupSpec.Template.Spec
+}
+
+// asKubelet sets s as the kubelet and containerd run ct of pod: its
+// securityContext (user, group, no_new_privs, capabilities, read-only
+// root), its env values and its mounts of the pod's emptyDirs (dirs,
+// shared between the init container and the sidecar as a pod's are);
+// user is the UID:GID when ct sets none (what the platform assigns).
+func asKubelet(t *testing.T, ct corev1.Container, dirs map[string]string, user string) faithfulCase {
+	t.Helper()
+	sc := ct.SecurityContext
+	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil {
+		t.Fatalf("container %s: securityContext %+v", ct.Name, sc)
+	}
+	if sc.RunAsUser != nil {
+		user = fmt.Sprintf("%d:%d", *sc.RunAsUser, *sc.RunAsGroup)
+	}
+	var env []string
+	for _, e := range ct.Env {
+		if e.ValueFrom == nil {
+			env = append(env, e.Name+"="+e.Value)
+		}
+	}
+	return faithfulCase{user: user, env: env, adjust: func(s *specs.Spec, _ func(string) string) {
+		s.Process.NoNewPrivileges = true
+		caps := []string{}
+		for _, c := range sc.Capabilities.Add {
+			caps = append(caps, "CAP_"+string(c))
+		}
+		s.Process.Capabilities = &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps}
+		s.Root.Readonly = sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
+		if len(ct.Command) > 0 {
+			s.Process.Args = append(append([]string{}, ct.Command...), ct.Args...)
+		}
+		for _, m := range ct.VolumeMounts {
+			d, ok := dirs[m.Name]
+			if !ok {
+				continue // /tmp/ray: the Ray container's, not booted here
+			}
+			// The kubelet bind-mounts a subPath that exists (here: made by
+			// the init container).
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: m.MountPath, Type: "bind", Source: filepath.Join(d, m.SubPath), Options: []string{"rbind", "rw"}})
+		}
+	}}
+}
+
+// imageConfig stands for what imagectl's build puts into /config.
+var imageConfig = map[string]string{"/config/extensions/marker.txt": "built in"}
+
+// TestFaithfulInjectRestricted boots linuxserver's real startup as inject
+// --restricted and --arbitrary-uid write the sidecar: the init container
+// copies the image's /config into the emptyDir, then the sidecar starts
+// in linuxserver's non-root mode with a read-only root, no capability and
+// no_new_privs, and code-server logs in, running as the pod's user.
+func TestFaithfulInjectRestricted(t *testing.T) {
+	base := faithfulBase(t)
+	for _, tt := range []struct {
+		name     string
+		opt      inject.Option
+		assigned string // the UID:GID the platform assigns, when inject sets none
+		want     string // code-server's uid gid
+	}{
+		{"restricted", inject.WithRestricted(), "", "1000 100"},
+		{"arbitrary UID", inject.WithArbitraryUID(), "1000770000:0", "1000770000 0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := injectedPod(t, tt.opt)
+			// The pod's emptyDirs: root's, mode 0777, as the kubelet makes them.
+			dirs := map[string]string{}
+			root := t.TempDir()
+			for _, v := range pod.Volumes {
+				if v.EmptyDir != nil {
+					dirs[v.Name] = filepath.Join(root, v.Name)
+					if err := os.Mkdir(dirs[v.Name], 0o777); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Chmod(dirs[v.Name], 0o777); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if len(pod.InitContainers) != 1 {
+				t.Fatalf("init containers %+v", pod.InitContainers)
+			}
+			ic := pod.InitContainers[0]
+			icCase := asKubelet(t, ic, dirs, tt.assigned)
+			icCase.files = imageConfig
+			init := bootFaithful(t, base, icCase)
+			for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(250 * time.Millisecond) {
+				if _, err := init.initPID(context.Background()); err != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the init container %s still runs after 2 minutes", ic.Name)
+				}
+			}
+			if out := init.Logs(context.Background()); strings.TrimSpace(out) != "" {
+				t.Errorf("the init container %s printed:\n%s", ic.Name, out)
+			}
+			sc := pod.Containers[len(pod.Containers)-1]
+			var config string
+			for _, m := range sc.VolumeMounts {
+				if m.MountPath == "/config" {
+					config = filepath.Join(dirs[m.Name], m.SubPath)
+				}
+			}
+			if b, err := os.ReadFile(filepath.Join(config, "extensions", "marker.txt")); err != nil || string(b) != "built in" {
+				t.Errorf("the /config emptyDir after the copy: extensions/marker.txt %q, %v; want the image's", b, err)
+			}
+			fc := asKubelet(t, sc, dirs, tt.assigned)
+			fc.files = imageConfig
+			fc.env = append(fc.env, "PASSWORD="+faithfulPassword)
+			c := bootFaithful(t, base, fc)
+			waitLogin(t, c, 3*time.Minute)
+			if !waitLog(c, regexp.MustCompile(`\[ls\.io-init\] done\.`), time.Minute) {
+				t.Errorf("no [ls.io-init] done.")
+			}
+			out := c.Logs(context.Background())
+			wantLines(t, out,
+				"You are running this container read-only and as a non-root user",
+				"HTTP server listening on http://[::]:8443/",
+				"[ls.io-init] done.")
+			for _, bad := range []string{"Operation not permitted", "fatal", "EACCES"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("entrypoint output has %q", bad)
+				}
+			}
+			if got := execOut(t, c, "sh", "-c", "ps -C node -o uid=,gid= | sort -u | tr -s ' '"); strings.TrimSpace(got) != tt.want {
+				t.Errorf("code-server (node) runs as uid gid %q, want %s", got, tt.want)
+			}
+		})
+	}
 }

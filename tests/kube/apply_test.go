@@ -297,13 +297,25 @@ func TestPodSecurity(t *testing.T) {
 	testdata := func(f string) func(t *testing.T) []byte {
 		return func(t *testing.T) []byte { return readFile(t, filepath.Join(root, "inject", "testdata", f)) }
 	}
+	hardened := func(t *testing.T) []byte {
+		return restrictedRayJob(t, "smoke", kind.Params{RayVersion: "2.46.0", Python: "3.12"}.RayImage())
+	}
 	inputs := map[string]struct {
 		input func(t *testing.T) []byte
-		asIs  bool // applied without inject
+		asIs  bool     // applied without inject
+		args  []string // inject's flags
+		// admitted, when set, is what PodSecurity must answer at both levels.
+		admitted *bool
 	}{
-		"inject/rayjob-plain.yaml":          {input: testdata("rayjob-plain.yaml")},
-		"inject/raycluster-autoscaler.yaml": {input: testdata("raycluster-autoscaler.yaml")},
-		"inject/rayservice.yaml":            {input: testdata("rayservice.yaml")},
+		// inject --restricted: PodSecurity "restricted" admits the sidecar;
+		// the head pod as a whole only with a restricted Ray container, and
+		// inject warns otherwise.
+		"smoke/kind hardened --restricted":      {input: hardened, args: []string{"--restricted"}, admitted: ptrTo(true)},
+		"smoke/kind hardened --arbitrary-uid":   {input: hardened, args: []string{"--arbitrary-uid"}, admitted: ptrTo(true)},
+		"inject/rayjob-plain.yaml --restricted": {input: testdata("rayjob-plain.yaml"), args: []string{"--restricted"}},
+		"inject/rayjob-plain.yaml":              {input: testdata("rayjob-plain.yaml")},
+		"inject/raycluster-autoscaler.yaml":     {input: testdata("raycluster-autoscaler.yaml")},
+		"inject/rayservice.yaml":                {input: testdata("rayservice.yaml")},
 		"examples/rayjob.yaml": {asIs: true, input: func(t *testing.T) []byte {
 			return readFile(t, filepath.Join(root, "examples", "rayjob.yaml"))
 		}},
@@ -333,7 +345,7 @@ func TestPodSecurity(t *testing.T) {
 				} else {
 					writeFile(t, filepath.Join(dir, "in.yaml"), input)
 					var warnings string
-					out, warnings = inject(t, dir, "-f", "in.yaml", "--secret-file", "secret.yaml", "--no-resolve")
+					out, warnings = inject(t, dir, append([]string{"-f", "in.yaml", "--secret-file", "secret.yaml", "--no-resolve"}, in.args...)...)
 					c.must(t, readFile(t, filepath.Join(dir, "secret.yaml")), "apply", "--server-side", "--validate=strict", "-n", ns, "-f", "-")
 					warned = podSecurityWarning(warnings)
 				}
@@ -344,6 +356,8 @@ func TestPodSecurity(t *testing.T) {
 					ok, why := c.admitted(t, ns, o)
 					t.Logf("PodSecurity %s, %s %s: admitted=%v inject warned=%v %s", level, o.Kind, o.Name, ok, warned != "", why)
 					switch {
+					case in.admitted != nil && ok != *in.admitted:
+						t.Errorf("PodSecurity %s: head Pod of %s %s admitted=%v, want %v: %s", level, o.Kind, o.Name, ok, *in.admitted, why)
 					case in.asIs:
 						if want := level != "restricted"; ok != want {
 							t.Errorf("PodSecurity %s: head Pod of %s %s admitted=%v, want %v (docs/inject.md, Hardened pods): %s", level, o.Kind, o.Name, ok, want, why)
@@ -358,6 +372,8 @@ func TestPodSecurity(t *testing.T) {
 		}
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
 
 // podSecurityWarning is inject's warning that the head Pod will be
 // refused (PodSecurity or runAsNonRoot), or "".

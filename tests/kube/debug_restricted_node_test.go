@@ -1,0 +1,93 @@
+package kube
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/imagectl/imagectl/debug"
+)
+
+// TestDebugRestrictedOnNode runs imagectl debug --restricted, on the node,
+// in a namespace that enforces PodSecurity "restricted", with a RayJob
+// whose Pods "restricted" admits: the API server admits the head Pod with
+// the sidecar inject --restricted writes, the kubelet runs it as the Ray
+// container's user with a read-only root (the init container having copied
+// the image's /config), code-server answers through debug's port-forward,
+// and docs/smoke.md's attach from the sidecar stops in the paused task with
+// its source opened. The sidecar's base is the tests' stand-in, whose
+// startup takes linuxserver's non-root branches on LSIO_NON_ROOT_USER;
+// smoke/image's TestFaithfulInjectRestricted boots linuxserver's real
+// startup the same way (with -tags faithful, where that base exists).
+func TestDebugRestrictedOnNode(t *testing.T) {
+	c := needCluster(t)
+	n := needNode(t)
+	dir := t.TempDir()
+	ns := c.namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	kc := c.kubeconfigIn(t, dir, ns)
+	staticImagectl(t, dir)
+	wd := filepath.Join(dir, "working_dir")
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(wd, "sample_code.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "sample_code.py")))
+	writeFile(t, filepath.Join(wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
+	writeFile(t, filepath.Join(dir, "job.yaml"), restrictedRayJob(t, "dbg-r", n.rayImage))
+
+	var head string
+	attached, answered := false, false
+	r := imagectlDebug(t, dir, func(e debug.Event) bool {
+		switch e.Kind {
+		case debug.KindReady:
+			head = e.Pod
+			client := &http.Client{Timeout: 10 * time.Second}
+			resp, err := client.Get(e.CodeServerURL + "/healthz")
+			if err != nil {
+				t.Errorf("code-server through debug's port-forward %s: %v", e.CodeServerURL, err)
+				return true
+			}
+			resp.Body.Close()
+			if answered = resp.StatusCode == http.StatusOK; !answered {
+				t.Errorf("code-server's /healthz through %s: %s", e.CodeServerURL, resp.Status)
+				return true
+			}
+		case debug.KindPaused:
+			if attached = c.attachFromSidecar(t, dir, kc, head, "f", false); !attached {
+				return true
+			}
+		}
+		return false
+	}, debugArgsAsDocumented(t, map[string]string{"-f": "job.yaml", "--working-dir": wd},
+		[]string{"--kubeconfig", kc, "--image", n.sidecarImage, "--ready-timeout", "4m", "--logs", "--restricted"},
+		[]string{"python3", "driver.py", "sample_code", "f", "7"})...)
+	if r.code != 0 {
+		c.dumpPods(t, ns)
+		t.Fatalf("imagectl debug --restricted exited %d, want 0\nstderr: %s", r.code, r.stderr)
+	}
+	if !answered || !attached {
+		t.Fatalf("code-server answered %v, the task was attached to %v: want both", answered, attached)
+	}
+	// What the kubelet ran: the sidecar as the Ray container's user (the
+	// stand-in RayJob's 1000:100), the /config copy made by the init
+	// container, which ended with 0.
+	var pod corev1.Pod
+	if err := json.Unmarshal([]byte(c.must(t, nil, "get", "pod", head, "-n", ns, "-o", "json")), &pod); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range pod.Status.InitContainerStatuses {
+		if st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
+			t.Errorf("init container %s: %+v, want terminated with 0", st.Name, st.State)
+		}
+	}
+	if len(pod.Status.InitContainerStatuses) != 1 {
+		t.Errorf("init containers %+v, want the /config copy", pod.Status.InitContainerStatuses)
+	}
+	if got := c.must(t, nil, "exec", head, "-n", ns, "-c", sidecarName, "--", "sh", "-c", "id -u; id -g; stat -c %u /config/extensions; touch /config/w && echo config-writable; touch /opt/x 2>/dev/null || echo root-read-only"); got != "1000\n100\n1000\nconfig-writable\nroot-read-only" {
+		t.Errorf("in the sidecar: %q, want uid 1000, gid 100, /config/extensions the user's and writable, the root read-only", got)
+	}
+}
