@@ -35,6 +35,7 @@ type CoreAPI interface {
 	ListPods(ctx context.Context, namespace, labelSelector string) (*corev1.PodList, error)
 	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 	GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+	GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error)
 	ListEvents(ctx context.Context, namespace, fieldSelector string) (*corev1.EventList, error)
 	// PodLogs streams a container's log.
 	PodLogs(ctx context.Context, namespace, pod string, opts *corev1.PodLogOptions) (io.ReadCloser, error)
@@ -102,6 +103,12 @@ func (c *restCore) GetSecret(ctx context.Context, ns, name string) (*corev1.Secr
 	s := &corev1.Secret{}
 	err := c.core.Get().UseProtobufAsDefault().Namespace(ns).Resource("secrets").Name(name).Do(ctx).Into(s)
 	return s, err
+}
+
+func (c *restCore) GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	err := c.core.Get().UseProtobufAsDefault().Resource("namespaces").Name(name).Do(ctx).Into(ns)
+	return ns, err
 }
 
 func (c *restCore) ListEvents(ctx context.Context, ns, sel string) (*corev1.EventList, error) {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 )
 
@@ -40,6 +41,10 @@ func (c clientsetCore) GetPod(ctx context.Context, ns, name string) (*corev1.Pod
 
 func (c clientsetCore) GetSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	return c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (c clientsetCore) GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	return c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 }
 
 func (c clientsetCore) ListEvents(ctx context.Context, ns, sel string) (*corev1.EventList, error) {
@@ -153,5 +158,25 @@ func TestResourceMapperServerError(t *testing.T) {
 	_, err = m.RESTMapping(context.Background(), schema.GroupKind{Group: "ray.io", Kind: "RayJob"}, "v1")
 	if err == nil || meta.IsNoMatchError(err) || !strings.Contains(err.Error(), srv.URL+"/apis/ray.io/v1") || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("got %v, want a forbidden error naming %s/apis/ray.io/v1", err, srv.URL)
+	}
+}
+
+// TestEnforcesRestricted: the session reads its namespace's PodSecurity
+// enforce label; a Namespace it cannot read (not found here, forbidden on
+// a cluster) is not restricted.
+func TestEnforcesRestricted(t *testing.T) {
+	ns := func(name, level string) *corev1.Namespace {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if level != "" {
+			n.Labels = map[string]string{"pod-security.kubernetes.io/enforce": level}
+		}
+		return n
+	}
+	core := clientsetCore{kubefake.NewSimpleClientset(ns("locked", "restricted"), ns("base", "baseline"), ns("plain", ""))}
+	for name, want := range map[string]bool{"locked": true, "base": false, "plain": false, "absent": false} {
+		s := &session{c: &Cluster{Namespace: name, Core: core}}
+		if got := s.enforcesRestricted(context.Background()); got != want {
+			t.Errorf("namespace %s: enforcesRestricted %v, want %v", name, got, want)
+		}
 	}
 }

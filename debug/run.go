@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/imagectl/imagectl/debug/dashboard"
 	"github.com/imagectl/imagectl/inject"
+	"github.com/imagectl/imagectl/internal/docsurl"
 )
 
 // Options say what a session does. File and Manifest, or ClusterName, say
@@ -33,6 +35,11 @@ type Options struct {
 	// Inject configures the sidecar (inject's options: image, secret name
 	// and key, resources, ...).
 	Inject []inject.Option
+	// Restricted says Inject makes the sidecar restricted already
+	// (inject.WithRestricted, WithArbitraryUID). Otherwise a namespace
+	// that enforces PodSecurity "restricted" (its label, when the session
+	// may read the Namespace) makes it restricted, with a warning saying so.
+	Restricted bool
 	// SecretName and SecretKey name the password Secret (inject's
 	// defaults when empty); they must agree with Inject.
 	SecretName, SecretKey string
@@ -248,6 +255,15 @@ func refsLower(us []*unstructured.Unstructured) []string {
 	return out
 }
 
+// enforcesRestricted reports whether the session's namespace has the
+// label that makes the API server enforce PodSecurity "restricted"; false
+// when the Namespace cannot be read (reading it is cluster-scoped RBAC that
+// many users lack: they pass --restricted).
+func (s *session) enforcesRestricted(ctx context.Context) bool {
+	ns, err := s.c.Core.GetNamespace(ctx, s.c.Namespace)
+	return err == nil && ns.Labels[inject.PodSecurityEnforceLabel] == "restricted"
+}
+
 // reportInjectWarnings reports what inject warns about, as imagectl
 // inject prints it: its warnings, and each default image whose tag it did
 // not check (--no-resolve, offline), which may not exist (the head Pod
@@ -266,8 +282,14 @@ func (s *session) applyManifest(ctx context.Context) error {
 	o := s.o
 	res := &inject.Result{Output: o.Manifest}
 	if !o.Local {
+		opts := o.Inject
+		if !o.Restricted && s.enforcesRestricted(ctx) {
+			opts = append(slices.Clip(opts), inject.WithRestricted())
+			s.report(Event{Kind: KindWarning, Message: fmt.Sprintf("warning: namespace %s enforces PodSecurity \"restricted\" (label %s): the sidecar is restricted, as with --restricted: it runs as the Ray container's user, without sudo (see %s)",
+				s.c.Namespace, inject.PodSecurityEnforceLabel, docsurl.InjectHardenedPods)})
+		}
 		var err error
-		if res, err = inject.Apply(ctx, o.File, o.Manifest, o.Inject...); err != nil {
+		if res, err = inject.Apply(ctx, o.File, o.Manifest, opts...); err != nil {
 			return err
 		}
 		s.reportInjectWarnings(res)

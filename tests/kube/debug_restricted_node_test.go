@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,10 +14,12 @@ import (
 	"github.com/imagectl/imagectl/debug"
 )
 
-// TestDebugRestrictedOnNode runs imagectl debug --restricted, on the node,
-// in a namespace that enforces PodSecurity "restricted", with a RayJob
-// whose Pods "restricted" admits: the API server admits the head Pod with
-// the sidecar inject --restricted writes, the kubelet runs it as the Ray
+// TestDebugRestrictedOnNode runs imagectl debug, on the node, in a
+// namespace that enforces PodSecurity "restricted", with a RayJob whose
+// Pods "restricted" admits: debug reads the namespace's label and makes the
+// sidecar restricted without being told (--restricted, which the
+// PodSecurity test passes to inject, is the same option), saying so; the
+// API server admits the head Pod with that sidecar, the kubelet runs it as the Ray
 // container's user with a read-only root (the init container having copied
 // the image's /config), code-server answers through debug's port-forward,
 // and docs/smoke.md's attach from the sidecar stops in the paused task with
@@ -63,11 +66,18 @@ func TestDebugRestrictedOnNode(t *testing.T) {
 		}
 		return false
 	}, debugArgsAsDocumented(t, map[string]string{"-f": "job.yaml", "--working-dir": wd},
-		[]string{"--kubeconfig", kc, "--image", n.sidecarImage, "--ready-timeout", "4m", "--logs", "--restricted"},
+		[]string{"--kubeconfig", kc, "--image", n.sidecarImage, "--ready-timeout", "4m", "--logs"},
 		[]string{"python3", "driver.py", "sample_code", "f", "7"})...)
 	if r.code != 0 {
 		c.dumpPods(t, ns)
 		t.Fatalf("imagectl debug --restricted exited %d, want 0\nstderr: %s", r.code, r.stderr)
+	}
+	noticed := false
+	for _, e := range r.events {
+		noticed = noticed || e.Kind == debug.KindWarning && strings.Contains(e.Message, `enforces PodSecurity "restricted"`) && strings.Contains(e.Message, "the sidecar is restricted")
+	}
+	if !noticed {
+		t.Errorf("no warning that the namespace's level made the sidecar restricted: events %v", r.kinds())
 	}
 	if !answered || !attached {
 		t.Fatalf("code-server answered %v, the task was attached to %v: want both", answered, attached)

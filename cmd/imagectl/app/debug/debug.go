@@ -149,6 +149,7 @@ func run(g *options.Globals, cmd *cobra.Command, f *debugFlags, args []string) e
 		Kube:           f.kube,
 		ClusterName:    f.cluster,
 		Inject:         f.sidecar.InjectOptions(),
+		Restricted:     f.sidecar.Restricted || f.sidecar.ArbitraryUID,
 		SecretName:     f.sidecar.SecretName,
 		SecretKey:      f.sidecar.SecretKey,
 		SidecarName:    f.sidecar.Name,
