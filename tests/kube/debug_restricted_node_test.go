@@ -49,7 +49,7 @@ func TestDebugRestrictedOnNode(t *testing.T) {
 		case debug.KindReady:
 			head = e.Pod
 			client := &http.Client{Timeout: 10 * time.Second}
-			resp, err := client.Get(e.CodeServerURL + "/healthz")
+			resp, err := client.Get(strings.TrimSuffix(e.CodeServerURL, "/") + "/healthz")
 			if err != nil {
 				t.Errorf("code-server through debug's port-forward %s: %v", e.CodeServerURL, err)
 				return true
@@ -70,7 +70,7 @@ func TestDebugRestrictedOnNode(t *testing.T) {
 		[]string{"python3", "driver.py", "sample_code", "f", "7"})...)
 	if r.code != 0 {
 		c.dumpPods(t, ns)
-		t.Fatalf("imagectl debug --restricted exited %d, want 0\nstderr: %s", r.code, r.stderr)
+		t.Fatalf("imagectl debug exited %d, want 0\nstderr: %s", r.code, r.stderr)
 	}
 	noticed := false
 	for _, e := range r.events {
