@@ -2,6 +2,7 @@ package kube
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -82,9 +83,8 @@ func TestDebugRestrictedOnNode(t *testing.T) {
 	if !answered || !attached {
 		t.Fatalf("code-server answered %v, the task was attached to %v: want both", answered, attached)
 	}
-	// What the kubelet ran: the sidecar as the Ray container's user (the
-	// stand-in RayJob's 1000:100), the /config copy made by the init
-	// container, which ended with 0.
+	// What the kubelet ran: the /config copy made by the init container,
+	// which ended with 0, and the sidecar as the Ray container's user.
 	var pod corev1.Pod
 	if err := json.Unmarshal([]byte(c.must(t, nil, "get", "pod", head, "-n", ns, "-o", "json")), &pod); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,26 @@ func TestDebugRestrictedOnNode(t *testing.T) {
 	if len(pod.Status.InitContainerStatuses) != 1 {
 		t.Errorf("init containers %+v, want the /config copy", pod.Status.InitContainerStatuses)
 	}
-	if got := c.must(t, nil, "exec", head, "-n", ns, "-c", sidecarName, "--", "sh", "-c", "id -u; id -g; stat -c %u /config/extensions; touch /config/w && echo config-writable; touch /opt/x 2>/dev/null || echo root-read-only"); got != "1000\n100\n1000\nconfig-writable\nroot-read-only" {
-		t.Errorf("in the sidecar: %q, want uid 1000, gid 100, /config/extensions the user's and writable, the root read-only", got)
+	// The sidecar's user is the Ray container's (inject's runAsUser and
+	// runAsGroup, from the stand-in RayJob's securityContext).
+	var uid, gid int64 = -1, -1
+	for _, ct := range pod.Spec.Containers {
+		if ct.Name == sidecarName && ct.SecurityContext != nil && ct.SecurityContext.RunAsUser != nil && ct.SecurityContext.RunAsGroup != nil {
+			uid, gid = *ct.SecurityContext.RunAsUser, *ct.SecurityContext.RunAsGroup
+		}
+	}
+	var rayUID int64 = -1
+	if p := pod.Spec.SecurityContext; p != nil && p.RunAsUser != nil {
+		rayUID = *p.RunAsUser
+	}
+	if r := pod.Spec.Containers[0].SecurityContext; r != nil && r.RunAsUser != nil {
+		rayUID = *r.RunAsUser
+	}
+	if uid <= 0 || uid != rayUID {
+		t.Errorf("sidecar runAsUser %d, want the Ray container's non-root runAsUser %d", uid, rayUID)
+	}
+	got := strings.TrimSpace(c.must(t, nil, "exec", head, "-n", ns, "-c", sidecarName, "--", "sh", "-c", "id -u; id -g; stat -c %u /config/extensions; touch /config/w && echo config-writable; touch /opt/x 2>/dev/null || echo root-read-only"))
+	if want := fmt.Sprintf("%d\n%d\n%d\nconfig-writable\nroot-read-only", uid, gid, uid); got != want {
+		t.Errorf("in the sidecar: %q, want %q: its uid and gid, /config/extensions the user's and writable, the root read-only", got, want)
 	}
 }
