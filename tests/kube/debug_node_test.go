@@ -41,12 +41,7 @@ func TestDebugOnNode(t *testing.T) {
 	kc := c.kubeconfigIn(t, dir, ns)
 	staticImagectl(t, dir)
 
-	wd := filepath.Join(dir, "working_dir")
-	if err := os.MkdirAll(wd, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(wd, "sample_code.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "sample_code.py")))
-	writeFile(t, filepath.Join(wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
+	wd := standinWorkingDir(t, dir)
 
 	cases := []struct {
 		name, job, fn string
@@ -144,6 +139,20 @@ func TestDebugOnNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// standinWorkingDir makes dir/working_dir with the stand-in's task module
+// and driver (tests/kube/standin), the working_dir a debug session uploads.
+func standinWorkingDir(t *testing.T, dir string) string {
+	t.Helper()
+	wd := filepath.Join(dir, "working_dir")
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"sample_code.py", "driver.py"} {
+		writeFile(t, filepath.Join(wd, f), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", f)))
+	}
+	return wd
 }
 
 // podWithIP is the name of the Pod in ns matching selector whose IP is the

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,12 +34,7 @@ func TestDebugRestrictedOnNode(t *testing.T) {
 	ns := c.namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
 	kc := c.kubeconfigIn(t, dir, ns)
 	staticImagectl(t, dir)
-	wd := filepath.Join(dir, "working_dir")
-	if err := os.MkdirAll(wd, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(wd, "sample_code.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "sample_code.py")))
-	writeFile(t, filepath.Join(wd, "driver.py"), readFile(t, filepath.Join(repoRoot(t), "tests", "kube", "standin", "driver.py")))
+	wd := standinWorkingDir(t, dir)
 	writeFile(t, filepath.Join(dir, "job.yaml"), restrictedRayJob(t, "dbg-r", n.rayImage))
 
 	var head string
