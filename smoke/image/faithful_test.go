@@ -512,22 +512,48 @@ type capabilityRow struct{ cap, step, fails string }
 // startupFailure matches the lines that say a startup step was refused.
 var startupFailure = regexp.MustCompile(`(?m)^.*(Operation not permitted|Permission denied|EACCES|EPERM|fatal:).*$`)
 
-// startingService matches s6-rc's line for a service it starts
-// (S6_VERBOSITY=2).
-var startingService = regexp.MustCompile(`s6-rc: info: service (\S+): starting`)
+// serviceState matches s6-rc's lines for a service it starts and one it
+// has started (S6_VERBOSITY=2).
+var serviceState = regexp.MustCompile(`s6-rc: info: service (\S+)(: starting| successfully started)`)
 
-// firstFailure is the first line of out startupFailure matches and the
-// s6-rc service that was starting then ("" when none did).
+// programPrefix is a "name: " at the start of an error line (mkdir:,
+// s6-applyuidgid:, fatal:).
+var programPrefix = regexp.MustCompile(`^[A-Za-z0-9_.-]+: `)
+
+// firstFailure is the first line of out startupFailure matches, without
+// the program names before the message (the services' output is merged
+// into one stream, and a "mkdir: " may land apart from the rest of its
+// line), and the step: of the s6-rc services still starting then, the
+// last to start among linuxserver's own (init-*, svc-*) when any is ("" when
+// none is). s6-rc starts services in parallel: s6-overlay's own
+// legacy-cont-init may start after init-adduser and still run when
+// init-adduser's chown fails.
 func firstFailure(out string) (step, line string) {
 	loc := startupFailure.FindStringIndex(out)
 	if loc == nil {
 		return "", ""
 	}
 	line = strings.TrimSpace(out[loc[0]:loc[1]])
-	if m := startingService.FindAllStringSubmatch(out[:loc[0]], -1); len(m) > 0 {
-		step = m[len(m)-1][1]
+	for programPrefix.MatchString(line) {
+		line = programPrefix.ReplaceAllString(line, "")
 	}
-	return step, line
+	var running []string // in the order they started
+	for _, m := range serviceState.FindAllStringSubmatch(out[:loc[0]], -1) {
+		running = slices.DeleteFunc(running, func(n string) bool { return n == m[1] })
+		if m[2] == ": starting" {
+			running = append(running, m[1])
+		}
+	}
+	own := slices.DeleteFunc(slices.Clone(running), func(n string) bool {
+		return !strings.HasPrefix(n, "init-") && !strings.HasPrefix(n, "svc-")
+	})
+	if len(own) > 0 {
+		running = own
+	}
+	if len(running) == 0 {
+		return "", line
+	}
+	return running[len(running)-1], line
 }
 
 // healthz reports whether code-server answers /healthz in c within timeout.
