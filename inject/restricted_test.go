@@ -2,11 +2,13 @@ package inject
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/imagectl/imagectl/internal/testutil/kubetest"
 )
@@ -187,5 +189,50 @@ func TestRestrictedRefusals(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestRestrictedHelmValues: in a values file of KubeRay's ray-cluster chart
+// the restricted items go to head.volumes and head.initContainers, and
+// --remove gives the file back byte for byte.
+func TestRestrictedHelmValues(t *testing.T) {
+	in, err := os.ReadFile("testdata/helm-values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(context.Background(), "v.yaml", in, WithHelmValues(), WithImage("example.com/cs:1"), WithRestricted())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Head struct {
+			Volumes           []corev1.Volume    `json:"volumes"`
+			InitContainers    []corev1.Container `json:"initContainers"`
+			SidecarContainers []corev1.Container `json:"sidecarContainers"`
+		} `json:"head"`
+	}
+	if err := yaml.Unmarshal(res.Output, &values); err != nil {
+		t.Fatal(err)
+	}
+	h := values.Head
+	if len(h.InitContainers) != 1 || h.InitContainers[0].Name != "code-server-config" || len(h.SidecarContainers) != 1 {
+		t.Fatalf("head.initContainers %+v, head.sidecarContainers %+v", h.InitContainers, h.SidecarContainers)
+	}
+	if sc := h.SidecarContainers[0].SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("sidecar securityContext %+v, want the restricted one", sc)
+	}
+	var names []string
+	for _, v := range h.Volumes {
+		names = append(names, v.Name)
+	}
+	if d := cmp.Diff([]string{"log-volume", "code-server-run", "code-server-tmp", "code-server-config"}, names); d != "" {
+		t.Errorf("head.volumes (-want +got):\n%s", d)
+	}
+	back, err := Remove("v.yaml", res.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(string(in), string(back.Output)); d != "" {
+		t.Errorf("--remove (-input +removed):\n%s", d)
 	}
 }
