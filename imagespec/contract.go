@@ -125,6 +125,13 @@ const (
 	CodeServerUser = "abc"
 	// UserDataDir is code-server's --user-data-dir; SettingsPath is below it.
 	UserDataDir = "/config/data"
+	// ConfigDir is abc's home, holding UserDataDir and ExtensionsDir: what
+	// code-server writes, and what imagectl builds into the image.
+	ConfigDir = "/config"
+	// NonRootEnv set to 1 makes the base's startup scripts take their
+	// non-root branches (no chown, no switch to abc). They detect that mode
+	// themselves only when /run is not root's.
+	NonRootEnv = "LSIO_NON_ROOT_USER"
 )
 
 // The debugger's setting every image carries in SettingsPath (from

@@ -957,7 +957,7 @@ func (c *config) sidecar(image, volume, subPath string, s *site, record string, 
 	// sidecar runs as that user itself, in linuxserver's non-root mode.
 	ids := listOf(mapOf(pair("name", "PUID"), pair("value", uid)), mapOf(pair("name", "PGID"), pair("value", gid)))
 	if c.restricted {
-		ids = listOf(mapOf(pair("name", NonRootEnv), pair("value", "1")))
+		ids = listOf(mapOf(pair("name", imagespec.NonRootEnv), pair("value", "1")))
 		for _, m := range restrictedMounts {
 			mt := mapOf(pair("name", c.restrictedVolumeName(m.suffix)), pair("mountPath", m.path))
 			if m.subPath != "" {

@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/docsurl"
 )
 
@@ -19,39 +20,32 @@ import (
 // LSIO_NON_ROOT_USER=1, because linuxserver's own detection (/run not owned
 // by root) cannot see it through an emptyDir, which belongs to root.
 const (
-	// NonRootEnv is the variable that makes linuxserver's scripts take
-	// their non-root branches.
-	NonRootEnv = "LSIO_NON_ROOT_USER"
-	// ConfigDir is where the image keeps code-server's extensions, user
-	// data and home (linuxserver's /config).
-	ConfigDir = "/config"
 	// configCopyMount is where the init container mounts the /config
 	// emptyDir to copy the image's /config into it.
 	configCopyMount = "/mnt/imagectl-config"
+	// configCopyDir is the folder of the /config emptyDir that holds the
+	// copy, mounted (subPath) at /config in the sidecar.
+	configCopyDir = "config"
 )
 
 // restrictedMounts are the sidecar's emptyDirs in restricted mode, by the
 // suffix of their volume's name: what linuxserver's non-root startup and
 // code-server write.
 var restrictedMounts = []struct{ suffix, path, subPath string }{
-	{"-run", "/run", ""},                  // s6-overlay's live state (/run/s6, /run/service)
-	{"-tmp", "/tmp", ""},                  // code-server's and s6's scratch files
-	{"-config", ConfigDir, configCopyDir}, // code-server's user data, extensions and home: a copy of the image's
+	{"-run", "/run", ""},                            // s6-overlay's live state (/run/s6, /run/service)
+	{"-tmp", "/tmp", ""},                            // code-server's and s6's scratch files
+	{"-config", imagespec.ConfigDir, configCopyDir}, // code-server's user data, extensions and home: a copy of the image's
 }
-
-// configCopyDir is the folder of the /config emptyDir that holds the copy,
-// mounted (subPath) at /config in the sidecar.
-const configCopyDir = "config"
 
 // ConfigCopyCommand is the init container's command: it copies the image's
 // /config (the extensions and settings imagectl built into it) into a
 // folder of the /config emptyDir, as the sidecar's user. cp -a keeps modes
 // and times, and an owner it cannot keep (the image's abc, 911) becomes
 // the user's, so code-server can write there. It copies the folder, not
-// its content into the emptyDir's root: that root is root's, and cp -a,
-// keeping its times, would fail ("preserving times for '.'"), as booting
-// linuxserver's real startup showed.
-var ConfigCopyCommand = []string{"cp", "-a", ConfigDir, configCopyMount + "/"}
+// its content into the emptyDir's root: that root is root's, and cp -a
+// fails on it ("preserving times for '.'": it cannot set the times of a
+// directory the user does not own).
+var ConfigCopyCommand = []string{"cp", "-a", imagespec.ConfigDir, configCopyMount + "/"}
 
 // WithRestricted writes a sidecar that PodSecurity "restricted" admits:
 // it runs as the Ray container's user and group (its, else the pod's,

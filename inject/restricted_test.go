@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/internal/testutil/kubetest"
 )
 
@@ -92,8 +93,8 @@ func TestRestrictedSidecar(t *testing.T) {
 			for _, e := range sc.Env {
 				env[e.Name] = e.Value
 			}
-			if env[NonRootEnv] != "1" {
-				t.Errorf("sidecar env %s = %q, want 1", NonRootEnv, env[NonRootEnv])
+			if env[imagespec.NonRootEnv] != "1" {
+				t.Errorf("sidecar env %s = %q, want 1", imagespec.NonRootEnv, env[imagespec.NonRootEnv])
 			}
 			if _, ok := env["PUID"]; ok {
 				t.Errorf("sidecar env has PUID: linuxserver's non-root mode runs as the container's user")
@@ -148,7 +149,7 @@ func TestRestrictedSidecar(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if strings.Contains(string(root.Output), "initContainers") || strings.Contains(string(root.Output), NonRootEnv) {
+			if strings.Contains(string(root.Output), "initContainers") || strings.Contains(string(root.Output), imagespec.NonRootEnv) {
 				t.Errorf("root mode over a restricted injection kept restricted items:\n%s", root.Output)
 			}
 		})

@@ -296,6 +296,12 @@ func execOut(t *testing.T, c *runcContainer, args ...string) string {
 	return strings.TrimSpace(string(res.Stdout))
 }
 
+// codeServerIDs is the "uid gid" code-server's node processes run as.
+func codeServerIDs(t *testing.T, c *runcContainer) string {
+	t.Helper()
+	return strings.TrimSpace(execOut(t, c, "sh", "-c", "ps -C node -o uid=,gid= | sort -u | tr -s ' '"))
+}
+
 // wantLines checks that every line appears in the output, in this order.
 func wantLines(t *testing.T, out string, lines ...string) {
 	t.Helper()
@@ -358,7 +364,7 @@ func TestFaithfulRoot(t *testing.T) {
 	if got := execOut(t, c, "id", "abc"); got != "uid=1000(abc) gid=1000(abc) groups=1000(abc),100(users)" {
 		t.Errorf("id abc: %q", got)
 	}
-	if got := execOut(t, c, "sh", "-c", "ps -C node -o uid=,gid= | sort -u | tr -s ' '"); strings.TrimSpace(got) != "1000 1000" {
+	if got := codeServerIDs(t, c); got != "1000 1000" {
 		t.Errorf("code-server (node) runs as uid gid %q, want 1000 1000", got)
 	}
 	if got := execOut(t, c, "stat", "-c", "%u:%g %a", "/config", "/config/.ssh"); got != "1000:1000 755\n1000:1000 700" {
@@ -485,7 +491,7 @@ func TestFaithfulRestrictedNonRootEnv(t *testing.T) {
 		"User UID:    0", // stat /run -c %u: the emptyDir's owner
 		"HTTP server listening on http://[::]:8443/",
 		"[ls.io-init] done.")
-	if got := execOut(t, c, "sh", "-c", "ps -C node -o uid=,gid= | sort -u | tr -s ' '"); strings.TrimSpace(got) != "1000770000 0" {
+	if got := codeServerIDs(t, c); got != "1000770000 0" {
 		t.Errorf("code-server (node) runs as uid gid %q, want 1000770000 0", got)
 	}
 }
@@ -620,7 +626,7 @@ func TestFaithfulCapabilities(t *testing.T) {
 		if step, line := firstFailure(out); line != "" {
 			t.Errorf("with every capability of StartupCapabilities, %s: %s", step, line)
 		}
-		if got := execOut(t, c, "sh", "-c", "ps -C node -o uid=,gid= | sort -u | tr -s ' '"); strings.TrimSpace(got) != "1000 1000" {
+		if got := codeServerIDs(t, c); got != "1000 1000" {
 			t.Errorf("code-server (node) runs as uid gid %q, want 1000 1000", got)
 		}
 		if ok, tail := stopsWithin(t, c, stopGrace); !ok {
@@ -843,7 +849,7 @@ func TestFaithfulInjectRestricted(t *testing.T) {
 					t.Errorf("entrypoint output has %q", bad)
 				}
 			}
-			if got := execOut(t, c, "sh", "-c", "ps -C node -o uid=,gid= | sort -u | tr -s ' '"); strings.TrimSpace(got) != tt.want {
+			if got := codeServerIDs(t, c); got != tt.want {
 				t.Errorf("code-server (node) runs as uid gid %q, want %s", got, tt.want)
 			}
 		})
