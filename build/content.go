@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/imagectl/imagectl/imagespec"
 )
 
 // layerReadSize is how much of a layer one read of buildkitd's content
@@ -33,7 +35,8 @@ const maxMetadataBlob = 16 << 20
 // Image opens, from the content store of the buildkitd that built it
 // (res.Builder), the image manifest want (a sha256 digest) that the
 // solve of res exported: res.Exported itself, or a manifest of the index
-// it names. Nothing is read back from the registry it was pushed to: the
+// it names; with want "", the one image manifest it exported (the
+// image's Digest says which). Nothing is read back from the registry it was pushed to: the
 // SBOM scan reads the image's layers where BuildKit made them. The
 // metadata (index, manifest, config) is read and checked against its
 // digest at once, the layers when read; each layer's content is checked
@@ -48,9 +51,11 @@ func (b *BuildKit) Image(ctx context.Context, res *PlatformResult, want string, 
 	if res == nil || res.Exported == "" || res.Builder == "" {
 		return nil, nil, nil, errors.New("no exported image to read from buildkitd")
 	}
-	wantD, err := digest.Parse(want)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("manifest digest %q: %w", want, err)
+	var wantD digest.Digest
+	if want != "" {
+		if wantD, err = digest.Parse(want); err != nil {
+			return nil, nil, nil, fmt.Errorf("manifest digest %q: %w", want, err)
+		}
 	}
 	exported, err := digest.Parse(res.Exported)
 	if err != nil {
@@ -79,6 +84,21 @@ func (b *BuildKit) Image(ctx context.Context, res *PlatformResult, want string, 
 		return nil, nil, nil, fmt.Errorf("%s in buildkitd at %s: %w", exported, res.Builder, err)
 	}
 	switch {
+	case want == "" && !head.MediaType.IsIndex():
+		ci.manifest = top
+	case want == "":
+		var images []v1.Descriptor
+		for _, m := range head.Manifests {
+			if m.Annotations[imagespec.AnnotationReferenceType] != imagespec.ReferenceTypeAttestation {
+				images = append(images, m)
+			}
+		}
+		if len(images) != 1 {
+			return nil, nil, nil, fmt.Errorf("the index %s buildkitd at %s exported holds %d image manifests, want one", exported, res.Builder, len(images))
+		}
+		if ci.manifest, err = ci.blob(digest.Digest(images[0].Digest.String())); err != nil {
+			return nil, nil, nil, err
+		}
 	case exported == wantD:
 		ci.manifest = top
 	case head.MediaType.IsIndex():

@@ -637,6 +637,38 @@ func TestBuildKitPrepareThenPush(t *testing.T) {
 	if _, err := remote.Head(repo.Digest(r.Exported)); err != nil {
 		t.Errorf("the pushed %s is not in the registry: %v", r.Exported, err)
 	}
+
+	// A signed build's push asks for provenance, which its prepare does
+	// not (build/pipeline: the SBOM scan reads the prepared image while it
+	// is pushed). The image manifest in the index it pushes is the
+	// prepared one, which Image opens with want "".
+	img, closeImg, _, err := f.b.Image(ctx, p, "", nil)
+	if err != nil {
+		t.Fatalf("Image of the prepared %s: %v", p.Exported, err)
+	}
+	defer closeImg()
+	prepared, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Provenance = true
+	r, err = f.b.Build(ctx, spec)
+	if err != nil {
+		t.Fatalf("push with provenance after prepare: %v", err)
+	}
+	pub, err := publish.Publish(ctx, repo, exports([]*PlatformResult{r}), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pub.Platforms["linux/amd64"].Digest; got != prepared {
+		t.Errorf("pushed with provenance: the platform manifest is %s, want the prepared %s", got, prepared)
+	}
+	if r.Exported == prepared.String() {
+		t.Errorf("pushed with provenance: exported %s, the bare manifest; want an index with the attestation manifest", r.Exported)
+	}
+	if ls, err := img.Layers(); err != nil || len(ls) < 2 {
+		t.Fatalf("the prepared image from buildkitd: %d layers (%v), want the base's and the COPY's", len(ls), err)
+	}
 }
 
 // unlocked is the requirements file of a set without a locked closure.

@@ -14,7 +14,10 @@
 //   - layout (layoutStage): each platform's extensions, settings.json
 //     (computed once) and build contexts, as a build.Spec;
 //   - solve (solveAll, solve.go): every platform through build.Interface,
-//     the platforms pushed in turn so a shared layer is uploaded once;
+//     the platforms pushed in turn so a shared layer is uploaded once; a
+//     signed push prepares each image in its buildkitd's store first and
+//     starts its SBOM scan there (earlyScans), so the scan runs while the
+//     image is pushed;
 //   - publish (publish.go): a publish.Interface, as ko's, chosen in
 //     newPublisher: the registry (index, provenance referrers, tags) or an
 //     OCI archive;
@@ -28,7 +31,8 @@
 // keeps each render by its inputs digest, so plan and release render a set
 // once. Speed-ups wrap the stage they speed up: the scan of each platform
 // image reads the base layers a prefetch decompressed during the solve
-// (layerSource), by a scanner warmed during the solve (warmer). The scan
+// (layerSource), by a scanner warmed during the solve (warmer), while the
+// image is pushed (earlyScans; the sign stage attaches what it found). The scan
 // itself is the Scanner's: sbom.Command runs imagectl-sbom, the binary
 // that links syft, so that this package (and imagectl) does not.
 //

@@ -173,7 +173,9 @@ type Scanner interface {
 //  3. preflight: every buildkitd answers and the registry takes a push;
 //  4. fetch: the extension files into the cache, each validated once;
 //  5. layout: per platform, the extensions, settings and build contexts;
-//  6. solve: every platform with b (solve.go);
+//  6. solve: every platform with b (solve.go); a signed push starts each
+//     platform's SBOM scan as its image is prepared, before its push
+//     (earlyscan.go);
 //  7. publish: the multi-platform index and tags, or the OCI archive
 //     (publish.go);
 //  8. sign: the index and every platform manifest, with the SBOM and
@@ -248,7 +250,12 @@ func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing
 		return nil, nil, err
 	}
 	stages.lap("key")
-	results, err := solveAll(ctx, b, specs, req.Solve.Progress, req.Solve.ProgressMode)
+	// A signed push scans each platform image as it is pushed: the solve
+	// prepares it in its buildkitd's store first, and the scan reads it
+	// from there.
+	scans := startEarlyScans(ctx, &req, t, b, signer != nil, prefetch)
+	defer scans.stop() // before prefetch.stop removes the layers it reads
+	results, err := solveAll(ctx, b, specs, req.Solve.Progress, req.Solve.ProgressMode, scans.prepared())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -263,6 +270,7 @@ func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing
 	if bi, ok := b.(builderImages); ok {
 		sg.images = bi
 	}
+	sg.early = scans
 	if signer != nil {
 		// The scans read the bases the prefetch decompressed.
 		err := sg.sign(ctx, signer, prefetch)
@@ -566,22 +574,34 @@ func (sg *Signing) Sign(ctx context.Context, s *sign.Signer) error { return sg.s
 // manifest the SBOM scanned from that image's content (or written from the
 // lock), and BuildKit's provenance of each platform. SBOMs already attached
 // are kept (attachSBOMs). The scans read the base layers layers has
-// decompressed (nil: none).
+// decompressed (nil: none). The signatures and the attestations are
+// separate images (cosign's .sig and .att tags): they are made
+// concurrently, the signatures while the scans end.
 func (sg *Signing) sign(ctx context.Context, s *sign.Signer, layers layerSource) error {
 	res := sg.res
 	sopts := []sign.Option{sign.WithNameOptions(nameOpts(sg.insecure)...)}
-	sres, err := sign.Image(ctx, res.Ref, s, sopts...)
-	if err != nil {
-		return fmt.Errorf("signing %s: %w", res.Ref, err)
-	}
-	res.Signed = sres
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		sres, err := sign.Image(gctx, res.Ref, s, sopts...)
+		if err != nil {
+			return fmt.Errorf("signing %s: %w", res.Ref, err)
+		}
+		res.Signed = sres
+		return nil
+	})
+	g.Go(func() error { return sg.attest(gctx, s, sopts, layers) })
+	return g.Wait()
+}
+
+// attest attaches the SBOMs (attachSBOMs) and then each platform's
+// provenance, which goes to the same attestation image as its SBOM:
+// concurrently per platform.
+func (sg *Signing) attest(ctx context.Context, s *sign.Signer, sopts []sign.Option, layers layerSource) error {
 	if err := sg.attachSBOMs(ctx, s, sopts, layers); err != nil {
 		return err
 	}
-	// Each platform's provenance goes to its own attestation image, after
-	// its SBOM (which writes the same image): concurrently per platform.
 	g, gctx := errgroup.WithContext(ctx)
-	for _, p := range res.Platforms {
+	for _, p := range sg.res.Platforms {
 		st, ok := sg.provenance[p.Platform]
 		if !ok {
 			continue

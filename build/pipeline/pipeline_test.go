@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -129,6 +130,7 @@ type phaseBuilder struct {
 	mu     sync.Mutex
 	events []string
 	amd64  chan struct{} // closed when linux/amd64's push returns
+	fail   string        // "<platform> <kind>": that Build call fails
 }
 
 func (p *phaseBuilder) Build(_ context.Context, s build.Spec) (*build.PlatformResult, error) {
@@ -142,6 +144,9 @@ func (p *phaseBuilder) Build(_ context.Context, s build.Spec) (*build.PlatformRe
 	p.mu.Lock()
 	p.events = append(p.events, "start "+s.Platform+" "+kind)
 	p.mu.Unlock()
+	if p.fail == s.Platform+" "+kind {
+		return nil, errors.New("failed: " + p.fail)
+	}
 	r := &build.PlatformResult{Platform: s.Platform, Exported: "sha256:" + kind, Steps: 0, CachedSteps: 3, Duration: build.Duration(time.Second)}
 	if kind == "prepare" {
 		r.Steps, r.CachedSteps = 2, 1
@@ -175,7 +180,7 @@ func TestSolveAllPushesInTurn(t *testing.T) {
 		{Platform: "linux/arm64", Push: true, Provenance: true, CacheTo: []string{"r/c"}},
 	}
 	b := &phaseBuilder{amd64: make(chan struct{})}
-	res, err := solveAll(context.Background(), b, specs, nil, "")
+	res, err := solveAll(context.Background(), b, specs, nil, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,11 +193,68 @@ func TestSolveAllPushesInTurn(t *testing.T) {
 	}
 
 	archive := []build.Spec{{Platform: "linux/amd64", Archive: "a"}, {Platform: "linux/arm64", Archive: "b"}}
-	b = &phaseBuilder{amd64: make(chan struct{})}
-	if _, err := solveAll(context.Background(), b, archive, nil, ""); err != nil {
-		t.Fatal(err)
+	for _, prepared := range []func(*build.PlatformResult){nil, func(*build.PlatformResult) { t.Error("prepared called for an archive build") }} {
+		b = &phaseBuilder{amd64: make(chan struct{})}
+		if _, err := solveAll(context.Background(), b, archive, nil, "", prepared); err != nil {
+			t.Fatal(err)
+		}
+		if len(b.events) != 4 {
+			t.Errorf("archive build: Build calls %q, want one per platform", b.events)
+		}
 	}
-	if len(b.events) != 4 {
-		t.Errorf("archive build: Build calls %q, want one per platform", b.events)
+}
+
+// With a prepared callback (the SBOM scans of a signed push), every
+// platform is prepared first, the callback gets it, and it is pushed as
+// soon as the platform before it is pushed: the callback's work (the scan)
+// runs while it is pushed.
+func TestSolveAllPreparesEveryPlatformBeforeItsPush(t *testing.T) {
+	specs := []build.Spec{
+		{Platform: "linux/amd64", Push: true, Provenance: true, CacheTo: []string{"r/c"}},
+		{Platform: "linux/arm64", Push: true, Provenance: true, CacheTo: []string{"r/c"}},
+	}
+	for _, n := range []int{1, 2} {
+		b := &phaseBuilder{amd64: make(chan struct{})}
+		res, err := solveAll(context.Background(), b, specs[:n], nil, "", func(r *build.PlatformResult) {
+			if r.Exported != "sha256:prepare" {
+				t.Errorf("prepared got %s's %s, want its prepare's result", r.Platform, r.Exported)
+			}
+			b.mu.Lock()
+			b.events = append(b.events, "prepared "+r.Platform)
+			b.mu.Unlock()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.events) != 5*n {
+			t.Errorf("%d platform(s): events %q, want a prepare, the callback and a push each", n, b.events)
+		}
+		for _, r := range res {
+			order := []string{"start " + r.Platform + " prepare", "end " + r.Platform + " prepare", "prepared " + r.Platform, "start " + r.Platform + " push", "end " + r.Platform + " push"}
+			last := -1
+			for _, e := range order {
+				i := slices.Index(b.events, e)
+				if i <= last {
+					t.Errorf("%d platform(s): events %q: want %q in this order", n, b.events, order)
+					break
+				}
+				last = i
+			}
+			if r.Exported != "sha256:push" || r.Steps != 2 || r.CachedSteps != 1 || time.Duration(r.Duration) != 2*time.Second {
+				t.Errorf("%s result %+v: want the push's digest, the prepare's step counts and both durations", r.Platform, r)
+			}
+		}
+	}
+
+	// A platform that fails stops the others; its error is the one returned.
+	for _, fail := range []string{"linux/amd64 prepare", "linux/amd64 push", "linux/arm64 prepare"} {
+		b := &phaseBuilder{amd64: make(chan struct{}), fail: fail}
+		_, err := solveAll(context.Background(), b, specs, nil, "", func(*build.PlatformResult) {})
+		if err == nil || err.Error() != "failed: "+fail {
+			t.Errorf("%s failing: error %v, want it", fail, err)
+		}
+		if fail == "linux/amd64 prepare" && slices.Contains(b.events, "start linux/arm64 push") {
+			t.Errorf("%s failing: events %q: linux/arm64 pushed after it", fail, b.events)
+		}
 	}
 }

@@ -57,6 +57,7 @@ type Signing struct {
 	sbomLock   bool
 	scanner    Scanner
 	images     builderImages
+	early      *earlyScans // the scans run while pushing, if any
 	warnings   io.Writer
 }
 
@@ -92,6 +93,9 @@ type SBOMOutput struct {
 	// pushed by cross-repository mount without pulling them) or "registry"
 	// (read back from the registry it was pushed to).
 	ReadFrom string `json:"readFrom,omitempty"`
+	// WhilePushing is set when the image was scanned while it was pushed
+	// (read from the builder's store, where the solve prepared it).
+	WhilePushing bool `json:"whilePushing,omitempty"`
 	// BaseLayersPrefetched counts the image's layers the scan read as
 	// decompressed during the solve (the base's) instead of pulling them
 	// after the push.

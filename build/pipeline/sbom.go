@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,10 +50,7 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 			return fmt.Errorf("attaching the SBOM to %s: %w", res.Ref, err)
 		}
 	}
-	format := sg.sbomFormat
-	if format == "" {
-		format = sbom.FormatSPDX
-	}
+	format := sbomFormat(sg.sbomFormat)
 	version := ""
 	if len(res.Set.Tags) > 0 {
 		version = res.Set.Tags[0]
@@ -66,6 +64,11 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 		if tool, err = sg.scanner.Tool(ctx); err != nil {
 			return fmt.Errorf("the SBOM scanner: %w", err)
 		}
+	}
+	// The platforms warn concurrently.
+	warnings := &lockedWriter{w: sg.warnings}
+	if warnings.w == nil {
+		warnings.w = io.Discard
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxConcurrentScans)
@@ -98,8 +101,19 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 				return nil
 			}
 			doc := lockDoc
-			if !sg.sbomLock {
-				img, from, done, err := sg.platformImage(gctx, ref, &res.Platforms[i])
+			early, err := sg.early.scanned(gctx, p.Platform, p.Digest)
+			if err != nil {
+				if gctx.Err() != nil {
+					return gctx.Err()
+				}
+				fmt.Fprintf(warnings, "warning: scanning the %s image while it was pushed: %v; scanning it again\n", p.Platform, err)
+			}
+			if early != nil {
+				scan := early.result
+				doc, predicateType, out.Packages, out.BaseLayersPrefetched = scan.Document, scan.PredicateType, scan.Counts, scan.LayersPrefetched
+				out.ReadFrom, out.WhilePushing = early.readFrom, true
+			} else if !sg.sbomLock {
+				img, from, done, err := sg.platformImage(gctx, ref, &res.Platforms[i], warnings)
 				if err != nil {
 					return err
 				}
@@ -111,7 +125,7 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 						if gctx.Err() != nil {
 							return gctx.Err()
 						}
-						fmt.Fprintf(sg.warnings, "warning: prefetching the %s base's layers for its SBOM: %v; the scan reads them itself\n", p.Platform, err)
+						fmt.Fprintf(warnings, "warning: prefetching the %s base's layers for its SBOM: %v; the scan reads them itself\n", p.Platform, err)
 					}
 				}
 				scan, err := sg.scanner.Scan(gctx, img, sbom.Options{Name: sg.repo.Name(), Version: version, Platform: p.Platform,
@@ -125,11 +139,26 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 				return fmt.Errorf("attaching %s's SBOM to %s: %w", p.Platform, ref, err)
 			}
 			out.Duration = build.Duration(time.Since(start))
+			if early != nil {
+				out.Duration = build.Duration(early.duration)
+			}
 			res.Platforms[i].SBOM = out
 			return nil
 		})
 	}
 	return g.Wait()
+}
+
+// lockedWriter serializes the writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // builderImages opens a platform image from the builder that made it
@@ -144,7 +173,7 @@ type builderImages interface {
 // pushed by cross-repository mount) from the registry; else read back
 // from the registry. from says where it was read, once the scan is done;
 // done releases it.
-func (sg *Signing) platformImage(ctx context.Context, ref name.Digest, p *PlatformOutput) (img v1.Image, from func() string, done func(), err error) {
+func (sg *Signing) platformImage(ctx context.Context, ref name.Digest, p *PlatformOutput, warnings io.Writer) (img v1.Image, from func() string, done func(), err error) {
 	// The registry's copy: its manifest only, unless a layer is read from
 	// it (every layer without a builder; those the builder lacks).
 	pushed, err := remote.Image(ref, sg.remoteOpts...)
@@ -164,7 +193,7 @@ func (sg *Signing) platformImage(ctx context.Context, ref name.Digest, p *Platfo
 		if ctx.Err() != nil {
 			return nil, nil, nil, ctx.Err()
 		}
-		fmt.Fprintf(sg.warnings, "warning: reading the %s image from its builder for its SBOM: %v; the scan reads it from the registry\n", p.Platform, err)
+		fmt.Fprintf(warnings, "warning: reading the %s image from its builder for its SBOM: %v; the scan reads it from the registry\n", p.Platform, err)
 	}
 	return pushed, func() string { return "registry" }, func() {}, nil
 }

@@ -457,6 +457,10 @@ jq -e 'all(.platforms[]; .sbom.baseLayersPrefetched >= 1)' "$lj" >/dev/null && !
 log "the scans read: $(jq -c '[.platforms[] | {platform, readFrom: .sbom.readFrom}]' "$lj")"
 jq -e 'all(.platforms[]; .sbom.readFrom | startswith("builder"))' "$lj" >/dev/null && ! grep -q "from its builder for its SBOM" "$work/lock-cold.err" \
   || fail "the scans did not read the images from buildkitd: $(jq -c '[.platforms[] | {platform, readFrom: .sbom.readFrom}]' "$lj"); $(grep "from its builder" "$work/lock-cold.err")"
+# ... and scanned while it was pushed: the solve prepared each image in
+# buildkitd's store, and its scan ran during its push, not after it.
+jq -e 'all(.platforms[]; .sbom.whilePushing == true)' "$lj" >/dev/null && ! grep -q "while it was pushed" "$work/lock-cold.err" \
+  || fail "the scans did not run while the images were pushed: $(jq -c '[.platforms[] | {platform, whilePushing: .sbom.whilePushing}]' "$lj"); $(grep "while it was pushed" "$work/lock-cold.err")"
 locktag=$lockref:$(jq -r '.tags[0]' "$lj")
 "$imagectl" verify "$locktag" --key "$work/cosign.pub" --output json >"$work/verify-lock.json" 2>"$work/verify-lock.err" \
   || { jq . "$work/verify-lock.json" >&2; cat "$work/verify-lock.err" >&2; fail "verify of the locked image"; }

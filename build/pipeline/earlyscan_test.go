@@ -1,0 +1,192 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/imagectl/imagectl/build"
+	"github.com/imagectl/imagectl/build/buildtest"
+	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/imagespec/imagetest"
+	"github.com/imagectl/imagectl/sbom"
+)
+
+// storeImages stands in for buildkitd's content store (builderImages): it
+// opens each platform's image from the registry the test pushed it to, by
+// the digest the prepare "exported", and records what it was asked.
+type storeImages struct {
+	repo name.Repository
+	mu   sync.Mutex
+	asks []string // "<platform> <want>"
+}
+
+func (s *storeImages) Image(_ context.Context, res *build.PlatformResult, want string, fallback v1.Image) (v1.Image, func() error, func() int, error) {
+	s.mu.Lock()
+	s.asks = append(s.asks, res.Platform+" "+want)
+	s.mu.Unlock()
+	if fallback == nil {
+		return nil, nil, nil, errors.New("no fallback: an early scan passes the base")
+	}
+	if want == "" {
+		want = res.Exported
+	}
+	img, err := remote.Image(s.repo.Digest(want))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return img, func() error { return nil }, func() int { return 0 }, nil
+}
+
+// countingScanner is a Scanner that writes a small document naming the
+// image it scanned, and counts its scans.
+type countingScanner struct {
+	mu    sync.Mutex
+	scans []string // "<platform> <digest>"
+}
+
+func (c *countingScanner) Tool(context.Context) (string, error) { return "imagectl-syft-test", nil }
+
+func (c *countingScanner) Scan(_ context.Context, img v1.Image, o sbom.Options) (*sbom.Result, error) {
+	d, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.scans = append(c.scans, o.Platform+" "+d.String())
+	c.mu.Unlock()
+	doc := []byte(`{"spdxVersion":"SPDX-2.3","name":"` + d.String() + `","creationInfo":{"creators":["Tool: imagectl-syft-test"]}}`)
+	return &sbom.Result{Document: doc, PredicateType: imagespec.PredicateSPDX, Counts: map[string]int{"deb": 1}}, nil
+}
+
+// A signed push scans each platform image as the solve prepares it, from
+// the builder's store (the base image given for the layers it lacks), and
+// the sign stage attaches that scan: nothing is scanned after the push.
+// A scan of another manifest than the one pushed is not used: the image
+// pushed is scanned again, with a warning.
+func TestEarlyScansAreWhatIsAttached(t *testing.T) {
+	ctx := context.Background()
+	s := signerForTest(t)
+	for _, tc := range []struct {
+		name      string
+		pushed    func(p PlatformOutput, all []PlatformOutput) string // the digest "pushed" for p
+		wantScans int                                                 // scans in all
+		warning   string
+	}{
+		{"same manifest", func(p PlatformOutput, _ []PlatformOutput) string { return p.Digest }, 2, ""},
+		{"another manifest pushed", func(p PlatformOutput, all []PlatformOutput) string {
+			for _, o := range all {
+				if o.Platform != p.Platform {
+					return o.Digest
+				}
+			}
+			return ""
+		}, 4, "scanning it again"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, set, platforms := earlyScanImage(t)
+			images := &storeImages{repo: root.Context()}
+			scanner := &countingScanner{}
+			req := &Request{Sign: SignOptions{Scanner: scanner}, Publish: PublishOptions{Push: true}}
+			tg := &target{rendered: &build.Rendered{Set: set}, repo: root.Context(), epoch: time.Unix(1752537600, 0)}
+			es := startEarlyScans(ctx, req, tg, builderWithImages{images}, true, nil)
+			if es == nil {
+				t.Fatal("no early scans for a signed push by a builder that opens its images")
+			}
+			defer es.stop()
+			for _, p := range platforms {
+				es.prepared()(&p.PlatformResult)
+			}
+			res := &Result{Ref: root.String(), Set: set}
+			for _, p := range platforms {
+				p.Digest = tc.pushed(p, platforms)
+				res.Platforms = append(res.Platforms, p)
+			}
+			var warnings bytes.Buffer
+			sg := &Signing{res: res, repo: root.Context(), epoch: tg.epoch, scanner: scanner, images: images, early: es, warnings: &warnings}
+			if err := sg.attachSBOMs(ctx, s, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			if len(scanner.scans) != tc.wantScans {
+				t.Errorf("scans %q, want %d", scanner.scans, tc.wantScans)
+			}
+			for _, a := range images.asks[:2] {
+				if !strings.HasSuffix(a, " ") {
+					t.Errorf("the early scans asked the builder for %q, want its prepared image (want \"\")", images.asks)
+				}
+			}
+			for _, p := range res.Platforms {
+				early := tc.warning == ""
+				if p.SBOM == nil || p.SBOM.WhilePushing != early || p.SBOM.ReadFrom != "builder" {
+					t.Errorf("%s: SBOM output %+v, want whilePushing %v, read from the builder", p.Platform, p.SBOM, early)
+				}
+			}
+			if tc.warning == "" && warnings.Len() > 0 || !strings.Contains(warnings.String(), tc.warning) {
+				t.Errorf("warnings %q, want %q", warnings.String(), tc.warning)
+			}
+		})
+	}
+
+	// No early scans where the build would not scan after the push either,
+	// or cannot read its images from the builder.
+	root, set, _ := earlyScanImage(t)
+	tg := &target{rendered: &build.Rendered{Set: set}, repo: root.Context()}
+	for name, c := range map[string]struct {
+		req    Request
+		b      build.Interface
+		signer bool
+	}{
+		"not signing":      {Request{Sign: SignOptions{Scanner: &countingScanner{}}, Publish: PublishOptions{Push: true}}, builderWithImages{&storeImages{}}, false},
+		"SBOM from lock":   {Request{Sign: SignOptions{Scanner: &countingScanner{}, SBOMFromLock: true}, Publish: PublishOptions{Push: true}}, builderWithImages{&storeImages{}}, true},
+		"archive":          {Request{Sign: SignOptions{Scanner: &countingScanner{}}}, builderWithImages{&storeImages{}}, true},
+		"forced":           {Request{Sign: SignOptions{Scanner: &countingScanner{}}, Publish: PublishOptions{Push: true}, Force: true}, builderWithImages{&storeImages{}}, true},
+		"builder opens no": {Request{Sign: SignOptions{Scanner: &countingScanner{}}, Publish: PublishOptions{Push: true}}, &buildtest.Builder{}, true},
+	} {
+		if es := startEarlyScans(ctx, &c.req, tg, c.b, c.signer, nil); es != nil {
+			es.stop()
+			t.Errorf("%s: early scans started", name)
+		}
+	}
+}
+
+// builderWithImages is a build.Interface that opens the images it built.
+type builderWithImages struct{ *storeImages }
+
+func (builderWithImages) Build(context.Context, build.Spec) (*build.PlatformResult, error) {
+	return nil, errors.New("not built here")
+}
+
+// earlyScanImage pushes the test image to a registry of its own and returns
+// it, a set whose base is it and its platforms as the solve prepared them.
+func earlyScanImage(t *testing.T) (name.Digest, imagespec.Set, []PlatformOutput) {
+	t.Helper()
+	root, im := pushTestImage(t, "team/img:t")
+	spec := imagetest.Default()
+	set := spec.Lock()
+	set.Tags = []string{"t"}
+	set.CodeServer.Base = root.Context().String()
+	set.CodeServer.Platforms = map[string]string{}
+	var platforms []PlatformOutput
+	for _, d := range im.Manifests {
+		if d.Platform == nil || d.Platform.OS == "unknown" {
+			continue
+		}
+		p := d.Platform.OS + "/" + d.Platform.Architecture
+		set.CodeServer.Platforms[p] = d.Digest.String() // a base that exists
+		po := PlatformOutput{Digest: d.Digest.String()}
+		po.Platform, po.Exported = p, d.Digest.String()
+		platforms = append(platforms, po)
+	}
+	if len(platforms) != 2 {
+		t.Fatalf("test image has %d platforms, want 2", len(platforms))
+	}
+	return root, set, platforms
+}
