@@ -171,8 +171,8 @@ type builderImages interface {
 // platformImage is the image p's scan reads: from the builder when it can
 // (sg.images), with the layers the builder does not hold (a base's,
 // pushed by cross-repository mount) from the registry; else read back
-// from the registry. from says where it was read, once the scan is done;
-// done releases it.
+// from the registry, saying why on warnings. from says where it was read,
+// once the scan is done; done releases it.
 func (sg *Signing) platformImage(ctx context.Context, ref name.Digest, p *PlatformOutput, warnings io.Writer) (img v1.Image, from func() string, done func(), err error) {
 	// The registry's copy: its manifest only, unless a layer is read from
 	// it (every layer without a builder; those the builder lacks).
