@@ -10,12 +10,15 @@
 #       bookworm's nodejs is 18, too old). Release tarballs bundle their node the
 #       same way, so the layout is the real one.
 #   /init and /etc/s6-overlay/s6-rc.d/{init-code-server,svc-code-server}/run
-#       stand-ins for s6-overlay: /init runs the init step, then execs the
-#       service, which is linuxserver's svc-code-server/run as upstream has it
-#       (code-server as user abc, --bind-addr [::]:8443 --user-data-dir
-#       /config/data --extensions-dir /config/extensions, --auth password when
-#       PASSWORD or HASHED_PASSWORD is set, else none).
-#   /usr/bin/{with-contenv,s6-notifyoncheck,s6-setuidgid}
+#       stand-ins for s6-overlay and linuxserver's services, written here from
+#       what the real image is known to do (../shared/notes/real-world-facts.md,
+#       docs/faithful-base.md), not copied from it: /init runs the init step,
+#       then execs the service, which runs code-server as user abc (as the
+#       container's user in linuxserver's non-root mode, LSIO_NON_ROOT_USER)
+#       with --bind-addr [::]:8443 --user-data-dir /config/data
+#       --extensions-dir /config/extensions, and --auth password when PASSWORD
+#       or HASHED_PASSWORD is set, else none.
+#   /usr/bin/{with-contenv,s6-setuidgid}
 #       minimal shims with the same calling convention as s6's.
 #
 # usage: code-server.sh ROOT     (ROOT is the root filesystem, e.g. mmdebstrap's "$1")
@@ -65,71 +68,32 @@ cat >"$s6/init-code-server/run" <<'SH'
 # Stand-in: the directories linuxserver's init-code-server makes, and the
 # ownership it sets unless it runs in linuxserver's non-root mode
 # (LSIO_NON_ROOT_USER set: the container's user owns what it writes).
-mkdir -p /config/{extensions,data,workspace}
-if [[ -z ${LSIO_NON_ROOT_USER} ]]; then
-    chown abc:abc /config /config/workspace
-fi
+mkdir -p /config/extensions /config/data /config/workspace
+[ -n "${LSIO_NON_ROOT_USER:-}" ] || chown abc:abc /config /config/workspace
 SH
 cat >"$s6/svc-code-server/run" <<'SH'
 #!/usr/bin/with-contenv bash
-# linuxserver's svc-code-server/run as it is upstream (docker-code-server
-# master, read November 2026): password auth when PASSWORD or
-# HASHED_PASSWORD is set, none otherwise.
-if [[ -n "${PASSWORD}" ]] || [[ -n "${HASHED_PASSWORD}" ]]; then
-    AUTH="password"
+# Stand-in service: code-server in the foreground, plain HTTP on port 8443
+# of every address, its data and extensions under /config; a password
+# login when PASSWORD or HASHED_PASSWORD is set (code-server reads them
+# from the environment), no login otherwise; as abc, or as the container's
+# own user in non-root mode.
+set -u
+opts=(--bind-addr "[::]:8443" --user-data-dir /config/data --extensions-dir /config/extensions)
+if [ -n "${PASSWORD:-}${HASHED_PASSWORD:-}" ]; then
+  opts+=(--auth password)
 else
-    AUTH="none"
-    echo "starting with no password"
+  opts+=(--auth none)
 fi
-
-if [[ -z ${PROXY_DOMAIN+x} ]]; then
-    PROXY_DOMAIN_ARG=""
-else
-    PROXY_DOMAIN_ARG="--proxy-domain=${PROXY_DOMAIN}"
+opts+=("${DEFAULT_WORKSPACE:-/config/workspace}")
+if [ -n "${LSIO_NON_ROOT_USER:-}" ]; then
+  exec /app/code-server/bin/code-server "${opts[@]}"
 fi
-
-if [[ -z ${PWA_APPNAME} ]]; then
-    PWA_APPNAME="code-server"
-fi
-
-if [[ -z ${LSIO_NON_ROOT_USER} ]]; then
-    exec \
-        s6-notifyoncheck -d -n 300 -w 1000 -c "nc -z 127.0.0.1 8443" \
-            s6-setuidgid abc \
-                /app/code-server/bin/code-server \
-                    --bind-addr "[::]:8443" \
-                    --user-data-dir /config/data \
-                    --extensions-dir /config/extensions \
-                    --disable-telemetry \
-                    --auth "${AUTH}" \
-                    --app-name "${PWA_APPNAME}" \
-                    "${PROXY_DOMAIN_ARG}" \
-                    "${DEFAULT_WORKSPACE:-/config/workspace}"
-else
-    exec \
-        s6-notifyoncheck -d -n 300 -w 1000 -c "nc -z 127.0.0.1 8443" \
-            /app/code-server/bin/code-server \
-                --bind-addr "[::]:8443" \
-                --user-data-dir /config/data \
-                --extensions-dir /config/extensions \
-                --disable-telemetry \
-                --auth "${AUTH}" \
-                --app-name "${PWA_APPNAME}" \
-                "${PROXY_DOMAIN_ARG}" \
-                "${DEFAULT_WORKSPACE:-/config/workspace}"
-fi
+exec s6-setuidgid abc /app/code-server/bin/code-server "${opts[@]}"
 SH
 cat >"$root/usr/bin/with-contenv" <<'SH'
 #!/bin/sh
 # Shim: the process environment already is the container's.
-exec "$@"
-SH
-cat >"$root/usr/bin/s6-notifyoncheck" <<'SH'
-#!/bin/sh
-# Shim: drop s6-notifyoncheck's options, run the program.
-while [ $# -gt 0 ]; do
-  case $1 in -d|-3) shift ;; -n|-w|-c|-s|-t) shift 2 ;; *) break ;; esac
-done
 exec "$@"
 SH
 cat >"$root/usr/bin/s6-setuidgid" <<'SH'
@@ -139,4 +103,4 @@ u=$1; shift
 exec setpriv --reuid="$u" --regid="$u" --init-groups "$@"
 SH
 chmod 0755 "$root/init" "$s6/init-code-server/run" "$s6/svc-code-server/run" \
-  "$root/usr/bin/with-contenv" "$root/usr/bin/s6-notifyoncheck" "$root/usr/bin/s6-setuidgid"
+  "$root/usr/bin/with-contenv" "$root/usr/bin/s6-setuidgid"
