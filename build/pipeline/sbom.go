@@ -17,6 +17,7 @@ import (
 
 	"github.com/imagectl/imagectl/build"
 	"github.com/imagectl/imagectl/imagespec"
+	"github.com/imagectl/imagectl/internal/syncbuf"
 	"github.com/imagectl/imagectl/regauth"
 	"github.com/imagectl/imagectl/sbom"
 	"github.com/imagectl/imagectl/sbom/document"
@@ -65,11 +66,7 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 			return fmt.Errorf("the SBOM scanner: %w", err)
 		}
 	}
-	// The platforms warn concurrently.
-	warnings := &lockedWriter{w: sg.warnings}
-	if warnings.w == nil {
-		warnings.w = io.Discard
-	}
+	warnings := syncbuf.NewWriter(sg.warnings) // the platforms warn concurrently
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxConcurrentScans)
 	for i := range res.Platforms {
@@ -147,18 +144,6 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 		})
 	}
 	return g.Wait()
-}
-
-// lockedWriter serializes the writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // builderImages opens a platform image from the builder that made it

@@ -2,6 +2,7 @@ package syncbuf
 
 import (
 	"bytes"
+	"io"
 	"sync"
 )
 
@@ -24,4 +25,26 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// Writer serializes the writes to the writer it wraps, for writers shared
+// by goroutines (a bytes.Buffer, a caller's io.Writer).
+type Writer struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewWriter wraps w; a nil w discards what is written.
+func NewWriter(w io.Writer) *Writer {
+	if w == nil {
+		w = io.Discard
+	}
+	return &Writer{w: w}
+}
+
+// Write writes p to the wrapped writer, one Write at a time.
+func (w *Writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
 }
