@@ -97,8 +97,8 @@ type SBOMOutput struct {
 	// (read from the builder's store, where the solve prepared it).
 	WhilePushing bool `json:"whilePushing,omitempty"`
 	// BaseLayersPrefetched counts the image's layers the scan read as
-	// decompressed during the solve (the base's) instead of pulling them
-	// after the push.
+	// decompressed during the solve (the base's) instead of pulling and
+	// decompressing them itself.
 	BaseLayersPrefetched int `json:"baseLayersPrefetched,omitempty"`
 	// Reused says why the manifest's SBOM attestation was kept: it already
 	// carried this SBOM signed by the key (nothing scanned or uploaded).

@@ -200,7 +200,8 @@ type warmer interface {
 
 // basePrefetch decompresses each platform's base layers (sbom.Prefetch)
 // while the build fetches, lays out and solves, for the scan of the
-// platform image after the push: most of what a scan reads is the base,
+// platform image (beside its push, or after it): most of what a scan
+// reads is the base,
 // and the solve leaves CPU idle (one core of two, measured on the
 // benchmark's cold build).
 type basePrefetch struct {
