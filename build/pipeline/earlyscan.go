@@ -50,40 +50,25 @@ type earlyScan struct {
 	err      error
 }
 
-// startEarlyScans returns the early scans of a build that signs with an
-// SBOM scanned from each pushed image (not --sbom-from-lock) and whose
-// inputs are not known to be published (no Force: a forced rebuild keeps
-// the SBOMs its manifests carry), when b can open the images it built
-// (builderImages); nil otherwise, and the scans run after the push. The
-// scans start as each platform is prepared (start).
-func startEarlyScans(ctx context.Context, req *Request, t *target, b build.Interface, signer bool, layers layerSource) *earlyScans {
+// startEarlyScans returns the early scans of a build that scans its
+// pushed images (Request.scansPushedImages) when b can open the images it
+// built (builderImages); nil otherwise, and the scans run after the push.
+// The scans start as each platform is prepared (start).
+func startEarlyScans(ctx context.Context, req *Request, t *target, b build.Interface, layers layerSource) *earlyScans {
 	images, ok := b.(builderImages)
-	if !signer || !ok || req.Sign.SBOMFromLock || req.Sign.Scanner == nil || !req.Publish.Push || req.Force {
+	bases := baseDigests(t.set())
+	if !ok || !req.scansPushedImages() || req.Sign.Scanner == nil || bases == nil {
 		return nil
 	}
-	set := t.set()
-	baseRef, err := name.ParseReference(set.CodeServer.Base)
-	if err != nil {
-		return nil // layout refused it already
-	}
-	version := ""
-	if len(set.Tags) > 0 {
-		version = set.Tags[0]
-	}
 	ctx, cancel := context.WithCancel(ctx)
-	es := &earlyScans{
-		scanner: req.Sign.Scanner, images: images, layers: layers,
-		base:   map[string]name.Digest{},
-		opts:   sbom.Options{Name: t.repo.Name(), Version: version, Created: t.epoch, Extensions: set.Extensions, Format: sbomFormat(req.Sign.SBOMFormat)},
+	return &earlyScans{
+		scanner: req.Sign.Scanner, images: images, layers: layers, base: bases,
+		opts:   scanOptions(t.repo, t.set(), t.epoch, sbomFormat(req.Sign.SBOMFormat)),
 		remote: regauth.RemoteOptions(ctx, req.Publish.RemoteOptions...),
 		ctx:    ctx, cancel: cancel,
 		sem:   make(chan struct{}, maxConcurrentScans),
 		scans: map[string]*earlyScan{},
 	}
-	for _, p := range set.Platforms {
-		es.base[p] = baseRef.Context().Digest(set.CodeServer.Platforms[p])
-	}
-	return es
 }
 
 // start starts the scan of the image r prepared (solveAll's prepared).
@@ -134,10 +119,7 @@ func (es *earlyScans) scan(sc *earlyScan, r *build.PlatformResult) error {
 	if sc.result, err = es.scanner.Scan(es.ctx, img, o); err != nil {
 		return err
 	}
-	sc.readFrom = "builder"
-	if n := fellBack(); n > 0 {
-		sc.readFrom = fmt.Sprintf("builder, %d base layer(s) from the registry", n)
-	}
+	sc.readFrom = readFromBuilder(fellBack())
 	return nil
 }
 

@@ -95,9 +95,9 @@ func TestEarlyScansAreWhatIsAttached(t *testing.T) {
 			root, set, platforms := earlyScanImage(t)
 			images := &storeImages{repo: root.Context()}
 			scanner := &countingScanner{}
-			req := &Request{Sign: SignOptions{Scanner: scanner}, Publish: PublishOptions{Push: true}}
+			req := &Request{Sign: SignOptions{Signer: s, Scanner: scanner}, Publish: PublishOptions{Push: true}}
 			tg := &target{rendered: &build.Rendered{Set: set}, repo: root.Context(), epoch: time.Unix(1752537600, 0)}
-			es := startEarlyScans(ctx, req, tg, builderWithImages{images}, true, nil)
+			es := startEarlyScans(ctx, req, tg, builderWithImages{images}, nil)
 			if es == nil {
 				t.Fatal("no early scans for a signed push by a builder that opens its images")
 			}
@@ -140,20 +140,27 @@ func TestEarlyScansAreWhatIsAttached(t *testing.T) {
 	root, set, _ := earlyScanImage(t)
 	tg := &target{rendered: &build.Rendered{Set: set}, repo: root.Context()}
 	for name, c := range map[string]struct {
-		req    Request
-		b      build.Interface
-		signer bool
+		req Request
+		b   build.Interface
 	}{
-		"not signing":      {Request{Sign: SignOptions{Scanner: &countingScanner{}}, Publish: PublishOptions{Push: true}}, builderWithImages{&storeImages{}}, false},
-		"SBOM from lock":   {Request{Sign: SignOptions{Scanner: &countingScanner{}, SBOMFromLock: true}, Publish: PublishOptions{Push: true}}, builderWithImages{&storeImages{}}, true},
-		"archive":          {Request{Sign: SignOptions{Scanner: &countingScanner{}}}, builderWithImages{&storeImages{}}, true},
-		"forced":           {Request{Sign: SignOptions{Scanner: &countingScanner{}}, Publish: PublishOptions{Push: true}, Force: true}, builderWithImages{&storeImages{}}, true},
-		"builder opens no": {Request{Sign: SignOptions{Scanner: &countingScanner{}}, Publish: PublishOptions{Push: true}}, &buildtest.Builder{}, true},
+		"not signing":      {Request{Sign: SignOptions{Scanner: &countingScanner{}}, Publish: PublishOptions{Push: true}}, builderWithImages{&storeImages{}}},
+		"SBOM from lock":   {Request{Sign: SignOptions{Signer: s, Scanner: &countingScanner{}, SBOMFromLock: true}, Publish: PublishOptions{Push: true}}, builderWithImages{&storeImages{}}},
+		"archive":          {Request{Sign: SignOptions{Signer: s, Scanner: &countingScanner{}}}, builderWithImages{&storeImages{}}},
+		"forced":           {Request{Sign: SignOptions{Signer: s, Scanner: &countingScanner{}}, Publish: PublishOptions{Push: true}, Force: true}, builderWithImages{&storeImages{}}},
+		"builder opens no": {Request{Sign: SignOptions{Signer: s, Scanner: &countingScanner{}}, Publish: PublishOptions{Push: true}}, &buildtest.Builder{}},
 	} {
-		if es := startEarlyScans(ctx, &c.req, tg, c.b, c.signer, nil); es != nil {
+		if es := startEarlyScans(ctx, &c.req, tg, c.b, nil); es != nil {
 			es.stop()
 			t.Errorf("%s: early scans started", name)
 		}
+	}
+	// ... and they start for the same request signing, pushing, with a
+	// builder that opens its images.
+	ok := Request{Sign: SignOptions{Signer: s, Scanner: &countingScanner{}}, Publish: PublishOptions{Push: true}}
+	if es := startEarlyScans(ctx, &ok, tg, builderWithImages{&storeImages{}}, nil); es == nil {
+		t.Error("a signed push by a builder that opens its images: no early scans")
+	} else {
+		es.stop()
 	}
 }
 

@@ -253,7 +253,7 @@ func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing
 	// A signed push scans each platform image as it is pushed: the solve
 	// prepares it in its buildkitd's store first, and the scan reads it
 	// from there.
-	scans := startEarlyScans(ctx, &req, t, b, signer != nil, prefetch)
+	scans := startEarlyScans(ctx, &req, t, b, prefetch)
 	defer scans.stop() // before prefetch.stop removes the layers it reads
 	results, err := solveAll(ctx, b, specs, req.Solve.Progress, req.Solve.ProgressMode, scans.prepared())
 	if err != nil {

@@ -52,10 +52,6 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 		}
 	}
 	format := sbomFormat(sg.sbomFormat)
-	version := ""
-	if len(res.Set.Tags) > 0 {
-		version = res.Set.Tags[0]
-	}
 	var tool string
 	if !sg.sbomLock {
 		if sg.scanner == nil {
@@ -125,8 +121,9 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 						fmt.Fprintf(warnings, "warning: prefetching the %s base's layers for its SBOM: %v; the scan reads them itself\n", p.Platform, err)
 					}
 				}
-				scan, err := sg.scanner.Scan(gctx, img, sbom.Options{Name: sg.repo.Name(), Version: version, Platform: p.Platform,
-					Created: sg.epoch, Extensions: res.Set.Extensions, Format: format, LayerDir: layerDir})
+				o := scanOptions(sg.repo, &res.Set, sg.epoch, format)
+				o.Platform, o.LayerDir = p.Platform, layerDir
+				scan, err := sg.scanner.Scan(gctx, img, o)
 				if err != nil {
 					return fmt.Errorf("SBOM of %s (%s): %w", ref, p.Platform, err)
 				}
@@ -170,9 +167,9 @@ func (sg *Signing) platformImage(ctx context.Context, ref name.Digest, p *Platfo
 		if err == nil {
 			return img, func() string {
 				if n := fellBack(); n > 0 {
-					return fmt.Sprintf("builder, %d layer(s) from the registry", n)
+					return readFromBuilder(n)
 				}
-				return "builder"
+				return readFromBuilder(0)
 			}, func() { _ = closeImg() }, nil
 		}
 		if ctx.Err() != nil {
@@ -220,18 +217,12 @@ type prefetched struct {
 }
 
 // startBasePrefetch starts the prefetch of every platform's base under
-// work, and warms the scanner, when the build will scan its images: it pushes
-// and signs with an SBOM scanned from content (not --sbom-from-lock), and
-// its inputs are not known to be published (no Force: a forced rebuild of
-// published inputs keeps the SBOMs its manifests already carry, so it
-// would decompress for nothing). nil when there is nothing to prefetch.
+// work, and warms the scanner, when the build will scan its images
+// (Request.scansPushedImages). nil when there is nothing to prefetch.
 func startBasePrefetch(ctx context.Context, req *Request, set *imagespec.Set, work string) *basePrefetch {
-	if !req.signs() || req.Sign.SBOMFromLock || !req.Publish.Push || req.Force {
+	bases := baseDigests(set)
+	if !req.scansPushedImages() || bases == nil {
 		return nil
-	}
-	baseRef, err := name.ParseReference(set.CodeServer.Base)
-	if err != nil {
-		return nil // layout refused it already
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	bp := &basePrefetch{cancel: cancel, platforms: map[string]*prefetched{}}
@@ -243,7 +234,7 @@ func startBasePrefetch(ctx context.Context, req *Request, set *imagespec.Set, wo
 	for _, p := range set.Platforms {
 		pf := &prefetched{dir: filepath.Join(work, "sbom-layers", strings.ReplaceAll(p, "/", "-")), done: make(chan struct{})}
 		bp.platforms[p] = pf
-		ref := baseRef.Context().Digest(set.CodeServer.Platforms[p])
+		ref := bases[p]
 		bp.wg.Add(1)
 		go func() {
 			defer bp.wg.Done()
@@ -295,4 +286,48 @@ func (bp *basePrefetch) stop() {
 	for _, pf := range bp.platforms {
 		_ = os.RemoveAll(pf.dir)
 	}
+}
+
+// scansPushedImages reports whether the build scans each pushed platform
+// image for its SBOM: it signs with an SBOM scanned from content (not
+// SBOMFromLock), pushes, and its inputs are not known to be published (no
+// Force: a forced rebuild of published inputs keeps the SBOMs its
+// manifests already carry). The base prefetch and the scans beside the
+// push run only then.
+func (req *Request) scansPushedImages() bool {
+	return req.signs() && !req.Sign.SBOMFromLock && req.Publish.Push && !req.Force
+}
+
+// baseDigests are set's base image for each of its platforms, by digest;
+// nil when the base is not a reference (layout refuses it).
+func baseDigests(set *imagespec.Set) map[string]name.Digest {
+	ref, err := name.ParseReference(set.CodeServer.Base)
+	if err != nil {
+		return nil
+	}
+	out := map[string]name.Digest{}
+	for _, p := range set.Platforms {
+		out[p] = ref.Context().Digest(set.CodeServer.Platforms[p])
+	}
+	return out
+}
+
+// scanOptions are the scan options of set's platform images but Platform
+// and LayerDir: the same for a scan beside the push and one after it, so
+// both write the same document.
+func scanOptions(repo name.Repository, set *imagespec.Set, epoch time.Time, format string) sbom.Options {
+	o := sbom.Options{Name: repo.Name(), Created: epoch, Extensions: set.Extensions, Format: format}
+	if len(set.Tags) > 0 {
+		o.Version = set.Tags[0]
+	}
+	return o
+}
+
+// readFromBuilder is SBOMOutput.ReadFrom for an image read from its
+// builder, n of whose layers came from a registry instead.
+func readFromBuilder(n int) string {
+	if n == 0 {
+		return "builder"
+	}
+	return fmt.Sprintf("builder, %d layer(s) from the registry", n)
 }
