@@ -3,6 +3,8 @@ package kube
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -162,19 +164,54 @@ func (c *cluster) exec(t *testing.T, ns, pod, ct string, args ...string) (string
 
 // resolve is the address name resolves to in container ct of Pod pod, as
 // its libc resolver (the Pod's resolv.conf: the cluster DNS) answers
-// `getent hosts`; "" when it does not resolve.
+// `getent hosts`; "" when it does not resolve within 30 s. The cluster's
+// DNS is eventually consistent and, on a loaded 2-core machine, a UDP query
+// can go unanswered: a lookup that finds nothing is asked again, every
+// second, and each miss is logged with what CoreDNS logged of the name
+// (once a CI run saw the head Service's name not resolve after the worker
+// had joined by it). An answer, right or wrong, is returned at once.
 func (c *cluster) resolve(t *testing.T, ns, pod, ct, name string) string {
 	t.Helper()
-	out, err := c.exec(t, ns, pod, ct, "getent", "hosts", name)
+	end := time.Now().Add(30 * time.Second)
+	for try := 1; ; try++ {
+		start := time.Now()
+		out, err := c.exec(t, ns, pod, ct, "getent", "hosts", name)
+		if f := strings.Fields(out); err == nil && len(f) > 0 {
+			if try > 1 {
+				t.Logf("getent hosts %s in %s: %s, at try %d", name, pod, f[0], try)
+			}
+			return f[0]
+		}
+		t.Logf("getent hosts %s in %s, try %d (%s, at %s): %v, %q%s", name, pod, try, time.Since(start).Round(time.Millisecond), start.UTC().Format("15:04:05.000"), err, out, c.dnsLog(name))
+		if time.Now().After(end) {
+			return ""
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// dnsLog is what the node's CoreDNS logged (its log plugin: one line per
+// query, with its answer's code) of queries for name or a name that ends
+// in it (the Pod's search list), the last 20; "" off the node.
+func (c *cluster) dnsLog(name string) string {
+	dir := os.Getenv("IMAGECTL_KUBE_LOGS")
+	if dir == "" {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "coredns.log"))
 	if err != nil {
-		t.Logf("getent hosts %s in %s: %v", name, pod, err)
-		return ""
+		return "; CoreDNS's log: " + err.Error()
 	}
-	f := strings.Fields(out)
-	if len(f) == 0 {
-		return ""
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, name) {
+			lines = append(lines, l)
+		}
 	}
-	return f[0]
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return fmt.Sprintf("; CoreDNS logged, of %s (last %d lines):\n%s", name, len(lines), strings.Join(lines, "\n"))
 }
 
 // readyPod waits for the one Pod of ns matching selector to be Ready and
