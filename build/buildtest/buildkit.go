@@ -36,8 +36,9 @@ type Builder struct {
 	// RemoteOptions are used for pushes (a transport).
 	RemoteOptions []remote.Option
 
-	mu    sync.Mutex
-	calls []Call
+	mu       sync.Mutex
+	calls    []Call
+	exported map[string]v1.ImageIndex // what Build exported, by digest
 }
 
 // Calls returns the Build calls so far, in order.
@@ -65,6 +66,12 @@ func (b *Builder) Build(ctx context.Context, s build.Spec) (*build.PlatformResul
 	if err != nil {
 		return nil, err
 	}
+	b.mu.Lock()
+	if b.exported == nil {
+		b.exported = map[string]v1.ImageIndex{}
+	}
+	b.exported[d.String()] = idx
+	b.mu.Unlock()
 	switch {
 	case s.Push:
 		repo, err := name.NewRepository(s.Repo)
@@ -201,4 +208,45 @@ func writeArchive(dst string, idx v1.ImageIndex) error {
 		return err
 	}
 	return f.Close()
+}
+
+// StoreBuilder is a Builder that also opens the images it exported, as
+// build.BuildKit.Image opens them from buildkitd's content store: the
+// pipeline scans what it built from there (and, with Spec.Prepare, while
+// it pushes) instead of reading it back from the registry.
+type StoreBuilder struct{ *Builder }
+
+// Image opens the manifest want of the index res.Exported names (with want
+// "", its one image manifest), which b's Build exported; the contract of
+// build.BuildKit.Image, which this fake's images satisfy without fallback
+// (every layer is in its store: fromFallback stays 0).
+func (b StoreBuilder) Image(_ context.Context, res *build.PlatformResult, want string, _ v1.Image) (v1.Image, func() error, func() int, error) {
+	if res == nil || res.Exported == "" || res.Builder != "fake" {
+		return nil, nil, nil, fmt.Errorf("fake buildkit: no exported image of this builder to read (%+v)", res)
+	}
+	b.mu.Lock()
+	idx := b.exported[res.Exported]
+	b.mu.Unlock()
+	if idx == nil {
+		return nil, nil, nil, fmt.Errorf("fake buildkit: the store does not hold %s", res.Exported)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var images []v1.Hash
+	for _, m := range im.Manifests {
+		image := m.Annotations[imagespec.AnnotationReferenceType] != imagespec.ReferenceTypeAttestation
+		if want == "" && image || want != "" && m.Digest.String() == want {
+			images = append(images, m.Digest)
+		}
+	}
+	if len(images) != 1 {
+		return nil, nil, nil, fmt.Errorf("fake buildkit: the index %s holds %d image manifests matching %q, want one", res.Exported, len(images), want)
+	}
+	img, err := idx.Image(images[0])
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return img, func() error { return nil }, func() int { return 0 }, nil
 }

@@ -57,7 +57,7 @@ type earlyScan struct {
 func startEarlyScans(ctx context.Context, req *Request, t *target, b build.Interface, layers layerSource) *earlyScans {
 	images, ok := b.(builderImages)
 	bases := baseDigests(t.set())
-	if !ok || !req.scansPushedImages() || req.Sign.Scanner == nil || bases == nil {
+	if !ok || !req.scansPushedImages() || bases == nil {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -196,4 +199,85 @@ func earlyScanImage(t *testing.T) (name.Digest, imagespec.Set, []PlatformOutput)
 		t.Fatalf("test image has %d platforms, want 2", len(platforms))
 	}
 	return root, set, platforms
+}
+
+// Build's caller signs later (imagectl release): the build scans each
+// platform image while it is pushed, as Run does, and the Signing attaches
+// those scans (no second scan), then releases the base layers they read;
+// a Signing closed without signing releases them too.
+func TestBuildScansWhilePushingForTheLaterSign(t *testing.T) {
+	ctx := context.Background()
+	base, _, _ := earlyScanImage(t)
+	for _, signs := range []bool{true, false} {
+		t.Run(map[bool]string{true: "signed", false: "closed"}[signs], func(t *testing.T) {
+			host := newRegistry(t)
+			req, _ := happyInputs(t)
+			req.Set.CodeServer.Base = base.Context().String()
+			req.Set.CodeServer.Platforms = map[string]string{}
+			im, err := imagetest.PushedIndex(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range im.Manifests {
+				if d.Platform != nil && d.Platform.OS == "linux" {
+					req.Set.CodeServer.Platforms["linux/"+d.Platform.Architecture] = d.Digest.String()
+				}
+			}
+			req.Publish = PublishOptions{Repo: host + "/team/code-server-ray", Push: true}
+			req.Solve.Provenance = true
+			scanner := &countingScanner{}
+			req.Sign = SignOptions{Scanner: scanner}
+			req.WorkDir = t.TempDir()
+			fake := buildtest.StoreBuilder{Builder: &buildtest.Builder{}}
+			res, sg, err := Build(ctx, fake, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sg == nil {
+				t.Fatal("Build: no sign stage")
+			}
+			if sg.early == nil {
+				t.Fatal("Build: the sign stage holds no scans beside the push")
+			}
+			for _, p := range []string{"linux/amd64", "linux/arm64"} {
+				var kinds []string
+				for _, c := range fake.Calls() {
+					if c.Spec.Platform == p {
+						kinds = append(kinds, map[bool]string{true: "prepare", false: "push"}[c.Spec.Prepare])
+					}
+				}
+				if strings.Join(kinds, " ") != "prepare push" {
+					t.Errorf("%s solved as %q, want prepared (and scanned) before its push", p, kinds)
+				}
+			}
+			layers := filepath.Join(req.WorkDir, "sbom-layers")
+			for _, p := range res.Platforms {
+				if _, err := sg.early.scanned(ctx, p.Platform, p.Digest); err != nil {
+					t.Fatalf("%s: the scan beside the push: %v", p.Platform, err)
+				}
+			}
+			if ents, err := os.ReadDir(layers); err != nil || len(ents) != 2 {
+				t.Fatalf("the bases' layers under %s after Build: %v, %v; want both platforms' kept for the sign stage", layers, ents, err)
+			}
+			if signs {
+				if err := sg.Sign(ctx, signerForTest(t)); err != nil {
+					t.Fatal(err)
+				}
+				if len(scanner.scans) != 2 {
+					t.Errorf("scans %q, want one per platform, beside its push", scanner.scans)
+				}
+				for _, p := range res.Platforms {
+					if p.SBOM == nil || !p.SBOM.WhilePushing || p.SBOM.ReadFrom != "builder" {
+						t.Errorf("%s: SBOM output %+v, want whilePushing, read from the builder", p.Platform, p.SBOM)
+					}
+				}
+			} else {
+				sg.Close()
+				sg.Close() // idempotent
+			}
+			if ents, err := os.ReadDir(layers); len(ents) != 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s after the sign stage ended: %v, %v; want every platform's layers removed", layers, ents, err)
+			}
+		})
+	}
 }

@@ -75,6 +75,10 @@ type Request struct {
 	// already (imagectl release: once per command); Run computes it from
 	// Matrix otherwise.
 	Settings []byte
+
+	// signLater is set by Build: the caller signs with the Signing it
+	// returns, so the build scans its pushed images as a signing one does.
+	signLater bool
 }
 
 // ExtensionOptions are the fetch stage's: where the VSIX files come from.
@@ -190,10 +194,16 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 // (Signing.Sign; nil when nothing was pushed: an OCI archive, or an image
 // already published for these inputs). imagectl release builds with it and
 // signs in its own sign step.
+//
+// A push that the Signing will sign with a scanned SBOM is scanned as Run
+// scans it, while it is pushed: the scans (and the base layers they read,
+// under the work directory) are held by the Signing until its Sign ends,
+// or its Close for a caller that does not sign. They run under ctx.
 func Build(ctx context.Context, b build.Interface, req Request) (*Result, *Signing, error) {
 	if req.signs() {
 		return nil, nil, fmt.Errorf("pipeline.Build does not sign: run the returned Signing instead")
 	}
+	req.signLater = true
 	return run(ctx, b, req)
 }
 
@@ -223,11 +233,15 @@ func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing
 	if err != nil {
 		return nil, nil, err
 	}
-	defer cleanup()
+	// What the scans read lives until the sign stage ends: released when
+	// run returns, or by the Signing handed to the caller (held.handOver).
+	var held holder
+	defer held.release()
+	held.add(cleanup)
 	// The bases are decompressed for the SBOM scans from here on, while
 	// the extensions are fetched, laid out and solved.
 	prefetch := startBasePrefetch(ctx, &req, t.set(), work)
-	defer prefetch.stop() // before cleanup removes work
+	held.add(prefetch.stop) // before cleanup removes work
 	if err := preflight(ctx, b, t.set().Platforms, t.repo, req.Publish.Push); err != nil {
 		return nil, nil, err
 	}
@@ -254,7 +268,7 @@ func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing
 	// prepares it in its buildkitd's store first, and the scan reads it
 	// from there.
 	scans := startEarlyScans(ctx, &req, t, b, prefetch)
-	defer scans.stop() // before prefetch.stop removes the layers it reads
+	held.add(scans.stop) // before prefetch.stop removes the layers it reads
 	results, err := solveAll(ctx, b, specs, req.Solve.Progress, req.Solve.ProgressMode, scans.prepared())
 	if err != nil {
 		return nil, nil, err
@@ -286,7 +300,35 @@ func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing
 	if !req.Publish.Push {
 		sg = nil
 	}
+	if sg != nil {
+		// The caller signs later: the scans and the layers they read go
+		// with the sign stage.
+		sg.layers = prefetch
+		sg.release = held.handOver()
+	}
 	return res, sg, nil
+}
+
+// holder holds what a build releases when it ends (the work directory,
+// the base prefetch, the scans beside the push), released last first.
+type holder struct{ fs []func() }
+
+func (h *holder) add(f func()) { h.fs = append(h.fs, f) }
+
+// release releases what h holds, last first; h then holds nothing.
+func (h *holder) release() {
+	for i := len(h.fs) - 1; i >= 0; i-- {
+		h.fs[i]()
+	}
+	h.fs = nil
+}
+
+// handOver returns a function that releases what h holds, once; h then
+// holds nothing.
+func (h *holder) handOver() func() {
+	fs := h.fs
+	h.fs = nil
+	return sync.OnceFunc(func() { (&holder{fs: fs}).release() })
 }
 
 // stageTimes records how long each stage of Run took, in order.
@@ -565,8 +607,21 @@ func newSigning(ctx context.Context, req *Request, t *target, res *Result, out *
 	}
 }
 
-// Sign runs the sign stage with s (see sign).
-func (sg *Signing) Sign(ctx context.Context, s *sign.Signer) error { return sg.sign(ctx, s, nil) }
+// Sign runs the sign stage with s (see sign), then closes sg: a Signing
+// signs once.
+func (sg *Signing) Sign(ctx context.Context, s *sign.Signer) error {
+	defer sg.Close()
+	return sg.sign(ctx, s, sg.layers)
+}
+
+// Close stops the scans Build started beside the push and removes the
+// base layers they read, for a caller that does not Sign (Sign closes sg
+// itself). It may be called more than once.
+func (sg *Signing) Close() {
+	if sg.release != nil {
+		sg.release()
+	}
+}
 
 // sign is the sign stage: it signs the pushed index and every platform
 // manifest with s, and attaches as signed attestations: to the index an

@@ -59,6 +59,11 @@ type Signing struct {
 	images     builderImages
 	early      *earlyScans // the scans run while pushing, if any
 	warnings   io.Writer
+	// layers and release are set on the Signing Build hands on: the base
+	// layers the prefetch decompressed for its scans, and what releases
+	// them and the early scans (Close).
+	layers  layerSource
+	release func()
 }
 
 // StageTime is how long one stage of a build took.

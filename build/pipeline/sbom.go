@@ -289,13 +289,13 @@ func (bp *basePrefetch) stop() {
 }
 
 // scansPushedImages reports whether the build scans each pushed platform
-// image for its SBOM: it signs with an SBOM scanned from content (not
-// SBOMFromLock), pushes, and its inputs are not known to be published (no
+// image for its SBOM: it signs (or Build's caller will) with an SBOM
+// scanned from content by Sign.Scanner (not SBOMFromLock), pushes, and its inputs are not known to be published (no
 // Force: a forced rebuild of published inputs keeps the SBOMs its
 // manifests already carry). The base prefetch and the scans beside the
 // push run only then.
 func (req *Request) scansPushedImages() bool {
-	return req.signs() && !req.Sign.SBOMFromLock && req.Publish.Push && !req.Force
+	return (req.signs() || req.signLater) && !req.Sign.SBOMFromLock && req.Sign.Scanner != nil && req.Publish.Push && !req.Force
 }
 
 // baseDigests are set's base image for each of its platforms, by digest;

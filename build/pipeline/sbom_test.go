@@ -111,15 +111,17 @@ func TestStartBasePrefetch(t *testing.T) {
 	if len(set.Platforms) != 2 {
 		t.Fatalf("test base has platforms %v, want 2", set.Platforms)
 	}
-	scanning := Request{Sign: SignOptions{Signer: signerForTest(t)}, Publish: PublishOptions{Push: true}}
+	scanning := Request{Sign: SignOptions{Signer: signerForTest(t), Scanner: &countingScanner{}}, Publish: PublishOptions{Push: true}}
 	for _, c := range []struct {
 		name string
 		mod  func(*Request)
 	}{
 		{"not signing", func(r *Request) { r.Sign.Signer = nil }},
 		{"the SBOM from the lock", func(r *Request) { r.Sign.SBOMFromLock = true }},
+		{"no scanner", func(r *Request) { r.Sign.Scanner = nil }},
 		{"not pushing", func(r *Request) { r.Publish.Push = false }},
 		{"forced", func(r *Request) { r.Force = true }},
+		{"signed later (Build), from the lock", func(r *Request) { r.Sign.Signer, r.signLater, r.Sign.SBOMFromLock = nil, true, true }},
 	} {
 		req := scanning
 		c.mod(&req)
@@ -127,6 +129,13 @@ func TestStartBasePrefetch(t *testing.T) {
 			bp.stop()
 			t.Errorf("%s: prefetched the base, want nothing (no scan follows)", c.name)
 		}
+	}
+	later := scanning
+	later.Sign.Signer, later.signLater = nil, true
+	if bp := startBasePrefetch(ctx, &later, set, t.TempDir()); bp == nil {
+		t.Error("a build signed later by Build's caller prefetched nothing")
+	} else {
+		bp.stop()
 	}
 
 	bp := startBasePrefetch(ctx, &scanning, set, t.TempDir())

@@ -26,7 +26,9 @@ var (
 // digest with no tag and no signature; Sign then signs what Build pushed
 // (the index and every platform manifest) and attaches its SBOM and
 // provenance, exactly as imagectl build --sign does. Signing happens once,
-// in release's sign step.
+// in release's sign step; the SBOM scans run beside Build's push, as
+// imagectl build --sign's do, and Sign attaches them. Close releases what
+// an image built but never signed holds.
 type Builder struct {
 	b       build.Interface
 	req     pipeline.Request
@@ -79,9 +81,23 @@ func (p *Builder) Sign(ctx context.Context, ref name.Digest) error {
 	}
 	p.mu.Lock()
 	sg := p.built[ref.DigestStr()]
+	delete(p.built, ref.DigestStr())
 	p.mu.Unlock()
 	if sg == nil {
-		return fmt.Errorf("%s was not built by this run; only a fresh build is signed with its SBOM and provenance", ref)
+		return fmt.Errorf("%s was not built by this run (or was signed already); only a fresh build is signed with its SBOM and provenance", ref)
 	}
 	return sg.Sign(ctx, p.signer)
+}
+
+// Close releases what the images built but not signed hold for their
+// signing (the SBOM scans Build started beside each push, the base layers
+// they read): a release that stopped between an entry's build and its
+// signature.
+func (p *Builder) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for d, sg := range p.built {
+		sg.Close()
+		delete(p.built, d)
+	}
 }

@@ -161,6 +161,7 @@ func runRelease(g *options.Globals, cmd *cobra.Command, f *releaseFlags) error {
 			if err != nil {
 				return err
 			}
+			defer pub.Close()
 			builder, signer = pub, pub
 		} else {
 			signer = release.SignerFunc(func(context.Context, name.Digest) error {
