@@ -242,6 +242,10 @@ release release-bump "$work/cfg-bump"
 [ "$(writes "$r0")" -gt 0 ] || fail "no registry write counted during the bump release: the write counter (registry.log format) proves nothing"
 jq -e '.results[0].built and (.results[0].tagged | length) == 4' "$work/release-bump.json" >/dev/null \
   || fail "release after the bump did not build and tag: $(cat "$work/release-bump.json")"
+# Its SBOMs were scanned while the image was pushed (the scan read from
+# buildkitd's store beside the push); a scan that fell back says so.
+! grep -n "while it was pushed" "$work/release-bump.err" \
+  || fail "release after the bump scanned an image again after its push (above)"
 bumped=$reg/code-server-ray:$(jq -r '.entries[0].versioned' "$work/plan-bump.json")
 [ "$bumped" != "$tag" ] || fail "the extension bump did not change the versioned tag $tag"
 for t in "$bumped" "$reg/code-server-ray:latest"; do
