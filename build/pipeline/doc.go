@@ -15,9 +15,9 @@
 //     (computed once) and build contexts, as a build.Spec;
 //   - solve (solveAll, solve.go): every platform through build.Interface,
 //     the platforms pushed in turn so a shared layer is uploaded once; a
-//     signed push prepares each image in its buildkitd's store first and
-//     starts its SBOM scan there (earlyScans), so the scan runs while the
-//     image is pushed;
+//     push to be signed (by Run, or by Build's caller) prepares each image
+//     in its buildkitd's store first and starts its SBOM scan there
+//     (earlyScans), so the scan runs while the image is pushed;
 //   - publish (publish.go): a publish.Interface, as ko's, chosen in
 //     newPublisher: the registry (index, provenance referrers, tags) or an
 //     OCI archive;
@@ -27,7 +27,8 @@
 // Each stage hands its output to the next; Result is what the build
 // produced (imagectl build -o json), not the sign stage's state. Build runs
 // every stage but sign and hands the sign stage (Signing) to its caller:
-// imagectl release builds with it and signs in its own sign step. Renders
+// imagectl release builds with it and signs in its own sign step; the
+// Signing holds the scans beside the push until its Sign (or Close). Renders
 // keeps each render by its inputs digest, so plan and release render a set
 // once. Speed-ups wrap the stage they speed up: the scan of each platform
 // image reads the base layers a prefetch decompressed during the solve

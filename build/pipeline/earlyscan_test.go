@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,31 +202,48 @@ func earlyScanImage(t *testing.T) (name.Digest, imagespec.Set, []PlatformOutput)
 
 // Build's caller signs later (imagectl release): the build scans each
 // platform image while it is pushed, as Run does, and the Signing attaches
-// those scans (no second scan), then releases the base layers they read;
-// a Signing closed without signing releases them too.
+// those scans (no second scan), then removes the build's work directory
+// with the base layers they read; a Signing closed without signing
+// removes it too, and neither signs again. Run, pushing without signing,
+// leaves no work directory either.
 func TestBuildScansWhilePushingForTheLaterSign(t *testing.T) {
 	ctx := context.Background()
 	base, _, _ := earlyScanImage(t)
+	inputs := func(t *testing.T) Request {
+		host := newRegistry(t)
+		req, _ := happyInputs(t)
+		req.Set.CodeServer.Base = base.Context().String()
+		req.Set.CodeServer.Platforms = map[string]string{}
+		im, err := imagetest.PushedIndex(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range im.Manifests {
+			if d.Platform != nil && d.Platform.OS == "linux" {
+				req.Set.CodeServer.Platforms["linux/"+d.Platform.Architecture] = d.Digest.String()
+			}
+		}
+		req.Publish = PublishOptions{Repo: host + "/team/code-server-ray", Push: true}
+		req.Solve.Provenance = true
+		return req
+	}
+	// workDirs are the build work directories under tmp (the TMPDIR the
+	// test set: Request.WorkDir is empty).
+	workDirs := func(t *testing.T, tmp string) []string {
+		t.Helper()
+		dirs, err := filepath.Glob(filepath.Join(tmp, "imagectl-build-*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dirs
+	}
 	for _, signs := range []bool{true, false} {
 		t.Run(map[bool]string{true: "signed", false: "closed"}[signs], func(t *testing.T) {
-			host := newRegistry(t)
-			req, _ := happyInputs(t)
-			req.Set.CodeServer.Base = base.Context().String()
-			req.Set.CodeServer.Platforms = map[string]string{}
-			im, err := imagetest.PushedIndex(base)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, d := range im.Manifests {
-				if d.Platform != nil && d.Platform.OS == "linux" {
-					req.Set.CodeServer.Platforms["linux/"+d.Platform.Architecture] = d.Digest.String()
-				}
-			}
-			req.Publish = PublishOptions{Repo: host + "/team/code-server-ray", Push: true}
-			req.Solve.Provenance = true
+			req := inputs(t)
 			scanner := &countingScanner{}
 			req.Sign = SignOptions{Scanner: scanner}
-			req.WorkDir = t.TempDir()
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
 			fake := buildtest.StoreBuilder{Builder: &buildtest.Builder{}}
 			res, sg, err := Build(ctx, fake, req)
 			if err != nil {
@@ -250,17 +266,22 @@ func TestBuildScansWhilePushingForTheLaterSign(t *testing.T) {
 					t.Errorf("%s solved as %q, want prepared (and scanned) before its push", p, kinds)
 				}
 			}
-			layers := filepath.Join(req.WorkDir, "sbom-layers")
 			for _, p := range res.Platforms {
 				if _, err := sg.early.scanned(ctx, p.Platform, p.Digest); err != nil {
 					t.Fatalf("%s: the scan beside the push: %v", p.Platform, err)
 				}
 			}
+			work := workDirs(t, tmp)
+			if len(work) != 1 {
+				t.Fatalf("work directories after Build: %q, want the one the sign stage holds", work)
+			}
+			layers := filepath.Join(work[0], "sbom-layers")
 			if ents, err := os.ReadDir(layers); err != nil || len(ents) != 2 {
 				t.Fatalf("the bases' layers under %s after Build: %v, %v; want both platforms' kept for the sign stage", layers, ents, err)
 			}
+			s := signerForTest(t)
 			if signs {
-				if err := sg.Sign(ctx, signerForTest(t)); err != nil {
+				if err := sg.Sign(ctx, s); err != nil {
 					t.Fatal(err)
 				}
 				if len(scanner.scans) != 2 {
@@ -275,9 +296,24 @@ func TestBuildScansWhilePushingForTheLaterSign(t *testing.T) {
 				sg.Close()
 				sg.Close() // idempotent
 			}
-			if ents, err := os.ReadDir(layers); len(ents) != 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
-				t.Errorf("%s after the sign stage ended: %v, %v; want every platform's layers removed", layers, ents, err)
+			if left := workDirs(t, tmp); len(left) != 0 {
+				t.Errorf("work directories after the sign stage ended: %q, want none", left)
+			}
+			if err := sg.Sign(ctx, s); err == nil || !strings.Contains(err.Error(), "signs once") {
+				t.Errorf("Sign after the sign stage ended: %v, want it refused", err)
 			}
 		})
 	}
+	t.Run("Run, unsigned", func(t *testing.T) {
+		req := inputs(t)
+		req.Sign = SignOptions{Scanner: &countingScanner{}}
+		tmp := t.TempDir()
+		t.Setenv("TMPDIR", tmp)
+		if _, err := Run(ctx, buildtest.StoreBuilder{Builder: &buildtest.Builder{}}, req); err != nil {
+			t.Fatal(err)
+		}
+		if left := workDirs(t, tmp); len(left) != 0 {
+			t.Errorf("work directories after Run: %q, want none", left)
+		}
+	})
 }

@@ -177,9 +177,9 @@ type Scanner interface {
 //  3. preflight: every buildkitd answers and the registry takes a push;
 //  4. fetch: the extension files into the cache, each validated once;
 //  5. layout: per platform, the extensions, settings and build contexts;
-//  6. solve: every platform with b (solve.go); a signed push starts each
-//     platform's SBOM scan as its image is prepared, before its push
-//     (earlyscan.go);
+//  6. solve: every platform with b (solve.go); a push to be signed (by
+//     Run, or by Build's caller) starts each platform's SBOM scan as its
+//     image is prepared, before its push (earlyscan.go);
 //  7. publish: the multi-platform index and tags, or the OCI archive
 //     (publish.go);
 //  8. sign: the index and every platform manifest, with the SBOM and
@@ -196,8 +196,8 @@ func Run(ctx context.Context, b build.Interface, req Request) (*Result, error) {
 // signs in its own sign step.
 //
 // A push that the Signing will sign with a scanned SBOM is scanned as Run
-// scans it, while it is pushed: the scans (and the base layers they read,
-// under the work directory) are held by the Signing until its Sign ends,
+// scans it, while it is pushed: the scans, the base layers they read and
+// the build's work directory are held by the Signing until its Sign ends,
 // or its Close for a caller that does not sign. They run under ctx.
 func Build(ctx context.Context, b build.Interface, req Request) (*Result, *Signing, error) {
 	if req.signs() {
@@ -264,9 +264,9 @@ func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing
 		return nil, nil, err
 	}
 	stages.lap("key")
-	// A signed push scans each platform image as it is pushed: the solve
-	// prepares it in its buildkitd's store first, and the scan reads it
-	// from there.
+	// A push to be signed scans each platform image as it is pushed: the
+	// solve prepares it in its buildkitd's store first, and the scan reads
+	// it from there.
 	scans := startEarlyScans(ctx, &req, t, b, prefetch)
 	held.add(scans.stop) // before prefetch.stop removes the layers it reads
 	results, err := solveAll(ctx, b, specs, req.Solve.Progress, req.Solve.ProgressMode, scans.prepared())
@@ -297,12 +297,14 @@ func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing
 	}
 	res.Stages = stages.list
 	res.Duration = build.Duration(time.Since(start))
-	if !req.Publish.Push {
+	if !req.Publish.Push || !req.signLater {
+		// Nothing to sign (an archive), or Run's caller, which signs
+		// nothing later: what the build holds is released on return.
 		sg = nil
 	}
 	if sg != nil {
-		// The caller signs later: the scans and the layers they read go
-		// with the sign stage.
+		// Build's caller signs later: the scans, the layers they read and
+		// the work directory go with the sign stage.
 		sg.layers = prefetch
 		sg.release = held.handOver()
 	}
@@ -608,16 +610,24 @@ func newSigning(ctx context.Context, req *Request, t *target, res *Result, out *
 }
 
 // Sign runs the sign stage with s (see sign), then closes sg: a Signing
-// signs once.
+// signs once, and not after Close.
 func (sg *Signing) Sign(ctx context.Context, s *sign.Signer) error {
+	if sg.closed {
+		return fmt.Errorf("the sign stage of %s has run or was closed: a Signing signs once", sg.res.Ref)
+	}
 	defer sg.Close()
 	return sg.sign(ctx, s, sg.layers)
 }
 
-// Close stops the scans Build started beside the push and removes the
-// base layers they read, for a caller that does not Sign (Sign closes sg
-// itself). It may be called more than once.
+// Close releases what Build's sign stage holds for Sign (the scans beside
+// the push, the base layers they read, the build's work directory), for a
+// caller that does not sign; Sign closes sg itself. It may be called more
+// than once, and on a nil Signing.
 func (sg *Signing) Close() {
+	if sg == nil {
+		return
+	}
+	sg.closed = true
 	if sg.release != nil {
 		sg.release()
 	}

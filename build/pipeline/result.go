@@ -61,9 +61,10 @@ type Signing struct {
 	warnings   io.Writer
 	// layers and release are set on the Signing Build hands on: the base
 	// layers the prefetch decompressed for its scans, and what releases
-	// them and the early scans (Close).
+	// them, the early scans and the build's work directory (Close).
 	layers  layerSource
 	release func()
+	closed  bool // Sign ran, or Close
 }
 
 // StageTime is how long one stage of a build took.

@@ -290,10 +290,10 @@ func (bp *basePrefetch) stop() {
 
 // scansPushedImages reports whether the build scans each pushed platform
 // image for its SBOM: it signs (or Build's caller will) with an SBOM
-// scanned from content by Sign.Scanner (not SBOMFromLock), pushes, and its inputs are not known to be published (no
-// Force: a forced rebuild of published inputs keeps the SBOMs its
-// manifests already carry). The base prefetch and the scans beside the
-// push run only then.
+// scanned by Sign.Scanner (not SBOMFromLock), pushes, and its inputs are
+// not known to be published (no Force: a forced rebuild of published
+// inputs keeps the SBOMs its manifests already carry). The base prefetch
+// and the scans beside the push run only then.
 func (req *Request) scansPushedImages() bool {
 	return (req.signs() || req.signLater) && !req.Sign.SBOMFromLock && req.Sign.Scanner != nil && req.Publish.Push && !req.Force
 }

@@ -68,9 +68,12 @@ func (p *Builder) Build(ctx context.Context, e release.Entry, repo name.Reposito
 	if err != nil {
 		return name.Digest{}, err
 	}
-	p.mu.Lock()
-	p.built[res.Index] = sg
-	p.mu.Unlock()
+	if sg != nil {
+		p.mu.Lock()
+		p.built[res.Index].Close() // an earlier build of the same image, never signed
+		p.built[res.Index] = sg
+		p.mu.Unlock()
+	}
 	return repo.Digest(res.Index), nil
 }
 

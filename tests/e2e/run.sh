@@ -238,12 +238,19 @@ jq -e --argjson n "$nsets" '(.entries | length) == $n and all(.entries[]; .actio
     and .reasons == [{"kind": "extension bump", "detail": "anyscalecompute.ray-distributed-debugger 0.1.4 -> 0.1.6"}])' \
   "$work/plan-bump.json" >/dev/null || fail "plan after the extension bump: $(cat "$work/plan-bump.json")"
 r0=$(reglines)
+hist "$sock" >"$work/hist-before-release-bump.txt"
 release release-bump "$work/cfg-bump"
 [ "$(writes "$r0")" -gt 0 ] || fail "no registry write counted during the bump release: the write counter (registry.log format) proves nothing"
 jq -e '.results[0].built and (.results[0].tagged | length) == 4' "$work/release-bump.json" >/dev/null \
   || fail "release after the bump did not build and tag: $(cat "$work/release-bump.json")"
-# Its SBOMs were scanned while the image was pushed (the scan read from
-# buildkitd's store beside the push); a scan that fell back says so.
+# Its SBOMs were scanned while the image was pushed: each platform solved
+# twice, prepared in buildkitd's store (where its scan starts), then
+# pushed (without scans beside the push, only the second platform is
+# prepared: three solves); and no scan fell back to after the push.
+solves=$("$bkbin/buildctl" --addr "$sock" debug histories --format '{{json .}}' |
+  jq -r --rawfile old "$work/hist-before-release-bump.txt" 'select(.record.Ref as $r | ($old | split("\n") | any(.[]; . == $r)) | not) | .record.FrontendAttrs.platform' | sort | paste -sd' ')
+[ "$solves" = "linux/amd64 linux/amd64 linux/arm64 linux/arm64" ] \
+  || fail "the bump release's solves on $sock: $solves; want each platform prepared, then pushed (its scan beside the push)"
 ! grep -n "while it was pushed" "$work/release-bump.err" \
   || fail "release after the bump scanned an image again after its push (above)"
 bumped=$reg/code-server-ray:$(jq -r '.entries[0].versioned' "$work/plan-bump.json")
