@@ -94,8 +94,8 @@ func (p *Builder) Sign(ctx context.Context, ref name.Digest) error {
 
 // Close releases what the images built but not signed hold for their
 // signing (the SBOM scans Build started beside each push, the base layers
-// they read): a release that stopped between an entry's build and its
-// signature.
+// they read, the build's work directory): a release that stopped between
+// an entry's build and its signature.
 func (p *Builder) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
