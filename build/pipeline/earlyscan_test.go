@@ -114,7 +114,7 @@ func TestEarlyScansAreWhatIsAttached(t *testing.T) {
 			}
 			var warnings bytes.Buffer
 			sg := &Signing{res: res, repo: root.Context(), epoch: tg.epoch, scanner: scanner, images: images, early: es, warnings: &warnings}
-			if err := sg.attachSBOMs(ctx, s, nil, nil); err != nil {
+			if err := sg.attachSBOMs(ctx, s, nil); err != nil {
 				t.Fatal(err)
 			}
 			if len(scanner.scans) != tc.wantScans {

@@ -285,9 +285,11 @@ func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing
 		sg.images = bi
 	}
 	sg.early = scans
+	if prefetch != nil {
+		sg.layers = prefetch // the scans read the bases it decompressed
+	}
 	if signer != nil {
-		// The scans read the bases the prefetch decompressed.
-		err := sg.sign(ctx, signer, prefetch)
+		err := sg.sign(ctx, signer)
 		stages.lap("sign")
 		res.Stages = stages.list
 		if err != nil {
@@ -305,7 +307,6 @@ func run(ctx context.Context, b build.Interface, req Request) (*Result, *Signing
 	if sg != nil {
 		// Build's caller signs later: the scans, the layers they read and
 		// the work directory go with the sign stage.
-		sg.layers = prefetch
 		sg.release = held.handOver()
 	}
 	return res, sg, nil
@@ -616,7 +617,7 @@ func (sg *Signing) Sign(ctx context.Context, s *sign.Signer) error {
 		return fmt.Errorf("the sign stage of %s has run or was closed: a Signing signs once", sg.res.Ref)
 	}
 	defer sg.Close()
-	return sg.sign(ctx, s, sg.layers)
+	return sg.sign(ctx, s)
 }
 
 // Close releases what Build's sign stage holds for Sign (the scans beside
@@ -638,11 +639,11 @@ func (sg *Signing) Close() {
 // SBOM written from the lock (every platform's closure), to each platform
 // manifest the SBOM scanned from that image's content (or written from the
 // lock), and BuildKit's provenance of each platform. SBOMs already attached
-// are kept (attachSBOMs). The scans read the base layers layers has
+// are kept (attachSBOMs). The scans read the base layers sg.layers has
 // decompressed (nil: none). The signatures and the attestations are
 // separate images (cosign's .sig and .att tags): they are made
 // concurrently, the signatures while the scans end.
-func (sg *Signing) sign(ctx context.Context, s *sign.Signer, layers layerSource) error {
+func (sg *Signing) sign(ctx context.Context, s *sign.Signer) error {
 	res := sg.res
 	sopts := []sign.Option{sign.WithNameOptions(nameOpts(sg.insecure)...)}
 	g, gctx := errgroup.WithContext(ctx)
@@ -654,15 +655,15 @@ func (sg *Signing) sign(ctx context.Context, s *sign.Signer, layers layerSource)
 		res.Signed = sres
 		return nil
 	})
-	g.Go(func() error { return sg.attest(gctx, s, sopts, layers) })
+	g.Go(func() error { return sg.attest(gctx, s, sopts) })
 	return g.Wait()
 }
 
 // attest attaches the SBOMs (attachSBOMs) and then each platform's
 // provenance, which goes to the same attestation image as its SBOM:
 // concurrently per platform.
-func (sg *Signing) attest(ctx context.Context, s *sign.Signer, sopts []sign.Option, layers layerSource) error {
-	if err := sg.attachSBOMs(ctx, s, sopts, layers); err != nil {
+func (sg *Signing) attest(ctx context.Context, s *sign.Signer, sopts []sign.Option) error {
+	if err := sg.attachSBOMs(ctx, s, sopts); err != nil {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)

@@ -59,8 +59,8 @@ type Signing struct {
 	images     builderImages
 	early      *earlyScans // the scans run while pushing, if any
 	warnings   io.Writer
-	// layers and release are set on the Signing Build hands on: the base
-	// layers the prefetch decompressed for its scans, and what releases
+	// layers are the base layers the prefetch decompressed for the scans
+	// (nil: none). release, set on the Signing Build hands on, releases
 	// them, the early scans and the build's work directory (Close).
 	layers  layerSource
 	release func()

@@ -36,8 +36,8 @@ const maxConcurrentScans = 2
 // digest fixes the content, so a scan would write the same document) keeps
 // it: nothing is scanned or uploaded for it, and its output says so. The
 // platforms are scanned concurrently (at most maxConcurrentScans), each
-// reading the base layers layers decompressed, if any.
-func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign.Option, layers layerSource) error {
+// reading the base layers sg.layers decompressed, if any.
+func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign.Option) error {
 	res := sg.res
 	in := document.SBOMInputFromLock(res.Set, sg.repo.Name(), sg.epoch)
 	doc, err := document.SPDX(in, "")
@@ -113,8 +113,8 @@ func (sg *Signing) attachSBOMs(ctx context.Context, s *sign.Signer, sopts []sign
 				defer done()
 				defer func() { out.ReadFrom = from() }()
 				var layerDir string
-				if layers != nil {
-					if layerDir, err = layers.layerDir(gctx, p.Platform); err != nil {
+				if sg.layers != nil {
+					if layerDir, err = sg.layers.layerDir(gctx, p.Platform); err != nil {
 						if gctx.Err() != nil {
 							return gctx.Err()
 						}
@@ -165,12 +165,7 @@ func (sg *Signing) platformImage(ctx context.Context, ref name.Digest, p *Platfo
 	if sg.images != nil && p.Exported != "" {
 		img, closeImg, fellBack, err := sg.images.Image(ctx, &p.PlatformResult, p.Digest, pushed)
 		if err == nil {
-			return img, func() string {
-				if n := fellBack(); n > 0 {
-					return readFromBuilder(n)
-				}
-				return readFromBuilder(0)
-			}, func() { _ = closeImg() }, nil
+			return img, func() string { return readFromBuilder(fellBack()) }, func() { _ = closeImg() }, nil
 		}
 		if ctx.Err() != nil {
 			return nil, nil, nil, ctx.Err()
@@ -198,9 +193,8 @@ type warmer interface {
 // basePrefetch decompresses each platform's base layers (sbom.Prefetch)
 // while the build fetches, lays out and solves, for the scan of the
 // platform image (beside its push, or after it): most of what a scan
-// reads is the base,
-// and the solve leaves CPU idle (one core of two, measured on the
-// benchmark's cold build).
+// reads is the base, and the solve leaves CPU idle (one core of two,
+// measured on the benchmark's cold build).
 type basePrefetch struct {
 	scanner   warmer // warmed, closed by stop
 	cancel    context.CancelFunc

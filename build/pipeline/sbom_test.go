@@ -66,7 +66,7 @@ func TestAttachSBOMsKeepsWhatIsThere(t *testing.T) {
 		for i := range res.Platforms {
 			res.Platforms[i].SBOM = nil
 		}
-		if err := sg.attachSBOMs(ctx, s, nil, nil); err != nil {
+		if err := sg.attachSBOMs(ctx, s, nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range res.Platforms {
