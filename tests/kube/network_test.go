@@ -167,9 +167,9 @@ func (c *cluster) exec(t *testing.T, ns, pod, ct string, args ...string) (string
 // `getent hosts`; "" when it does not resolve within 30 s. The cluster's
 // DNS is eventually consistent and, on a loaded 2-core machine, a UDP query
 // can go unanswered: a lookup that finds nothing is asked again, every
-// second, and each miss is logged with what CoreDNS logged of the name
-// (once a CI run saw the head Service's name not resolve after the worker
-// had joined by it). An answer, right or wrong, is returned at once.
+// second, and each miss is logged with what CoreDNS logged of the name,
+// so that a miss says whether it was a timeout (no line), an error or
+// NXDOMAIN. An answer, right or wrong, is returned at once.
 func (c *cluster) resolve(t *testing.T, ns, pod, ct, name string) string {
 	t.Helper()
 	end := time.Now().Add(30 * time.Second)
@@ -191,8 +191,8 @@ func (c *cluster) resolve(t *testing.T, ns, pod, ct, name string) string {
 }
 
 // dnsLog is what the node's CoreDNS logged (its log plugin: one line per
-// query, with its answer's code) of queries for name or a name that ends
-// in it (the Pod's search list), the last 20; "" off the node.
+// query, with its answer's code) of queries for name, alone or followed by
+// a domain of the Pod's search list, the last 20; "" off the node.
 func (c *cluster) dnsLog(name string) string {
 	dir := os.Getenv("IMAGECTL_KUBE_LOGS")
 	if dir == "" {
