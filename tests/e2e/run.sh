@@ -194,9 +194,12 @@ same cold dist
   || fail "the arm64 platform was not built by $sock2: $(jq -c '[.platforms[] | {platform, builder}]' "$work/dist.json")"
 [ "$(jq -r '.platforms[] | select(.platform == "linux/amd64") | .builder' "$work/dist.json")" = "$sock" ] \
   || fail "the amd64 platform was not built by $sock: $(jq -c '[.platforms[] | {platform, builder}]' "$work/dist.json")"
-platforms_of() { # SOCK [REFS-FILE]: platforms of the build records (not in REFS-FILE)
+solves_of() { # SOCK [REFS-FILE]: the platform of each build record (not in REFS-FILE), sorted
   "$bkbin/buildctl" --addr "$1" debug histories --format '{{json .}}' |
-    jq -r --rawfile old "${2:-/dev/null}" 'select(.record.Ref as $r | ($old | split("\n") | any(.[]; . == $r)) | not) | .record.FrontendAttrs.platform' | sort -u | paste -sd, -
+    jq -r --rawfile old "${2:-/dev/null}" 'select(.record.Ref as $r | ($old | split("\n") | any(.[]; . == $r)) | not) | .record.FrontendAttrs.platform' | sort
+}
+platforms_of() { # SOCK [REFS-FILE]: the platforms of the build records (not in REFS-FILE)
+  solves_of "$@" | uniq | paste -sd, -
 }
 [ "$(platforms_of "$sock2")" = linux/arm64 ] || fail "buildkitd2's build history: platforms $(platforms_of "$sock2"), want linux/arm64"
 [ "$(platforms_of "$sock" "$work/hist-before-dist.txt")" = linux/amd64 ] \
@@ -247,8 +250,7 @@ jq -e '.results[0].built and (.results[0].tagged | length) == 4' "$work/release-
 # twice, prepared in buildkitd's store (where its scan starts), then
 # pushed (without scans beside the push, only the second platform is
 # prepared: three solves); and no scan fell back to after the push.
-solves=$("$bkbin/buildctl" --addr "$sock" debug histories --format '{{json .}}' |
-  jq -r --rawfile old "$work/hist-before-release-bump.txt" 'select(.record.Ref as $r | ($old | split("\n") | any(.[]; . == $r)) | not) | .record.FrontendAttrs.platform' | sort | paste -sd' ')
+solves=$(solves_of "$sock" "$work/hist-before-release-bump.txt" | paste -sd' ')
 [ "$solves" = "linux/amd64 linux/amd64 linux/arm64 linux/arm64" ] \
   || fail "the bump release's solves on $sock: $solves; want each platform prepared, then pushed (its scan beside the push)"
 ! grep -n "while it was pushed" "$work/release-bump.err" \
