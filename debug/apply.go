@@ -198,16 +198,20 @@ func (c *Cluster) apply(ctx context.Context, u *unstructured.Unstructured, dryRu
 	return nil
 }
 
-// Delete deletes u's object (foreground, so a RayJob's cluster goes with
-// it) and, when wait is set, waits until it is gone. A missing object is
-// not an error.
+// Delete deletes u's object and, when wait is set, waits until it is gone.
+// A Ray object is deleted in the foreground, so that a RayJob's cluster
+// goes with it (and the object stays until it has); any other in the
+// background, so that it goes at once. A missing object is not an error.
 func (c *Cluster) Delete(ctx context.Context, u *unstructured.Unstructured, waitGone bool) error {
 	rc, err := c.resource(ctx, u)
 	if err != nil {
 		return err
 	}
-	fg := metav1.DeletePropagationForeground
-	if err := rc.Delete(ctx, u.GetName(), metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+	policy := metav1.DeletePropagationBackground
+	if u.GroupVersionKind().Group == RayJobs.Group {
+		policy = metav1.DeletePropagationForeground
+	}
+	if err := rc.Delete(ctx, u.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

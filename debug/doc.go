@@ -16,7 +16,8 @@
 //     that keeps exiting and its last log lines; --ready-timeout names what it
 //     was waiting for;
 //  4. port-forwards the head's dashboard and code-server to free local
-//     ports through the API server (client-go's port-forward, no kubectl);
+//     ports through the API server (client-go's port-forward, no kubectl),
+//     and waits until code-server answers through its forward;
 //  5. for an InteractiveMode RayJob, or a RayCluster given an entrypoint,
 //     submits the entrypoint through the Ray Jobs REST API (package
 //     rayjobs: the working_dir packaged and uploaded as Ray's own SDK does)

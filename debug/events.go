@@ -22,8 +22,9 @@ const (
 	// KindWaiting: progress while waiting for the head Pod (Message; Pod,
 	// Reason and Problem when a Pod is the cause).
 	KindWaiting Kind = "waiting"
-	// KindReady: the head Pod is ready and the port-forwards listen
-	// (Pod, CodeServerURL, DashboardURL, Secret).
+	// KindReady: the head Pod is ready, the port-forwards listen and
+	// code-server answers through its own (Pod, CodeServerURL,
+	// DashboardURL, Secret).
 	KindReady Kind = "ready"
 	// KindSubmitted: the entrypoint was submitted (JobID).
 	KindSubmitted Kind = "submitted"

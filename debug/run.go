@@ -145,7 +145,8 @@ type session struct {
 	created  []*unstructured.Unstructured
 	forwards []*Forward
 	podLines map[string]string
-	tunnels  *tunnels // --local
+	readyBy  time.Time // the end of --ready-timeout, once the wait began
+	tunnels  *tunnels  // --local
 }
 
 func (s *session) report(e Event) {
@@ -490,10 +491,30 @@ func (s *session) entrypoint() string {
 	return e
 }
 
+// secretGoneTimeout bounds the wait for a password Secret being deleted.
+const secretGoneTimeout = time.Minute
+
 // passwordSecret is the password Secret to create, or nil when it exists
-// with its key (its password is then kept).
+// with its key (its password is then kept). A Secret being deleted (an
+// earlier session's --cleanup) is waited for and then created again:
+// kept, it would vanish under the sidecar that reads it.
 func (s *session) passwordSecret(ctx context.Context) (*unstructured.Unstructured, error) {
 	sec, err := s.c.Core.GetSecret(ctx, s.c.Namespace, s.o.SecretName)
+	if err == nil && sec.DeletionTimestamp != nil {
+		s.report(Event{Kind: KindWaiting, Object: "Secret/" + s.o.SecretName, Message: fmt.Sprintf("Secret/%s is being deleted: waiting for it to go, to create it again", s.o.SecretName)})
+		deadline := time.Now().Add(secretGoneTimeout)
+		for err == nil && sec.DeletionTimestamp != nil {
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("the Secret %s in namespace %s is being deleted and was still there after %s (finalizers %v): wait for it to go, or name another Secret (--secret-name)", s.o.SecretName, s.c.Namespace, secretGoneTimeout, sec.Finalizers)
+			}
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("interrupted while waiting for Secret %s to be deleted: %w", s.o.SecretName, context.Cause(ctx))
+			case <-time.After(waitInterval / 2):
+			}
+			sec, err = s.c.Core.GetSecret(ctx, s.c.Namespace, s.o.SecretName)
+		}
+	}
 	switch {
 	case err == nil:
 		if _, ok := sec.Data[s.o.SecretKey]; !ok {
@@ -562,6 +583,9 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 	}
 	cs, err := s.c.PortForward(ctx, head.Name, csPort, s.o.CodeServerPort)
 	if err != nil {
+		return out, err
+	}
+	if cs, err = s.waitCodeServer(ctx, cs); err != nil {
 		return out, err
 	}
 	s.forwards = append(s.forwards, cs)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -26,11 +27,13 @@ const crashLogLines = 20
 var errTimeout = errors.New("timed out")
 
 // waitHead waits until the head Pod of the session's RayCluster is ready,
-// reporting each change. It stops at the timeout naming what it waited
-// for, and at a RayJob that failed before its cluster was up.
+// reporting each change. It stops at the timeout (--ready-timeout, from
+// now: s.readyBy) naming what it waited for and the last problem seen, and
+// at a RayJob that failed before its cluster was up.
 func (s *session) waitHead(ctx context.Context) (*corev1.Pod, error) {
-	deadline := time.Now().Add(s.o.Timeout)
+	s.readyBy = time.Now().Add(s.o.Timeout)
 	var what, problem string
+	var problemAt time.Time
 	for {
 		head, w, p, err := s.lookHead(ctx)
 		if err != nil {
@@ -44,11 +47,23 @@ func (s *session) waitHead(ctx context.Context) (*corev1.Pod, error) {
 		if head != nil {
 			return head, nil
 		}
-		what, problem = w, p
-		if time.Now().After(deadline) {
+		// The problem the timeout names is the last one seen in this
+		// wait: a container in a crash loop runs between its restarts,
+		// and a look then finds none.
+		if w != what {
+			problem = ""
+		}
+		what = w
+		if p != "" {
+			problem, problemAt = p, time.Now()
+		}
+		if time.Now().After(s.readyBy) {
 			msg := fmt.Sprintf("%s after %s waiting for %s", errTimeout, s.o.Timeout, what)
 			if problem != "" {
 				msg += ": " + problem
+				if p == "" {
+					msg += fmt.Sprintf(" (seen %s before)", time.Since(problemAt).Round(time.Second))
+				}
 			}
 			return nil, errors.New(msg)
 		}
@@ -231,4 +246,76 @@ func (s *session) lastLines(ctx context.Context, p *corev1.Pod, container string
 		return fmt.Sprintf("\nits last log lines:\n%s", strings.TrimRight(string(b), "\n"))
 	}
 	return "\n(no log lines could be read)"
+}
+
+// codeServerProbeTimeout bounds one look at code-server's /healthz.
+const codeServerProbeTimeout = 5 * time.Second
+
+// waitCodeServer waits, until s.readyBy, for code-server to answer its
+// /healthz (which needs no login) through the forward cs, and returns the
+// forward that answered. The head Pod is Ready when its Ray container is:
+// the sidecar has no readiness probe, so that it never takes the Ray head
+// out of its Service, and code-server may still be starting. A connection
+// refused in the Pod ends client-go's whole port-forward (its
+// handleConnection closes the stream connection on the error), so a
+// forward that ended is brought back on the same local port.
+func (s *session) waitCodeServer(ctx context.Context, cs *Forward) (*Forward, error) {
+	pod, port, local := cs.Pod, cs.PodPort, cs.LocalPort
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	var last error
+	for {
+		if cs == nil {
+			cs, last = s.c.PortForward(ctx, pod, port, local)
+		}
+		if cs != nil {
+			if last = probeCodeServer(ctx, client, cs.Addr()); last == nil {
+				return cs, nil
+			}
+		}
+		fail := func(err error) (*Forward, error) {
+			if cs != nil {
+				cs.Close()
+			}
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return fail(fmt.Errorf("interrupted while waiting for code-server in Pod %s: %w", pod, context.Cause(ctx)))
+		}
+		if time.Now().After(s.readyBy) {
+			return fail(fmt.Errorf("%s after %s waiting for code-server in the head Pod %s to answer on port %d (%v); its log: kubectl logs -n %s %s -c %s", errTimeout, s.o.Timeout, pod, port, last, s.c.Namespace, pod, s.o.SidecarName))
+		}
+		s.progress(ctx, "Pod/"+pod, pod, fmt.Sprintf("ready; waiting for code-server to answer on port %d", port), "", "")
+		select {
+		case <-ctx.Done():
+			continue
+		case <-time.After(waitInterval):
+		}
+		if cs != nil {
+			select {
+			case <-cs.Done():
+				cs = nil
+			default:
+			}
+		}
+	}
+}
+
+// probeCodeServer GETs code-server's /healthz at addr (host:port).
+func probeCodeServer(ctx context.Context, client *http.Client, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, codeServerProbeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /healthz: %s", resp.Status)
+	}
+	return nil
 }

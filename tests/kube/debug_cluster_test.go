@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,4 +124,85 @@ func (c *cluster) untouched(t *testing.T, ns, name, gen string) string {
 		t.Errorf("RayCluster %s: generation %s, was %s before the --cluster session: its spec changed", name, lines[0], gen)
 	}
 	return lines[0]
+}
+
+// TestDebugClusterOnNode: imagectl debug --cluster on a RayCluster that
+// runs with the sidecar on the node, started just after code-server in
+// the sidecar exited. The kubelet restarts it, and the head Pod is Ready
+// again before the new code-server listens (the sidecar has no readiness
+// probe). The session's ready event comes only once code-server answers
+// through the session's port-forward, so a browser opened at that event
+// (here one GET, no retry) gets code-server, and the port-forward a
+// refused connection would have ended is the one the URL names.
+func TestDebugClusterOnNode(t *testing.T) {
+	c := needCluster(t)
+	n := needNode(t)
+	ns := c.namespace(t, nil)
+	dir := t.TempDir()
+	kc := c.kubeconfigIn(t, dir, ns)
+	const name = "dbgc"
+	// The head of netClusterYAML, without its worker group.
+	rc := fmt.Sprintf(netClusterYAML, name, n.rayImage)
+	rc = rc[:strings.Index(rc, "  workerGroupSpecs:\n")]
+	writeFile(t, filepath.Join(dir, "rc.yaml"), []byte(rc))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, errs, err := run(ctx, dir, nil, nil, imagectlBin(t), "inject", "-f", "rc.yaml", "--image", n.sidecarImage, "--secret-file", "secret.yaml")
+	if err != nil {
+		t.Fatalf("imagectl inject: %v\n%s", err, errs)
+	}
+	if err := c.apply(t, ns, append(append(readFile(t, filepath.Join(dir, "secret.yaml")), "\n---\n"...), []byte(out)...)); err != nil {
+		t.Fatal(err)
+	}
+	head := c.readyPod(t, ns, "ray.io/node-type=head,ray.io/cluster="+name, 3*time.Minute)
+	restarts := func() int32 {
+		for _, p := range c.pods(t, ns, "ray.io/node-type=head,ray.io/cluster="+name) {
+			for _, s := range p.Status.ContainerStatuses {
+				if p.Name == head.Name && s.Name == sidecarName {
+					return s.RestartCount
+				}
+			}
+		}
+		t.Fatalf("head Pod %s has no container %s", head.Name, sidecarName)
+		return 0
+	}
+	before := restarts()
+
+	// code-server is the sidecar's PID 1 (the image's /init execs it) and
+	// ends on SIGTERM; exec may report the container's end as an error.
+	if _, err := c.exec(t, ns, head.Name, sidecarName, "sh", "-c", "kill -TERM 1"); err != nil {
+		t.Logf("kubectl exec kill: %v (the container ended under it)", err)
+	}
+	answered := false
+	r := imagectlDebug(t, dir, func(e debug.Event) bool {
+		if e.Kind != debug.KindReady {
+			return false
+		}
+		client := &http.Client{Timeout: 10 * time.Second}
+		resp, err := client.Get(strings.TrimSuffix(e.CodeServerURL, "/") + "/healthz")
+		if err != nil {
+			t.Errorf("code-server at the ready event, through %s: %v", e.CodeServerURL, err)
+			return true
+		}
+		resp.Body.Close()
+		if answered = resp.StatusCode == http.StatusOK; !answered {
+			t.Errorf("code-server's /healthz at the ready event, through %s: %s", e.CodeServerURL, resp.Status)
+		}
+		return true // Ctrl-C: the session's end is not what this test is about
+	}, "--kubeconfig", kc, "--cluster", name, "--ready-timeout", "3m")
+	if !answered {
+		c.dumpPods(t, ns)
+		t.Fatalf("code-server did not answer at the ready event (exit %d):\n%s", r.code, r.stderr)
+	}
+	if r.code != 130 {
+		t.Errorf("exit %d after Ctrl-C, want 130\n%s", r.code, r.stderr)
+	}
+	if after := restarts(); after <= before {
+		t.Fatalf("the sidecar restarted %d times before the kill and %d after: code-server did not exit, so the session met no code-server starting", before, after)
+	}
+	waited := false
+	for _, e := range r.events {
+		waited = waited || e.Kind == debug.KindWaiting && strings.Contains(e.Message, "waiting for code-server to answer")
+	}
+	t.Logf("the session waited for code-server after the head Pod was Ready: %v; events %v", waited, r.kinds())
 }

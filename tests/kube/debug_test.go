@@ -157,11 +157,14 @@ func TestDebugOnControlPlane(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "job.yaml"), manifest)
 
 	t.Run("timeout and cleanup", func(t *testing.T) {
-		r := imagectlDebug(t, dir, nil, append(base, "-f", "job.yaml", "--ready-timeout", "15s", "--cleanup")...)
+		// 30 s: the message names the head Pod once the operator has named
+		// the RayJob's RayCluster, which a queue of other tests' objects can
+		// delay.
+		r := imagectlDebug(t, dir, nil, append(base, "-f", "job.yaml", "--ready-timeout", "30s", "--cleanup")...)
 		if r.code != 1 {
 			t.Fatalf("exit %d, want 1 (the head never gets ready without a node)", r.code)
 		}
-		if want := "timed out after 15s waiting for the head Pod of RayCluster"; !strings.Contains(r.stderr, want) {
+		if want := "timed out after 30s waiting for the head Pod of RayCluster"; !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
 		}
 		var applied []string

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -184,9 +186,37 @@ func TestReadmeDebugFlowOnNode(t *testing.T) {
 			t.Fatalf("the doc's port-forward line %q has no 8443:8443", rest[1])
 		}
 		t.Logf("the doc's %q, to local port %d (no fixed ports here): %s", rest[1], local, line)
-		stop := background(t, dir, env, line, "Forwarding from 127.0.0.1:"+strconv.Itoa(local))
-		defer stop()
-		checkCodeServerLogin(t, "http://127.0.0.1:"+strconv.Itoa(local), password, envValue(t, pod.Spec, sidecarName, "DEFAULT_WORKSPACE"))
+		forwarding := "Forwarding from 127.0.0.1:" + strconv.Itoa(local)
+		stop := background(t, dir, env, line, forwarding)
+		defer func() { stop() }()
+		// code-server may still be starting when the Pod is Ready: a
+		// connection refused in the Pod ends kubectl's port-forward ("lost
+		// connection to pod"), and the doc says to run it again. So does
+		// the test, until code-server answers (90 s).
+		base := "http://127.0.0.1:" + strconv.Itoa(local)
+		client := &http.Client{Timeout: 10 * time.Second}
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			resp, err := client.Get(base + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+				err = fmt.Errorf("GET /healthz: %s", resp.Status)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("code-server through the doc's port-forward: %v after 90s", err)
+			}
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				t.Logf("the port-forward ended (%v): running it again, as the doc says", err)
+				stop()
+				stop = background(t, dir, env, line, forwarding)
+				continue
+			}
+			time.Sleep(time.Second)
+		}
+		checkCodeServerLogin(t, base, password, envValue(t, pod.Spec, sidecarName, "DEFAULT_WORKSPACE"))
 	})
 
 	// docs/smoke.md's lines, from the sidecar.
