@@ -19,12 +19,14 @@ const (
 	KindWarning Kind = "warning"
 	// KindApplied: a document was applied (Object, Created).
 	KindApplied Kind = "applied"
-	// KindWaiting: progress while waiting for the head Pod (Message; Pod,
-	// Reason and Problem when a Pod is the cause).
+	// KindWaiting: progress while waiting: for the head Pod, for
+	// code-server in it, for a password Secret being deleted (Message;
+	// Pod, Reason and Problem when a Pod is the cause).
 	KindWaiting Kind = "waiting"
 	// KindReady: the head Pod is ready, the port-forwards listen and
 	// code-server answers through its own (Pod, CodeServerURL,
-	// DashboardURL, Secret).
+	// DashboardURL, Secret); with --local, which has no code-server, the
+	// dashboard proxy listens (Pod, DashboardURL, LocalRoot, Hint).
 	KindReady Kind = "ready"
 	// KindSubmitted: the entrypoint was submitted (JobID).
 	KindSubmitted Kind = "submitted"

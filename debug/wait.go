@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -62,7 +63,7 @@ func (s *session) waitHead(ctx context.Context) (*corev1.Pod, error) {
 			if problem != "" {
 				msg += ": " + problem
 				if p == "" {
-					msg += fmt.Sprintf(" (seen %s before)", time.Since(problemAt).Round(time.Second))
+					msg += fmt.Sprintf(" (last seen %s ago)", time.Since(problemAt).Round(time.Second))
 				}
 			}
 			return nil, errors.New(msg)
@@ -251,25 +252,54 @@ func (s *session) lastLines(ctx context.Context, p *corev1.Pod, container string
 // codeServerProbeTimeout bounds one look at code-server's /healthz.
 const codeServerProbeTimeout = 5 * time.Second
 
-// waitCodeServer waits, until s.readyBy, for code-server to answer its
-// /healthz (which needs no login) through the forward cs, and returns the
-// forward that answered. The head Pod is Ready when its Ray container is:
-// the sidecar has no readiness probe, so that it never takes the Ray head
-// out of its Service, and code-server may still be starting. A connection
-// refused in the Pod ends client-go's whole port-forward (its
-// handleConnection closes the stream connection on the error), so a
-// forward that ended is brought back on the same local port.
+// codeServerMinWait is the least time code-server gets to answer after the
+// head Pod is Ready, even when the head wait used up --ready-timeout (a
+// variable for the tests).
+var codeServerMinWait = 30 * time.Second
+
+// waitCodeServer waits, until s.readyBy (at least codeServerMinWait), for
+// code-server to answer its /healthz (which needs no login) through the
+// forward cs, and returns the forward that answered. A Pod is Ready once
+// its containers run and pass their readiness probes: the sidecar has none
+// (so that it never holds back the Ray head; docs/inject.md), and
+// code-server may still be starting. A connection refused in the Pod ends
+// client-go's whole port-forward (its handleConnection closes the stream
+// connection on the error), so a forward that ended is brought back on the
+// same local port; a head Pod that is gone ends the wait.
 func (s *session) waitCodeServer(ctx context.Context, cs *Forward) (*Forward, error) {
 	pod, port, local := cs.Pod, cs.PodPort, cs.LocalPort
+	deadline := s.readyBy
+	if min := time.Now().Add(codeServerMinWait); deadline.Before(min) {
+		deadline = min
+	}
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	started := time.Now()
 	var last error
 	for {
+		// An error of a request the deadline cut says less than the one
+		// before it: the last error kept is one of a request let finish.
 		if cs == nil {
-			cs, last = s.c.PortForward(ctx, pod, port, local)
+			f, err := s.c.PortForward(dctx, pod, port, local)
+			if err != nil {
+				if dctx.Err() == nil {
+					last = err
+				}
+				p, gerr := s.c.Core.GetPod(ctx, s.c.Namespace, pod)
+				if apierrors.IsNotFound(gerr) || gerr == nil && p.DeletionTimestamp != nil {
+					return nil, fmt.Errorf("the head Pod %s is gone while waiting for code-server in it: %w", pod, err)
+				}
+			}
+			cs = f
 		}
 		if cs != nil {
-			if last = probeCodeServer(ctx, client, cs.Addr()); last == nil {
+			err := probeCodeServer(dctx, client, cs.Addr())
+			if err == nil {
 				return cs, nil
+			}
+			if dctx.Err() == nil {
+				last = err
 			}
 		}
 		fail := func(err error) (*Forward, error) {
@@ -281,12 +311,12 @@ func (s *session) waitCodeServer(ctx context.Context, cs *Forward) (*Forward, er
 		if ctx.Err() != nil {
 			return fail(fmt.Errorf("interrupted while waiting for code-server in Pod %s: %w", pod, context.Cause(ctx)))
 		}
-		if time.Now().After(s.readyBy) {
-			return fail(fmt.Errorf("%s after %s waiting for code-server in the head Pod %s to answer on port %d (%v); its log: kubectl logs -n %s %s -c %s", errTimeout, s.o.Timeout, pod, port, last, s.c.Namespace, pod, s.o.SidecarName))
+		if dctx.Err() != nil || time.Now().After(deadline) {
+			return fail(fmt.Errorf("%s: code-server in the head Pod %s did not answer on port %d in the %s after the Pod was Ready (%v); its log: kubectl logs -n %s %s -c %s", errTimeout, pod, port, time.Since(started).Round(time.Second), last, s.c.Namespace, pod, s.o.SidecarName))
 		}
 		s.progress(ctx, "Pod/"+pod, pod, fmt.Sprintf("ready; waiting for code-server to answer on port %d", port), "", "")
 		select {
-		case <-ctx.Done():
+		case <-dctx.Done():
 			continue
 		case <-time.After(waitInterval):
 		}

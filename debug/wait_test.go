@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -11,20 +12,27 @@ import (
 	"time"
 )
 
+var elapsed = regexp.MustCompile(`in the [0-9.]+m?s after`)
+
 // TestWaitCodeServer: the session reports ready only once code-server
-// answers its /healthz through the forward, and at --ready-timeout names
+// answers its /healthz through the forward; at --ready-timeout, or
+// codeServerMinWait after the head was Ready when that is later, it names
 // what it waited for and the last answer.
 func TestWaitCodeServer(t *testing.T) {
+	defer func(d time.Duration) { codeServerMinWait = d }(codeServerMinWait)
+	codeServerMinWait = 1500 * time.Millisecond
 	for _, tc := range []struct {
 		name     string
-		failures int32 // answers before the first 200
-		budget   time.Duration
+		failures int32         // answers before the first 200
+		budget   time.Duration // what is left of --ready-timeout
 		wantErr  string
+		minGETs  int32
 	}{
 		{name: "answers at once", failures: 0, budget: 10 * time.Second},
 		{name: "starting", failures: 2, budget: 10 * time.Second},
-		{name: "never", failures: 1 << 30, budget: 1500 * time.Millisecond,
-			wantErr: "timed out after 1.5s waiting for code-server in the head Pod head-0 to answer on port 8443 (GET /healthz: 503 Service Unavailable); its log: kubectl logs -n ns head-0 -c code-server"},
+		{name: "starting, --ready-timeout used up by the head", failures: 1, budget: 0},
+		{name: "never", failures: 1 << 30, budget: 0, minGETs: 2,
+			wantErr: "timed out: code-server in the head Pod head-0 did not answer on port 8443 in the Ns after the Pod was Ready (GET /healthz: 503 Service Unavailable); its log: kubectl logs -n ns head-0 -c code-server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls atomic.Int32
@@ -43,6 +51,13 @@ func TestWaitCodeServer(t *testing.T) {
 			local, _ := strconv.Atoi(port)
 			f := &Forward{Pod: "head-0", PodPort: 8443, LocalPort: local, stop: make(chan struct{}), done: make(chan error, 1)}
 			go func() { <-f.stop; close(f.done) }()
+			defer func() {
+				select {
+				case <-f.stop:
+				default:
+					f.Close()
+				}
+			}()
 
 			var waiting []string
 			s := &session{
@@ -57,8 +72,11 @@ func TestWaitCodeServer(t *testing.T) {
 			}
 			got, err := s.waitCodeServer(t.Context(), f)
 			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
+				if err == nil || elapsed.ReplaceAllString(err.Error(), "in the Ns after") != tc.wantErr {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				if n := calls.Load(); n < tc.minGETs {
+					t.Errorf("%d GETs before giving up, want at least %d", n, tc.minGETs)
 				}
 				select {
 				case <-f.stop:

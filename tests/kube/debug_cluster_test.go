@@ -168,8 +168,10 @@ func TestDebugClusterOnNode(t *testing.T) {
 	}
 	before := restarts()
 
-	// code-server is the sidecar's PID 1 (the image's /init execs it) and
-	// ends on SIGTERM; exec may report the container's end as an error.
+	// SIGTERM to the sidecar's PID 1 ends the container (the stand-in
+	// base's /init execs code-server, which exits on it; s6-overlay's
+	// /init shuts its services down); exec may report that end as an
+	// error. The restart count below says whether it ended.
 	if _, err := c.exec(t, ns, head.Name, sidecarName, "sh", "-c", "kill -TERM 1"); err != nil {
 		t.Logf("kubectl exec kill: %v (the container ended under it)", err)
 	}
