@@ -846,6 +846,12 @@ func (s *session) podOfIP(ctx context.Context, ip string) (string, string) {
 	return "", ""
 }
 
+// podGone reports whether a Pod read with err is gone for good: not
+// found, being deleted, or ended.
+func podGone(p *corev1.Pod, err error) bool {
+	return apierrors.IsNotFound(err) || err == nil && (p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed)
+}
+
 // reforwardWindow is how long a session tries to bring back a port-forward
 // that ended while its Pod still runs (the API server restarting, a
 // dropped connection).
@@ -865,7 +871,7 @@ func (s *session) reforward(ctx context.Context, f *Forward, err error) (*Forwar
 	for {
 		p, gerr := s.c.Core.GetPod(ctx, s.c.Namespace, f.Pod)
 		switch {
-		case apierrors.IsNotFound(gerr) || gerr == nil && (p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed):
+		case podGone(p, gerr):
 			return nil, fmt.Errorf("%s: the Pod is gone", ended)
 		case gerr != nil:
 			last = gerr

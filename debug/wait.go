@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -274,7 +273,7 @@ func (s *session) waitCodeServer(ctx context.Context, cs *Forward) (*Forward, er
 	}
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	started := time.Now()
 	var last error
 	for {
@@ -286,8 +285,7 @@ func (s *session) waitCodeServer(ctx context.Context, cs *Forward) (*Forward, er
 				if dctx.Err() == nil {
 					last = err
 				}
-				p, gerr := s.c.Core.GetPod(ctx, s.c.Namespace, pod)
-				if apierrors.IsNotFound(gerr) || gerr == nil && p.DeletionTimestamp != nil {
+				if podGone(s.c.Core.GetPod(ctx, s.c.Namespace, pod)) {
 					return nil, fmt.Errorf("the head Pod %s is gone while waiting for code-server in it: %w", pod, err)
 				}
 			}

@@ -180,15 +180,10 @@ func TestDebugClusterOnNode(t *testing.T) {
 		if e.Kind != debug.KindReady {
 			return false
 		}
-		client := &http.Client{Timeout: 10 * time.Second}
-		resp, err := client.Get(strings.TrimSuffix(e.CodeServerURL, "/") + "/healthz")
-		if err != nil {
-			t.Errorf("code-server at the ready event, through %s: %v", e.CodeServerURL, err)
-			return true
-		}
-		resp.Body.Close()
-		if answered = resp.StatusCode == http.StatusOK; !answered {
-			t.Errorf("code-server's /healthz at the ready event, through %s: %s", e.CodeServerURL, resp.Status)
+		if err := healthz(e.CodeServerURL); err != nil {
+			t.Errorf("code-server at the ready event: %v", err)
+		} else {
+			answered = true
 		}
 		return true // Ctrl-C: the session's end is not what this test is about
 	}, "--kubeconfig", kc, "--cluster", name, "--ready-timeout", "3m")
@@ -207,4 +202,20 @@ func TestDebugClusterOnNode(t *testing.T) {
 		waited = waited || e.Kind == debug.KindWaiting && strings.Contains(e.Message, "waiting for code-server to answer")
 	}
 	t.Logf("the session waited for code-server after the head Pod was Ready: %v; events %v", waited, r.kinds())
+}
+
+// healthz GETs code-server's /healthz at base (a URL, with or without its
+// trailing slash) once: nil when it answers 200.
+func healthz(base string) error {
+	client := &http.Client{Timeout: 10 * time.Second}
+	u := strings.TrimSuffix(base, "/") + "/healthz"
+	resp, err := client.Get(u)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return nil
 }

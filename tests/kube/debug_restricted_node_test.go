@@ -3,11 +3,9 @@ package kube
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -43,17 +41,11 @@ func TestDebugRestrictedOnNode(t *testing.T) {
 		switch e.Kind {
 		case debug.KindReady:
 			head = e.Pod
-			client := &http.Client{Timeout: 10 * time.Second}
-			resp, err := client.Get(strings.TrimSuffix(e.CodeServerURL, "/") + "/healthz")
-			if err != nil {
-				t.Errorf("code-server through debug's port-forward %s: %v", e.CodeServerURL, err)
+			if err := healthz(e.CodeServerURL); err != nil {
+				t.Errorf("code-server through debug's port-forward: %v", err)
 				return true
 			}
-			resp.Body.Close()
-			if answered = resp.StatusCode == http.StatusOK; !answered {
-				t.Errorf("code-server's /healthz through %s: %s", e.CodeServerURL, resp.Status)
-				return true
-			}
+			answered = true
 		case debug.KindPaused:
 			if attached = c.attachFromSidecar(t, dir, kc, head, "f", false); !attached {
 				return true
