@@ -53,14 +53,6 @@ import (
 
 const module = "github.com/imagectl/imagectl"
 
-// notYetMoved are the fakes still under internal/fakes. They are the
-// remaining exceptions to the internal/ rules; they move beside what they
-// fake next, and then this list is empty.
-var notYetMoved = map[string]bool{
-	module + "/internal/fakes/dashboard": true,
-	module + "/internal/fakes/rayworker": true,
-}
-
 // listedPackage is what go list -json says of one package.
 type listedPackage struct {
 	ImportPath   string
@@ -143,8 +135,8 @@ var notFakes = map[string]bool{
 
 // isFake reports whether ip is test code other packages import: a Go-style
 // xxxtest package (a fake beside what it fakes, or internal/testutil's
-// kubetest), internal/testutil, or a fake not yet moved out of
-// internal/fakes.
+// kubetest), internal/testutil, or a package under internal/fakes (which
+// TestInternalIsGround refuses: a fake sits beside what it fakes).
 func isFake(ip string) bool {
 	if !isOurs(ip) || notFakes[ip] {
 		return false
@@ -176,7 +168,7 @@ func TestInternalIsGround(t *testing.T) {
 	pkgs := loadGraph(t)
 	checked := 0
 	for _, p := range ours(pkgs) {
-		if !under(p.ImportPath, "internal") || notYetMoved[p.ImportPath] {
+		if !under(p.ImportPath, "internal") {
 			continue
 		}
 		checked++

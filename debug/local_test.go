@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
+	"github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
 	"github.com/imagectl/imagectl/debug/dashproxy"
-	"github.com/imagectl/imagectl/internal/fakes/dashboard"
 )
 
 func TestWriteLaunchKeepsTheUsersConfigurations(t *testing.T) {
@@ -109,7 +109,7 @@ func TestTokenAuthentication(t *testing.T) {
 	const token = "s3cr3t-t0ken-value"
 	// The dashboard fake refuses a request without the token as Ray's
 	// middleware does.
-	upstream := dashboard.New()
+	upstream := dashboardtest.New()
 	defer upstream.Close()
 	upstream.SetAuthToken(token)
 	head := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rc-head-x", Namespace: "ns"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{

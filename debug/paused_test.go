@@ -10,7 +10,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/imagectl/imagectl/debug/dashboard"
-	fake "github.com/imagectl/imagectl/internal/fakes/dashboard"
+	fake "github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
 )
 
 // The tracker reads the fake dashboard through the client the probe uses,

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/imagectl/imagectl/debug/dashboard"
+	fakedash "github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
 	"github.com/imagectl/imagectl/inject"
-	fakedash "github.com/imagectl/imagectl/internal/fakes/dashboard"
 	"github.com/imagectl/imagectl/internal/syncbuf"
 	"github.com/imagectl/imagectl/internal/testutil"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagectl/imagectl/internal/fakes/dashboard"
+	"github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
 )
 
 func newClient(t *testing.T, base string, opts ...Option) *Client {
@@ -59,7 +59,7 @@ func packageRequests(reqs []string) []string {
 // job_head.py:457), as SubmissionClient._upload_package_if_needed.
 func TestSubmitUploadsLikeTheSDK(t *testing.T) {
 	ctx := context.Background()
-	d := dashboard.New()
+	d := dashboardtest.New()
 	defer d.Close()
 	wd := writeTree(t, map[string]string{"sample_code.py": "print('hi')\n", "data/x.txt": "x\n", ".gitignore": "*.log\n", "debug.log": "no\n"})
 	mod := writeTree(t, map[string]string{"dependency/__init__.py": "", "dependency/util.py": "X = 1\n"})
@@ -142,18 +142,18 @@ func TestSubmitUploadsLikeTheSDK(t *testing.T) {
 // DELETE (548-578).
 func TestJobLifecycle(t *testing.T) {
 	ctx := context.Background()
-	d := dashboard.New()
+	d := dashboardtest.New()
 	defer d.Close()
 	release := make(chan struct{})
-	d.SetJobRunner(func(j dashboard.Job) {
-		d.UpdateJob(j.SubmissionID, func(j *dashboard.Job) {
-			j.Status, j.JobID = dashboard.JobRunning, "02000000"
-			j.DriverInfo = &dashboard.DriverInfo{ID: "02000000", NodeIPAddress: "127.0.0.1", PID: "42"}
+	d.SetJobRunner(func(j dashboardtest.Job) {
+		d.UpdateJob(j.SubmissionID, func(j *dashboardtest.Job) {
+			j.Status, j.JobID = dashboardtest.JobRunning, "02000000"
+			j.DriverInfo = &dashboardtest.DriverInfo{ID: "02000000", NodeIPAddress: "127.0.0.1", PID: "42"}
 		})
 		<-release
 		zero := 0
-		d.UpdateJob(j.SubmissionID, func(j *dashboard.Job) {
-			j.Logs, j.Status, j.DriverExitCode = "hello\n", dashboard.JobSucceeded, &zero
+		d.UpdateJob(j.SubmissionID, func(j *dashboardtest.Job) {
+			j.Logs, j.Status, j.DriverExitCode = "hello\n", dashboardtest.JobSucceeded, &zero
 		})
 	})
 	c := newClient(t, d.URL)
@@ -241,7 +241,7 @@ func waitStatus(t *testing.T, c *Client, id string, want JobStatus) *JobDetails 
 
 func TestStopPendingJob(t *testing.T) {
 	ctx := context.Background()
-	d := dashboard.New()
+	d := dashboardtest.New()
 	defer d.Close()
 	c := newClient(t, d.URL)
 	id, err := c.Submit(ctx, SubmitRequest{Entrypoint: "sleep 100", RuntimeEnv: map[string]any{"env_vars": map[string]any{"X": "1"}}})
@@ -269,7 +269,7 @@ func TestStopPendingJob(t *testing.T) {
 // refused before anything is sent.
 func TestSubmitErrors(t *testing.T) {
 	ctx := context.Background()
-	d := dashboard.New()
+	d := dashboardtest.New()
 	defer d.Close()
 	c := newClient(t, d.URL)
 	if _, err := c.Submit(ctx, SubmitRequest{Entrypoint: "true", SubmissionID: "dup"}); err != nil {
@@ -322,7 +322,7 @@ func TestSubmitErrors(t *testing.T) {
 // _handle_local_deps_requirement_file).
 func TestWheelAndRequirements(t *testing.T) {
 	ctx := context.Background()
-	d := dashboard.New()
+	d := dashboardtest.New()
 	defer d.Close()
 	c := newClient(t, d.URL)
 	dir := writeTree(t, map[string]string{"dep-1.0-py3-none-any.whl": "wheel bytes", "requirements.txt": "debugpy>=1.8.0\nrequests\n\n"})
@@ -353,7 +353,7 @@ func TestWheelAndRequirements(t *testing.T) {
 // runtime_env setup (job_manager.py:259-268), as in Ray.
 func TestMissingPackageFailsTheJob(t *testing.T) {
 	ctx := context.Background()
-	d := dashboard.New()
+	d := dashboardtest.New()
 	defer d.Close()
 	c := newClient(t, d.URL)
 	id, err := c.Submit(ctx, SubmitRequest{Entrypoint: "true", RuntimeEnv: map[string]any{"working_dir": "gcs://_ray_pkg_00000000deadbeef.zip"}})
@@ -368,7 +368,7 @@ func TestMissingPackageFailsTheJob(t *testing.T) {
 
 func TestVersionChecks(t *testing.T) {
 	ctx := context.Background()
-	d := dashboard.New()
+	d := dashboardtest.New()
 	defer d.Close()
 	c := newClient(t, d.URL)
 	v, err := c.Version(ctx)
@@ -378,13 +378,13 @@ func TestVersionChecks(t *testing.T) {
 	if diff := cmp.Diff(&Version{Version: "4", RayVersion: "2.46.0", RayCommit: "5c47023856423b87afe3abe3b6c30c9782120665", SessionName: "session_2026-11-28_12-00-00_000000_1"}, v); diff != "" {
 		t.Errorf("version (-want +got):\n%s", diff)
 	}
-	d.SetVersion(dashboard.JobVersion{Version: "4", RayVersion: "2.1.0"})
+	d.SetVersion(dashboardtest.JobVersion{Version: "4", RayVersion: "2.1.0"})
 	cpus := 1.0
 	_, err = c.Submit(ctx, SubmitRequest{Entrypoint: "true", EntrypointNumCPUs: &cpus})
 	if err == nil || !strings.Contains(err.Error(), "runs Ray 2.1.0") || !strings.Contains(err.Error(), "needs Ray 2.2 or later") {
 		t.Errorf("entrypoint_num_cpus on Ray 2.1.0: %v", err)
 	}
-	d.SetVersion(dashboard.JobVersion{Version: "4", RayVersion: "2.46.0"})
+	d.SetVersion(dashboardtest.JobVersion{Version: "4", RayVersion: "2.46.0"})
 	mem := int64(1 << 30)
 	id, err := c.Submit(ctx, SubmitRequest{Entrypoint: "true", EntrypointNumCPUs: &cpus, EntrypointMemory: &mem, EntrypointResources: map[string]float64{"worker": 1}})
 	if err != nil {
@@ -398,20 +398,20 @@ func TestVersionChecks(t *testing.T) {
 
 func TestTransportErrors(t *testing.T) {
 	ctx := context.Background()
-	d := dashboard.New()
+	d := dashboardtest.New()
 	defer d.Close()
 	c := newClient(t, d.URL)
 
-	d.SetMode(dashboard.HTML)
+	d.SetMode(dashboardtest.HTML)
 	if _, err := c.Job(ctx, "x"); err == nil || !strings.Contains(err.Error(), "got an HTML page") || !strings.Contains(err.Error(), d.URL+"/api/jobs/x") {
 		t.Errorf("HTML answer: %v", err)
 	}
-	d.SetMode(dashboard.ServerError)
+	d.SetMode(dashboardtest.ServerError)
 	var he *HTTPError
 	if _, err := c.PackageExists(ctx, "gcs://_ray_pkg_0000000000000000.zip"); !errors.As(err, &he) || he.Status != 500 {
 		t.Errorf("HTTP 500: %v", err)
 	}
-	d.SetMode(dashboard.Normal)
+	d.SetMode(dashboardtest.Normal)
 
 	// A dashboard that never answers: the timeout ends the call.
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))

@@ -26,7 +26,7 @@
 //     submit_job sends.
 //   - python/ray/dashboard/modules/job/job_head.py, job_agent.py,
 //     common.py, pydantic_models.py: the paths, methods, status codes and
-//     JSON bodies (see internal/fakes/dashboard, which serves them).
+//     JSON bodies (see debug/dashboard/dashboardtest, which serves them).
 //
 // Every request carries the caller's context and a timeout; errors name
 // the URL, the status and the end of Ray's answer (usually a Python

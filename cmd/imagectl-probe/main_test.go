@@ -13,7 +13,7 @@ import (
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app"
 	"github.com/imagectl/imagectl/cmd/imagectl/app/options/base"
-	"github.com/imagectl/imagectl/internal/fakes/dashboard"
+	"github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
 	"github.com/imagectl/imagectl/smoke/probe"
 )
 
@@ -106,7 +106,7 @@ func TestUsage(t *testing.T) {
 // imagectl-probe smoke attach, imagectl's path, is attach: a script that
 // runs "/tmp/imagectl smoke attach" runs the probe unchanged.
 func TestSmokeAttachPath(t *testing.T) {
-	d := dashboard.New()
+	d := dashboardtest.New()
 	t.Cleanup(d.Close)
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), []string{"smoke", "attach", "--dashboard", d.URL, "--settings", t.TempDir() + "/none.json",
@@ -124,18 +124,18 @@ func TestAttachExitCodesAndReport(t *testing.T) {
 	const wid = "01000000ffffffffffffffffffffffffffffffffffffffffffffffff"
 	for _, tc := range []struct {
 		name  string
-		setup func(d *dashboard.Server, closed int)
+		setup func(d *dashboardtest.Server, closed int)
 		want  int
 	}{
-		{"no paused worker", func(*dashboard.Server, int) {}, 3},
-		{"port refused", func(d *dashboard.Server, closed int) {
-			d.SetWorkers(dashboard.Worker{WorkerID: wid, IsAlive: true, WorkerType: "WORKER", NodeID: "n1", IP: "127.0.0.1", PID: 4242,
+		{"no paused worker", func(*dashboardtest.Server, int) {}, 3},
+		{"port refused", func(d *dashboardtest.Server, closed int) {
+			d.SetWorkers(dashboardtest.Worker{WorkerID: wid, IsAlive: true, WorkerType: "WORKER", NodeID: "n1", IP: "127.0.0.1", PID: 4242,
 				DebuggerPort: closed, NumPausedThreads: 1, StartTimeMS: 1700000000000})
 		}, 4},
-		{"dashboard answers HTML", func(d *dashboard.Server, _ int) { d.SetMode(dashboard.HTML) }, 6},
+		{"dashboard answers HTML", func(d *dashboardtest.Server, _ int) { d.SetMode(dashboardtest.HTML) }, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := dashboard.New()
+			d := dashboardtest.New()
 			t.Cleanup(d.Close)
 			// A port nothing listens on, picked after the dashboard's.
 			l, err := net.Listen("tcp", "127.0.0.1:0")

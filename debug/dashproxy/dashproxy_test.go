@@ -23,8 +23,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/imagectl/imagectl/debug/dashboard"
+	fakedash "github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
 	"github.com/imagectl/imagectl/debug/dashproxy"
-	fakedash "github.com/imagectl/imagectl/internal/fakes/dashboard"
 	"github.com/imagectl/imagectl/internal/syncbuf"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	dashclient "github.com/imagectl/imagectl/debug/dashboard"
-	"github.com/imagectl/imagectl/internal/fakes/dashboard"
+	"github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
 )
 
 const (
@@ -21,28 +21,28 @@ const (
 
 // pausedWorker is the row Ray's dashboard shows for a worker waiting in
 // ray.util.rpdb for a debugger.
-func pausedWorker(port int) dashboard.Worker {
-	return dashboard.Worker{
+func pausedWorker(port int) dashboardtest.Worker {
+	return dashboardtest.Worker{
 		WorkerID: workerID, IsAlive: true, WorkerType: "WORKER", NodeID: "n1", IP: "127.0.0.1", PID: 4242,
 		DebuggerPort: port, NumPausedThreads: 1, StartTimeMS: 1700000000000,
 	}
 }
 
-func runningTask() dashboard.Task {
-	return dashboard.Task{TaskID: "c8ef45ccd0112571ffffffffffffffffffffffff02000000", Name: "f", State: "RUNNING", JobID: jobID,
+func runningTask() dashboardtest.Task {
+	return dashboardtest.Task{TaskID: "c8ef45ccd0112571ffffffffffffffffffffffff02000000", Name: "f", State: "RUNNING", JobID: jobID,
 		Type: "NORMAL_TASK", FuncOrClassName: "f", WorkerID: workerID, WorkerPID: 4242}
 }
 
-func newFakeDashboard(t *testing.T) *dashboard.Server {
-	d := dashboard.New()
+func newFakeDashboard(t *testing.T) *dashboardtest.Server {
+	d := dashboardtest.New()
 	t.Cleanup(d.Close)
 	// Workers that must not be picked: idle, dead, and a driver paused in
 	// the entrypoint script (listed, as Ray's list_workers ignores
 	// exclude_driver, and reported as the driver, but not attached to).
 	d.SetWorkers(
-		dashboard.Worker{WorkerID: "idle", IsAlive: true, WorkerType: "WORKER", IP: "127.0.0.1", DebuggerPort: 0},
-		dashboard.Worker{WorkerID: "dead", IsAlive: false, WorkerType: "WORKER", IP: "127.0.0.1", DebuggerPort: 1, NumPausedThreads: 1},
-		dashboard.Worker{WorkerID: "driver", IsAlive: true, WorkerType: "DRIVER", IP: "127.0.0.1", DebuggerPort: 1, NumPausedThreads: 1},
+		dashboardtest.Worker{WorkerID: "idle", IsAlive: true, WorkerType: "WORKER", IP: "127.0.0.1", DebuggerPort: 0},
+		dashboardtest.Worker{WorkerID: "dead", IsAlive: false, WorkerType: "WORKER", IP: "127.0.0.1", DebuggerPort: 1, NumPausedThreads: 1},
+		dashboardtest.Worker{WorkerID: "driver", IsAlive: true, WorkerType: "DRIVER", IP: "127.0.0.1", DebuggerPort: 1, NumPausedThreads: 1},
 	)
 	return d
 }
@@ -50,8 +50,8 @@ func newFakeDashboard(t *testing.T) *dashboard.Server {
 func TestRunFindsAttachesAndResumes(t *testing.T) {
 	w := startWorker(t, "break")
 	d := newFakeDashboard(t)
-	d.SetWorkers(append([]dashboard.Worker{pausedWorker(w.port)}, dashboard.Worker{WorkerID: "idle", IsAlive: true, WorkerType: "WORKER"})...)
-	d.SetTasks(runningTask(), dashboard.Task{TaskID: "other", Name: "g", State: "FINISHED", JobID: jobID, WorkerID: workerID})
+	d.SetWorkers(append([]dashboardtest.Worker{pausedWorker(w.port)}, dashboardtest.Worker{WorkerID: "idle", IsAlive: true, WorkerType: "WORKER"})...)
+	d.SetTasks(runningTask(), dashboardtest.Task{TaskID: "other", Name: "g", State: "FINISHED", JobID: jobID, WorkerID: workerID})
 
 	rep, err := Run(testCtx(t), d.URL, WithExpect(Expect{Function: "f", File: "worker.py"}), WithTimeout(30*time.Second),
 		WithPollInterval(100*time.Millisecond), WithStepTimeout(20*time.Second), WithStopTimeout(20*time.Second))
@@ -113,7 +113,7 @@ func TestRunFailures(t *testing.T) {
 
 	tests := []struct {
 		name     string
-		setup    func(*dashboard.Server)
+		setup    func(*dashboardtest.Server)
 		opts     []Option
 		wantErr  error
 		wantText []string
@@ -121,14 +121,14 @@ func TestRunFailures(t *testing.T) {
 	}{
 		{
 			name:     "no paused worker",
-			setup:    func(*dashboard.Server) {},
+			setup:    func(*dashboardtest.Server) {},
 			wantErr:  ErrNoPausedWorker,
 			wantText: []string{"no paused worker: no paused worker after 1s", "1 paused worker(s) listed, 1 of them a job's driver paused in its entrypoint script, which the probe does not attach to"},
 			kind:     "no_paused_worker",
 		},
 		{
 			name: "no worker running the requested task",
-			setup: func(d *dashboard.Server) {
+			setup: func(d *dashboardtest.Server) {
 				d.SetWorkers(pausedWorker(closedPort))
 				d.SetTasks(runningTask())
 			},
@@ -139,7 +139,7 @@ func TestRunFailures(t *testing.T) {
 		},
 		{
 			name: "port refused",
-			setup: func(d *dashboard.Server) {
+			setup: func(d *dashboardtest.Server) {
 				d.SetWorkers(pausedWorker(closedPort))
 				d.SetTasks(runningTask())
 			},
@@ -149,21 +149,21 @@ func TestRunFailures(t *testing.T) {
 		},
 		{
 			name:     "dashboard answers HTML",
-			setup:    func(d *dashboard.Server) { d.SetMode(dashboard.HTML) },
+			setup:    func(d *dashboardtest.Server) { d.SetMode(dashboardtest.HTML) },
 			wantErr:  ErrDashboard,
 			wantText: []string{"dashboard not usable after 1s", "/cluster_id: got an HTML page, expected JSON"},
 			kind:     "dashboard",
 		},
 		{
 			name:     "dashboard answers 500",
-			setup:    func(d *dashboard.Server) { d.SetMode(dashboard.ServerError) },
+			setup:    func(d *dashboardtest.Server) { d.SetMode(dashboardtest.ServerError) },
 			wantErr:  ErrDashboard,
 			wantText: []string{"dashboard not usable after 1s", "/cluster_id: HTTP 500 Internal Server Error"},
 			kind:     "dashboard",
 		},
 		{
 			name:     "dashboard answers result=false",
-			setup:    func(d *dashboard.Server) { d.SetMode(dashboard.ResultFalse) },
+			setup:    func(d *dashboardtest.Server) { d.SetMode(dashboardtest.ResultFalse) },
 			wantErr:  ErrDashboard,
 			wantText: []string{"dashboard answered result=false: Failed to query the GCS"},
 			kind:     "dashboard",

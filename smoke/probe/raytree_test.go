@@ -26,10 +26,10 @@ import (
 	"github.com/imagectl/imagectl/extensions"
 	"github.com/imagectl/imagectl/imagespec"
 	"github.com/imagectl/imagectl/inject"
-	"github.com/imagectl/imagectl/internal/fakes/rayworker"
 	"github.com/imagectl/imagectl/internal/syncbuf"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/matrix"
+	"github.com/imagectl/imagectl/smoke/probe/probetest"
 )
 
 // Ray's on-disk layout, with the same path strings on every node (non-head
@@ -104,7 +104,7 @@ func newPod(t *testing.T, name string) *pod {
 	if err := os.MkdirAll(p.root()+podTestdata, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p.root()+podTestdata+"/rayworker.py", rayworker.Script, 0o644); err != nil {
+	if err := os.WriteFile(p.root()+podTestdata+"/rayworker.py", probetest.RayWorker, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(raySession, p.root()+"/tmp/ray/session_latest"); err != nil {
@@ -135,7 +135,7 @@ func copyTree(t *testing.T, from, to string) {
 	}
 }
 
-// rayWorker is internal/fakes/rayworker's rayworker.py running one task in a pod.
+// rayWorker is smoke/probe/probetest's rayworker.py running one task in a pod.
 type rayWorker struct {
 	cmd    *exec.Cmd
 	stdout *syncbuf.Buffer

@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app"
-	"github.com/imagectl/imagectl/internal/fakes/dashboard"
+	"github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
 	"github.com/imagectl/imagectl/smoke/probe"
 )
 
 // TestAttachCLINoPausedWorker runs `imagectl smoke attach` against the fake
 // dashboard with nothing paused: exit code 3 and a JSON report saying so.
 func TestAttachCLINoPausedWorker(t *testing.T) {
-	d := dashboard.New()
+	d := dashboardtest.New()
 	defer d.Close()
 	var stdout, stderr bytes.Buffer
 	code := app.Run(context.Background(), []string{"smoke", "attach", "--dashboard", d.Address(), "--pause-timeout", "1s",

@@ -65,8 +65,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/imagectl/imagectl/internal/fakes/dashboard"
-	"github.com/imagectl/imagectl/internal/fakes/rayworker"
+	"github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
+	"github.com/imagectl/imagectl/smoke/probe/probetest"
 )
 
 // taskWait is how long the head waits for a node with a task's resources
@@ -157,7 +157,7 @@ func newSession(root, name string) (session, worker string, err error) {
 		return "", "", err
 	}
 	worker = filepath.Join(workerDir, "rayworker.py")
-	if err := os.WriteFile(worker, rayworker.Script, 0o644); err != nil {
+	if err := os.WriteFile(worker, probetest.RayWorker, 0o644); err != nil {
 		return "", "", err
 	}
 	return session, worker, nil
@@ -617,7 +617,7 @@ func (h *head) serveTask(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "task request: no job with submission_id %q", req.SubmissionID)
 		return
 	}
-	if job.Status != dashboard.JobRunning || job.JobID == "" {
+	if job.Status != dashboardtest.JobRunning || job.JobID == "" {
 		httpError(w, http.StatusConflict, "task request: job %s is %s, not RUNNING", req.SubmissionID, job.Status)
 		return
 	}
@@ -830,7 +830,7 @@ func (w *workerNode) fetchFromHead(ctx context.Context, uri string) ([]byte, err
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, dashboard.MaxRequestBody))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, dashboardtest.MaxRequestBody))
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}

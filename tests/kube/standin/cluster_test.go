@@ -17,7 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagectl/imagectl/internal/fakes/dashboard"
+	"github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/rayjobs"
 	"github.com/imagectl/imagectl/smoke/probe"
@@ -91,7 +91,7 @@ func TestParseStartAsKubeRayWritesIt(t *testing.T) {
 // tasks wait at most wait for a node.
 type testCluster struct {
 	h   *head
-	d   *dashboard.Server
+	d   *dashboardtest.Server
 	c   *rayjobs.Client
 	gcs *httptest.Server
 }
@@ -102,7 +102,7 @@ func newTestCluster(t *testing.T, wait time.Duration) *testCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := dashboard.New()
+	d := dashboardtest.New()
 	t.Cleanup(d.Close)
 	environ := append(os.Environ(), "PATH=/usr/bin:/bin:"+os.Getenv("PATH"))
 	h, err := startHead(d, t.TempDir(), "127.0.0.1", gl.Addr().String(), map[string]float64{"CPU": 1}, environ)
@@ -248,11 +248,11 @@ func (tc *testCluster) waiting() int {
 	return tc.h.sched.waiting
 }
 
-func (tc *testCluster) rows() ([]dashboard.Worker, []dashboard.Task) {
+func (tc *testCluster) rows() ([]dashboardtest.Worker, []dashboardtest.Task) {
 	tc.h.rows.mu.Lock()
 	defer tc.h.rows.mu.Unlock()
-	var ws []dashboard.Worker
-	var ts []dashboard.Task
+	var ws []dashboardtest.Worker
+	var ts []dashboardtest.Task
 	for _, id := range tc.h.rows.order {
 		r := tc.h.rows.rows[id]
 		ws = append(ws, r.w)
@@ -334,7 +334,7 @@ func TestTaskRefusals(t *testing.T) {
 	}
 	t.Cleanup(func() { tc.c.Stop(context.Background(), running) })
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if j, _ := tc.d.Job(running); j.Status == dashboard.JobRunning {
+		if j, _ := tc.d.Job(running); j.Status == dashboardtest.JobRunning {
 			break
 		}
 		if time.Now().After(deadline) {

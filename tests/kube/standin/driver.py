@@ -5,7 +5,7 @@ task did (ray.get raises the task's exception).
 
 Usage: python3 driver.py MODULE FUNCTION ARG [NAME=AMOUNT ...]
 
-The task is internal/fakes/rayworker's rayworker.py MODULE FUNCTION ARG, run
+The task is smoke/probe/probetest's rayworker.py MODULE FUNCTION ARG, run
 under the job's runtime_env on a node that has the resources NAME=AMOUNT (none:
 any node, the head first). The request goes to the head's GCS address, which
 the stand-in's job supervisor puts in RAY_ADDRESS as Ray does, with the job's

@@ -20,11 +20,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/imagectl/imagectl/internal/fakes/dashboard"
+	"github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
 )
 
 // rayworkerEnv names, in a job's environment, the path of rayworker.py
-// (internal/fakes/rayworker), so an entrypoint such as
+// (smoke/probe/probetest), so an entrypoint such as
 // `python3 "$STANDIN_RAYWORKER" sample_code f 7` runs a task the way the
 // stand-in's start-up tasks do.
 const rayworkerEnv = "STANDIN_RAYWORKER"
@@ -63,7 +63,7 @@ const rayworkerEnv = "STANDIN_RAYWORKER"
 // the image already holds what its tasks need (debugpy); the stand-in says
 // which it ignored (JOB-IGNORED).
 type jobRunner struct {
-	d       *dashboard.Server
+	d       *dashboardtest.Server
 	rows    *stateRows
 	node    *nodeRuntime // the head's: its session, rayworker.py, IP, node ID, environment
 	gcsAddr string
@@ -74,7 +74,7 @@ type jobRunner struct {
 	stopped map[string]bool
 }
 
-func newJobRunner(d *dashboard.Server, rows *stateRows, node *nodeRuntime, gcsAddr string) *jobRunner {
+func newJobRunner(d *dashboardtest.Server, rows *stateRows, node *nodeRuntime, gcsAddr string) *jobRunner {
 	r := &jobRunner{
 		d: d, rows: rows, node: node, gcsAddr: gcsAddr,
 		next: 3, running: map[string]*exec.Cmd{}, stopped: map[string]bool{},
@@ -90,7 +90,7 @@ func rayJobID(n int) string { return fmt.Sprintf("%02x%02x0000", n&0xff, n>>8&0x
 
 func (r *jobRunner) fail(id, msg string) {
 	say("JOB-FAILED", id, strings.SplitN(msg, "\n", 2)[0])
-	r.d.UpdateJob(id, func(j *dashboard.Job) { j.Status, j.Message = dashboard.JobFailed, msg })
+	r.d.UpdateJob(id, func(j *dashboardtest.Job) { j.Status, j.Message = dashboardtest.JobFailed, msg })
 }
 
 // unzipTo extracts a zip as Python's ZipFile.extractall does: every
@@ -142,7 +142,7 @@ func unzipTo(data []byte, dir string) error {
 
 // run is the dashboard's job runner: it sets up the runtime_env, then runs
 // the entrypoint to its end.
-func (r *jobRunner) run(job dashboard.Job) {
+func (r *jobRunner) run(job dashboardtest.Job) {
 	id := job.SubmissionID
 	say("JOB-SUBMITTED", id, job.Entrypoint)
 	env := job.RuntimeEnv
@@ -237,9 +237,9 @@ func (r *jobRunner) run(job dashboard.Job) {
 	r.running[id] = cmd
 	r.mu.Unlock()
 	say("JOB-RUNNING", id, rayID, "CWD", cwd)
-	r.d.UpdateJob(id, func(j *dashboard.Job) {
-		j.Status, j.JobID = dashboard.JobRunning, rayID
-		j.DriverInfo = &dashboard.DriverInfo{ID: rayID, NodeIPAddress: r.node.ip, PID: strconv.Itoa(cmd.Process.Pid)}
+	r.d.UpdateJob(id, func(j *dashboardtest.Job) {
+		j.Status, j.JobID = dashboardtest.JobRunning, rayID
+		j.DriverInfo = &dashboardtest.DriverInfo{ID: rayID, NodeIPAddress: r.node.ip, PID: strconv.Itoa(cmd.Process.Pid)}
 		j.DriverAgentAddress = "http://" + r.node.ip + ":52365"
 		j.DriverNodeID = r.node.nodeID
 	})
@@ -261,7 +261,7 @@ func (r *jobRunner) run(job dashboard.Job) {
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Println(line)
-			r.d.UpdateJob(id, func(j *dashboard.Job) { j.Logs += line + "\n" })
+			r.d.UpdateJob(id, func(j *dashboardtest.Job) { j.Logs += line + "\n" })
 			if !t.driver {
 				t.line(line)
 			}
@@ -289,20 +289,20 @@ func (r *jobRunner) run(job dashboard.Job) {
 	switch {
 	case stopped:
 		say("JOB-STOPPED", id)
-		r.d.UpdateJob(id, func(j *dashboard.Job) { j.Status = dashboard.JobStopped })
+		r.d.UpdateJob(id, func(j *dashboardtest.Job) { j.Status = dashboardtest.JobStopped })
 	case code == 0:
 		say("JOB-SUCCEEDED", id)
-		r.d.UpdateJob(id, func(j *dashboard.Job) { j.Status, j.DriverExitCode = dashboard.JobSucceeded, &code })
+		r.d.UpdateJob(id, func(j *dashboardtest.Job) { j.Status, j.DriverExitCode = dashboardtest.JobSucceeded, &code })
 	default:
 		say("JOB-FAILED", id, "exit", code)
-		r.d.UpdateJob(id, func(j *dashboard.Job) {
+		r.d.UpdateJob(id, func(j *dashboardtest.Job) {
 			// job_supervisor.py:436-454
 			if tail := lastChars(j.Logs, 20000); tail != "" {
 				j.Message = fmt.Sprintf("Job entrypoint command failed with exit code %d, last available logs (truncated to 20,000 chars):\n%s", code, tail)
 			} else {
 				j.Message = fmt.Sprintf("Job entrypoint command failed with exit code %d. No logs available.", code)
 			}
-			j.Status, j.DriverExitCode = dashboard.JobFailed, &code
+			j.Status, j.DriverExitCode = dashboardtest.JobFailed, &code
 		})
 	}
 }
@@ -310,16 +310,16 @@ func (r *jobRunner) run(job dashboard.Job) {
 // stop is the dashboard's stopper: SIGTERM to the entrypoint's process
 // group (RAY_JOB_STOP_SIGNAL's default), SIGKILL 3 s later
 // (job_supervisor.py DEFAULT_RAY_JOB_STOP_WAIT_TIME_S).
-func (r *jobRunner) stop(job dashboard.Job) {
+func (r *jobRunner) stop(job dashboardtest.Job) {
 	r.mu.Lock()
 	r.stopped[job.SubmissionID] = true
 	cmd := r.running[job.SubmissionID]
 	r.mu.Unlock()
 	if cmd == nil {
 		// Not started yet (or its runtime_env failed): stopped at once.
-		r.d.UpdateJob(job.SubmissionID, func(j *dashboard.Job) {
-			if j.Status == dashboard.JobPending {
-				j.Status = dashboard.JobStopped
+		r.d.UpdateJob(job.SubmissionID, func(j *dashboardtest.Job) {
+			if j.Status == dashboardtest.JobPending {
+				j.Status = dashboardtest.JobStopped
 			}
 		})
 		return
@@ -366,14 +366,14 @@ func taskName(entrypoint string) (string, bool) {
 // worker, start-up tasks and jobs alike, and hands them all to the
 // dashboard on each change.
 type stateRows struct {
-	d     *dashboard.Server
+	d     *dashboardtest.Server
 	mu    sync.Mutex
 	n     int
 	rows  map[int]*taskRows
 	order []int
 }
 
-func newStateRows(d *dashboard.Server) *stateRows {
+func newStateRows(d *dashboardtest.Server) *stateRows {
 	return &stateRows{d: d, rows: map[int]*taskRows{}}
 }
 
@@ -381,8 +381,8 @@ func newStateRows(d *dashboard.Server) *stateRows {
 type taskRows struct {
 	s      *stateRows
 	id     int
-	w      dashboard.Worker
-	t      dashboard.Task
+	w      dashboardtest.Worker
+	t      dashboardtest.Task
 	driver bool // a job's driver: a DRIVER worker row, no task row
 }
 
@@ -393,7 +393,7 @@ func (s *stateRows) newDriver(pid int, ip, nodeID string) *taskRows {
 	defer s.mu.Unlock()
 	s.n++
 	tr := &taskRows{s: s, id: s.n, driver: true}
-	tr.w = dashboard.Worker{
+	tr.w = dashboardtest.Worker{
 		WorkerID: hexID(28), IsAlive: true, WorkerType: "DRIVER", NodeID: nodeID, IP: ip, PID: pid,
 		WorkerLaunchTime: time.Now().UnixMilli(), StartTimeMS: time.Now().UnixMilli(),
 	}
@@ -407,11 +407,11 @@ func (s *stateRows) newTask(pid int, ip, nodeID, jobID, name string) *taskRows {
 	s.mu.Lock()
 	s.n++
 	tr := &taskRows{s: s, id: s.n}
-	tr.w = dashboard.Worker{
+	tr.w = dashboardtest.Worker{
 		WorkerID: hexID(28), IsAlive: true, WorkerType: "WORKER", NodeID: nodeID, IP: ip, PID: pid,
 		WorkerLaunchTime: time.Now().UnixMilli(), StartTimeMS: time.Now().UnixMilli(),
 	}
-	tr.t = dashboard.Task{
+	tr.t = dashboardtest.Task{
 		TaskID: fmt.Sprintf("%016x%s", s.n, jobID), Name: name, State: "RUNNING", JobID: jobID, Type: "NORMAL_TASK",
 		FuncOrClassName: name, NodeID: nodeID, WorkerID: tr.w.WorkerID, WorkerPID: pid,
 	}
@@ -423,8 +423,8 @@ func (s *stateRows) newTask(pid int, ip, nodeID, jobID, name string) *taskRows {
 }
 
 func (s *stateRows) pushLocked() {
-	var ws []dashboard.Worker
-	var ts []dashboard.Task
+	var ws []dashboardtest.Worker
+	var ts []dashboardtest.Task
 	for _, id := range s.order {
 		ws = append(ws, s.rows[id].w)
 		if !s.rows[id].driver {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/imagectl/imagectl/internal/fakes/dashboard"
+	"github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/rayjobs"
 	"github.com/imagectl/imagectl/smoke/probe"
@@ -23,9 +23,9 @@ const systemPython = "/usr/bin/python3"
 // testHead starts a head's dashboard on loopback, with its Ray root in a
 // temporary directory, the image's PYTHONPATH set to image (as the Ray
 // image sets its own) and /usr/bin first on PATH.
-func testHead(t *testing.T, image string, env ...string) (*head, *dashboard.Server, *rayjobs.Client) {
+func testHead(t *testing.T, image string, env ...string) (*head, *dashboardtest.Server, *rayjobs.Client) {
 	t.Helper()
-	d := dashboard.New()
+	d := dashboardtest.New()
 	t.Cleanup(d.Close)
 	var environ []string
 	for _, e := range os.Environ() {

@@ -3,7 +3,7 @@
 // acts by the name it is called as.
 //
 //   - ray: `ray start --head …` (the command KubeRay generates) serves the
-//     project's fake Ray dashboard (internal/fakes/dashboard) on :8265 with
+//     project's fake Ray dashboard (debug/dashboard/dashboardtest) on :8265 with
 //     GET /api/gcs_healthz, and the dashboard agent's
 //     GET /api/local_raylet_healthz on :52365 (KubeRay's probes), creates
 //     the session directory under --temp-dir (default /tmp/ray) and runs
@@ -12,7 +12,7 @@
 //     session_…/runtime_resources/working_dir_files/_ray_pkg_<hash>/, the
 //     entrypoint run by /bin/sh there, its status and logs served). An
 //     entrypoint such as `python3 "$STANDIN_RAYWORKER" sample_code f 7`
-//     is itself a task in internal/fakes/rayworker's rayworker.py with real
+//     is itself a task in smoke/probe/probetest's rayworker.py with real
 //     debugpy, listed in the State API as Ray lists a paused worker until a
 //     debugger attaches; any other entrypoint is the job's driver (a DRIVER
 //     worker row), which asks the head for tasks as driver.py does.

@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/imagectl/imagectl/internal/fakes/dashboard"
+	"github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
 )
 
 // sampleCode is the job's working_dir module the tasks come from.
@@ -150,7 +150,7 @@ func ray(args []string) error {
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
-	d := dashboard.NewOn(dl)
+	d := dashboardtest.NewOn(dl)
 	d.HandleFunc("GET /api/gcs_healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "success") })
 	say("DASHBOARD", dl.Addr().String(), "AGENT", al.Addr().String(), "GCS", gl.Addr().String(), "NODE-IP", ip, "RESOURCES", formatResources(o.resources))
 
@@ -292,7 +292,7 @@ const startupTasksEnv = "IMAGECTL_STANDIN_STARTUP_TASKS"
 // scheduler that places the tasks drivers ask for on the cluster's nodes.
 type head struct {
 	nodeRuntime
-	d     *dashboard.Server
+	d     *dashboardtest.Server
 	rows  *stateRows
 	jobs  *jobRunner
 	sched *scheduler
@@ -303,7 +303,7 @@ type head struct {
 // (<root>/session_<date>_<pid>, with the session_latest link), writes
 // rayworker.py outside it, and serves the Jobs API's submissions on d.
 // resources are the head node's own (tasks may run on it too).
-func startHead(d *dashboard.Server, root, ip, gcsAddr string, resources map[string]float64, environ []string) (*head, error) {
+func startHead(d *dashboardtest.Server, root, ip, gcsAddr string, resources map[string]float64, environ []string) (*head, error) {
 	session, worker, err := newSession(root, fmt.Sprintf("session_%s_%06d", time.Now().UTC().Format("2006-01-02_15-04-05"), os.Getpid()))
 	if err != nil {
 		return nil, err
@@ -370,7 +370,7 @@ func hexID(n int) string {
 
 // runTasks writes sample_code.py where Ray puts a job's working_dir and
 // runs its tasks one after the other, each in a worker process as Ray runs
-// one: rayworker.py (internal/fakes/rayworker) with the working_dir as cwd
+// one: rayworker.py (smoke/probe/probetest) with the working_dir as cwd
 // and on PYTHONPATH, listening on the node's IP.
 func (h *head) runTasks() error {
 	dir := filepath.Join(h.session, "runtime_resources", "working_dir_files", "_ray_pkg_"+hexID(8))

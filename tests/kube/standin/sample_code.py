@@ -1,5 +1,5 @@
 """A job's working_dir module, as a user writes it: the Ray stand-in's
-worker (internal/fakes/rayworker's rayworker.py) runs f(7) and, with
+worker (smoke/probe/probetest's rayworker.py) runs f(7) and, with
 RAY_DEBUG_POST_MORTEM=1, g(7), as Ray runs @ray.remote tasks."""
 
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/imagectl/imagectl/cmd/imagectl/app/apptest"
+	"github.com/imagectl/imagectl/debug/dashboard/dashboardtest"
 	"github.com/imagectl/imagectl/imagespec"
-	"github.com/imagectl/imagectl/internal/fakes/dashboard"
 	"github.com/imagectl/imagectl/internal/testutil"
 	"github.com/imagectl/imagectl/smoke/probe"
 )
@@ -22,7 +22,7 @@ import (
 // rayWorkerScript and rayTree are the probe's stand-in for a Ray worker and
 // a job's working_dir and py_modules.
 const (
-	rayWorkerScript = "../../../../internal/fakes/rayworker/rayworker.py"
+	rayWorkerScript = "../../../../smoke/probe/probetest/rayworker.py"
 	rayTree         = "../../../../smoke/probe/testdata/raytree"
 )
 
@@ -85,12 +85,12 @@ func startPostMortemWorker(t *testing.T) (int, <-chan string) {
 // settings file.
 func TestSmokeAttachPostMortem(t *testing.T) {
 	port, done := startPostMortemWorker(t)
-	d := dashboard.New()
+	d := dashboardtest.New()
 	t.Cleanup(d.Close)
 	const wid = "01000000ffffffffffffffffffffffffffffffffffffffffffffffff"
-	d.SetWorkers(dashboard.Worker{WorkerID: wid, IsAlive: true, WorkerType: "WORKER", NodeID: "n1", IP: "127.0.0.1", PID: 4242,
+	d.SetWorkers(dashboardtest.Worker{WorkerID: wid, IsAlive: true, WorkerType: "WORKER", NodeID: "n1", IP: "127.0.0.1", PID: 4242,
 		DebuggerPort: port, NumPausedThreads: 1, StartTimeMS: 1700000000000})
-	d.SetTasks(dashboard.Task{TaskID: "c8ef45ccd0112571ffffffffffffffffffffffff02000000", Name: "fail", State: "RUNNING", JobID: "02000000",
+	d.SetTasks(dashboardtest.Task{TaskID: "c8ef45ccd0112571ffffffffffffffffffffffff02000000", Name: "fail", State: "RUNNING", JobID: "02000000",
 		Type: "NORMAL_TASK", FuncOrClassName: "fail", WorkerID: wid, WorkerPID: 4242})
 	settings := filepath.Join(t.TempDir(), "settings.json")
 	if err := os.WriteFile(settings, []byte(`{"`+imagespec.SettingClusterDashboards+`":[{"host":"127.0.0.1:8265","localRoot":""}]}`), 0o644); err != nil {

@@ -1,4 +1,4 @@
-package dashboard
+package dashboardtest
 
 // The Jobs API as Ray serves it. File:line references are to Ray commit
 // 5c47023856423b87afe3abe3b6c30c9782120665 (ray-project/ray master of

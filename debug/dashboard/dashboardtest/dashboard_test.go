@@ -1,4 +1,4 @@
-package dashboard
+package dashboardtest
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-// Package dashboard is an in-process fake of the Ray dashboard HTTP API, the
+// Package dashboardtest is an in-process fake of the Ray dashboard HTTP API, the
 // part the Ray Distributed Debugger extension and imagectl's attach probe
 // use: GET /cluster_id and the State API list endpoints /api/v0/workers and
 // /api/v0/tasks, answering in the real envelope
@@ -36,4 +36,4 @@
 // the token exactly: 403 "Forbidden: Invalid authentication token". Both
 // bodies are text/plain; charset=utf-8, with no newline. The first header
 // given wins even when it is wrong and a later one is right.
-package dashboard
+package dashboardtest
