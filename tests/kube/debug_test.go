@@ -111,6 +111,11 @@ func imagectlDebug(t *testing.T, dir string, interrupt func(debug.Event) bool, a
 	}
 	err = cmd.Wait()
 	r.stderr = stderr.String()
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(line, "Unhandled Error") || strings.Contains(line, "UnhandledError") {
+			t.Errorf("imagectl debug wrote client-go's own error line on stderr (the session reports what it means; -v shows it as one plain line): %s", line)
+		}
+	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {

@@ -190,6 +190,14 @@ func run(g *options.Globals, cmd *cobra.Command, f *debugFlags, args []string) e
 			}
 		})
 	}
+	// client-go's port-forward writes the errors it cannot return as klog
+	// lines on stderr; the session reports what they mean, and -v shows
+	// them, one plain line each.
+	var kubeLog func(string)
+	if g.Verbose {
+		kubeLog = func(line string) { fmt.Fprintf(g.Stderr, "imagectl debug: client-go: %s\n", line) }
+	}
+	debug.LogKubeErrors(kubeLog)
 	out, err := debug.Run(cmd.Context(), o, r)
 	if err != nil {
 		return err
