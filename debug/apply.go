@@ -148,20 +148,46 @@ type resourceClient interface {
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions, subresources ...string) error
 }
 
-// Exists reports whether u's object exists on the server.
+// Exists reports whether u's object exists on the server (being deleted
+// or not: see Get).
 func (c *Cluster) Exists(ctx context.Context, u *unstructured.Unstructured) (bool, error) {
+	cur, err := c.Get(ctx, u)
+	return cur != nil, err
+}
+
+// Get returns u's object as the server has it, or nil when there is none.
+func (c *Cluster) Get(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	rc, err := c.resource(ctx, u)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	_, err = rc.Get(ctx, u.GetName(), metav1.GetOptions{})
+	cur, err := rc.Get(ctx, u.GetName(), metav1.GetOptions{})
 	switch {
 	case err == nil:
-		return true, nil
+		return cur, nil
 	case apierrors.IsNotFound(err):
-		return false, nil
+		return nil, nil
 	}
-	return false, c.explain(err, "get", u)
+	return nil, c.explain(err, "get", u)
+}
+
+// WaitGone waits until the object of u with the given UID is gone: no
+// object of that name, or one of another UID (created again since).
+func (c *Cluster) WaitGone(ctx context.Context, u *unstructured.Unstructured, uid types.UID) error {
+	rc, err := c.resource(ctx, u)
+	if err != nil {
+		return err
+	}
+	return wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		cur, err := rc.Get(ctx, u.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, nil
+		case err != nil:
+			return false, nil // the next poll asks again
+		}
+		return uid != "" && cur.GetUID() != uid, nil
+	})
 }
 
 // Apply applies u server-side with FieldManager and strict field
@@ -220,14 +246,7 @@ func (c *Cluster) Delete(ctx context.Context, u *unstructured.Unstructured, wait
 	if !waitGone {
 		return nil
 	}
-	err = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := rc.Get(ctx, u.GetName(), metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, nil
-	})
-	if err != nil {
+	if err := c.WaitGone(ctx, u, ""); err != nil {
 		return fmt.Errorf("waiting for %s to be deleted: %w", ref(u), err)
 	}
 	return nil

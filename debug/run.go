@@ -323,7 +323,7 @@ func (s *session) applyManifest(ctx context.Context) error {
 	if err := s.checkSubmission(); err != nil {
 		return err
 	}
-	exists, err := s.c.Exists(ctx, s.target)
+	exists, err := s.existing(ctx, s.target)
 	if err != nil {
 		return err
 	}
@@ -419,7 +419,7 @@ func (s *session) prepull(injected []byte) (*unstructured.Unstructured, inject.P
 }
 
 func (s *session) applyOne(ctx context.Context, u *unstructured.Unstructured, note string) error {
-	existed, err := s.c.Exists(ctx, u)
+	existed, err := s.existing(ctx, u)
 	if err != nil {
 		return err
 	}
@@ -433,6 +433,41 @@ func (s *session) applyOne(ctx context.Context, u *unstructured.Unstructured, no
 	}
 	s.report(Event{Kind: KindApplied, Object: ref(u), Created: !existed, Message: fmt.Sprintf("%s %s in namespace %s (server-side, field manager %s)%s", ref(u), verb, s.c.Namespace, FieldManager, note)})
 	return nil
+}
+
+// existing reports whether u's object exists. One being deleted (it has a
+// deletionTimestamp: an earlier session's --cleanup or a kubectl delete,
+// which for a Ray object waits in the foreground for its Pods) is waited
+// for, up to --ready-timeout, and then does not exist: an apply to it
+// would configure an object about to vanish, and the session would wait
+// for a head Pod that never comes.
+func (s *session) existing(ctx context.Context, u *unstructured.Unstructured) (bool, error) {
+	for {
+		cur, err := s.c.Get(ctx, u)
+		if err != nil || cur == nil {
+			return false, err
+		}
+		dt := cur.GetDeletionTimestamp()
+		if dt == nil {
+			return true, nil
+		}
+		since := fmt.Sprintf("since %s", dt.UTC().Format(time.RFC3339))
+		if f := cur.GetFinalizers(); len(f) > 0 {
+			since += ", finalizers " + strings.Join(f, ", ")
+		}
+		s.report(Event{Kind: KindWaiting, Object: ref(u), Message: fmt.Sprintf("%s is being deleted (%s): waiting for it to go before creating it again", ref(u), since)})
+		wctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+		err = s.c.WaitGone(wctx, u, cur.GetUID())
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return false, ctx.Err()
+		case err != nil:
+			return false, fmt.Errorf("%s in namespace %s is still being deleted after %s (%s): wait until kubectl get %s %s -n %s finds none, or rename it in the manifest",
+				ref(u), s.c.Namespace, s.o.Timeout, since, strings.ToLower(u.GetKind()), u.GetName(), s.c.Namespace)
+		}
+		// Gone, or created again since (another UID): look again.
+	}
 }
 
 // checkSubmission refuses what cannot be submitted: a working_dir or an
@@ -549,6 +584,9 @@ func (s *session) attach(ctx context.Context) error {
 			return fmt.Errorf("RayCluster %s not found in namespace %s (the namespace came from the %s; pass -n)", s.o.ClusterName, s.c.Namespace, s.c.NamespaceFrom)
 		}
 		return fmt.Errorf("get RayCluster %s in namespace %s: %w", s.o.ClusterName, s.c.Namespace, err)
+	}
+	if dt := rc.GetDeletionTimestamp(); dt != nil {
+		return fmt.Errorf("RayCluster %s in namespace %s is being deleted (since %s): there is nothing to attach to", rc.GetName(), s.c.Namespace, dt.UTC().Format(time.RFC3339))
 	}
 	s.target, s.cluster = rc, rc.GetName()
 	if s.o.Local {

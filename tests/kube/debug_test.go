@@ -278,6 +278,106 @@ func TestDebugOnControlPlane(t *testing.T) {
 	})
 }
 
+// TestDebugWaitsForDeletionOnControlPlane: a RayCluster still being
+// deleted (a finalizer of the test's holds it, as KubeRay's Pods hold one
+// an earlier session's --cleanup deleted in the foreground) is not
+// "configured" and then lost: --cluster refuses it, -f waits for it to go
+// (a waiting event naming the finalizer), says so at --ready-timeout
+// having applied nothing, and creates it again once it has gone.
+func TestDebugWaitsForDeletionOnControlPlane(t *testing.T) {
+	c := needCluster(t)
+	ns := c.namespace(t, nil)
+	dir := t.TempDir()
+	kc := c.kubeconfigIn(t, dir, ns)
+	const name, hold = "gone", "imagectl.test/hold"
+	rc := fmt.Sprintf(`apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: %s
+spec:
+  rayVersion: "2.46.0"
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - name: ray-head
+          image: rayproject/ray:2.46.0-py312
+`, name)
+	writeFile(t, filepath.Join(dir, "rc.yaml"), []byte(rc))
+	held := strings.Replace(rc, "  name: "+name+"\n", "  name: "+name+"\n  finalizers: ["+hold+"]\n", 1)
+	if err := c.apply(t, ns, []byte(held)); err != nil {
+		t.Fatal(err)
+	}
+	oldUID := c.must(t, nil, "get", "raycluster", name, "-n", ns, "-o", "jsonpath={.metadata.uid}")
+	c.must(t, nil, "delete", "raycluster", name, "-n", ns, "--wait=false")
+	release := func() {
+		c.must(t, nil, "patch", "raycluster", name, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`)
+	}
+	t.Cleanup(func() {
+		c.kubectl(t, nil, "patch", "raycluster", name, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`)
+	})
+	base := []string{"--kubeconfig", kc, "--image", testImage}
+
+	t.Run("--cluster refuses it", func(t *testing.T) {
+		r := imagectlDebug(t, dir, nil, "--kubeconfig", kc, "--cluster", name, "--ready-timeout", "5s")
+		if want := "RayCluster " + name + " in namespace " + ns + " is being deleted (since "; r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("exit %d, stderr %q: want 1 and %q", r.code, r.stderr, want)
+		}
+	})
+
+	t.Run("at --ready-timeout it says so, having applied nothing", func(t *testing.T) {
+		r := imagectlDebug(t, dir, nil, append(base, "-f", "rc.yaml", "--ready-timeout", "5s")...)
+		want := "RayCluster/" + name + " in namespace " + ns + " is still being deleted after 5s (since "
+		if r.code != 1 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "finalizers "+hold) {
+			t.Errorf("exit %d, stderr %q: want 1, %q and the finalizer %s", r.code, r.stderr, want, hold)
+		}
+		if e := r.find(debug.KindApplied); e != nil {
+			t.Errorf("applied %s: want nothing applied", e.Message)
+		}
+		if c.exists(t, ns, "secret", "code-server-password") {
+			t.Error("the session created the password Secret although it applied nothing")
+		}
+		if got := c.must(t, nil, "get", "raycluster", name, "-n", ns, "-o", "jsonpath={.metadata.uid}"); got != oldUID {
+			t.Errorf("RayCluster %s has UID %s, want the held one %s", name, got, oldUID)
+		}
+	})
+
+	t.Run("it waits, then creates it again", func(t *testing.T) {
+		released := false
+		r := imagectlDebug(t, dir, func(e debug.Event) bool {
+			if e.Kind == debug.KindWaiting && e.Object == "RayCluster/"+name && strings.Contains(e.Message, "is being deleted") && !released {
+				if !strings.Contains(e.Message, hold) {
+					t.Errorf("waiting event %q does not name the finalizer %s", e.Message, hold)
+				}
+				release()
+				released = true
+			}
+			return e.Kind == debug.KindApplied && e.Object == "RayCluster/"+name
+		}, append(base, "-f", "rc.yaml", "--ready-timeout", "2m", "--cleanup")...)
+		if !released {
+			t.Fatalf("no waiting event for the RayCluster being deleted (exit %d, events %v)\n%s", r.code, r.kinds(), r.stderr)
+		}
+		if r.code != 130 {
+			t.Errorf("exit %d after Ctrl-C, want 130\n%s", r.code, r.stderr)
+		}
+		var applied []string
+		for _, e := range r.events {
+			if e.Kind == debug.KindApplied {
+				applied = append(applied, fmt.Sprintf("%s created=%v", e.Object, e.Created))
+			}
+		}
+		if want := []string{"Secret/code-server-password created=true", "RayCluster/" + name + " created=true"}; strings.Join(applied, "\n") != strings.Join(want, "\n") {
+			t.Errorf("applied events:\n%s\nwant:\n%s", strings.Join(applied, "\n"), strings.Join(want, "\n"))
+		}
+		// --cleanup deleted what it created, the new RayCluster among them.
+		cl := r.find(debug.KindCleanup)
+		if cl == nil || strings.Join(cl.Deleted, ",") != "RayCluster/"+name+",Secret/code-server-password" {
+			t.Errorf("cleanup event %+v: want the new RayCluster and the Secret deleted", cl)
+		}
+	})
+}
+
 // limitedKubeconfigIn writes, as dir/limited.kubeconfig, a copy of the
 // kubeconfig of with-kube.sh's user without rights, its context's
 // namespace ns; it returns the file and the user's name.
