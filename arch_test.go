@@ -41,8 +41,13 @@ import (
 //     is read through pylock); verify does not depend on extensions/
 //     (it reads manifests with vscode/vsixmanifest); imagespec stays a leaf, and pylock imports
 //     imagespec only;
+//   - between top-level folders the production imports form no circle,
+//     so the folders stack into floors and no package imports one on a
+//     higher floor;
 //   - the CLI links no sigs.k8s.io/kind (the kind harness runs the kind
-//     CLI), and only package sbom, the scanner, imports syft;
+//     CLI), and only package sbom, the scanner, imports syft; only the
+//     build pipeline (and the CLI's options, which make it from the
+//     flags) import package sbom;
 //   - the CLI's verb packages (cmd/imagectl/app/<verb>) import
 //     cmd/imagectl/app/options (and options/base), their own subpackages
 //     and the libraries, never each other;
@@ -516,4 +521,182 @@ func TestBinarySizes(t *testing.T) {
 			t.Errorf("%s is %d bytes (%.1f MB) unstripped, over the limit of %d: see what it links (go list -deps %s) and what grew (go tool nm -size -sort size)", name, fi.Size(), float64(fi.Size())/1e6, b.limit, b.pkg)
 		}
 	}
+}
+
+// TestScannerReachedThroughPipeline: package sbom runs the SBOM scanner
+// (imagectl-sbom). The build pipeline is the one consumer, through its
+// Scanner interface; the CLI's options make the scanner from the flags
+// (--sbom-scanner, --sbom-format) and hand it over. No other production
+// package imports it: verify and smoke read SBOMs with sbom/document.
+func TestScannerReachedThroughPipeline(t *testing.T) {
+	pkgs := loadGraph(t)
+	scanner := module + "/sbom"
+	allowed := map[string]bool{
+		module + "/build/pipeline":           true,
+		module + "/cmd/imagectl/app/options": true,
+	}
+	importers := 0
+	for _, p := range ours(pkgs) {
+		if !isProduction(p.ImportPath) || !slices.Contains(p.Imports, scanner) {
+			continue
+		}
+		importers++
+		if !allowed[p.ImportPath] {
+			t.Errorf("%s imports %s: the scanner is the build pipeline's (pipeline.Scanner), made by the CLI's options; read SBOMs with sbom/document", p.ImportPath, scanner)
+		}
+	}
+	if importers == 0 {
+		t.Fatalf("no production package imports %s: the rule checks nothing (was the scanner renamed?)", scanner)
+	}
+}
+
+// folder is the top-level folder of one of the module's packages (the
+// module's root package is "."): the rooms of the tree's floor plan.
+func folder(ip string) string {
+	rest := strings.TrimPrefix(strings.TrimPrefix(ip, module), "/")
+	if rest == "" {
+		return "."
+	}
+	first, _, _ := strings.Cut(rest, "/")
+	return first
+}
+
+// TestFoldersFormNoCircle: between top-level folders, the production
+// imports (fakes, test helpers and tests/ aside) form no circle, so the
+// folders stack into floors where every arrow points down: no package
+// imports one on a higher floor. A circle is named with one import for
+// each of its arrows.
+func TestFoldersFormNoCircle(t *testing.T) {
+	pkgs := loadGraph(t)
+	// arrows[a][b] is one import from folder a into folder b.
+	arrows := map[string]map[string]string{}
+	rooms := map[string]bool{}
+	for _, p := range ours(pkgs) {
+		if !isProduction(p.ImportPath) {
+			continue
+		}
+		from := folder(p.ImportPath)
+		rooms[from] = true
+		for _, imp := range p.Imports {
+			if !isProduction(imp) {
+				continue
+			}
+			if to := folder(imp); to != from {
+				if arrows[from] == nil {
+					arrows[from] = map[string]string{}
+				}
+				if _, ok := arrows[from][to]; !ok {
+					arrows[from][to] = strings.TrimPrefix(p.ImportPath, module+"/") + " -> " + strings.TrimPrefix(imp, module+"/")
+				}
+			}
+		}
+	}
+	if len(rooms) < 15 {
+		t.Fatalf("only %d top-level folders hold production packages, want the whole tree (over 15)", len(rooms))
+	}
+	for _, circle := range circles(rooms, arrows) {
+		var via []string
+		for i, a := range circle {
+			via = append(via, arrows[a][circle[(i+1)%len(circle)]])
+		}
+		t.Errorf("folders %s import each other in a circle (%s): move the shared piece down, or the importing one up", strings.Join(append(circle, circle[0]), " -> "), strings.Join(via, "; "))
+	}
+}
+
+// circles returns, for each strongly connected set of more than one room
+// (Tarjan's algorithm), one circle in it, rooms visited in sorted order
+// for a stable message.
+func circles(rooms map[string]bool, arrows map[string]map[string]string) [][]string {
+	var names []string
+	for r := range rooms {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	index, low := map[string]int{}, map[string]int{}
+	onStack := map[string]bool{}
+	var stack []string
+	var sccs [][]string
+	var visit func(string)
+	visit = func(v string) {
+		index[v], low[v] = len(index), len(index)
+		stack = append(stack, v)
+		onStack[v] = true
+		var next []string
+		for w := range arrows[v] {
+			next = append(next, w)
+		}
+		sort.Strings(next)
+		for _, w := range next {
+			if _, seen := index[w]; !seen {
+				visit(w)
+				low[v] = min(low[v], low[w])
+			} else if onStack[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] == index[v] {
+			var scc []string
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[w] = false
+				scc = append(scc, w)
+				if w == v {
+					break
+				}
+			}
+			if len(scc) > 1 {
+				sccs = append(sccs, scc)
+			}
+		}
+	}
+	for _, v := range names {
+		if _, seen := index[v]; !seen {
+			visit(v)
+		}
+	}
+	// One circle per set: the shortest one through its first room.
+	var out [][]string
+	for _, scc := range sccs {
+		sort.Strings(scc)
+		in := map[string]bool{}
+		for _, r := range scc {
+			in[r] = true
+		}
+		out = append(out, shortestCircle(scc[0], in, arrows))
+	}
+	return out
+}
+
+// shortestCircle is the shortest path from start back to itself within
+// the rooms of in.
+func shortestCircle(start string, in map[string]bool, arrows map[string]map[string]string) []string {
+	prev := map[string]string{}
+	queue := []string{start}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		var next []string
+		for w := range arrows[v] {
+			next = append(next, w)
+		}
+		sort.Strings(next)
+		for _, w := range next {
+			if !in[w] {
+				continue
+			}
+			if w == start {
+				path := []string{v}
+				for path[0] != start {
+					path = append([]string{prev[path[0]]}, path...)
+				}
+				return path
+			}
+			if _, seen := prev[w]; !seen {
+				prev[w] = v
+				queue = append(queue, w)
+			}
+		}
+	}
+	return []string{start}
 }
