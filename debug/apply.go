@@ -212,6 +212,7 @@ func (c *Cluster) apply(ctx context.Context, u *unstructured.Unstructured, dryRu
 	if err != nil {
 		return fmt.Errorf("%s: %w", ref(u), err)
 	}
+	ctx = withWarnedObject(ctx, ref(u))
 	opts := metav1.PatchOptions{FieldManager: FieldManager, FieldValidation: "Strict"}
 	verb := "apply"
 	if dryRun {

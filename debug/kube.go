@@ -1,8 +1,10 @@
 package debug
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -45,6 +47,57 @@ type Cluster struct {
 	Mapper        RESTMapper
 	// Host is the API server's URL, for messages.
 	Host string
+
+	warnings *apiWarnings
+}
+
+// OnWarning sends the API server's warnings on the requests c makes to f,
+// once per object and text: object is the Kind/name an apply was for, ""
+// for other requests. Without it (and before it) they are dropped;
+// client-go's default writes each as a klog line on stderr.
+func (c *Cluster) OnWarning(f func(object, text string)) {
+	if c.warnings == nil {
+		return
+	}
+	c.warnings.mu.Lock()
+	defer c.warnings.mu.Unlock()
+	c.warnings.to = f
+}
+
+// apiWarnings is the rest.Config's warning handler of a Cluster: the
+// Warning headers (code 299) the API server adds to an answer, such as
+// PodSecurity's "would violate PodSecurity ..." where a namespace warns,
+// or a deprecated API version.
+type apiWarnings struct {
+	mu   sync.Mutex
+	to   func(object, text string)
+	seen map[[2]string]bool
+}
+
+// warnedObject is the context key of the object a request is for.
+type warnedObject struct{}
+
+// withWarnedObject names the object ctx's requests are for in the
+// warnings they bring.
+func withWarnedObject(ctx context.Context, object string) context.Context {
+	return context.WithValue(ctx, warnedObject{}, object)
+}
+
+func (w *apiWarnings) HandleWarningHeaderWithContext(ctx context.Context, code int, _ string, text string) {
+	if code != 299 || text == "" {
+		return
+	}
+	object, _ := ctx.Value(warnedObject{}).(string)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.to == nil || w.seen[[2]string{object, text}] {
+		return
+	}
+	if w.seen == nil {
+		w.seen = map[[2]string]bool{}
+	}
+	w.seen[[2]string{object, text}] = true
+	w.to(object, text)
 }
 
 // Connect loads the kubeconfig the way kubectl does and makes the clients.
@@ -73,6 +126,8 @@ func Connect(f KubeFlags) (*Cluster, error) {
 		}
 	}
 	cfg.UserAgent = "imagectl-debug"
+	c.warnings = &apiWarnings{}
+	cfg.WarningHandlerWithContext = c.warnings
 	if c.Core, err = newRESTCore(cfg); err != nil {
 		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -147,9 +148,13 @@ type session struct {
 	podLines map[string]string
 	readyBy  time.Time // the end of --ready-timeout, once the wait began
 	tunnels  *tunnels  // --local
+
+	reportMu sync.Mutex // the Reporter hears one goroutine at a time
 }
 
 func (s *session) report(e Event) {
+	s.reportMu.Lock()
+	defer s.reportMu.Unlock()
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
@@ -193,6 +198,13 @@ func Run(ctx context.Context, o Options, r Reporter) (out Outcome, err error) {
 		return out, err
 	}
 	s := &session{o: o, c: c, r: r, podLines: map[string]string{}}
+	c.OnWarning(func(object, text string) {
+		msg := "warning: the API server says: " + text
+		if object != "" {
+			msg = fmt.Sprintf("warning: the API server says, of %s: %s", object, text)
+		}
+		s.report(Event{Kind: KindWarning, Object: object, Message: msg})
+	})
 	if o.Local {
 		if err := s.checkAccess(ctx, localAccess); err != nil {
 			return out, err

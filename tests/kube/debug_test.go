@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,6 +78,10 @@ func (r debugRun) find(k debug.Kind) *debug.Event {
 
 // imagectlDebug runs imagectl debug with -o json in dir; interrupt, when
 // set, is called with each event and sends SIGINT when it returns true.
+// klogLine is the header of a klog line: severity, date, time, thread,
+// file:line (E1129 23:16:06.167564    7140 portforward.go:522]).
+var klogLine = regexp.MustCompile(`^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^ ]+:\d+\]`)
+
 func imagectlDebug(t *testing.T, dir string, interrupt func(debug.Event) bool, args ...string) debugRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -112,8 +117,8 @@ func imagectlDebug(t *testing.T, dir string, interrupt func(debug.Event) bool, a
 	err = cmd.Wait()
 	r.stderr = stderr.String()
 	for _, line := range strings.Split(r.stderr, "\n") {
-		if strings.Contains(line, "Unhandled Error") || strings.Contains(line, "UnhandledError") {
-			t.Errorf("imagectl debug wrote client-go's own error line on stderr (the session reports what it means; -v shows it as one plain line): %s", line)
+		if klogLine.MatchString(line) {
+			t.Errorf("imagectl debug wrote a klog line of client-go's on stderr (the session reports what it means as an event; -v shows client-go's errors as plain lines): %s", line)
 		}
 	}
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -586,4 +591,40 @@ func TestDebugPrepullOnControlPlane(t *testing.T) {
 	c.waitFor(t, 60*time.Second, "DaemonSet "+injectpkg.PrepullName+" deleted", func() (bool, error) {
 		return !c.exists(t, ns, "daemonset", injectpkg.PrepullName), nil
 	})
+}
+
+// TestDebugAPIWarningsOnControlPlane: the API server's warnings (here
+// PodSecurity's "would violate" for a Pod of the manifest, in a namespace
+// that warns at "restricted") are warning events of the session naming
+// the object, each once, and not client-go's klog lines on stderr
+// (imagectlDebug refuses those in every test).
+func TestDebugAPIWarningsOnControlPlane(t *testing.T) {
+	c := needCluster(t)
+	ns := c.namespace(t, map[string]string{"pod-security.kubernetes.io/warn": "restricted"})
+	dir := t.TempDir()
+	kc := c.kubeconfigIn(t, dir, ns)
+	pod := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: loose\nspec:\n  containers:\n  - name: c\n    image: registry.example/busybox:1\n"
+	writeFile(t, filepath.Join(dir, "job.yaml"), append([]byte(pod+"---\n"), plainRayJob("warned", "InteractiveMode")...))
+	r := imagectlDebug(t, dir, func(e debug.Event) bool {
+		return e.Kind == debug.KindApplied && e.Object == "RayJob/warned"
+	}, "--kubeconfig", kc, "--image", testImage, "-f", "job.yaml", "--prepull", "--ready-timeout", "1m")
+	if r.code != 130 {
+		t.Errorf("exit %d after Ctrl-C, want 130\n%s", r.code, r.stderr)
+	}
+	var warned []string
+	for _, e := range r.events {
+		if e.Kind == debug.KindWarning && strings.Contains(e.Message, "the API server says") {
+			warned = append(warned, e.Object+": "+e.Message)
+		}
+	}
+	t.Logf("the API server's warnings:\n%s", strings.Join(warned, "\n"))
+	n := 0
+	for _, w := range warned {
+		if strings.HasPrefix(w, "Pod/loose: warning: the API server says, of Pod/loose: would violate PodSecurity \"restricted:latest\"") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d warning events of Pod/loose's PodSecurity violation, want 1 (the dry run's and the apply's are the same warning)", n)
+	}
 }
