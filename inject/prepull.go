@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -28,6 +29,14 @@ type PrepullImages struct {
 	// PullSecrets are the imagePullSecrets the head and worker pods name,
 	// each once: the DaemonSet needs them to pull from a private registry.
 	PullSecrets []string
+	// Restricted: the sidecar is restricted (WithRestricted or
+	// WithArbitraryUID: its securityContext has runAsNonRoot), so the
+	// namespace may enforce PodSecurity "restricted", and the DaemonSet's
+	// Pods are restricted too, as RunAsUser and RunAsGroup (the sidecar's,
+	// "" when the platform picks them) with no capability, no privilege
+	// escalation, RuntimeDefault seccomp and a read-only root.
+	Restricted            bool
+	RunAsUser, RunAsGroup string
 }
 
 // ImagesToPrepull reads the images of an injected manifest (imagectl
@@ -73,22 +82,28 @@ func ImagesToPrepull(file string, manifest []byte) (PrepullImages, error) {
 			}
 		}
 		var sidecar, byName string
+		var sidecarNode, byNameNode *yaml.Node
 		if cs := valueAt(head, "containers"); cs != nil && cs.Kind == yaml.SequenceNode {
 			for _, ct := range cs.Content[min(1, len(cs.Content)):] {
 				if env := valueAt(ct, "env"); env != nil && env.Kind == yaml.SequenceNode {
 					for _, e := range env.Content {
 						if scalarAt(e, "name") == RecordEnv {
-							sidecar = scalarAt(ct, "image")
+							sidecar, sidecarNode = scalarAt(ct, "image"), ct
 						}
 					}
 				}
 				if scalarAt(ct, "name") == DefaultName {
-					byName = scalarAt(ct, "image")
+					byName, byNameNode = scalarAt(ct, "image"), ct
 				}
 			}
 		}
 		if sidecar == "" {
-			sidecar = byName
+			sidecar, sidecarNode = byName, byNameNode
+		}
+		if sidecarNode != nil && scalarAt(sidecarNode, "securityContext", "runAsNonRoot") == "true" && !p.Restricted {
+			p.Restricted = true
+			p.RunAsUser = scalarAt(sidecarNode, "securityContext", "runAsUser")
+			p.RunAsGroup = scalarAt(sidecarNode, "securityContext", "runAsGroup")
 		}
 		if sidecar == "" {
 			return p, docErr("the head pod has no code-server sidecar (no container with the %s record or named %s): pre-pull the output of imagectl inject", RecordEnv, DefaultName)
@@ -150,7 +165,13 @@ func Prepull(p PrepullImages) ([]byte, error) {
 		}
 	}
 	var b bytes.Buffer
-	err := prepullTemplate.Execute(&b, map[string]any{"Name": PrepullName, "Init": ics, "Pause": PrepullPauseImage, "PullSecrets": p.PullSecrets})
+	for _, id := range []struct{ field, v string }{{"runAsUser", p.RunAsUser}, {"runAsGroup", p.RunAsGroup}} {
+		if _, err := strconv.ParseInt(id.v, 10, 64); id.v != "" && (err != nil || strings.HasPrefix(id.v, "-")) {
+			return nil, fmt.Errorf("pre-pull: the sidecar's %s %q: expected a number", id.field, id.v)
+		}
+	}
+	err := prepullTemplate.Execute(&b, map[string]any{"Name": PrepullName, "Init": ics, "Pause": PrepullPauseImage, "PullSecrets": p.PullSecrets,
+		"Restricted": p.Restricted, "RunAsUser": p.RunAsUser, "RunAsGroup": p.RunAsGroup})
 	return b.Bytes(), err
 }
 
@@ -176,6 +197,17 @@ spec:
       labels:
         app.kubernetes.io/name: {{.Name}}
     spec:
+{{- if .Restricted}}
+      securityContext:
+{{- if .RunAsUser}}
+        runAsUser: {{.RunAsUser}}
+{{- end}}
+{{- if .RunAsGroup}}
+        runAsGroup: {{.RunAsGroup}}
+{{- end}}
+        runAsNonRoot: true
+        seccompProfile: {type: RuntimeDefault}
+{{- end}}
 {{- if .PullSecrets}}
       imagePullSecrets:
 {{- range .PullSecrets}}
@@ -190,6 +222,9 @@ spec:
         resources:
           requests: {cpu: 10m, memory: 16Mi}
           limits: {memory: 64Mi}
+{{- if $.Restricted}}
+        securityContext: {{template "containerSecurity"}}
+{{- end}}
 {{- end}}
       containers:
       - name: pause
@@ -197,4 +232,8 @@ spec:
         resources:
           requests: {cpu: 1m, memory: 8Mi}
           limits: {memory: 16Mi}
+{{- if .Restricted}}
+        securityContext: {{template "containerSecurity"}}
+{{- end}}
+{{define "containerSecurity"}}{allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}{{end -}}
 `))

@@ -1,13 +1,16 @@
 package inject
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -137,5 +140,76 @@ spec:
 		if out, err := Prepull(bad); err == nil {
 			t.Errorf("Prepull(%+v) wrote\n%s", bad, out)
 		}
+	}
+}
+
+// TestPrepullRestricted: for a restricted sidecar (a namespace that
+// enforces PodSecurity "restricted" refuses any other Pod), the pre-pull
+// DaemonSet's Pods are restricted too, as the sidecar's user, or with no
+// UID of their own when the platform picks it (WithArbitraryUID); an
+// unrestricted sidecar keeps the DaemonSet as examples/prepull.yaml has it.
+func TestPrepullRestricted(t *testing.T) {
+	withUser := strings.Replace(plainCluster, "          image: rayproject/ray:2.46.0\n",
+		"          image: rayproject/ray:2.46.0\n          securityContext: {runAsUser: 1001, runAsGroup: 100}\n", 1)
+	for _, tc := range []struct {
+		name, manifest string
+		opt            Option
+		want           PrepullImages
+	}{
+		{"the Ray container's user", withUser, WithRestricted(), PrepullImages{Restricted: true, RunAsUser: "1001", RunAsGroup: "100"}},
+		{"default user", plainCluster, WithRestricted(), PrepullImages{Restricted: true, RunAsUser: "1000", RunAsGroup: "1000"}},
+		{"arbitrary UID", plainCluster, WithArbitraryUID(), PrepullImages{Restricted: true}},
+		{"not restricted", plainCluster, WithName(DefaultName), PrepullImages{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Apply(context.Background(), "f.yaml", []byte(tc.manifest), WithImage("example.com/cs:1"), tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			imgs, err := ImagesToPrepull("f.yaml", res.Output)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := PrepullImages{Restricted: imgs.Restricted, RunAsUser: imgs.RunAsUser, RunAsGroup: imgs.RunAsGroup}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("what the sidecar says of the Pods (-want +got):\n%s", diff)
+			}
+			out, err := Prepull(imgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ds appsv1.DaemonSet
+			if err := yaml.UnmarshalStrict(out, &ds); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			spec := ds.Spec.Template.Spec
+			psc := spec.SecurityContext
+			if !tc.want.Restricted {
+				if psc != nil {
+					t.Errorf("an unrestricted sidecar's DaemonSet has a pod securityContext %+v", psc)
+				}
+				return
+			}
+			if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil || psc.SeccompProfile.Type != "RuntimeDefault" {
+				t.Fatalf("pod securityContext %+v: want runAsNonRoot and the RuntimeDefault seccomp profile\n%s", psc, out)
+			}
+			uid, gid := "", ""
+			if psc.RunAsUser != nil {
+				uid = strconv.FormatInt(*psc.RunAsUser, 10)
+			}
+			if psc.RunAsGroup != nil {
+				gid = strconv.FormatInt(*psc.RunAsGroup, 10)
+			}
+			if uid != tc.want.RunAsUser || gid != tc.want.RunAsGroup {
+				t.Errorf("pod runAsUser %q runAsGroup %q, want %q %q", uid, gid, tc.want.RunAsUser, tc.want.RunAsGroup)
+			}
+			for _, c := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
+				sc := c.SecurityContext
+				if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil ||
+					len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+					t.Errorf("container %s securityContext %+v: want no privilege escalation, every capability dropped, a read-only root", c.Name, sc)
+				}
+			}
+		})
 	}
 }

@@ -628,3 +628,36 @@ func TestDebugAPIWarningsOnControlPlane(t *testing.T) {
 		t.Errorf("%d warning events of Pod/loose's PodSecurity violation, want 1 (the dry run's and the apply's are the same warning)", n)
 	}
 }
+
+// TestDebugPrepullRestrictedOnControlPlane: in a namespace that enforces
+// PodSecurity "restricted", debug --prepull restricts the sidecar and the
+// pre-pull DaemonSet alike: the API server, which warns of a workload
+// whose Pods the namespace would refuse, has nothing to say of the
+// DaemonSet (the DaemonSet's Pods running there is TestDebugRestrictedOnNode's).
+func TestDebugPrepullRestrictedOnControlPlane(t *testing.T) {
+	c := needCluster(t)
+	ns := c.namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	dir := t.TempDir()
+	kc := c.kubeconfigIn(t, dir, ns)
+	writeFile(t, filepath.Join(dir, "job.yaml"), plainRayJob("pre", "InteractiveMode"))
+	r := imagectlDebug(t, dir, func(e debug.Event) bool {
+		return e.Kind == debug.KindApplied && e.Object == "RayJob/pre"
+	}, "--kubeconfig", kc, "--image", testImage, "-f", "job.yaml", "--prepull", "--ready-timeout", "1m")
+	if r.code != 130 {
+		t.Errorf("exit %d after Ctrl-C, want 130\n%s", r.code, r.stderr)
+	}
+	applied := false
+	for _, e := range r.events {
+		applied = applied || e.Kind == debug.KindApplied && e.Object == "DaemonSet/"+injectpkg.PrepullName
+		if e.Kind == debug.KindWarning && strings.Contains(e.Message, "PodSecurity") && strings.Contains(e.Message, "would violate") {
+			t.Errorf("warning: %s", e.Message)
+		}
+	}
+	if !applied {
+		t.Fatalf("no applied event for DaemonSet/%s: events %v", injectpkg.PrepullName, r.kinds())
+	}
+	sc := c.must(t, nil, "get", "daemonset", injectpkg.PrepullName, "-n", ns, "-o", "jsonpath={.spec.template.spec.securityContext.runAsNonRoot}")
+	if sc != "true" {
+		t.Errorf("DaemonSet %s: runAsNonRoot %q, want true", injectpkg.PrepullName, sc)
+	}
+}
