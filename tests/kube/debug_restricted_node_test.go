@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/imagectl/imagectl/debug"
+	injectpkg "github.com/imagectl/imagectl/inject"
 )
 
 // TestDebugRestrictedOnNode runs imagectl debug, on the node, in a
@@ -53,7 +55,7 @@ func TestDebugRestrictedOnNode(t *testing.T) {
 		}
 		return false
 	}, debugArgsAsDocumented(t, map[string]string{"-f": "job.yaml", "--working-dir": wd},
-		[]string{"--kubeconfig", kc, "--image", n.sidecarImage, "--ready-timeout", "4m", "--logs"},
+		[]string{"--kubeconfig", kc, "--image", n.sidecarImage, "--ready-timeout", "4m", "--logs", "--prepull"},
 		[]string{"python3", "driver.py", "sample_code", "f", "7"})...)
 	if r.code != 0 {
 		c.dumpPods(t, ns)
@@ -69,6 +71,13 @@ func TestDebugRestrictedOnNode(t *testing.T) {
 	if !answered || !attached {
 		t.Fatalf("code-server answered %v, the task was attached to %v: want both", answered, attached)
 	}
+	// --prepull's DaemonSet is restricted like the sidecar: the namespace
+	// admits its Pod, and the kubelet runs it (its init containers ran
+	// true in the Ray and sidecar images as the sidecar's user).
+	c.waitFor(t, 2*time.Minute, "the pre-pull DaemonSet's Pod ready", func() (bool, error) {
+		out, err := c.kubectl(t, nil, "get", "daemonset", injectpkg.PrepullName, "-n", ns, "-o", "jsonpath={.status.numberReady}/{.status.desiredNumberScheduled}")
+		return err == nil && out == "1/1", nil
+	})
 	// What the kubelet ran: the /config copy made by the init container,
 	// which ended with 0, and the sidecar as the Ray container's user.
 	var pod corev1.Pod
