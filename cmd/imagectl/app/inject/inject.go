@@ -118,7 +118,7 @@ Exit codes: 0 written; 1 a document cannot be injected (nothing is written);
 	fl.BoolVar(&f.resolveDigest, "resolve-digest", false, "pin the image to the digest the registry reports (docker config credentials)")
 	fl.BoolVar(&f.keepUnresolved, "keep-unresolved", false, "with --resolve-digest: keep the image by tag (a warning) when the registry has no such image")
 	fl.StringVar(&f.secretFile, "secret-file", "", "write that Secret, with a random password, to this file (mode 0600; an existing one keeps its password)")
-	fl.StringVar(&f.prepullFile, "prepull-file", "", "write the pre-pull DaemonSet "+inject.PrepullName+" of the output's Ray and sidecar images (and imagePullSecrets) to this file (examples/prepull.yaml is examples/rayjob.yaml's)")
+	fl.StringVar(&f.prepullFile, "prepull-file", "", "write the pre-pull DaemonSet "+inject.PrepullName+" of the output's Ray and sidecar images (and imagePullSecrets) to this file, its Pods restricted like the sidecar with --restricted or --arbitrary-uid (examples/prepull.yaml is examples/rayjob.yaml's)")
 	fl.BoolVar(&f.rotatePassword, "rotate-password", false, "with --secret-file: a new password even when the file has one")
 	fl.StringVar(&f.dashboard, "dashboard", "", "dashboard host:port written into the debugger settings (default 127.0.0.1 and the head's dashboard-port)")
 	options.AddCommandTimeout(g, cmd, "timeout", 5*time.Minute, "registry")
