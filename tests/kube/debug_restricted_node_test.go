@@ -72,11 +72,29 @@ func TestDebugRestrictedOnNode(t *testing.T) {
 		t.Fatalf("code-server answered %v, the task was attached to %v: want both", answered, attached)
 	}
 	// --prepull's DaemonSet is restricted like the sidecar: the namespace
-	// admits its Pod, and the kubelet runs it (its init containers ran
-	// true in the Ray and sidecar images as the sidecar's user).
-	c.waitFor(t, 2*time.Minute, "the pre-pull DaemonSet's Pod ready", func() (bool, error) {
-		out, err := c.kubectl(t, nil, "get", "daemonset", injectpkg.PrepullName, "-n", ns, "-o", "jsonpath={.status.numberReady}/{.status.desiredNumberScheduled}")
-		return err == nil && out == "1/1", nil
+	// admits its Pod, and the kubelet runs its init containers (true in the
+	// Ray and the sidecar image) as the sidecar's user. Its pause container
+	// (registry.k8s.io/pause) cannot be pulled on this offline node: it
+	// must be waiting for that pull, not refused for its securityContext.
+	var inits string
+	c.waitFor(t, 2*time.Minute, "the pre-pull DaemonSet's init containers to end with 0", func() (bool, error) {
+		pods := c.pods(t, ns, "app.kubernetes.io/name="+injectpkg.PrepullName)
+		if len(pods) != 1 {
+			return false, nil
+		}
+		var done []string
+		for _, st := range pods[0].Status.InitContainerStatuses {
+			if st.State.Terminated != nil && st.State.Terminated.ExitCode == 0 {
+				done = append(done, st.Name)
+			}
+		}
+		inits = strings.Join(done, ",")
+		for _, st := range append(append([]corev1.ContainerStatus{}, pods[0].Status.InitContainerStatuses...), pods[0].Status.ContainerStatuses...) {
+			if w := st.State.Waiting; w != nil && w.Reason != "ErrImagePull" && w.Reason != "ImagePullBackOff" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+				return false, fmt.Errorf("pre-pull container %s waits: %s: %s", st.Name, w.Reason, w.Message)
+			}
+		}
+		return inits == "ray,code-server", nil
 	})
 	// What the kubelet ran: the /config copy made by the init container,
 	// which ended with 0, and the sidecar as the Ray container's user.
