@@ -148,15 +148,9 @@ type resourceClient interface {
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions, subresources ...string) error
 }
 
-// Exists reports whether u's object exists on the server (being deleted
-// or not: see Get).
-func (c *Cluster) Exists(ctx context.Context, u *unstructured.Unstructured) (bool, error) {
-	cur, err := c.Get(ctx, u)
-	return cur != nil, err
-}
-
 // Get returns u's object as the server has it, or nil when there is none.
 func (c *Cluster) Get(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ctx = withWarnedObject(ctx, ref(u))
 	rc, err := c.resource(ctx, u)
 	if err != nil {
 		return nil, err
@@ -172,23 +166,48 @@ func (c *Cluster) Get(ctx context.Context, u *unstructured.Unstructured) (*unstr
 }
 
 // WaitGone waits until the object of u with the given UID is gone: no
-// object of that name, or one of another UID (created again since).
+// object of that name, or one of another UID (created again since). It
+// polls until ctx ends; a look that fails is tried again, and when the
+// last one failed, the error says so (a *LookError).
 func (c *Cluster) WaitGone(ctx context.Context, u *unstructured.Unstructured, uid types.UID) error {
+	ctx = withWarnedObject(ctx, ref(u))
 	rc, err := c.resource(ctx, u)
 	if err != nil {
 		return err
 	}
-	return wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	var last error
+	err = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		cur, err := rc.Get(ctx, u.GetName(), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return true, nil
 		case err != nil:
+			if ctx.Err() == nil {
+				last = c.explain(err, "get", u)
+			}
 			return false, nil // the next poll asks again
 		}
+		last = nil
 		return uid != "" && cur.GetUID() != uid, nil
 	})
+	if err != nil && last != nil {
+		return &LookError{Err: err, Last: last}
+	}
+	return err
 }
+
+// LookError is a wait that ended while its last look at the object had
+// failed, so whether the object was still there is not known.
+type LookError struct {
+	Err  error // why the wait ended (ctx's error)
+	Last error // the last look's
+}
+
+func (e *LookError) Error() string {
+	return fmt.Sprintf("%v (the last look at it failed: %v)", e.Err, e.Last)
+}
+
+func (e *LookError) Unwrap() []error { return []error{e.Err, e.Last} }
 
 // Apply applies u server-side with FieldManager and strict field
 // validation, without forcing conflicts.
@@ -225,11 +244,12 @@ func (c *Cluster) apply(ctx context.Context, u *unstructured.Unstructured, dryRu
 	return nil
 }
 
-// Delete deletes u's object and, when wait is set, waits until it is gone.
-// A Ray object is deleted in the foreground, so that a RayJob's cluster
-// goes with it (and the object stays until it has); any other in the
-// background, so that it goes at once. A missing object is not an error.
-func (c *Cluster) Delete(ctx context.Context, u *unstructured.Unstructured, waitGone bool) error {
+// Delete deletes u's object. A Ray object is deleted in the foreground,
+// so that a RayJob's cluster goes with it (and the object stays, with a
+// deletionTimestamp, until it has); any other in the background, so that
+// it goes at once. A missing object is not an error.
+func (c *Cluster) Delete(ctx context.Context, u *unstructured.Unstructured) error {
+	ctx = withWarnedObject(ctx, ref(u))
 	rc, err := c.resource(ctx, u)
 	if err != nil {
 		return err
@@ -243,12 +263,6 @@ func (c *Cluster) Delete(ctx context.Context, u *unstructured.Unstructured, wait
 			return nil
 		}
 		return c.explain(err, "delete", u)
-	}
-	if !waitGone {
-		return nil
-	}
-	if err := c.WaitGone(ctx, u, ""); err != nil {
-		return fmt.Errorf("waiting for %s to be deleted: %w", ref(u), err)
 	}
 	return nil
 }

@@ -12,11 +12,12 @@ import (
 
 // LogKubeErrors sends the errors client-go's port-forward and exec streams
 // cannot return to anyone (apimachinery's runtime.HandleError: by default
-// a klog line "Unhandled Error" on stderr, such as a connection code-server
-// refused while it starts, or a browser that closed its connection) to
-// log, one plain line each, or drops them when log is nil. A session sees
-// what they mean itself (a port-forward that ended, a stream that broke)
-// and reports it as an event; the CLI passes log for --verbose.
+// a klog line "Unhandled Error" on stderr) to log, one plain line each, or
+// drops them when log is nil. They are errors of one forwarded connection:
+// code-server refusing it while it starts, a browser closing it. What a
+// session can act on it reports as events (a port-forward that ended,
+// code-server not answering before the deadline), but not each
+// connection's error; the CLI passes log for --verbose.
 //
 // It sets process-wide state, as klog's own setters do: call it from the
 // program's side (imagectl debug's command), once, before Run.
@@ -59,11 +60,16 @@ type errorRate struct {
 	min  time.Duration
 }
 
+// wait sleeps until min has passed since the last error's turn, which it
+// takes: each caller sleeps on its own, as apimachinery's does.
 func (r *errorRate) wait(context.Context, error, string, ...any) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if d := r.min - time.Since(r.last); d > 0 {
-		time.Sleep(d)
+	now := time.Now()
+	turn := r.last.Add(r.min)
+	if turn.Before(now) {
+		turn = now
 	}
-	r.last = time.Now()
+	r.last = turn
+	r.mu.Unlock()
+	time.Sleep(turn.Sub(now))
 }

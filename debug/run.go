@@ -240,7 +240,7 @@ func (s *session) finish(ctx context.Context, runErr error) {
 		defer cancel()
 		for i := len(s.created) - 1; i >= 0; i-- {
 			u := s.created[i]
-			if err := s.c.Delete(cctx, u, false); err != nil {
+			if err := s.c.Delete(cctx, u); err != nil {
 				left = append(left, fmt.Sprintf("%s (delete failed: %v)", ref(u), err))
 				continue
 			}
@@ -375,7 +375,11 @@ func (s *session) applyManifest(ctx context.Context) error {
 	}
 	if replace {
 		s.report(Event{Kind: KindWaiting, Object: ref(s.target), Message: fmt.Sprintf("deleting the existing %s (--replace)", ref(s.target))})
-		if err := s.c.Delete(ctx, s.target, true); err != nil {
+		if err := s.c.Delete(ctx, s.target); err != nil {
+			return err
+		}
+		// Deleted in the foreground, it stays until its RayCluster is gone.
+		if _, err := s.existing(ctx, s.target); err != nil {
 			return err
 		}
 	}
@@ -448,9 +452,10 @@ func (s *session) applyOne(ctx context.Context, u *unstructured.Unstructured, no
 }
 
 // existing reports whether u's object exists. One being deleted (it has a
-// deletionTimestamp: an earlier session's --cleanup or a kubectl delete,
-// which for a Ray object waits in the foreground for its Pods) is waited
-// for, up to --ready-timeout, and then does not exist: an apply to it
+// deletionTimestamp: an earlier session's --cleanup, which deletes a Ray
+// object in the foreground so that it stays until its Pods are gone, or a
+// kubectl delete whose finalizers have not run yet) is waited for, up to
+// --ready-timeout for each object, and then does not exist: an apply to it
 // would configure an object about to vanish, and the session would wait
 // for a head Pod that never comes.
 func (s *session) existing(ctx context.Context, u *unstructured.Unstructured) (bool, error) {
@@ -471,9 +476,12 @@ func (s *session) existing(ctx context.Context, u *unstructured.Unstructured) (b
 		wctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 		err = s.c.WaitGone(wctx, u, cur.GetUID())
 		cancel()
+		var look *LookError
 		switch {
 		case ctx.Err() != nil:
-			return false, ctx.Err()
+			return false, fmt.Errorf("interrupted while waiting for %s to be deleted: %w", ref(u), context.Cause(ctx))
+		case errors.As(err, &look):
+			return false, fmt.Errorf("waiting %s for %s in namespace %s to be deleted (%s): %w", s.o.Timeout, ref(u), s.c.Namespace, since, err)
 		case err != nil:
 			return false, fmt.Errorf("%s in namespace %s is still being deleted after %s (%s): wait until kubectl get %s %s -n %s finds none, or rename it in the manifest",
 				ref(u), s.c.Namespace, s.o.Timeout, since, strings.ToLower(u.GetKind()), u.GetName(), s.c.Namespace)

@@ -165,13 +165,23 @@ func Prepull(p PrepullImages) ([]byte, error) {
 		}
 	}
 	var b bytes.Buffer
+	// The IDs as numbers (YAML could read "010" as octal), a non-root user.
+	ids := map[string]string{}
 	for _, id := range []struct{ field, v string }{{"runAsUser", p.RunAsUser}, {"runAsGroup", p.RunAsGroup}} {
-		if _, err := strconv.ParseInt(id.v, 10, 64); id.v != "" && (err != nil || strings.HasPrefix(id.v, "-")) {
+		if id.v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(id.v, 10, 64)
+		if err != nil || n < 0 {
 			return nil, fmt.Errorf("pre-pull: the sidecar's %s %q: expected a number", id.field, id.v)
 		}
+		if id.field == "runAsUser" && n == 0 && p.Restricted {
+			return nil, errors.New("pre-pull: the sidecar's runAsUser is 0 (root), which PodSecurity \"restricted\" refuses")
+		}
+		ids[id.field] = strconv.FormatInt(n, 10)
 	}
 	err := prepullTemplate.Execute(&b, map[string]any{"Name": PrepullName, "Init": ics, "Pause": PrepullPauseImage, "PullSecrets": p.PullSecrets,
-		"Restricted": p.Restricted, "RunAsUser": p.RunAsUser, "RunAsGroup": p.RunAsGroup})
+		"Restricted": p.Restricted, "RunAsUser": ids["runAsUser"], "RunAsGroup": ids["runAsGroup"]})
 	return b.Bytes(), err
 }
 

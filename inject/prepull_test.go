@@ -213,3 +213,28 @@ func TestPrepullRestricted(t *testing.T) {
 		})
 	}
 }
+
+// TestPrepullIDs: the sidecar's IDs are written as decimal numbers, and a
+// root or non-numeric one is refused with the field named.
+func TestPrepullIDs(t *testing.T) {
+	base := PrepullImages{Ray: []string{"r.example/ray:1"}, Sidecar: "r.example/cs:1", Restricted: true}
+	for _, tc := range []struct{ user, group, want, wantErr string }{
+		{"+0100", "010", "runAsUser: 100\n        runAsGroup: 10\n", ""},
+		{"0", "", "", `runAsUser is 0 (root)`},
+		{"ray", "", "", `runAsUser "ray": expected a number`},
+		{"1000", "-1", "", `runAsGroup "-1": expected a number`},
+	} {
+		p := base
+		p.RunAsUser, p.RunAsGroup = tc.user, tc.group
+		out, err := Prepull(p)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q/%q: error %v, want one saying %q", tc.user, tc.group, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%q/%q: %v, want %q in:\n%s", tc.user, tc.group, err, tc.want, out)
+		}
+	}
+}

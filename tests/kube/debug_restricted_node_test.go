@@ -73,28 +73,26 @@ func TestDebugRestrictedOnNode(t *testing.T) {
 	}
 	// --prepull's DaemonSet is restricted like the sidecar: the namespace
 	// admits its Pod, and the kubelet runs its init containers (true in the
-	// Ray and the sidecar image) as the sidecar's user. Its pause container
-	// (registry.k8s.io/pause) cannot be pulled on this offline node: it
-	// must be waiting for that pull, not refused for its securityContext.
-	var inits string
+	// Ray and the sidecar image) as the sidecar's user (checked below with
+	// the head Pod's). Its pause container (registry.k8s.io/pause) cannot
+	// be pulled on this offline node, so its start is not checked.
+	var prepull corev1.Pod
 	c.waitFor(t, 2*time.Minute, "the pre-pull DaemonSet's init containers to end with 0", func() (bool, error) {
 		pods := c.pods(t, ns, "app.kubernetes.io/name="+injectpkg.PrepullName)
 		if len(pods) != 1 {
 			return false, nil
 		}
+		prepull = pods[0]
 		var done []string
-		for _, st := range pods[0].Status.InitContainerStatuses {
+		for _, st := range prepull.Status.InitContainerStatuses {
+			if w := st.State.Waiting; w != nil && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
+				return false, fmt.Errorf("pre-pull init container %s waits: %s: %s", st.Name, w.Reason, w.Message)
+			}
 			if st.State.Terminated != nil && st.State.Terminated.ExitCode == 0 {
 				done = append(done, st.Name)
 			}
 		}
-		inits = strings.Join(done, ",")
-		for _, st := range append(append([]corev1.ContainerStatus{}, pods[0].Status.InitContainerStatuses...), pods[0].Status.ContainerStatuses...) {
-			if w := st.State.Waiting; w != nil && w.Reason != "ErrImagePull" && w.Reason != "ImagePullBackOff" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
-				return false, fmt.Errorf("pre-pull container %s waits: %s: %s", st.Name, w.Reason, w.Message)
-			}
-		}
-		return inits == "ray,code-server", nil
+		return strings.Join(done, ",") == "ray,code-server", nil
 	})
 	// What the kubelet ran: the /config copy made by the init container,
 	// which ended with 0, and the sidecar as the Ray container's user.
@@ -127,6 +125,9 @@ func TestDebugRestrictedOnNode(t *testing.T) {
 	}
 	if uid <= 0 || uid != rayUID {
 		t.Errorf("sidecar runAsUser %d, want the Ray container's non-root runAsUser %d", uid, rayUID)
+	}
+	if p := prepull.Spec.SecurityContext; p == nil || p.RunAsUser == nil || *p.RunAsUser != uid || p.RunAsGroup == nil || *p.RunAsGroup != gid {
+		t.Errorf("pre-pull Pod securityContext %+v: want the sidecar's runAsUser %d and runAsGroup %d", p, uid, gid)
 	}
 	got := strings.TrimSpace(c.must(t, nil, "exec", head, "-n", ns, "-c", sidecarName, "--", "sh", "-c", "id -u; id -g; stat -c %u /config/extensions; touch /config/w && echo config-writable; touch /opt/x 2>/dev/null || echo root-read-only"))
 	if want := fmt.Sprintf("%d\n%d\n%d\nconfig-writable\nroot-read-only", uid, gid, uid); got != want {

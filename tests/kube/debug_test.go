@@ -76,12 +76,12 @@ func (r debugRun) find(k debug.Kind) *debug.Event {
 	return nil
 }
 
-// imagectlDebug runs imagectl debug with -o json in dir; interrupt, when
-// set, is called with each event and sends SIGINT when it returns true.
 // klogLine is the header of a klog line: severity, date, time, thread,
 // file:line (E1129 23:16:06.167564    7140 portforward.go:522]).
 var klogLine = regexp.MustCompile(`^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^ ]+:\d+\]`)
 
+// imagectlDebug runs imagectl debug with -o json in dir; interrupt, when
+// set, is called with each event and sends SIGINT when it returns true.
 func imagectlDebug(t *testing.T, dir string, interrupt func(debug.Event) bool, args ...string) debugRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
