@@ -167,8 +167,11 @@ func (c *Cluster) Get(ctx context.Context, u *unstructured.Unstructured) (*unstr
 
 // WaitGone waits until the object of u with the given UID is gone: no
 // object of that name, or one of another UID (created again since). It
-// polls until ctx ends; a look that fails is tried again, and when the
-// last one failed, the error says so (a *LookError).
+// polls until ctx ends; a look that fails is tried again. When no look saw
+// the object in the last lookWindow (the looks failed), the error says so
+// (a *LookError); a look the approaching deadline itself fails (client-go's
+// rate limiter refuses a request it could not send in time) does not hide
+// a recent sighting.
 func (c *Cluster) WaitGone(ctx context.Context, u *unstructured.Unstructured, uid types.UID) error {
 	ctx = withWarnedObject(ctx, ref(u))
 	rc, err := c.resource(ctx, u)
@@ -176,25 +179,28 @@ func (c *Cluster) WaitGone(ctx context.Context, u *unstructured.Unstructured, ui
 		return err
 	}
 	var last error
+	var seen time.Time
 	err = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		cur, err := rc.Get(ctx, u.GetName(), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return true, nil
 		case err != nil:
-			if ctx.Err() == nil {
-				last = c.explain(err, "get", u)
-			}
+			last = c.explain(err, "get", u)
 			return false, nil // the next poll asks again
 		}
-		last = nil
+		seen = time.Now()
 		return uid != "" && cur.GetUID() != uid, nil
 	})
-	if err != nil && last != nil {
+	if err != nil && last != nil && time.Since(seen) > lookWindow {
 		return &LookError{Err: err, Last: last}
 	}
 	return err
 }
+
+// lookWindow is how recent a look that saw the object must be for a wait
+// that timed out to say the object is still there.
+const lookWindow = 3 * time.Second
 
 // LookError is a wait that ended while its last look at the object had
 // failed, so whether the object was still there is not known.
