@@ -295,20 +295,7 @@ func TestDebugWaitsForDeletionOnControlPlane(t *testing.T) {
 	dir := t.TempDir()
 	kc := c.kubeconfigIn(t, dir, ns)
 	const name, hold = "gone", "imagectl.test/hold"
-	rc := fmt.Sprintf(`apiVersion: ray.io/v1
-kind: RayCluster
-metadata:
-  name: %s
-spec:
-  rayVersion: "2.46.0"
-  headGroupSpec:
-    rayStartParams: {}
-    template:
-      spec:
-        containers:
-        - name: ray-head
-          image: rayproject/ray:2.46.0-py312
-`, name)
+	rc := fmt.Sprintf(plainRayCluster, name)
 	writeFile(t, filepath.Join(dir, "rc.yaml"), []byte(rc))
 	held := strings.Replace(rc, "  name: "+name+"\n", "  name: "+name+"\n  finalizers: ["+hold+"]\n", 1)
 	if err := c.apply(t, ns, []byte(held)); err != nil {
