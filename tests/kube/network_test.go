@@ -164,15 +164,18 @@ func (c *cluster) exec(t *testing.T, ns, pod, ct string, args ...string) (string
 
 // resolve is the address name resolves to in container ct of Pod pod, as
 // its libc resolver (the Pod's resolv.conf: the cluster DNS) answers
-// `getent hosts`; "" when it does not resolve within 30 s. The cluster's
-// DNS is eventually consistent and, on a loaded 2-core machine, a UDP query
-// can go unanswered: a lookup that finds nothing is asked again, every
-// second, and each miss is logged with what CoreDNS logged of the name,
-// so that a miss says whether it was a timeout (no line), an error or
-// NXDOMAIN. An answer, right or wrong, is returned at once.
+// `getent hosts`; "" when it does not resolve in 3 tries and 90 s. The
+// cluster's DNS is eventually consistent and, on a loaded 2-core machine, a
+// UDP query can go unanswered: glibc's parallel A and AAAA queries through
+// kube-proxy's DNAT can lose one, and getent then waits out its resolver's
+// timeouts (one try took 40 s, once the whole budget of a single try). A
+// lookup that finds nothing is asked again, every second, at least 3 times,
+// and each miss is logged with what CoreDNS logged of the name, so that a
+// miss says whether it was a timeout (no line), an error or NXDOMAIN. An
+// answer, right or wrong, is returned at once.
 func (c *cluster) resolve(t *testing.T, ns, pod, ct, name string) string {
 	t.Helper()
-	end := time.Now().Add(30 * time.Second)
+	end := time.Now().Add(90 * time.Second)
 	for try := 1; ; try++ {
 		start := time.Now()
 		out, err := c.exec(t, ns, pod, ct, "getent", "hosts", name)
@@ -183,7 +186,7 @@ func (c *cluster) resolve(t *testing.T, ns, pod, ct, name string) string {
 			return f[0]
 		}
 		t.Logf("getent hosts %s in %s, try %d (%s, at %s): %v, %q%s", name, pod, try, time.Since(start).Round(time.Millisecond), start.UTC().Format("15:04:05.000"), err, out, c.dnsLog(name))
-		if time.Now().After(end) {
+		if try >= 3 && time.Now().After(end) {
 			return ""
 		}
 		time.Sleep(time.Second)
