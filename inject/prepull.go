@@ -15,9 +15,13 @@ import (
 // PrepullName is the name of the pre-pull DaemonSet Prepull writes.
 const PrepullName = "ray-debug-prepull"
 
-// PrepullPauseImage is the pre-pull DaemonSet's one long-running container:
-// the init containers pull the images, then only this runs.
-const PrepullPauseImage = "registry.k8s.io/pause:3.10"
+// PrepullHoldCommand is the pre-pull DaemonSet's one long-running
+// container's command, in the sidecar's image (pulled already by then, so
+// the DaemonSet needs no image of its own, such as registry.k8s.io/pause,
+// which a cluster that pulls only from its own mirror lacks): the init
+// containers pull the images, then only this runs. As PID 1, sleep does
+// not stop at SIGTERM: the Pod's grace period is 1 s.
+var PrepullHoldCommand = []string{"sleep", "infinity"}
 
 // PrepullImages are what Prepull's DaemonSet pulls onto every node.
 type PrepullImages struct {
@@ -139,7 +143,8 @@ func ImagesToPrepull(file string, manifest []byte) (PrepullImages, error) {
 // output for examples/rayjob.yaml; imagectl inject --prepull-file writes
 // it, imagectl debug --prepull applies it): one init container per image that only
 // runs `true`, so every node pulls the Ray and sidecar images before a
-// RayCluster needs them, a pause container, and the imagePullSecrets.
+// RayCluster needs them, a container that sleeps in the sidecar's image
+// (PrepullHoldCommand), and the imagePullSecrets.
 func Prepull(p PrepullImages) ([]byte, error) {
 	if len(p.Ray) == 0 || p.Sidecar == "" {
 		return nil, errors.New("pre-pull: want at least one Ray image and the sidecar image")
@@ -180,7 +185,7 @@ func Prepull(p PrepullImages) ([]byte, error) {
 		}
 		ids[id.field] = strconv.FormatInt(n, 10)
 	}
-	err := prepullTemplate.Execute(&b, map[string]any{"Name": PrepullName, "Init": ics, "Pause": PrepullPauseImage, "PullSecrets": p.PullSecrets,
+	err := prepullTemplate.Execute(&b, map[string]any{"Name": PrepullName, "Init": ics, "Hold": p.Sidecar, "PullSecrets": p.PullSecrets,
 		"Restricted": p.Restricted, "RunAsUser": ids["runAsUser"], "RunAsGroup": ids["runAsGroup"]})
 	return b.Bytes(), err
 }
@@ -192,7 +197,8 @@ var prepullTemplate = template.Must(template.New("prepull").Parse(`# Pulls the R
 # is examples/rayjob.yaml's (a test checks). For yours,
 # ` + "`imagectl inject -f FILE --prepull-file prepull.yaml`" + ` writes it, and
 # ` + "`imagectl debug --prepull`" + ` applies it. The init containers only run
-# ` + "`true`" + `; the images stay on the nodes after
+# ` + "`true`" + `, then one container sleeps in the sidecar's image (no other
+# image is needed); the images stay on the nodes after
 # ` + "`kubectl delete -f prepull.yaml`" + `.
 apiVersion: apps/v1
 kind: DaemonSet
@@ -207,6 +213,7 @@ spec:
       labels:
         app.kubernetes.io/name: {{.Name}}
     spec:
+      terminationGracePeriodSeconds: 1
 {{- if .Restricted}}
       securityContext:
 {{- if .RunAsUser}}
@@ -237,8 +244,9 @@ spec:
 {{- end}}
 {{- end}}
       containers:
-      - name: pause
-        image: {{.Pause}}
+      - name: hold
+        image: {{.Hold}}
+        command: ["sleep", "infinity"]
         resources:
           requests: {cpu: 1m, memory: 8Mi}
           limits: {memory: 16Mi}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,8 +118,11 @@ spec:
 	if len(spec.ImagePullSecrets) != 2 || spec.ImagePullSecrets[0].Name != "regcred" || spec.ImagePullSecrets[1].Name != "other" {
 		t.Errorf("imagePullSecrets %+v", spec.ImagePullSecrets)
 	}
-	if ds.Name != PrepullName || len(spec.Containers) != 1 || spec.Containers[0].Image != PrepullPauseImage {
-		t.Errorf("DaemonSet %s containers %+v", ds.Name, spec.Containers)
+	if ds.Name != PrepullName || len(spec.Containers) != 1 || spec.Containers[0].Image != want.Sidecar || !slices.Equal(spec.Containers[0].Command, PrepullHoldCommand) {
+		t.Errorf("DaemonSet %s containers %+v, want one running %q in the sidecar's image", ds.Name, spec.Containers, PrepullHoldCommand)
+	}
+	if g := spec.TerminationGracePeriodSeconds; g == nil || *g != 1 {
+		t.Errorf("terminationGracePeriodSeconds %v, want 1 (sleep, PID 1, ignores SIGTERM)", g)
 	}
 
 	for _, tc := range []struct{ name, in, want string }{

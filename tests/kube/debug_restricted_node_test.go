@@ -72,28 +72,29 @@ func TestDebugRestrictedOnNode(t *testing.T) {
 		t.Fatalf("code-server answered %v, the task was attached to %v: want both", answered, attached)
 	}
 	// --prepull's DaemonSet is restricted like the sidecar: the namespace
-	// admits its Pod, and the kubelet runs its init containers (true in the
-	// Ray and the sidecar image) as the sidecar's user (checked below with
-	// the head Pod's). Its pause container (registry.k8s.io/pause) cannot
-	// be pulled on this offline node, so its start is not checked.
+	// admits its Pod, and the kubelet runs it as the sidecar's user (checked
+	// below with the head Pod's): the init containers' true in the Ray and
+	// the sidecar image, then sleep in the sidecar's image, Ready.
 	var prepull corev1.Pod
-	c.waitFor(t, 2*time.Minute, "the pre-pull DaemonSet's init containers to end with 0", func() (bool, error) {
+	c.waitFor(t, 2*time.Minute, "the pre-pull DaemonSet's Pod to be Ready", func() (bool, error) {
 		pods := c.pods(t, ns, "app.kubernetes.io/name="+injectpkg.PrepullName)
 		if len(pods) != 1 {
 			return false, nil
 		}
 		prepull = pods[0]
-		var done []string
-		for _, st := range prepull.Status.InitContainerStatuses {
+		for _, st := range append(append([]corev1.ContainerStatus{}, prepull.Status.InitContainerStatuses...), prepull.Status.ContainerStatuses...) {
 			if w := st.State.Waiting; w != nil && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
-				return false, fmt.Errorf("pre-pull init container %s waits: %s: %s", st.Name, w.Reason, w.Message)
-			}
-			if st.State.Terminated != nil && st.State.Terminated.ExitCode == 0 {
-				done = append(done, st.Name)
+				return false, fmt.Errorf("pre-pull container %s waits: %s: %s", st.Name, w.Reason, w.Message)
 			}
 		}
-		return strings.Join(done, ",") == "ray,code-server", nil
+		ready := len(prepull.Status.ContainerStatuses) == 1 && prepull.Status.ContainerStatuses[0].Ready
+		return ready, nil
 	})
+	for _, st := range prepull.Status.InitContainerStatuses {
+		if st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
+			t.Errorf("pre-pull init container %s: %+v, want terminated with 0", st.Name, st.State)
+		}
+	}
 	// What the kubelet ran: the /config copy made by the init container,
 	// which ended with 0, and the sidecar as the Ray container's user.
 	var pod corev1.Pod

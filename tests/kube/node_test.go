@@ -32,7 +32,6 @@ import (
 type node struct {
 	rayImage     string // the Ray stand-in (tests/kube/standin) on the sidecar image
 	sidecarImage string // the image the e2e built, linux/amd64
-	pauseImage   string // the sandbox's
 }
 
 // needNode returns the script's node, or skips: only make test's node run
@@ -47,9 +46,9 @@ func needNode(t *testing.T) *node {
 		}
 		t.Skip(msg)
 	}
-	n := &node{rayImage: os.Getenv("IMAGECTL_KUBE_RAY_IMAGE"), sidecarImage: os.Getenv("IMAGECTL_KUBE_SIDECAR_IMAGE"), pauseImage: os.Getenv("IMAGECTL_KUBE_PAUSE_IMAGE")}
-	if n.rayImage == "" || n.sidecarImage == "" || n.pauseImage == "" {
-		t.Fatalf("IMAGECTL_KUBE_NODE is set but not IMAGECTL_KUBE_RAY_IMAGE, IMAGECTL_KUBE_SIDECAR_IMAGE and IMAGECTL_KUBE_PAUSE_IMAGE (%+v)", *n)
+	n := &node{rayImage: os.Getenv("IMAGECTL_KUBE_RAY_IMAGE"), sidecarImage: os.Getenv("IMAGECTL_KUBE_SIDECAR_IMAGE")}
+	if n.rayImage == "" || n.sidecarImage == "" {
+		t.Fatalf("IMAGECTL_KUBE_NODE is set but not IMAGECTL_KUBE_RAY_IMAGE and IMAGECTL_KUBE_SIDECAR_IMAGE (%+v)", *n)
 	}
 	return n
 }
@@ -115,10 +114,9 @@ func TestReadmeDebugFlowOnNode(t *testing.T) {
 	plain = replaceAll(t, plain, "          - name: ray-head\n", "          - name: ray-head\n            env: [{name: RAY_DEBUG_POST_MORTEM, value: \"1\"}, {name: IMAGECTL_STANDIN_STARTUP_TASKS, value: \"1\"}]\n", 1)
 	writeFile(t, filepath.Join(dir, kind.PlainFile), plain)
 	prepull := readFile(t, filepath.Join(repoRoot(t), "examples", "prepull.yaml"))
-	for _, img := range [][2]string{{"rayproject/ray:2.46.0-py312", n.rayImage}, {"registry.k8s.io/pause:3.10", n.pauseImage}} {
-		prepull = replaceAll(t, prepull, img[0], img[1], 1)
-	}
+	prepull = replaceAll(t, prepull, "rayproject/ray:2.46.0-py312", n.rayImage, 1)
 	prepull = setImage(t, prepull, "code-server", n.sidecarImage)
+	prepull = setImage(t, prepull, "hold", n.sidecarImage)
 	writeFile(t, filepath.Join(dir, kind.PrepullFile), prepull)
 	staticImagectl(t, dir)
 
