@@ -421,8 +421,16 @@ func TestDebugLocalWorkerPodGoneOnNode(t *testing.T) {
 	if !named {
 		t.Errorf("no warning names the deleted Pod %s as not found: events %v", pod, r.kinds())
 	}
-	if r.code != 130 {
-		t.Errorf("exit %d after Ctrl-C, want 130\nstderr: %s", r.code, r.stderr)
+	// Ctrl-C follows the warning, but the job may end first: its task was
+	// on the deleted Pod, so the driver fails, and a session that sees the
+	// job FAILED before it handles the signal exits 8 (ExitJobFailed).
+	// Either way it ends, and says why.
+	switch f := r.find(debug.KindFinished); {
+	case r.code == 130:
+	case r.code == 8 && f != nil && f.JobStatus == "FAILED":
+		t.Logf("the job ended FAILED (its task's Pod deleted) before the session handled Ctrl-C: exit 8")
+	default:
+		t.Errorf("exit %d after Ctrl-C, want 130 (or 8 with the job FAILED first)\nstderr: %s", r.code, r.stderr)
 	}
 }
 
