@@ -165,32 +165,27 @@ func (c *Cluster) Get(ctx context.Context, u *unstructured.Unstructured) (*unstr
 	return nil, c.explain(err, "get", u)
 }
 
-// WaitGone waits until the object of u with the given UID is gone: no
-// object of that name, or one of another UID (created again since). It
-// polls until ctx ends; a look that fails is tried again. When no look saw
-// the object in the last lookWindow (the looks failed), the error says so
-// (a *LookError); a look the approaching deadline itself fails (client-go's
-// rate limiter refuses a request it could not send in time) does not hide
-// a recent sighting.
-func (c *Cluster) WaitGone(ctx context.Context, u *unstructured.Unstructured, uid types.UID) error {
-	ctx = withWarnedObject(ctx, ref(u))
-	rc, err := c.resource(ctx, u)
-	if err != nil {
-		return err
-	}
+// pollGone reads an object being deleted every 500 ms, through look, until
+// it is gone (look finds none, or one of another UID than uid: created
+// again since) or ctx ends. A look that fails is tried again. When no
+// look saw the object in the last lookWindow (the looks failed), the error
+// says so (a *LookError); a look the approaching deadline itself fails
+// (client-go's rate limiter refuses a request it could not send in time)
+// does not hide a recent sighting.
+func pollGone(ctx context.Context, uid types.UID, look func(context.Context) (found bool, cur types.UID, err error)) error {
 	var last error
 	var seen time.Time
-	err = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		cur, err := rc.Get(ctx, u.GetName(), metav1.GetOptions{})
+	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		found, cur, err := look(ctx)
 		switch {
-		case apierrors.IsNotFound(err):
-			return true, nil
 		case err != nil:
-			last = c.explain(err, "get", u)
+			last = err
 			return false, nil // the next poll asks again
+		case !found:
+			return true, nil
 		}
 		seen = time.Now()
-		return uid != "" && cur.GetUID() != uid, nil
+		return uid != "" && cur != uid, nil
 	})
 	if err != nil && last != nil && time.Since(seen) > lookWindow {
 		return &LookError{Err: err, Last: last}

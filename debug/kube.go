@@ -52,8 +52,8 @@ type Cluster struct {
 }
 
 // OnWarning sends the API server's warnings on the requests c makes to f,
-// once per object and text: object is the Kind/name an apply was for, ""
-// for other requests. Without it (and before it) they are dropped;
+// once per object and text: object is the Kind/name an apply, get or
+// delete of one object was for, "" for other requests. Without it (and before it) they are dropped;
 // client-go's default writes each as a klog line on stderr.
 func (c *Cluster) OnWarning(f func(object, text string)) {
 	if c.warnings == nil {

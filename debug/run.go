@@ -454,40 +454,59 @@ func (s *session) applyOne(ctx context.Context, u *unstructured.Unstructured, no
 // existing reports whether u's object exists. One being deleted (it has a
 // deletionTimestamp: an earlier session's --cleanup, which deletes a Ray
 // object in the foreground so that it stays until its Pods are gone, or a
-// kubectl delete whose finalizers have not run yet) is waited for, up to
-// --ready-timeout for each object, and then does not exist: an apply to it
-// would configure an object about to vanish, and the session would wait
-// for a head Pod that never comes.
+// kubectl delete whose finalizers have not run yet) is waited for
+// (awaitDeletion) and then does not exist: an apply to it would configure
+// an object about to vanish, and the session would wait for a head Pod
+// that never comes.
 func (s *session) existing(ctx context.Context, u *unstructured.Unstructured) (bool, error) {
+	look := func(ctx context.Context) (bool, types.UID, error) {
+		cur, err := s.c.Get(ctx, u)
+		if cur == nil {
+			return false, "", err
+		}
+		return true, cur.GetUID(), nil
+	}
 	for {
 		cur, err := s.c.Get(ctx, u)
 		if err != nil || cur == nil {
 			return false, err
 		}
-		dt := cur.GetDeletionTimestamp()
-		if dt == nil {
+		if cur.GetDeletionTimestamp() == nil {
 			return true, nil
 		}
-		since := fmt.Sprintf("since %s", dt.UTC().Format(time.RFC3339))
-		if f := cur.GetFinalizers(); len(f) > 0 {
-			since += ", finalizers " + strings.Join(f, ", ")
-		}
-		s.report(Event{Kind: KindWaiting, Object: ref(u), Message: fmt.Sprintf("%s is being deleted (%s): waiting for it to go before creating it again", ref(u), since)})
-		wctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
-		err = s.c.WaitGone(wctx, u, cur.GetUID())
-		cancel()
-		var look *LookError
-		switch {
-		case ctx.Err() != nil:
-			return false, fmt.Errorf("interrupted while waiting for %s to be deleted: %w", ref(u), context.Cause(ctx))
-		case errors.As(err, &look):
-			return false, fmt.Errorf("waiting %s for %s in namespace %s to be deleted (%s): %w", s.o.Timeout, ref(u), s.c.Namespace, since, err)
-		case err != nil:
-			return false, fmt.Errorf("%s in namespace %s is still being deleted after %s (%s): wait until kubectl get %s %s -n %s finds none, or rename it in the manifest",
-				ref(u), s.c.Namespace, s.o.Timeout, since, strings.ToLower(u.GetKind()), u.GetName(), s.c.Namespace)
+		if err := s.awaitDeletion(ctx, ref(u), cur, look, "or rename it in the manifest"); err != nil {
+			return false, err
 		}
 		// Gone, or created again since (another UID): look again.
 	}
+}
+
+// awaitDeletion waits, up to --ready-timeout, for obj (what, Kind/name),
+// which is being deleted, to go, reading it through look (pollGone); a
+// waiting event names its finalizers. The error says whether the wait was
+// interrupted, whether its last looks failed, or that obj is still there,
+// with what to do (kubectl get, then instead).
+func (s *session) awaitDeletion(ctx context.Context, what string, obj metav1.Object, look func(context.Context) (bool, types.UID, error), instead string) error {
+	since := "since " + obj.GetDeletionTimestamp().UTC().Format(time.RFC3339)
+	if f := obj.GetFinalizers(); len(f) > 0 {
+		since += ", finalizers " + strings.Join(f, ", ")
+	}
+	s.report(Event{Kind: KindWaiting, Object: what, Message: fmt.Sprintf("%s is being deleted (%s): waiting for it to go before creating it again", what, since)})
+	wctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	defer cancel()
+	err := pollGone(wctx, obj.GetUID(), look)
+	var le *LookError
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted while waiting for %s to be deleted: %w", what, context.Cause(ctx))
+	case errors.As(err, &le):
+		return fmt.Errorf("waiting %s for %s in namespace %s to be deleted (%s): %w", s.o.Timeout, what, s.c.Namespace, since, err)
+	}
+	kind, name, _ := strings.Cut(what, "/")
+	return fmt.Errorf("%s in namespace %s is still being deleted after %s (%s): wait until kubectl get %s %s -n %s finds none, %s",
+		what, s.c.Namespace, s.o.Timeout, since, strings.ToLower(kind), name, s.c.Namespace, instead)
 }
 
 // checkSubmission refuses what cannot be submitted: a working_dir or an
@@ -546,29 +565,28 @@ func (s *session) entrypoint() string {
 	return e
 }
 
-// secretGoneTimeout bounds the wait for a password Secret being deleted.
-const secretGoneTimeout = time.Minute
-
 // passwordSecret is the password Secret to create, or nil when it exists
 // with its key (its password is then kept). A Secret being deleted (an
-// earlier session's --cleanup) is waited for and then created again:
-// kept, it would vanish under the sidecar that reads it.
+// earlier session's --cleanup) is waited for (awaitDeletion) and then
+// created again: kept, it would vanish under the sidecar that reads it.
 func (s *session) passwordSecret(ctx context.Context) (*unstructured.Unstructured, error) {
-	sec, err := s.c.Core.GetSecret(ctx, s.c.Namespace, s.o.SecretName)
-	if err == nil && sec.DeletionTimestamp != nil {
-		s.report(Event{Kind: KindWaiting, Object: "Secret/" + s.o.SecretName, Message: fmt.Sprintf("Secret/%s is being deleted: waiting for it to go, to create it again", s.o.SecretName)})
-		deadline := time.Now().Add(secretGoneTimeout)
-		for err == nil && sec.DeletionTimestamp != nil {
-			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("the Secret %s in namespace %s is being deleted and was still there after %s (finalizers %v): wait for it to go, or name another Secret (--secret-name)", s.o.SecretName, s.c.Namespace, secretGoneTimeout, sec.Finalizers)
-			}
-			select {
-			case <-ctx.Done():
-				return nil, fmt.Errorf("interrupted while waiting for Secret %s to be deleted: %w", s.o.SecretName, context.Cause(ctx))
-			case <-time.After(waitInterval / 2):
-			}
-			sec, err = s.c.Core.GetSecret(ctx, s.c.Namespace, s.o.SecretName)
+	what := "Secret/" + s.o.SecretName
+	look := func(ctx context.Context) (bool, types.UID, error) {
+		sec, err := s.c.Core.GetSecret(ctx, s.c.Namespace, s.o.SecretName)
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, "", nil
+		case err != nil:
+			return false, "", err
 		}
+		return true, sec.UID, nil
+	}
+	sec, err := s.c.Core.GetSecret(ctx, s.c.Namespace, s.o.SecretName)
+	for err == nil && sec.DeletionTimestamp != nil {
+		if err := s.awaitDeletion(ctx, what, sec, look, "or name another Secret (--secret-name)"); err != nil {
+			return nil, err
+		}
+		sec, err = s.c.Core.GetSecret(ctx, s.c.Namespace, s.o.SecretName)
 	}
 	switch {
 	case err == nil:

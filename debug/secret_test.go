@@ -37,7 +37,7 @@ func TestPasswordSecretWaitsForOneBeingDeleted(t *testing.T) {
 			cs := kubefake.NewSimpleClientset(secret(tc.deleting))
 			var waited []Event
 			s := &session{
-				o: Options{File: "rayjob.yaml", SecretName: "code-server-password", SecretKey: "password"},
+				o: Options{File: "rayjob.yaml", SecretName: "code-server-password", SecretKey: "password", Timeout: time.Minute},
 				c: &Cluster{Namespace: "ns", Core: clientsetCore{cs}},
 				r: ReporterFunc(func(e Event) {
 					if e.Kind == KindWaiting {
