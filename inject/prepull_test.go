@@ -98,14 +98,7 @@ spec:
 	if diff := cmp.Diff(want, imgs); diff != "" {
 		t.Fatalf("images (-want +got):\n%s", diff)
 	}
-	out, err := Prepull(imgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ds appsv1.DaemonSet
-	if err := yaml.UnmarshalStrict(out, &ds); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	ds, _ := prepullDaemonSet(t, imgs)
 	spec := ds.Spec.Template.Spec
 	var got []string
 	for _, ic := range spec.InitContainers {
@@ -178,14 +171,7 @@ func TestPrepullRestricted(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("what the sidecar says of the Pods (-want +got):\n%s", diff)
 			}
-			out, err := Prepull(imgs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ds appsv1.DaemonSet
-			if err := yaml.UnmarshalStrict(out, &ds); err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
+			ds, out := prepullDaemonSet(t, imgs)
 			spec := ds.Spec.Template.Spec
 			psc := spec.SecurityContext
 			if !tc.want.Restricted {
@@ -241,4 +227,19 @@ func TestPrepullIDs(t *testing.T) {
 			t.Errorf("%q/%q: %v, want %q in:\n%s", tc.user, tc.group, err, tc.want, out)
 		}
 	}
+}
+
+// prepullDaemonSet is Prepull's output for imgs, decoded strictly, and the
+// output itself.
+func prepullDaemonSet(t *testing.T, imgs PrepullImages) (*appsv1.DaemonSet, []byte) {
+	t.Helper()
+	out, err := Prepull(imgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds appsv1.DaemonSet
+	if err := yaml.UnmarshalStrict(out, &ds); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return &ds, out
 }
