@@ -168,7 +168,7 @@ func (c *cluster) exec(t *testing.T, ns, pod, ct string, args ...string) (string
 // cluster's DNS is eventually consistent and, on a loaded 2-core machine, a
 // UDP query can go unanswered: glibc's parallel A and AAAA queries through
 // kube-proxy's DNAT can lose one, and getent then waits out its resolver's
-// timeouts (one try took 40 s, once the whole budget of a single try). A
+// timeouts (one try can take 40 s on its own). A
 // lookup that finds nothing is asked again, every second, at least 3 times,
 // and each miss is logged with what CoreDNS logged of the name, so that a
 // miss says whether it was a timeout (no line), an error or NXDOMAIN. An
