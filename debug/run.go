@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -145,9 +147,12 @@ type session struct {
 	cluster  string                     // the RayCluster's name, once known
 	created  []*unstructured.Unstructured
 	forwards []*Forward
-	podLines map[string]string
-	readyBy  time.Time // the end of --ready-timeout, once the wait began
-	tunnels  *tunnels  // --local
+	// dashLocal is the local port of the dashboard's forward, once made:
+	// the head Pod that replaces a lost one is served on the same ports.
+	dashLocal int
+	podLines  map[string]string
+	readyBy   time.Time // the end of --ready-timeout, once the wait began
+	tunnels   *tunnels  // --local
 
 	reportMu sync.Mutex // the Reporter hears one goroutine at a time
 }
@@ -642,20 +647,157 @@ func (s *session) attach(ctx context.Context) error {
 }
 
 // follow waits for the head, forwards its ports, submits, and reports.
+// When the head Pod is gone (deleted, evicted, its node lost) and the
+// session follows no job, it waits for the head Pod KubeRay makes instead
+// and serves it on the same local addresses; a job ran on the head it
+// lost, so a session that follows one ends (with the job's status when
+// KubeRay reports one).
 func (s *session) follow(ctx context.Context) (Outcome, error) {
+	replaced := ""
+	for {
+		out, err := s.followHead(ctx, replaced)
+		var gone *headGoneError
+		if !errors.As(err, &gone) {
+			return out, err
+		}
+		for _, f := range s.forwards {
+			f.Close()
+		}
+		s.forwards = nil
+		if out.JobID != "" || s.followsJob() {
+			return s.jobAfterHeadGone(ctx, out, gone)
+		}
+		if err := s.clusterStays(ctx, gone); err != nil {
+			return out, err
+		}
+		if s.tunnels != nil && s.o.WriteLaunch != "" {
+			// The tasks' tunnels closed with the head's proxy.
+			if err := writeLaunch(s.o.WriteLaunch, nil, s.localRoot()); err != nil {
+				s.report(Event{Kind: KindWarning, Message: "warning: " + err.Error()})
+			}
+		}
+		at := "the same local addresses"
+		if s.o.Local {
+			at = "the same address"
+		}
+		s.report(Event{Kind: KindWarning, Pod: gone.Pod, Message: fmt.Sprintf("warning: %v: waiting for the head Pod KubeRay makes instead, to serve it on %s; the tasks reported paused before are followed again there", gone, at)})
+		if s.target != nil && s.target.GetKind() == "RayService" {
+			// An upgrade replaces the RayService's RayCluster: look
+			// again for the one it serves.
+			s.cluster = ""
+		}
+		replaced = gone.Pod
+	}
+}
+
+// headGoneError is a head Pod gone while the session followed it.
+type headGoneError struct {
+	Pod, Cluster, Why string
+}
+
+func (e *headGoneError) Error() string {
+	return fmt.Sprintf("head Pod %s of RayCluster %s is gone (%s)", e.Pod, e.Cluster, e.Why)
+}
+
+// headGone reports the session's head Pod when it is gone for good:
+// deleted, being deleted, or ended; nil while it runs or when the look
+// fails (the next look decides).
+func (s *session) headGone(ctx context.Context, pod string) *headGoneError {
+	p, err := s.c.Core.GetPod(ctx, s.c.Namespace, pod)
+	return s.headGoneOf(pod, p, err)
+}
+
+// headGoneOf is headGone for a look at the head Pod already made.
+func (s *session) headGoneOf(pod string, p *corev1.Pod, err error) *headGoneError {
+	if !podGone(p, err) {
+		return nil
+	}
+	why := "not found"
+	switch {
+	case err != nil:
+	case p.DeletionTimestamp != nil:
+		why = "being deleted since " + p.DeletionTimestamp.UTC().Format(time.RFC3339)
+	default:
+		why = "it ended: phase " + string(p.Status.Phase)
+		if p.Status.Reason != "" {
+			why += ", " + p.Status.Reason
+		}
+	}
+	return &headGoneError{Pod: pod, Cluster: s.cluster, Why: why}
+}
+
+// followsJob reports whether the session follows a job: one it submits,
+// or the one KubeRay submits for a RayJob.
+func (s *session) followsJob() bool {
+	return s.submits() || s.target != nil && s.target.GetKind() == "RayJob"
+}
+
+// jobAfterHeadGone ends a session whose job's head Pod is gone: with the
+// job's end when KubeRay reports one for the RayJob, else with the loss.
+func (s *session) jobAfterHeadGone(ctx context.Context, out Outcome, gone *headGoneError) (Outcome, error) {
+	if s.target != nil && s.target.GetKind() == "RayJob" {
+		rj, err := s.c.Dynamic.Resource(RayJobs).Namespace(s.c.Namespace).Get(ctx, s.target.GetName(), metav1.GetOptions{})
+		if err == nil {
+			status, _, _ := unstructured.NestedString(rj.Object, "status", "jobStatus")
+			id, _, _ := unstructured.NestedString(rj.Object, "status", "jobId")
+			msg, _, _ := unstructured.NestedString(rj.Object, "status", "message")
+			if terminal(status) && (out.JobID == "" || id == out.JobID) {
+				out.JobID, out.JobStatus, out.Message = id, status, msg
+				s.report(Event{Kind: KindFinished, JobID: id, JobStatus: status, Message: fmt.Sprintf("job %s %s (as RayJob %s reports; its head Pod %s is gone): %s", id, strings.ToLower(status), s.target.GetName(), gone.Pod, msg)})
+				return out, nil
+			}
+		}
+	}
+	job := "the job"
+	if out.JobID != "" {
+		job = "job " + out.JobID
+	}
+	return out, fmt.Errorf("%w, and %s ran on it: Ray runs a job's supervisor and driver on the head, so the session ends here (kubectl get -n %s raycluster %s shows the new head Pod)", gone, job, s.c.Namespace, gone.Cluster)
+}
+
+// clusterStays checks, after its head Pod is gone, that the RayCluster is
+// still there to make another.
+func (s *session) clusterStays(ctx context.Context, gone *headGoneError) error {
+	if gone.Cluster == "" {
+		return nil
+	}
+	rc, err := s.c.Dynamic.Resource(RayClusters).Namespace(s.c.Namespace).Get(ctx, gone.Cluster, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if s.target != nil && s.target.GetKind() == "RayService" {
+			return nil // an upgrade's old cluster: look for the new one
+		}
+		return fmt.Errorf("%w, and RayCluster %s was deleted: there is nothing left to follow", gone, gone.Cluster)
+	case err != nil:
+		return nil // the head wait that follows looks again
+	case rc.GetDeletionTimestamp() != nil && (s.target == nil || s.target.GetKind() != "RayService"):
+		return fmt.Errorf("%w, and RayCluster %s is being deleted (since %s): there is nothing left to follow", gone, gone.Cluster, rc.GetDeletionTimestamp().UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// followHead waits for a head Pod, forwards its ports (on the local ports
+// of the head it replaces, if any), submits, and reports, until the job
+// ends, ctx is done, or the head Pod is gone (*headGoneError).
+func (s *session) followHead(ctx context.Context, replaced string) (Outcome, error) {
 	var out Outcome
 	head, err := s.waitHead(ctx)
 	if err != nil {
 		return out, err
 	}
 	dashPort, csPort := s.ports(head)
-	dash, err := s.c.PortForward(ctx, head.Name, dashPort, 0)
+	dash, err := s.c.PortForward(ctx, head.Name, dashPort, s.dashLocal)
 	if err != nil {
 		return out, err
 	}
+	s.dashLocal = dash.LocalPort
 	s.forwards = append(s.forwards, dash)
+	readyMsg := fmt.Sprintf("head Pod %s is ready", head.Name)
+	if replaced != "" {
+		readyMsg += fmt.Sprintf(" (it replaces %s)", replaced)
+	}
 	if s.o.Local {
-		return s.followLocal(ctx, head, dash)
+		return s.followLocal(ctx, head, dash, readyMsg)
 	}
 	cs, err := s.c.PortForward(ctx, head.Name, csPort, s.o.CodeServerPort)
 	if err != nil {
@@ -665,12 +807,13 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 		return out, err
 	}
 	s.forwards = append(s.forwards, cs)
+	s.o.CodeServerPort = cs.LocalPort
 	ready := Event{
 		Kind: KindReady, Pod: head.Name,
 		CodeServerURL: "http://" + cs.Addr() + "/",
 		DashboardURL:  "http://" + dash.Addr(),
 		Secret:        fmt.Sprintf("%s/%s, key %s", s.c.Namespace, s.o.SecretName, s.o.SecretKey),
-		Message:       fmt.Sprintf("head Pod %s is ready: code-server at http://%s/", head.Name, cs.Addr()),
+		Message:       fmt.Sprintf("%s: code-server at http://%s/", readyMsg, cs.Addr()),
 	}
 	if s.o.ShowPassword {
 		sec, err := s.c.Core.GetSecret(ctx, s.c.Namespace, s.o.SecretName)
@@ -697,8 +840,8 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 }
 
 // followLocal serves --local's dashboard proxy, says how to attach, then
-// submits and reports as follow does.
-func (s *session) followLocal(ctx context.Context, head *corev1.Pod, dash *Forward) (Outcome, error) {
+// submits and reports as followHead does.
+func (s *session) followLocal(ctx context.Context, head *corev1.Pod, dash *Forward, readyMsg string) (Outcome, error) {
 	token, err := s.rayAuthToken(ctx, head)
 	if err != nil {
 		return Outcome{}, err
@@ -709,9 +852,13 @@ func (s *session) followLocal(ctx context.Context, head *corev1.Pod, dash *Forwa
 	}
 	defer stop()
 	host := strings.TrimPrefix(proxyURL, "http://")
+	if _, port, err := net.SplitHostPort(host); err == nil {
+		// The head that replaces this one is served on the same address.
+		s.o.LocalPort, _ = strconv.Atoi(port)
+	}
 	s.report(Event{
 		Kind: KindReady, Pod: head.Name, DashboardURL: proxyURL, LocalRoot: s.localRoot(),
-		Message: fmt.Sprintf("head Pod %s is ready: the Ray dashboard, with paused tasks reachable from this machine, is at %s", head.Name, proxyURL),
+		Message: fmt.Sprintf("%s: the Ray dashboard, with paused tasks reachable from this machine, is at %s", readyMsg, proxyURL),
 		Hint:    fmt.Sprintf("in VS Code's Ray Distributed Debugger view, add the cluster %s with localRoot %s; or attach ms-python.debugpy to the address each paused task gets below", host, s.localRoot()),
 	})
 	return s.submitAndWatch(ctx, head, sessionURL)
@@ -740,7 +887,7 @@ func (s *session) submitAndWatch(ctx context.Context, head *corev1.Pod, dashboar
 			return out, err
 		}
 	}
-	return s.watch(ctx, state, jobs, out)
+	return s.watch(ctx, head.Name, state, jobs, out)
 }
 
 // ports are the head's dashboard port (the Ray container's port named
@@ -802,8 +949,9 @@ func (s *session) submit(ctx context.Context, jobs Jobs, head *corev1.Pod) (stri
 	return jobID, nil
 }
 
-// watch reports paused tasks, log lines and the job's end.
-func (s *session) watch(ctx context.Context, state StateAPI, jobs Jobs, out Outcome) (Outcome, error) {
+// watch reports paused tasks, log lines and the job's end, until the job
+// ends, ctx is done, or the head Pod is gone (*headGoneError).
+func (s *session) watch(ctx context.Context, head string, state StateAPI, jobs Jobs, out Outcome) (Outcome, error) {
 	tracker := newPausedTracker(state, s.podOfIP)
 	launched := map[string]*PausedTask{}
 	tick := time.NewTicker(s.o.Poll)
@@ -880,6 +1028,12 @@ func (s *session) watch(ctx context.Context, state StateAPI, jobs Jobs, out Outc
 			return out, context.Cause(ctx)
 		case <-tick.C:
 		}
+		// A deleted Pod's port-forward need not end (the connection to
+		// the kubelet can outlive the Pod): the session looks at the head
+		// itself.
+		if gone := s.headGone(ctx, head); gone != nil {
+			return out, gone
+		}
 		for i, f := range s.forwards {
 			select {
 			case err := <-f.Done():
@@ -948,7 +1102,8 @@ func (s *session) reforward(ctx context.Context, f *Forward, err error) (*Forwar
 		p, gerr := s.c.Core.GetPod(ctx, s.c.Namespace, f.Pod)
 		switch {
 		case podGone(p, gerr):
-			return nil, fmt.Errorf("%s: the Pod is gone", ended)
+			// Every forward of a session is to its head Pod.
+			return nil, s.headGoneOf(f.Pod, p, gerr)
 		case gerr != nil:
 			last = gerr
 		default:

@@ -285,8 +285,10 @@ func (s *session) waitCodeServer(ctx context.Context, cs *Forward) (*Forward, er
 				if dctx.Err() == nil {
 					last = err
 				}
-				if podGone(s.c.Core.GetPod(ctx, s.c.Namespace, pod)) {
-					return nil, fmt.Errorf("the head Pod %s is gone while waiting for code-server in it: %w", pod, err)
+				if p, gerr := s.c.Core.GetPod(ctx, s.c.Namespace, pod); podGone(p, gerr) {
+					gone := s.headGoneOf(pod, p, gerr)
+					gone.Why += ", while the session waited for code-server in it"
+					return nil, gone
 				}
 			}
 			cs = f

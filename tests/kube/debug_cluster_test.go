@@ -219,3 +219,83 @@ func healthz(base string) error {
 	}
 	return nil
 }
+
+// TestDebugFollowsNewHeadOnNode: a session on a RayCluster that follows no
+// job outlives its head Pod. Deleted as a node drain or an eviction deletes
+// it, the head Pod is named gone in a warning; KubeRay makes another, and
+// the session serves it on the same code-server and dashboard URLs, which
+// answer from the new head.
+func TestDebugFollowsNewHeadOnNode(t *testing.T) {
+	c := needCluster(t)
+	n := needNode(t)
+	ns := c.namespace(t, nil)
+	dir := t.TempDir()
+	kc := c.kubeconfigIn(t, dir, ns)
+	const name = "dbgh"
+	// The head of netClusterYAML, without its worker group.
+	rc := fmt.Sprintf(netClusterYAML, name, n.rayImage)
+	rc = rc[:strings.Index(rc, "  workerGroupSpecs:\n")]
+	writeFile(t, filepath.Join(dir, "rc.yaml"), []byte(rc))
+
+	var first, second *debug.Event
+	gone := false
+	r := imagectlDebug(t, dir, func(e debug.Event) bool {
+		switch {
+		case e.Kind == debug.KindReady && first == nil:
+			first = &e
+			if err := healthz(e.CodeServerURL); err != nil {
+				t.Errorf("code-server at the first ready event: %v", err)
+				return true
+			}
+			// Not waited for: the session sees the Pod go.
+			c.must(t, nil, "delete", "pod", "-n", ns, e.Pod, "--wait=false")
+		case e.Kind == debug.KindWarning && first != nil && strings.Contains(e.Message, fmt.Sprintf("head Pod %s of RayCluster %s is gone", first.Pod, name)):
+			gone = true
+		case e.Kind == debug.KindReady:
+			second = &e
+			if err := healthz(e.CodeServerURL); err != nil {
+				t.Errorf("code-server of the new head Pod %s at %s: %v", e.Pod, e.CodeServerURL, err)
+			}
+			if err := getOK(e.DashboardURL + "/api/gcs_healthz"); err != nil {
+				t.Errorf("the dashboard of the new head Pod %s at %s: %v", e.Pod, e.DashboardURL, err)
+			}
+			return true // Ctrl-C
+		}
+		return false
+	}, "--kubeconfig", kc, "-f", "rc.yaml", "--image", n.sidecarImage, "--ready-timeout", "3m", "--cleanup")
+	if first == nil || second == nil {
+		c.dumpPods(t, ns)
+		t.Fatalf("want two ready events, one per head Pod; events %v (exit %d)\n%s", r.kinds(), r.code, r.stderr)
+	}
+	if !gone {
+		t.Errorf("no warning named head Pod %s gone; events %v", first.Pod, r.kinds())
+	}
+	if second.Pod == first.Pod {
+		t.Errorf("the second ready event names the deleted head Pod %s", first.Pod)
+	}
+	if got := c.must(t, nil, "get", "pod", "-n", ns, "-l", "ray.io/node-type=head,ray.io/cluster="+name, "-o", "jsonpath={.items[*].metadata.name}"); !strings.Contains(got, second.Pod) {
+		t.Errorf("the second ready event names Pod %s; the RayCluster's head Pods are %q", second.Pod, got)
+	}
+	if second.CodeServerURL != first.CodeServerURL || second.DashboardURL != first.DashboardURL {
+		t.Errorf("the new head is served on code-server %s, dashboard %s; want the first head's %s, %s", second.CodeServerURL, second.DashboardURL, first.CodeServerURL, first.DashboardURL)
+	}
+	if !strings.Contains(second.Message, "it replaces "+first.Pod) {
+		t.Errorf("second ready event %q does not say which head Pod it replaces", second.Message)
+	}
+	if r.code != 130 {
+		t.Errorf("exit %d after Ctrl-C, want 130\n%s", r.code, r.stderr)
+	}
+}
+
+// getOK GETs u once: nil when it answers 200.
+func getOK(u string) error {
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(u)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return nil
+}

@@ -90,6 +90,11 @@ before); without it, it says what it left. A second Ctrl-C exits at once.
 --cluster NAME attaches to a RayCluster that runs already: nothing is applied,
 and its head must carry the sidecar (unless --local).
 
+When the head Pod is gone (deleted, evicted, its node lost), a session that
+follows no job (a RayCluster or RayService without an entrypoint) waits for
+the head Pod KubeRay makes instead and serves it on the same local addresses;
+a session that follows a job ends, since the job ran on that head.
+
 --local debugs with the VS Code on this machine instead: no sidecar is
 injected (the manifest is applied as it is), and no code-server runs. It
 port-forwards the head's dashboard and serves a dashboard proxy on
@@ -181,9 +186,11 @@ func run(g *options.Globals, cmd *cobra.Command, f *debugFlags, args []string) e
 	}
 	if f.open {
 		inner := r
+		opened := false // a head Pod that replaces a lost one is served on the same URL
 		r = debug.ReporterFunc(func(e debug.Event) {
 			inner.Report(e)
-			if e.Kind == debug.KindReady {
+			if e.Kind == debug.KindReady && !opened {
+				opened = true
 				if err := openBrowser(e.CodeServerURL); err != nil {
 					fmt.Fprintf(g.Stderr, "imagectl: --open: %v (open %s yourself)\n", err, e.CodeServerURL)
 				}
