@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/imagectl/imagectl/debug/dashboard"
 )
 
 // TestHeadGone: a head Pod that runs, or is being started again by the
@@ -163,5 +165,40 @@ func TestClusterStays(t *testing.T) {
 				t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// noPauses is a State API with no paused worker.
+type noPauses struct{}
+
+func (noPauses) PausedWorkers(context.Context) ([]dashboard.Worker, error) { return nil, nil }
+func (noPauses) RunningTasks(context.Context, string) ([]dashboard.Task, error) {
+	return nil, nil
+}
+
+// TestWatchSeesHeadGone: watch looks at the head Pod itself, not only at
+// its port-forwards ending: a head Pod deleted while no forward ended
+// ends the watch with the head's loss, which follow acts on.
+func TestWatchSeesHeadGone(t *testing.T) {
+	head := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rc-head-abcde", Namespace: "ns"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	cs := kubefake.NewSimpleClientset(head)
+	s := &session{
+		o: Options{Poll: 10 * time.Millisecond},
+		c: &Cluster{Namespace: "ns", Core: clientsetCore{cs}},
+		r: ReporterFunc(func(Event) {}), cluster: "rc", podLines: map[string]string{},
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	go func() {
+		time.Sleep(100 * time.Millisecond) // some polls with the head there
+		cs.CoreV1().Pods("ns").Delete(context.Background(), head.Name, metav1.DeleteOptions{})
+	}()
+	_, err := s.watch(ctx, head.Name, noPauses{}, nil, Outcome{})
+	var gone *headGoneError
+	if !errors.As(err, &gone) {
+		t.Fatalf("watch ended with %v, want the head Pod's loss", err)
+	}
+	if want := "head Pod rc-head-abcde of RayCluster rc is gone (not found)"; gone.Error() != want {
+		t.Errorf("error %q, want %q", gone, want)
 	}
 }

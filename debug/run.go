@@ -1028,9 +1028,9 @@ func (s *session) watch(ctx context.Context, head string, state StateAPI, jobs J
 			return out, context.Cause(ctx)
 		case <-tick.C:
 		}
-		// A deleted Pod's port-forward need not end (the connection to
-		// the kubelet can outlive the Pod): the session looks at the head
-		// itself.
+		// The session looks at the head itself rather than rely on its
+		// port-forwards ending with it (when a forward ends is the
+		// kubelet's and the container runtime's doing).
 		if gone := s.headGone(ctx, head); gone != nil {
 			return out, gone
 		}

@@ -207,83 +207,95 @@ func TestDebugClusterOnNode(t *testing.T) {
 // healthz GETs code-server's /healthz at base (a URL, with or without its
 // trailing slash) once: nil when it answers 200.
 func healthz(base string) error {
-	client := &http.Client{Timeout: 10 * time.Second}
-	u := strings.TrimSuffix(base, "/") + "/healthz"
-	resp, err := client.Get(u)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", u, resp.Status)
-	}
-	return nil
+	return getOK(strings.TrimSuffix(base, "/") + "/healthz")
 }
 
 // TestDebugFollowsNewHeadOnNode: a session on a RayCluster that follows no
 // job outlives its head Pod. Deleted as a node drain or an eviction deletes
 // it, the head Pod is named gone in a warning; KubeRay makes another, and
-// the session serves it on the same code-server and dashboard URLs, which
-// answer from the new head.
+// the session serves it on the same URLs (code-server's and the
+// dashboard's, or --local's dashboard proxy), which answer from the new
+// head before the test's Ctrl-C.
 func TestDebugFollowsNewHeadOnNode(t *testing.T) {
 	c := needCluster(t)
 	n := needNode(t)
-	ns := c.namespace(t, nil)
-	dir := t.TempDir()
-	kc := c.kubeconfigIn(t, dir, ns)
-	const name = "dbgh"
-	// The head of netClusterYAML, without its worker group.
-	rc := fmt.Sprintf(netClusterYAML, name, n.rayImage)
-	rc = rc[:strings.Index(rc, "  workerGroupSpecs:\n")]
-	writeFile(t, filepath.Join(dir, "rc.yaml"), []byte(rc))
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		check func(e debug.Event) error // at each ready event
+	}{
+		{name: "sidecar", args: []string{"--image", n.sidecarImage},
+			check: func(e debug.Event) error {
+				if err := healthz(e.CodeServerURL); err != nil {
+					return fmt.Errorf("code-server: %w", err)
+				}
+				return getOK(e.DashboardURL + "/api/gcs_healthz")
+			}},
+		{name: "local", args: []string{"--local", "--local-port", "0"},
+			check: func(e debug.Event) error {
+				if e.CodeServerURL != "" {
+					return fmt.Errorf("--local's ready event has a code-server URL %s", e.CodeServerURL)
+				}
+				return getOK(e.DashboardURL + "/api/gcs_healthz")
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := c.namespace(t, nil)
+			dir := t.TempDir()
+			kc := c.kubeconfigIn(t, dir, ns)
+			const name = "dbgh"
+			// The head of netClusterYAML, without its worker group.
+			rc := fmt.Sprintf(netClusterYAML, name, n.rayImage)
+			rc = rc[:strings.Index(rc, "  workerGroupSpecs:\n")]
+			writeFile(t, filepath.Join(dir, "rc.yaml"), []byte(rc))
 
-	var first, second *debug.Event
-	gone := false
-	r := imagectlDebug(t, dir, func(e debug.Event) bool {
-		switch {
-		case e.Kind == debug.KindReady && first == nil:
-			first = &e
-			if err := healthz(e.CodeServerURL); err != nil {
-				t.Errorf("code-server at the first ready event: %v", err)
-				return true
+			var first, second *debug.Event
+			gone := false
+			r := imagectlDebug(t, dir, func(e debug.Event) bool {
+				switch {
+				case e.Kind == debug.KindReady && first == nil:
+					first = &e
+					if err := tc.check(e); err != nil {
+						t.Errorf("head Pod %s at the first ready event: %v", e.Pod, err)
+						return true
+					}
+					// Not waited for: the session sees the Pod go.
+					c.must(t, nil, "delete", "pod", "-n", ns, e.Pod, "--wait=false")
+				case e.Kind == debug.KindWarning && first != nil && strings.Contains(e.Message, fmt.Sprintf("head Pod %s of RayCluster %s is gone", first.Pod, name)):
+					gone = true
+				case e.Kind == debug.KindReady:
+					second = &e
+					if err := tc.check(e); err != nil {
+						t.Errorf("the new head Pod %s at the second ready event: %v", e.Pod, err)
+					}
+					return true // Ctrl-C
+				}
+				return false
+			}, append([]string{"--kubeconfig", kc, "-f", "rc.yaml", "--ready-timeout", "3m", "--cleanup"}, tc.args...)...)
+			if first == nil || second == nil {
+				c.dumpPods(t, ns)
+				t.Fatalf("want two ready events, one per head Pod; events %v (exit %d)\n%s", r.kinds(), r.code, r.stderr)
 			}
-			// Not waited for: the session sees the Pod go.
-			c.must(t, nil, "delete", "pod", "-n", ns, e.Pod, "--wait=false")
-		case e.Kind == debug.KindWarning && first != nil && strings.Contains(e.Message, fmt.Sprintf("head Pod %s of RayCluster %s is gone", first.Pod, name)):
-			gone = true
-		case e.Kind == debug.KindReady:
-			second = &e
-			if err := healthz(e.CodeServerURL); err != nil {
-				t.Errorf("code-server of the new head Pod %s at %s: %v", e.Pod, e.CodeServerURL, err)
+			if !gone {
+				t.Errorf("no warning named head Pod %s gone; events %v", first.Pod, r.kinds())
 			}
-			if err := getOK(e.DashboardURL + "/api/gcs_healthz"); err != nil {
-				t.Errorf("the dashboard of the new head Pod %s at %s: %v", e.Pod, e.DashboardURL, err)
+			if second.Pod == first.Pod {
+				t.Errorf("the second ready event names the deleted head Pod %s", first.Pod)
 			}
-			return true // Ctrl-C
-		}
-		return false
-	}, "--kubeconfig", kc, "-f", "rc.yaml", "--image", n.sidecarImage, "--ready-timeout", "3m", "--cleanup")
-	if first == nil || second == nil {
-		c.dumpPods(t, ns)
-		t.Fatalf("want two ready events, one per head Pod; events %v (exit %d)\n%s", r.kinds(), r.code, r.stderr)
-	}
-	if !gone {
-		t.Errorf("no warning named head Pod %s gone; events %v", first.Pod, r.kinds())
-	}
-	if second.Pod == first.Pod {
-		t.Errorf("the second ready event names the deleted head Pod %s", first.Pod)
-	}
-	if got := c.must(t, nil, "get", "pod", "-n", ns, "-l", "ray.io/node-type=head,ray.io/cluster="+name, "-o", "jsonpath={.items[*].metadata.name}"); !strings.Contains(got, second.Pod) {
-		t.Errorf("the second ready event names Pod %s; the RayCluster's head Pods are %q", second.Pod, got)
-	}
-	if second.CodeServerURL != first.CodeServerURL || second.DashboardURL != first.DashboardURL {
-		t.Errorf("the new head is served on code-server %s, dashboard %s; want the first head's %s, %s", second.CodeServerURL, second.DashboardURL, first.CodeServerURL, first.DashboardURL)
-	}
-	if !strings.Contains(second.Message, "it replaces "+first.Pod) {
-		t.Errorf("second ready event %q does not say which head Pod it replaces", second.Message)
-	}
-	if r.code != 130 {
-		t.Errorf("exit %d after Ctrl-C, want 130\n%s", r.code, r.stderr)
+			if got := c.must(t, nil, "get", "pod", "-n", ns, "-l", "ray.io/node-type=head,ray.io/cluster="+name, "-o", "jsonpath={.items[*].metadata.name}"); !strings.Contains(got, second.Pod) {
+				t.Errorf("the second ready event names Pod %s; the RayCluster's head Pods are %q", second.Pod, got)
+			}
+			if second.CodeServerURL != first.CodeServerURL || second.DashboardURL != first.DashboardURL {
+				t.Errorf("the new head is served on code-server %q, dashboard %q; want the first head's %q, %q", second.CodeServerURL, second.DashboardURL, first.CodeServerURL, first.DashboardURL)
+			}
+			if !strings.Contains(second.Message, "it replaces "+first.Pod) {
+				t.Errorf("second ready event %q does not say which head Pod it replaces", second.Message)
+			}
+			if r.code != 130 {
+				t.Errorf("exit %d after Ctrl-C, want 130\n%s", r.code, r.stderr)
+			}
+		})
 	}
 }
 
