@@ -229,3 +229,60 @@ func (c *cluster) attachFromSidecar(t *testing.T, dir, kc, head, fn string, post
 	}
 	return true
 }
+
+// TestDebugJobHeadGoneOnNode: a session that follows a job ends when the
+// job's head Pod is deleted under a paused task: it does not wait for
+// KubeRay's new head as a session without a job does. It ends with the
+// RayJob's end if KubeRay reports one by then (exit 8), or with an error
+// naming the head Pod and the job (exit 1); never at --ready-timeout.
+func TestDebugJobHeadGoneOnNode(t *testing.T) {
+	c := needCluster(t)
+	n := needNode(t)
+	dir := t.TempDir()
+	ns := c.namespace(t, nil)
+	kc := c.kubeconfigIn(t, dir, ns)
+	wd := standinWorkingDir(t, dir)
+	p := kind.Params{Name: "dbg-hg", RayVersion: "2.46.0", Python: "3.12"}
+	plain, err := kind.RenderPlain(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain = replaceAll(t, plain, p.RayImage(), n.rayImage, 2)
+	writeFile(t, filepath.Join(dir, "job.yaml"), plain)
+
+	head := ""
+	var deletedAt time.Time
+	r := imagectlDebug(t, dir, func(e debug.Event) bool {
+		switch e.Kind {
+		case debug.KindReady:
+			if head != "" {
+				t.Errorf("a second ready event (%s) in a session that follows a job", e.Message)
+				return true
+			}
+			head = e.Pod
+		case debug.KindPaused:
+			if deletedAt.IsZero() {
+				c.must(t, nil, "delete", "pod", "-n", ns, head, "--wait=false")
+				deletedAt = time.Now()
+			}
+		}
+		return false
+	}, "-f", "job.yaml", "--kubeconfig", kc, "--image", n.sidecarImage, "--working-dir", wd, "--ready-timeout", "4m",
+		"--", "python3", "driver.py", "sample_code", "f", "7")
+	if deletedAt.IsZero() {
+		c.dumpPods(t, ns)
+		t.Fatalf("no task paused, so no head Pod was deleted: exit %d, events %v\n%s", r.code, r.kinds(), r.stderr)
+	}
+	ended := time.Since(deletedAt).Round(time.Second)
+	fin := r.find(debug.KindFinished)
+	switch {
+	case r.code == 8 && fin != nil && fin.JobStatus != "SUCCEEDED":
+		t.Logf("KubeRay reported the job %s before the session looked: %s", fin.JobStatus, fin.Message)
+	case r.code == 1 && strings.Contains(r.stderr, "head Pod "+head+" of RayCluster ") && strings.Contains(r.stderr, " ran on it: "):
+	default:
+		t.Fatalf("exit %d, finished %+v, %s after the head Pod was deleted; want exit 1 naming head Pod %s and the job, or 8 with the job's end\n%s", r.code, fin, ended, head, r.stderr)
+	}
+	if ended > 2*time.Minute {
+		t.Errorf("the session ended %s after its head Pod was deleted", ended)
+	}
+}
