@@ -88,7 +88,7 @@ func TestJobAfterHeadGone(t *testing.T) {
 		{name: "RayJob reports another job", target: rayJob("rj-0", "SUCCEEDED", ""), jobID: "rj-1", want: Outcome{JobID: "rj-1"},
 			wantErr: "and job rj-1 ran on it"},
 		{name: "RayCluster with an entrypoint", jobID: "raysubmit_1", want: Outcome{JobID: "raysubmit_1"},
-			wantErr: "and job raysubmit_1 ran on it: Ray runs a job's supervisor and driver on the head, so the session ends here (kubectl get -n ns raycluster rc shows the new head Pod)"},
+			wantErr: "and job raysubmit_1 ran on it (Ray runs a job's driver on the head node unless its entrypoint asks for resources): the session ends here; kubectl get -n ns raycluster rc shows the new head Pod"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var objs []runtime.Object

@@ -752,7 +752,10 @@ func (s *session) jobAfterHeadGone(ctx context.Context, out Outcome, gone *headG
 	if out.JobID != "" {
 		job = "job " + out.JobID
 	}
-	return out, fmt.Errorf("%w, and %s ran on it: Ray runs a job's supervisor and driver on the head, so the session ends here (kubectl get -n %s raycluster %s shows the new head Pod)", gone, job, s.c.Namespace, gone.Cluster)
+	// Ray's job manager places a job's supervisor, which runs its
+	// driver, on the head node unless the entrypoint asks for resources
+	// (job_manager.py, _get_scheduling_strategy).
+	return out, fmt.Errorf("%w, and %s ran on it (Ray runs a job's driver on the head node unless its entrypoint asks for resources): the session ends here; kubectl get -n %s raycluster %s shows the new head Pod", gone, job, s.c.Namespace, gone.Cluster)
 }
 
 // clusterStays checks, after its head Pod is gone, that the RayCluster is

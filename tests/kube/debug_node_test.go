@@ -278,7 +278,7 @@ func TestDebugJobHeadGoneOnNode(t *testing.T) {
 	switch {
 	case r.code == 8 && fin != nil && fin.JobStatus != "SUCCEEDED":
 		t.Logf("KubeRay reported the job %s before the session looked: %s", fin.JobStatus, fin.Message)
-	case r.code == 1 && strings.Contains(r.stderr, "head Pod "+head+" of RayCluster ") && strings.Contains(r.stderr, " ran on it: "):
+	case r.code == 1 && strings.Contains(r.stderr, "head Pod "+head+" of RayCluster ") && strings.Contains(r.stderr, " ran on it ("):
 	default:
 		t.Fatalf("exit %d, finished %+v, %s after the head Pod was deleted; want exit 1 naming head Pod %s and the job, or 8 with the job's end\n%s", r.code, fin, ended, head, r.stderr)
 	}
