@@ -24,12 +24,16 @@ import (
 // gone, and the error says which.
 func TestHeadGone(t *testing.T) {
 	deleted := metav1.NewTime(time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC))
+	// The session followed the Pod of UID uid-1; a case without a UID is
+	// a look that decides by the Pod's state alone.
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod // nil: not found
 		want string      // "": not gone
 	}{
-		{name: "running", pod: &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}},
+		{name: "running", pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}},
+		{name: "replaced by a Pod of the same name", pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-2"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+			want: "head Pod rc-head-abcde of RayCluster rc is gone (replaced by a new Pod of the same name)"},
 		{name: "pending", pod: &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}},
 		{name: "not found", want: "head Pod rc-head-abcde of RayCluster rc is gone (not found)"},
 		{name: "being deleted", pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &deleted}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
@@ -39,11 +43,15 @@ func TestHeadGone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var objs []runtime.Object
+			s := &session{cluster: "rc"}
 			if tc.pod != nil {
 				tc.pod.Name, tc.pod.Namespace = "rc-head-abcde", "ns"
 				objs = append(objs, tc.pod)
+				if tc.pod.UID != "" {
+					s.headUID = "uid-1"
+				}
 			}
-			s := &session{c: &Cluster{Namespace: "ns", Core: clientsetCore{kubefake.NewSimpleClientset(objs...)}}, cluster: "rc"}
+			s.c = &Cluster{Namespace: "ns", Core: clientsetCore{kubefake.NewSimpleClientset(objs...)}}
 			got := ""
 			if gone := s.headGone(t.Context(), "rc-head-abcde"); gone != nil {
 				got = gone.Error()
@@ -88,7 +96,7 @@ func TestJobAfterHeadGone(t *testing.T) {
 		{name: "RayJob reports another job", target: rayJob("rj-0", "SUCCEEDED", ""), jobID: "rj-1", want: Outcome{JobID: "rj-1"},
 			wantErr: "and job rj-1 ran on it"},
 		{name: "RayCluster with an entrypoint", jobID: "raysubmit_1", want: Outcome{JobID: "raysubmit_1"},
-			wantErr: "and job raysubmit_1 ran on it (Ray runs a job's driver on the head node unless its entrypoint asks for resources): the session ends here; kubectl get -n ns raycluster rc shows the new head Pod"},
+			wantErr: "and job raysubmit_1 ran on it (Ray runs a job's driver on the head node unless its entrypoint asks for resources): the session ends here"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var objs []runtime.Object
@@ -137,25 +145,37 @@ func TestJobAfterHeadGone(t *testing.T) {
 // whose upgrade deletes the old RayCluster once the new one serves.
 func TestClusterStays(t *testing.T) {
 	service := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": map[string]any{"name": "rs", "namespace": "ns"}}}
+	deletingService := service.DeepCopy()
+	now := metav1.NewTime(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
+	deletingService.SetDeletionTimestamp(&now)
+	deletingService.SetFinalizers([]string{"ray.io/hold"})
 	for _, tc := range []struct {
 		name    string
 		cluster *unstructured.Unstructured
 		target  *unstructured.Unstructured
+		service *unstructured.Unstructured // the RayService as the API server has it
 		wantErr string
 	}{
 		{name: "there", cluster: rayCluster("rc", "1")},
 		{name: "deleted", wantErr: "head Pod rc-head-abcde of RayCluster rc is gone (not found), and RayCluster rc was deleted: there is nothing left to follow"},
 		{name: "being deleted", cluster: rayCluster("rc", "1", "ray.io/hold"),
 			wantErr: "and RayCluster rc is being deleted (since 2026-11-29T23:00:00Z): there is nothing left to follow"},
-		{name: "RayService's old cluster deleted", target: service},
-		{name: "RayService's old cluster being deleted", target: service, cluster: rayCluster("rc", "1", "ray.io/hold")},
+		{name: "RayService's old cluster deleted", target: service, service: service},
+		{name: "RayService's old cluster being deleted", target: service, service: service, cluster: rayCluster("rc", "1", "ray.io/hold")},
+		{name: "RayService deleted", target: service, cluster: rayCluster("rc", "1"),
+			wantErr: "head Pod rc-head-abcde of RayCluster rc is gone (not found), and RayService rs was deleted: there is nothing left to follow"},
+		{name: "RayService being deleted", target: service, service: deletingService, cluster: rayCluster("rc", "1"),
+			wantErr: "and RayService rs is being deleted (since 2026-11-29T23:00:00Z): there is nothing left to follow"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var objs []runtime.Object
 			if tc.cluster != nil {
 				objs = append(objs, tc.cluster)
 			}
-			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{RayClusters: "RayClusterList"}, objs...)
+			if tc.service != nil {
+				objs = append(objs, tc.service)
+			}
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{RayClusters: "RayClusterList", RayServices: "RayServiceList"}, objs...)
 			s := &session{c: &Cluster{Namespace: "ns", Dynamic: dyn}, target: tc.target, cluster: "rc"}
 			err := s.clusterStays(context.Background(), &headGoneError{Pod: "rc-head-abcde", Cluster: "rc", Why: "not found"})
 			switch {
@@ -168,17 +188,20 @@ func TestClusterStays(t *testing.T) {
 	}
 }
 
-// noPauses is a State API with no paused worker.
-type noPauses struct{}
+// onePause is a State API with one worker paused in task f.
+type onePause struct{}
 
-func (noPauses) PausedWorkers(context.Context) ([]dashboard.Worker, error) { return nil, nil }
-func (noPauses) RunningTasks(context.Context, string) ([]dashboard.Task, error) {
-	return nil, nil
+func (onePause) PausedWorkers(context.Context) ([]dashboard.Worker, error) {
+	return []dashboard.Worker{{WorkerID: "w1", IsAlive: true, WorkerType: "WORKER", IP: "10.0.0.5", DebuggerPort: 5678, NumPausedThreads: 1}}, nil
+}
+func (onePause) RunningTasks(context.Context, string) ([]dashboard.Task, error) {
+	return []dashboard.Task{{TaskID: "t1", Name: "f", State: "RUNNING", JobID: "02000000"}}, nil
 }
 
 // TestWatchSeesHeadGone: watch looks at the head Pod itself, not only at
 // its port-forwards ending: a head Pod deleted while no forward ended
-// ends the watch with the head's loss, which follow acts on.
+// ends the watch with the head's loss, which follow acts on, naming the
+// task the session had reported paused.
 func TestWatchSeesHeadGone(t *testing.T) {
 	head := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rc-head-abcde", Namespace: "ns"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	cs := kubefake.NewSimpleClientset(head)
@@ -193,12 +216,15 @@ func TestWatchSeesHeadGone(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // some polls with the head there
 		cs.CoreV1().Pods("ns").Delete(context.Background(), head.Name, metav1.DeleteOptions{})
 	}()
-	_, err := s.watch(ctx, head.Name, noPauses{}, nil, Outcome{})
+	_, err := s.watch(ctx, head.Name, onePause{}, nil, Outcome{})
 	var gone *headGoneError
 	if !errors.As(err, &gone) {
 		t.Fatalf("watch ended with %v, want the head Pod's loss", err)
 	}
 	if want := "head Pod rc-head-abcde of RayCluster rc is gone (not found)"; gone.Error() != want {
 		t.Errorf("error %q, want %q", gone, want)
+	}
+	if diff := cmp.Diff([]string{"task f on 10.0.0.5, debugpy at 10.0.0.5:5678"}, gone.Paused); diff != "" {
+		t.Errorf("paused tasks named (-want +got):\n%s", diff)
 	}
 }

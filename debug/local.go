@@ -55,6 +55,7 @@ var localAccess = []access{
 	{verb: "create", resource: "pods", subresource: "portforward", why: "the dashboard's port-forward"},
 	{verb: "create", resource: "pods", subresource: "exec", why: "the relay to a paused task's debugpy, which listens on its Pod's IP only"},
 	{verb: "list", resource: "pods", why: "finding the Pod of a paused task's IP"},
+	{verb: "get", resource: "pods", why: "following the head Pod (a lost one is replaced)"},
 	{verb: "get", resource: "rayclusters", group: "ray.io", why: "the cluster's state"},
 }
 

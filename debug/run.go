@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,6 +148,7 @@ type session struct {
 	cluster  string                     // the RayCluster's name, once known
 	created  []*unstructured.Unstructured
 	forwards []*Forward
+	headUID  types.UID // the head Pod followed, once ready
 	// dashLocal is the local port of the dashboard's forward, once made:
 	// the head Pod that replaces a lost one is served on the same ports.
 	dashLocal int
@@ -647,11 +649,11 @@ func (s *session) attach(ctx context.Context) error {
 }
 
 // follow waits for the head, forwards its ports, submits, and reports.
-// When the head Pod is gone (deleted, evicted, its node lost) and the
-// session follows no job, it waits for the head Pod KubeRay makes instead
-// and serves it on the same local addresses; a job ran on the head it
-// lost, so a session that follows one ends (with the job's status when
-// KubeRay reports one).
+// When the head Pod is gone (deleted, evicted, replaced) and the session
+// follows no job yet, it waits for the head Pod KubeRay makes instead and
+// serves it on the same local addresses; a job ran on the head it lost,
+// so a session that follows one ends (with the job's status when KubeRay
+// reports one).
 func (s *session) follow(ctx context.Context) (Outcome, error) {
 	replaced := ""
 	for {
@@ -664,7 +666,11 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 			f.Close()
 		}
 		s.forwards = nil
-		if out.JobID != "" || s.followsJob() {
+		if out.JobID == "" && s.target != nil && s.target.GetKind() == "RayJob" {
+			// KubeRay may have submitted before the session read it.
+			out.JobID = s.rayJobID(ctx)
+		}
+		if out.JobID != "" {
 			return s.jobAfterHeadGone(ctx, out, gone)
 		}
 		if err := s.clusterStays(ctx, gone); err != nil {
@@ -680,7 +686,11 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 		if s.o.Local {
 			at = "the same address"
 		}
-		s.report(Event{Kind: KindWarning, Pod: gone.Pod, Message: fmt.Sprintf("warning: %v: waiting for the head Pod KubeRay makes instead, to serve it on %s; the tasks reported paused before are followed again there", gone, at)})
+		msg := fmt.Sprintf("warning: %v: waiting for the head Pod KubeRay makes instead, to serve it on %s", gone, at)
+		if len(gone.Paused) > 0 {
+			msg += fmt.Sprintf("; no longer followed: %s (a task still paused is reported again from the new head)", strings.Join(gone.Paused, "; "))
+		}
+		s.report(Event{Kind: KindWarning, Pod: gone.Pod, Message: msg})
 		if s.target != nil && s.target.GetKind() == "RayService" {
 			// An upgrade replaces the RayService's RayCluster: look
 			// again for the one it serves.
@@ -693,6 +703,9 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 // headGoneError is a head Pod gone while the session followed it.
 type headGoneError struct {
 	Pod, Cluster, Why string
+	// Paused are the tasks the session had reported paused and not
+	// resumed, when the watch ended on the loss.
+	Paused []string
 }
 
 func (e *headGoneError) Error() string {
@@ -700,8 +713,9 @@ func (e *headGoneError) Error() string {
 }
 
 // headGone reports the session's head Pod when it is gone for good:
-// deleted, being deleted, or ended; nil while it runs or when the look
-// fails (the next look decides).
+// deleted, being deleted, ended, or replaced by a new Pod of the same name
+// (another UID: KubeRay can name every head <cluster>-head); nil while it
+// runs or when the look fails (the next look decides).
 func (s *session) headGone(ctx context.Context, pod string) *headGoneError {
 	p, err := s.c.Core.GetPod(ctx, s.c.Namespace, pod)
 	return s.headGoneOf(pod, p, err)
@@ -709,12 +723,15 @@ func (s *session) headGone(ctx context.Context, pod string) *headGoneError {
 
 // headGoneOf is headGone for a look at the head Pod already made.
 func (s *session) headGoneOf(pod string, p *corev1.Pod, err error) *headGoneError {
-	if !podGone(p, err) {
+	replaced := err == nil && s.headUID != "" && p.UID != s.headUID
+	if !replaced && !podGone(p, err) {
 		return nil
 	}
 	why := "not found"
 	switch {
 	case err != nil:
+	case replaced:
+		why = "replaced by a new Pod of the same name"
 	case p.DeletionTimestamp != nil:
 		why = "being deleted since " + p.DeletionTimestamp.UTC().Format(time.RFC3339)
 	default:
@@ -724,12 +741,6 @@ func (s *session) headGoneOf(pod string, p *corev1.Pod, err error) *headGoneErro
 		}
 	}
 	return &headGoneError{Pod: pod, Cluster: s.cluster, Why: why}
-}
-
-// followsJob reports whether the session follows a job: one it submits,
-// or the one KubeRay submits for a RayJob.
-func (s *session) followsJob() bool {
-	return s.submits() || s.target != nil && s.target.GetKind() == "RayJob"
 }
 
 // jobAfterHeadGone ends a session whose job's head Pod is gone: with the
@@ -755,12 +766,23 @@ func (s *session) jobAfterHeadGone(ctx context.Context, out Outcome, gone *headG
 	// Ray's job manager places a job's supervisor, which runs its
 	// driver, on the head node unless the entrypoint asks for resources
 	// (job_manager.py, _get_scheduling_strategy).
-	return out, fmt.Errorf("%w, and %s ran on it (Ray runs a job's driver on the head node unless its entrypoint asks for resources): the session ends here; kubectl get -n %s raycluster %s shows the new head Pod", gone, job, s.c.Namespace, gone.Cluster)
+	return out, fmt.Errorf("%w, and %s ran on it (Ray runs a job's driver on the head node unless its entrypoint asks for resources): the session ends here", gone, job)
 }
 
-// clusterStays checks, after its head Pod is gone, that the RayCluster is
-// still there to make another.
+// clusterStays checks, after its head Pod is gone, that the RayCluster
+// (or the RayService, which makes RayClusters) is still there to make
+// another. A failed look is no answer: the head wait that follows looks
+// again, and ends on its own error.
 func (s *session) clusterStays(ctx context.Context, gone *headGoneError) error {
+	if s.target != nil && s.target.GetKind() == "RayService" {
+		rs, err := s.c.Dynamic.Resource(RayServices).Namespace(s.c.Namespace).Get(ctx, s.target.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("%w, and RayService %s was deleted: there is nothing left to follow", gone, s.target.GetName())
+		case err == nil && rs.GetDeletionTimestamp() != nil:
+			return fmt.Errorf("%w, and RayService %s is being deleted (since %s): there is nothing left to follow", gone, s.target.GetName(), rs.GetDeletionTimestamp().UTC().Format(time.RFC3339))
+		}
+	}
 	if gone.Cluster == "" {
 		return nil
 	}
@@ -772,7 +794,7 @@ func (s *session) clusterStays(ctx context.Context, gone *headGoneError) error {
 		}
 		return fmt.Errorf("%w, and RayCluster %s was deleted: there is nothing left to follow", gone, gone.Cluster)
 	case err != nil:
-		return nil // the head wait that follows looks again
+		return nil
 	case rc.GetDeletionTimestamp() != nil && (s.target == nil || s.target.GetKind() != "RayService"):
 		return fmt.Errorf("%w, and RayCluster %s is being deleted (since %s): there is nothing left to follow", gone, gone.Cluster, rc.GetDeletionTimestamp().UTC().Format(time.RFC3339))
 	}
@@ -788,9 +810,17 @@ func (s *session) followHead(ctx context.Context, replaced string) (Outcome, err
 	if err != nil {
 		return out, err
 	}
+	s.headUID = head.UID
 	dashPort, csPort := s.ports(head)
-	dash, err := s.c.PortForward(ctx, head.Name, dashPort, s.dashLocal)
+	dashLocal := s.dashLocal
+	if s.o.Local {
+		dashLocal = 0 // only the session's proxy uses it
+	}
+	dash, err := s.c.PortForward(ctx, head.Name, dashPort, dashLocal)
 	if err != nil {
+		if gone := s.headGone(ctx, head.Name); gone != nil {
+			return out, gone
+		}
 		return out, err
 	}
 	s.dashLocal = dash.LocalPort
@@ -804,6 +834,9 @@ func (s *session) followHead(ctx context.Context, replaced string) (Outcome, err
 	}
 	cs, err := s.c.PortForward(ctx, head.Name, csPort, s.o.CodeServerPort)
 	if err != nil {
+		if gone := s.headGone(ctx, head.Name); gone != nil {
+			return out, gone
+		}
 		return out, err
 	}
 	if cs, err = s.waitCodeServer(ctx, cs); err != nil {
@@ -1035,6 +1068,14 @@ func (s *session) watch(ctx context.Context, head string, state StateAPI, jobs J
 		// port-forwards ending with it (when a forward ends is the
 		// kubelet's and the container runtime's doing).
 		if gone := s.headGone(ctx, head); gone != nil {
+			ids := make([]string, 0, len(tracker.paused))
+			for id := range tracker.paused {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
+			for _, id := range ids {
+				gone.Paused = append(gone.Paused, tracker.paused[id].String())
+			}
 			return out, gone
 		}
 		for i, f := range s.forwards {

@@ -90,10 +90,11 @@ before); without it, it says what it left. A second Ctrl-C exits at once.
 --cluster NAME attaches to a RayCluster that runs already: nothing is applied,
 and its head must carry the sidecar (unless --local).
 
-When the head Pod is gone (deleted, evicted, its node lost), a session that
-follows no job (a RayCluster or RayService without an entrypoint) waits for
-the head Pod KubeRay makes instead and serves it on the same local addresses;
-a session that follows a job ends, since the job ran on that head.
+When the head Pod is gone (deleted, evicted, replaced), a session that follows
+no job (a RayCluster or RayService without an entrypoint, or a job not yet
+submitted) waits for the head Pod KubeRay makes instead and serves it on the
+same local addresses; a session that follows a job ends, since the job ran on
+that head.
 
 --local debugs with the VS Code on this machine instead: no sidecar is
 injected (the manifest is applied as it is), and no code-server runs. It
@@ -107,7 +108,7 @@ cannot reach). In the Ray Distributed Debugger view add the cluster
 current directory); or attach ms-python.debugpy to the address each paused
 event gives (--write-launch FILE keeps a launch.json with one attach
 configuration per paused task). It needs, in the namespace: create on
-pods/portforward and pods/exec, list on pods, get on rayclusters.ray.io,
+pods/portforward and pods/exec, get and list on pods, get on rayclusters.ray.io,
 checked before anything is applied.
 
 -o json prints one event per line (applied, waiting, ready, submitted, paused,
