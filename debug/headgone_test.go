@@ -228,3 +228,22 @@ func TestWatchSeesHeadGone(t *testing.T) {
 		t.Errorf("paused tasks named (-want +got):\n%s", diff)
 	}
 }
+
+// TestReforwardToReplacedHead: a forward that ended is not brought back
+// to a new Pod that took the head's name (KubeRay's deterministic head
+// names): that is the head's loss, not the forward's return.
+func TestReforwardToReplacedHead(t *testing.T) {
+	newHead := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rc-head", Namespace: "ns", UID: "uid-2"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	s := &session{
+		c: &Cluster{Namespace: "ns", Core: clientsetCore{kubefake.NewSimpleClientset(newHead)}},
+		r: ReporterFunc(func(Event) {}), cluster: "rc", headUID: "uid-1",
+	}
+	nf, err := s.reforward(t.Context(), &Forward{Pod: "rc-head", PodPort: 8443, LocalPort: 40000}, errors.New("lost connection to pod"))
+	var gone *headGoneError
+	if nf != nil || !errors.As(err, &gone) {
+		t.Fatalf("reforward = %v, %v; want the head's loss", nf, err)
+	}
+	if want := "head Pod rc-head of RayCluster rc is gone (replaced by a new Pod of the same name)"; gone.Error() != want {
+		t.Errorf("error %q, want %q", gone, want)
+	}
+}

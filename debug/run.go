@@ -1144,10 +1144,11 @@ func (s *session) reforward(ctx context.Context, f *Forward, err error) (*Forwar
 	var last error
 	for {
 		p, gerr := s.c.Core.GetPod(ctx, s.c.Namespace, f.Pod)
+		// Every forward of a session is to its head Pod.
+		gone := s.headGoneOf(f.Pod, p, gerr)
 		switch {
-		case podGone(p, gerr):
-			// Every forward of a session is to its head Pod.
-			return nil, s.headGoneOf(f.Pod, p, gerr)
+		case gone != nil:
+			return nil, gone
 		case gerr != nil:
 			last = gerr
 		default:

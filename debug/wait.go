@@ -285,8 +285,7 @@ func (s *session) waitCodeServer(ctx context.Context, cs *Forward) (*Forward, er
 				if dctx.Err() == nil {
 					last = err
 				}
-				if p, gerr := s.c.Core.GetPod(ctx, s.c.Namespace, pod); podGone(p, gerr) {
-					gone := s.headGoneOf(pod, p, gerr)
+				if gone := s.headGone(ctx, pod); gone != nil {
 					gone.Why += ", while the session waited for code-server in it"
 					return nil, gone
 				}
