@@ -141,10 +141,7 @@ func TestDebugClusterOnNode(t *testing.T) {
 	dir := t.TempDir()
 	kc := c.kubeconfigIn(t, dir, ns)
 	const name = "dbgc"
-	// The head of netClusterYAML, without its worker group.
-	rc := fmt.Sprintf(netClusterYAML, name, n.rayImage)
-	rc = rc[:strings.Index(rc, "  workerGroupSpecs:\n")]
-	writeFile(t, filepath.Join(dir, "rc.yaml"), []byte(rc))
+	writeFile(t, filepath.Join(dir, "rc.yaml"), headOnlyCluster(name, n.rayImage))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, errs, err := run(ctx, dir, nil, nil, imagectlBin(t), "inject", "-f", "rc.yaml", "--image", n.sidecarImage, "--secret-file", "secret.yaml")
@@ -245,10 +242,7 @@ func TestDebugFollowsNewHeadOnNode(t *testing.T) {
 			dir := t.TempDir()
 			kc := c.kubeconfigIn(t, dir, ns)
 			const name = "dbgh"
-			// The head of netClusterYAML, without its worker group.
-			rc := fmt.Sprintf(netClusterYAML, name, n.rayImage)
-			rc = rc[:strings.Index(rc, "  workerGroupSpecs:\n")]
-			writeFile(t, filepath.Join(dir, "rc.yaml"), []byte(rc))
+			writeFile(t, filepath.Join(dir, "rc.yaml"), headOnlyCluster(name, n.rayImage))
 
 			var first, second *debug.Event
 			gone := false
@@ -310,4 +304,11 @@ func getOK(u string) error {
 		return fmt.Errorf("GET %s: %s", u, resp.Status)
 	}
 	return nil
+}
+
+// headOnlyCluster is netClusterYAML's RayCluster name without its worker
+// group: a head alone, with image.
+func headOnlyCluster(name, image string) []byte {
+	rc := fmt.Sprintf(netClusterYAML, name, image)
+	return []byte(rc[:strings.Index(rc, "  workerGroupSpecs:\n")])
 }
