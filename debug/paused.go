@@ -30,6 +30,21 @@ func newPausedTracker(api StateAPI, pods podFinder) *pausedTracker {
 	return &pausedTracker{api: api, pods: pods, paused: map[string]*PausedTask{}}
 }
 
+// pausedNow are the tasks reported paused and not resumed, in worker-ID
+// order.
+func (t *pausedTracker) pausedNow() []*PausedTask {
+	ids := make([]string, 0, len(t.paused))
+	for id := range t.paused {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([]*PausedTask, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, t.paused[id])
+	}
+	return out
+}
+
 // poll asks the State API once and returns what changed: new pauses, then
 // resumes (in worker-ID order, so a report is deterministic).
 func (t *pausedTracker) poll(ctx context.Context) (paused, resumed []*PausedTask, err error) {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -666,7 +665,7 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 			f.Close()
 		}
 		s.forwards = nil
-		if out.JobID == "" && s.target != nil && s.target.GetKind() == "RayJob" {
+		if out.JobID == "" && s.targetIs("RayJob") {
 			// KubeRay may have submitted before the session read it.
 			out.JobID = s.rayJobID(ctx)
 		}
@@ -691,13 +690,18 @@ func (s *session) follow(ctx context.Context) (Outcome, error) {
 			msg += fmt.Sprintf("; no longer followed: %s (a task still paused is reported again from the new head)", strings.Join(gone.Paused, "; "))
 		}
 		s.report(Event{Kind: KindWarning, Pod: gone.Pod, Message: msg})
-		if s.target != nil && s.target.GetKind() == "RayService" {
+		if s.targetIs("RayService") {
 			// An upgrade replaces the RayService's RayCluster: look
 			// again for the one it serves.
 			s.cluster = ""
 		}
 		replaced = gone.Pod
 	}
+}
+
+// targetIs reports whether the session's Ray object is of kind.
+func (s *session) targetIs(kind string) bool {
+	return s.target != nil && s.target.GetKind() == kind
 }
 
 // headGoneError is a head Pod gone while the session followed it.
@@ -746,7 +750,7 @@ func (s *session) headGoneOf(pod string, p *corev1.Pod, err error) *headGoneErro
 // jobAfterHeadGone ends a session whose job's head Pod is gone: with the
 // job's end when KubeRay reports one for the RayJob, else with the loss.
 func (s *session) jobAfterHeadGone(ctx context.Context, out Outcome, gone *headGoneError) (Outcome, error) {
-	if s.target != nil && s.target.GetKind() == "RayJob" {
+	if s.targetIs("RayJob") {
 		rj, err := s.c.Dynamic.Resource(RayJobs).Namespace(s.c.Namespace).Get(ctx, s.target.GetName(), metav1.GetOptions{})
 		if err == nil {
 			status, _, _ := unstructured.NestedString(rj.Object, "status", "jobStatus")
@@ -774,7 +778,7 @@ func (s *session) jobAfterHeadGone(ctx context.Context, out Outcome, gone *headG
 // another. A failed look is no answer: the head wait that follows looks
 // again, and ends on its own error.
 func (s *session) clusterStays(ctx context.Context, gone *headGoneError) error {
-	if s.target != nil && s.target.GetKind() == "RayService" {
+	if s.targetIs("RayService") {
 		rs, err := s.c.Dynamic.Resource(RayServices).Namespace(s.c.Namespace).Get(ctx, s.target.GetName(), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -789,13 +793,13 @@ func (s *session) clusterStays(ctx context.Context, gone *headGoneError) error {
 	rc, err := s.c.Dynamic.Resource(RayClusters).Namespace(s.c.Namespace).Get(ctx, gone.Cluster, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		if s.target != nil && s.target.GetKind() == "RayService" {
+		if s.targetIs("RayService") {
 			return nil // an upgrade's old cluster: look for the new one
 		}
 		return fmt.Errorf("%w, and RayCluster %s was deleted: there is nothing left to follow", gone, gone.Cluster)
 	case err != nil:
 		return nil
-	case rc.GetDeletionTimestamp() != nil && (s.target == nil || s.target.GetKind() != "RayService"):
+	case rc.GetDeletionTimestamp() != nil && !s.targetIs("RayService"):
 		return fmt.Errorf("%w, and RayCluster %s is being deleted (since %s): there is nothing left to follow", gone, gone.Cluster, rc.GetDeletionTimestamp().UTC().Format(time.RFC3339))
 	}
 	return nil
@@ -909,7 +913,7 @@ func (s *session) submitAndWatch(ctx context.Context, head *corev1.Pod, dashboar
 		return out, err
 	}
 	var jobs Jobs
-	if s.submits() || (s.target != nil && s.target.GetKind() == "RayJob") {
+	if s.submits() || s.targetIs("RayJob") {
 		if s.o.NewJobs == nil {
 			if s.submits() {
 				return out, errors.New("debug: no Jobs API client to submit with")
@@ -965,7 +969,7 @@ func (s *session) submit(ctx context.Context, jobs Jobs, head *corev1.Pod) (stri
 	}
 	s.ensureDebugpy(ctx, head, env)
 	id := ""
-	if s.target != nil && s.target.GetKind() == "RayJob" {
+	if s.targetIs("RayJob") {
 		// KubeRay names the job of a RayJob after it; an InteractiveMode
 		// RayJob waits for the user to set spec.jobId.
 		id = s.target.GetName() + "-" + time.Now().UTC().Format("20060102-150405")
@@ -975,7 +979,7 @@ func (s *session) submit(ctx context.Context, jobs Jobs, head *corev1.Pod) (stri
 	if err != nil {
 		return "", fmt.Errorf("submitting %q: %w", sub.Entrypoint, err)
 	}
-	if s.target != nil && s.target.GetKind() == "RayJob" {
+	if s.targetIs("RayJob") {
 		patch := fmt.Appendf(nil, `{"spec":{"jobId":%q}}`, jobID)
 		if _, err := s.c.Dynamic.Resource(RayJobs).Namespace(s.c.Namespace).Patch(ctx, s.target.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 			return "", fmt.Errorf("setting spec.jobId of RayJob %s to the submitted job %s: %w", s.target.GetName(), jobID, err)
@@ -1038,7 +1042,7 @@ func (s *session) watch(ctx context.Context, head string, state StateAPI, jobs J
 		if s.tunnels != nil {
 			s.reportTunnelProblems()
 		}
-		if out.JobID == "" && s.target != nil && s.target.GetKind() == "RayJob" {
+		if out.JobID == "" && s.targetIs("RayJob") {
 			out.JobID = s.rayJobID(ctx)
 		}
 		if out.JobID != "" && jobs != nil {
@@ -1068,13 +1072,8 @@ func (s *session) watch(ctx context.Context, head string, state StateAPI, jobs J
 		// port-forwards ending with it (when a forward ends is the
 		// kubelet's and the container runtime's doing).
 		if gone := s.headGone(ctx, head); gone != nil {
-			ids := make([]string, 0, len(tracker.paused))
-			for id := range tracker.paused {
-				ids = append(ids, id)
-			}
-			sort.Strings(ids)
-			for _, id := range ids {
-				gone.Paused = append(gone.Paused, tracker.paused[id].String())
+			for _, p := range tracker.pausedNow() {
+				gone.Paused = append(gone.Paused, p.String())
 			}
 			return out, gone
 		}
